@@ -1,0 +1,1 @@
+//! `desired_state`: what must exist on this node, computed from OVN and the configuration.

@@ -1,0 +1,1 @@
+//! Event filters: whether an OVSDB update deserves a reconcile.

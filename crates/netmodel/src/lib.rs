@@ -1,0 +1,340 @@
+//! The vocabulary of node objects.
+//!
+//! `desired_state` describes what must exist on the node with these types, the
+//! observer describes what does exist with the same types, and the planner
+//! diffs the two. Every value here is already parsed and validated: a device
+//! name is a [`DevName`], an address an [`IpNet`], a MAC a [`MacAddr`], so
+//! nothing that reaches netlink, `ovs-ofctl` or `vtysh` is an unchecked string
+//! from OVN.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+
+pub use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+/// Routing protocol numbers the agent writes or must recognise.
+pub mod proto {
+    /// `proto boot`: what upstream (and we) tag the agent's routes with.
+    pub const BOOT: u8 = 3;
+    /// `proto kernel`: routes the kernel adds for addresses.
+    pub const KERNEL: u8 = 2;
+    /// `proto static`.
+    pub const STATIC: u8 = 4;
+    /// FRR's zebra (`proto 186`). Never deleted by the agent (O5).
+    pub const FRR: u8 = 186;
+}
+
+/// Route scopes (rtnetlink `rt_scope_t`).
+pub mod scope {
+    pub const UNIVERSE: u8 = 0;
+    pub const LINK: u8 = 253;
+    pub const HOST: u8 = 254;
+}
+
+/// OpenFlow cookies owned by the agent.
+pub mod cookie {
+    /// MAC-tweak flows on provider bridges.
+    pub const MAC_TWEAK: u64 = 999;
+    /// EVPN flows.
+    pub const EVPN: u64 = 998;
+}
+
+/// An Ethernet address.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl FromStr for MacAddr {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ModelError::BadMac(s.to_string());
+        let mut out = [0u8; 6];
+        let mut parts = s.split(':');
+        for byte in out.iter_mut() {
+            let p = parts.next().ok_or_else(bad)?;
+            if p.is_empty() || p.len() > 2 {
+                return Err(bad());
+            }
+            *byte = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+        }
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(MacAddr(out))
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
+    }
+}
+
+impl fmt::Debug for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for MacAddr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MacAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A Linux interface name: 1 to 15 bytes, no `/`, no whitespace, not `.` or
+/// `..` (the kernel's `dev_valid_name`). Anything derived from OVN (bridge
+/// names, VLAN devices) goes through this before it reaches a request.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct DevName(String);
+
+impl DevName {
+    pub const MAX_LEN: usize = 15;
+
+    pub fn new(s: &str) -> Result<DevName, ModelError> {
+        let ok = !s.is_empty()
+            && s.len() <= Self::MAX_LEN
+            && s != "."
+            && s != ".."
+            && !s
+                .bytes()
+                .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || b.is_ascii_control());
+        if ok {
+            Ok(DevName(s.to_string()))
+        } else {
+            Err(ModelError::BadDevName(s.to_string()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DevName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DevName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for DevName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        DevName::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A routing table, either by number or by the provider bridge whose
+/// `/etc/iproute2/rt_tables` entry names it. Desired state always names
+/// bridge tables by bridge: the planner resolves the number from rt_tables
+/// on every reconcile (never cached across reconciles, see D16).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableRef {
+    Id(u32),
+    Bridge(DevName),
+}
+
+/// What kind of link a desired device is.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum LinkKind {
+    Vrf {
+        table: u32,
+    },
+    Dummy,
+    Vlan {
+        parent: DevName,
+        vlan_id: u16,
+    },
+    Veth {
+        peer: DevName,
+    },
+    Bridge,
+    Vxlan {
+        vni: u32,
+        local: Option<IpAddr>,
+        dstport: u16,
+    },
+    /// A device the agent does not create but must see up (an OVS bridge).
+    Existing,
+}
+
+/// A device the agent wants, and how.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Link {
+    pub name: DevName,
+    pub kind: LinkKind,
+    pub master: Option<DevName>,
+    pub mac: Option<MacAddr>,
+    pub up: bool,
+}
+
+/// An address on a device (`ip addr add NET dev DEV`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Address {
+    pub dev: DevName,
+    pub net: IpNet,
+}
+
+/// A policy rule `to DST lookup TABLE`. The priority is chosen by the kernel
+/// (lowest non-zero minus one) unless given.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Rule {
+    pub dst: IpNet,
+    pub table: TableRef,
+    pub priority: Option<u32>,
+}
+
+/// The route types the agent writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteType {
+    Unicast,
+    Unreachable,
+    Blackhole,
+    Local,
+}
+
+/// A route in a numbered table. `dst` `None` is the default route of the
+/// family given by `v6`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Route {
+    pub table: TableRef,
+    pub v6: bool,
+    pub dst: Option<IpNet>,
+    pub dev: Option<DevName>,
+    pub via: Option<IpAddr>,
+    pub proto: u8,
+    pub scope: u8,
+    pub kind: RouteType,
+    pub metric: Option<u32>,
+}
+
+/// A permanent neighbour entry (`ip neigh replace DST lladdr MAC dev DEV nud permanent`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Neighbour {
+    pub dev: DevName,
+    pub dst: IpAddr,
+    pub lladdr: MacAddr,
+}
+
+/// A proxy ARP/NDP entry (`ip -6 neigh add proxy DST dev DEV`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProxyNeighbour {
+    pub dev: DevName,
+    pub dst: IpAddr,
+}
+
+/// A sysctl the agent writes, by its dotted key (`net.ipv4.conf.br-ex.proxy_arp`).
+/// Device names containing `.` are written with `/` in the key, as `sysctl` does.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Sysctl {
+    pub key: String,
+    pub value: String,
+}
+
+impl Sysctl {
+    /// `net.<ipv4|ipv6>.conf.<dev>.<leaf>` with the dev's dots turned into slashes.
+    pub fn conf(v6: bool, dev: &DevName, leaf: &str, value: &str) -> Sysctl {
+        let fam = if v6 { "ipv6" } else { "ipv4" };
+        Sysctl {
+            key: format!("net.{fam}.conf.{}.{leaf}", dev.as_str().replace('.', "/")),
+            value: value.to_string(),
+        }
+    }
+}
+
+/// An OpenFlow flow the agent owns, symbolic where the value is a fact of the
+/// node: the in_port is named by its OVS port (the planner looks up the
+/// ofport), and `mod_dl_dst` can name "the bridge's own MAC".
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Flow {
+    pub bridge: DevName,
+    pub cookie: u64,
+    pub table: u8,
+    pub priority: u16,
+    /// `ip` or `ipv6` (or another protocol keyword); validated tokens only.
+    pub protocol: String,
+    /// The OVS port whose ofport is the `in_port`.
+    pub in_port: String,
+    pub actions: Vec<FlowAction>,
+}
+
+/// The actions the agent's flows use.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowAction {
+    /// `mod_dl_dst:<the bridge's MAC>`.
+    ModDlDstBridgeMac,
+    ModDlDst(MacAddr),
+    ModDlSrc(MacAddr),
+    Output(String),
+    Normal,
+}
+
+/// Values that failed validation, with the value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ModelError {
+    #[error("invalid MAC address {0:?}")]
+    BadMac(String),
+    #[error("invalid interface name {0:?} (1-15 bytes, no '/', ':' or whitespace)")]
+    BadDevName(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_parses_and_prints_lowercase() {
+        let m: MacAddr = "FA:16:3E:11:11:11".parse().unwrap();
+        assert_eq!(m.to_string(), "fa:16:3e:11:11:11");
+        for bad in [
+            "",
+            "fa:16:3e:11:11",
+            "fa:16:3e:11:11:11:11",
+            "zz:16:3e:11:11:11",
+            "fa:16:3e:11:11:111",
+        ] {
+            assert!(bad.parse::<MacAddr>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dev_name_rejects_what_the_kernel_rejects() {
+        assert!(DevName::new("br-ex.100").is_ok());
+        assert!(DevName::new("a-very-long-name1").is_err());
+        for bad in ["", ".", "..", "br ex", "br/ex", "br;\nex"] {
+            assert!(DevName::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sysctl_key_writes_vlan_dots_as_slashes() {
+        let dev = DevName::new("br-ex.100").unwrap();
+        assert_eq!(
+            Sysctl::conf(false, &dev, "proxy_arp", "1").key,
+            "net.ipv4.conf.br-ex/100.proxy_arp"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! The node layer: observer, planner and applier.

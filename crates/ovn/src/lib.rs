@@ -1,0 +1,1 @@
+//! Typed views of OVN rows and the indexed `Snapshot` the drivers read.

@@ -1,5 +1,59 @@
-//! `conformance`: runs upstream's recorded decision tables and scenarios against the rewrite.
-fn main() {
-    eprintln!("conformance: no runner is implemented yet");
-    std::process::exit(2);
+//! `conformance`: runs upstream's recorded decision tables and golden
+//! node-side scenarios against the rewrite.
+//!
+//! - `conformance event-match FILE...`: the event filters against
+//!   `fixtures/conformance/event-match*.json` (see [`event_match`]).
+//! - `conformance scenario FILE...`: desired state, planner and a model node
+//!   against `fixtures/conformance/scenarios/*.json` (see [`scenario`]).
+//!
+//! Both print one line per failure, then `N passed, M failed[, K skipped]`,
+//! and exit non-zero when anything failed.
+
+mod event_match;
+mod scenario;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.split_first() {
+        Some((cmd, files)) if cmd == "event-match" => event_match::run(files),
+        Some((cmd, files)) if cmd == "scenario" => scenario::run(files),
+        _ => {
+            eprintln!("usage: conformance <event-match|scenario> FILE...");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(summary) => {
+            println!("{summary}");
+            if summary.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("conformance: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The closing line every runner prints.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} passed, {} failed", self.passed, self.failed)?;
+        if self.skipped > 0 {
+            write!(f, ", {} skipped", self.skipped)?;
+        }
+        Ok(())
+    }
 }

@@ -7,6 +7,7 @@
 //! nothing that reaches netlink, `ovs-ofctl` or `vtysh` is an unchecked string
 //! from OVN.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -290,6 +291,54 @@ pub enum FlowAction {
     ModDlSrc(MacAddr),
     Output(String),
     Normal,
+}
+
+/// What an exposed object is for. The planner uses it to order withdrawals
+/// (O3: gateway IPs, then subnets, then load balancers) and `plan` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Per-bridge base wiring: ARP/NDP addresses, default routes, flows.
+    Base,
+    /// A router gateway port (cr-lrp) IP.
+    Gateway,
+    /// A tenant subnet routed behind a local gateway.
+    Subnet,
+    /// An OVN load-balancer VIP (or VIP-FIP, port-forwarding FIP).
+    Lb,
+    /// A floating IP.
+    Fip,
+    /// A VM or virtual port IP on a provider network.
+    Vm,
+    /// A tenant VM IP exposed by the host advertisement method.
+    TenantVm,
+}
+
+/// Everything the agent wants on the node, flattened into node objects.
+///
+/// This is the planner's input. Announcements are the addresses on
+/// `announce_dev` (bgp-nic) and the routes in table `vrf_table` (the subnet
+/// method's `redistribute kernel`); everything else is wiring. Each object
+/// carries the [`Class`] of the exposure that needs it; an object two
+/// exposures need keeps the first class inserted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesiredNode {
+    /// The device whose addresses BGP announces (`bgp_nic`).
+    pub announce_dev: Option<DevName>,
+    /// The VRF's table (`bgp_vrf_table_id`).
+    pub vrf_table: u32,
+    pub links: BTreeSet<Link>,
+    /// Provider bridges that need a routing table (an rt_tables entry named after the bridge).
+    pub bridge_tables: BTreeSet<DevName>,
+    pub sysctls: BTreeSet<Sysctl>,
+    pub addresses: BTreeMap<Address, Class>,
+    pub rules: BTreeMap<Rule, Class>,
+    pub routes: BTreeMap<Route, Class>,
+    pub neighbours: BTreeMap<Neighbour, Class>,
+    pub proxy_neighbours: BTreeMap<ProxyNeighbour, Class>,
+    pub flows: BTreeSet<Flow>,
+    /// The FRR configuration text to apply with `vtysh -f`, if the driver has one.
+    pub frr_config: Option<String>,
 }
 
 /// Values that failed validation, with the value.

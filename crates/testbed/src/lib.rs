@@ -1,0 +1,20 @@
+//! The project's own system-test bench. Every helper here keeps its state in a
+//! temporary directory it owns, starts only what it stops, and stops it on drop,
+//! so tests can run in parallel and leave nothing behind.
+//!
+//! - [`ovsdb`]: ovsdb-server instances (standalone, SSL, RAFT clusters) on the
+//!   schemas in `fixtures/schemas`.
+//! - [`netns`]: network namespaces with veth pairs, and running commands in them.
+//! - [`frr`]: FRR daemons as a node router and as a fabric peer.
+//! - [`vm`]: the full-kernel VM tier (QEMU TCG) for what this kernel lacks
+//!   (vrf, dummy, 802.1q).
+
+pub mod frr;
+pub mod netns;
+pub mod ovsdb;
+pub mod vm;
+
+/// The workspace's `fixtures/` directory.
+pub fn fixtures_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}

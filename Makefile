@@ -1,0 +1,62 @@
+# ovn-bgp-agent (Rust) — developer entry points.
+#
+#   make demo   run the agent's main job on the built-in demo topology
+#   make test   install what the tests need, then run every test tier
+#
+# Both install their system packages themselves (Debian/Ubuntu, as root), so a
+# fresh machine needs nothing else.
+
+CARGO        ?= cargo
+export CARGO_TERM_COLOR ?= never
+
+# Debian packages the tests and the demo use: real ovsdb-server and OVN tools,
+# FRR as the BGP peer, iproute2 for namespaces, openssl for the SSL tests,
+# QEMU + busybox for the full-kernel VM tier.
+DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
+                frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod
+
+.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy bench clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace --locked
+
+## deps: install the system packages the tests and the demo need (idempotent).
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "deps: all present"; fi
+
+## lint: formatting and clippy, warnings are errors.
+lint: fmt clippy
+fmt:
+	$(CARGO) fmt --all -- --check
+clippy:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)
+## on this kernel, the conformance runners, then the VM tier for what this
+## kernel lacks (vrf, dummy, 802.1q).
+test: deps test-unit test-conformance test-vm
+
+test-unit:
+	$(CARGO) test --workspace --locked --no-fail-fast
+
+test-conformance:
+	$(CARGO) run --locked -q -p obgp-conformance -- event-match fixtures/conformance/event-match.json fixtures/conformance/event-match-crafted.json
+	$(CARGO) run --locked -q -p obgp-conformance -- scenario fixtures/conformance/scenarios/*.json
+
+test-vm:
+	@scripts/test-vm.sh
+
+demo: deps
+	@scripts/demo.sh
+
+bench:
+	$(CARGO) bench --workspace --locked
+
+clean:
+	$(CARGO) clean

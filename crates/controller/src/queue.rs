@@ -1,0 +1,293 @@
+//! Delays, coalesces and rate-limits reconcile triggers.
+//!
+//! The first trigger after a quiet period reconciles at once, so an isolated
+//! OVSDB event reaches the node in milliseconds. Triggers arriving within
+//! `window` of the previous reconcile are merged into one, and a token bucket
+//! (governor) bounds reconciles per second under churn. Nothing is ever
+//! dropped: a trigger either starts a reconcile or joins the next one.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::Reason;
+
+/// How triggers are turned into reconciles.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    /// Triggers within this window after a reconcile started are merged into the next one.
+    pub window: Duration,
+    /// At most this many reconciles per second, sustained.
+    pub max_per_second: NonZeroU32,
+    /// How many reconciles may run back to back before the rate applies.
+    pub burst: NonZeroU32,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            window: Duration::from_millis(100),
+            max_per_second: NonZeroU32::new(10).expect("non-zero"),
+            burst: NonZeroU32::new(5).expect("non-zero"),
+        }
+    }
+}
+
+/// The reasons of one reconcile, each with how many triggers carried it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    pub reasons: BTreeMap<Reason, usize>,
+}
+
+impl Batch {
+    fn add(&mut self, reason: Reason) {
+        *self.reasons.entry(reason).or_default() += 1;
+    }
+
+    /// Total triggers merged into this reconcile.
+    pub fn triggers(&self) -> usize {
+        self.reasons.values().sum()
+    }
+
+    /// Whether any reason asks for FRR's configuration to be checked.
+    pub fn checks_frr(&self) -> bool {
+        self.reasons.keys().any(Reason::checks_frr)
+    }
+}
+
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (reason, count) in &self.reasons {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            if *count > 1 {
+                write!(f, "{reason} (x{count})")?;
+            } else {
+                write!(f, "{reason}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The sending side: cheap to clone, handed to event filters and timers.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    tx: mpsc::UnboundedSender<Reason>,
+}
+
+impl Scheduler {
+    /// Asks for a reconcile. Returns false once the queue is gone (shutdown).
+    pub fn trigger(&self, reason: Reason) -> bool {
+        self.tx.send(reason).is_ok()
+    }
+
+    /// Triggers `reason` every `period`, first after one period, until the
+    /// queue is gone. Used for `reconcile_interval` and `frr_reconcile_interval`.
+    pub fn every(&self, period: Duration, reason: Reason) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
+            // A reconcile slower than the period must not cause a burst of catch-up ticks.
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                if !this.trigger(reason.clone()) {
+                    return;
+                }
+            }
+        })
+    }
+}
+
+/// Tokio's clock for governor, so the rate limit follows tokio's (pausable) time.
+#[derive(Clone, Debug)]
+struct TokioClock {
+    start: Instant,
+}
+
+impl Clock for TokioClock {
+    type Instant = Duration;
+    fn now(&self) -> Duration {
+        Instant::now().duration_since(self.start)
+    }
+}
+
+type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Duration>>;
+
+/// The receiving side, owned by the reconcile loop.
+pub struct WorkQueue {
+    rx: mpsc::UnboundedReceiver<Reason>,
+    window: Duration,
+    last_start: Option<Instant>,
+    clock: TokioClock,
+    limiter: Limiter,
+}
+
+impl WorkQueue {
+    pub fn new(config: QueueConfig) -> (Scheduler, WorkQueue) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let clock = TokioClock {
+            start: Instant::now(),
+        };
+        let quota = Quota::per_second(config.max_per_second).allow_burst(config.burst);
+        let limiter = RateLimiter::direct_with_clock(quota, clock.clone());
+        let queue = WorkQueue {
+            rx,
+            window: config.window,
+            last_start: None,
+            clock,
+            limiter,
+        };
+        (Scheduler { tx }, queue)
+    }
+
+    /// Waits until the next reconcile is due and returns its reasons. `None`
+    /// once every [`Scheduler`] is dropped and nothing is pending.
+    pub async fn next(&mut self) -> Option<Batch> {
+        let mut batch = Batch::default();
+        batch.add(self.rx.recv().await?);
+
+        if let Some(last) = self.last_start {
+            let due = last + self.window;
+            if Instant::now() < due {
+                tokio::time::sleep_until(due).await;
+            }
+        }
+        while let Err(not_until) = self.limiter.check() {
+            let wait = not_until.wait_time_from(self.clock.now());
+            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+        while let Ok(reason) = self.rx.try_recv() {
+            batch.add(reason);
+        }
+        self.last_start = Some(Instant::now());
+        Some(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(class: &'static str) -> Reason {
+        Reason::Event {
+            class,
+            table: "Logical_Switch_Port".into(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn first_trigger_after_quiet_period_reconciles_at_once() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let t0 = Instant::now();
+        sched.trigger(event("LogicalSwitchPortProviderCreateEvent"));
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(batch.triggers(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn triggers_within_the_window_merge_into_one_reconcile() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        sched.trigger(Reason::Startup);
+        queue.next().await.unwrap();
+        let t0 = Instant::now();
+
+        let s = sched.clone();
+        tokio::spawn(async move {
+            for class in ["A", "B", "B"] {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                s.trigger(event(class));
+            }
+        });
+        let batch = queue.next().await.unwrap();
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_millis(100),
+            "waits for the end of the window"
+        );
+        assert_eq!(batch.triggers(), 3);
+        assert_eq!(
+            batch.reasons.len(),
+            2,
+            "same reason counted, not repeated: {batch}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn trigger_after_the_window_is_not_delayed() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        sched.trigger(Reason::Startup);
+        queue.next().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t0 = Instant::now();
+        sched.trigger(event("A"));
+        queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limit_bounds_reconciles_under_churn() {
+        let config = QueueConfig {
+            window: Duration::ZERO,
+            max_per_second: NonZeroU32::new(4).unwrap(),
+            burst: NonZeroU32::new(1).unwrap(),
+        };
+        let (sched, mut queue) = WorkQueue::new(config);
+        let t0 = Instant::now();
+        let mut reconciles = 0;
+        for _ in 0..9 {
+            sched.trigger(Reason::Periodic);
+            queue.next().await.unwrap();
+            reconciles += 1;
+        }
+        // 1 immediately, then one every 250 ms.
+        assert_eq!(reconciles, 9);
+        assert!(
+            t0.elapsed() >= Duration::from_millis(2000),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert!(
+            t0.elapsed() < Duration::from_millis(2100),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn queue_ends_when_every_scheduler_is_gone() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        sched.trigger(Reason::Manual);
+        drop(sched);
+        assert!(
+            queue.next().await.is_some(),
+            "pending trigger still delivered"
+        );
+        assert!(queue.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn periodic_timer_triggers_every_period() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let timer = sched.every(Duration::from_secs(300), Reason::Periodic);
+        let t0 = Instant::now();
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_secs(300));
+        assert!(batch.reasons.contains_key(&Reason::Periodic));
+        queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_secs(600));
+        timer.abort();
+    }
+}

@@ -3,8 +3,11 @@
 //!
 //! The crate is split the way the protocol is layered: [`datum`] is the value
 //! model (atoms, sets, maps, rows) shared with the OVN model and the event
-//! filters.
+//! filters; [`framing`] cuts the byte stream into JSON messages.
 
 pub mod datum;
+pub mod error;
+pub mod framing;
 
 pub use datum::{Atom, Datum, DatumError, Row, Uuid};
+pub use error::{Error, Result};

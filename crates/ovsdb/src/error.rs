@@ -1,0 +1,78 @@
+//! The crate's error type: every failure names what was wrong and where.
+
+use std::io;
+
+use crate::datum::DatumError;
+use crate::framing::FrameError;
+
+/// Anything that can go wrong talking to an OVSDB server.
+///
+/// Errors that come from the server's input (framing, JSON, types, unknown
+/// tables or columns) name the offending value and, where there is one, the
+/// table and row UUID. A session that returns one of them is dropped and, for
+/// a [`crate::Client`], re-established.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A remote string that is not `unix:PATH`, `tcp:HOST:PORT` or `ssl:HOST:PORT`.
+    #[error("invalid remote {0:?}: expected unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT")]
+    BadRemote(String),
+    /// Connecting to or talking over the socket failed.
+    #[error("{remote}: {source}")]
+    Io {
+        remote: String,
+        #[source]
+        source: io::Error,
+    },
+    /// TLS setup (keys, certificates, CA) failed.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The byte stream is not a sequence of JSON objects within the size limit.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// A frame is not valid JSON or not a JSON-RPC message we understand.
+    #[error("malformed message from server: {0}")]
+    Protocol(String),
+    /// The server answered a request with a JSON-RPC error.
+    #[error("{method}: server error {error}")]
+    Rpc {
+        method: String,
+        error: serde_json::Value,
+    },
+    /// A transaction operation failed (the server's `error`/`details`).
+    #[error("transaction failed at operation {index}: {error}")]
+    Transaction {
+        index: usize,
+        error: serde_json::Value,
+    },
+    /// The schema document is not a valid OVSDB schema.
+    #[error("schema {schema}: {reason}")]
+    Schema { schema: String, reason: String },
+    /// A value in an update does not fit the schema.
+    #[error("{table} row {uuid}: {reason}")]
+    BadRow {
+        table: String,
+        uuid: String,
+        reason: String,
+    },
+    /// An update names a table the schema does not have.
+    #[error("update for unknown table {0:?}")]
+    UnknownTable(String),
+    /// A datum that could not be decoded at all.
+    #[error(transparent)]
+    Datum(#[from] DatumError),
+    /// The server closed the connection.
+    #[error("connection closed by server")]
+    Closed,
+    /// Nothing arrived from the server for two probe intervals.
+    #[error("no message from server for {0:?}: connection considered dead")]
+    Inactive(std::time::Duration),
+    /// The session or client has shut down.
+    #[error("session is closed")]
+    SessionClosed,
+    /// The database is not on this server, or (leader-only) not led by it.
+    #[error("{0}")]
+    NotUsable(String),
+}
+
+/// Short alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,144 @@
+//! Self-test of the VM tier: one boot proves the whole chain (kernel cache,
+//! initramfs, host root over 9p, a host-built test binary running inside,
+//! exit status and output passed back) and that the guest kernel has the
+//! exact devices the agent creates: `bgp-vrf` (vrf table 10), a dummy
+//! `bgp-nic` enslaved to it, and a vlan `br-ex.100`.
+
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+use obgp_testbed::vm::{self, Vm, VmOptions};
+use serde_json::Value;
+
+/// A network namespace removed on drop, so nothing stays behind in the
+/// guest or, if run by hand, on the host.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: &str) -> Result<Netns> {
+        ip(&["netns", "add", name])?;
+        Ok(Netns(name.to_string()))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> Result<String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip (apt package iproute2)")?;
+    if !out.status.success() {
+        bail!(
+            "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn link(ns: &str, name: &str) -> Result<Value> {
+    let text = ip(&["-n", ns, "-d", "-j", "link", "show", "dev", name])?;
+    let links: Value = serde_json::from_str(&text).with_context(|| format!("ip -j: {text}"))?;
+    links
+        .get(0)
+        .cloned()
+        .with_context(|| format!("no link {name} in {ns}"))
+}
+
+#[test]
+#[ignore = "vm tier: needs the vrf, dummy and 8021q kernel modules (make test-vm)"]
+fn agent_devices_can_be_created_on_the_vm_kernel() -> Result<()> {
+    let ns = Netns::new(&format!("obgpvm-{}", std::process::id()))?;
+    let n = ns.0.as_str();
+    ip(&[
+        "-n", n, "link", "add", "bgp-vrf", "type", "vrf", "table", "10",
+    ])
+    .context("this kernel has no vrf devices: run the test through `obgp-vm test`")?;
+    ip(&["-n", n, "link", "add", "bgp-nic", "type", "dummy"])?;
+    ip(&["-n", n, "link", "set", "bgp-nic", "master", "bgp-vrf"])?;
+    ip(&["-n", n, "link", "add", "br-ex", "type", "bridge"])?;
+    ip(&[
+        "-n",
+        n,
+        "link",
+        "add",
+        "link",
+        "br-ex",
+        "name",
+        "br-ex.100",
+        "type",
+        "vlan",
+        "id",
+        "100",
+    ])?;
+    for dev in ["bgp-vrf", "bgp-nic", "br-ex", "br-ex.100"] {
+        ip(&["-n", n, "link", "set", dev, "up"])?;
+    }
+    ip(&["-n", n, "addr", "add", "172.24.4.10/32", "dev", "bgp-nic"])?;
+
+    let vrf = link(n, "bgp-vrf")?;
+    assert_eq!(vrf["linkinfo"]["info_kind"], "vrf", "{vrf}");
+    assert_eq!(vrf["linkinfo"]["info_data"]["table"], 10, "{vrf}");
+    let nic = link(n, "bgp-nic")?;
+    assert_eq!(nic["linkinfo"]["info_kind"], "dummy", "{nic}");
+    assert_eq!(nic["master"], "bgp-vrf", "{nic}");
+    let vlan = link(n, "br-ex.100")?;
+    assert_eq!(vlan["linkinfo"]["info_kind"], "vlan", "{vlan}");
+    assert_eq!(vlan["linkinfo"]["info_data"]["id"], 100, "{vlan}");
+    assert_eq!(vlan["link"], "br-ex", "{vlan}");
+    // the address on the enslaved dummy lands in the VRF's table
+    let routes = ip(&["-n", n, "route", "show", "table", "10"])?;
+    assert!(routes.contains("172.24.4.10"), "table 10: {routes}");
+    Ok(())
+}
+
+/// Boots the VM once and runs this very test binary's VM-tier test in it.
+/// The exit status of the guest command is 7 on purpose: it must come back.
+#[test]
+fn vm_runs_host_built_tests_and_returns_exit_status() -> Result<()> {
+    ensure!(
+        !vm::in_vm(),
+        "this test boots a VM; it must not run inside one"
+    );
+    let vm = Vm::build_default().context("building the VM tier (needs apt access once)")?;
+    let me = std::env::current_exe()?;
+    let me = me.display().to_string();
+    let script = format!(
+        "'{me}' --ignored --exact --test-threads=1 --color never agent_devices_can_be_created_on_the_vm_kernel; \
+         echo \"inner status $?\"; echo \"OBGP_VM=$OBGP_VM kernel $(uname -r)\"; exit 7"
+    );
+    let run = vm.run_with(
+        &["sh", "-c", &script],
+        &VmOptions {
+            timeout: std::time::Duration::from_secs(600),
+            ..VmOptions::default()
+        },
+    )?;
+    let out = run.command_output();
+    assert_eq!(
+        run.code, 7,
+        "guest exit status not passed back:\n{}",
+        run.console
+    );
+    assert!(
+        out.contains("test agent_devices_can_be_created_on_the_vm_kernel ... ok"),
+        "VM-tier test did not pass in the guest:\n{out}"
+    );
+    assert!(out.contains("inner status 0"), "{out}");
+    assert!(
+        out.contains(&format!("OBGP_VM=1 kernel {}", vm.kernel_version())),
+        "{out}"
+    );
+    eprintln!(
+        "VM tier: boot + test + poweroff {:.1} s wall, guest ready at {:?} s uptime",
+        run.wall.as_secs_f64(),
+        run.guest_ready
+    );
+    Ok(())
+}

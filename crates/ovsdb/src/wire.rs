@@ -1,0 +1,413 @@
+//! Decodes the server's update messages straight from the bytes of a frame.
+//!
+//! An initial monitor reply can be tens of megabytes; building a generic JSON
+//! tree first would triple the memory it needs. These serde visitors produce
+//! schema-less [`Datum`]s and [`TableUpdates`] in one pass; the schema then
+//! checks and canonicalises them in [`crate::cache`].
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::datum::{Atom, Datum, Uuid};
+
+/// What a row update does (`update2`/`update3` notation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowOp {
+    /// Part of the initial contents sent in reply to a monitor request.
+    Initial,
+    Insert,
+    /// `columns` holds diffs (see [`crate::schema::ColumnType::apply_diff`]).
+    Modify,
+    Delete,
+}
+
+/// One row's update as received, not yet checked against the schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowUpdate {
+    pub uuid: Uuid,
+    pub op: RowOp,
+    pub columns: Vec<(String, Datum)>,
+}
+
+/// All row updates of one table in one message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableUpdate {
+    pub table: String,
+    pub rows: Vec<RowUpdate>,
+}
+
+/// The `table-updates2` object of an update notification or monitor reply.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableUpdates(pub Vec<TableUpdate>);
+
+impl TableUpdates {
+    /// Number of row updates in all tables.
+    pub fn row_count(&self) -> usize {
+        self.0.iter().map(|t| t.rows.len()).sum()
+    }
+}
+
+/// An atom in wire notation, decoded without a schema.
+pub struct WireAtom(pub Atom);
+
+/// A datum in wire notation, decoded without a schema (same rules as
+/// [`Datum::from_wire`]).
+pub struct WireDatum(pub Datum);
+
+struct AtomVisitor;
+
+impl<'de> Visitor<'de> for AtomVisitor {
+    type Value = Atom;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an OVSDB atom")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Atom, E> {
+        Ok(Atom::Boolean(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Atom, E> {
+        Ok(Atom::Integer(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Atom, E> {
+        i64::try_from(v)
+            .map(Atom::Integer)
+            .map_err(|_| E::custom(format!("integer {v} out of range")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Atom, E> {
+        Ok(Atom::Real(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Atom, E> {
+        Ok(Atom::String(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Atom, E> {
+        Ok(Atom::String(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Atom, A::Error> {
+        let tag: String = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::custom("empty array where an atom was expected"))?;
+        let atom = match tag.as_str() {
+            "uuid" => {
+                let s: String = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?;
+                Atom::Uuid(Uuid::parse(&s).map_err(de::Error::custom)?)
+            }
+            "named-uuid" => Atom::NamedUuid(
+                seq.next_element()?
+                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] without a value"))?,
+            ),
+            other => return Err(de::Error::custom(format!("invalid atom [{other:?}, ...]"))),
+        };
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom(format!(
+                "[{tag:?}, ...] with more than 2 elements"
+            )));
+        }
+        Ok(atom)
+    }
+}
+
+impl<'de> Deserialize<'de> for WireAtom {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(AtomVisitor).map(WireAtom)
+    }
+}
+
+struct PairVisitor;
+
+impl<'de> Visitor<'de> for PairVisitor {
+    type Value = (Atom, Atom);
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a [key, value] pair")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(Atom, Atom), A::Error> {
+        let k: WireAtom = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::custom("map pair without key"))?;
+        let v: WireAtom = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::custom("map pair without value"))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom("map pair with more than 2 elements"));
+        }
+        Ok((k.0, v.0))
+    }
+}
+
+struct WirePair((Atom, Atom));
+
+impl<'de> Deserialize<'de> for WirePair {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(PairVisitor).map(WirePair)
+    }
+}
+
+struct DatumVisitor;
+
+impl<'de> Visitor<'de> for DatumVisitor {
+    type Value = Datum;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an OVSDB datum")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Datum, E> {
+        AtomVisitor.visit_bool(v).map(Datum::scalar)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Datum, E> {
+        AtomVisitor.visit_i64(v).map(Datum::scalar)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Datum, E> {
+        AtomVisitor.visit_u64(v).map(Datum::scalar)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Datum, E> {
+        AtomVisitor.visit_f64(v).map(Datum::scalar)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Datum, E> {
+        AtomVisitor.visit_str(v).map(Datum::scalar)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Datum, E> {
+        AtomVisitor.visit_string(v).map(Datum::scalar)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Datum, A::Error> {
+        let tag: String = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::custom("empty array where a datum was expected"))?;
+        let datum = match tag.as_str() {
+            "set" => {
+                let items: Vec<WireAtom> = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
+                Datum::Set(items.into_iter().map(|a| a.0).collect())
+            }
+            "map" => {
+                let pairs: Vec<WirePair> = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
+                Datum::Map(pairs.into_iter().map(|p| p.0).collect())
+            }
+            "uuid" => {
+                let s: String = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?;
+                Datum::scalar(Atom::Uuid(Uuid::parse(&s).map_err(de::Error::custom)?))
+            }
+            "named-uuid" => {
+                Datum::scalar(Atom::NamedUuid(seq.next_element()?.ok_or_else(|| {
+                    de::Error::custom("[\"named-uuid\"] without a value")
+                })?))
+            }
+            other => return Err(de::Error::custom(format!("invalid datum [{other:?}, ...]"))),
+        };
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom(format!(
+                "[{tag:?}, ...] with more than 2 elements"
+            )));
+        }
+        Ok(datum)
+    }
+}
+
+impl<'de> Deserialize<'de> for WireDatum {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DatumVisitor).map(WireDatum)
+    }
+}
+
+struct ColumnsVisitor;
+
+impl<'de> Visitor<'de> for ColumnsVisitor {
+    type Value = Vec<(String, Datum)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of columns")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some(k) = map.next_key::<String>()? {
+            let v: WireDatum = map
+                .next_value()
+                .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
+            out.push((k, v.0));
+        }
+        Ok(out)
+    }
+}
+
+struct Columns(Vec<(String, Datum)>);
+
+impl<'de> Deserialize<'de> for Columns {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ColumnsVisitor).map(Columns)
+    }
+}
+
+/// Visits `{"initial"|"insert"|"modify": {...}}` or `{"delete": null}`.
+struct RowUpdateSeed(Uuid);
+
+impl<'de> DeserializeSeed<'de> for RowUpdateSeed {
+    type Value = RowUpdate;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RowUpdate, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RowUpdateSeed {
+    type Value = RowUpdate;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a row-update2 object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowUpdate, A::Error> {
+        let mut found: Option<RowUpdate> = None;
+        while let Some(k) = map.next_key::<String>()? {
+            let op = match k.as_str() {
+                "initial" => RowOp::Initial,
+                "insert" => RowOp::Insert,
+                "modify" => RowOp::Modify,
+                "delete" => RowOp::Delete,
+                other => {
+                    return Err(de::Error::custom(format!(
+                        "row {}: unknown row update {other:?}",
+                        self.0
+                    )))
+                }
+            };
+            if found.is_some() {
+                return Err(de::Error::custom(format!(
+                    "row {}: more than one row update",
+                    self.0
+                )));
+            }
+            let columns = if op == RowOp::Delete {
+                map.next_value::<IgnoredAny>()?;
+                Vec::new()
+            } else {
+                map.next_value::<Columns>()
+                    .map_err(|e| de::Error::custom(format!("row {}: {e}", self.0)))?
+                    .0
+            };
+            found = Some(RowUpdate {
+                uuid: self.0,
+                op,
+                columns,
+            });
+        }
+        found.ok_or_else(|| de::Error::custom(format!("row {}: empty row update", self.0)))
+    }
+}
+
+struct RowsSeed;
+
+impl<'de> DeserializeSeed<'de> for RowsSeed {
+    type Value = Vec<RowUpdate>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RowsSeed {
+    type Value = Vec<RowUpdate>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of row updates keyed by UUID")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
+        while let Some(k) = map.next_key::<String>()? {
+            let uuid = Uuid::parse(&k).map_err(de::Error::custom)?;
+            rows.push(map.next_value_seed(RowUpdateSeed(uuid))?);
+        }
+        Ok(rows)
+    }
+}
+
+struct TablesVisitor;
+
+impl<'de> Visitor<'de> for TablesVisitor {
+    type Value = TableUpdates;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a table-updates2 object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TableUpdates, A::Error> {
+        let mut tables = Vec::new();
+        while let Some(table) = map.next_key::<String>()? {
+            let rows = map
+                .next_value_seed(RowsSeed)
+                .map_err(|e| de::Error::custom(format!("table {table}: {e}")))?;
+            tables.push(TableUpdate { table, rows });
+        }
+        Ok(TableUpdates(tables))
+    }
+}
+
+impl<'de> Deserialize<'de> for TableUpdates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TablesVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn wire_datum_matches_datum_from_wire() {
+        for v in [
+            json!("x"),
+            json!(5),
+            json!(2.5),
+            json!(true),
+            json!(["uuid", "22222222-2222-4222-8222-222222222222"]),
+            json!(["set", ["a", "b"]]),
+            json!(["set", []]),
+            json!(["map", [["k", "v"], ["k2", 3]]]),
+        ] {
+            let wire: WireDatum = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(wire.0, Datum::from_wire(&v).unwrap(), "{v}");
+        }
+    }
+
+    #[test]
+    fn table_updates_decode_all_row_ops() {
+        let text = json!({
+            "Logical_Switch": {
+                "22222222-2222-4222-8222-222222222222": {"insert": {"name": "ls1"}},
+                "33333333-2222-4222-8222-222222222222": {"delete": null},
+                "44444444-2222-4222-8222-222222222222": {"modify": {"ports": ["set", []]}},
+                "55555555-2222-4222-8222-222222222222": {"initial": {}}
+            }
+        })
+        .to_string();
+        let u: TableUpdates = serde_json::from_str(&text).unwrap();
+        let ops: Vec<RowOp> = u.0[0].rows.iter().map(|r| r.op).collect();
+        assert_eq!(
+            ops,
+            [RowOp::Insert, RowOp::Delete, RowOp::Modify, RowOp::Initial]
+        );
+        assert_eq!(u.row_count(), 4);
+    }
+
+    #[test]
+    fn malformed_updates_are_errors() {
+        for bad in [
+            r#"{"T": {"not-a-uuid": {"insert": {}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"upsert": {}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["k"]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": {"x": 1}}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["uuid", "zz"]}}}}"#,
+            r#"{"T": [1]}"#,
+        ] {
+            assert!(serde_json::from_str::<TableUpdates>(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn datum_decoder_never_panics(text in ".{0,64}", bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = serde_json::from_str::<WireDatum>(&text);
+            let _ = serde_json::from_slice::<TableUpdates>(&bytes);
+            let _ = serde_json::from_str::<TableUpdates>(&format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
+        }
+    }
+}

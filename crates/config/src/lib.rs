@@ -9,6 +9,21 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+mod error;
+mod fields;
+pub mod ini;
+mod load;
+pub mod options;
+mod render;
+mod values;
+
+pub use error::{ConfigError, InvalidValue, Warning, WarningKind};
+pub use load::{
+    default_sources, Loaded, Loader, Source, ENV_PREFIX, OSLO_ENV_PREFIX, PROG, PROJECT,
+};
+pub use render::{effective_json, effective_text};
+pub use values::Typed;
+
 /// `[DEFAULT] driver`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,0 +1,112 @@
+//! What can go wrong loading the configuration, and the warnings that do
+//! not stop the agent.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::ini::IniError;
+
+/// One option whose effective value the agent refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidValue {
+    pub section: String,
+    pub option: String,
+    /// Why the value is refused ("must be one of ...").
+    pub why: String,
+    /// The value as written.
+    pub value: String,
+    /// Where the effective value came from (a file, an environment
+    /// variable, the command line), when known.
+    pub origin: Option<String>,
+}
+
+impl fmt::Display for InvalidValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}] {}: {} ({})",
+            self.section, self.option, self.why, self.value
+        )
+    }
+}
+
+/// A configuration the agent cannot start with. Every variant is an
+/// operator's mistake: the binary exits 2 on any of them.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {}: not found", .0.display())]
+    FileNotFound(PathBuf),
+    #[error("config file {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config dir {}: {why}", .path.display())]
+    Dir { path: PathBuf, why: String },
+    #[error("config file {}: {source}", .path.display())]
+    Syntax { path: PathBuf, source: IniError },
+    /// One or more invalid values; Display gives one `[section] option: why (value)` per line.
+    #[error("{}", .0.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<InvalidValue>),
+    /// figment could not merge the layers (not expected: every layer is a
+    /// two-level map of strings).
+    #[error("merging configuration layers: {0}")]
+    Layering(String),
+}
+
+/// Something in the configuration the agent does not act on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Warning {
+    /// Where it was found: `path:line`, or the environment variable's name.
+    pub origin: String,
+    pub kind: WarningKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WarningKind {
+    /// A section neither the agent nor an oslo library it uses knows.
+    UnknownSection { section: String },
+    /// An option its section does not have.
+    UnknownOption { section: String, option: String },
+    /// A deprecated name or group that still works.
+    Deprecated {
+        section: String,
+        option: String,
+        use_section: String,
+        use_option: String,
+    },
+    /// An oslo option upstream acts on and this agent does not.
+    Ignored { section: String, option: String },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            WarningKind::UnknownSection { section } => {
+                write!(f, "{}: unknown section [{section}], ignored", self.origin)
+            }
+            WarningKind::UnknownOption { section, option } => {
+                write!(
+                    f,
+                    "{}: unknown option [{section}] {option}, ignored",
+                    self.origin
+                )
+            }
+            WarningKind::Deprecated {
+                section,
+                option,
+                use_section,
+                use_option,
+            } => write!(
+                f,
+                "{}: [{section}] {option} is deprecated, use [{use_section}] {use_option}",
+                self.origin
+            ),
+            WarningKind::Ignored { section, option } => write!(
+                f,
+                "{}: [{section}] {option} is set but ignored by this agent",
+                self.origin
+            ),
+        }
+    }
+}

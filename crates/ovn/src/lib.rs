@@ -1,1 +1,21 @@
-//! Typed views of OVN rows and the indexed `Snapshot` the drivers read.
+//! Typed views of the OVN Northbound rows and the local Open_vSwitch row the
+//! drivers read, with Neutron's conventions applied, and the immutable,
+//! indexed [`Snapshot`] `desired_state` computes from.
+//!
+//! Parsing happens once, here, at the edge: everything downstream sees
+//! [`obgp_netmodel::MacAddr`], [`ipnet::IpNet`], [`obgp_netmodel::DevName`]
+//! and typed enums, never raw column strings. Bad rows are skipped with a
+//! warning that names the table and the row uuid ([`Snapshot::warnings`]).
+
+pub mod fixture;
+pub mod nb;
+pub mod neutron;
+pub mod ovs;
+pub mod snapshot;
+
+pub use nb::{
+    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
+    NatType, NbGlobal, PortAddresses, RowError,
+};
+pub use ovs::{BridgeMapping, LocalOvs};
+pub use snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};

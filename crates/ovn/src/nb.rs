@@ -1,0 +1,485 @@
+//! Typed views of the OVN_Northbound rows the NB driver reads, parsed once
+//! from OVSDB rows with Neutron's conventions applied.
+//!
+//! Every parser takes the row's uuid and returns a [`RowError`] naming the
+//! table, the uuid and the offending value when a column the agent relies on
+//! is garbled; the snapshot then skips that row and keeps the rest.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use obgp_netmodel::MacAddr;
+use obgp_ovsdb::{Row, Uuid};
+
+use crate::neutron::{self, key};
+
+/// A row that could not be used, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{table} row {uuid}: {reason}")]
+pub struct RowError {
+    pub table: &'static str,
+    pub uuid: Uuid,
+    pub reason: String,
+}
+
+fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
+    RowError {
+        table,
+        uuid,
+        reason: reason.into(),
+    }
+}
+
+/// Non-empty string from a map column (Neutron writes `""` for "unset").
+fn ext<'a>(row: &'a Row, column: &str, k: &str) -> Option<&'a str> {
+    row.map_str(column, k).filter(|s| !s.is_empty())
+}
+
+fn ext_string(row: &Row, k: &str) -> Option<String> {
+    ext(row, "external_ids", k).map(str::to_string)
+}
+
+/// A string column that must be a string when present (a wrong type is a
+/// garbled row, an absent column is the default `""`).
+fn string_col(table: &'static str, uuid: Uuid, row: &Row, col: &str) -> Result<String, RowError> {
+    match row.get(col) {
+        None => Ok(String::new()),
+        Some(d) => match d.atoms() {
+            [] => Ok(String::new()),
+            [a] => a
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| bad(table, uuid, format!("column {col} is not a string"))),
+            _ => Err(bad(table, uuid, format!("column {col} has several values"))),
+        },
+    }
+}
+
+/// `Logical_Switch`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalSwitch {
+    pub uuid: Uuid,
+    /// `neutron-<network id>` for Neutron networks.
+    pub name: String,
+    /// The `ports` references, in the order the row lists them.
+    pub ports: Vec<Uuid>,
+}
+
+impl LogicalSwitch {
+    pub const TABLE: &'static str = "Logical_Switch";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        Ok(LogicalSwitch {
+            uuid,
+            name: string_col(Self::TABLE, uuid, row, "name")?,
+            ports: row.uuids("ports").collect(),
+        })
+    }
+}
+
+/// The `type` of a Logical_Switch_Port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LspType {
+    /// `""`: a VM (VIF) port.
+    Vm,
+    /// `virtual`: a port whose chassis is the one of its active parent.
+    Virtual,
+    /// `router`: the switch side of a router port.
+    Router,
+    /// `localnet`: the connection to a physical network.
+    Localnet,
+    Other(String),
+}
+
+impl LspType {
+    fn from_column(s: &str) -> LspType {
+        match s {
+            "" => LspType::Vm,
+            "virtual" => LspType::Virtual,
+            "router" => LspType::Router,
+            "localnet" => LspType::Localnet,
+            other => LspType::Other(other.to_string()),
+        }
+    }
+}
+
+/// The MAC and IPs of a port, from `addresses[0]` = `"<mac> <ip> <ip>..."`,
+/// or from `neutron:cidrs` when the port only says `unknown`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortAddresses {
+    /// `None` when the port's addresses are `unknown` (or absent).
+    pub mac: Option<MacAddr>,
+    pub ips: Vec<IpAddr>,
+}
+
+/// `Logical_Switch_Port`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalSwitchPort {
+    pub uuid: Uuid,
+    /// The Neutron port id for VM ports; `provnet-<id>` for localnets.
+    pub name: String,
+    pub kind: LspType,
+    /// `up == [true]`; absent means not up.
+    pub up: bool,
+    pub addresses: PortAddresses,
+    /// `neutron:cidrs`: the port's IPs with their subnet prefix length.
+    pub cidrs: Vec<IpNet>,
+    /// `neutron:network_name`: the `neutron-<id>` name of its switch.
+    pub network: Option<String>,
+    pub device_owner: Option<String>,
+    /// `neutron:device_id`: for a router interface, the router id.
+    pub device_id: Option<String>,
+    /// `options:requested-chassis`, split on commas (hostnames).
+    pub requested_chassis: Vec<String>,
+    /// `neutron:host_id` (hostname).
+    pub host_id: Option<String>,
+    /// `neutron:port_fip`: the port has a floating IP.
+    pub port_fip: Option<String>,
+    pub addr_scope4: Option<String>,
+    pub addr_scope6: Option<String>,
+    /// Localnet only: `options:network_name`, the physical network.
+    pub localnet_network: Option<String>,
+    /// Localnet only: the VLAN `tag`.
+    pub tag: Option<u16>,
+}
+
+impl LogicalSwitchPort {
+    pub const TABLE: &'static str = "Logical_Switch_Port";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let name = string_col(t, uuid, row, "name")?;
+        let kind = LspType::from_column(&string_col(t, uuid, row, "type")?);
+        let up = row.bool("up").unwrap_or(false);
+
+        let mut cidrs = Vec::new();
+        for c in ext(row, "external_ids", key::CIDRS)
+            .unwrap_or("")
+            .split_whitespace()
+        {
+            let net = neutron::parse_ip_net(c)
+                .ok_or_else(|| bad(t, uuid, format!("{} has bad entry {c:?}", key::CIDRS)))?;
+            cidrs.push(net);
+        }
+
+        // Only VM-like ports' addresses matter; a router port says "router".
+        let addresses = match kind {
+            LspType::Vm | LspType::Virtual => parse_addresses(t, uuid, row, &cidrs)?,
+            _ => PortAddresses::default(),
+        };
+
+        let tag = match row.get("tag").map(|d| d.atoms()) {
+            None | Some([]) => None,
+            Some([a]) => match a.as_i64() {
+                Some(v) if (1..=4094).contains(&v) => Some(v as u16),
+                _ => return Err(bad(t, uuid, format!("bad VLAN tag {a:?}"))),
+            },
+            Some(_) => return Err(bad(t, uuid, "several VLAN tags")),
+        };
+
+        Ok(LogicalSwitchPort {
+            uuid,
+            name,
+            kind,
+            up,
+            addresses,
+            cidrs,
+            network: ext_string(row, key::NETWORK_NAME),
+            device_owner: ext_string(row, key::DEVICE_OWNER),
+            device_id: ext_string(row, key::DEVICE_ID),
+            requested_chassis: ext(row, "options", key::REQUESTED_CHASSIS)
+                .map(|s| s.split(',').map(|c| c.trim().to_string()).collect())
+                .unwrap_or_default(),
+            host_id: ext_string(row, key::HOST_ID),
+            port_fip: ext_string(row, key::PORT_FIP),
+            addr_scope4: ext_string(row, key::ADDR_SCOPE4),
+            addr_scope6: ext_string(row, key::ADDR_SCOPE6),
+            localnet_network: ext(row, "options", key::LOCALNET_NETWORK_NAME).map(str::to_string),
+            tag,
+        })
+    }
+
+    /// The chassis names (hostnames) this port can be bound to, the way
+    /// upstream's `get_port_chassis` decides: `requested-chassis` (all of its
+    /// entries: "our host wins if listed") except for virtual ports, else
+    /// `neutron:host_id`. A port is on chassis C iff C is in this list.
+    pub fn binding_candidates(&self) -> Vec<&str> {
+        if self.kind != LspType::Virtual && !self.requested_chassis.is_empty() {
+            self.requested_chassis.iter().map(String::as_str).collect()
+        } else {
+            self.host_id.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Whether upstream's `get_port_chassis(port, chassis) == chassis`.
+    pub fn is_bound_to(&self, chassis: &str) -> bool {
+        self.binding_candidates().contains(&chassis)
+    }
+
+    /// The address scope of the port's subnet for `ip`'s family.
+    pub fn addr_scope_for(&self, ip: IpAddr) -> Option<&str> {
+        match ip {
+            IpAddr::V4(_) => self.addr_scope4.as_deref(),
+            IpAddr::V6(_) => self.addr_scope6.as_deref(),
+        }
+    }
+}
+
+fn parse_addresses(
+    t: &'static str,
+    uuid: Uuid,
+    row: &Row,
+    cidrs: &[IpNet],
+) -> Result<PortAddresses, RowError> {
+    let entries: Vec<&str> = row.strs("addresses").collect();
+    // The first "<mac> <ip>..." entry wins; "unknown"/"dynamic" carry no IP.
+    let first = entries
+        .iter()
+        .map(|e| e.trim())
+        .find(|e| !e.is_empty() && *e != "unknown" && *e != "dynamic" && *e != "router");
+    match first {
+        Some(entry) => {
+            let mut words = entry.split_whitespace();
+            let mac_s = words.next().unwrap_or("");
+            let mac = mac_s
+                .parse::<MacAddr>()
+                .map_err(|_| bad(t, uuid, format!("bad MAC {mac_s:?} in addresses")))?;
+            let mut ips = Vec::new();
+            for w in words {
+                let ip = w
+                    .parse::<IpAddr>()
+                    .map_err(|_| bad(t, uuid, format!("bad IP {w:?} in addresses")))?;
+                ips.push(ip);
+            }
+            Ok(PortAddresses {
+                mac: Some(mac),
+                ips,
+            })
+        }
+        None if entries.iter().any(|e| e.trim() == "unknown") => Ok(PortAddresses {
+            mac: None,
+            ips: cidrs.iter().map(IpNet::addr).collect(),
+        }),
+        None => Ok(PortAddresses::default()),
+    }
+}
+
+/// `Logical_Router`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalRouter {
+    pub uuid: Uuid,
+    /// `neutron-<router id>`.
+    pub name: String,
+    pub ports: Vec<Uuid>,
+    pub nat: Vec<Uuid>,
+    pub load_balancer: Vec<Uuid>,
+}
+
+impl LogicalRouter {
+    pub const TABLE: &'static str = "Logical_Router";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        Ok(LogicalRouter {
+            uuid,
+            name: string_col(Self::TABLE, uuid, row, "name")?,
+            ports: row.uuids("ports").collect(),
+            nat: row.uuids("nat").collect(),
+            load_balancer: row.uuids("load_balancer").collect(),
+        })
+    }
+}
+
+/// `Logical_Router_Port`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalRouterPort {
+    pub uuid: Uuid,
+    pub name: String,
+    pub mac: MacAddr,
+    /// `networks`: interface addresses with their prefix length.
+    pub networks: Vec<IpNet>,
+    /// `neutron:network_name`: the switch this port plugs into.
+    pub network: Option<String>,
+    /// `neutron:router_name`: the bare router id (no `neutron-` prefix).
+    pub router: Option<String>,
+    /// `status:hosting-chassis`: the system-id of the chassis hosting the
+    /// gateway (OVN >= 23.09).
+    pub hosting_chassis: Option<String>,
+}
+
+impl LogicalRouterPort {
+    pub const TABLE: &'static str = "Logical_Router_Port";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let mac_s = string_col(t, uuid, row, "mac")?;
+        let mac = mac_s
+            .parse::<MacAddr>()
+            .map_err(|_| bad(t, uuid, format!("bad mac {mac_s:?}")))?;
+        let mut networks = Vec::new();
+        for n in row.strs("networks") {
+            let net = neutron::parse_ip_net(n)
+                .ok_or_else(|| bad(t, uuid, format!("bad network {n:?}")))?;
+            networks.push(net);
+        }
+        Ok(LogicalRouterPort {
+            uuid,
+            name: string_col(t, uuid, row, "name")?,
+            mac,
+            networks,
+            network: ext_string(row, key::NETWORK_NAME),
+            router: ext_string(row, key::ROUTER_NAME),
+            hosting_chassis: ext(row, "status", key::HOSTING_CHASSIS).map(str::to_string),
+        })
+    }
+}
+
+/// `NAT.type`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NatType {
+    Snat,
+    DnatAndSnat,
+    Other(String),
+}
+
+/// `NAT`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nat {
+    pub uuid: Uuid,
+    pub kind: NatType,
+    pub external_ip: IpAddr,
+    pub external_mac: Option<MacAddr>,
+    /// A host (`10.0.0.5`) or a network (`10.0.0.0/24`).
+    pub logical_ip: IpNet,
+    /// The LSP name the FIP is bound to.
+    pub logical_port: Option<String>,
+    /// The gateway LRP (OVN >= 23.09).
+    pub gateway_port: Option<Uuid>,
+    /// `neutron:fip_network_id`: the provider network of the FIP.
+    pub fip_network_id: Option<String>,
+}
+
+impl Nat {
+    pub const TABLE: &'static str = "NAT";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let kind = match string_col(t, uuid, row, "type")?.as_str() {
+            "snat" => NatType::Snat,
+            "dnat_and_snat" => NatType::DnatAndSnat,
+            other => NatType::Other(other.to_string()),
+        };
+        let ext_ip = string_col(t, uuid, row, "external_ip")?;
+        let external_ip = ext_ip
+            .parse::<IpAddr>()
+            .map_err(|_| bad(t, uuid, format!("bad external_ip {ext_ip:?}")))?;
+        let log_ip = string_col(t, uuid, row, "logical_ip")?;
+        let logical_ip = neutron::parse_ip_net(&log_ip)
+            .ok_or_else(|| bad(t, uuid, format!("bad logical_ip {log_ip:?}")))?;
+        let external_mac = match row.strs("external_mac").next() {
+            None => None,
+            Some(m) => Some(
+                m.parse::<MacAddr>()
+                    .map_err(|_| bad(t, uuid, format!("bad external_mac {m:?}")))?,
+            ),
+        };
+        Ok(Nat {
+            uuid,
+            kind,
+            external_ip,
+            external_mac,
+            logical_ip,
+            logical_port: row.strs("logical_port").next().map(str::to_string),
+            gateway_port: row.uuids("gateway_port").next(),
+            fip_network_id: ext_string(row, key::FIP_NETWORK_ID),
+        })
+    }
+}
+
+/// `Load_Balancer`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadBalancer {
+    pub uuid: Uuid,
+    pub name: String,
+    /// The IPs of the `vips` keys, in key order (ports removed).
+    pub vip_ips: Vec<IpAddr>,
+    /// Router references: `lr_ref` and `neutron:router_name`, without `neutron-`.
+    pub lr_ref: Option<String>,
+    pub router_name: Option<String>,
+    /// `neutron:vip_port_id`: the LSP name of the VIP port.
+    pub vip_port: Option<String>,
+    /// `neutron:vip`.
+    pub vip: Option<IpAddr>,
+    /// `neutron:vip_fip`: the LB has a floating IP.
+    pub vip_fip: Option<String>,
+}
+
+impl LoadBalancer {
+    pub const TABLE: &'static str = "Load_Balancer";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let mut vip_ips = Vec::new();
+        if let Some(d) = row.get("vips") {
+            for (k, _) in d.pairs() {
+                let k = k.as_str().unwrap_or("");
+                let ip = neutron::vip_key_ip(k)
+                    .ok_or_else(|| bad(t, uuid, format!("bad vips key {k:?}")))?;
+                vip_ips.push(ip);
+            }
+        }
+        let vip = match ext(row, "external_ids", key::LB_VIP) {
+            None => None,
+            Some(v) => Some(
+                v.parse::<IpAddr>()
+                    .map_err(|_| bad(t, uuid, format!("bad {} {v:?}", key::LB_VIP)))?,
+            ),
+        };
+        Ok(LoadBalancer {
+            uuid,
+            name: string_col(t, uuid, row, "name")?,
+            vip_ips,
+            lr_ref: ext(row, "external_ids", key::LB_LR_REF)
+                .map(|s| neutron::strip_prefix(s).to_string()),
+            router_name: ext(row, "external_ids", key::ROUTER_NAME)
+                .map(|s| neutron::strip_prefix(s).to_string()),
+            vip_port: ext_string(row, key::LB_VIP_PORT_ID),
+            vip,
+            vip_fip: ext_string(row, key::LB_VIP_FIP),
+        })
+    }
+
+    /// A Neutron port-forwarding LB (`pf-floatingip-<fip>-<proto>`).
+    pub fn is_port_forwarding(&self) -> bool {
+        self.name.starts_with(neutron::PF_LB_PREFIX)
+    }
+}
+
+/// `NB_Global`: only what the agent reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NbGlobal {
+    /// `external_ids:neutron:fip-distributed`. Absent means distributed for
+    /// the agent (upstream `get_distributed_flag`); only the exact text
+    /// `True` means distributed when present.
+    pub fip_distributed: bool,
+}
+
+impl NbGlobal {
+    pub const TABLE: &'static str = "NB_Global";
+
+    pub fn parse(_uuid: Uuid, row: &Row) -> NbGlobal {
+        NbGlobal {
+            fip_distributed: row
+                .map_str("external_ids", key::FIP_DISTRIBUTED)
+                .map(|v| v == "True")
+                .unwrap_or(true),
+        }
+    }
+}
+
+impl Default for NbGlobal {
+    fn default() -> Self {
+        NbGlobal {
+            fip_distributed: true,
+        }
+    }
+}

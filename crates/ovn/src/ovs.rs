@@ -1,0 +1,120 @@
+//! Typed view of the local Open_vSwitch database: this chassis's identity,
+//! its OVN remotes and bridge mappings, and the ports of its bridges.
+
+use std::collections::HashMap;
+
+use obgp_netmodel::DevName;
+use obgp_ovsdb::{Row, Uuid};
+
+use crate::nb::RowError;
+
+/// One `ovn-bridge-mappings` entry that parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BridgeMapping {
+    /// 1-based position in the mappings list, counting entries that failed
+    /// to parse (upstream enumerates before parsing): it drives the bridge's
+    /// ARP/NDP addresses, so it must not shift when a neighbour entry is bad.
+    pub index: u32,
+    /// The physical network name (`physnet1`).
+    pub network: String,
+    pub bridge: DevName,
+}
+
+/// The `Open_vSwitch` row's `external_ids` the agent reads, and the bridges.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LocalOvs {
+    /// `system-id`: this chassis in SB rows and LRP `hosting-chassis`.
+    pub system_id: Option<String>,
+    /// `hostname`: this chassis in LSP `requested-chassis`/`neutron:host_id`.
+    /// When absent, the agent uses the system hostname (a node fact).
+    pub hostname: Option<String>,
+    pub ovn_remote: Option<String>,
+    pub ovn_nb_remote: Option<String>,
+    pub bridge_mappings: Vec<BridgeMapping>,
+    /// Bridge name to the names of its ports, in row order.
+    pub bridge_ports: HashMap<String, Vec<String>>,
+}
+
+impl LocalOvs {
+    /// Parses the `Open_vSwitch` row and resolves bridge → port names through
+    /// the `Bridge` and `Port` tables. Bad mapping entries are reported in
+    /// `warnings` and skipped.
+    pub fn parse(
+        root: Option<(Uuid, &Row)>,
+        bridges: &HashMap<Uuid, Row>,
+        ports: &HashMap<Uuid, Row>,
+        warnings: &mut Vec<RowError>,
+    ) -> LocalOvs {
+        let mut out = LocalOvs::default();
+        let Some((uuid, row)) = root else {
+            return out;
+        };
+        let ext = |k: &str| {
+            row.map_str("external_ids", k)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        out.system_id = ext("system-id");
+        out.hostname = ext("hostname");
+        out.ovn_remote = ext("ovn-remote");
+        out.ovn_nb_remote = ext("ovn-nb-remote");
+        if let Some(mappings) = ext("ovn-bridge-mappings") {
+            for (i, entry) in mappings.split(',').enumerate() {
+                let entry = entry.trim();
+                let bad = |reason: String| RowError {
+                    table: "Open_vSwitch",
+                    uuid,
+                    reason,
+                };
+                let parts: Vec<&str> = entry.split(':').collect();
+                let [network, bridge] = parts[..] else {
+                    warnings.push(bad(format!(
+                        "bridge mapping {entry:?} is not <network>:<bridge>"
+                    )));
+                    continue;
+                };
+                if network.is_empty() {
+                    warnings.push(bad(format!("bridge mapping {entry:?} has no network")));
+                    continue;
+                }
+                match DevName::new(bridge) {
+                    Ok(bridge) => out.bridge_mappings.push(BridgeMapping {
+                        index: i as u32 + 1,
+                        network: network.to_string(),
+                        bridge,
+                    }),
+                    Err(e) => warnings.push(bad(format!("bridge mapping {entry:?}: {e}"))),
+                }
+            }
+        }
+        for brow in bridges.values() {
+            let Some(name) = brow.str("name") else {
+                continue;
+            };
+            let names = brow
+                .uuids("ports")
+                .filter_map(|p| ports.get(&p))
+                .filter_map(|p| p.str("name"))
+                .map(str::to_string)
+                .collect();
+            out.bridge_ports.insert(name.to_string(), names);
+        }
+        out
+    }
+
+    /// The bridge a physical network maps to here (the last entry wins when a
+    /// network is listed twice, as in upstream's dict).
+    pub fn bridge_for_network(&self, network: &str) -> Option<&BridgeMapping> {
+        self.bridge_mappings
+            .iter()
+            .rev()
+            .find(|m| m.network == network)
+    }
+
+    /// Whether the OVS port `port` exists on `bridge`.
+    pub fn bridge_has_port(&self, bridge: &str, port: &str) -> bool {
+        self.bridge_ports
+            .get(bridge)
+            .is_some_and(|ps| ps.iter().any(|p| p == port))
+    }
+}

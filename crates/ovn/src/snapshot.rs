@@ -1,0 +1,525 @@
+//! The immutable, indexed view of OVN and the local OVS database that
+//! `desired_state` reads.
+//!
+//! Rows are parsed once into typed values; every question the NB driver asks
+//! ("which ports are bound to chassis C", "which gateway ports does C host",
+//! "the localnet of switch S", "the NAT of logical port P", "the LBs of
+//! router R") is one hash lookup returning the few rows that answer it, so
+//! the cost of a reconcile follows what is local to the chassis, not the size
+//! of the database.
+
+use std::collections::{BTreeMap, HashMap};
+
+use obgp_ovsdb::{Row, Uuid};
+
+use crate::nb::{
+    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
+    NatType, NbGlobal, RowError,
+};
+use crate::neutron::{self, ROUTER_INTERFACE_OWNER};
+use crate::ovs::LocalOvs;
+
+/// One table's rows, keyed by uuid: what an OVSDB cache holds.
+pub type Table = HashMap<Uuid, Row>;
+
+/// One database's tables, keyed by table name.
+pub type Tables = BTreeMap<String, Table>;
+
+/// Database names as the scenarios and the OVSDB servers spell them.
+pub const NB_DB: &str = "OVN_Northbound";
+pub const SB_DB: &str = "OVN_Southbound";
+pub const OVS_DB: &str = "Open_vSwitch";
+
+/// The indexed snapshot. Build it with [`Snapshot::build`] (from OVSDB
+/// caches) or [`Snapshot::from_wire`] (from a fixture in wire notation).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub nb_global: NbGlobal,
+    pub ovs: LocalOvs,
+
+    switches: Vec<LogicalSwitch>,
+    lsps: Vec<LogicalSwitchPort>,
+    routers: Vec<LogicalRouter>,
+    lrps: Vec<LogicalRouterPort>,
+    nats: Vec<Nat>,
+    lbs: Vec<LoadBalancer>,
+
+    lsp_by_name: HashMap<String, u32>,
+    lrp_by_uuid: HashMap<Uuid, u32>,
+    nat_by_uuid: HashMap<Uuid, u32>,
+    router_by_name: HashMap<String, u32>,
+    /// Localnet LSPs of each switch (by switch name), in the switch's port order.
+    localnets_by_switch: HashMap<String, Vec<u32>>,
+    /// Localnet LSPs by `options:network_name` (the physical network).
+    localnets_by_physnet: HashMap<String, Vec<u32>>,
+    /// Up VM/virtual LSPs by every chassis they can be bound to.
+    active_vifs_by_chassis: HashMap<String, Vec<u32>>,
+    /// Up VM/virtual LSPs by `neutron:network_name`.
+    active_vifs_by_network: HashMap<String, Vec<u32>>,
+    /// Up router-interface LSPs by `neutron:device_id` (the router id).
+    router_ifaces_by_router: HashMap<String, Vec<u32>>,
+    /// LRPs by `status:hosting-chassis` (system-id).
+    lrps_by_hosting_chassis: HashMap<String, Vec<u32>>,
+    /// NATs by `logical_port` (first by uuid order wins).
+    nat_by_logical_port: HashMap<String, u32>,
+    /// dnat_and_snat NATs by their `gateway_port`.
+    fips_by_gateway_port: HashMap<Uuid, Vec<u32>>,
+    /// LBs with VIPs by the router id of `lr_ref` and of `neutron:router_name`.
+    lbs_by_router: HashMap<String, Vec<u32>>,
+
+    warnings: Vec<RowError>,
+}
+
+/// Rows of `table` in uuid order, so that "first match" is deterministic.
+fn sorted_rows<'a>(tables: &'a Tables, table: &str) -> Vec<(Uuid, &'a Row)> {
+    let mut rows: Vec<(Uuid, &Row)> = tables
+        .get(table)
+        .map(|t| t.iter().map(|(u, r)| (*u, r)).collect())
+        .unwrap_or_default();
+    rows.sort_unstable_by_key(|(u, _)| *u);
+    rows
+}
+
+fn push<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<u32>>, k: K, v: u32) {
+    map.entry(k).or_default().push(v);
+}
+
+impl Snapshot {
+    /// Builds the snapshot from the NB and local OVS databases. Rows that do
+    /// not parse, and references to rows that do not exist, are skipped with
+    /// a `tracing::warn!` naming the table and uuid and kept in
+    /// [`Snapshot::warnings`].
+    pub fn build(nb: &Tables, ovs: &Tables) -> Snapshot {
+        let mut s = Snapshot::default();
+        let mut warnings = Vec::new();
+
+        macro_rules! parse_table {
+            ($ty:ty, $into:expr) => {{
+                let mut index = HashMap::new();
+                for (uuid, row) in sorted_rows(nb, <$ty>::TABLE) {
+                    match <$ty>::parse(uuid, row) {
+                        Ok(v) => {
+                            index.insert(uuid, $into.len() as u32);
+                            $into.push(v);
+                        }
+                        Err(e) => warnings.push(e),
+                    }
+                }
+                index
+            }};
+        }
+
+        let lsp_idx = parse_table!(LogicalSwitchPort, s.lsps);
+        let _switch_idx = parse_table!(LogicalSwitch, s.switches);
+        let _router_idx = parse_table!(LogicalRouter, s.routers);
+        s.lrp_by_uuid = parse_table!(LogicalRouterPort, s.lrps);
+        s.nat_by_uuid = parse_table!(Nat, s.nats);
+        let _lb_idx = parse_table!(LoadBalancer, s.lbs);
+
+        if let Some((uuid, row)) = sorted_rows(nb, NbGlobal::TABLE).into_iter().next() {
+            s.nb_global = NbGlobal::parse(uuid, row);
+        }
+
+        for (i, lsp) in s.lsps.iter().enumerate() {
+            let i = i as u32;
+            s.lsp_by_name.entry(lsp.name.clone()).or_insert(i);
+            match lsp.kind {
+                LspType::Vm | LspType::Virtual if lsp.up => {
+                    for c in lsp.binding_candidates() {
+                        push(&mut s.active_vifs_by_chassis, c.to_string(), i);
+                    }
+                    if let Some(net) = &lsp.network {
+                        push(&mut s.active_vifs_by_network, net.clone(), i);
+                    }
+                }
+                LspType::Router
+                    if lsp.up && lsp.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) =>
+                {
+                    if let Some(router) = &lsp.device_id {
+                        push(&mut s.router_ifaces_by_router, router.clone(), i);
+                    }
+                }
+                LspType::Localnet => {
+                    if let Some(net) = &lsp.localnet_network {
+                        push(&mut s.localnets_by_physnet, net.clone(), i);
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        for sw in &s.switches {
+            for port in &sw.ports {
+                match lsp_idx.get(port) {
+                    Some(&i) if s.lsps[i as usize].kind == LspType::Localnet => {
+                        push(&mut s.localnets_by_switch, sw.name.clone(), i);
+                    }
+                    Some(_) => {}
+                    None => {
+                        if !nb
+                            .get(LogicalSwitchPort::TABLE)
+                            .is_some_and(|t| t.contains_key(port))
+                        {
+                            warnings.push(RowError {
+                                table: LogicalSwitch::TABLE,
+                                uuid: sw.uuid,
+                                reason: format!("ports references missing row {port}"),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+
+        for (i, r) in s.routers.iter().enumerate() {
+            s.router_by_name.entry(r.name.clone()).or_insert(i as u32);
+            for n in &r.nat {
+                if !s.nat_by_uuid.contains_key(n)
+                    && !nb.get(Nat::TABLE).is_some_and(|t| t.contains_key(n))
+                {
+                    warnings.push(RowError {
+                        table: LogicalRouter::TABLE,
+                        uuid: r.uuid,
+                        reason: format!("nat references missing row {n}"),
+                    });
+                }
+            }
+        }
+
+        for (i, lrp) in s.lrps.iter().enumerate() {
+            if let Some(c) = &lrp.hosting_chassis {
+                push(&mut s.lrps_by_hosting_chassis, c.clone(), i as u32);
+            }
+        }
+
+        for (i, nat) in s.nats.iter_mut().enumerate() {
+            let i = i as u32;
+            if let Some(gw) = nat.gateway_port {
+                if !s.lrp_by_uuid.contains_key(&gw) {
+                    warnings.push(RowError {
+                        table: Nat::TABLE,
+                        uuid: nat.uuid,
+                        reason: format!("gateway_port references missing or unusable row {gw}"),
+                    });
+                    nat.gateway_port = None;
+                }
+            }
+            if let Some(lp) = &nat.logical_port {
+                s.nat_by_logical_port.entry(lp.clone()).or_insert(i);
+            }
+            if let (NatType::DnatAndSnat, Some(gw)) = (&nat.kind, nat.gateway_port) {
+                push(&mut s.fips_by_gateway_port, gw, i);
+            }
+        }
+
+        for (i, lb) in s.lbs.iter().enumerate() {
+            if lb.vip_ips.is_empty() {
+                continue;
+            }
+            let mut routers: Vec<&String> = lb.lr_ref.iter().chain(lb.router_name.iter()).collect();
+            routers.dedup();
+            for r in routers {
+                push(&mut s.lbs_by_router, r.clone(), i as u32);
+            }
+        }
+
+        let ovs_root = sorted_rows(ovs, "Open_vSwitch").into_iter().next();
+        let empty = Table::new();
+        s.ovs = LocalOvs::parse(
+            ovs_root,
+            ovs.get("Bridge").unwrap_or(&empty),
+            ovs.get("Port").unwrap_or(&empty),
+            &mut warnings,
+        );
+
+        for w in &warnings {
+            tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
+        }
+        s.warnings = warnings;
+        s
+    }
+
+    /// Builds a snapshot from `{"OVN_Northbound": {table: {uuid: row}},
+    /// "Open_vSwitch": {...}}` in OVSDB wire notation (the scenarios' `ovn`).
+    pub fn from_wire(v: &serde_json::Value) -> Result<Snapshot, crate::fixture::FixtureError> {
+        let dbs = crate::fixture::FixtureDb::from_wire(v)?;
+        Ok(dbs.snapshot())
+    }
+
+    /// Rows and references that were skipped, with the reason.
+    pub fn warnings(&self) -> &[RowError] {
+        &self.warnings
+    }
+
+    fn lsps_at<'a>(
+        &'a self,
+        idx: Option<&'a Vec<u32>>,
+    ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
+        idx.into_iter().flatten().map(|&i| &self.lsps[i as usize])
+    }
+
+    /// Up VM and virtual ports bound to `chassis` (a hostname), per
+    /// upstream's `get_active_lsp_on_chassis`.
+    pub fn active_vifs_on_chassis<'a>(
+        &'a self,
+        chassis: &str,
+    ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
+        self.lsps_at(self.active_vifs_by_chassis.get(chassis))
+    }
+
+    /// Up VM and virtual ports of network `network` (`neutron-<id>`).
+    pub fn active_vifs_on_network<'a>(
+        &'a self,
+        network: &str,
+    ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
+        self.lsps_at(self.active_vifs_by_network.get(network))
+    }
+
+    /// Up router-interface LSPs of router `router` (bare id).
+    pub fn router_interfaces<'a>(
+        &'a self,
+        router: &str,
+    ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
+        self.lsps_at(self.router_ifaces_by_router.get(router))
+    }
+
+    /// The first localnet port of switch `switch` (upstream assumes one).
+    pub fn localnet_of_switch(&self, switch: &str) -> Option<&LogicalSwitchPort> {
+        self.lsps_at(self.localnets_by_switch.get(switch)).next()
+    }
+
+    /// Localnet ports whose `options:network_name` is `physnet`.
+    pub fn localnets_on_physnet<'a>(
+        &'a self,
+        physnet: &str,
+    ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
+        self.lsps_at(self.localnets_by_physnet.get(physnet))
+    }
+
+    /// The LSP named `name`.
+    pub fn lsp(&self, name: &str) -> Option<&LogicalSwitchPort> {
+        self.lsp_by_name.get(name).map(|&i| &self.lsps[i as usize])
+    }
+
+    /// LRPs whose `status:hosting-chassis` is `system_id`.
+    pub fn lrps_hosted_on<'a>(
+        &'a self,
+        system_id: &str,
+    ) -> impl Iterator<Item = &'a LogicalRouterPort> {
+        self.lrps_by_hosting_chassis
+            .get(system_id)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.lrps[i as usize])
+    }
+
+    pub fn lrp_by_uuid(&self, uuid: Uuid) -> Option<&LogicalRouterPort> {
+        self.lrp_by_uuid.get(&uuid).map(|&i| &self.lrps[i as usize])
+    }
+
+    /// The router `neutron-<id>` for bare id `router`.
+    pub fn router(&self, router: &str) -> Option<&LogicalRouter> {
+        self.router_by_name
+            .get(&neutron::ovn_name(router))
+            .map(|&i| &self.routers[i as usize])
+    }
+
+    /// The NATs of a router, skipping dangling references.
+    pub fn router_nats<'a>(&'a self, router: &'a LogicalRouter) -> impl Iterator<Item = &'a Nat> {
+        router
+            .nat
+            .iter()
+            .filter_map(|u| self.nat_by_uuid.get(u))
+            .map(|&i| &self.nats[i as usize])
+    }
+
+    /// The NAT entry whose `logical_port` is `port` (upstream
+    /// `get_nat_by_logical_port`).
+    pub fn nat_of_logical_port(&self, port: &str) -> Option<&Nat> {
+        self.nat_by_logical_port
+            .get(port)
+            .map(|&i| &self.nats[i as usize])
+    }
+
+    /// dnat_and_snat NATs whose `gateway_port` is the LRP `lrp`.
+    pub fn fips_on_gateway_port(&self, lrp: Uuid) -> impl Iterator<Item = &Nat> {
+        self.fips_by_gateway_port
+            .get(&lrp)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.nats[i as usize])
+    }
+
+    /// LBs with VIPs that reference router `router` (bare id) through
+    /// `lr_ref` or `neutron:router_name` (upstream `get_active_local_lbs`).
+    pub fn lbs_of_router<'a>(&'a self, router: &str) -> impl Iterator<Item = &'a LoadBalancer> {
+        self.lbs_by_router
+            .get(router)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.lbs[i as usize])
+    }
+
+    /// Counts of parsed rows per NB table, for logs and benchmarks.
+    pub fn counts(&self) -> [(&'static str, usize); 6] {
+        [
+            (LogicalSwitch::TABLE, self.switches.len()),
+            (LogicalSwitchPort::TABLE, self.lsps.len()),
+            (LogicalRouter::TABLE, self.routers.len()),
+            (LogicalRouterPort::TABLE, self.lrps.len()),
+            (Nat::TABLE, self.nats.len()),
+            (LoadBalancer::TABLE, self.lbs.len()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const LS: &str = "11111111-0000-4000-8000-000000000001";
+    const VM: &str = "11111111-0000-4000-8000-000000000002";
+    const LOCALNET: &str = "11111111-0000-4000-8000-000000000003";
+    const VIRT: &str = "11111111-0000-4000-8000-000000000004";
+    const BAD: &str = "11111111-0000-4000-8000-000000000005";
+
+    fn snap(extra_lsps: serde_json::Value, mappings: &str) -> Snapshot {
+        let mut lsps = json!({
+            VM: {"name": "vm1", "up": true, "addresses": "fa:16:3e:00:00:01 172.24.4.10",
+                 "options": ["map", [["requested-chassis", "compute-2,compute-1"]]],
+                 "external_ids": ["map", [["neutron:network_name", "neutron-net1"],
+                                          ["neutron:host_id", "compute-9"]]]},
+            LOCALNET: {"name": "provnet-1", "type": "localnet", "addresses": "unknown", "tag": 100,
+                       "options": ["map", [["network_name", "physnet1"]]]},
+            VIRT: {"name": "virt1", "type": "virtual", "up": true,
+                   "addresses": "fa:16:3e:00:00:02 172.24.4.11",
+                   "options": ["map", [["requested-chassis", "compute-1"]]],
+                   "external_ids": ["map", [["neutron:host_id", "compute-3"],
+                                            ["neutron:network_name", "neutron-net1"]]]}
+        });
+        for (k, v) in extra_lsps.as_object().unwrap() {
+            lsps[k] = v.clone();
+        }
+        let ports: Vec<_> = lsps
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| json!(["uuid", k]))
+            .collect();
+        Snapshot::from_wire(&json!({
+            "OVN_Northbound": {
+                "Logical_Switch": {LS: {"name": "neutron-net1", "ports": ["set", ports]}},
+                "Logical_Switch_Port": lsps,
+            },
+            "Open_vSwitch": {"Open_vSwitch": {"22222222-0000-4000-8000-000000000001": {
+                "external_ids": ["map", [["ovn-bridge-mappings", mappings], ["system-id", "sys-1"],
+                                         ["hostname", "compute-1"]]]}}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn requested_chassis_lists_bind_the_port_to_every_listed_host() {
+        let s = snap(json!({}), "physnet1:br-ex");
+        let on = |c: &str| {
+            s.active_vifs_on_chassis(c)
+                .map(|p| p.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(on("compute-1"), ["vm1"]);
+        assert_eq!(on("compute-2"), ["vm1"]);
+        // requested-chassis wins over host_id for VM ports...
+        assert!(on("compute-9").is_empty());
+        // ...but is ignored for virtual ports, which follow neutron:host_id.
+        assert_eq!(on("compute-3"), ["virt1"]);
+    }
+
+    #[test]
+    fn localnet_is_indexed_by_switch_and_physical_network() {
+        let s = snap(json!({}), "physnet1:br-ex");
+        assert_eq!(s.localnet_of_switch("neutron-net1").unwrap().tag, Some(100));
+        assert_eq!(s.localnets_on_physnet("physnet1").count(), 1);
+        assert_eq!(
+            s.ovs
+                .bridge_for_network("physnet1")
+                .unwrap()
+                .bridge
+                .as_str(),
+            "br-ex"
+        );
+        assert_eq!(s.ovs.system_id.as_deref(), Some("sys-1"));
+    }
+
+    #[test]
+    fn garbled_addresses_skip_the_row_with_a_warning_naming_it() {
+        let s = snap(
+            json!({BAD: {"name": "bad", "up": true, "addresses": "zz:16:3e:00:00:01 10.0.0.1",
+                         "options": ["map", [["requested-chassis", "compute-1"]]]}}),
+            "physnet1:br-ex",
+        );
+        assert!(s.lsp("bad").is_none());
+        assert!(s.lsp("vm1").is_some());
+        let w = &s.warnings()[0];
+        assert_eq!(w.table, "Logical_Switch_Port");
+        assert_eq!(w.uuid.to_string(), BAD);
+        assert!(w.reason.contains("zz:16:3e"), "{}", w.reason);
+    }
+
+    #[test]
+    fn unknown_addresses_fall_back_to_neutron_cidrs_without_a_mac() {
+        let s = snap(
+            json!({BAD: {"name": "cfgdrive", "up": true, "addresses": "unknown",
+                         "external_ids": ["map", [["neutron:cidrs", "172.24.4.12/24 2001:db8::12/64"]]]}}),
+            "physnet1:br-ex",
+        );
+        let p = s.lsp("cfgdrive").unwrap();
+        assert_eq!(p.addresses.mac, None);
+        assert_eq!(p.addresses.ips.len(), 2);
+    }
+
+    #[test]
+    fn bridge_mapping_without_colon_is_skipped_but_keeps_the_index_of_the_next() {
+        let s = snap(json!({}), "garbage,physnet2:br-two,physnet1:br-ex");
+        let m: Vec<_> = s
+            .ovs
+            .bridge_mappings
+            .iter()
+            .map(|m| (m.index, m.network.as_str()))
+            .collect();
+        assert_eq!(m, [(2, "physnet2"), (3, "physnet1")]);
+        assert!(s
+            .warnings()
+            .iter()
+            .any(|w| w.table == "Open_vSwitch" && w.reason.contains("garbage")));
+    }
+
+    #[test]
+    fn dangling_switch_port_reference_is_reported() {
+        let s = Snapshot::from_wire(&json!({"OVN_Northbound": {"Logical_Switch": {LS: {
+            "name": "sw", "ports": ["uuid", "99999999-0000-4000-8000-000000000009"]}}}}))
+        .unwrap();
+        assert_eq!(s.warnings().len(), 1);
+        assert!(s.warnings()[0].reason.contains("99999999"));
+    }
+
+    #[test]
+    fn fip_distributed_is_true_when_absent_and_only_for_exact_true() {
+        let g = |v: serde_json::Value| {
+            Snapshot::from_wire(&json!({"OVN_Northbound": {"NB_Global": {LS: v}}}))
+                .unwrap()
+                .nb_global
+                .fip_distributed
+        };
+        assert!(g(json!({})));
+        assert!(g(
+            json!({"external_ids": ["map", [["neutron:fip-distributed", "True"]]]})
+        ));
+        assert!(!g(
+            json!({"external_ids": ["map", [["neutron:fip-distributed", "False"]]]})
+        ));
+        assert!(!g(
+            json!({"external_ids": ["map", [["neutron:fip-distributed", "true"]]]})
+        ));
+    }
+}

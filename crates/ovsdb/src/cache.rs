@@ -156,15 +156,9 @@ impl Snapshot {
     /// `initial`), replacing this one's rows, and returns the changes that
     /// turn this snapshot into it: used after a reconnect without a
     /// transaction-history resume.
-    pub fn replace(&self, dump: TableUpdates) -> Result<(Snapshot, Vec<Change>)> {
-        let empty = Snapshot {
-            schema: self.schema.clone(),
-            tables: self
-                .tables
-                .keys()
-                .map(|k| (k.clone(), Table::new()))
-                .collect(),
-        };
+    /// `empty` is the (empty) snapshot to build on: it carries the schema,
+    /// which may be newer than this snapshot's after a server upgrade.
+    pub fn replace(&self, empty: Snapshot, dump: TableUpdates) -> Result<(Snapshot, Vec<Change>)> {
         let (next, _) = empty.apply(dump)?;
         let mut changes = Vec::new();
         for (name, old_rows) in &self.tables {
@@ -179,7 +173,7 @@ impl Snapshot {
                         old: Some(old.clone()),
                     }),
                     Some(new) if new != old => {
-                        let ts = self.schema.table(name);
+                        let ts = next.schema.table(name);
                         changes.push(Change {
                             table: name.clone(),
                             uuid: *uuid,
@@ -531,8 +525,9 @@ mod tests {
     #[test]
     fn replace_reports_the_difference_to_the_new_dump() {
         let s = base();
+        let empty = Snapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);
         let (next, changes) = s
-            .replace(updates(json!({
+            .replace(empty, updates(json!({
                 "Logical_Switch": {LS1: {"initial": {"name": "ls1-renamed"}}},
                 "Logical_Switch_Port": {"33333333-3333-4333-8333-333333333333": {"initial": {"name": "p3"}}}
             })))

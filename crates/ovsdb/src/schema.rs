@@ -459,6 +459,15 @@ impl DatabaseSchema {
         })
     }
 
+    /// A schema without tables, standing in until the server's is known.
+    pub fn empty(name: &str) -> DatabaseSchema {
+        DatabaseSchema {
+            name: name.to_string(),
+            version: String::new(),
+            tables: BTreeMap::new(),
+        }
+    }
+
     /// Reads and parses a `.ovsschema` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<DatabaseSchema> {
         let path = path.as_ref();

@@ -1,0 +1,472 @@
+//! The long-lived client: connects to one of several remotes, monitors a
+//! database into a [`cache`](crate::cache), and reconnects when anything
+//! goes wrong.
+//!
+//! One task per database runs this loop:
+//!
+//! 1. connect to the next remote of the list (round robin; after a whole
+//!    round without success, wait an exponentially growing, jittered delay);
+//! 2. fetch the schema; in leader-only mode, read `_Server.Database` and move
+//!    on unless this server leads the database's cluster (and keep watching
+//!    it: losing leadership later also moves us on);
+//! 3. start the monitor with `monitor_cond_since` and the last transaction id
+//!    seen, so a reconnect to a server that still has it transfers only what
+//!    changed; when the server lacks the method, use `monitor_cond` and
+//!    replace the cache with the full dump;
+//! 4. publish the result, signal `resynced`, then apply every update batch as
+//!    it arrives, until the session fails.
+//!
+//! Any error from the server's input (bad JSON, wrong types, unknown tables,
+//! a modify of a row we do not have) ends the session: the cache keeps its
+//! last good snapshot and step 1 starts again, which resynchronises it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::cache::{cache, CachePublisher, CacheReader, Snapshot};
+use crate::error::{Error, Result};
+use crate::monitor::{decode_update, Condition, MonitorSpec};
+use crate::rpc::session::{Notification, Session, SessionConfig};
+use crate::rpc::transport::Remote;
+use crate::schema::DatabaseSchema;
+use crate::tls::TlsSettings;
+
+/// Exponential backoff with jitter, reset after every successful sync.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    current: Duration,
+    rng: u64,
+}
+
+impl Backoff {
+    /// Delays start at `initial` and double up to `max`; each is randomised
+    /// to between 50 % and 100 % of the nominal value so that many agents
+    /// losing the same server do not come back in lockstep.
+    pub fn new(initial: Duration, max: Duration) -> Backoff {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        Backoff::with_seed(initial, max, seed)
+    }
+
+    /// As [`Backoff::new`] with a fixed random seed (for tests).
+    pub fn with_seed(initial: Duration, max: Duration, seed: u64) -> Backoff {
+        Backoff {
+            initial,
+            max,
+            current: initial,
+            rng: seed | 1,
+        }
+    }
+
+    /// The next delay.
+    pub fn next_delay(&mut self) -> Duration {
+        // xorshift64: plenty for jitter, no dependency.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let fraction = 0.5 + (self.rng % 1000) as f64 / 2000.0;
+        let delay = self.current.mul_f64(fraction);
+        self.current = (self.current * 2).min(self.max);
+        delay
+    }
+
+    /// Back to the initial delay.
+    pub fn reset(&mut self) {
+        self.current = self.initial;
+    }
+}
+
+/// Everything a [`Client`] needs.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Tried in order, round robin (a clustered database's members).
+    pub remotes: Vec<Remote>,
+    pub database: String,
+    pub monitor: MonitorSpec,
+    /// Needed for `ssl:` remotes.
+    pub tls: Option<TlsSettings>,
+    /// Only stay connected to the cluster leader (the
+    /// `[local_ovn_cluster]` connection writes, so it needs the leader).
+    pub leader_only: bool,
+    pub session: SessionConfig,
+    /// First and largest reconnect delay.
+    pub backoff: (Duration, Duration),
+    /// Change stream capacity before slow subscribers lag.
+    pub change_capacity: usize,
+}
+
+impl ClientConfig {
+    /// Defaults: no TLS, any cluster member, 5 s probe, 0.25–8 s backoff.
+    pub fn new(remotes: Vec<Remote>, database: &str, monitor: MonitorSpec) -> ClientConfig {
+        ClientConfig {
+            remotes,
+            database: database.to_string(),
+            monitor,
+            tls: None,
+            leader_only: false,
+            session: SessionConfig::default(),
+            backoff: (Duration::from_millis(250), Duration::from_secs(8)),
+            change_capacity: 65536,
+        }
+    }
+}
+
+/// A monitored database that stays connected. Dropping it stops the task.
+#[derive(Debug)]
+pub struct Client {
+    cache: CacheReader,
+    session: watch::Receiver<Option<Live>>,
+    monitor: Arc<Mutex<MonitorSpec>>,
+    task: JoinHandle<()>,
+}
+
+/// The session currently serving the client and the schema it reported.
+#[derive(Clone, Debug)]
+struct Live {
+    session: Session,
+    schema: Arc<DatabaseSchema>,
+}
+
+const MONITOR_ID: &str = "obgp-db";
+const SERVER_MONITOR_ID: &str = "obgp-server";
+
+impl Client {
+    /// Starts connecting in the background; see [`CacheReader::wait_resynced`]
+    /// to wait for the first sync.
+    pub fn start(config: ClientConfig) -> Client {
+        let empty = Snapshot::empty(Arc::new(DatabaseSchema::empty(&config.database)), []);
+        let (publisher, reader) = cache(empty, config.change_capacity);
+        let (live_tx, live_rx) = watch::channel(None);
+        let monitor = Arc::new(Mutex::new(config.monitor.clone()));
+        let task = tokio::spawn(
+            Runner {
+                config,
+                publisher,
+                live: live_tx,
+                monitor: monitor.clone(),
+                last_txn_id: None,
+                since_supported: true,
+            }
+            .run(),
+        );
+        Client {
+            cache: reader,
+            session: live_rx,
+            monitor,
+            task,
+        }
+    }
+
+    /// The database cache: snapshots, change stream and resync signal.
+    pub fn cache(&self) -> &CacheReader {
+        &self.cache
+    }
+
+    /// The remote of the current session, if connected and synced.
+    pub fn connected_to(&self) -> Option<String> {
+        self.session
+            .borrow()
+            .as_ref()
+            .map(|l| l.session.remote().to_string())
+    }
+
+    fn live(&self) -> Result<Live> {
+        self.session.borrow().clone().ok_or(Error::SessionClosed)
+    }
+
+    /// Runs a transaction on the current session. Fails with
+    /// [`Error::SessionClosed`] while disconnected: the caller decides
+    /// whether to retry, since a transaction may not be idempotent.
+    pub async fn transact(&self, ops: Vec<Value>) -> Result<Vec<Value>> {
+        let live = self.live()?;
+        let db = live.schema.name.clone();
+        live.session.transact(&db, ops).await
+    }
+
+    /// Replaces the row conditions of `table` (`None`: all rows). Applies to
+    /// the live monitor with `monitor_cond_change` and to every later
+    /// reconnect. Fails if the table is not monitored.
+    pub async fn set_conditions(
+        &self,
+        table: &str,
+        conditions: Option<Vec<Condition>>,
+    ) -> Result<()> {
+        let change = {
+            let mut spec = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
+            let tm = spec
+                .tables
+                .get_mut(table)
+                .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
+            tm.conditions = conditions;
+            MonitorSpec::default().table(table, tm.clone())
+        };
+        match self.live() {
+            Ok(live) => {
+                live.session
+                    .monitor_cond_change(&json!(MONITOR_ID), &change, &live.schema)
+                    .await
+            }
+            // Not connected: the next connect uses the new conditions.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Runner {
+    config: ClientConfig,
+    publisher: CachePublisher,
+    live: watch::Sender<Option<Live>>,
+    monitor: Arc<Mutex<MonitorSpec>>,
+    last_txn_id: Option<String>,
+    since_supported: bool,
+}
+
+impl Runner {
+    async fn run(mut self) {
+        let (initial, max) = self.config.backoff;
+        let mut backoff = Backoff::new(initial, max);
+        let n = self.config.remotes.len().max(1);
+        let mut next = 0usize;
+        let mut failures_in_round = 0usize;
+        loop {
+            let Some(remote) = self.config.remotes.get(next % n).cloned() else {
+                tracing::error!(db = %self.config.database, "no remotes configured");
+                return;
+            };
+            next += 1;
+            let synced = match self.session(&remote).await {
+                Ok(never) => match never {},
+                Err((synced, e)) => {
+                    self.live.send_replace(None);
+                    tracing::warn!(db = %self.config.database, %remote, error = %e, "OVSDB connection lost, reconnecting");
+                    synced
+                }
+            };
+            if synced {
+                backoff.reset();
+                failures_in_round = 0;
+            } else {
+                failures_in_round += 1;
+            }
+            // Try the other members at once; only a whole round of failures
+            // (or a single remote) waits.
+            if synced || failures_in_round >= n {
+                failures_in_round = 0;
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+
+    /// One session from connect to failure. Returns whether it got as far as
+    /// a synced cache, and why it ended.
+    async fn session(
+        &mut self,
+        remote: &Remote,
+    ) -> Result<std::convert::Infallible, (bool, Error)> {
+        let db = self.config.database.clone();
+        let (session, mut notes) = Session::connect(
+            remote,
+            self.config.tls.as_ref(),
+            self.config.session.clone(),
+        )
+        .await
+        .map_err(|e| (false, e))?;
+        let fail = |e| (false, e);
+        let schema = Arc::new(session.get_schema(&db).await.map_err(fail)?);
+        let watches_server = self.check_server(&session).await.map_err(fail)?;
+
+        let spec = self
+            .monitor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let monitor_id = json!(MONITOR_ID);
+        let current = self.publisher.current();
+        let empty = Snapshot::empty(schema.clone(), spec.tables_in(&schema));
+        // A resume only makes sense on the same schema we cached with.
+        let same_schema = current.schema() == &schema;
+        let mut reply = None;
+        if self.since_supported {
+            let last = if same_schema {
+                self.last_txn_id.as_deref()
+            } else {
+                None
+            };
+            match session
+                .monitor_cond_since(&db, &monitor_id, &spec, &schema, last)
+                .await
+            {
+                Ok(r) => reply = Some(r),
+                Err(Error::Rpc { .. }) => {
+                    tracing::info!(%remote, "server lacks monitor_cond_since, using monitor_cond");
+                    self.since_supported = false;
+                }
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        let (next, changes) = match reply {
+            Some(r) if r.found && same_schema => {
+                self.last_txn_id = Some(r.last_txn_id);
+                current.apply(r.updates)
+            }
+            Some(r) => {
+                self.last_txn_id = Some(r.last_txn_id);
+                current.replace(empty, r.updates)
+            }
+            None => {
+                let dump = session
+                    .monitor_cond(&db, &monitor_id, &spec, &schema)
+                    .await
+                    .map_err(fail)?;
+                current.replace(empty, dump)
+            }
+        }
+        .map_err(fail)?;
+        self.publisher.publish(next, changes);
+        self.publisher.resynced();
+        self.live.send_replace(Some(Live {
+            session: session.clone(),
+            schema: schema.clone(),
+        }));
+        tracing::info!(%db, %remote, "OVSDB cache synced");
+
+        let synced = |e| (true, e);
+        loop {
+            match notes.recv().await {
+                Some(Notification::Call { method, frame }) => {
+                    if method != "update2" && method != "update3" {
+                        continue;
+                    }
+                    let update = decode_update(&method, &frame).map_err(synced)?;
+                    drop(frame);
+                    if watches_server && update.monitor_id == json!(SERVER_MONITOR_ID) {
+                        self.check_server_update(&update.updates).map_err(synced)?;
+                        continue;
+                    }
+                    if update.monitor_id != monitor_id {
+                        continue;
+                    }
+                    let (next, changes) = self
+                        .publisher
+                        .current()
+                        .apply(update.updates)
+                        .map_err(synced)?;
+                    self.publisher.publish(next, changes);
+                    if let Some(id) = update.last_txn_id {
+                        self.last_txn_id = Some(id);
+                    }
+                }
+                Some(Notification::Closed(e)) => return Err(synced(e)),
+                None => return Err(synced(Error::SessionClosed)),
+            }
+        }
+    }
+
+    /// Checks `_Server.Database` for our database: a clustered database must
+    /// be connected to its cluster, and in leader-only mode this server must
+    /// lead it. Starts a monitor on that row so later changes are seen.
+    /// Returns whether that monitor runs (servers without `_Server` skip it).
+    async fn check_server(&self, session: &Session) -> Result<bool> {
+        let server_schema = match session.get_schema("_Server").await {
+            Ok(s) => s,
+            // Very old servers have no _Server database: nothing to check.
+            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let spec = MonitorSpec::default().table(
+            "Database",
+            crate::monitor::TableMonitor {
+                columns: Some(vec![
+                    "name".into(),
+                    "model".into(),
+                    "connected".into(),
+                    "leader".into(),
+                ]),
+                conditions: Some(vec![Condition::eq(
+                    "name",
+                    crate::Datum::scalar(crate::Atom::String(self.config.database.clone())),
+                )]),
+            },
+        );
+        let dump = session
+            .monitor_cond("_Server", &json!(SERVER_MONITOR_ID), &spec, &server_schema)
+            .await?;
+        if dump.row_count() == 0 {
+            return Err(Error::NotUsable(format!(
+                "{}: server does not have database {}",
+                session.remote(),
+                self.config.database
+            )));
+        }
+        self.check_server_update(&dump)?;
+        Ok(true)
+    }
+
+    fn check_server_update(&self, updates: &crate::wire::TableUpdates) -> Result<()> {
+        for row in updates.0.iter().flat_map(|t| &t.rows) {
+            let get_bool = |name: &str| {
+                row.columns
+                    .iter()
+                    .find(|(c, _)| c == name)
+                    .and_then(|(_, d)| d.as_scalar()?.as_bool())
+            };
+            let model = row
+                .columns
+                .iter()
+                .find(|(c, _)| c == "model")
+                .and_then(|(_, d)| d.as_scalar()?.as_str().map(String::from));
+            // A modify carries only changed columns; the replaced scalar
+            // value is the new one.
+            if let Some(false) = get_bool("connected") {
+                return Err(Error::NotUsable(format!(
+                    "{} is not connected to its cluster",
+                    self.config.database
+                )));
+            }
+            let clustered = model.as_deref().is_none_or(|m| m == "clustered");
+            if self.config.leader_only && clustered && get_bool("leader") == Some(false) {
+                return Err(Error::NotUsable(format!(
+                    "not the leader of {}",
+                    self.config.database
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_up_to_the_cap() {
+        let mut b = Backoff::with_seed(Duration::from_millis(100), Duration::from_millis(800), 42);
+        let delays: Vec<Duration> = (0..6).map(|_| b.next_delay()).collect();
+        let nominal = [100u64, 200, 400, 800, 800, 800];
+        for (d, n) in delays.iter().zip(nominal) {
+            let n = Duration::from_millis(n);
+            assert!(
+                *d >= n / 2 && *d <= n,
+                "{d:?} not within [{:?}, {n:?}]",
+                n / 2
+            );
+        }
+        b.reset();
+        assert!(b.next_delay() <= Duration::from_millis(100));
+    }
+}

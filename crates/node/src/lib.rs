@@ -1,1 +1,17 @@
-//! The node layer: observer, planner and applier.
+//! The node layer: what the node holds ([`actual`]), the writes the agent
+//! makes ([`op`]), the pure planner that diffs desired against actual in the
+//! pack's O1–O5 order ([`plan`]), an in-memory model node ([`model`]), and the
+//! real-kernel observer and applier.
+//!
+//! Pure core, imperative shell: `plan` and `model` never touch the system.
+
+pub mod actual;
+pub mod compare;
+pub mod model;
+pub mod op;
+pub mod plan;
+
+pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
+pub use model::ModelNode;
+pub use op::Op;
+pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};

@@ -1,1 +1,136 @@
-//! `desired_state`: what must exist on this node, computed from OVN and the configuration.
+//! `desired_state`: what must exist on this node, computed from OVN and the
+//! configuration, as a pure function (no I/O: values that need it, such as
+//! the router-id FRR reports or the system hostname, come in [`NodeFacts`]).
+//!
+//! [`Desired`] says it in the driver's terms (exposed IPs with their class
+//! and wiring, bridge wiring, tenant subnets, FRR text);
+//! [`Desired::to_node`] flattens it into the planner's
+//! [`obgp_netmodel::DesiredNode`].
+
+pub mod frr;
+pub mod model;
+mod nb_underlay;
+
+use std::net::Ipv4Addr;
+
+use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
+use obgp_netmodel::DevName;
+use obgp_ovn::Snapshot;
+
+pub use model::{BridgeWiring, Desired, ExposedIp, IpWiring, TenantSubnet, VlanDevice};
+
+/// Facts about the node that would otherwise need I/O, gathered by the
+/// caller before each computation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeFacts {
+    /// The system hostname, used as chassis name when the Open_vSwitch row
+    /// has no `external_ids:hostname` (upstream `socket.gethostname()`).
+    pub system_hostname: Option<String>,
+    /// The router-id FRR reports (`show ip bgp summary json`), used when
+    /// `bgp_router_id` is unset.
+    pub frr_router_id: Option<String>,
+}
+
+/// Why no desired state could be computed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DesiredError {
+    #[error("driver {driver:?} with exposing_method {method:?} is not supported yet")]
+    Unsupported {
+        driver: Driver,
+        method: ExposingMethod,
+    },
+    #[error("option {option} = {value:?} is invalid: {reason}")]
+    BadConfig {
+        option: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError> {
+    DevName::new(value).map_err(|e| DesiredError::BadConfig {
+        option,
+        value: value.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Computes what must exist on this node for `config`'s driver.
+///
+/// Supported: `nb_ovn_bgp_driver` with `exposing_method = underlay`. Any
+/// other combination is [`DesiredError::Unsupported`], never an empty state.
+/// Bad OVN rows never fail the computation (the snapshot skipped them);
+/// invalid values in the configuration that would reach a device name or a
+/// vtysh script do.
+pub fn desired_state(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+) -> Result<Desired, DesiredError> {
+    let d = &config.default;
+    if d.driver != Driver::NbOvnBgpDriver || d.exposing_method != ExposingMethod::Underlay {
+        return Err(DesiredError::Unsupported {
+            driver: d.driver,
+            method: d.exposing_method,
+        });
+    }
+    let vrf = dev_option("bgp_vrf", &d.bgp_vrf)?;
+    let bgp_nic = dev_option("bgp_nic", &d.bgp_nic)?;
+    if !frr::valid_asn(&d.bgp_as) {
+        return Err(DesiredError::BadConfig {
+            option: "bgp_AS",
+            value: d.bgp_as.clone(),
+            reason: "not an AS number".into(),
+        });
+    }
+
+    let mut notes = Vec::new();
+    let router_id = match (&d.bgp_router_id, &facts.frr_router_id) {
+        (Some(configured), _) => {
+            Some(
+                configured
+                    .parse::<Ipv4Addr>()
+                    .map_err(|_| DesiredError::BadConfig {
+                        option: "bgp_router_id",
+                        value: configured.clone(),
+                        reason: "not an IPv4 address".into(),
+                    })?,
+            )
+        }
+        (None, Some(reported)) => match reported.parse::<Ipv4Addr>() {
+            Ok(rid) => Some(rid),
+            Err(_) => {
+                notes.push(format!("FRR reported an invalid router-id {reported:?}"));
+                None
+            }
+        },
+        (None, None) => {
+            notes.push(
+                "router-id unknown (bgp_router_id unset, FRR reported none): no VRF leak".into(),
+            );
+            None
+        }
+    };
+    let redistribute = match d.advertisement_method_tenant_networks {
+        AdvertisementMethod::Subnet => frr::Redistribute::KernelAndConnected,
+        AdvertisementMethod::Host => frr::Redistribute::Connected,
+    };
+    let frr_config = router_id.map(|rid| frr::vrf_leak(vrf.as_str(), &d.bgp_as, rid, redistribute));
+
+    let base = Desired {
+        vrf,
+        vrf_table: d.bgp_vrf_table_id,
+        bgp_nic,
+        bridges: Vec::new(),
+        exposed: Default::default(),
+        tenant_subnets: Vec::new(),
+        frr_config,
+        notes,
+    };
+    let hostname = snap
+        .ovs
+        .hostname
+        .as_deref()
+        .or(facts.system_hostname.as_deref());
+    Ok(nb_underlay::NbUnderlay::new(snap, config, base).run(hostname))
+}

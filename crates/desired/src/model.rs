@@ -1,0 +1,370 @@
+//! The semantic desired state (what is exposed, where, and why) and its
+//! flattening into the planner's node objects ([`DesiredNode`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+use obgp_netmodel::{
+    cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
+    MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
+};
+use serde::Serialize;
+
+/// Everything the agent wants on this node, in the driver's terms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Desired {
+    /// The VRF holding the announcement device (`bgp_vrf`).
+    pub vrf: DevName,
+    /// `bgp_vrf_table_id`.
+    pub vrf_table: u32,
+    /// The device whose addresses BGP announces (`bgp_nic`).
+    pub bgp_nic: DevName,
+    /// Base wiring, one entry per valid `ovn-bridge-mappings` entry.
+    pub bridges: Vec<BridgeWiring>,
+    /// Every IP announced from this node, with its wiring.
+    pub exposed: BTreeMap<IpAddr, ExposedIp>,
+    /// Tenant subnets routed through a gateway hosted here.
+    pub tenant_subnets: Vec<TenantSubnet>,
+    /// The FRR VRF-leak text to apply with `vtysh -f`; `None` when no
+    /// router-id is known (neither configured nor reported by FRR).
+    pub frr_config: Option<String>,
+    /// Why some OVN data was not exposed (missing identity, patch port not
+    /// created yet, incomplete NAT...). Informational.
+    pub notes: Vec<String>,
+}
+
+/// Base wiring of one provider bridge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BridgeWiring {
+    pub bridge: DevName,
+    /// 1-based position in `ovn-bridge-mappings` (drives the ARP/NDP addresses).
+    pub index: u32,
+    /// The physical network mapped to this bridge.
+    pub network: String,
+    /// VLAN devices for the tagged localnets of the network.
+    pub vlans: Vec<VlanDevice>,
+    /// OVS ports (patch ports to br-int) that get MAC-tweak flows.
+    pub mac_tweak_ports: BTreeSet<String>,
+}
+
+/// A VLAN device on a provider bridge.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct VlanDevice {
+    /// `<bridge[:10]>.<vlan>`.
+    pub dev: DevName,
+    pub vlan: u16,
+}
+
+/// One announced IP.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExposedIp {
+    pub ip: IpAddr,
+    pub class: Class,
+    /// How traffic for it reaches OVN; `None` for tenant IPs announced only
+    /// (host advertisement method), which OVN routes through the gateway.
+    pub wiring: Option<IpWiring>,
+    /// The OVN object that asks for it (port, LRP, NAT or LB name).
+    pub source: String,
+}
+
+/// The underlay wiring of an exposed IP: rule to the bridge table, a /32 or
+/// /128 route to the bridge (or its VLAN device), optionally a permanent
+/// neighbour and proxy-NDP entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IpWiring {
+    pub bridge: DevName,
+    pub vlan: Option<u16>,
+    /// The device the route and neighbour use: the bridge or its VLAN device.
+    pub dev: DevName,
+    /// Permanent neighbour MAC (VM MAC, gateway LRP MAC, FIP external MAC).
+    pub lladdr: Option<MacAddr>,
+    /// Network addresses of the IPv6 subnets to proxy NDP for.
+    pub proxy_ndp: Vec<Ipv6Addr>,
+}
+
+/// A tenant subnet behind a gateway hosted here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TenantSubnet {
+    /// The rule destination as upstream writes it: the router interface
+    /// address with its prefix length (host method) or the network (subnet
+    /// method).
+    pub rule_dst: IpNet,
+    /// The subnet.
+    pub net: IpNet,
+    /// The gateway (cr-lrp) IP of the same family, if the gateway has one.
+    pub via: Option<IpAddr>,
+    pub bridge: DevName,
+    pub dev: DevName,
+    /// Also route it in the VRF table through `bgp_nic` (subnet method).
+    pub vrf_route: bool,
+    /// The router id.
+    pub router: String,
+}
+
+/// `<bridge[:10]>.<vlan>`, upstream's VLAN device name (15-byte limit).
+pub fn vlan_device(bridge: &DevName, vlan: u16) -> DevName {
+    let b = bridge.as_str();
+    let cut = b.char_indices().nth(10).map(|(i, _)| i).unwrap_or(b.len());
+    DevName::new(&format!("{}.{}", &b[..cut], vlan)).expect("10 valid bytes + '.' + 4 digits")
+}
+
+/// The bridge's ARP/NDP addresses: `169.254.<idx>.<idx>` and
+/// `fd53:d91e:400:7f17::<idx hex>:<idx hex>`; on a VLAN device the last
+/// group is the VLAN (mod 256), as upstream's `ensure_arp_ndp_enabled_for_bridge`.
+pub fn arp_ndp_addresses(index: u32, vlan: Option<u16>) -> [IpNet; 2] {
+    let dev_index = vlan.map(|v| u32::from(v) % 256).unwrap_or(index);
+    let v4 = Ipv4Addr::new(169, 254, (index % 256) as u8, (dev_index % 256) as u8);
+    let v6 = Ipv6Addr::new(
+        0xfd53,
+        0xd91e,
+        0x400,
+        0x7f17,
+        0,
+        0,
+        index as u16,
+        dev_index as u16,
+    );
+    [IpNet::from(IpAddr::V4(v4)), IpNet::from(IpAddr::V6(v6))]
+}
+
+fn host_net(ip: IpAddr) -> IpNet {
+    IpNet::from(ip)
+}
+
+fn bridge_table(b: &DevName) -> TableRef {
+    TableRef::Bridge(b.clone())
+}
+
+fn link_scope(v6: bool) -> u8 {
+    // The kernel reports scope 0 for every IPv6 route; upstream asks link for v4.
+    if v6 {
+        scope::UNIVERSE
+    } else {
+        scope::LINK
+    }
+}
+
+impl Desired {
+    /// Flattens into the node objects the planner diffs against the node.
+    pub fn to_node(&self) -> DesiredNode {
+        let mut n = DesiredNode {
+            announce_dev: Some(self.bgp_nic.clone()),
+            vrf_table: self.vrf_table,
+            frr_config: self.frr_config.clone(),
+            ..DesiredNode::default()
+        };
+        n.links.insert(Link {
+            name: self.vrf.clone(),
+            kind: LinkKind::Vrf {
+                table: self.vrf_table,
+            },
+            master: None,
+            mac: None,
+            up: true,
+        });
+        n.links.insert(Link {
+            name: self.bgp_nic.clone(),
+            kind: LinkKind::Dummy,
+            master: Some(self.vrf.clone()),
+            mac: None,
+            up: true,
+        });
+
+        for bw in &self.bridges {
+            let b = &bw.bridge;
+            n.links.insert(Link {
+                name: b.clone(),
+                kind: LinkKind::Existing,
+                master: None,
+                mac: None,
+                up: true,
+            });
+            n.bridge_tables.insert(b.clone());
+            let mut devs = vec![(b.clone(), None)];
+            for v in &bw.vlans {
+                n.links.insert(Link {
+                    name: v.dev.clone(),
+                    kind: LinkKind::Vlan {
+                        parent: b.clone(),
+                        vlan_id: v.vlan,
+                    },
+                    master: None,
+                    mac: None,
+                    up: true,
+                });
+                devs.push((v.dev.clone(), Some(v.vlan)));
+            }
+            for (dev, vlan) in devs {
+                for net in arp_ndp_addresses(bw.index, vlan) {
+                    n.addresses
+                        .entry(Address {
+                            dev: dev.clone(),
+                            net,
+                        })
+                        .or_insert(Class::Base);
+                }
+                n.sysctls
+                    .insert(Sysctl::conf(false, &dev, "proxy_arp", "1"));
+                n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "1"));
+            }
+            for v6 in [false, true] {
+                n.routes
+                    .entry(Route {
+                        table: bridge_table(b),
+                        v6,
+                        dst: None,
+                        dev: Some(b.clone()),
+                        via: None,
+                        proto: proto::BOOT,
+                        scope: link_scope(v6),
+                        kind: RouteType::Unicast,
+                        metric: None,
+                    })
+                    .or_insert(Class::Base);
+            }
+            for port in &bw.mac_tweak_ports {
+                for protocol in ["ip", "ipv6"] {
+                    n.flows.insert(Flow {
+                        bridge: b.clone(),
+                        cookie: cookie::MAC_TWEAK,
+                        table: 0,
+                        priority: 900,
+                        protocol: protocol.to_string(),
+                        in_port: port.clone(),
+                        actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
+                    });
+                }
+            }
+        }
+
+        for e in self.exposed.values() {
+            let net = host_net(e.ip);
+            if let Some(w) = &e.wiring {
+                n.rules
+                    .entry(Rule {
+                        dst: net,
+                        table: bridge_table(&w.bridge),
+                        priority: None,
+                    })
+                    .or_insert(e.class);
+                n.routes
+                    .entry(Route {
+                        table: bridge_table(&w.bridge),
+                        v6: e.ip.is_ipv6(),
+                        dst: Some(net),
+                        dev: Some(w.dev.clone()),
+                        via: None,
+                        proto: proto::BOOT,
+                        scope: link_scope(e.ip.is_ipv6()),
+                        kind: RouteType::Unicast,
+                        metric: None,
+                    })
+                    .or_insert(e.class);
+                if let Some(mac) = w.lladdr {
+                    n.neighbours
+                        .entry(Neighbour {
+                            dev: w.dev.clone(),
+                            dst: e.ip,
+                            lladdr: mac,
+                        })
+                        .or_insert(e.class);
+                }
+                for p in &w.proxy_ndp {
+                    n.proxy_neighbours
+                        .entry(ProxyNeighbour {
+                            dev: w.dev.clone(),
+                            dst: IpAddr::V6(*p),
+                        })
+                        .or_insert(e.class);
+                }
+            }
+            n.addresses
+                .entry(Address {
+                    dev: self.bgp_nic.clone(),
+                    net,
+                })
+                .or_insert(e.class);
+        }
+
+        for s in &self.tenant_subnets {
+            n.rules
+                .entry(Rule {
+                    dst: s.rule_dst,
+                    table: bridge_table(&s.bridge),
+                    priority: None,
+                })
+                .or_insert(Class::Subnet);
+            if let Some(via) = s.via {
+                let v6 = s.net.addr().is_ipv6();
+                n.routes
+                    .entry(Route {
+                        table: bridge_table(&s.bridge),
+                        v6,
+                        dst: Some(s.net),
+                        dev: Some(s.dev.clone()),
+                        via: Some(via),
+                        proto: proto::BOOT,
+                        scope: scope::UNIVERSE,
+                        kind: RouteType::Unicast,
+                        metric: None,
+                    })
+                    .or_insert(Class::Subnet);
+                if s.vrf_route {
+                    n.routes
+                        .entry(Route {
+                            table: TableRef::Id(self.vrf_table),
+                            v6,
+                            dst: Some(s.net),
+                            dev: Some(self.bgp_nic.clone()),
+                            via: Some(via),
+                            proto: proto::BOOT,
+                            scope: scope::UNIVERSE,
+                            kind: RouteType::Unicast,
+                            metric: None,
+                        })
+                        .or_insert(Class::Subnet);
+                }
+            }
+        }
+        n
+    }
+}
+
+impl From<&Desired> for DesiredNode {
+    fn from(d: &Desired) -> DesiredNode {
+        d.to_node()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vlan_device_name_truncates_the_bridge_to_ten_bytes() {
+        let b = DevName::new("br-provider1").unwrap();
+        assert_eq!(vlan_device(&b, 4094).as_str(), "br-provide.4094");
+        assert_eq!(
+            vlan_device(&DevName::new("br-ex").unwrap(), 100).as_str(),
+            "br-ex.100"
+        );
+    }
+
+    #[test]
+    fn arp_ndp_addresses_follow_index_and_vlan() {
+        let s = |a: [IpNet; 2]| a.map(|n| n.to_string());
+        assert_eq!(
+            s(arp_ndp_addresses(1, None)),
+            ["169.254.1.1/32", "fd53:d91e:400:7f17::1:1/128"]
+        );
+        assert_eq!(
+            s(arp_ndp_addresses(1, Some(100))),
+            ["169.254.1.100/32", "fd53:d91e:400:7f17::1:64/128"]
+        );
+        assert_eq!(
+            s(arp_ndp_addresses(2, Some(300))),
+            ["169.254.2.44/32", "fd53:d91e:400:7f17::2:2c/128"]
+        );
+    }
+}

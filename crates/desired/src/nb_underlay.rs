@@ -1,0 +1,542 @@
+//! `nb_ovn_bgp_driver` with `exposing_method = underlay`: what upstream's
+//! `NBOVNBGPDriver.sync()` would leave on the node, as a pure function.
+//!
+//! The order of the passes follows upstream's sync (gateways with their
+//! subnets, centralized FIPs, ports bound here, load balancers), so where two
+//! OVN objects ask for the same IP the later one's wiring wins, as upstream's
+//! `ip neigh replace` does. Every lookup goes through the snapshot's indexes:
+//! the work is proportional to what is local to this chassis.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::{IpAddr, Ipv6Addr};
+
+use ipnet::IpNet;
+use obgp_config::{AdvertisementMethod, Config};
+use obgp_netmodel::{Class, DevName, MacAddr};
+use obgp_ovn::{neutron, LogicalRouterPort, LogicalSwitchPort, NatType, Snapshot};
+
+use crate::model::{
+    vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, TenantSubnet, VlanDevice,
+};
+
+/// Where a provider network (a switch with a localnet mapped here) lands.
+#[derive(Clone, Debug)]
+struct Provider {
+    /// The localnet LSP name (`provnet-<id>`): its patch port is
+    /// `patch-<name>-to-br-int`.
+    localnet: String,
+    bridge: DevName,
+    vlan: Option<u16>,
+    dev: DevName,
+}
+
+/// A gateway (cr-lrp) hosted here, by router id.
+#[derive(Clone, Debug)]
+struct LocalGateway {
+    provider: Provider,
+    /// The gateway's IPs (first of each family is the tenant routes' via).
+    ips: Vec<IpAddr>,
+}
+
+/// The tenant-network switches of a router interface: `(addr scope v4, v6)`.
+type Scopes<'a> = (Option<&'a str>, Option<&'a str>);
+
+pub(crate) struct NbUnderlay<'a> {
+    snap: &'a Snapshot,
+    cfg: &'a Config,
+    out: Desired,
+    /// Index of each bridge's wiring in `out.bridges` (first mapping entry).
+    bridge_slot: HashMap<DevName, usize>,
+    providers: HashMap<String, Option<Provider>>,
+    gateways: HashMap<String, LocalGateway>,
+    /// Tenant networks whose subnets are wired here (upstream `ovn_local_lrps`).
+    local_tenant_networks: HashSet<String>,
+    allowed_scopes: HashSet<&'a str>,
+}
+
+impl<'a> NbUnderlay<'a> {
+    pub(crate) fn new(snap: &'a Snapshot, cfg: &'a Config, base: Desired) -> Self {
+        NbUnderlay {
+            snap,
+            cfg,
+            out: base,
+            bridge_slot: HashMap::new(),
+            providers: HashMap::new(),
+            gateways: HashMap::new(),
+            local_tenant_networks: HashSet::new(),
+            allowed_scopes: cfg
+                .default
+                .address_scopes
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect(),
+        }
+    }
+
+    pub(crate) fn run(mut self, hostname: Option<&str>) -> Desired {
+        self.base_wiring();
+        match self.snap.ovs.system_id.clone() {
+            Some(system_id) => self.gateways_and_subnets(&system_id),
+            None => self
+                .out
+                .notes
+                .push("Open_vSwitch external_ids:system-id is unset: no gateway is local".into()),
+        }
+        if !self.snap.nb_global.fip_distributed {
+            if let Some(system_id) = self.snap.ovs.system_id.clone() {
+                self.centralized_fips(&system_id);
+            }
+        }
+        match hostname {
+            Some(h) => self.bound_ports(h),
+            None => self.out.notes.push(
+                "no chassis hostname (OVS external_ids:hostname or system): no port is local"
+                    .into(),
+            ),
+        }
+        self.load_balancers();
+        self.out
+    }
+
+    fn tenant_exposure(&self) -> bool {
+        self.cfg.default.expose_tenant_networks || self.cfg.default.expose_ipv6_gua_tenant_networks
+    }
+
+    fn subnet_method(&self) -> bool {
+        self.cfg.default.advertisement_method_tenant_networks == AdvertisementMethod::Subnet
+    }
+
+    /// Per bridge mapping: the bridge, its VLAN devices and the MAC-tweak
+    /// flows for the provnet patch ports already on the bridge.
+    fn base_wiring(&mut self) {
+        for m in &self.snap.ovs.bridge_mappings {
+            let mut vlans: BTreeSet<u16> = BTreeSet::new();
+            for ln in self.snap.localnets_on_physnet(&m.network) {
+                if let Some(tag) = ln.tag {
+                    vlans.insert(tag);
+                }
+            }
+            let mac_tweak_ports = self
+                .snap
+                .ovs
+                .bridge_ports
+                .get(m.bridge.as_str())
+                .into_iter()
+                .flatten()
+                .filter(|p| p.starts_with("patch-provnet-"))
+                .cloned()
+                .collect();
+            self.bridge_slot
+                .entry(m.bridge.clone())
+                .or_insert(self.out.bridges.len());
+            self.out.bridges.push(BridgeWiring {
+                bridge: m.bridge.clone(),
+                index: m.index,
+                network: m.network.clone(),
+                vlans: vlans
+                    .into_iter()
+                    .map(|vlan| VlanDevice {
+                        dev: vlan_device(&m.bridge, vlan),
+                        vlan,
+                    })
+                    .collect(),
+                mac_tweak_ports,
+            });
+        }
+    }
+
+    /// The provider wiring of switch `switch`, or `None` when it has no
+    /// localnet or its physical network is not mapped here.
+    fn provider(&mut self, switch: &str) -> Option<Provider> {
+        if let Some(p) = self.providers.get(switch) {
+            return p.clone();
+        }
+        let p = self.snap.localnet_of_switch(switch).and_then(|ln| {
+            let physnet = ln.localnet_network.as_deref()?;
+            let m = self.snap.ovs.bridge_for_network(physnet)?;
+            Some(Provider {
+                localnet: ln.name.clone(),
+                bridge: m.bridge.clone(),
+                vlan: ln.tag,
+                dev: ln
+                    .tag
+                    .map(|v| vlan_device(&m.bridge, v))
+                    .unwrap_or_else(|| m.bridge.clone()),
+            })
+        });
+        self.providers.insert(switch.to_string(), p.clone());
+        p
+    }
+
+    /// Wires and announces `ips` through `provider` (upstream
+    /// `_expose_provider_port`), and asks for the MAC-tweak flow of the
+    /// localnet's patch port if OVS has it.
+    fn expose_provider(
+        &mut self,
+        ips: &[IpAddr],
+        lladdr: Option<MacAddr>,
+        provider: &Provider,
+        proxy_cidrs: &[IpNet],
+        class: Class,
+        source: &str,
+    ) {
+        let proxy_ndp: Vec<Ipv6Addr> = proxy_cidrs
+            .iter()
+            .filter_map(|c| match c.trunc() {
+                IpNet::V6(n) => Some(n.network()),
+                IpNet::V4(_) => None,
+            })
+            .collect();
+        for &ip in ips {
+            self.expose(
+                ip,
+                class,
+                Some(IpWiring {
+                    bridge: provider.bridge.clone(),
+                    vlan: provider.vlan,
+                    dev: provider.dev.clone(),
+                    lladdr,
+                    proxy_ndp: proxy_ndp.clone(),
+                }),
+                source,
+            );
+        }
+        let patch = format!("patch-{}-to-br-int", provider.localnet);
+        if self
+            .snap
+            .ovs
+            .bridge_has_port(provider.bridge.as_str(), &patch)
+        {
+            if let Some(&slot) = self.bridge_slot.get(&provider.bridge) {
+                self.out.bridges[slot].mac_tweak_ports.insert(patch);
+            }
+        } else {
+            // Upstream (D1) then drops the announcement until the next sync;
+            // we announce anyway and add the flow once ovn-controller has
+            // created the patch port (an OVS change triggers a reconcile).
+            self.out.notes.push(format!(
+                "patch port {patch} not on {}: MAC-tweak flow deferred for {source}",
+                provider.bridge
+            ));
+        }
+    }
+
+    fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: &str) {
+        match self.out.exposed.get_mut(&ip) {
+            // A later exposure of the same IP replaces the wiring, as
+            // upstream's `ip neigh replace` would; the first class stays.
+            Some(e) => {
+                if wiring.is_some() {
+                    e.wiring = wiring;
+                }
+            }
+            None => {
+                self.out.exposed.insert(
+                    ip,
+                    ExposedIp {
+                        ip,
+                        class,
+                        wiring,
+                        source: source.to_string(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Gateway router ports hosted here, then each one's tenant subnets.
+    fn gateways_and_subnets(&mut self, system_id: &str) {
+        let lrps: Vec<&LogicalRouterPort> = self.snap.lrps_hosted_on(system_id).collect();
+        let mut routers = Vec::new();
+        for lrp in lrps {
+            if lrp.networks.is_empty() {
+                continue;
+            }
+            let Some(switch) = lrp.network.as_deref() else {
+                continue;
+            };
+            let Some(provider) = self.provider(switch) else {
+                continue;
+            };
+            let ips: Vec<IpAddr> = lrp.networks.iter().map(IpNet::addr).collect();
+            self.expose_provider(
+                &ips,
+                Some(lrp.mac),
+                &provider,
+                &lrp.networks,
+                Class::Gateway,
+                &lrp.name,
+            );
+            if let Some(router) = &lrp.router {
+                self.gateways
+                    .insert(router.clone(), LocalGateway { provider, ips });
+                routers.push(router.clone());
+            }
+        }
+        for router in routers {
+            let ifaces: Vec<&LogicalSwitchPort> = self.snap.router_interfaces(&router).collect();
+            for iface in ifaces {
+                self.expose_subnet(&router, iface);
+            }
+        }
+    }
+
+    fn scope_allowed(&self, ip: IpAddr, scopes: Scopes) -> bool {
+        if self.allowed_scopes.is_empty() {
+            return true;
+        }
+        let scope = match ip {
+            IpAddr::V4(_) => scopes.0,
+            IpAddr::V6(_) => scopes.1,
+        };
+        scope.is_some_and(|s| self.allowed_scopes.contains(s))
+    }
+
+    /// Upstream `_expose_subnet` for one router interface LSP.
+    fn expose_subnet(&mut self, router: &str, iface: &LogicalSwitchPort) {
+        let Some(gw) = self.gateways.get(router).cloned() else {
+            return;
+        };
+        let Some(network) = iface.network.clone() else {
+            return;
+        };
+        let scopes: Scopes = (iface.addr_scope4.as_deref(), iface.addr_scope6.as_deref());
+        let mut cidrs: Vec<IpNet> = iface.cidrs.clone();
+
+        if self.cfg.default.require_snat_disabled_for_tenant_networks {
+            if let Some(lr) = self.snap.router(router) {
+                let snat_nets: Vec<IpNet> = self
+                    .snap
+                    .router_nats(lr)
+                    .filter(|n| n.kind == NatType::Snat)
+                    .map(|n| n.logical_ip.trunc())
+                    .collect();
+                cidrs.retain(|c| !snat_nets.iter().any(|n| n.contains(&c.addr())));
+            }
+            if cidrs.is_empty() {
+                return;
+            }
+        }
+
+        if self.tenant_exposure() {
+            let subnet = self.subnet_method();
+            let candidates: Vec<IpNet> = cidrs
+                .iter()
+                .map(|c| if subnet { c.trunc() } else { *c })
+                .filter(|c| {
+                    self.cfg.default.expose_tenant_networks || neutron::is_ipv6_gua(c.addr())
+                })
+                .collect();
+            if !candidates.is_empty() {
+                let allowed: Vec<IpNet> = candidates
+                    .into_iter()
+                    .filter(|c| self.scope_allowed(c.addr(), scopes))
+                    .collect();
+                if allowed.is_empty() {
+                    // Upstream's ExposeDeniedForAddressScope: neither the
+                    // subnet nor its VMs are exposed.
+                    return;
+                }
+                for rule_dst in allowed {
+                    let via = gw
+                        .ips
+                        .iter()
+                        .copied()
+                        .find(|g| g.is_ipv6() == rule_dst.addr().is_ipv6());
+                    self.out.tenant_subnets.push(TenantSubnet {
+                        rule_dst,
+                        net: rule_dst.trunc(),
+                        via,
+                        bridge: gw.provider.bridge.clone(),
+                        dev: gw.provider.dev.clone(),
+                        vrf_route: subnet,
+                        router: router.to_string(),
+                    });
+                    self.local_tenant_networks.insert(network.clone());
+                }
+            }
+        }
+
+        if self.subnet_method() {
+            return;
+        }
+        let vms: Vec<&LogicalSwitchPort> = self.snap.active_vifs_on_network(&network).collect();
+        for vm in vms {
+            let ips: Vec<IpAddr> = vm
+                .addresses
+                .ips
+                .iter()
+                .copied()
+                .filter(|ip| self.scope_allowed(*ip, scopes))
+                .collect();
+            self.expose_tenant_ips(&ips, &vm.name);
+        }
+    }
+
+    /// Upstream `_expose_remote_ip`, host method: announce only.
+    fn expose_tenant_ips(&mut self, ips: &[IpAddr], source: &str) {
+        if self.subnet_method() {
+            return;
+        }
+        for &ip in ips {
+            let wanted = self.cfg.default.expose_tenant_networks
+                || (self.cfg.default.expose_ipv6_gua_tenant_networks && neutron::is_ipv6_gua(ip));
+            if wanted {
+                self.expose(ip, Class::TenantVm, None, source);
+            }
+        }
+    }
+
+    /// Upstream `_expose_fip`: the FIP is wired on the bridge of its provider
+    /// network with `mac` as permanent neighbour.
+    fn expose_fip(
+        &mut self,
+        ip: IpAddr,
+        mac: MacAddr,
+        provider_switch: &str,
+        port: &LogicalSwitchPort,
+        class: Class,
+    ) {
+        let Some(provider) = self.provider(provider_switch) else {
+            return;
+        };
+        if port.network.is_none() {
+            return;
+        }
+        self.expose_provider(&[ip], Some(mac), &provider, &[], class, &port.name);
+    }
+
+    /// Centralized FIPs: every dnat_and_snat whose gateway port is hosted
+    /// here, with the gateway port's MAC.
+    fn centralized_fips(&mut self, system_id: &str) {
+        let snap = self.snap;
+        for lrp in snap.lrps_hosted_on(system_id) {
+            for nat in snap.fips_on_gateway_port(lrp.uuid) {
+                let Some(net_id) = nat.fip_network_id.as_deref() else {
+                    self.out
+                        .notes
+                        .push(format!("NAT {} has no neutron:fip_network_id", nat.uuid));
+                    continue;
+                };
+                let Some(port) = nat.logical_port.as_deref().and_then(|p| snap.lsp(p)) else {
+                    self.out
+                        .notes
+                        .push(format!("NAT {} has no existing logical_port", nat.uuid));
+                    continue;
+                };
+                self.expose_fip(
+                    nat.external_ip,
+                    lrp.mac,
+                    &neutron::ovn_name(net_id),
+                    port,
+                    Class::Fip,
+                );
+            }
+        }
+    }
+
+    /// The NAT of `port` if it carries what a distributed FIP needs
+    /// (upstream `get_port_external_ip_and_ls`): external IP, external MAC
+    /// and the provider switch name.
+    fn distributed_fip_of(&self, port: &str) -> Option<(IpAddr, MacAddr, String)> {
+        let nat = self.snap.nat_of_logical_port(port)?;
+        Some((
+            nat.external_ip,
+            nat.external_mac?,
+            neutron::ovn_name(nat.fip_network_id.as_deref()?),
+        ))
+    }
+
+    /// VM and virtual ports bound to this chassis: their FIP if they have
+    /// one, else their own IPs when on a provider network.
+    fn bound_ports(&mut self, hostname: &str) {
+        let snap = self.snap;
+        for port in snap.active_vifs_on_chassis(hostname) {
+            if port.port_fip.is_some() {
+                if let Some((ip, mac, switch)) = self.distributed_fip_of(&port.name) {
+                    self.expose_fip(ip, mac, &switch, port, Class::Fip);
+                }
+                continue;
+            }
+            let Some(switch) = port.network.as_deref() else {
+                continue;
+            };
+            let Some(provider) = self.provider(switch) else {
+                continue;
+            };
+            self.expose_provider(
+                &port.addresses.ips,
+                port.addresses.mac,
+                &provider,
+                &port.cidrs,
+                Class::Vm,
+                &port.name,
+            );
+        }
+    }
+
+    /// OVN load balancers of routers whose gateway is here: VIPs,
+    /// VIP-FIPs and port-forwarding FIPs.
+    fn load_balancers(&mut self) {
+        let snap = self.snap;
+        let mut routers: Vec<String> = self.gateways.keys().cloned().collect();
+        routers.sort();
+        let mut seen = HashSet::new();
+        for router in &routers {
+            for lb in snap.lbs_of_router(router) {
+                if !seen.insert(lb.uuid) {
+                    continue;
+                }
+                if lb.is_port_forwarding() {
+                    // Upstream takes the router from neutron:router_name only
+                    // and exposes the first VIP key's IP.
+                    let Some(gw) = lb
+                        .router_name
+                        .as_deref()
+                        .and_then(|r| self.gateways.get(r))
+                        .cloned()
+                    else {
+                        continue;
+                    };
+                    if let Some(&fip) = lb.vip_ips.first() {
+                        self.expose_provider(&[fip], None, &gw.provider, &[], Class::Lb, &lb.name);
+                    }
+                    continue;
+                }
+                let (Some(vip), Some(_), Some(vip_port)) =
+                    (lb.vip, lb.lr_ref.as_deref(), lb.vip_port.as_deref())
+                else {
+                    self.out.notes.push(format!(
+                        "Load_Balancer {} lacks neutron:vip, lr_ref or neutron:vip_port_id",
+                        lb.uuid
+                    ));
+                    continue;
+                };
+                let Some(vip_lsp) = snap.lsp(vip_port) else {
+                    self.out.notes.push(format!(
+                        "Load_Balancer {}: VIP port {vip_port} not found",
+                        lb.uuid
+                    ));
+                    continue;
+                };
+                match vip_lsp.network.as_deref() {
+                    Some(net) if self.local_tenant_networks.contains(net) => {
+                        self.expose_tenant_ips(&[vip], &lb.name);
+                    }
+                    Some(net) => {
+                        if let Some(provider) = self.provider(net) {
+                            self.expose_provider(&[vip], None, &provider, &[], Class::Lb, &lb.name);
+                        }
+                    }
+                    None => {}
+                }
+                if lb.vip_fip.is_some() {
+                    if let Some((ip, mac, switch)) = self.distributed_fip_of(&vip_lsp.name) {
+                        self.expose_fip(ip, mac, &switch, vip_lsp, Class::Lb);
+                    }
+                }
+            }
+        }
+    }
+}

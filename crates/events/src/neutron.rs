@@ -1,0 +1,221 @@
+//! The Neutron/OVN conventions the predicates share: external_ids keys,
+//! port types, address lists, port binding, router names.
+//!
+//! Each helper keeps the error behaviour of the upstream helper it stands
+//! for (which exceptions it swallows, which it lets through), because the
+//! predicates' decisions depend on it.
+
+use std::borrow::Cow;
+
+use crate::agent::AgentView;
+use crate::view::{Raised, RowView, Val};
+
+pub const VM_PORT: &str = "";
+pub const VIRTUAL_PORT: &str = "virtual";
+pub const ROUTER_PORT: &str = "router";
+pub const LOCALNET_PORT: &str = "localnet";
+pub const CHASSISREDIRECT_PORT: &str = "chassisredirect";
+pub const ROUTER_INTERFACE_OWNER: &str = "network:router_interface";
+pub const LB_PF_NAME_PREFIX: &str = "pf-floatingip-";
+pub const LRP_PREFIX: &str = "lrp-";
+
+pub const CIDRS: &str = "neutron:cidrs";
+pub const NETWORK_NAME: &str = "neutron:network_name";
+pub const ROUTER_NAME: &str = "neutron:router_name";
+pub const DEVICE_ID: &str = "neutron:device_id";
+pub const DEVICE_OWNER: &str = "neutron:device_owner";
+pub const PORT_FIP: &str = "neutron:port_fip";
+pub const FIP_NETWORK_ID: &str = "neutron:fip_network_id";
+pub const HOST_ID: &str = "neutron:host_id";
+pub const LB_ROUTER_REF: &str = "lr_ref";
+pub const FIP_DISTRIBUTED: &str = "neutron:fip-distributed";
+pub const EVPN_VNI: &str = "neutron_bgpvpn:vni";
+pub const EVPN_AS: &str = "neutron_bgpvpn:as";
+pub const EVPN_TYPE: &str = "neutron_bgpvpn:type";
+pub const REQUESTED_CHASSIS: &str = "requested-chassis";
+pub const HOSTING_CHASSIS: &str = "hosting-chassis";
+
+/// `row.type in ["", "virtual"]`: a VM or virtual (VIP) port.
+pub fn is_vm_or_virtual(port_type: &Val<'_>) -> bool {
+    port_type.is(VM_PORT) || port_type.is(VIRTUAL_PORT)
+}
+
+/// `port_utils.has_ip_address_defined(address)`: `"<mac> <ip>..."` holds at
+/// least one IP (a space after stripping).
+pub fn has_ip_address_defined(address: &Val<'_>) -> Result<bool, Raised> {
+    Ok(address.string_method("strip")?.trim().contains(' '))
+}
+
+/// `bool(row.up[0])`.
+pub fn is_up(row: &RowView<'_>) -> Result<bool, Raised> {
+    Ok(row.col("up")?.first()?.truthy())
+}
+
+/// `port_utils.get_address_list(lsp)`: the words of `addresses[0]`, empty
+/// when the port has no addresses (or no such column).
+pub fn address_list<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
+    let first = match lsp.col("addresses").and_then(|a| a.first()) {
+        Ok(v) => v,
+        Err(Raised::Attribute(_) | Raised::Index) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let words: Vec<&str> = match first.string_method("strip") {
+        Ok(s) => s.trim().split(' ').collect(),
+        Err(Raised::Attribute(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    if words.first().is_none_or(|w| w.is_empty()) {
+        return Ok(Vec::new());
+    }
+    Ok(words)
+}
+
+/// `port_utils.get_ips_from_lsp(lsp)`: the IPs after the MAC.
+pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
+    let mut words = address_list(lsp)?;
+    if words.len() < 2 {
+        return Err(Raised::IpAddressNotFound);
+    }
+    words.remove(0);
+    Ok(words)
+}
+
+/// `common.get_from_external_ids(row, key)`: the value, or `None` when the
+/// row has no external_ids or no such key.
+pub fn external_id<'a>(row: &RowView<'a>, key: &str) -> Result<Val<'a>, Raised> {
+    match row.col("external_ids").and_then(|ids| ids.item(key)) {
+        Ok(v) => Ok(v),
+        Err(Raised::Attribute(_) | Raised::Key(_)) => Ok(Val::None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `port_utils.get_fip(lsp)`: `neutron:port_fip`.
+pub fn fip<'a>(lsp: &RowView<'a>) -> Result<Val<'a>, Raised> {
+    external_id(lsp, PORT_FIP)
+}
+
+/// `driver_utils.get_port_chassis(port, chassis, default_port_type)`: the
+/// chassis a logical switch port is bound to. `options:requested-chassis`
+/// wins (our chassis if listed, else the first), except for virtual ports;
+/// then `external_ids:neutron:host_id`; else `None`.
+pub fn port_chassis<'a>(
+    port: &RowView<'a>,
+    chassis: &'a str,
+    default_type: &'static str,
+) -> Result<Val<'a>, Raised> {
+    let port_type = if port.has("type") {
+        port.text("type")?
+    } else {
+        Val::Str(default_type)
+    };
+    if !port_type.is(VIRTUAL_PORT)
+        && port.has("options")
+        && port.col("options")?.get(REQUESTED_CHASSIS)?.truthy()
+    {
+        let requested = port.col("options")?.item(REQUESTED_CHASSIS)?;
+        let requested = requested.string_method("split")?;
+        if requested.split(',').any(|c| c == chassis) {
+            return Ok(Val::Str(chassis));
+        }
+        return Ok(Val::Str(requested.split(',').next().unwrap_or("")));
+    }
+    if port.has("external_ids") && port.col("external_ids")?.get(HOST_ID)?.truthy() {
+        return port.col("external_ids")?.item(HOST_ID);
+    }
+    Ok(Val::None)
+}
+
+/// `port_utils.has_additional_binding(row)`: `requested-chassis` lists more
+/// than one chassis (a live migration in progress).
+pub fn has_additional_binding(row: &RowView<'_>) -> Result<bool, Raised> {
+    if !row.has("options") {
+        return Ok(false);
+    }
+    match row.col("options")?.get(REQUESTED_CHASSIS)? {
+        Val::None => Ok(false),
+        v => v.contains(","),
+    }
+}
+
+/// `router_utils.get_name_from_external_ids(row, key)`: the router UUID
+/// (the value without its first `neutron-`), `None` when absent.
+pub fn router_name<'a>(row: &RowView<'a>, key: &str) -> Result<Option<Cow<'a, str>>, Raised> {
+    Ok(match external_id(row, key)? {
+        Val::Str(s) => Some(if s.contains("neutron-") {
+            Cow::Owned(s.replacen("neutron-", "", 1))
+        } else {
+            Cow::Borrowed(s)
+        }),
+        _ => None,
+    })
+}
+
+/// `driver_utils.get_port_vrf_settings(port)`: `"<type>::<vni>"` from the
+/// bgpvpn external_ids, `""` when either is missing, `None` when the value
+/// has no external_ids column at all.
+pub fn vrf_settings(port: &RowView<'_>) -> Result<Option<String>, Raised> {
+    if !port.has("external_ids") {
+        return Ok(None);
+    }
+    let ids = port.col("external_ids")?;
+    let pair = ids
+        .item(EVPN_TYPE)
+        .and_then(|t| Ok((t, ids.item(EVPN_VNI)?)));
+    match pair {
+        Ok((t, vni)) => Ok(Some(format!("{}::{}", t.py_str(), vni.py_str()))),
+        Err(Raised::Attribute(_) | Raised::Key(_)) => Ok(Some(String::new())),
+        Err(e) => Err(e),
+    }
+}
+
+/// `driver_utils.check_name_prefix(entity, prefix)`.
+pub fn name_has_prefix(entity: &RowView<'_>, prefix: &str) -> bool {
+    // Upstream swallows only AttributeError; nothing else can arise here.
+    entity
+        .text("name")
+        .and_then(|n| n.starts_with(prefix))
+        .unwrap_or(false)
+}
+
+/// The row an element of a reference column points at. A reference the
+/// snapshot cannot resolve behaves like a value without that attribute.
+pub fn deref<'v>(view: &'v dyn AgentView, reference: Val<'_>) -> Result<RowView<'v>, Raised> {
+    match reference {
+        Val::Ref(uuid) => view
+            .row(uuid)
+            .ok_or_else(|| Raised::Attribute(format!("row {uuid}"))),
+        Val::Opaque => Ok(RowView::opaque()),
+        _ => Err(Raised::Attribute("referenced row".to_string())),
+    }
+}
+
+/// `row.chassis[0].name` (SB Port_Binding).
+pub fn first_chassis_name<'v>(
+    view: &'v dyn AgentView,
+    row: &RowView<'_>,
+) -> Result<Val<'v>, Raised> {
+    deref(view, row.col("chassis")?.first()?)?.text("name")
+}
+
+/// `nat_utils.get_chassis_hosting_crlrp(nat)`: the `hosting-chassis` of the
+/// NAT's gateway port.
+pub fn chassis_hosting_gateway<'v>(
+    view: &'v dyn AgentView,
+    nat: &RowView<'_>,
+) -> Result<Val<'v>, Raised> {
+    let gateway = match nat.col("gateway_port")?.first() {
+        Ok(r) => deref(view, r)?,
+        Err(Raised::Index) => return Err(Raised::NatNotFound),
+        Err(e) => return Err(e),
+    };
+    match gateway.col("status")?.item(HOSTING_CHASSIS) {
+        Err(Raised::Key(_)) => Err(Raised::ChassisNotFound),
+        other => other,
+    }
+}
+
+/// Python's `x == y` where `y` is a string, for a chassis name or id.
+pub fn is_chassis(v: &Val<'_>, chassis: &str) -> bool {
+    v.is(chassis)
+}

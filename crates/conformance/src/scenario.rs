@@ -1,4 +1,655 @@
-//! (being written)
-pub fn run(_files: &[String]) -> anyhow::Result<crate::Summary> {
-    anyhow::bail!("the scenario runner is not implemented yet")
+//! `conformance scenario FILE...`: replays upstream's golden node-side
+//! scenarios (`fixtures/conformance/scenarios/*.json`) through desired state,
+//! the planner and the model node.
+//!
+//! Per scenario: the OVN snapshot comes from its `ovn` member, the model node
+//! starts from `initial_node`; every `start`/`sync` step reconciles (desired
+//! state, plan, apply), every `ovn_update` step applies its transaction in
+//! memory and reconciles (the agent's events schedule a reconcile) unless the
+//! scenario says events were off. After each `sync` step and at the end the
+//! node is compared with the scenario's state by the README's rules, each
+//! plan is checked against O1–O4, and a second plan must be empty.
+//!
+//! A difference listed for (scenario, step) in
+//! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
+//! directory) is reported as skipped with its reason, never passed silently.
+//! Drivers the rewrite does not implement (SB, EVPN, stretched L2, the FRR
+//! rendering file) are reported as skipped with that reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context};
+use obgp_netmodel::DesiredNode;
+use obgp_node::compare::differences;
+use obgp_node::plan::{order_violations, plan_after};
+use obgp_node::{Actual, ModelNode};
+use obgp_ovn::fixture::FixtureDb;
+use obgp_ovn::Snapshot;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::Summary;
+
+/// What one scenario came to.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    Passed,
+    /// Only listed deviations differ (each with its reason), or the driver is
+    /// not implemented.
+    Skipped(Vec<String>),
+    Failed(Vec<String>),
+}
+
+/// One accepted difference.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Deviation {
+    pub scenario: String,
+    /// The step index, or `"final"`, or `"frr"`.
+    pub step: Value,
+    /// A difference line as the runner prints it; a trailing `*` matches any
+    /// line with that prefix.
+    pub difference: String,
+    pub reason: String,
+}
+
+/// The deviations file: `{"deviations": [...]}` or a bare list.
+#[derive(Debug, Default)]
+pub struct Deviations(pub Vec<Deviation>);
+
+impl Deviations {
+    pub fn load(path: &Path) -> anyhow::Result<Deviations> {
+        if !path.exists() {
+            return Ok(Deviations::default());
+        }
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let list = match v {
+            Value::Object(mut o) => o.remove("deviations").unwrap_or(Value::Array(vec![])),
+            other => other,
+        };
+        let list: Vec<Deviation> = serde_json::from_value(list).with_context(|| {
+            format!(
+                "{}: each entry needs scenario, step, difference, reason",
+                path.display()
+            )
+        })?;
+        Ok(Deviations(list))
+    }
+
+    /// The reason a difference at (scenario, step) is accepted, if it is.
+    fn reason(&self, scenario: &str, step: &str, difference: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|d| {
+                let step_ok = match &d.step {
+                    Value::Number(n) => n.to_string() == step,
+                    Value::String(s) => s == step,
+                    _ => false,
+                };
+                let diff_ok = match d.difference.strip_suffix('*') {
+                    Some(prefix) => difference.starts_with(prefix),
+                    None => d.difference == difference,
+                };
+                d.scenario == scenario && step_ok && diff_ok
+            })
+            .map(|d| d.reason.as_str())
+    }
+}
+
+/// Computes the desired node from a snapshot and the scenario's configuration.
+pub type DesiredFn<'a> =
+    dyn Fn(&Snapshot, &obgp_config::Config) -> anyhow::Result<DesiredNode> + 'a;
+
+pub fn run(files: &[String]) -> anyhow::Result<Summary> {
+    let mut summary = Summary::default();
+    for file in files {
+        let path = PathBuf::from(file);
+        let deviations = Deviations::load(&deviations_path(&path))?;
+        let outcome = match load(&path) {
+            Ok(sc) => replay(&sc, &deviations, &desired_from_ovn),
+            Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+        };
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| file.clone());
+        print_outcome(&name, &outcome);
+        match outcome {
+            Outcome::Passed => summary.passed += 1,
+            Outcome::Skipped(_) => summary.skipped += 1,
+            Outcome::Failed(_) => summary.failed += 1,
+        }
+    }
+    Ok(summary)
+}
+
+fn print_outcome(name: &str, outcome: &Outcome) {
+    match outcome {
+        Outcome::Passed => println!("PASS {name}"),
+        Outcome::Skipped(why) => {
+            println!(
+                "SKIP {name}: {}",
+                why.first().map(String::as_str).unwrap_or("")
+            );
+            for w in why.iter().skip(1) {
+                println!("     {w}");
+            }
+        }
+        Outcome::Failed(why) => {
+            println!("FAIL {name}: {} difference(s)", why.len());
+            for w in why {
+                println!("     {w}");
+            }
+        }
+    }
+}
+
+/// `<scenarios dir>/../deviations-scenarios.json`.
+fn deviations_path(scenario: &Path) -> PathBuf {
+    let dir = scenario.parent().unwrap_or(Path::new("."));
+    dir.join("..").join("deviations-scenarios.json")
+}
+
+/// The parts of a scenario file the runner reads.
+#[derive(Debug, Deserialize)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub config: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub ovn: Value,
+    #[serde(default)]
+    pub initial_node: Value,
+    #[serde(default)]
+    pub steps: Vec<ScenarioStep>,
+    #[serde(default)]
+    pub frr: Vec<String>,
+    #[serde(default)]
+    pub final_node: Value,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ScenarioStep {
+    pub action: String,
+    #[serde(default)]
+    pub node_after: Value,
+    #[serde(default)]
+    pub ovn_transaction: Option<Vec<Value>>,
+}
+
+pub fn load(path: &Path) -> anyhow::Result<Scenario> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Why a scenario is outside what the rewrite implements, if it is.
+fn unsupported(sc: &Scenario) -> Option<String> {
+    let driver = sc
+        .config
+        .get("driver")
+        .and_then(Value::as_str)
+        .unwrap_or(&sc.driver);
+    if driver != "nb_ovn_bgp_driver" || sc.driver != "nb_ovn_bgp_driver" {
+        return Some(format!("driver {} is not implemented", sc.driver));
+    }
+    let method = sc
+        .config
+        .get("exposing_method")
+        .and_then(Value::as_str)
+        .unwrap_or("underlay");
+    if method != "underlay" {
+        return Some(format!("exposing_method {method} is not implemented"));
+    }
+    None
+}
+
+/// The scenario's `config` (oslo option names, dotted = group.option) as a
+/// [`obgp_config::Config`], through the real loader.
+pub fn config_of(sc: &Scenario) -> anyhow::Result<obgp_config::Config> {
+    let mut loader = obgp_config::Loader::new();
+    for (key, value) in &sc.config {
+        let (section, option) = key.split_once('.').unwrap_or(("DEFAULT", key));
+        let text = match value {
+            Value::Null => continue,
+            Value::String(s) => s.clone(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => n.to_string(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or(i.to_string(), String::from))
+                .collect::<Vec<_>>()
+                .join(","),
+            Value::Object(_) => bail!("config {key}: a map is not an option value"),
+        };
+        loader = loader.cli_override(section, option, &text);
+    }
+    Ok(loader.load().context("scenario config")?.config)
+}
+
+fn fixture_db(sc: &Scenario) -> anyhow::Result<FixtureDb> {
+    let mut db = FixtureDb::from_wire(&sc.ovn).map_err(|e| anyhow!("ovn: {e}"))?;
+    let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/schemas");
+    for f in ["ovn-nb.ovsschema", "vswitch.ovsschema"] {
+        let p = schemas.join(f);
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        db = db.with_schema(&serde_json::from_str(&text)?);
+    }
+    Ok(db)
+}
+
+/// The database an `ovn_update` transaction is for, by its tables.
+fn db_of(ops: &[Value]) -> &'static str {
+    const OVS_TABLES: [&str; 4] = ["Open_vSwitch", "Bridge", "Port", "Interface"];
+    let local = ops
+        .iter()
+        .filter_map(|o| o["table"].as_str())
+        .all(|t| OVS_TABLES.contains(&t));
+    if local && !ops.is_empty() {
+        obgp_ovn::OVS_DB
+    } else {
+        obgp_ovn::NB_DB
+    }
+}
+
+/// The production path: `obgp_desired::desired_state` on the snapshot.
+pub fn desired_from_ovn(
+    snapshot: &Snapshot,
+    config: &obgp_config::Config,
+) -> anyhow::Result<DesiredNode> {
+    let _ = (snapshot, config);
+    bail!("obgp_desired::desired_state is not available yet")
+}
+
+/// Compares, filters listed deviations, and sorts the result into
+/// `failures` and `accepted`.
+fn judge(
+    name: &str,
+    step: &str,
+    diffs: Vec<String>,
+    deviations: &Deviations,
+    failures: &mut Vec<String>,
+    accepted: &mut Vec<String>,
+) {
+    for d in diffs {
+        match deviations.reason(name, step, &d) {
+            Some(reason) => accepted.push(format!("step {step}: {d} (deviation: {reason})")),
+            None => failures.push(format!("step {step}: {d}")),
+        }
+    }
+}
+
+/// FRR text as compared: blank lines and trailing spaces dropped, runs of
+/// `redistribute` lines sorted (upstream renders them from a Python set).
+fn frr_canonical(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    for line in text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+    {
+        if line.trim_start().starts_with("redistribute ") {
+            run.push(line.to_string());
+            continue;
+        }
+        run.sort();
+        out.append(&mut run);
+        out.push(line.to_string());
+    }
+    run.sort();
+    out.append(&mut run);
+    out
+}
+
+/// Replays one scenario with `desired` computing the desired node.
+pub fn replay(sc: &Scenario, deviations: &Deviations, desired: &DesiredFn<'_>) -> Outcome {
+    if let Some(why) = unsupported(sc) {
+        return Outcome::Skipped(vec![why]);
+    }
+    match replay_inner(sc, deviations, desired) {
+        Ok((failures, accepted)) => {
+            if !failures.is_empty() {
+                let mut all = failures;
+                all.extend(accepted);
+                Outcome::Failed(all)
+            } else if !accepted.is_empty() {
+                let mut why = vec![format!("{} listed deviation(s)", accepted.len())];
+                why.extend(accepted);
+                Outcome::Skipped(why)
+            } else {
+                Outcome::Passed
+            }
+        }
+        Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+    }
+}
+
+type Judged = (Vec<String>, Vec<String>);
+
+fn replay_inner(
+    sc: &Scenario,
+    deviations: &Deviations,
+    desired: &DesiredFn<'_>,
+) -> anyhow::Result<Judged> {
+    let config = config_of(sc)?;
+    let mut db = fixture_db(sc)?;
+    let initial: Actual =
+        serde_json::from_value(sc.initial_node.clone()).context("initial_node")?;
+    let mut node = ModelNode::new(initial);
+    let mut previous: Option<DesiredNode> = None;
+    let mut failures = Vec::new();
+    let mut accepted = Vec::new();
+    let mut last_frr: Option<String> = None;
+
+    for (i, step) in sc.steps.iter().enumerate() {
+        let label = i.to_string();
+        if let Some(ops) = &step.ovn_transaction {
+            db.apply(db_of(ops), ops)
+                .map_err(|e| anyhow!("step {i}: ovn_transaction: {e}"))?;
+        }
+        let reconcile = !step.action.contains("events disabled");
+        if reconcile {
+            let d = desired(&db.snapshot(), &config)
+                .with_context(|| format!("step {i}: desired state"))?;
+            let p = plan_after(&d, previous.as_ref(), &node.actual)
+                .with_context(|| format!("step {i}: plan"))?;
+            for v in order_violations(&p.steps) {
+                failures.push(format!("step {label}: order: {v}"));
+            }
+            let start = node.log.len();
+            node.apply_all(p.ops());
+            for (op, r) in &node.log[start..] {
+                if let Err(e) = r {
+                    failures.push(format!("step {label}: model node rejected '{op}': {e}"));
+                }
+            }
+            let again = plan_after(&d, Some(&d), &node.actual)
+                .with_context(|| format!("step {i}: second plan"))?;
+            for s in &again.steps {
+                failures.push(format!(
+                    "step {label}: not idempotent: second plan has '{}'",
+                    s.op
+                ));
+            }
+            if d.frr_config.is_some() {
+                last_frr = d.frr_config.clone();
+            }
+            previous = Some(d);
+        }
+        if step.action.starts_with("sync") && !step.node_after.is_null() {
+            let want: Actual = serde_json::from_value(step.node_after.clone())
+                .with_context(|| format!("step {i}: node_after"))?;
+            let diffs = differences(&want, &node.actual);
+            judge(
+                &sc.name,
+                &label,
+                diffs,
+                deviations,
+                &mut failures,
+                &mut accepted,
+            );
+        }
+    }
+    let want: Actual = serde_json::from_value(sc.final_node.clone()).context("final_node")?;
+    let diffs = differences(&want, &node.actual);
+    judge(
+        &sc.name,
+        "final",
+        diffs,
+        deviations,
+        &mut failures,
+        &mut accepted,
+    );
+
+    if let (Some(want), Some(got)) = (sc.frr.last(), &last_frr) {
+        if frr_canonical(want) != frr_canonical(got) {
+            let diff = format!(
+                "frr text differs: want {:?}, got {:?}",
+                frr_canonical(want),
+                frr_canonical(got)
+            );
+            judge(
+                &sc.name,
+                "frr",
+                vec![diff],
+                deviations,
+                &mut failures,
+                &mut accepted,
+            );
+        }
+    }
+    Ok((failures, accepted))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The runner's mechanics with desired states built by hand (the
+    //! production path runs `obgp_desired`; see tests/scenarios.rs).
+
+    use std::cell::Cell;
+
+    use obgp_netmodel::{
+        proto, scope, Address, Class, DevName, Flow, FlowAction, Link, LinkKind, Neighbour,
+        ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
+    };
+
+    use super::*;
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/conformance/scenarios")
+            .join(format!("{name}.json"))
+    }
+
+    /// The NB underlay driver's desired node for br-ex, with or without the
+    /// provider VM 172.24.4.10 / 2001:db8::10.
+    fn desired(with_vm: bool) -> DesiredNode {
+        let br = dev("br-ex");
+        let nic = dev("bgp-nic");
+        let mut d = DesiredNode {
+            announce_dev: Some(nic.clone()),
+            vrf_table: 10,
+            ..DesiredNode::default()
+        };
+        for (name, kind, master) in [
+            ("bgp-vrf", LinkKind::Vrf { table: 10 }, None),
+            ("bgp-nic", LinkKind::Dummy, Some(dev("bgp-vrf"))),
+            ("br-ex", LinkKind::Existing, None),
+        ] {
+            d.links.insert(Link {
+                name: dev(name),
+                kind,
+                master,
+                mac: None,
+                up: true,
+            });
+        }
+        d.bridge_tables.insert(br.clone());
+        d.sysctls.insert(Sysctl::conf(false, &br, "proxy_arp", "1"));
+        d.sysctls.insert(Sysctl::conf(true, &br, "proxy_ndp", "1"));
+        for net in ["169.254.1.1/32", "fd53:d91e:400:7f17::1:1/128"] {
+            let a = Address {
+                dev: br.clone(),
+                net: net.parse().unwrap(),
+            };
+            d.addresses.insert(a, Class::Base);
+        }
+        for v6 in [false, true] {
+            let route = Route {
+                table: TableRef::Bridge(br.clone()),
+                v6,
+                dst: None,
+                dev: Some(br.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: scope::LINK,
+                kind: RouteType::Unicast,
+                metric: None,
+            };
+            d.routes.insert(route, Class::Base);
+            d.flows.insert(Flow {
+                bridge: br.clone(),
+                cookie: 999,
+                table: 0,
+                priority: 900,
+                protocol: if v6 { "ipv6" } else { "ip" }.into(),
+                in_port: "patch-provnet-22222222-2222-4222-8222-222222222222-to-br-int".into(),
+                actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
+            });
+        }
+        if !with_vm {
+            return d;
+        }
+        for ip in ["172.24.4.10/32", "2001:db8::10/128"] {
+            let net: obgp_netmodel::IpNet = ip.parse().unwrap();
+            d.addresses.insert(
+                Address {
+                    dev: nic.clone(),
+                    net,
+                },
+                Class::Vm,
+            );
+            let rule = Rule {
+                dst: net,
+                table: TableRef::Bridge(br.clone()),
+                priority: None,
+            };
+            d.rules.insert(rule, Class::Vm);
+            let route = Route {
+                table: TableRef::Bridge(br.clone()),
+                v6: ip.contains(':'),
+                dst: Some(net),
+                dev: Some(br.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: scope::LINK,
+                kind: RouteType::Unicast,
+                metric: None,
+            };
+            d.routes.insert(route, Class::Vm);
+            let n = Neighbour {
+                dev: br.clone(),
+                dst: net.addr(),
+                lladdr: "fa:16:3e:11:11:11".parse().unwrap(),
+            };
+            d.neighbours.insert(n, Class::Vm);
+        }
+        let p = ProxyNeighbour {
+            dev: br,
+            dst: "2001:db8::".parse().unwrap(),
+        };
+        d.proxy_neighbours.insert(p, Class::Vm);
+        d
+    }
+
+    #[test]
+    fn provider_vm_scenario_passes_with_the_right_desired_state() {
+        let sc = load(&fixture("nb-provider-vm")).unwrap();
+        let out = replay(&sc, &Deviations::default(), &|_, _| Ok(desired(true)));
+        assert_eq!(out, Outcome::Passed);
+    }
+
+    #[test]
+    fn a_wrong_desired_state_fails_with_the_differences() {
+        let sc = load(&fixture("nb-provider-vm")).unwrap();
+        let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| Ok(desired(false)))
+        else {
+            panic!("expected a failure");
+        };
+        assert!(
+            why.iter()
+                .any(|w| w == "step final: missing address 172.24.4.10/32 dev bgp-nic"),
+            "{why:#?}"
+        );
+    }
+
+    fn withdraw_by_sync(deviations: &Deviations) -> Outcome {
+        let sc = load(&fixture("nb-provider-vm-withdraw-by-sync")).unwrap();
+        let calls = Cell::new(0);
+        // start and the first sync see the VM; the missed update does not
+        // reconcile; the cleanup sync no longer sees it.
+        replay(&sc, deviations, &|_, _| {
+            calls.set(calls.get() + 1);
+            Ok(desired(calls.get() <= 2))
+        })
+    }
+
+    #[test]
+    fn our_neighbour_cleanup_differs_from_upstream_and_fails_unless_listed() {
+        let Outcome::Failed(why) = withdraw_by_sync(&Deviations::default()) else {
+            panic!("expected a failure");
+        };
+        assert!(
+            why.iter().all(|w| w.contains("missing neighbour")),
+            "{why:#?}"
+        );
+        // Three neighbour entries, at the cleanup sync (step 3) and at the end.
+        assert_eq!(why.len(), 6, "{why:#?}");
+    }
+
+    #[test]
+    fn listed_deviations_are_reported_as_skipped_with_their_reason() {
+        let mut list = Vec::new();
+        for step in ["3", "final"] {
+            list.push(Deviation {
+                scenario: "nb-provider-vm-withdraw-by-sync".into(),
+                step: Value::String(step.into()),
+                difference: "missing neighbour *".into(),
+                reason: "we remove leftover neighbours".into(),
+            });
+        }
+        let Outcome::Skipped(why) = withdraw_by_sync(&Deviations(list)) else {
+            panic!("expected skipped");
+        };
+        assert_eq!(why[0], "6 listed deviation(s)");
+        assert!(why[1].ends_with("(deviation: we remove leftover neighbours)"));
+    }
+
+    #[test]
+    fn drivers_not_implemented_are_skipped_with_the_reason() {
+        for name in [
+            "sb-sync-provider-vm",
+            "evpn-sb-basic",
+            "stretched-l2-basic",
+            "evpn-nb-vrf",
+        ] {
+            let sc = load(&fixture(name)).unwrap();
+            let out = replay(&sc, &Deviations::default(), &|_, _| unreachable!());
+            let Outcome::Skipped(why) = out else {
+                panic!("{name}: {out:?}");
+            };
+            assert!(why[0].contains("not implemented"), "{name}: {why:?}");
+        }
+    }
+
+    #[test]
+    fn scenario_config_goes_through_the_real_loader() {
+        let sc = load(&fixture("nb-gateway-subnet-advertisement")).unwrap();
+        let c = config_of(&sc).unwrap();
+        assert!(c.default.expose_tenant_networks);
+        assert_eq!(c.default.bgp_vrf_table_id, 10);
+        assert_eq!(
+            c.default.advertisement_method_tenant_networks,
+            obgp_config::AdvertisementMethod::Subnet
+        );
+    }
+
+    #[test]
+    fn frr_texts_compare_without_blank_lines_and_redistribute_order() {
+        let a = "\nrouter bgp 1\n\n  redistribute kernel\n  redistribute connected\n exit\n";
+        let b = "router bgp 1\n  redistribute connected\n  redistribute kernel\n exit";
+        assert_eq!(frr_canonical(a), frr_canonical(b));
+        assert_ne!(frr_canonical(a), frr_canonical("router bgp 2\n"));
+    }
 }

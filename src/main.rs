@@ -1,4 +1,39 @@
-//! `ovn-bgp-agent`: the binary. Parses the command line and hands over to the library crates.
-fn main() {
-    println!("ovn-bgp-agent {}", env!("CARGO_PKG_VERSION"));
+//! `ovn-bgp-agent`: the binary. Parses the command line, loads the
+//! configuration, sets up logging and hands over to a command.
+
+mod cli;
+mod commands;
+mod logging;
+
+use std::process::ExitCode;
+
+/// Usage errors and invalid configuration.
+const EXIT_INVALID: u8 = 2;
+/// Runtime failures.
+const EXIT_FAILURE: u8 = 1;
+
+fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = match cli::command().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => {
+            // --help and --version print and succeed; usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(EXIT_INVALID));
+        }
+    };
+    let args = match cli::parse(&matches) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    match commands::dispatch(&args, &argv) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ovn-bgp-agent: {e:#}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
 }

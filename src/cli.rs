@@ -1,0 +1,287 @@
+//! The command line: upstream's `--config-file`/`--config-dir` and oslo.log
+//! flags, plus the subcommands of the Rust agent.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use obgp_config::{Loader, Source};
+
+const ABOUT: &str =
+    "Per-node agent exposing OVN VM IPs, FIPs, LB VIPs and tenant subnets to a BGP fabric \
+(Rust rewrite of openstack/ovn-bgp-agent, reading the same bgp-agent.conf).";
+
+const LONG_ABOUT: &str =
+    "Per-node agent exposing OVN VM IPs, FIPs, LB VIPs and tenant subnets to a BGP fabric \
+(Rust rewrite of openstack/ovn-bgp-agent, reading the same bgp-agent.conf).
+
+Without a subcommand, runs the agent daemon. NOT IMPLEMENTED YET: the run loop \
+belongs to issue 6; today the daemon loads and checks the configuration, sets up \
+logging, logs that the run loop is missing and exits 1.";
+
+const AFTER_HELP: &str = "Configuration is read like oslo.config reads it upstream: every --config-file \
+and --config-dir (its *.conf files sorted by name) in command-line order, later ones winning; \
+without --config-file, the first bgp-agent.conf and ovn-bgp-agent.conf found in ~/.bgp-agent/, ~/, \
+/etc/bgp-agent/, /etc/. Environment overrides: OVN_BGP_AGENT_<SECTION>__<OPTION>=value \
+(e.g. OVN_BGP_AGENT_DEFAULT__DRIVER=nb_ovn_bgp_driver), over oslo's own OS_<SECTION>__<OPTION>.
+
+Exit codes: 0 ok, 1 runtime failure (or a feature not implemented yet), 2 invalid configuration or usage.";
+
+#[derive(Parser, Debug)]
+#[command(name = "ovn-bgp-agent", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options accepted before or after the subcommand, as upstream's oslo flags.
+#[derive(Args, Debug)]
+pub struct GlobalArgs {
+    /// A config file to read. Repeatable: later files win.
+    #[arg(long = "config-file", value_name = "PATH", global = true)]
+    pub config_file: Vec<PathBuf>,
+
+    /// A directory whose *.conf files are read, sorted by name, after the --config-file given before it.
+    #[arg(long = "config-dir", value_name = "DIR", global = true)]
+    pub config_dir: Vec<PathBuf>,
+
+    /// Log at DEBUG level (oslo.log `debug`; overrides the file).
+    #[arg(short = 'd', long = "debug", global = true, overrides_with = "nodebug")]
+    pub debug: bool,
+
+    /// Log at INFO level even if the file sets `debug`.
+    #[arg(
+        long = "nodebug",
+        global = true,
+        overrides_with = "debug",
+        hide_short_help = true
+    )]
+    pub nodebug: bool,
+
+    /// Log to this file (oslo.log `log_file`; relative to --log-dir when given).
+    #[arg(
+        long = "log-file",
+        visible_alias = "logfile",
+        value_name = "PATH",
+        global = true
+    )]
+    pub log_file: Option<String>,
+
+    /// Directory for a relative --log-file (oslo.log `log_dir`).
+    #[arg(
+        long = "log-dir",
+        visible_alias = "logdir",
+        value_name = "DIR",
+        global = true
+    )]
+    pub log_dir: Option<String>,
+
+    /// Log JSON lines (oslo.log `use_json`).
+    #[arg(long = "use-json", global = true, overrides_with = "nouse_json")]
+    pub use_json: bool,
+
+    #[arg(
+        long = "nouse-json",
+        global = true,
+        overrides_with = "use_json",
+        hide = true
+    )]
+    pub nouse_json: bool,
+
+    /// Also log to stderr (oslo.log `use_stderr`).
+    #[arg(long = "use-stderr", global = true, overrides_with = "nouse_stderr")]
+    pub use_stderr: bool,
+
+    #[arg(
+        long = "nouse-stderr",
+        global = true,
+        overrides_with = "use_stderr",
+        hide = true
+    )]
+    pub nouse_stderr: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the effective configuration (every option of every section the agent knows).
+    Config {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print the node changes the agent would make. NOT IMPLEMENTED YET (issue 5): exits 1.
+    Plan {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Reconcile the node once and exit. NOT IMPLEMENTED YET (issue 6): exits 1.
+    Reconcile {
+        /// Run one reconciliation and exit (the only mode today).
+        #[arg(long, required = true)]
+        once: bool,
+    },
+    /// Print the version.
+    Version,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// The clap command, for parsing with access to argument positions.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// The parsed command line.
+pub fn parse(matches: &ArgMatches) -> Result<Cli, clap::Error> {
+    Cli::from_arg_matches(matches)
+}
+
+/// Options whose value is the next argument when not written `--opt=value`.
+const TAKES_VALUE: &[&str] = &[
+    "--log-file",
+    "--logfile",
+    "--log-dir",
+    "--logdir",
+    "--format",
+];
+
+/// The config sources in oslo's order: defaults for what the command line
+/// does not give, then every --config-file and --config-dir in the order
+/// they were written, before or after the subcommand.
+///
+/// Read from the raw arguments (already validated by clap) because clap
+/// keeps only one level's values when a global option is given both before
+/// and after the subcommand.
+pub fn sources(argv: &[OsString]) -> Vec<Source> {
+    let mut given = Vec::new();
+    let mut args = argv.iter().skip(1);
+    while let Some(arg) = args.next() {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            break;
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (arg, None),
+        };
+        let make: fn(PathBuf) -> Source = match name {
+            "--config-file" => Source::File,
+            "--config-dir" => Source::Dir,
+            _ => {
+                if inline.is_none() && TAKES_VALUE.contains(&name) {
+                    args.next();
+                }
+                continue;
+            }
+        };
+        let value = inline
+            .map(PathBuf::from)
+            .or_else(|| args.next().map(PathBuf::from));
+        given.extend(value.map(make));
+    }
+    let has_file = given.iter().any(|s| matches!(s, Source::File(_)));
+    let has_dir = given.iter().any(|s| matches!(s, Source::Dir(_)));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut out =
+        obgp_config::default_sources(home.as_deref(), "/etc".as_ref(), !has_file, !has_dir);
+    out.extend(given);
+    out
+}
+
+/// Adds the oslo.log command-line flags as overrides (they win over files
+/// and environment, as in oslo).
+pub fn with_log_overrides(mut loader: Loader, g: &GlobalArgs) -> Loader {
+    let flag = |on: bool, off: bool| match (on, off) {
+        (true, _) => Some("true"),
+        (_, true) => Some("false"),
+        _ => None,
+    };
+    for (name, value) in [
+        ("debug", flag(g.debug, g.nodebug)),
+        ("use_json", flag(g.use_json, g.nouse_json)),
+        ("use_stderr", flag(g.use_stderr, g.nouse_stderr)),
+        ("log_file", g.log_file.as_deref()),
+        ("log_dir", g.log_dir.as_deref()),
+    ] {
+        if let Some(v) = value {
+            loader = loader.cli_override("DEFAULT", name, v);
+        }
+    }
+    loader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources_of(args: &[&str]) -> Vec<Source> {
+        command().try_get_matches_from(args).unwrap();
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        sources(&argv)
+            .into_iter()
+            .filter(|s| !matches!(s, Source::DefaultDir(_)))
+            .collect()
+    }
+
+    #[test]
+    fn config_files_and_dirs_keep_command_line_order() {
+        let got = sources_of(&[
+            "x",
+            "--config-file",
+            "a",
+            "--config-dir",
+            "d",
+            "--config-file=b",
+        ]);
+        assert_eq!(
+            got,
+            [
+                Source::File("a".into()),
+                Source::Dir("d".into()),
+                Source::File("b".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn config_files_after_the_subcommand_count_too() {
+        let got = sources_of(&[
+            "x",
+            "--config-file",
+            "a",
+            "config",
+            "--config-file",
+            "b",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(got, [Source::File("a".into()), Source::File("b".into())]);
+    }
+
+    #[test]
+    fn values_of_other_options_are_not_taken_for_config_files() {
+        let got = sources_of(&[
+            "x",
+            "--log-file",
+            "x.log",
+            "--config-file=a",
+            "config",
+            "--format",
+            "json",
+            "--config-dir",
+            "d",
+        ]);
+        assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
+    }
+
+    #[test]
+    fn the_clap_definition_is_consistent() {
+        command().debug_assert();
+    }
+}

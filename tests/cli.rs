@@ -1,0 +1,394 @@
+//! The built `ovn-bgp-agent` binary: configuration output, exit codes,
+//! warnings and logging, as an operator sees them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use obgp_config::{effective_json, Config};
+use serde_json::Value;
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/config/bgp-agent.conf.sample")
+}
+
+/// A fresh directory under cargo's per-test-target tmp dir.
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "cli-{}-{name}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs the agent with a clean environment (plus `env`) and an empty HOME,
+/// so no override or default config file of the machine leaks in.
+fn agent(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let home = scratch("home");
+    Command::new(env!("CARGO_BIN_EXE_ovn-bgp-agent"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &home)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running ovn-bgp-agent")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn config_json_of_the_sample_shows_upstream_defaults() {
+    let out = agent(
+        &[
+            "--config-file",
+            path(&sample()),
+            "config",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "the sample loads with no warning");
+    let j = json(&out);
+    assert_eq!(j, effective_json(&Config::default()));
+    assert_eq!(j["DEFAULT"]["bgp_AS"], "64999");
+    assert_eq!(j["DEFAULT"]["reconcile_interval"], 300);
+    assert_eq!(j["DEFAULT"]["driver"], "ovn_bgp_driver");
+    assert_eq!(j["DEFAULT"]["use_stderr"], false);
+    assert_eq!(j["agent"]["root_helper"], "sudo");
+    assert_eq!(j["ovn"]["ovn_sb_connection"], Value::Null);
+    assert_eq!(
+        j["local_ovn_cluster"]["external_nics"],
+        serde_json::json!([])
+    );
+    let sections: Vec<&String> = j.as_object().unwrap().keys().collect();
+    assert_eq!(sections, ["DEFAULT", "agent", "local_ovn_cluster", "ovn"]);
+}
+
+#[test]
+fn ovn_sb_connection_in_default_shows_under_ovn() {
+    let dir = scratch("sb");
+    let f = write(
+        &dir,
+        "a.conf",
+        "[DEFAULT]\novn_sb_connection = tcp:127.0.0.1:6642\n",
+    );
+    let out = agent(
+        &["--config-file", path(&f), "config", "--format", "json"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["ovn"]["ovn_sb_connection"], "tcp:127.0.0.1:6642");
+    assert!(stderr(&out).contains("deprecated"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_invalid_driver_exits_2_naming_driver() {
+    let dir = scratch("bogus");
+    let f = write(&dir, "a.conf", "[DEFAULT]\ndriver = bogus\n");
+    for args in [
+        vec!["--config-file", path(&f)],
+        vec!["--config-file", path(&f), "config"],
+    ] {
+        let out = agent(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("[DEFAULT] driver: must be one of"), "{err}");
+        assert!(err.contains("(bogus)"), "{err}");
+        assert_eq!(stdout(&out), "", "nothing starts");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    assert_eq!(agent(&["--no-such-flag"], &[]).status.code(), Some(2));
+    assert_eq!(
+        agent(&["config", "--format", "yaml"], &[]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        agent(&["reconcile"], &[]).status.code(),
+        Some(2),
+        "--once is required"
+    );
+    let help = agent(&["--help"], &[]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(
+        stdout(&help).contains("NOT IMPLEMENTED YET"),
+        "--help says the daemon is a stub"
+    );
+}
+
+#[test]
+fn a_missing_config_file_exits_2() {
+    let out = agent(
+        &["--config-file", "/nonexistent/bgp-agent.conf", "config"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("/nonexistent/bgp-agent.conf: not found"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn version_prints_the_version() {
+    let out = agent(&["version"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        format!("ovn-bgp-agent {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn placeholders_name_their_issue_and_exit_1() {
+    let s = path(&sample()).to_string();
+    let plan = agent(&["--config-file", &s, "plan", "--format", "json"], &[]);
+    assert_eq!(plan.status.code(), Some(1));
+    assert!(stderr(&plan).contains("issue 5"), "{}", stderr(&plan));
+    let rec = agent(&["--config-file", &s, "reconcile", "--once"], &[]);
+    assert_eq!(rec.status.code(), Some(1));
+    assert!(stderr(&rec).contains("issue 6"), "{}", stderr(&rec));
+}
+
+#[test]
+fn the_daemon_says_the_run_loop_is_missing_and_exits_1_logging_to_stdout_by_default() {
+    let out = agent(&["--config-file", path(&sample())], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    // oslo.log's fallback handler is stdout.
+    assert!(
+        stdout(&out).contains("run loop is not implemented yet"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn use_stderr_and_use_json_route_and_format_the_logs() {
+    let dir = scratch("stderr");
+    let f = write(
+        &dir,
+        "a.conf",
+        "[DEFAULT]\nuse_stderr = true\nuse_json = true\n",
+    );
+    let out = agent(&["--config-file", path(&f)], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    let lines: Vec<Value> = stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(lines.iter().any(|l| l["level"] == "ERROR"
+        && l["message"]
+            .as_str()
+            .unwrap()
+            .contains("run loop is not implemented")));
+}
+
+#[test]
+fn log_file_under_log_dir_receives_the_logs() {
+    let dir = scratch("logfile");
+    let logs = dir.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let f = write(
+        &dir,
+        "a.conf",
+        &format!(
+            "[DEFAULT]\nlog_dir = {}\nlog_file = agent.log\ndebug = true\n",
+            logs.display()
+        ),
+    );
+    let out = agent(&["--config-file", path(&f)], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "", "a log file replaces stdout");
+    let text = std::fs::read_to_string(logs.join("agent.log")).unwrap();
+    assert!(text.contains("run loop is not implemented yet"), "{text}");
+}
+
+#[test]
+fn an_unopenable_log_file_is_a_runtime_failure() {
+    let out = agent(&["--log-file", "/nonexistent/dir/agent.log"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("/nonexistent/dir/agent.log"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn environment_overrides_reach_the_effective_config() {
+    let out = agent(
+        &[
+            "--config-file",
+            path(&sample()),
+            "config",
+            "--format",
+            "json",
+        ],
+        &[
+            ("OVN_BGP_AGENT_DEFAULT__DRIVER", "nb_ovn_bgp_driver"),
+            (
+                "OVN_BGP_AGENT_OVN__OVN_NB_CONNECTION",
+                "ssl:192.0.2.10:6641",
+            ),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["DEFAULT"]["driver"], "nb_ovn_bgp_driver");
+    assert_eq!(j["ovn"]["ovn_nb_connection"], "ssl:192.0.2.10:6641");
+}
+
+#[test]
+fn files_and_a_dir_layer_in_command_line_order() {
+    let dir = scratch("layers");
+    let a = write(
+        &dir,
+        "a.conf",
+        "[DEFAULT]\nbgp_AS = 65001\nbgp_nic = nic-a\n",
+    );
+    let b = write(
+        &dir,
+        "b.conf",
+        "[DEFAULT]\nbgp_nic = nic-b\nbgp_vrf = vrf-b\n",
+    );
+    let d = dir.join("conf.d");
+    std::fs::create_dir(&d).unwrap();
+    write(&d, "10.conf", "[DEFAULT]\nbgp_vrf = vrf-10\n");
+    write(&d, "20.conf", "[DEFAULT]\nbgp_vrf = vrf-20\n");
+    let out = agent(
+        &[
+            "--config-file",
+            path(&a),
+            "--config-file",
+            path(&b),
+            "--config-dir",
+            path(&d),
+            "config",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["DEFAULT"]["bgp_AS"], "65001");
+    assert_eq!(j["DEFAULT"]["bgp_nic"], "nic-b");
+    assert_eq!(j["DEFAULT"]["bgp_vrf"], "vrf-20");
+}
+
+#[test]
+fn unknown_and_ignored_options_warn_on_stderr_without_spoiling_stdout() {
+    let dir = scratch("warn");
+    let f = write(
+        &dir,
+        "a.conf",
+        "[DEFAULT]\nbgp_as = 65000\nuse_syslog = true\n[nope]\nx = 1\n",
+    );
+    let out = agent(
+        &["--config-file", path(&f), "config", "--format", "json"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(err.contains("unknown option [DEFAULT] bgp_as"), "{err}");
+    assert!(err.contains("unknown section [nope]"), "{err}");
+    assert_eq!(
+        err.matches("use_syslog is set but ignored by this agent")
+            .count(),
+        1,
+        "{err}"
+    );
+    json(&out);
+}
+
+#[test]
+fn oslo_log_flags_override_the_file() {
+    let dir = scratch("flags");
+    let f = write(&dir, "a.conf", "[DEFAULT]\ndebug = false\n");
+    let out = agent(
+        &[
+            "--config-file",
+            path(&f),
+            "--debug",
+            "config",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(json(&out)["DEFAULT"]["debug"], true);
+    let out = agent(
+        &[
+            "--config-file",
+            path(&f),
+            "--debug",
+            "--nodebug",
+            "config",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(json(&out)["DEFAULT"]["debug"], false);
+}
+
+#[test]
+fn config_text_is_an_ini_listing_that_loads_back_to_the_same_config() {
+    let dir = scratch("text");
+    let f = write(
+        &dir,
+        "a.conf",
+        "[DEFAULT]\nbgp_AS = 65001\naddress_scopes = a, b\n[local_ovn_cluster]\npeer_ips = 10.0.0.1,10.0.0.2\n",
+    );
+    let text = agent(&["--config-file", path(&f), "config"], &[]);
+    assert_eq!(text.status.code(), Some(0));
+    let listing = stdout(&text);
+    assert!(listing.starts_with("[DEFAULT]\n"), "{listing}");
+    // `<None>` is how the sample spells unset; drop those lines to feed it back.
+    let reloadable: String = listing
+        .lines()
+        .filter(|l| !l.ends_with("= <None>"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let g = write(&dir, "b.conf", &reloadable);
+    let a = agent(
+        &["--config-file", path(&f), "config", "--format", "json"],
+        &[],
+    );
+    let b = agent(
+        &["--config-file", path(&g), "config", "--format", "json"],
+        &[],
+    );
+    assert_eq!(json(&a), json(&b));
+}

@@ -73,7 +73,7 @@ impl Condition {
 /// What to monitor in one table.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TableMonitor {
-    /// Columns to receive; `None` means all columns.
+    /// Columns to receive; `None` means all columns of the server's schema.
     pub columns: Option<Vec<String>>,
     /// Rows to receive: those matching any clause (the server ORs them);
     /// `None` means all rows.
@@ -125,6 +125,11 @@ impl MonitorSpec {
                     })
                     .collect();
                 req.insert("columns".into(), json!(present));
+            } else {
+                // Name every column: without a list the server also sends
+                // `_version`, ~50 useless bytes a row.
+                let all: Vec<&String> = ts.columns.keys().collect();
+                req.insert("columns".into(), json!(all));
             }
             if let Some(conds) = &tm.conditions {
                 req.insert(
@@ -288,7 +293,7 @@ mod tests {
         assert_eq!(
             req,
             json!({
-                "NB_Global": [{}],
+                "NB_Global": [{"columns": nb().table("NB_Global").unwrap().columns.keys().collect::<Vec<_>>()}],
                 "Logical_Switch_Port": [{"columns": ["name"], "where": [["type", "==", "localnet"]]}]
             })
         );

@@ -337,11 +337,12 @@ impl Runner {
         }
         .map_err(fail)?;
         self.publisher.publish(next, changes);
-        self.publisher.resynced();
+        // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
             session: session.clone(),
             schema: schema.clone(),
         }));
+        self.publisher.resynced();
         tracing::info!(%db, %remote, "OVSDB cache synced");
 
         let synced = |e| (true, e);

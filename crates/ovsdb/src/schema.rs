@@ -276,15 +276,17 @@ impl ColumnType {
         self.check(d, false)
     }
 
-    /// Applies an `update2` "modify" diff (RFC 7047 extension, ovsdb-server(7)):
-    /// a scalar is replaced; a set toggles each element of the diff (present
-    /// elements are removed, absent ones added); a map removes a key whose
-    /// diff pair equals the current pair, replaces a key whose value differs,
-    /// and adds a missing key. `old` and `diff` must already be [`check`]ed.
+    /// Applies an `update2` "modify" diff (ovsdb-server(7)): a column of at
+    /// most one element (scalar or optional) is replaced by the diff, as
+    /// ovsdb-server only diffs "composite" types (`max` > 1); a set toggles
+    /// each element of the diff (present elements are removed, absent ones
+    /// added); a map removes a key whose diff pair equals the current pair,
+    /// replaces a key whose value differs, and adds a missing key. `old`
+    /// and `diff` must already be [`check`]ed.
     ///
     /// [`check`]: ColumnType::check
     pub fn apply_diff(&self, old: Option<&Datum>, diff: Datum) -> Result<Datum, String> {
-        if self.is_scalar() {
+        if self.max == Some(1) {
             return self.check(diff, false);
         }
         let result = match (old.cloned().unwrap_or_else(|| self.default_datum()), diff) {
@@ -588,15 +590,20 @@ mod tests {
     }
 
     #[test]
-    fn optional_diff_swaps_the_value() {
+    fn optional_diff_replaces_the_value() {
         let ty = ColumnType::parse(&json!({"key": "string", "min": 0, "max": 1})).unwrap();
         let old = ty.decode(&json!("x")).unwrap();
         let diff = ty
-            .check(Datum::from_wire(&json!(["set", ["x", "y"]])).unwrap(), true)
+            .check(Datum::from_wire(&json!("y")).unwrap(), true)
             .unwrap();
         assert_eq!(
             ty.apply_diff(Some(&old), diff).unwrap(),
             ty.decode(&json!("y")).unwrap()
+        );
+        let cleared = ty.check(Datum::empty_set(), true).unwrap();
+        assert_eq!(
+            ty.apply_diff(Some(&old), cleared).unwrap(),
+            Datum::empty_set()
         );
     }
 

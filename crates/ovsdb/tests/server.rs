@@ -1,0 +1,383 @@
+//! The client against real ovsdb-server instances (Debian's
+//! openvswitch-switch): cache fidelity, restart resync, RAFT leader loss and
+//! SSL. Each test starts its own servers in a temporary directory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use obgp_ovsdb::cache::CacheReader;
+use obgp_ovsdb::rpc::transport::parse_remotes;
+use obgp_ovsdb::{
+    ChangeKind, Client, ClientConfig, DatabaseSchema, MonitorSpec, Remote, Row, Session,
+    SessionConfig, TlsFiles, TlsSettings, Uuid,
+};
+use obgp_testbed::ovsdb::{schema_path, Cluster, OvsdbServer};
+use serde_json::{json, Value};
+
+const NB_TABLES: [&str; 7] = [
+    "Logical_Switch",
+    "Logical_Switch_Port",
+    "Logical_Router",
+    "Logical_Router_Port",
+    "NAT",
+    "Load_Balancer",
+    "NB_Global",
+];
+
+/// Logs of the client under test, shown for failing tests (RUST_LOG).
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+fn nb_schema() -> Arc<DatabaseSchema> {
+    Arc::new(DatabaseSchema::from_file(schema_path("ovn-nb.ovsschema")).unwrap())
+}
+
+fn client(remotes: &str) -> Client {
+    init_tracing();
+    let mut config = ClientConfig::new(
+        parse_remotes(remotes).unwrap(),
+        "OVN_Northbound",
+        MonitorSpec::all(NB_TABLES),
+    );
+    config.backoff = (Duration::from_millis(50), Duration::from_millis(500));
+    Client::start(config)
+}
+
+/// The rows of `table` as the server has them, decoded with the schema.
+fn server_rows(
+    server: &OvsdbServer,
+    schema: &DatabaseSchema,
+    table: &str,
+) -> Result<BTreeMap<Uuid, Row>> {
+    let ts = schema.table(table).context("table")?;
+    let mut out = BTreeMap::new();
+    for r in server.select_all(table)? {
+        let uuid = r["_uuid"][1].as_str().context("_uuid")?;
+        out.insert(Uuid::parse(uuid)?, ts.decode_row(uuid, &r)?);
+    }
+    Ok(out)
+}
+
+fn cache_rows(cache: &CacheReader, table: &str) -> BTreeMap<Uuid, Row> {
+    cache
+        .snapshot()
+        .table(table)
+        .iter()
+        .map(|(u, r)| (*u, (**r).clone()))
+        .collect()
+}
+
+/// Waits until the cache holds exactly the server's rows in every table.
+async fn cache_matches_server(client: &Client, server: &OvsdbServer) -> Result<()> {
+    let schema = nb_schema();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut diff = None;
+        for t in NB_TABLES {
+            let want = server_rows(server, &schema, t)?;
+            let got = cache_rows(client.cache(), t);
+            if want != got {
+                diff = Some(format!("{t}:\n server {want:#?}\n cache {got:#?}"));
+                break;
+            }
+        }
+        match diff {
+            None => return Ok(()),
+            Some(d) if Instant::now() > deadline => bail!("cache differs from server: {d}"),
+            Some(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+async fn wait_resynced(client: &Client, generation: u64) -> Result<()> {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        client.cache().wait_resynced(generation),
+    )
+    .await
+    .with_context(|| format!("no resync #{generation} within 20 s"))??;
+    Ok(())
+}
+
+fn uuid_of(result: &Value) -> Uuid {
+    Uuid::parse(result["uuid"][1].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_follows_inserts_modifies_and_deletes_exactly() -> Result<()> {
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    let client = client(&server.unix_remote());
+    wait_resynced(&client, 1).await?;
+    let mut changes = client.cache().subscribe();
+
+    // Another client (ovsdb-client) writes; ours only watches.
+    let r = server.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p1", "row": {
+            "name": "p1", "addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.5"]],
+            "external_ids": ["map", [["neutron:cidrs", "10.0.0.5/24"], ["k", "v"]]],
+            "options": ["map", [["requested-chassis", "host-0"]]], "up": false}}),
+        json!({"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "ls1", "ports": ["set", [["named-uuid", "p1"]]]}}),
+    ])?;
+    let p1 = uuid_of(&r[0]);
+    cache_matches_server(&client, &server).await?;
+
+    // Map column: change one key, delete one, add one; set column: replace
+    // an element; optional: flip; scalar: rename.
+    server.transact(&[
+        json!({"op": "mutate", "table": "Logical_Switch_Port", "where": [["name", "==", "p1"]],
+               "mutations": [["external_ids", "delete", ["set", ["k"]]],
+                             ["external_ids", "insert", ["map", [["neutron:host_id", "host-0"]]]]]}),
+        json!({"op": "update", "table": "Logical_Switch_Port", "where": [["name", "==", "p1"]],
+               "row": {"addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.6", "unknown"]],
+                       "options": ["map", [["requested-chassis", "host-1"]]],
+                       "up": true, "name": "p1-renamed"}}),
+    ])?;
+    cache_matches_server(&client, &server).await?;
+    let row = client
+        .cache()
+        .snapshot()
+        .get("Logical_Switch_Port", p1)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        row.map_str("external_ids", "neutron:host_id"),
+        Some("host-0")
+    );
+    assert_eq!(row.map_str("external_ids", "k"), None);
+    assert_eq!(row.bool("up"), Some(true));
+
+    // The change stream saw the update, with the old values of what changed.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let update = loop {
+        let c = tokio::time::timeout_at(deadline.into(), changes.recv()).await??;
+        if c.uuid == p1 && c.kind == ChangeKind::Update {
+            break c;
+        }
+    };
+    let old = update.old.unwrap();
+    assert!(old.get("external_ids").is_some() || old.get("name").is_some());
+
+    // Clear an optional and a map, delete a row through a reference drop.
+    server.transact(&[
+        json!({"op": "update", "table": "Logical_Switch_Port", "where": [["_uuid", "==", ["uuid", p1.to_string()]]],
+               "row": {"up": ["set", []], "options": ["map", []]}}),
+    ])?;
+    cache_matches_server(&client, &server).await?;
+    server.transact(&[
+        json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "ls1"]],
+               "mutations": [["ports", "delete", ["set", [["uuid", p1.to_string()]]]]]}),
+    ])?;
+    cache_matches_server(&client, &server).await?;
+    assert!(
+        client
+            .cache()
+            .snapshot()
+            .get("Logical_Switch_Port", p1)
+            .is_none(),
+        "unreferenced LSP is garbage collected"
+    );
+    server.transact(&[json!({"op": "delete", "table": "Logical_Switch", "where": []})])?;
+    cache_matches_server(&client, &server).await?;
+    assert!(client.cache().snapshot().table("Logical_Switch").is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_through_the_client_are_seen_by_its_own_cache() -> Result<()> {
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    let client = client(&server.tcp_remote());
+    wait_resynced(&client, 1).await?;
+    client
+        .transact(vec![json!({"op": "insert", "table": "NB_Global", "row": {
+            "external_ids": ["map", [["neutron:fip-distributed", "False"]]]}})])
+        .await?;
+    cache_matches_server(&client, &server).await?;
+    let err = client
+        .transact(vec![
+            json!({"op": "insert", "table": "No_Such_Table", "row": {}}),
+        ])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("No_Such_Table") || err.to_string().contains("error"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_resyncs_to_the_servers_state_after_a_restart() -> Result<()> {
+    let mut server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    server.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "stays"}}),
+        json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "goes"}}),
+    ])?;
+    let client = client(&server.tcp_remote());
+    wait_resynced(&client, 1).await?;
+    cache_matches_server(&client, &server).await?;
+    let mut changes = client.cache().subscribe();
+
+    // While the server is down, its database changes behind our back.
+    server.kill();
+    let db = server.dir().join("db");
+    let out = std::process::Command::new("ovsdb-tool")
+        .arg("transact")
+        .arg(&db)
+        .arg(
+            json!(["OVN_Northbound",
+            {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "goes"]]},
+            {"op": "insert", "table": "Logical_Switch", "row": {"name": "new"}},
+            {"op": "update", "table": "Logical_Switch", "where": [["name", "==", "stays"]],
+             "row": {"external_ids": ["map", [["changed", "offline"]]]}}])
+            .to_string(),
+        )
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.restart()?;
+
+    wait_resynced(&client, 2).await?;
+    cache_matches_server(&client, &server).await?;
+    // The resync is reported as the changes that happened while away.
+    let mut kinds = Vec::new();
+    while let Ok(c) = changes.try_recv() {
+        kinds.push(c.kind);
+    }
+    kinds.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(
+        kinds,
+        [ChangeKind::Delete, ChangeKind::Insert, ChangeKind::Update]
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_only_client_follows_a_raft_cluster_through_leader_loss() -> Result<()> {
+    let mut cluster = Cluster::start("ovn-nb.ovsschema")?;
+    let mut config = ClientConfig::new(
+        parse_remotes(&cluster.remotes())?,
+        "OVN_Northbound",
+        MonitorSpec::all(NB_TABLES),
+    );
+    config.leader_only = true;
+    config.backoff = (Duration::from_millis(50), Duration::from_millis(500));
+    config.session.probe_interval = Some(Duration::from_secs(1));
+    let client = Client::start(config);
+    wait_resynced(&client, 1).await?;
+    let leader = cluster.wait_leader(Duration::from_secs(10))?;
+    assert_eq!(
+        client.connected_to(),
+        Some(cluster.tcp_remote(leader)),
+        "leader-only picks the leader"
+    );
+    client
+        .transact(vec![
+            json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "before"}}),
+        ])
+        .await?;
+
+    cluster.kill(leader);
+    wait_resynced(&client, 2).await?;
+    let new_leader = cluster.wait_leader(Duration::from_secs(10))?;
+    assert_ne!(new_leader, leader);
+    // Writes go through as soon as the new leader accepts them.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match client
+            .transact(vec![
+                json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "after"}}),
+            ])
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("retrying write after failover: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // A write by someone else on another member also reaches the cache.
+    let other = (0..3).find(|i| *i != leader).unwrap();
+    obgp_testbed::ovsdb::transact_cli(
+        &cluster.unix_remote(other),
+        "OVN_Northbound",
+        &[json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "elsewhere"}})],
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let names: Vec<String> = client
+            .cache()
+            .snapshot()
+            .table("Logical_Switch")
+            .values()
+            .filter_map(|r| r.str("name").map(String::from))
+            .collect();
+        if ["before", "after", "elsewhere"]
+            .iter()
+            .all(|n| names.iter().any(|x| x == n))
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("cache has {names:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_ne!(client.connected_to(), Some(cluster.tcp_remote(leader)));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssl_remote_is_verified_against_the_test_ca() -> Result<()> {
+    let server = OvsdbServer::start_ssl("ovn-nb.ovsschema")?;
+    let pki = server.pki().unwrap().clone();
+    let files = TlsFiles {
+        private_key: pki.client_key.clone(),
+        certificate: pki.client_cert.clone(),
+        ca_cert: pki.ca_cert.clone(),
+    };
+    let remote: Remote = server.ssl_remote().unwrap().parse()?;
+    let mut config = ClientConfig::new(
+        vec![remote.clone()],
+        "OVN_Northbound",
+        MonitorSpec::all(NB_TABLES),
+    );
+    config.tls = Some(TlsSettings::load(&files)?);
+    let client = Client::start(config);
+    wait_resynced(&client, 1).await?;
+    client
+        .transact(vec![
+            json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "over-tls"}}),
+        ])
+        .await?;
+    cache_matches_server(&client, &server).await?;
+
+    // A CA that did not sign the server's certificate is refused.
+    let other_dir = tempfile::tempdir()?;
+    let other = obgp_testbed::ovsdb::Pki::create(other_dir.path())?;
+    let wrong = TlsSettings::load(&TlsFiles {
+        private_key: pki.client_key.clone(),
+        certificate: pki.client_cert.clone(),
+        ca_cert: other.ca_cert.clone(),
+    })?;
+    let err = Session::connect(&remote, Some(&wrong), SessionConfig::default())
+        .await
+        .err()
+        .context("connection with the wrong CA succeeded")?;
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -66,6 +66,9 @@ pub enum Error {
     /// Nothing arrived from the server for two probe intervals.
     #[error("no message from server for {0:?}: connection considered dead")]
     Inactive(std::time::Duration),
+    /// The session ended while a request was outstanding; says why.
+    #[error("session closed: {0}")]
+    Disconnected(String),
     /// The session or client has shut down.
     #[error("session is closed")]
     SessionClosed,

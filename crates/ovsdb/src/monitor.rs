@@ -106,6 +106,16 @@ impl MonitorSpec {
     /// The `monitor-cond-requests` object for `schema`, leaving out (with a
     /// warning) tables and columns the schema does not have.
     pub fn requests(&self, schema: &DatabaseSchema) -> Value {
+        self.build_requests(schema, true)
+    }
+
+    /// The `monitor-cond-update` object for `monitor_cond_change`: the
+    /// conditions only, since servers refuse to change columns.
+    pub fn condition_updates(&self, schema: &DatabaseSchema) -> Value {
+        self.build_requests(schema, false)
+    }
+
+    fn build_requests(&self, schema: &DatabaseSchema, with_columns: bool) -> Value {
         let mut out = serde_json::Map::new();
         for (name, tm) in &self.tables {
             let Some(ts) = schema.table(name) else {
@@ -113,6 +123,15 @@ impl MonitorSpec {
                 continue;
             };
             let mut req = serde_json::Map::new();
+            if !with_columns {
+                let conds = tm.conditions.clone().unwrap_or(vec![Condition::True]);
+                req.insert(
+                    "where".into(),
+                    Value::Array(conds.iter().map(Condition::to_wire).collect()),
+                );
+                out.insert(name.clone(), json!([req]));
+                continue;
+            }
             if let Some(cols) = &tm.columns {
                 let present: Vec<&String> = cols
                     .iter()
@@ -245,8 +264,8 @@ impl Session {
         })
     }
 
-    /// `monitor_cond_change`: replaces the conditions (and columns) of the
-    /// tables in `spec` on a running monitor. The server then sends update
+    /// `monitor_cond_change`: replaces the conditions of the tables in
+    /// `spec` on a running monitor (`None` becomes `[true]`, all rows). The server then sends update
     /// notifications inserting rows that now match and deleting rows that no
     /// longer do.
     pub async fn monitor_cond_change(
@@ -257,7 +276,7 @@ impl Session {
     ) -> Result<()> {
         self.call(
             "monitor_cond_change",
-            json!([monitor_id, monitor_id, spec.requests(schema)]),
+            json!([monitor_id, monitor_id, spec.condition_updates(schema)]),
         )
         .await
         .map(|_| ())

@@ -20,6 +20,7 @@
 //! a modify of a row we do not have) ends the session: the cache keeps its
 //! last good snapshot and step 1 starts again, which resynchronises it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -125,6 +126,7 @@ pub struct Client {
     cache: CacheReader,
     session: watch::Receiver<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
+    resumes: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -146,12 +148,14 @@ impl Client {
         let (publisher, reader) = cache(empty, config.change_capacity);
         let (live_tx, live_rx) = watch::channel(None);
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
+        let resumes = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(
             Runner {
                 config,
                 publisher,
                 live: live_tx,
                 monitor: monitor.clone(),
+                resumes: resumes.clone(),
                 last_txn_id: None,
                 since_supported: true,
             }
@@ -161,6 +165,7 @@ impl Client {
             cache: reader,
             session: live_rx,
             monitor,
+            resumes,
             task,
         }
     }
@@ -176,6 +181,12 @@ impl Client {
             .borrow()
             .as_ref()
             .map(|l| l.session.remote().to_string())
+    }
+
+    /// How many reconnects resumed from the last transaction id
+    /// (`monitor_cond_since` found it) instead of a full dump.
+    pub fn resumed_syncs(&self) -> u64 {
+        self.resumes.load(Ordering::Relaxed)
     }
 
     fn live(&self) -> Result<Live> {
@@ -231,6 +242,7 @@ struct Runner {
     publisher: CachePublisher,
     live: watch::Sender<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
+    resumes: Arc<AtomicU64>,
     last_txn_id: Option<String>,
     since_supported: bool,
 }
@@ -320,6 +332,8 @@ impl Runner {
         }
         let (next, changes) = match reply {
             Some(r) if r.found && same_schema => {
+                self.resumes.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(%remote, "resumed monitor from the last transaction id");
                 self.last_txn_id = Some(r.last_txn_id);
                 current.apply(r.updates)
             }

@@ -251,8 +251,9 @@ impl Task {
         let err = self.serve(reader, &out_tx, &mut writer_task).await;
         writer_task.abort();
         tracing::debug!(remote = %self.remote, error = %err, "OVSDB session closed");
+        let reason = err.to_string();
         for (_, (_, reply)) in self.pending.drain() {
-            let _ = reply.send(Err(Error::SessionClosed));
+            let _ = reply.send(Err(Error::Disconnected(reason.clone())));
         }
         let _ = self.notifications.send(Notification::Closed(err)).await;
     }

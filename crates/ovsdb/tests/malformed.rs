@@ -1,0 +1,232 @@
+//! A fake OVSDB server on a unix socket feeds the client broken input:
+//! wrong types, garbage, truncated JSON, unknown tables and columns, an
+//! oversized message. Each must end the session with an error, the cache
+//! must never show a half-applied batch, and the client must reconnect and
+//! end up in sync with the last, well-behaved connection. Never a panic.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use bytes::BytesMut;
+use obgp_ovsdb::framing::JsonFramer;
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::codec::Decoder;
+
+const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+const C: &str = "cccccccc-0000-4000-8000-000000000003";
+const X: &str = "eeeeeeee-0000-4000-8000-000000000004";
+
+/// What one connection of the fake server does after answering
+/// `get_schema`.
+enum Script {
+    /// Reply to monitor_cond with `dump`, then write `after` and close.
+    DumpThen { dump: Value, after: Vec<u8> },
+    /// Reply to get_schema with these bytes and close.
+    BrokenSchemaReply(Vec<u8>),
+    /// Reply with `dump` and stay connected.
+    DumpAndStay { dump: Value },
+}
+
+fn ls(uuid: &str, name: &str) -> (String, Value) {
+    (uuid.to_string(), json!({"initial": {"name": name}}))
+}
+
+fn dump(rows: &[(String, Value)]) -> Value {
+    let table: serde_json::Map<String, Value> = rows.iter().cloned().collect();
+    json!({"Logical_Switch": table})
+}
+
+fn update2(body: Value) -> Vec<u8> {
+    json!({"id": null, "method": "update2", "params": ["obgp-db", body]})
+        .to_string()
+        .into_bytes()
+}
+
+async fn read_request(
+    sock: &mut UnixStream,
+    framer: &mut JsonFramer,
+    buf: &mut BytesMut,
+) -> Result<Value> {
+    loop {
+        if let Some(frame) = framer.decode(buf)? {
+            return Ok(serde_json::from_slice(&frame)?);
+        }
+        if sock.read_buf(buf).await? == 0 {
+            bail!("client closed");
+        }
+    }
+}
+
+async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/schemas/ovn-nb.ovsschema"
+    ))?)?;
+    let mut framer = JsonFramer::default();
+    let mut buf = BytesMut::new();
+    loop {
+        let req = read_request(&mut sock, &mut framer, &mut buf).await?;
+        let id = req["id"].clone();
+        let reply = match (req["method"].as_str(), &script) {
+            (Some("get_schema"), Script::BrokenSchemaReply(bytes)) => {
+                sock.write_all(bytes).await?;
+                return Ok(());
+            }
+            (Some("get_schema"), _) if req["params"][0] == "OVN_Northbound" => {
+                json!({"id": id, "result": schema, "error": null})
+            }
+            (Some("get_schema"), _) => {
+                json!({"id": id, "result": null, "error": "unknown database"})
+            }
+            (Some("monitor_cond_since"), _) => {
+                json!({"id": id, "result": null, "error": "unknown method"})
+            }
+            (Some("monitor_cond"), Script::DumpThen { dump, after }) => {
+                let r = json!({"id": id, "result": dump, "error": null});
+                sock.write_all(r.to_string().as_bytes()).await?;
+                sock.write_all(after).await?;
+                // Give the client time to read before the close.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return Ok(());
+            }
+            (Some("monitor_cond"), Script::DumpAndStay { dump }) => {
+                json!({"id": id, "result": dump, "error": null})
+            }
+            (Some("echo"), _) => json!({"id": id, "result": req["params"], "error": null}),
+            (m, _) => json!({"id": id, "result": null, "error": format!("unexpected {m:?}")}),
+        };
+        sock.write_all(reply.to_string().as_bytes()).await?;
+    }
+}
+
+fn names(client: &Client) -> BTreeSet<String> {
+    client
+        .cache()
+        .snapshot()
+        .table("Logical_Switch")
+        .values()
+        .filter_map(|r| r.str("name").map(String::from))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_server_input_drops_the_session_and_the_client_recovers() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    let big = "x".repeat(200 * 1024);
+    let scripts = vec![
+        // A batch whose second row has a wrong type: the first row (x) must
+        // not appear either.
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a")]),
+            after: update2(json!({"Logical_Switch": {
+                X: {"insert": {"name": "x"}},
+                A: {"modify": {"name": 5}}
+            }})),
+        },
+        Script::BrokenSchemaReply(b"{\"id\": 1, \"result\": nonsense}".to_vec()),
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a"), ls(B, "b")]),
+            after:
+                b"{\"id\":null,\"method\":\"update2\",\"params\":[\"obgp-db\",{\"Logical_Switch\""
+                    .to_vec(),
+        },
+        Script::DumpThen {
+            dump: json!({"Bogus_Table": {A: {"initial": {}}}}),
+            after: Vec::new(),
+        },
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a")]),
+            after: update2(json!({"Logical_Switch": {X: {"insert": {"no_such_column": 1}}}})),
+        },
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a")]),
+            after: update2(json!({"Logical_Switch": {X: {"insert": {"name": big}}}})),
+        },
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a")]),
+            after: b"]]]garbage".to_vec(),
+        },
+        Script::DumpThen {
+            dump: dump(&[ls(A, "a")]),
+            after: update2(json!({"Logical_Switch": {C: {"modify": {"name": "c"}}}})),
+        },
+        Script::DumpAndStay {
+            dump: dump(&[ls(C, "c")]),
+        },
+    ];
+    let server = tokio::spawn(async move {
+        let mut handled = 0;
+        for script in scripts {
+            let (sock, _) = listener.accept().await?;
+            // Each connection's outcome is the client's business; the fake
+            // only follows its script.
+            let _ = serve(sock, script).await;
+            handled += 1;
+        }
+        // Keep the listener alive for the final connection.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        anyhow::Ok(handled)
+    });
+
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(path.clone())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.backoff = (Duration::from_millis(10), Duration::from_millis(50));
+    config.session.max_message = 64 * 1024;
+    let client = Client::start(config);
+
+    // Watch every published snapshot: none may contain the half-applied
+    // row x.
+    let mut snapshots = client.cache().watch();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while snapshots.changed().await.is_ok() {
+            let names: BTreeSet<String> = snapshots
+                .borrow_and_update()
+                .table("Logical_Switch")
+                .values()
+                .filter_map(|r| r.str("name").map(String::from))
+                .collect();
+            seen.push(names);
+        }
+        seen
+    });
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if names(&client) == BTreeSet::from(["c".to_string()]) && client.connected_to().is_some() {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("client never recovered: cache {:?}", names(&client));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Scripts 1, 3, 5, 6, 7, 8 and 9 got as far as a synced cache.
+    assert_eq!(*client.cache().resynced().borrow(), 7);
+    drop(client);
+    let seen = watcher.await?;
+    assert!(
+        seen.iter().all(|s| !s.contains("x")),
+        "half-applied batch published: {seen:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s.contains("b")),
+        "the good dump of script 3 was published"
+    );
+    server.abort();
+    Ok(())
+}

@@ -15,13 +15,14 @@ pub mod ini;
 mod load;
 pub mod options;
 mod render;
+mod subst;
 mod values;
 
 pub use error::{ConfigError, InvalidValue, Warning, WarningKind};
 pub use load::{
     default_sources, Loaded, Loader, Source, ENV_PREFIX, OSLO_ENV_PREFIX, PROG, PROJECT,
 };
-pub use render::{effective_json, effective_text};
+pub use render::{effective_json, effective_text, markdown_table};
 pub use values::Typed;
 
 /// `[DEFAULT] driver`.

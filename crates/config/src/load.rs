@@ -17,7 +17,7 @@ use figment::{Figment, Metadata, Profile, Provider};
 
 use crate::error::{ConfigError, InvalidValue, Warning, WarningKind};
 use crate::options::{self, OptSpec, AGENT_SECTIONS, OPTIONS};
-use crate::{fields, ini, values, Config};
+use crate::{fields, ini, subst, values, Config};
 
 /// Upstream's oslo project name: default files are `bgp-agent.conf`.
 pub const PROJECT: &str = "bgp-agent";
@@ -192,6 +192,7 @@ pub fn build(
 ) -> Result<Config, ConfigError> {
     let mut config = Config::default();
     let mut invalid = Vec::new();
+    let (substituted, failed) = subst::substitute_all(raw);
     for spec in OPTIONS {
         let Some(text) = raw.get(spec.section).and_then(|s| s.get(spec.name)) else {
             continue;
@@ -203,6 +204,11 @@ pub fn build(
             value: text.clone(),
             origin: origin(spec.section, spec.name),
         };
+        if let Some((_, why)) = failed.iter().find(|(f, _)| std::ptr::eq(*f, spec)) {
+            invalid.push(bad(why.clone()));
+            continue;
+        }
+        let text = &substituted[spec.section][spec.name];
         match values::parse(spec.kind, text) {
             Ok(v) => {
                 if let Err(why) = fields::set(&mut config, spec, v) {

@@ -54,6 +54,7 @@ impl Kind {
             Kind::Choice(c) => format!("string, one of: {}", c.join(", ")),
             Kind::Connection => "string matching ^(tcp|ssl|unix):.+".into(),
             Kind::Int { min, max } if *min == 0 && *max == 65535 => "port (0..=65535)".into(),
+            Kind::Int { min, max } if *max == i64::MAX => format!("integer (>= {min})"),
             Kind::Int { min, max } => format!("integer ({min}..={max})"),
             Kind::Bool => "boolean".into(),
             Kind::List => "list".into(),

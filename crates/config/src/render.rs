@@ -44,6 +44,46 @@ pub fn effective_text(config: &Config) -> String {
     out
 }
 
+/// The option table of `docs/configuration.md`: section, option, type,
+/// default (upstream's, from [`Config::default`]) and notes (deprecated
+/// names, checks stricter than upstream's).
+pub fn markdown_table() -> String {
+    let defaults = Config::default();
+    let mut out =
+        String::from("| Section | Option | Type | Default | Notes |\n|---|---|---|---|---|\n");
+    for spec in OPTIONS {
+        let default = match fields::get(&defaults, spec) {
+            None => "unset".to_string(),
+            Some(crate::Typed::List(l)) if l.is_empty() => "empty list".to_string(),
+            Some(v) => format!("`{}`", v.to_ini()),
+        };
+        let mut notes = Vec::new();
+        if spec.section == "DEFAULT"
+            && matches!(
+                spec.name,
+                "debug" | "log_file" | "log_dir" | "use_json" | "use_stderr"
+            )
+        {
+            notes.push("oslo.log option, honoured".to_string());
+        }
+        for (s, n) in spec.deprecated {
+            notes.push(format!("deprecated name: `[{s}] {n}`"));
+        }
+        if let Some(why) = spec.stricter {
+            notes.push(format!("stricter than upstream: {why}"));
+        }
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} | {} |\n",
+            spec.section,
+            spec.name,
+            spec.kind.describe().replace('|', "\\|"),
+            default,
+            notes.join("; ")
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +111,32 @@ mod tests {
             .map(|s| s.as_object().unwrap().len())
             .sum();
         assert_eq!(count, OPTIONS.len());
+    }
+
+    /// docs/configuration.md carries the generated table verbatim; run with
+    /// `UPDATE_DOCS=1` to rewrite it after changing the registry.
+    #[test]
+    fn the_docs_table_matches_the_registry() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/configuration.md");
+        let (begin, end) = (
+            "<!-- options-table:begin -->\n",
+            "<!-- options-table:end -->",
+        );
+        let start = doc.find(begin).expect("begin marker") + begin.len();
+        let stop = doc.find(end).expect("end marker");
+        let table = markdown_table();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            let updated = format!("{}{table}{}", &doc[..start], &doc[stop..]);
+            std::fs::write(&path, updated).unwrap();
+        } else {
+            assert_eq!(
+                &doc[start..stop],
+                table,
+                "regenerate with UPDATE_DOCS=1 cargo test -p obgp-config"
+            );
+        }
     }
 
     #[test]

@@ -550,3 +550,18 @@ fn default_files_and_dirs_are_found_like_oslo() {
     assert_eq!(loaded.config.default.bgp_as, "65123");
     assert!(obgp_config::default_sources(Some(&home), &etc, false, false).is_empty());
 }
+
+#[test]
+fn dollar_references_substitute_like_oslo() {
+    let loaded = load_text(
+        "[DEFAULT]\nbgp_vrf = vrf-$bgp_vrf_table_id\n[agent]\nroot_helper = sudo \\$HOME\n",
+    )
+    .unwrap();
+    assert_eq!(loaded.config.default.bgp_vrf, "vrf-10");
+    assert_eq!(loaded.config.agent.root_helper, "sudo $HOME");
+    let v = invalid("[DEFAULT]\nlog_dir = $state_path/log\n");
+    assert_eq!(
+        v[0].to_string(),
+        "[DEFAULT] log_dir: substitution key state_path not found ($state_path/log)"
+    );
+}

@@ -145,3 +145,62 @@ pub fn tenant_port_deleted<'a>(
         Ok(true)
     })())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{row, FakeAgent};
+    use crate::Event;
+    use serde_json::json;
+
+    fn router_port_binding() -> obgp_ovsdb::datum::Row {
+        row(json!({
+            "type": "patch", "logical_port": "lsp-router-1", "chassis": ["set", []],
+            "external_ids": ["map", [["neutron_bgpvpn:vni", "1001"], ["neutron_bgpvpn:as", "64999"]]],
+        }))
+    }
+
+    #[test]
+    fn bgpvpn_as_added_to_a_port_with_vni_attaches_the_subnet_d3_dropped() {
+        // Upstream returns false here (constants.constants typo, D3).
+        let old = row(json!({"external_ids": ["map", [["neutron_bgpvpn:vni", "1001"]]]}));
+        let row = router_port_binding();
+        let got = subnet_router_attached(
+            Event::Is(EventKind::Update),
+            RowView::complete(&row),
+            RowView::listed(&old),
+            &FakeAgent::default(),
+        );
+        assert_eq!(got, Ok(true));
+    }
+
+    #[test]
+    fn bgpvpn_update_that_keeps_vni_and_as_does_not_attach_again() {
+        let old = row(
+            json!({"external_ids": ["map", [["neutron_bgpvpn:vni", "1001"], ["neutron_bgpvpn:as", "64999"], ["x", "y"]]]}),
+        );
+        let row = router_port_binding();
+        let got = subnet_router_attached(
+            Event::Is(EventKind::Update),
+            RowView::complete(&row),
+            RowView::listed(&old),
+            &FakeAgent::default(),
+        );
+        assert_eq!(got, Ok(false));
+    }
+
+    #[test]
+    fn tenant_port_binding_matches_whatever_the_lrp_cache_holds_d12() {
+        let old = row(json!({"chassis": ["set", []]}));
+        let row = row(
+            json!({"mac": "fa:16:3e:00:00:01 10.0.0.5", "chassis": ["uuid", "11111111-0000-4000-8000-000000000001"]}),
+        );
+        let got = tenant_port_created(
+            Event::Is(EventKind::Update),
+            RowView::complete(&row),
+            RowView::listed(&old),
+            &FakeAgent::default(),
+        );
+        assert_eq!(got, Ok(true));
+    }
+}

@@ -20,6 +20,9 @@ pub mod registry;
 pub mod sb;
 pub mod view;
 
+#[cfg(test)]
+mod fake;
+
 pub use agent::AgentView;
 pub use registry::{catalog, filter, Condition, Filter, Filters, Watcher};
 pub use view::{Raised, RowView, Val};

@@ -205,6 +205,9 @@ pub fn chassis_hosting_gateway<'v>(
     nat: &RowView<'_>,
 ) -> Result<Val<'v>, Raised> {
     let gateway = match nat.col("gateway_port")?.first() {
+        // A reference to a row the IDL does not hold is dropped from the
+        // list upstream: the same as no gateway port.
+        Ok(Val::Ref(uuid)) => view.row(uuid).ok_or(Raised::NatNotFound)?,
         Ok(r) => deref(view, r)?,
         Err(Raised::Index) => return Err(Raised::NatNotFound),
         Err(e) => return Err(e),
@@ -213,9 +216,4 @@ pub fn chassis_hosting_gateway<'v>(
         Err(Raised::Key(_)) => Err(Raised::ChassisNotFound),
         other => other,
     }
-}
-
-/// Python's `x == y` where `y` is a string, for a chassis name or id.
-pub fn is_chassis(v: &Val<'_>, chassis: &str) -> bool {
-    v.is(chassis)
 }

@@ -392,3 +392,28 @@ fn config_text_is_an_ini_listing_that_loads_back_to_the_same_config() {
     );
     assert_eq!(json(&a), json(&b));
 }
+
+#[test]
+fn key_and_certificate_options_show_paths_never_contents() {
+    let dir = scratch("pki");
+    let key = write(
+        &dir,
+        "agent.key",
+        "-----BEGIN PRIVATE KEY-----\nSECRETSECRET\n-----END PRIVATE KEY-----\n",
+    );
+    let f = write(
+        &dir,
+        "a.conf",
+        &format!("[ovn]\novn_sb_private_key = {}\n", key.display()),
+    );
+    for format in ["json", "text"] {
+        let out = agent(
+            &["--config-file", path(&f), "config", "--format", format],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let text = stdout(&out);
+        assert!(text.contains(path(&key)), "{text}");
+        assert!(!text.contains("SECRETSECRET"), "{text}");
+    }
+}

@@ -19,9 +19,12 @@ pub fn run(config: &Config, format: Format) -> anyhow::Result<ExitCode> {
         }
         Format::Text => effective_text(config),
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing the configuration to stdout")?;
-    Ok(ExitCode::SUCCESS)
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        // The reader went away (`config | head`): nothing left to do.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        other => {
+            other.context("writing the configuration to stdout")?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

@@ -77,6 +77,8 @@ pub enum WarningKind {
     },
     /// An oslo option upstream acts on and this agent does not.
     Ignored { section: String, option: String },
+    /// An `OVN_BGP_AGENT_*` variable not of the form `<SECTION>__<OPTION>`.
+    MalformedEnv,
 }
 
 impl fmt::Display for Warning {
@@ -100,6 +102,11 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "{}: [{section}] {option} is deprecated, use [{use_section}] {use_option}",
+                self.origin
+            ),
+            WarningKind::MalformedEnv => write!(
+                f,
+                "{}: not of the form OVN_BGP_AGENT_<SECTION>__<OPTION>, ignored",
                 self.origin
             ),
             WarningKind::Ignored { section, option } => write!(

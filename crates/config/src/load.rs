@@ -406,7 +406,12 @@ fn env_layer(
             }
         };
         let Some((section, option)) = rest.split_once("__") else {
-            unknown(warnings, "?", rest);
+            if report {
+                warnings.push(Warning {
+                    origin: name.clone(),
+                    kind: WarningKind::MalformedEnv,
+                });
+            }
             continue;
         };
         let section = if section.eq_ignore_ascii_case("DEFAULT") {

@@ -344,15 +344,22 @@ fn a_bad_environment_value_names_the_variable_it_came_from() {
 
 #[test]
 fn an_unknown_environment_option_is_a_warning() {
-    let env = [(
-        "OVN_BGP_AGENT_DEFAULT__NO_SUCH".to_string(),
-        "1".to_string(),
-    )];
+    let env = [
+        (
+            "OVN_BGP_AGENT_DEFAULT__NO_SUCH".to_string(),
+            "1".to_string(),
+        ),
+        (
+            "OVN_BGP_AGENT_DRIVER".to_string(),
+            "nb_ovn_bgp_driver".to_string(),
+        ),
+    ];
     let loaded = Loader::new().env(env).load().unwrap();
-    assert_eq!(loaded.warnings.len(), 1);
-    assert!(loaded.warnings[0]
-        .to_string()
-        .contains("OVN_BGP_AGENT_DEFAULT__NO_SUCH"));
+    let text: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(text[0].contains("OVN_BGP_AGENT_DEFAULT__NO_SUCH: unknown option [DEFAULT] NO_SUCH"));
+    assert!(text[1].contains("OVN_BGP_AGENT_DRIVER: not of the form"));
+    assert_eq!(loaded.config.default.driver, Driver::OvnBgpDriver);
 }
 
 #[test]

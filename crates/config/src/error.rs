@@ -62,6 +62,7 @@ pub struct Warning {
     pub kind: WarningKind,
 }
 
+/// What a [`Warning`] is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum WarningKind {
     /// A section neither the agent nor an oslo library it uses knows.

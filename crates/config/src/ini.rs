@@ -18,8 +18,11 @@ use crate::options::normalize_section;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {why}: {text:?}")]
 pub struct IniError {
+    /// 1-based line number.
     pub line: usize,
+    /// What is wrong with the line.
     pub why: &'static str,
+    /// The line, without trailing whitespace.
     pub text: String,
 }
 
@@ -36,6 +39,8 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ini {
     pub sections: BTreeMap<String, BTreeMap<String, Entry>>,
+    /// The line of each section's first header.
+    pub section_lines: BTreeMap<String, usize>,
 }
 
 impl Ini {
@@ -95,6 +100,7 @@ pub fn parse(text: &str) -> Result<Ini, IniError> {
             }
             let name = normalize_section(&line[1..line.len() - 1]);
             ini.sections.entry(name.clone()).or_default();
+            ini.section_lines.entry(name.clone()).or_insert(lineno);
             section = Some(name);
         } else if line.starts_with(['#', ';']) {
             // A comment.

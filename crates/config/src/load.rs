@@ -81,6 +81,7 @@ pub fn default_sources(home: Option<&Path>, etc: &Path, files: bool, dirs: bool)
 /// The result of a successful load.
 #[derive(Clone, Debug)]
 pub struct Loaded {
+    /// The effective configuration: upstream's defaults, overridden by every source.
     pub config: Config,
     /// Deduplicated, in the order found. The caller logs them.
     pub warnings: Vec<Warning>,
@@ -98,6 +99,7 @@ pub struct Loader {
 }
 
 impl Loader {
+    /// A loader with no source: loading it gives upstream's defaults.
     pub fn new() -> Self {
         Self::default()
     }
@@ -324,13 +326,9 @@ fn read_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Layer, ConfigEr
         let agent_section = AGENT_SECTIONS.contains(&section.as_str());
         let oslo_options = options::oslo_section_options(section);
         if !agent_section && oslo_options.is_none() {
-            let line = opts.values().map(|e| e.line).min().unwrap_or(0);
+            let line = parsed.section_lines.get(section).copied().unwrap_or(0);
             warnings.push(Warning {
-                origin: if line > 0 {
-                    at(line)
-                } else {
-                    path.display().to_string()
-                },
+                origin: at(line),
                 kind: WarningKind::UnknownSection {
                     section: section.clone(),
                 },

@@ -77,6 +77,7 @@ pub struct OptSpec {
     pub section: &'static str,
     /// The option name exactly as upstream spells it (`bgp_AS`).
     pub name: &'static str,
+    /// How its text is converted and checked.
     pub kind: Kind,
     /// Older `(section, name)` pairs oslo still reads for this option.
     pub deprecated: &'static [(&'static str, &'static str)],

@@ -390,7 +390,11 @@ fn unknown_sections_and_options_are_warnings_naming_them() {
     assert!(text
         .iter()
         .any(|w| w.contains("unknown option [ovn] ovn_sb_conection")));
-    assert!(text.iter().any(|w| w.contains("unknown section [bogus]")));
+    assert!(
+        text.iter()
+            .any(|w| w.contains("a.conf:5: unknown section [bogus]")),
+        "{text:?}"
+    );
     // Options are case-sensitive, as in oslo: bgp_as is not bgp_AS.
     assert_eq!(loaded.config.default.bgp_as, "64999");
 }

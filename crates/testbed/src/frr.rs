@@ -86,19 +86,25 @@ impl FrrRouter {
         Ok(router)
     }
 
+    /// zebra first, then bgpd once zebra serves: a bgpd that finds no zserv
+    /// socket retries only after ~10 s and until then announces nothing.
     fn start_daemons(&mut self) -> Result<()> {
-        for daemon in ["zebra", "bgpd"] {
-            let child = self.spawn_daemon(daemon)?;
-            self.daemons.push((daemon, child));
-        }
         let deadline = Instant::now() + DAEMON_TIMEOUT;
         for daemon in ["zebra", "bgpd"] {
+            // sockets of a previous run (restart) would look ready
+            let socket = self.dir.join(format!("{daemon}.vty"));
+            let _ = fs::remove_file(&socket);
+            if daemon == "zebra" {
+                let _ = fs::remove_file(self.dir.join("zserv.api"));
+            }
+            let child = self.spawn_daemon(daemon)?;
+            self.daemons.push((daemon, child));
+            // zebra opens its zserv socket before its vty socket, so a vty
+            // that accepts means bgpd can connect. A connect instead of a
+            // vtysh call: vtysh costs ~1.5 s under TCG (it loads YANG models).
             loop {
                 self.check_alive()?;
-                let ok = self
-                    .vtysh_command(&["-d", daemon, "-c", "show version"])
-                    .is_ok_and(|o| o.status.success());
-                if ok {
+                if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
                     break;
                 }
                 if Instant::now() >= deadline {
@@ -174,7 +180,8 @@ impl FrrRouter {
         self.start_daemons()
     }
 
-    /// SIGTERM to every daemon, SIGKILL after [`DAEMON_TIMEOUT`], all reaped.
+    /// SIGTERM to every daemon (bgpd then sends its peers a NOTIFICATION, as
+    /// on a real restart), SIGKILL after [`DAEMON_TIMEOUT`], all reaped.
     fn stop(&mut self) {
         for (_, child) in &self.daemons {
             let _ = Command::new("kill")
@@ -187,6 +194,15 @@ impl FrrRouter {
             while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(POLL);
             }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGKILL to every daemon, reaped: teardown needs no graceful exit (the
+    /// namespace goes next), and under TCG a graceful one costs seconds.
+    fn kill(&mut self) {
+        for (_, mut child) in self.daemons.drain(..) {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -238,9 +254,15 @@ impl FrrRouter {
         self.show_json("show bgp ipv6 unicast json")
     }
 
-    /// Any `show ... json` command, parsed.
+    /// Any `show ... json` command, parsed. `show bgp ...` commands go to
+    /// bgpd only (`vtysh -d bgpd`): one connection instead of one per daemon.
     pub fn show_json(&self, cmd: &str) -> Result<Value> {
-        let text = self.vtysh(cmd)?;
+        let text = if cmd.starts_with("show bgp") || cmd.starts_with("show ip bgp") {
+            let out = self.vtysh_command(&["-d", "bgpd", "-c", cmd])?;
+            checked(out, &format!("vtysh -d bgpd -c {cmd:?} on {}", self.netns))?
+        } else {
+            self.vtysh(cmd)?
+        };
         serde_json::from_str(&text).with_context(|| format!("{cmd}: not JSON: {text}"))
     }
 
@@ -288,11 +310,16 @@ impl FrrRouter {
         present: bool,
         timeout: Duration,
     ) -> Result<Duration> {
+        let cmd = if prefix.contains(':') {
+            "show bgp ipv6 unicast json"
+        } else {
+            "show bgp ipv4 unicast json"
+        };
         let started = Instant::now();
         let mut last = BTreeSet::new();
         while started.elapsed() < timeout {
             self.check_alive()?;
-            last = self.bgp_prefixes()?;
+            last = route_keys(&self.show_json(cmd)?);
             if last.contains(prefix) == present {
                 return Ok(started.elapsed());
             }
@@ -325,7 +352,7 @@ impl FrrRouter {
 
 impl Drop for FrrRouter {
     fn drop(&mut self) {
-        self.stop();
+        self.kill();
     }
 }
 
@@ -363,8 +390,8 @@ impl Default for FrrPairOptions {
 }
 
 /// Two routers in two fresh namespaces joined by a veth pair: "node"
-/// (10.255.0.1/30, where the agent runs) and "peer" (10.255.0.2/30, the
-/// fabric), with an eBGP session (timers 1/3, connect 1) carrying IPv4 and
+/// (10.255.0.1/30 and fd00:255::1/64, where the agent runs) and "peer"
+/// (10.255.0.2/30 and fd00:255::2/64, the fabric), with an eBGP session (timers 1/3, connect 1) carrying IPv4 and
 /// IPv6 unicast. Dropping it stops the daemons and deletes the namespaces.
 pub struct FrrPair {
     // fields drop in order: daemons before the namespaces they run in
@@ -376,6 +403,7 @@ pub struct FrrPair {
     pub node_if: String,
     /// The veth end in the peer namespace.
     pub peer_if: String,
+    extra_ns: Vec<Netns>,
     node_ns: Netns,
     peer_ns: Netns,
 }
@@ -384,6 +412,10 @@ pub struct FrrPair {
 pub const NODE_ADDR: &str = "10.255.0.1";
 /// The peer's address on the veth, the node's BGP neighbor.
 pub const PEER_ADDR: &str = "10.255.0.2";
+/// The node's IPv6 address on the veth (the next hop of its IPv6 routes).
+pub const NODE_ADDR6: &str = "fd00:255::1";
+/// The peer's IPv6 address on the veth.
+pub const PEER_ADDR6: &str = "fd00:255::2";
 
 impl FrrPair {
     /// A configured pair with the given ASes, waiting for Established.
@@ -416,9 +448,24 @@ impl FrrPair {
         ])?;
         ip(&["link", "set", &node_if, "netns", n])?;
         ip(&["link", "set", &peer_if, "netns", p])?;
-        for (ns, dev, addr) in [(n, &node_if, NODE_ADDR), (p, &peer_if, PEER_ADDR)] {
+        for (ns, dev, addr, addr6) in [
+            (n, &node_if, NODE_ADDR, NODE_ADDR6),
+            (p, &peer_if, PEER_ADDR, PEER_ADDR6),
+        ] {
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
             ip(&["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev])?;
+            // IPv6 routes over the IPv4 session need a global next hop: with
+            // only a link-local one the peer rejects the UPDATE and resets
+            ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr6}/64"),
+                "dev",
+                dev,
+                "nodad",
+            ])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
         }
         if opts.bgp_nic {
@@ -442,6 +489,7 @@ impl FrrPair {
             peer,
             node_if,
             peer_if,
+            extra_ns: Vec::new(),
             node_ns,
             peer_ns,
         };
@@ -461,6 +509,15 @@ impl FrrPair {
     /// The peer's namespace name.
     pub fn peer_netns(&self) -> &str {
         &self.peer_ns.0
+    }
+
+    /// Creates network namespace `name`, deleted when the pair is dropped
+    /// (after the daemons). With [`FrrPairOptions::vrf_netns`] it is the node
+    /// FRR's `vrf NAME`. Namespace names are global: derive `name` from
+    /// something unique to the test, e.g. [`FrrPair::node_netns`].
+    pub fn add_netns(&mut self, name: &str) -> Result<()> {
+        self.extra_ns.push(Netns::add(name)?);
+        Ok(())
     }
 
     /// Runs `ip ARGS` in the node namespace (`ip -n NODE ARGS`).

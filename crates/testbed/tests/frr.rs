@@ -9,14 +9,23 @@ use obgp_testbed::frr::{FrrPair, FrrPairOptions, NODE_ADDR, PEER_ADDR};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A fresh state directory, removed afterwards unless `OBGP_TESTBED_KEEP=1`
+/// (then its path is printed: the daemons' logs and configs are in it).
 fn state_dir() -> Result<tempfile::TempDir> {
-    Ok(tempfile::Builder::new().prefix("obgp-frr-").tempdir()?)
+    let mut dir = tempfile::Builder::new().prefix("obgp-frr-").tempdir()?;
+    if std::env::var_os("OBGP_TESTBED_KEEP").is_some_and(|v| v == "1") {
+        dir.disable_cleanup(true);
+        eprintln!("keeping {}", dir.path().display());
+    }
+    Ok(dir)
 }
 
 #[test]
 fn pair_session_is_established_both_ways() -> Result<()> {
     let dir = state_dir()?;
+    let started = std::time::Instant::now();
     let pair = FrrPair::start(dir.path(), 64999, 65000)?;
+    eprintln!("pair up and Established in {:?}", started.elapsed());
     assert_eq!(
         pair.peer.neighbor_state(NODE_ADDR)?.as_deref(),
         Some("Established")
@@ -100,5 +109,43 @@ fn restarted_node_router_forgets_its_config_and_withdraws() -> Result<()> {
     pair.wait_peer_lacks("198.51.100.5/32", WAIT)?;
     let running = pair.node.vtysh("show running-config")?;
     assert!(!running.contains("router bgp"), "{running}");
+    Ok(())
+}
+
+/// FRR's netns VRF backend as the stand-in for a kernel VRF: an address in
+/// namespace NAME is in FRR `vrf NAME`, leaked into the default BGP instance
+/// with `import vrf` and announced to the peer.
+#[test]
+fn netns_vrf_backend_leaks_a_vrf_prefix_to_the_peer() -> Result<()> {
+    let dir = state_dir()?;
+    let mut pair = FrrPair::start_with(
+        dir.path(),
+        &FrrPairOptions {
+            vrf_netns: true,
+            ..FrrPairOptions::default()
+        },
+    )?;
+    let vrf = format!("{}-vrf", pair.node_netns());
+    pair.add_netns(&vrf)?;
+    let in_vrf = |args: &[&str]| -> Result<()> {
+        let status = std::process::Command::new("ip")
+            .args(["-n", &vrf])
+            .args(args)
+            .status()?;
+        anyhow::ensure!(status.success(), "ip -n {vrf} {args:?} failed");
+        Ok(())
+    };
+    in_vrf(&["link", "add", "vrf-nic", "type", "ifb"])?;
+    in_vrf(&["link", "set", "vrf-nic", "up"])?;
+    in_vrf(&["addr", "add", "203.0.113.7/32", "dev", "vrf-nic"])?;
+    pair.node.vtysh(&format!(
+        "configure terminal\nrouter bgp 64999 vrf {vrf}\n bgp router-id 10.255.0.1\n \
+         address-family ipv4 unicast\n  redistribute connected\n exit-address-family\nexit\n\
+         router bgp 64999\n address-family ipv4 unicast\n  import vrf {vrf}\n exit-address-family\n"
+    ))?;
+    let took = pair.wait_peer_has("203.0.113.7/32", WAIT)?;
+    eprintln!("VRF prefix leaked and announced in {took:?}");
+    in_vrf(&["addr", "del", "203.0.113.7/32", "dev", "vrf-nic"])?;
+    pair.wait_peer_lacks("203.0.113.7/32", WAIT)?;
     Ok(())
 }

@@ -7,11 +7,15 @@
 
 pub mod actual;
 pub mod compare;
+pub mod io;
+pub mod kernel;
 pub mod model;
 pub mod op;
 pub mod plan;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
+pub use io::{apply_plan, ApplyReport, NodeIo};
+pub use kernel::{KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;
 pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};

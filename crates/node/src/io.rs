@@ -1,0 +1,150 @@
+//! The single writer: runs a [`Plan`] against a node ([`NodeIo`]: the real
+//! kernel or the model), one op at a time, logging and counting each outcome.
+//! An announcement whose wiring failed is not made (O1); any other failure
+//! leaves the rest of the plan running, and the next reconcile retries.
+
+use obgp_netmodel::IpNet;
+
+use crate::kernel::{IoError, KernelNode};
+use crate::model::ModelNode;
+use crate::op::Op;
+use crate::plan::{Group, Plan};
+
+/// A node the applier can write to.
+#[allow(async_fn_in_trait)]
+pub trait NodeIo {
+    async fn apply_op(&mut self, op: &Op) -> Result<(), String>;
+}
+
+impl NodeIo for ModelNode {
+    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
+        let r = self.apply(op);
+        self.log.push((op.clone(), r));
+        r.map_err(|e| e.to_string())
+    }
+}
+
+impl NodeIo for KernelNode {
+    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
+        self.apply(op).await.map_err(|e: IoError| e.to_string())
+    }
+}
+
+/// What applying a plan did.
+#[derive(Debug, Default)]
+pub struct ApplyReport {
+    pub applied: usize,
+    /// Ops that failed, with the error.
+    pub failed: Vec<(Op, String)>,
+    /// Announcements not made because their wiring failed (O1).
+    pub held_back: Vec<Op>,
+}
+
+impl ApplyReport {
+    pub fn ok(&self) -> bool {
+        self.failed.is_empty() && self.held_back.is_empty()
+    }
+}
+
+fn overlaps(a: Option<IpNet>, b: Option<IpNet>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.contains(&b) || b.contains(&a),
+        _ => false,
+    }
+}
+
+/// Applies `plan` in order through `node`.
+pub async fn apply_plan(node: &mut impl NodeIo, plan: &Plan) -> ApplyReport {
+    let mut report = ApplyReport::default();
+    let mut failed_wiring: Vec<Option<IpNet>> = Vec::new();
+    for step in &plan.steps {
+        if step.group == Group::Announce
+            && failed_wiring
+                .iter()
+                .any(|w| overlaps(*w, step.op.subject()))
+        {
+            tracing::warn!(op = %step.op, "not announced: its wiring failed (O1)");
+            report.held_back.push(step.op.clone());
+            continue;
+        }
+        match node.apply_op(&step.op).await {
+            Ok(()) => {
+                tracing::info!(op = %step.op, "applied");
+                report.applied += 1;
+            }
+            Err(e) => {
+                tracing::warn!(op = %step.op, error = %e, "failed");
+                if matches!(step.group, Group::Wire | Group::Base) {
+                    failed_wiring.push(step.op.subject());
+                }
+                report.failed.push((step.op.clone(), e));
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use obgp_netmodel::{Address, Class, DevName};
+
+    use super::*;
+    use crate::actual::Actual;
+    use crate::plan::Step;
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn address_is_not_announced_when_its_wiring_failed() {
+        let net: IpNet = "172.24.4.10/32".parse().unwrap();
+        let step = |group, op| Step {
+            group,
+            class: Some(Class::Vm),
+            op,
+        };
+        // The rule's table device is missing in the model: the route fails.
+        let plan = Plan {
+            steps: vec![
+                step(
+                    Group::Wire,
+                    Op::ReplaceNeighbour(obgp_netmodel::Neighbour {
+                        dev: dev("br-ex"),
+                        dst: net.addr(),
+                        lladdr: "fa:16:3e:11:11:11".parse().unwrap(),
+                    }),
+                ),
+                step(
+                    Group::Announce,
+                    Op::AddAddress(Address {
+                        dev: dev("bgp-nic"),
+                        net,
+                    }),
+                ),
+                step(
+                    Group::Announce,
+                    Op::AddAddress(Address {
+                        dev: dev("bgp-nic"),
+                        net: "172.24.4.11/32".parse().unwrap(),
+                    }),
+                ),
+            ],
+            ..Plan::default()
+        };
+        let mut node = ModelNode::new(Actual::default());
+        let report = block_on(apply_plan(&mut node, &plan));
+        assert_eq!(report.failed.len(), 2, "{report:?}");
+        assert_eq!(report.held_back.len(), 1);
+        assert_eq!(report.held_back[0], plan.steps[1].op);
+        // The unrelated announcement was still tried (and failed: no bgp-nic).
+        assert_eq!(report.failed[1].0, plan.steps[2].op);
+    }
+}

@@ -1,0 +1,1147 @@
+//! The real node: rtnetlink opened inside a network namespace, `/proc/sys`
+//! written from that namespace, rt_tables appended, `ovs-ofctl` and `vtysh`
+//! run with arguments built from parsed values (never a shell).
+//!
+//! [`KernelNode::observe`] reads what the planner needs; [`KernelNode::apply`]
+//! turns one [`Op`] into one request. Both go through [`crate::io::NodeIo`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use futures_util::StreamExt;
+use obgp_netmodel::{
+    Address, DesiredNode, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
+};
+use rtnetlink::packet_core::{
+    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_DUMP_INTR,
+    NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST,
+};
+use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
+use rtnetlink::packet_route::link::{
+    InfoData, InfoKind, InfoVeth, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo,
+    LinkLayerType, LinkMessage,
+};
+use rtnetlink::packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
+};
+use rtnetlink::packet_route::route::{
+    RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType as NlRouteType,
+};
+use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
+
+use crate::actual::{
+    Actual, ActualLink, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables,
+};
+use crate::op::Op;
+
+/// Where and how the node is reached.
+#[derive(Clone, Debug)]
+pub struct KernelConfig {
+    /// A network namespace file (`/run/netns/NAME`); `None` is the agent's own.
+    pub netns: Option<PathBuf>,
+    /// `/etc/iproute2/rt_tables`.
+    pub rt_tables: PathBuf,
+    /// The rtnetlink kind created for [`LinkKind::Dummy`]: `dummy`, or a
+    /// stand-in (`ifb`) on kernels without it.
+    pub dummy_kind: String,
+    pub ovs_ofctl: PathBuf,
+    pub vtysh: PathBuf,
+    /// `vtysh --vty_socket DIR`.
+    pub vty_socket: Option<PathBuf>,
+    /// Where `vtysh -f` files are written.
+    pub frr_config_dir: PathBuf,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            netns: None,
+            rt_tables: "/etc/iproute2/rt_tables".into(),
+            dummy_kind: "dummy".into(),
+            ovs_ofctl: "ovs-ofctl".into(),
+            vtysh: "vtysh".into(),
+            vty_socket: Some("/run/frr".into()),
+            frr_config_dir: std::env::temp_dir(),
+        }
+    }
+}
+
+/// A failed read or write on the node, with what it was.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no device {0}")]
+    NoDevice(String),
+    #[error("{cmd} failed: {detail}")]
+    Command { cmd: String, detail: String },
+    #[error("not supported here: {0}")]
+    Unsupported(String),
+    #[error("invalid value {0:?}")]
+    Invalid(String),
+}
+
+impl IoError {
+    fn io(what: impl Into<String>, source: io::Error) -> IoError {
+        IoError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// The errno behind a failed request, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IoError::Io { source, .. } => source.raw_os_error(),
+            IoError::NoDevice(_) => Some(libc::ENODEV),
+            _ => None,
+        }
+    }
+}
+
+/// What the observer reads beyond links, addresses, rules and neighbours.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    /// The VRF table (`bgp_vrf_table_id`).
+    pub vrf_table: u32,
+    /// Bridges whose rt_tables entry names a table to read.
+    pub bridge_tables: BTreeSet<DevName>,
+    /// More tables to read by number.
+    pub tables: BTreeSet<u32>,
+    pub sysctl_keys: BTreeSet<String>,
+    /// OVS bridges to read ports and cookie-999/998 flows of.
+    pub ovs_bridges: BTreeSet<DevName>,
+    /// Lines FRR's running configuration must hold for our config to count as applied.
+    pub frr_lines: Vec<String>,
+}
+
+impl Scope {
+    /// What the planner needs to see for this desired state.
+    pub fn for_desired(d: &DesiredNode) -> Scope {
+        Scope {
+            vrf_table: d.vrf_table,
+            bridge_tables: d.bridge_tables.clone(),
+            tables: BTreeSet::new(),
+            sysctl_keys: d.sysctls.iter().map(|s| s.key.clone()).collect(),
+            ovs_bridges: d
+                .bridge_tables
+                .iter()
+                .cloned()
+                .chain(d.flows.iter().map(|f| f.bridge.clone()))
+                .collect(),
+            frr_lines: d
+                .frr_config
+                .iter()
+                .flat_map(|c| c.lines())
+                .map(str::trim)
+                .filter(|l| l.starts_with("router bgp") || l.starts_with("import vrf"))
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
+/// Runs `f` on a thread that has entered the network namespace `netns`.
+/// The namespace of the calling thread is never changed.
+pub fn in_netns<T: Send>(
+    netns: Option<&Path>,
+    f: impl FnOnce() -> io::Result<T> + Send,
+) -> io::Result<T> {
+    let Some(path) = netns else {
+        return f();
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let ns = File::open(path)?;
+            // SAFETY: setns on a valid namespace fd, affecting only this
+            // short-lived thread.
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
+    })
+}
+
+/// `/proc/sys/...` path of a dotted sysctl key (a `/` inside a component is a
+/// `.` of a device name, as `sysctl` writes it).
+pub fn sysctl_path(key: &str) -> Result<PathBuf, IoError> {
+    let ok = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+        && !key
+            .split('.')
+            .any(|c| c.is_empty() || c == ".." || c.replace('/', ".") == "..");
+    if !ok {
+        return Err(IoError::Invalid(key.to_string()));
+    }
+    let mut p = PathBuf::from("/proc/sys");
+    for c in key.split('.') {
+        p.push(c.replace('/', "."));
+    }
+    Ok(p)
+}
+
+/// The rtnetlink node.
+pub struct KernelNode {
+    pub config: KernelConfig,
+    handle: rtnetlink::Handle,
+    conn: tokio::task::JoinHandle<()>,
+    /// ifindex by name, refreshed by `observe` and by link changes.
+    index: BTreeMap<DevName, u32>,
+}
+
+impl Drop for KernelNode {
+    fn drop(&mut self) {
+        self.conn.abort();
+    }
+}
+
+fn family(v6: bool) -> AddressFamily {
+    if v6 {
+        AddressFamily::Inet6
+    } else {
+        AddressFamily::Inet
+    }
+}
+
+fn nl_route_type(t: RouteType) -> NlRouteType {
+    match t {
+        RouteType::Unicast => NlRouteType::Unicast,
+        RouteType::Unreachable => NlRouteType::Unreachable,
+        RouteType::Blackhole => NlRouteType::BlackHole,
+        RouteType::Local => NlRouteType::Local,
+    }
+}
+
+fn route_type_of(t: NlRouteType) -> Option<RouteType> {
+    Some(match t {
+        NlRouteType::Unicast => RouteType::Unicast,
+        NlRouteType::Unreachable => RouteType::Unreachable,
+        NlRouteType::BlackHole => RouteType::Blackhole,
+        NlRouteType::Local => RouteType::Local,
+        _ => return None,
+    })
+}
+
+/// The header byte for a table: the number itself up to 255, else
+/// RT_TABLE_UNSPEC with the real number in the attribute.
+fn header_table(t: u32) -> u8 {
+    u8::try_from(t).unwrap_or(0)
+}
+
+impl KernelNode {
+    /// Opens an rtnetlink socket inside `config.netns` (from a thread that
+    /// entered it) and drives it on the current tokio runtime.
+    pub async fn connect(config: KernelConfig) -> Result<KernelNode, IoError> {
+        let rt = tokio::runtime::Handle::current();
+        let (conn, handle, _) = in_netns(config.netns.as_deref(), move || {
+            let _guard = rt.enter();
+            rtnetlink::new_connection()
+        })
+        .map_err(|e| IoError::io("opening rtnetlink", e))?;
+        let conn = tokio::spawn(conn);
+        Ok(KernelNode {
+            config,
+            handle,
+            conn,
+            index: BTreeMap::new(),
+        })
+    }
+
+    async fn dump(
+        &mut self,
+        msg: RouteNetlinkMessage,
+    ) -> Result<Vec<RouteNetlinkMessage>, IoError> {
+        // A dump the kernel marks interrupted (the table changed under it) is retried.
+        for _ in 0..5 {
+            let mut req = NetlinkMessage::from(msg.clone());
+            req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+            let mut resp = self
+                .handle
+                .request(req)
+                .map_err(|e| IoError::io("netlink dump", io::Error::other(e.to_string())))?;
+            let mut out = Vec::new();
+            let mut interrupted = false;
+            while let Some(m) = resp.next().await {
+                interrupted |= m.header.flags & NLM_F_DUMP_INTR != 0;
+                match m.payload {
+                    NetlinkPayload::InnerMessage(i) => out.push(i),
+                    NetlinkPayload::Error(e) if e.code.is_some() => {
+                        return Err(IoError::io("netlink dump", e.to_io()))
+                    }
+                    _ => {}
+                }
+            }
+            if !interrupted {
+                return Ok(out);
+            }
+        }
+        Err(IoError::io(
+            "netlink dump",
+            io::Error::other("interrupted five times in a row"),
+        ))
+    }
+
+    async fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+        let mut req = NetlinkMessage::from(msg);
+        req.header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+        let mut resp = self
+            .handle
+            .request(req)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        while let Some(m) = resp.next().await {
+            if let NetlinkPayload::Error(e) = m.payload {
+                if e.code.is_some() {
+                    return Err(e.to_io());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ifindex(&self, dev: &DevName) -> Result<u32, IoError> {
+        self.index
+            .get(dev)
+            .copied()
+            .ok_or_else(|| IoError::NoDevice(dev.to_string()))
+    }
+
+    async fn refresh_links(&mut self) -> Result<BTreeMap<DevName, ActualLink>, IoError> {
+        let msgs = self
+            .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
+            .await?;
+        let mut by_index: BTreeMap<u32, (DevName, ActualLink, Option<u32>, Option<u32>)> =
+            BTreeMap::new();
+        for m in msgs {
+            let RouteNetlinkMessage::NewLink(l) = m else {
+                continue;
+            };
+            let mut name = None;
+            let mut link = ActualLink {
+                index: l.header.index,
+                kind: match l.header.link_layer_type {
+                    LinkLayerType::Loopback => "loopback".into(),
+                    _ => "ether".into(),
+                },
+                mac: None,
+                up: l.header.flags.contains(LinkFlags::Up),
+                master: None,
+                parent: None,
+                vlan_id: None,
+                vrf_table: None,
+            };
+            let (mut master, mut parent) = (None, None);
+            for a in &l.attributes {
+                match a {
+                    LinkAttribute::IfName(n) => name = DevName::new(n).ok(),
+                    LinkAttribute::Address(b) if b.len() == 6 => {
+                        let mut m = [0u8; 6];
+                        m.copy_from_slice(b);
+                        link.mac = Some(MacAddr(m));
+                    }
+                    LinkAttribute::Controller(i) => master = Some(*i),
+                    LinkAttribute::Link(i) => parent = Some(*i),
+                    LinkAttribute::LinkInfo(infos) => {
+                        for info in infos {
+                            match info {
+                                LinkInfo::Kind(k) => link.kind = k.to_string(),
+                                LinkInfo::Data(InfoData::Vlan(v)) => {
+                                    for x in v {
+                                        if let InfoVlan::Id(id) = x {
+                                            link.vlan_id = Some(*id);
+                                        }
+                                    }
+                                }
+                                LinkInfo::Data(InfoData::Vrf(v)) => {
+                                    for x in v {
+                                        if let InfoVrf::TableId(t) = x {
+                                            link.vrf_table = Some(*t);
+                                        }
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(name) = name {
+                by_index.insert(l.header.index, (name, link, master, parent));
+            }
+        }
+        let names: BTreeMap<u32, DevName> = by_index
+            .iter()
+            .map(|(i, (n, ..))| (*i, n.clone()))
+            .collect();
+        let mut out = BTreeMap::new();
+        for (_, (name, mut link, master, parent)) in by_index {
+            link.master = master.and_then(|i| names.get(&i).cloned());
+            // IFLA_LINK of a VLAN names its lower device; other kinds (veth
+            // peers in other namespaces) may point nowhere known.
+            if link.kind == "vlan" {
+                link.parent = parent.and_then(|i| names.get(&i).cloned());
+            }
+            out.insert(name, link);
+        }
+        self.index = out.iter().map(|(n, l)| (n.clone(), l.index)).collect();
+        Ok(out)
+    }
+
+    /// Reads the node. Routes only of the VRF table, the scope's bridges'
+    /// tables (through rt_tables) and `scope.tables`; neighbours only the
+    /// permanent and proxy ones; OVS only cookie-999/998 flows of the scope's
+    /// bridges (when `ovs-ofctl` is there).
+    pub async fn observe(&mut self, scope: &Scope) -> Result<Actual, IoError> {
+        let mut a = Actual {
+            links: self.refresh_links().await?,
+            ..Actual::default()
+        };
+        let name_of: BTreeMap<u32, DevName> =
+            self.index.iter().map(|(n, i)| (*i, n.clone())).collect();
+        a.rt_tables = RtTables {
+            text: match std::fs::read_to_string(&self.config.rt_tables) {
+                Ok(t) => t,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(IoError::io(self.config.rt_tables.display().to_string(), e)),
+            },
+        };
+        let mut tables = scope.tables.clone();
+        tables.insert(scope.vrf_table);
+        tables.extend(
+            scope
+                .bridge_tables
+                .iter()
+                .filter_map(|b| a.rt_tables.lookup(b.as_str())),
+        );
+
+        for msg in self
+            .dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))
+            .await?
+        {
+            let RouteNetlinkMessage::NewAddress(m) = msg else {
+                continue;
+            };
+            let Some(dev) = name_of.get(&m.header.index) else {
+                continue;
+            };
+            let mut local = None;
+            let mut address = None;
+            for at in &m.attributes {
+                match at {
+                    AddressAttribute::Local(ip) => local = Some(*ip),
+                    AddressAttribute::Address(ip) => address = Some(*ip),
+                    _ => {}
+                }
+            }
+            if let Some(ip) = local.or(address) {
+                if let Ok(net) = IpNet::new(ip, m.header.prefix_len) {
+                    a.addresses.insert(Address {
+                        dev: dev.clone(),
+                        net,
+                    });
+                }
+            }
+        }
+
+        for v6 in [false, true] {
+            let mut req = RuleMessage::default();
+            req.header.family = family(v6);
+            for msg in self.dump(RouteNetlinkMessage::GetRule(req)).await? {
+                let RouteNetlinkMessage::NewRule(r) = msg else {
+                    continue;
+                };
+                if let Some(rule) = parse_rule(&r, v6) {
+                    a.rules.insert(rule);
+                }
+            }
+            let mut req = RouteMessage::default();
+            req.header.address_family = family(v6);
+            for msg in self.dump(RouteNetlinkMessage::GetRoute(req)).await? {
+                let RouteNetlinkMessage::NewRoute(r) = msg else {
+                    continue;
+                };
+                if let Some(route) = parse_route(&r, v6, &name_of) {
+                    if tables.contains(&route.table) {
+                        a.routes.insert(route);
+                    }
+                }
+            }
+            for proxy in [false, true] {
+                let mut req = NeighbourMessage::default();
+                req.header.family = family(v6);
+                if proxy {
+                    req.header.flags = NeighbourFlags::Proxy;
+                }
+                for msg in self.dump(RouteNetlinkMessage::GetNeighbour(req)).await? {
+                    let RouteNetlinkMessage::NewNeighbour(n) = msg else {
+                        continue;
+                    };
+                    parse_neighbour(&n, proxy, &name_of, &mut a);
+                }
+            }
+        }
+
+        let netns = self.config.netns.clone();
+        let keys = scope.sysctl_keys.clone();
+        a.sysctls = in_netns(netns.as_deref(), move || {
+            let mut out = BTreeMap::new();
+            for k in keys {
+                let Ok(path) = sysctl_path(&k) else { continue };
+                if let Ok(v) = std::fs::read_to_string(path) {
+                    out.insert(k, v.trim().to_string());
+                }
+            }
+            Ok(out)
+        })
+        .map_err(|e| IoError::io("reading sysctls", e))?;
+
+        for br in &scope.ovs_bridges {
+            if let Some(b) = self.ovs_bridge(br)? {
+                a.bridges.insert(br.clone(), b);
+            }
+        }
+        a.frr = self.frr_state(&scope.frr_lines);
+        Ok(a)
+    }
+
+    /// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
+    /// is not in OVS (or OVS is not reachable: then nothing is planned on it).
+    fn ovs_bridge(&self, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
+        let run = |args: &[&str]| Command::new(&self.config.ovs_ofctl).args(args).output();
+        let Ok(show) = run(&["show", br.as_str()]) else {
+            return Ok(None);
+        };
+        if !show.status.success() {
+            return Ok(None);
+        }
+        let mut bridge = OvsBridge {
+            ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
+            flows: BTreeSet::new(),
+        };
+        for cookie in [
+            obgp_netmodel::cookie::MAC_TWEAK,
+            obgp_netmodel::cookie::EVPN,
+        ] {
+            let filter = format!("cookie={cookie:#x}/-1");
+            let out = run(&[
+                "--no-names",
+                "--no-stats",
+                "dump-flows",
+                br.as_str(),
+                &filter,
+            ])
+            .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
+            if !out.status.success() {
+                return Err(IoError::Command {
+                    cmd: format!("ovs-ofctl dump-flows {br}"),
+                    detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            bridge
+                .flows
+                .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
+        }
+        Ok(Some(bridge))
+    }
+
+    fn vtysh(&self) -> Command {
+        let mut c = Command::new(&self.config.vtysh);
+        if let Some(dir) = &self.config.vty_socket {
+            c.arg("--vty_socket").arg(dir);
+        }
+        c
+    }
+
+    /// Whether FRR's running configuration holds every line of `lines`.
+    fn frr_state(&self, lines: &[String]) -> FrrState {
+        if lines.is_empty() {
+            return FrrState::default();
+        }
+        let out = self.vtysh().args(["-c", "show running-config"]).output();
+        let has = match out {
+            Ok(o) if o.status.success() => {
+                let text = String::from_utf8_lossy(&o.stdout);
+                let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
+                lines.iter().all(|l| running.contains(l.as_str()))
+            }
+            _ => false,
+        };
+        FrrState {
+            has_our_config: has,
+            ..FrrState::default()
+        }
+    }
+
+    /// Applies one op: one netlink request, one file write or one command.
+    pub async fn apply(&mut self, op: &Op) -> Result<(), IoError> {
+        let what = || op.to_string();
+        let nl = |r: io::Result<()>| r.map_err(|e| IoError::io(what(), e));
+        match op {
+            Op::AddLink { name, kind } => {
+                let mut m = LinkMessage::default();
+                m.attributes.push(LinkAttribute::IfName(name.to_string()));
+                let info = match kind {
+                    LinkKind::Vrf { table } => vec![
+                        LinkInfo::Kind(InfoKind::Vrf),
+                        LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(*table)])),
+                    ],
+                    LinkKind::Dummy => vec![LinkInfo::Kind(info_kind(&self.config.dummy_kind))],
+                    LinkKind::Bridge => vec![LinkInfo::Kind(InfoKind::Bridge)],
+                    LinkKind::Vlan { parent, vlan_id } => {
+                        m.attributes
+                            .push(LinkAttribute::Link(self.ifindex(parent)?));
+                        vec![
+                            LinkInfo::Kind(InfoKind::Vlan),
+                            LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(*vlan_id)])),
+                        ]
+                    }
+                    LinkKind::Veth { peer } => {
+                        let mut p = LinkMessage::default();
+                        p.attributes.push(LinkAttribute::IfName(peer.to_string()));
+                        vec![
+                            LinkInfo::Kind(InfoKind::Veth),
+                            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
+                        ]
+                    }
+                    LinkKind::Vxlan { .. } | LinkKind::Existing => {
+                        return Err(IoError::Unsupported(what()))
+                    }
+                };
+                m.attributes.push(LinkAttribute::LinkInfo(info));
+                nl(self
+                    .request(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
+                    .await)?;
+                self.refresh_links().await.map(|_| ())
+            }
+            Op::SetLinkUp { name } => {
+                let mut m = LinkMessage::default();
+                m.header.index = self.ifindex(name)?;
+                m.header.flags = LinkFlags::Up;
+                m.header.change_mask = LinkFlags::Up;
+                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
+            }
+            Op::SetMaster { name, master } => {
+                let mut m = LinkMessage::default();
+                m.header.index = self.ifindex(name)?;
+                m.attributes
+                    .push(LinkAttribute::Controller(self.ifindex(master)?));
+                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
+            }
+            Op::SetLinkMac { name, mac } => {
+                let mut m = LinkMessage::default();
+                m.header.index = self.ifindex(name)?;
+                m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
+                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
+            }
+            Op::DelLink { name } => {
+                let mut m = LinkMessage::default();
+                m.header.index = self.ifindex(name)?;
+                nl(self.request(RouteNetlinkMessage::DelLink(m), 0).await)?;
+                self.refresh_links().await.map(|_| ())
+            }
+            Op::AddAddress(ad) | Op::DelAddress(ad) => {
+                let mut m = AddressMessage::default();
+                m.header.family = family(ad.net.addr().is_ipv6());
+                m.header.prefix_len = ad.net.prefix_len();
+                m.header.index = self.ifindex(&ad.dev)?;
+                if ad.net.addr().is_ipv4() {
+                    m.attributes.push(AddressAttribute::Local(ad.net.addr()));
+                }
+                m.attributes.push(AddressAttribute::Address(ad.net.addr()));
+                let (msg, flags) = match op {
+                    Op::AddAddress(_) => (
+                        RouteNetlinkMessage::NewAddress(m),
+                        NLM_F_CREATE | NLM_F_EXCL,
+                    ),
+                    _ => (RouteNetlinkMessage::DelAddress(m), 0),
+                };
+                nl(self.request(msg, flags).await)
+            }
+            Op::AddRule {
+                v6,
+                dst,
+                table,
+                priority,
+                ..
+            } => {
+                let rule = KernelRule {
+                    v6: *v6,
+                    priority: priority.unwrap_or(0),
+                    dst: Some(dst.trunc()),
+                    table: *table,
+                };
+                let m = rule_message(&rule, priority.is_some());
+                nl(self
+                    .request(RouteNetlinkMessage::NewRule(m), NLM_F_CREATE | NLM_F_EXCL)
+                    .await)
+            }
+            Op::DelRule { rule, .. } => {
+                let m = rule_message(rule, true);
+                nl(self.request(RouteNetlinkMessage::DelRule(m), 0).await)
+            }
+            Op::ReplaceRoute { route, .. } => {
+                let m = self.route_message(route)?;
+                nl(self
+                    .request(
+                        RouteNetlinkMessage::NewRoute(m),
+                        NLM_F_CREATE | NLM_F_REPLACE,
+                    )
+                    .await)
+            }
+            Op::DelRoute { route, .. } => {
+                let m = self.route_message(route)?;
+                nl(self.request(RouteNetlinkMessage::DelRoute(m), 0).await)
+            }
+            Op::ReplaceNeighbour(n) => {
+                let mut m = self.neighbour_message(&n.dev, n.dst, false)?;
+                m.header.state = NeighbourState::Permanent;
+                m.attributes
+                    .push(NeighbourAttribute::LinkLayerAddress(n.lladdr.0.to_vec()));
+                nl(self
+                    .request(
+                        RouteNetlinkMessage::NewNeighbour(m),
+                        NLM_F_CREATE | NLM_F_REPLACE,
+                    )
+                    .await)
+            }
+            Op::DelNeighbour(n) => {
+                let m = self.neighbour_message(&n.dev, n.dst, false)?;
+                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
+            }
+            Op::AddProxyNeighbour(p) => {
+                let mut m = self.neighbour_message(&p.dev, p.dst, true)?;
+                m.header.state = NeighbourState::Permanent;
+                nl(self
+                    .request(
+                        RouteNetlinkMessage::NewNeighbour(m),
+                        NLM_F_CREATE | NLM_F_REPLACE,
+                    )
+                    .await)
+            }
+            Op::DelProxyNeighbour(p) => {
+                let m = self.neighbour_message(&p.dev, p.dst, true)?;
+                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
+            }
+            Op::SetSysctl(s) => {
+                let path = sysctl_path(&s.key)?;
+                if !s
+                    .value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    return Err(IoError::Invalid(s.value.clone()));
+                }
+                let value = s.value.clone();
+                in_netns(self.config.netns.as_deref(), move || {
+                    std::fs::write(&path, format!("{value}\n"))
+                })
+                .map_err(|e| IoError::io(what(), e))
+            }
+            Op::AddRtTable { number, name } => {
+                let path = &self.config.rt_tables;
+                let existing = std::fs::read_to_string(path).unwrap_or_default();
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| IoError::io(path.display().to_string(), e))?;
+                let mut line = RtTables::entry_line(*number, name.as_str());
+                if !existing.is_empty() && !existing.ends_with('\n') {
+                    line.insert(0, '\n');
+                }
+                f.write_all(line.as_bytes())
+                    .map_err(|e| IoError::io(path.display().to_string(), e))
+            }
+            Op::AddFlow { bridge, flow } => {
+                check_flow(flow)?;
+                let arg = flow.add_flow_arg();
+                self.ofctl(&["add-flow", bridge.as_str(), &arg])
+            }
+            Op::DelFlow { bridge, flow } => {
+                check_flow(flow)?;
+                let arg = flow.del_flow_arg();
+                self.ofctl(&["--strict", "del-flows", bridge.as_str(), &arg])
+            }
+            Op::ApplyFrr { config } => {
+                let file = self
+                    .config
+                    .frr_config_dir
+                    .join(format!("obgp-frr-{}.conf", std::process::id()));
+                std::fs::write(&file, config)
+                    .map_err(|e| IoError::io(file.display().to_string(), e))?;
+                let out = self
+                    .vtysh()
+                    .arg("-f")
+                    .arg(&file)
+                    .output()
+                    .map_err(|e| IoError::io("vtysh", e));
+                let _ = std::fs::remove_file(&file);
+                let out = out?;
+                if out.status.success() {
+                    Ok(())
+                } else {
+                    Err(IoError::Command {
+                        cmd: "vtysh -f".into(),
+                        detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn ofctl(&self, args: &[&str]) -> Result<(), IoError> {
+        let out = Command::new(&self.config.ovs_ofctl)
+            .args(args)
+            .output()
+            .map_err(|e| IoError::io("ovs-ofctl", e))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(IoError::Command {
+                cmd: format!("ovs-ofctl {}", args.join(" ")),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
+        }
+    }
+
+    fn route_message(&self, r: &KernelRoute) -> Result<RouteMessage, IoError> {
+        let mut m = RouteMessage::default();
+        m.header.address_family = family(r.v6);
+        m.header.table = header_table(r.table);
+        m.header.protocol = RouteProtocol::from(r.proto);
+        m.header.scope = RouteScope::from(r.scope);
+        m.header.kind = nl_route_type(r.kind);
+        m.attributes.push(RouteAttribute::Table(r.table));
+        if let Some(dst) = r.dst {
+            let dst = dst.trunc();
+            m.header.destination_prefix_length = dst.prefix_len();
+            m.attributes
+                .push(RouteAttribute::Destination(RouteAddress::from(dst.addr())));
+        }
+        if let Some(dev) = &r.dev {
+            m.attributes.push(RouteAttribute::Oif(self.ifindex(dev)?));
+        }
+        if let Some(via) = r.via {
+            m.attributes
+                .push(RouteAttribute::Gateway(RouteAddress::from(via)));
+        }
+        if let Some(metric) = r.metric {
+            m.attributes.push(RouteAttribute::Priority(metric));
+        }
+        Ok(m)
+    }
+
+    fn neighbour_message(
+        &self,
+        dev: &DevName,
+        dst: IpAddr,
+        proxy: bool,
+    ) -> Result<NeighbourMessage, IoError> {
+        let mut m = NeighbourMessage::default();
+        m.header.family = family(dst.is_ipv6());
+        m.header.ifindex = self.ifindex(dev)?;
+        if proxy {
+            m.header.flags = NeighbourFlags::Proxy;
+        }
+        m.attributes
+            .push(NeighbourAttribute::Destination(match dst {
+                IpAddr::V4(a) => NeighbourAddress::Inet(a),
+                IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+            }));
+        Ok(m)
+    }
+}
+
+fn info_kind(kind: &str) -> InfoKind {
+    match kind {
+        "dummy" => InfoKind::Dummy,
+        "ifb" => InfoKind::Ifb,
+        "bridge" => InfoKind::Bridge,
+        other => InfoKind::Other(other.to_string()),
+    }
+}
+
+fn rule_message(r: &KernelRule, with_priority: bool) -> RuleMessage {
+    let mut m = RuleMessage::default();
+    m.header.family = family(r.v6);
+    m.header.table = header_table(r.table);
+    m.header.action = RuleAction::ToTable;
+    m.attributes.push(RuleAttribute::Table(r.table));
+    if let Some(dst) = r.dst {
+        m.header.dst_len = dst.prefix_len();
+        m.attributes.push(RuleAttribute::Destination(dst.addr()));
+    }
+    if with_priority {
+        m.attributes.push(RuleAttribute::Priority(r.priority));
+    }
+    m
+}
+
+/// A `to DST lookup TABLE` rule, or `None` for rules with other selectors or
+/// actions (never the agent's, so never read).
+fn parse_rule(r: &RuleMessage, v6: bool) -> Option<KernelRule> {
+    if r.header.action != RuleAction::ToTable || r.header.src_len != 0 || r.header.tos != 0 {
+        return None;
+    }
+    let mut table = u32::from(r.header.table);
+    let mut priority = 0;
+    let mut dst = None;
+    for a in &r.attributes {
+        match a {
+            RuleAttribute::Table(t) => table = *t,
+            RuleAttribute::Priority(p) => priority = *p,
+            RuleAttribute::Destination(ip) => dst = Some(*ip),
+            RuleAttribute::Protocol(_) => {}
+            // Any other selector makes it a rule the agent never writes.
+            RuleAttribute::Source(_)
+            | RuleAttribute::Iifname(_)
+            | RuleAttribute::Oifname(_)
+            | RuleAttribute::FwMark(_)
+            | RuleAttribute::UidRange(_)
+            | RuleAttribute::IpProtocol(_)
+            | RuleAttribute::SourcePortRange(_)
+            | RuleAttribute::DestinationPortRange(_)
+            | RuleAttribute::Goto(_)
+            | RuleAttribute::TunId(_) => return None,
+            _ => {}
+        }
+    }
+    let dst = match dst {
+        Some(ip) => Some(IpNet::new(ip, r.header.dst_len).ok()?.trunc()),
+        None if r.header.dst_len == 0 => None,
+        None => return None,
+    };
+    Some(KernelRule {
+        v6,
+        priority,
+        dst,
+        table,
+    })
+}
+
+fn parse_route(r: &RouteMessage, v6: bool, names: &BTreeMap<u32, DevName>) -> Option<KernelRoute> {
+    let kind = route_type_of(r.header.kind)?;
+    if r.header.source_prefix_length != 0 {
+        return None;
+    }
+    let mut table = u32::from(r.header.table);
+    let mut dst = None;
+    let mut dev = None;
+    let mut via = None;
+    let mut metric = None;
+    for a in &r.attributes {
+        match a {
+            RouteAttribute::Table(t) => table = *t,
+            RouteAttribute::Destination(RouteAddress::Inet(ip)) => dst = Some(IpAddr::V4(*ip)),
+            RouteAttribute::Destination(RouteAddress::Inet6(ip)) => dst = Some(IpAddr::V6(*ip)),
+            RouteAttribute::Oif(i) => dev = names.get(i).cloned(),
+            RouteAttribute::Gateway(RouteAddress::Inet(ip)) => via = Some(IpAddr::V4(*ip)),
+            RouteAttribute::Gateway(RouteAddress::Inet6(ip)) => via = Some(IpAddr::V6(*ip)),
+            RouteAttribute::Priority(p) => metric = Some(*p),
+            // Multipath routes are never the agent's.
+            RouteAttribute::MultiPath(_) => return None,
+            _ => {}
+        }
+    }
+    let dst = match dst {
+        Some(ip) => Some(IpNet::new(ip, r.header.destination_prefix_length).ok()?),
+        None => None,
+    };
+    Some(
+        KernelRoute {
+            table,
+            v6,
+            dst,
+            metric,
+            dev,
+            via,
+            proto: u8::from(r.header.protocol),
+            scope: u8::from(r.header.scope),
+            kind,
+        }
+        .normalised(),
+    )
+}
+
+fn parse_neighbour(
+    n: &NeighbourMessage,
+    proxy: bool,
+    names: &BTreeMap<u32, DevName>,
+    a: &mut Actual,
+) {
+    let Some(dev) = names.get(&n.header.ifindex).cloned() else {
+        return;
+    };
+    let mut dst = None;
+    let mut mac = None;
+    for at in &n.attributes {
+        match at {
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
+                dst = Some(IpAddr::V4(*ip))
+            }
+            NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
+                dst = Some(IpAddr::V6(*ip))
+            }
+            NeighbourAttribute::LinkLayerAddress(b) if b.len() == 6 => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(b);
+                mac = Some(MacAddr(m));
+            }
+            _ => {}
+        }
+    }
+    let Some(dst) = dst else { return };
+    if proxy || n.header.flags.contains(NeighbourFlags::Proxy) {
+        a.proxy_neighbours.insert(ProxyNeighbour { dev, dst });
+    } else if n.header.state == NeighbourState::Permanent {
+        if let Some(lladdr) = mac {
+            a.neighbours.insert(Neighbour { dev, dst, lladdr });
+        }
+    }
+}
+
+/// Every token of a flow must be a plain OpenFlow word: arguments go to
+/// `ovs-ofctl` unquoted, so nothing else may reach it.
+fn check_flow(f: &OfFlow) -> Result<(), IoError> {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_=:./-,>".contains(&b))
+    };
+    for t in f.matches.iter().chain(std::iter::once(&f.actions)) {
+        if !ok(t) {
+            return Err(IoError::Invalid(t.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// `name -> ofport` from `ovs-ofctl show` (` 5(patch-provnet-...): addr:...`).
+pub fn parse_ofctl_show(text: &str) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let Some((num, rest)) = line.split_once('(') else {
+            continue;
+        };
+        let Ok(n) = num.parse::<u32>() else { continue };
+        if let Some((name, _)) = rest.split_once("):") {
+            out.insert(name.to_string(), n);
+        }
+    }
+    out
+}
+
+/// Flows from `ovs-ofctl --no-names [--no-stats] dump-flows` output.
+pub fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((head, actions)) = line.split_once(" actions=") else {
+            continue;
+        };
+        let mut flow = OfFlow {
+            cookie: 0,
+            table: 0,
+            priority: 32768,
+            matches: BTreeSet::new(),
+            actions: OfFlow::normalise_actions(actions.trim()),
+        };
+        for field in head.split(", ") {
+            for tok in field.split(',') {
+                let tok = tok.trim();
+                match tok.split_once('=') {
+                    Some(("cookie", v)) => {
+                        flow.cookie =
+                            u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap_or(0)
+                    }
+                    Some(("table", v)) => flow.table = v.parse().unwrap_or(0),
+                    Some(("priority", v)) => flow.priority = v.parse().unwrap_or(32768),
+                    Some((
+                        "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age"
+                        | "idle_timeout" | "hard_timeout" | "importance",
+                        _,
+                    )) => {}
+                    _ if tok.is_empty() || tok == "reset_counts" || tok == "send_flow_rem" => {}
+                    _ => {
+                        flow.matches.insert(tok.to_string());
+                    }
+                }
+            }
+        }
+        out.push(flow);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctl_keys_map_to_proc_paths_with_vlan_dots() {
+        assert_eq!(
+            sysctl_path("net.ipv4.conf.br-ex/100.proxy_arp").unwrap(),
+            PathBuf::from("/proc/sys/net/ipv4/conf/br-ex.100/proxy_arp")
+        );
+        for bad in [
+            "",
+            "net..ipv4",
+            "net.ipv4.conf./..x",
+            "net.ipv4 x",
+            "net/../../etc",
+        ] {
+            assert!(sysctl_path(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ofctl_show_gives_ports_by_name() {
+        let text = "OFPT_FEATURES_REPLY (xid=0x2): dpid:0000\n n_tables:254\n 1(eth1): addr:aa:aa:aa:aa:aa:02\n     config:     0\n 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n LOCAL(br-ex): addr:aa:aa:aa:aa:aa:01\n";
+        let ports = parse_ofctl_show(text);
+        assert_eq!(ports.get("eth1"), Some(&1));
+        assert_eq!(ports.get("patch-provnet-2222-to-br-int"), Some(&5));
+        assert_eq!(ports.len(), 2);
+    }
+
+    #[test]
+    fn dump_flows_parses_with_and_without_stats() {
+        let text = "NXST_FLOW reply (xid=0x4):\n cookie=0x3e7, duration=2.1s, table=0, n_packets=0, n_bytes=0, idle_age=2, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n cookie=0x3e7, priority=900,ipv6,in_port=5 actions=set_field:aa:aa:aa:aa:aa:01->eth_dst,NORMAL\n";
+        let flows = parse_dump_flows(text);
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].cookie, 999);
+        assert_eq!(flows[0].priority, 900);
+        assert_eq!(
+            flows[0].add_flow_arg(),
+            "cookie=999,priority=900,ip,in_port=5,actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
+        );
+        assert_eq!(flows[1].actions, "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL");
+    }
+
+    #[test]
+    fn flow_tokens_with_spaces_or_quotes_are_refused() {
+        let f = OfFlow {
+            cookie: 999,
+            table: 0,
+            priority: 900,
+            matches: ["ip in_port=5".to_string()].into(),
+            actions: "NORMAL".into(),
+        };
+        assert!(matches!(check_flow(&f), Err(IoError::Invalid(_))));
+    }
+}

@@ -433,6 +433,11 @@ fn build_initramfs(dir: &Path, kroot: &Path, kver: &str) -> Result<PathBuf> {
     let busybox = Path::new("/usr/bin/busybox");
     let busybox_bytes =
         fs::read(busybox).context("reading /usr/bin/busybox (apt package busybox-static)")?;
+    // the initramfs has no libraries: a dynamically linked busybox (apt
+    // package busybox) would leave the guest without an init
+    if elf_has_interpreter(&busybox_bytes) {
+        bail!("/usr/bin/busybox is dynamically linked: install the apt package busybox-static");
+    }
     let stamp = format!(
         "{conf}{INIT_SCRIPT}{}{}",
         APPLETS.join(","),
@@ -490,6 +495,32 @@ fn build_initramfs(dir: &Path, kroot: &Path, kver: &str) -> Result<PathBuf> {
     fs::rename(&tmp, &initrd)?;
     fs::write(&stamp_path, stamp)?;
     Ok(initrd)
+}
+
+/// True if `elf` is a 64-bit ELF with a PT_INTERP program header, i.e. needs
+/// a dynamic loader.
+fn elf_has_interpreter(elf: &[u8]) -> bool {
+    const PT_INTERP: u32 = 3;
+    let u16_at = |o: usize| {
+        elf.get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    };
+    let u64_at = |o: usize| {
+        elf.get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
+    };
+    if !elf.starts_with(b"\x7fELF\x02") {
+        return false;
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return false;
+    };
+    (0..phnum).any(|i| {
+        let o = phoff + i * phentsize;
+        elf.get(o..o + 4)
+            .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) == PT_INTERP)
+    })
 }
 
 /// The module files (paths relative to the modules directory) needed to load
@@ -771,6 +802,19 @@ mod tests {
         let i = text.find("a/b/f").unwrap() - 110;
         assert_eq!(&text[i + 14..i + 22], "000081a4");
         assert_eq!(&text[i + 54..i + 62], "00000005");
+    }
+
+    #[test]
+    fn static_busybox_has_no_interpreter() {
+        // both binaries exist on every Debian host that can build the VM
+        let busybox = fs::read("/usr/bin/busybox").expect("busybox-static installed");
+        assert!(
+            !elf_has_interpreter(&busybox),
+            "/usr/bin/busybox must be static"
+        );
+        let sh = fs::read("/bin/sh").unwrap();
+        assert!(elf_has_interpreter(&sh), "/bin/sh is dynamically linked");
+        assert!(!elf_has_interpreter(b"#!/bin/sh\n"));
     }
 
     #[test]

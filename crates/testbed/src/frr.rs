@@ -208,6 +208,11 @@ impl FrrRouter {
         }
     }
 
+    /// The process ids of the running daemons (zebra, bgpd).
+    pub fn pids(&self) -> Vec<u32> {
+        self.daemons.iter().map(|(_, c)| c.id()).collect()
+    }
+
     /// The network namespace the daemons run in.
     pub fn netns(&self) -> &str {
         &self.netns

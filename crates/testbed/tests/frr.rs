@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use obgp_testbed::frr::{FrrPair, FrrPairOptions, NODE_ADDR, PEER_ADDR};
+use obgp_testbed::frr::{FrrPair, FrrPairOptions, FrrRouter, NODE_ADDR, PEER_ADDR};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -147,5 +147,50 @@ fn netns_vrf_backend_leaks_a_vrf_prefix_to_the_peer() -> Result<()> {
     eprintln!("VRF prefix leaked and announced in {took:?}");
     in_vrf(&["addr", "del", "203.0.113.7/32", "dev", "vrf-nic"])?;
     pair.wait_peer_lacks("203.0.113.7/32", WAIT)?;
+    Ok(())
+}
+
+#[test]
+fn dropping_the_pair_leaves_no_daemons_or_namespaces() -> Result<()> {
+    let dir = state_dir()?;
+    let pair = FrrPair::start(dir.path(), 64999, 65000)?;
+    let namespaces = [pair.node_netns().to_string(), pair.peer_netns().to_string()];
+    let mut pids = pair.node.pids();
+    pids.extend(pair.peer.pids());
+    assert_eq!(pids.len(), 4);
+    drop(pair);
+    for ns in &namespaces {
+        let path = std::path::Path::new("/run/netns").join(ns);
+        assert!(!path.exists(), "namespace {ns} left behind");
+    }
+    for pid in pids {
+        // reaped children have no /proc entry at all (not even a zombie)
+        let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+        assert!(!proc.exists(), "daemon {pid} left behind");
+    }
+    Ok(())
+}
+
+#[test]
+fn router_in_a_missing_namespace_fails_with_its_logs() -> Result<()> {
+    let dir = state_dir()?;
+    let started = std::time::Instant::now();
+    let err = match FrrRouter::start("obgp-no-such-ns", &dir.path().join("r"), "") {
+        Ok(_) => anyhow::bail!("started FRR in a namespace that does not exist"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains("zebra in netns obgp-no-such-ns exited"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Cannot open network namespace"),
+        "the error should carry the daemon's output: {err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "failing took {:?}",
+        started.elapsed()
+    );
     Ok(())
 }

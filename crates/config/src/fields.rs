@@ -38,6 +38,13 @@ names!(AdvertisementMethod {
     Subnet => "subnet",
 });
 
+impl OptSpec {
+    /// Upstream's default for this option (`None`: unset by default).
+    pub fn default_value(&self) -> Option<Typed> {
+        get(&Config::default(), self)
+    }
+}
+
 /// The current value of `spec` in `c`; `None` when the option is unset.
 pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
     let (d, l, o, lc) = (&c.default, &c.log, &c.ovn, &c.local_ovn_cluster);

@@ -118,7 +118,9 @@ impl Loader {
     }
 
     /// A command-line override (`--debug`, `--log-file`...): wins over
-    /// files and environment, as in oslo.
+    /// files and environment, as in oslo. Takes any registered option, by
+    /// its current or a deprecated name; `load` fails on an unknown one.
+    /// `value` is raw text, converted and checked like a file's.
     pub fn cli_override(mut self, section: &str, option: &str, value: &str) -> Self {
         self.cli.push((section.into(), option.into(), value.into()));
         self

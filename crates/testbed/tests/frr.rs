@@ -34,6 +34,21 @@ fn pair_session_is_established_both_ways() -> Result<()> {
         pair.node.neighbor_state(PEER_ADDR)?.as_deref(),
         Some("Established")
     );
+    // the direct vty client and vtysh see the same daemon
+    let direct = pair
+        .peer
+        .vty_command("bgpd", "show bgp ipv4 unicast summary json")?;
+    let via_vtysh = pair.peer.vtysh("show bgp ipv4 unicast summary json")?;
+    let (direct, via_vtysh): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&direct)?,
+        serde_json::from_str(&via_vtysh)?,
+    );
+    assert_eq!(direct["routerId"], via_vtysh["routerId"]);
+    let err = pair
+        .peer
+        .vty_command("bgpd", "show no-such-thing")
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("status"), "{err:#}");
     let summary = pair.peer.show_json("show bgp ipv4 unicast summary json")?;
     assert_eq!(summary["as"], 65000, "{summary}");
     assert_eq!(summary["peers"][NODE_ADDR]["remoteAs"], 64999, "{summary}");

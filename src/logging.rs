@@ -7,9 +7,7 @@
 //! One-shot commands (`config`, `plan`) print their result on stdout, so
 //! their logs always go to stderr and never to the daemon's log file.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::Context;
 use obgp_config::LogSection;
@@ -18,6 +16,8 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
+
+use crate::logfile::WatchedFile;
 
 /// Where the logs of a command go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,12 +63,9 @@ pub fn init(log: &LogSection, mode: Mode) -> anyhow::Result<()> {
         Mode::Service => {
             let path = log_file_path(log);
             if let Some(path) = &path {
-                let file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
+                let file = WatchedFile::new(path)
                     .with_context(|| format!("opening log file {}", path.display()))?;
-                layers.push(layer(Mutex::new(file), log.use_json));
+                layers.push(layer(file, log.use_json));
             }
             if log.use_stderr {
                 layers.push(layer(std::io::stderr, log.use_json));

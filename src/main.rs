@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod logfile;
 mod logging;
 
 use std::process::ExitCode;

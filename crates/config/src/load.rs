@@ -145,12 +145,16 @@ impl Loader {
         figment = figment.merge(env_layer(ENV_PREFIX, &self.env, true, &mut warnings));
         let mut cli = Layer::new("command line".into());
         for (section, option, value) in &self.cli {
-            match options::resolve(section, option) {
+            match options::resolve(&options::normalize_section(section), option) {
                 Some((spec, _)) => cli.set(spec, value.clone()),
                 None => {
-                    return Err(ConfigError::Layering(format!(
-                        "no option [{section}] {option}"
-                    )))
+                    return Err(ConfigError::Invalid(vec![InvalidValue {
+                        section: section.clone(),
+                        option: option.clone(),
+                        why: "no such option".into(),
+                        value: value.clone(),
+                        origin: Some("command line".into()),
+                    }]))
                 }
             }
         }

@@ -377,6 +377,31 @@ fn command_line_overrides_beat_the_environment() {
 }
 
 #[test]
+fn overrides_take_any_option_by_any_name_and_refuse_unknown_ones() {
+    let loaded = Loader::new()
+        .cli_override("OVN", "ovn_sb_connection", "tcp:192.0.2.1:6642")
+        .cli_override("DEFAULT", "ovn_nb_connection", "tcp:192.0.2.1:6641")
+        .cli_override("local_ovn_cluster", "peer_ips", "192.0.2.7")
+        .load()
+        .unwrap();
+    assert_eq!(
+        loaded.config.ovn.ovn_sb_connection.as_deref(),
+        Some("tcp:192.0.2.1:6642")
+    );
+    assert_eq!(
+        loaded.config.ovn.ovn_nb_connection.as_deref(),
+        Some("tcp:192.0.2.1:6641")
+    );
+    assert_eq!(loaded.config.local_ovn_cluster.peer_ips, ["192.0.2.7"]);
+    match Loader::new().cli_override("DEFAULT", "nope", "1").load() {
+        Err(ConfigError::Invalid(v)) => {
+            assert_eq!(v[0].to_string(), "[DEFAULT] nope: no such option (1)")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn unknown_sections_and_options_are_warnings_naming_them() {
     let loaded = load_text(
         "[DEFAULT]\nbgp_as = 65000\n[ovn]\novn_sb_conection = tcp:x:1\n[bogus]\na = 1\n[privsep_vtysh]\nuser = root\n[oslo_concurrency]\nlock_path = /tmp\n",

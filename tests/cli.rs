@@ -215,6 +215,43 @@ fn use_stderr_and_use_json_route_and_format_the_logs() {
 }
 
 #[test]
+fn debug_adds_debug_records_and_a_file_plus_use_stderr_writes_both() {
+    let dir = scratch("debug");
+    let log = dir.join("agent.log");
+    let f = write(
+        &dir,
+        "a.conf",
+        &format!(
+            "[DEFAULT]\nlog_file = {}\nuse_stderr = true\n",
+            log.display()
+        ),
+    );
+    let quiet = agent(&["--config-file", path(&f)], &[]);
+    assert_eq!(quiet.status.code(), Some(1));
+    assert!(
+        !stderr(&quiet).contains("configuration loaded"),
+        "{}",
+        stderr(&quiet)
+    );
+    let loud = agent(&["--config-file", path(&f), "--debug"], &[]);
+    assert_eq!(loud.status.code(), Some(1));
+    assert!(stderr(&loud).contains("DEBUG"), "{}", stderr(&loud));
+    assert!(
+        stderr(&loud).contains("configuration loaded"),
+        "{}",
+        stderr(&loud)
+    );
+    let file = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        file.matches("run loop is not implemented").count(),
+        2,
+        "{file}"
+    );
+    assert!(file.contains("configuration loaded"));
+    assert_eq!(stdout(&loud), "");
+}
+
+#[test]
 fn log_file_under_log_dir_receives_the_logs() {
     let dir = scratch("logfile");
     let logs = dir.join("logs");

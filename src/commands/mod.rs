@@ -8,10 +8,10 @@ pub mod plan;
 pub mod reconcile;
 pub mod version;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 use obgp_config::{ConfigError, Loader};
-use std::ffi::OsString;
 
 use crate::cli::{self, Cli, Command};
 use crate::logging::{self, Mode};
@@ -33,6 +33,8 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     }
     if config.files.is_empty() {
         tracing::warn!("no configuration file found: using upstream's defaults");
+    } else {
+        tracing::debug!(files = ?config.files, "configuration loaded");
     }
     let config = &config.config;
     match &args.command {

@@ -27,8 +27,15 @@ use serde_json::Value;
 
 /// Where Debian installs the FRR daemons (apt package `frr`).
 const FRR_SBIN: &str = "/usr/lib/frr";
-/// How long a daemon gets to come up, and to exit after SIGTERM.
-const DAEMON_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a daemon gets to come up: ~0.25 s on the host, 6-8 s under TCG,
+/// more on a loaded machine. Only a failing start waits this long.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a daemon gets to exit after SIGTERM before SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one vty command may take to answer.
+const VTY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a pair's session gets to come up.
+const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
 /// Poll interval of every wait here; one vtysh call costs ~60 ms anyway.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -89,8 +96,8 @@ impl FrrRouter {
     /// zebra first, then bgpd once zebra serves: a bgpd that finds no zserv
     /// socket retries only after ~10 s and until then announces nothing.
     fn start_daemons(&mut self) -> Result<()> {
-        let deadline = Instant::now() + DAEMON_TIMEOUT;
         for daemon in ["zebra", "bgpd"] {
+            let deadline = Instant::now() + START_TIMEOUT;
             // sockets of a previous run (restart) would look ready
             let socket = self.dir.join(format!("{daemon}.vty"));
             let _ = fs::remove_file(&socket);
@@ -109,7 +116,7 @@ impl FrrRouter {
                 }
                 if Instant::now() >= deadline {
                     bail!(
-                        "FRR {daemon} in netns {} did not answer on {} within {DAEMON_TIMEOUT:?}\n{}",
+                        "FRR {daemon} in netns {} did not answer on {} within {START_TIMEOUT:?}\n{}",
                         self.netns,
                         self.dir.display(),
                         self.logs()
@@ -181,7 +188,7 @@ impl FrrRouter {
     }
 
     /// SIGTERM to every daemon (bgpd then sends its peers a NOTIFICATION, as
-    /// on a real restart), SIGKILL after [`DAEMON_TIMEOUT`], all reaped.
+    /// on a real restart), SIGKILL after [`STOP_TIMEOUT`], all reaped.
     fn stop(&mut self) {
         for (_, child) in &self.daemons {
             let _ = Command::new("kill")
@@ -189,7 +196,7 @@ impl FrrRouter {
                 .stderr(Stdio::null())
                 .status();
         }
-        let deadline = Instant::now() + DAEMON_TIMEOUT;
+        let deadline = Instant::now() + STOP_TIMEOUT;
         for (_, mut child) in self.daemons.drain(..) {
             while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(POLL);
@@ -283,7 +290,7 @@ impl FrrRouter {
         let what = || format!("{daemon} vty {} ({cmd:?})", path.display());
         let mut sock = std::os::unix::net::UnixStream::connect(&path)
             .with_context(|| format!("connecting to {}", what()))?;
-        sock.set_read_timeout(Some(DAEMON_TIMEOUT))?;
+        sock.set_read_timeout(Some(VTY_TIMEOUT))?;
         let mut request = cmd.as_bytes().to_vec();
         request.push(0);
         sock.write_all(&request)
@@ -537,7 +544,7 @@ impl FrrPair {
         };
         if opts.configure_node {
             pair.peer
-                .wait_established(NODE_ADDR, Duration::from_secs(30))
+                .wait_established(NODE_ADDR, ESTABLISHED_TIMEOUT)
                 .map_err(|e| e.context(pair.node.logs()))?;
         }
         Ok(pair)

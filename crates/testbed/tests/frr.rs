@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 use obgp_testbed::frr::{FrrPair, FrrPairOptions, FrrRouter, NODE_ADDR, PEER_ADDR};
 
-const WAIT: Duration = Duration::from_secs(20);
+/// Bound of every wait: announcements take ~0.1-1 s on the host and 1-3 s in
+/// the VM tier; only a failing test waits this long.
+const WAIT: Duration = Duration::from_secs(30);
 
 /// A fresh state directory, removed afterwards unless `OBGP_TESTBED_KEEP=1`
 /// (then its path is printed: the daemons' logs and configs are in it).

@@ -1,0 +1,177 @@
+//! Benchmark: initial monitor of an OVN_Northbound database holding N VM
+//! ports, from connect until the cache is synced, with the tables the NB
+//! driver reads. Reports wall time and peak RSS of a fresh measuring
+//! process, to set beside the Python IDL figures.
+//!
+//! `nb-monitor-bench --vms 10000,50000` creates a database per size, starts
+//! ovsdb-server on it, loads the generated topology, then runs itself as
+//! `nb-monitor-bench measure --remote unix:...` (so loading leaves no trace
+//! in the measured process) and prints one line per run.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
+use obgp_topogen::{Params, Topology};
+
+const NB_DRIVER_TABLES: [&str; 7] = [
+    "Logical_Switch",
+    "Logical_Switch_Port",
+    "Logical_Router",
+    "Logical_Router_Port",
+    "NAT",
+    "Load_Balancer",
+    "NB_Global",
+];
+
+/// A `/proc/self/status` field in KiB.
+fn status_kib(field: &str) -> Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .with_context(|| format!("{field} not in /proc/self/status"))
+}
+
+async fn measure(remote: &str) -> Result<()> {
+    let rss_before = status_kib("VmRSS:")?;
+    let remote: Remote = remote.parse()?;
+    let t0 = Instant::now();
+    let client = Client::start(ClientConfig::new(
+        vec![remote],
+        "OVN_Northbound",
+        MonitorSpec::all(NB_DRIVER_TABLES),
+    ));
+    tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
+    let wall = t0.elapsed();
+    let hwm = status_kib("VmHWM:")?;
+    let rss_after = status_kib("VmRSS:")?;
+    let snap = client.cache().snapshot();
+    let rows: usize = NB_DRIVER_TABLES.iter().map(|t| snap.table(t).len()).sum();
+    println!(
+        "{}",
+        serde_json::json!({
+            "wall_s": wall.as_secs_f64(),
+            "rss_before_kib": rss_before,
+            "vm_hwm_kib": hwm,
+            "rss_after_kib": rss_after,
+            "lsp_rows": snap.table("Logical_Switch_Port").len(),
+            "rows": rows,
+        })
+    );
+    Ok(())
+}
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("obgp-nb-bench-{}-{vms}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join("nb.db");
+    let sock = dir.join("nb.sock");
+    let st = Command::new("ovsdb-tool")
+        .arg("create")
+        .arg(&db)
+        .arg(schema)
+        .status()?;
+    if !st.success() {
+        bail!("ovsdb-tool create failed");
+    }
+    let _server = Server(
+        Command::new("ovsdb-server")
+            .arg(&db)
+            .arg(format!("--remote=punix:{}", sock.display()))
+            .arg(format!("--unixctl={}", dir.join("nb.ctl").display()))
+            .arg(format!("--log-file={}", dir.join("nb.log").display()))
+            .args(["--no-chdir", "-vconsole:off"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting ovsdb-server (install openvswitch-switch)")?,
+    );
+    let remote = format!("unix:{}", sock.display());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        if Instant::now() > deadline {
+            bail!("ovsdb-server did not start");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let topo = Topology::generate(Params {
+        vms,
+        ..Params::default()
+    });
+    let (session, _notes) =
+        Session::connect(&remote.parse()?, None, SessionConfig::default()).await?;
+    let t0 = Instant::now();
+    topo.load(&session).await?;
+    let load_s = t0.elapsed().as_secs_f64();
+    drop(session);
+    let s = topo.summary();
+    for run in 1..=runs {
+        let out = Command::new(std::env::current_exe()?)
+            .args(["measure", "--remote", &remote])
+            .output()?;
+        if !out.status.success() {
+            bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let m: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let hwm = m["vm_hwm_kib"].as_u64().unwrap_or(0);
+        let before = m["rss_before_kib"].as_u64().unwrap_or(0);
+        println!(
+            "vms={vms} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} rows={}",
+            m["lsp_rows"],
+            m["wall_s"].as_f64().unwrap_or(0.0),
+            hwm as f64 / 1024.0,
+            (hwm.saturating_sub(before)) as f64 / 1024.0,
+            m["rss_after_kib"].as_u64().unwrap_or(0) as f64 / 1024.0,
+            m["rows"],
+        );
+        if m["lsp_rows"].as_u64() != Some(s.logical_switch_ports as u64) {
+            bail!(
+                "cache has {} LSPs, generator made {}",
+                m["lsp_rows"],
+                s.logical_switch_ports
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    if args.get(1).map(String::as_str) == Some("measure") {
+        return measure(&arg("--remote").context("measure needs --remote")?).await;
+    }
+    let sizes = arg("--vms").unwrap_or_else(|| "10000,50000,100000".into());
+    let runs: usize = arg("--runs").map(|r| r.parse()).transpose()?.unwrap_or(3);
+    let schema = arg("--schema").unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/schemas/ovn-nb.ovsschema"
+        )
+        .into()
+    });
+    for vms in sizes.split(',') {
+        run_size(vms.trim().parse()?, runs, &schema).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! `conformance scenario` over every NB golden scenario: desired state from
+//! the scenario's OVN rows, the planner, the model node. Each must pass, or be
+//! skipped only for differences listed in deviations-scenarios.json.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn every_nb_scenario_passes_or_differs_only_by_listed_deviations() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/conformance/scenarios");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("nb-") && name.ends_with(".json")
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 10,
+        "scenarios not found in {}",
+        dir.display()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .arg("scenario")
+        .args(&files)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in stdout.lines().filter(|l| !l.starts_with(' ')) {
+        let ok = line.starts_with("PASS ")
+            || (line.starts_with("SKIP ") && line.ends_with("listed deviation(s)"))
+            || line.ends_with(" failed")
+            || line.contains(" failed, ");
+        assert!(ok, "unexpected line {line:?} in\n{stdout}");
+    }
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed: usize = summary
+        .split(" passed")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(summary.contains(" 0 failed"), "{summary}");
+    assert!(
+        passed >= files.len() / 2,
+        "only {passed} of {} passed\n{stdout}",
+        files.len()
+    );
+}

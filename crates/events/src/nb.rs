@@ -906,7 +906,7 @@ mod tests {
             RowView::none(),
             &agent,
         );
-        assert_eq!(got, Err(Raised::Attribute("vips".to_string())));
+        assert_eq!(got, Err(Raised::Attribute("vips")));
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
 
 /// `common.get_from_external_ids(row, key)`: the value, or `None` when the
 /// row has no external_ids or no such key.
-pub fn external_id<'a>(row: &RowView<'a>, key: &str) -> Result<Val<'a>, Raised> {
+pub fn external_id<'a>(row: &RowView<'a>, key: &'static str) -> Result<Val<'a>, Raised> {
     match row.col("external_ids").and_then(|ids| ids.item(key)) {
         Ok(v) => Ok(v),
         Err(Raised::Attribute(_) | Raised::Key(_)) => Ok(Val::None),
@@ -140,7 +140,10 @@ pub fn has_additional_binding(row: &RowView<'_>) -> Result<bool, Raised> {
 
 /// `router_utils.get_name_from_external_ids(row, key)`: the router UUID
 /// (the value without its first `neutron-`), `None` when absent.
-pub fn router_name<'a>(row: &RowView<'a>, key: &str) -> Result<Option<Cow<'a, str>>, Raised> {
+pub fn router_name<'a>(
+    row: &RowView<'a>,
+    key: &'static str,
+) -> Result<Option<Cow<'a, str>>, Raised> {
     Ok(match external_id(row, key)? {
         Val::Str(s) => Some(if s.contains("neutron-") {
             Cow::Owned(s.replacen("neutron-", "", 1))
@@ -182,11 +185,9 @@ pub fn name_has_prefix(entity: &RowView<'_>, prefix: &str) -> bool {
 /// snapshot cannot resolve behaves like a value without that attribute.
 pub fn deref<'v>(view: &'v dyn AgentView, reference: Val<'_>) -> Result<RowView<'v>, Raised> {
     match reference {
-        Val::Ref(uuid) => view
-            .row(uuid)
-            .ok_or_else(|| Raised::Attribute(format!("row {uuid}"))),
+        Val::Ref(uuid) => view.row(uuid).ok_or(Raised::Attribute("referenced row")),
         Val::Opaque => Ok(RowView::opaque()),
-        _ => Err(Raised::Attribute("referenced row".to_string())),
+        _ => Err(Raised::Attribute("referenced row")),
     }
 }
 

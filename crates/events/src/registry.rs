@@ -2,6 +2,7 @@
 //! table, event type, class condition, then the predicate.
 
 use obgp_config::{AdvertisementMethod, DefaultSection, Driver, ExposingMethod};
+use obgp_ovsdb::{Change, ChangeKind};
 
 use crate::agent::AgentView;
 use crate::view::{RowView, Val};
@@ -648,6 +649,28 @@ impl Filters {
         t
     }
 
+    /// [`Filters::matching`] for one change of the OVSDB cache, mapped to
+    /// ovsdbapp's arguments: insert → (create, new row, no old); update →
+    /// (update, new row, the changed columns); delete → (delete, the deleted
+    /// row, no old).
+    pub fn matching_change(&self, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
+        let (kind, row, old) = match change.kind {
+            ChangeKind::Insert => (EventKind::Create, change.new.as_deref(), None),
+            ChangeKind::Update => (
+                EventKind::Update,
+                change.new.as_deref(),
+                change.old.as_deref(),
+            ),
+            ChangeKind::Delete => (EventKind::Delete, change.old.as_deref(), None),
+        };
+        let Some(row) = row else {
+            tracing::warn!(table = %change.table, uuid = %change.uuid, "change without a row; ignored by the event filters");
+            return Vec::new();
+        };
+        let old = old.map_or_else(RowView::none, RowView::listed);
+        self.matching(&change.table, kind, RowView::complete(row), old, view)
+    }
+
     /// The classes (reconcile reasons) an update matches, in registry order.
     /// The NB FIP classes follow `view.distributed()` at match time, as
     /// upstream re-registers them when the flag flips.
@@ -929,5 +952,44 @@ mod tests {
             &view,
         );
         assert!(got.is_empty(), "no gateway_port: NATNotFound upstream");
+    }
+
+    #[test]
+    fn cache_changes_map_to_ovsdbapp_arguments() {
+        use std::sync::Arc;
+        let filters = Filters::for_config(&config(
+            Driver::OvnBgpDriver,
+            false,
+            ExposingMethod::Underlay,
+        ));
+        let view = FakeAgent::default();
+        let localnet = Arc::new(row_of(
+            json!({"type": "localnet", "logical_port": "provnet-1"}),
+        ));
+        let change =
+            |kind, new: Option<&Arc<obgp_ovsdb::Row>>, old: Option<&Arc<obgp_ovsdb::Row>>| Change {
+                table: Arc::from("Port_Binding"),
+                uuid: crate::fake::uuid(7),
+                kind,
+                new: new.cloned(),
+                old: old.cloned(),
+            };
+        let created = change(ChangeKind::Insert, Some(&localnet), None);
+        assert_eq!(
+            filters.matching_change(&created, &view),
+            vec!["LocalnetCreateDeleteEvent"]
+        );
+        // A delete carries the deleted row in `old`; ovsdbapp passes it as `row`.
+        let deleted = change(ChangeKind::Delete, None, Some(&localnet));
+        assert_eq!(
+            filters.matching_change(&deleted, &view),
+            vec!["LocalnetCreateDeleteEvent"]
+        );
+        let previous = Arc::new(row_of(json!({"logical_port": "provnet-0"})));
+        let updated = change(ChangeKind::Update, Some(&localnet), Some(&previous));
+        assert!(
+            filters.matching_change(&updated, &view).is_empty(),
+            "localnet events ignore updates"
+        );
     }
 }

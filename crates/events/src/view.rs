@@ -25,13 +25,13 @@ use obgp_ovsdb::datum::{Atom, Datum, Row, Uuid};
 pub enum Raised {
     /// The value has no such column or attribute.
     #[error("AttributeError: no attribute {0:?}")]
-    Attribute(String),
+    Attribute(&'static str),
     /// `list[0]` of an empty list (or `str[0]` of an empty string).
     #[error("IndexError: list index out of range")]
     Index,
     /// `dict[key]` without that key.
     #[error("KeyError: {0:?}")]
-    Key(String),
+    Key(&'static str),
     /// An operation the value does not support (indexing or iterating an
     /// opaque value, string methods on a number...).
     #[error("TypeError: {0}")]
@@ -137,18 +137,18 @@ impl<'a> RowView<'a> {
     }
 
     /// `value.<column>` of a set or map column: a list or a dict.
-    pub fn col(&self, column: &str) -> Result<Val<'a>, Raised> {
+    pub fn col(&self, column: &'static str) -> Result<Val<'a>, Raised> {
         match (self.row.get(column), self.absent) {
             (Some(d), _) => Ok(Val::from_datum(d)),
             (None, Absent::Default) => Ok(Val::from_datum(&EMPTY)),
             (None, Absent::Opaque) => Ok(Val::Opaque),
-            (None, Absent::Missing) => Err(Raised::Attribute(column.to_string())),
+            (None, Absent::Missing) => Err(Raised::Attribute(column)),
         }
     }
 
     /// `value.<column>` of a string column (`type`, `name`, SB
     /// `logical_port`...): the string, `""` when empty.
-    pub fn text(&self, column: &str) -> Result<Val<'a>, Raised> {
+    pub fn text(&self, column: &'static str) -> Result<Val<'a>, Raised> {
         Ok(match self.col(column)? {
             Val::List([]) => Val::Str(""),
             Val::List([a]) => Val::from_atom(a),
@@ -262,7 +262,7 @@ impl<'a> Val<'a> {
                 Some(c) => Ok(Val::Str(&s[..c.len_utf8()])),
                 None => Err(Raised::Index),
             },
-            Val::Dict(_) => Err(Raised::Key("0".to_string())),
+            Val::Dict(_) => Err(Raised::Key("0")),
             _ => Err(Raised::Type("value is not subscriptable")),
         }
     }
@@ -277,15 +277,15 @@ impl<'a> Val<'a> {
                 .unwrap_or(Val::None)),
             // A mock's method returns a further mock.
             Val::Opaque => Ok(Val::Opaque),
-            _ => Err(Raised::Attribute("get".to_string())),
+            _ => Err(Raised::Attribute("get")),
         }
     }
 
     /// `dict[key]`.
-    pub fn item(&self, key: &str) -> Result<Val<'a>, Raised> {
+    pub fn item(&self, key: &'static str) -> Result<Val<'a>, Raised> {
         match self {
             Val::Dict(_) => match self.get(key)? {
-                Val::None => Err(Raised::Key(key.to_string())),
+                Val::None => Err(Raised::Key(key)),
                 v => Ok(v),
             },
             _ => Err(Raised::Type("value is not subscriptable")),
@@ -307,7 +307,7 @@ impl<'a> Val<'a> {
         match self {
             Val::Dict(_) => self.contains(key),
             Val::Opaque => Err(Raised::Type("argument is not iterable")),
-            _ => Err(Raised::Attribute("keys".to_string())),
+            _ => Err(Raised::Attribute("keys")),
         }
     }
 
@@ -318,7 +318,7 @@ impl<'a> Val<'a> {
                 Ok(a.iter().all(|(k, _)| b.iter().any(|(k2, _)| k == k2)))
             }
             (Val::Opaque, _) | (_, Val::Opaque) => Err(Raised::Type("argument is not iterable")),
-            _ => Err(Raised::Attribute("keys".to_string())),
+            _ => Err(Raised::Attribute("keys")),
         }
     }
 
@@ -327,18 +327,18 @@ impl<'a> Val<'a> {
         match self {
             Val::Str(s) => Ok(s.starts_with(prefix)),
             Val::Opaque => Ok(true),
-            _ => Err(Raised::Attribute("startswith".to_string())),
+            _ => Err(Raised::Attribute("startswith")),
         }
     }
 
     /// A string method's receiver (`strip`, `split`...): the string itself.
-    pub fn string_method(&self, method: &str) -> Result<&'a str, Raised> {
+    pub fn string_method(&self, method: &'static str) -> Result<&'a str, Raised> {
         match self {
             Val::Str(s) => Ok(s),
             // The method returns a mock; whatever is done with it next
             // (`in`, iteration) is a TypeError.
             Val::Opaque => Err(Raised::Type("argument of type 'Mock' is not iterable")),
-            _ => Err(Raised::Attribute(method.to_string())),
+            _ => Err(Raised::Attribute(method)),
         }
     }
 

@@ -52,10 +52,12 @@ pub trait AgentView {
     fn is_provider_ovn_lb(&self, name: Option<&str>) -> bool;
 
     /// `agent.nb_idl.lsp_get(name_or_uuid).execute()`: the NB
-    /// Logical_Switch_Port with that name or UUID.
+    /// Logical_Switch_Port with that name or UUID, as a
+    /// [`RowView::complete`] row.
     fn lsp(&self, name_or_uuid: &str) -> Option<RowView<'_>>;
 
     /// The row a reference column points at (`row.chassis[0]`,
-    /// `nat.gateway_port[0]`). `None` when it is not in the snapshot.
+    /// `nat.gateway_port[0]`), as a [`RowView::complete`] row. `None` when
+    /// it is not in the snapshot (upstream's IDL drops such references).
     fn row(&self, uuid: Uuid) -> Option<RowView<'_>>;
 }

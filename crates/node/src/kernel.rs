@@ -51,6 +51,9 @@ pub struct KernelConfig {
     /// stand-in (`ifb`) on kernels without it.
     pub dummy_kind: String,
     pub ovs_ofctl: PathBuf,
+    /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives), when not
+    /// the default `/var/run/openvswitch`.
+    pub ovs_rundir: Option<PathBuf>,
     pub vtysh: PathBuf,
     /// `vtysh --vty_socket DIR`.
     pub vty_socket: Option<PathBuf>,
@@ -65,6 +68,7 @@ impl Default for KernelConfig {
             rt_tables: "/etc/iproute2/rt_tables".into(),
             dummy_kind: "dummy".into(),
             ovs_ofctl: "ovs-ofctl".into(),
+            ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
             frr_config_dir: std::env::temp_dir(),
@@ -522,7 +526,7 @@ impl KernelNode {
     /// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
     /// is not in OVS (or OVS is not reachable: then nothing is planned on it).
     fn ovs_bridge(&self, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
-        let run = |args: &[&str]| Command::new(&self.config.ovs_ofctl).args(args).output();
+        let run = |args: &[&str]| self.ofctl_command().args(args).output();
         let Ok(show) = run(&["show", br.as_str()]) else {
             return Ok(None);
         };
@@ -804,8 +808,17 @@ impl KernelNode {
         }
     }
 
+    fn ofctl_command(&self) -> Command {
+        let mut c = Command::new(&self.config.ovs_ofctl);
+        if let Some(dir) = &self.config.ovs_rundir {
+            c.env("OVS_RUNDIR", dir);
+        }
+        c
+    }
+
     fn ofctl(&self, args: &[&str]) -> Result<(), IoError> {
-        let out = Command::new(&self.config.ovs_ofctl)
+        let out = self
+            .ofctl_command()
             .args(args)
             .output()
             .map_err(|e| IoError::io("ovs-ofctl", e))?;

@@ -1,0 +1,232 @@
+//! MAC-tweak flows against a real ovs-vswitchd (userspace datapath) running
+//! in a network namespace the test creates, with its own ovsdb-server
+//! (root; apt packages openvswitch-switch, iproute2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind};
+use obgp_node::plan::plan;
+use obgp_node::{apply_plan, KernelConfig, KernelNode, Op, Scope};
+use obgp_testbed::netns::Netns;
+
+/// ovsdb-server + ovs-vswitchd (netdev datapath) with bridge br-ex and an
+/// internal port `patch-prov`; both daemons are killed on drop.
+struct Ovs {
+    children: Vec<Child>,
+    run: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Ovs {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Ovs {
+    fn vsctl(&self, args: &[&str]) -> String {
+        let db = format!("--db=unix:{}/db.sock", self.run.display());
+        let out = Command::new("ovs-vsctl")
+            .arg(db)
+            .arg("--timeout=20")
+            .args(args)
+            .output()
+            .expect("ovs-vsctl (apt package openvswitch-switch)");
+        assert!(
+            out.status.success(),
+            "ovs-vsctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn ofctl(&self, args: &[&str]) -> String {
+        let out = Command::new("ovs-ofctl")
+            .env("OVS_RUNDIR", &self.run)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ovs-ofctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn start(ns: &Netns) -> Ovs {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let db = dir.path().join("conf.db");
+        let schema = Path::new("/usr/share/openvswitch/vswitch.ovsschema");
+        let st = Command::new("ovsdb-tool")
+            .arg("create")
+            .arg(&db)
+            .arg(schema)
+            .status()
+            .expect("ovsdb-tool (apt package openvswitch-switch)");
+        assert!(st.success());
+        let logdir = dir.path().to_path_buf();
+        let log = |name: &str| format!("--log-file={}/{name}.log", logdir.display());
+        let server = Command::new("ovsdb-server")
+            .arg(&db)
+            .arg(format!("--remote=punix:{}/db.sock", run.display()))
+            .arg(format!("--unixctl={}/ovsdb-server.ctl", run.display()))
+            .arg(log("ovsdb-server"))
+            .args(["--no-chdir", "-vconsole:off"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("ovsdb-server");
+        let mut ovs = Ovs {
+            children: vec![server],
+            run: run.clone(),
+            _dir: dir,
+        };
+        wait_for("ovsdb-server socket", || run.join("db.sock").exists());
+        ovs.vsctl(&["--no-wait", "init"]);
+        let vswitchd = Command::new("ip")
+            .args(["netns", "exec", ns.name(), "env"])
+            .arg(format!("OVS_RUNDIR={}", run.display()))
+            .arg("ovs-vswitchd")
+            .arg(format!("unix:{}/db.sock", run.display()))
+            .arg(format!("--unixctl={}/ovs-vswitchd.ctl", run.display()))
+            .arg(log("ovs-vswitchd"))
+            .args(["--no-chdir", "-vconsole:off"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("ovs-vswitchd");
+        ovs.children.push(vswitchd);
+        ovs.vsctl(&[
+            "--",
+            "add-br",
+            "br-ex",
+            "--",
+            "set",
+            "bridge",
+            "br-ex",
+            "datapath_type=netdev",
+            "--",
+            "add-port",
+            "br-ex",
+            "patch-prov",
+            "--",
+            "set",
+            "interface",
+            "patch-prov",
+            "type=internal",
+        ]);
+        wait_for("br-ex.mgmt", || run.join("br-ex.mgmt").exists());
+        wait_for("br-ex tap in the namespace", || {
+            ns.ip(&["link", "show", "br-ex"]).is_ok()
+        });
+        ovs
+    }
+}
+
+fn dev(s: &str) -> DevName {
+    DevName::new(s).unwrap()
+}
+
+fn desired() -> DesiredNode {
+    let br = dev("br-ex");
+    let mut d = DesiredNode {
+        vrf_table: 10,
+        ..DesiredNode::default()
+    };
+    d.links.insert(Link {
+        name: br.clone(),
+        kind: LinkKind::Existing,
+        master: None,
+        mac: None,
+        up: true,
+    });
+    d.bridge_tables.insert(br.clone());
+    for proto in ["ip", "ipv6"] {
+        d.flows.insert(Flow {
+            bridge: br.clone(),
+            cookie: 999,
+            table: 0,
+            priority: 900,
+            protocol: proto.into(),
+            in_port: "patch-prov".into(),
+            actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
+        });
+    }
+    d
+}
+
+#[tokio::test]
+async fn mac_tweak_flows_round_trip_and_only_cookie_999_leftovers_go() {
+    let ns = Netns::new("ovs").expect("netns (root)");
+    let ovs = Ovs::start(&ns);
+    let dir = tempfile::tempdir().unwrap();
+    let mut k = KernelNode::connect(KernelConfig {
+        netns: Some(ns.path()),
+        rt_tables: dir.path().join("rt_tables"),
+        ovs_rundir: Some(ovs.run.clone()),
+        ..KernelConfig::default()
+    })
+    .await
+    .unwrap();
+    let d = desired();
+    let scope = Scope::for_desired(&d);
+    let a = k.observe(&scope).await.unwrap();
+    let ofport = a.bridges[&dev("br-ex")].ports["patch-prov"];
+    let mac = a.links[&dev("br-ex")].mac.unwrap();
+    let p = plan(&d, &a).unwrap();
+    let flows: Vec<&Op> = p
+        .ops()
+        .filter(|o| matches!(o, Op::AddFlow { .. }))
+        .collect();
+    assert_eq!(flows.len(), 2, "{p}");
+    let report = apply_plan(&mut k, &p).await;
+    assert!(report.ok(), "{report:?}");
+    let dump = ovs.ofctl(&["--no-names", "dump-flows", "br-ex", "cookie=999/-1"]);
+    assert!(
+        dump.contains(&format!(
+            "priority=900,ip,in_port={ofport} actions=mod_dl_dst:{mac},NORMAL"
+        )),
+        "{dump}"
+    );
+    let a = k.observe(&scope).await.unwrap();
+    assert!(plan(&d, &a).unwrap().is_empty());
+
+    // A stale agent flow and someone else's flow: only the agent's goes.
+    ovs.ofctl(&[
+        "add-flow",
+        "br-ex",
+        "cookie=999,priority=900,ip,in_port=77,actions=NORMAL",
+    ]);
+    ovs.ofctl(&[
+        "add-flow",
+        "br-ex",
+        "cookie=0x1234,priority=900,ip,in_port=78,actions=NORMAL",
+    ]);
+    let a = k.observe(&scope).await.unwrap();
+    let p = plan(&d, &a).unwrap();
+    assert_eq!(p.steps.len(), 1, "{p}");
+    assert!(matches!(&p.steps[0].op, Op::DelFlow { flow, .. } if flow.cookie == 999));
+    assert!(apply_plan(&mut k, &p).await.ok());
+    let dump = ovs.ofctl(&["--no-names", "dump-flows", "br-ex"]);
+    assert!(dump.contains("cookie=0x1234"), "{dump}");
+    let a = k.observe(&scope).await.unwrap();
+    assert!(plan(&d, &a).unwrap().is_empty());
+    assert_eq!(a.bridges[&dev("br-ex")].flows.len(), 2);
+}

@@ -5,7 +5,7 @@
 # directory (rw) at /run/obgp-vm and any extra shares, then hands over to the
 # per-run script /run/obgp-vm/guest.sh written by the host.
 # /etc/obgp-vm.conf (written at build time) sets KVER, HOST_MODULES and
-# EARLY_MODULES.
+# MODULES (9p and overlay first, then those of the agent's devices).
 export PATH=/bin
 . /etc/obgp-vm.conf
 say() { echo "obgp-vm: $*"; }
@@ -14,7 +14,8 @@ die() { say "init failed: $*"; echo o > /proc/sysrq-trigger; while :; do sleep 1
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in $EARLY_MODULES; do modprobe "$m" || say "modprobe $m failed"; done
+say "init started at $(cut -d' ' -f1 /proc/uptime)s of guest uptime"
+for m in $MODULES; do modprobe "$m" || say "modprobe $m failed"; done
 
 p9='trans=virtio,version=9p2000.L,msize=262144'
 mount -t 9p -o "$p9,ro,cache=loose" hostroot /lower || die "mount host root"
@@ -37,6 +38,7 @@ while read -r tag path; do
     say "share $path not mounted"
 done < /newroot/run/obgp-vm/shares
 
+say "host root mounted at $(cut -d' ' -f1 /proc/uptime)s"
 for d in proc sys dev; do mount --move "/$d" "/newroot/$d"; done
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts

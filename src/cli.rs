@@ -15,17 +15,19 @@ const LONG_ABOUT: &str =
     "Per-node agent exposing OVN VM IPs, FIPs, LB VIPs and tenant subnets to a BGP fabric \
 (Rust rewrite of openstack/ovn-bgp-agent, reading the same bgp-agent.conf).
 
-Without a subcommand, runs the agent daemon. NOT IMPLEMENTED YET: the run loop \
-belongs to issue 6; today the daemon loads and checks the configuration, sets up \
-logging, logs that the run loop is missing and exits 1.";
+Without a subcommand, runs the agent daemon: a level-triggered reconciler that \
+recomputes what must exist on this node from OVN on every OVSDB event that \
+matters, every reconcile_interval and after every reconnect, and applies the \
+difference. SIGTERM finishes the reconcile in flight and exits 0; routes stay.";
 
-const AFTER_HELP: &str = "Configuration is read like oslo.config reads it upstream: every --config-file \
+const AFTER_HELP: &str =
+    "Configuration is read like oslo.config reads it upstream: every --config-file \
 and --config-dir (its *.conf files sorted by name) in command-line order, later ones winning; \
 without --config-file, the first bgp-agent.conf and ovn-bgp-agent.conf found in ~/.bgp-agent/, ~/, \
 /etc/bgp-agent/, /etc/. Environment overrides: OVN_BGP_AGENT_<SECTION>__<OPTION>=value \
 (e.g. OVN_BGP_AGENT_DEFAULT__DRIVER=nb_ovn_bgp_driver), over oslo's own OS_<SECTION>__<OPTION>.
 
-Exit codes: 0 ok, 1 runtime failure (or a feature not implemented yet), 2 invalid configuration or usage.";
+Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.";
 
 #[derive(Parser, Debug)]
 #[command(name = "ovn-bgp-agent", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
@@ -33,8 +35,44 @@ pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
 
+    #[command(flatten)]
+    pub node: NodeArgs,
+
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// Where the node is. Not in upstream (which always works on the host it runs
+/// on): for tests, maintenance from a debug pod, and kernels without `dummy`.
+#[derive(Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// Work on this network namespace (`ip netns` name) instead of the agent's own.
+    #[arg(long, value_name = "NAME", global = true, help_heading = "Node")]
+    pub netns: Option<String>,
+
+    /// The routing table names file.
+    #[arg(
+        long = "rt-tables",
+        value_name = "PATH",
+        global = true,
+        default_value = "/etc/iproute2/rt_tables",
+        help_heading = "Node"
+    )]
+    pub rt_tables: PathBuf,
+
+    /// FRR's vty socket directory (`vtysh --vty_socket`).
+    #[arg(
+        long = "vty-socket",
+        value_name = "DIR",
+        global = true,
+        default_value = "/run/frr",
+        help_heading = "Node"
+    )]
+    pub vty_socket: PathBuf,
+
+    /// The link kind created for bgp-nic: `dummy`, or `ifb` on kernels without dummy.
+    #[arg(long = "bgp-nic-kind", value_name = "KIND", global = true, default_value = "dummy", value_parser = ["dummy", "ifb"], help_heading = "Node")]
+    pub bgp_nic_kind: String,
 }
 
 /// Options accepted before or after the subcommand, as upstream's oslo flags.
@@ -111,14 +149,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Print the node changes the agent would make. NOT IMPLEMENTED YET (issue 5): exits 1.
+    /// Print the node changes the agent would make now, grouped and in the
+    /// order it would make them. Changes nothing.
     Plan {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Read OVN from this file (OVSDB wire notation per database, or a
+        /// conformance scenario) instead of the configured databases.
+        #[arg(long, value_name = "FILE")]
+        ovn: Option<PathBuf>,
+        /// With --ovn: plan against this node state (scenario JSON shape)
+        /// instead of the live node; a scenario file's `initial_node` by default.
+        #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
+        node_state: Option<PathBuf>,
     },
-    /// Reconcile the node once and exit. NOT IMPLEMENTED YET (issue 6): exits 1.
+    /// Reconcile the node once and exit: 0 when it converged (a second
+    /// observe plans nothing), 1 otherwise.
     Reconcile {
-        /// Run one reconciliation and exit (the only mode today).
+        /// Run one reconciliation and exit (the only mode).
         #[arg(long, required = true)]
         once: bool,
     },
@@ -144,6 +192,12 @@ pub fn parse(matches: &ArgMatches) -> Result<Cli, clap::Error> {
 
 /// Options whose value is the next argument when not written `--opt=value`.
 const TAKES_VALUE: &[&str] = &[
+    "--netns",
+    "--rt-tables",
+    "--vty-socket",
+    "--bgp-nic-kind",
+    "--ovn",
+    "--node-state",
     "--log-file",
     "--logfile",
     "--log-dir",

@@ -139,8 +139,8 @@ fn usage_errors_exit_2_and_help_exits_0() {
     let help = agent(&["--help"], &[]);
     assert_eq!(help.status.code(), Some(0));
     assert!(
-        stdout(&help).contains("NOT IMPLEMENTED YET"),
-        "--help says the daemon is a stub"
+        stdout(&help).contains("level-triggered reconciler"),
+        "--help says what the daemon does"
     );
 }
 
@@ -168,27 +168,27 @@ fn version_prints_the_version() {
     );
 }
 
+/// Upstream's default driver (the SB one) is not implemented yet: every
+/// command that would run it says so and exits 1, before connecting anywhere.
+const UNSUPPORTED: &str = "driver OvnBgpDriver with exposing_method Underlay is not supported yet";
+
 #[test]
-fn placeholders_name_their_issue_and_exit_1() {
+fn commands_refuse_an_unimplemented_driver_with_exit_1() {
     let s = path(&sample()).to_string();
     let plan = agent(&["--config-file", &s, "plan", "--format", "json"], &[]);
     assert_eq!(plan.status.code(), Some(1));
-    assert!(stderr(&plan).contains("issue 5"), "{}", stderr(&plan));
+    assert!(stderr(&plan).contains(UNSUPPORTED), "{}", stderr(&plan));
     let rec = agent(&["--config-file", &s, "reconcile", "--once"], &[]);
     assert_eq!(rec.status.code(), Some(1));
-    assert!(stderr(&rec).contains("issue 6"), "{}", stderr(&rec));
+    assert!(stderr(&rec).contains(UNSUPPORTED), "{}", stderr(&rec));
 }
 
 #[test]
-fn the_daemon_says_the_run_loop_is_missing_and_exits_1_logging_to_stdout_by_default() {
+fn the_daemon_logs_why_it_cannot_run_and_exits_1_logging_to_stdout_by_default() {
     let out = agent(&["--config-file", path(&sample())], &[]);
     assert_eq!(out.status.code(), Some(1));
     // oslo.log's fallback handler is stdout.
-    assert!(
-        stdout(&out).contains("run loop is not implemented yet"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains(UNSUPPORTED), "{}", stdout(&out));
     assert_eq!(stderr(&out), "");
 }
 
@@ -211,7 +211,7 @@ fn use_stderr_and_use_json_route_and_format_the_logs() {
         && l["message"]
             .as_str()
             .unwrap()
-            .contains("run loop is not implemented")));
+            .contains("is not supported yet")));
 }
 
 #[test]
@@ -242,11 +242,7 @@ fn debug_adds_debug_records_and_a_file_plus_use_stderr_writes_both() {
         stderr(&loud)
     );
     let file = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(
-        file.matches("run loop is not implemented").count(),
-        2,
-        "{file}"
-    );
+    assert_eq!(file.matches("is not supported yet").count(), 2, "{file}");
     assert!(file.contains("configuration loaded"));
     assert_eq!(stdout(&loud), "");
 }
@@ -268,7 +264,7 @@ fn log_file_under_log_dir_receives_the_logs() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "", "a log file replaces stdout");
     let text = std::fs::read_to_string(logs.join("agent.log")).unwrap();
-    assert!(text.contains("run loop is not implemented yet"), "{text}");
+    assert!(text.contains("is not supported yet"), "{text}");
 }
 
 #[test]

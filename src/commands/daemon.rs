@@ -1,13 +1,16 @@
-//! The daemon (no subcommand). Placeholder: the run loop is issue 6's.
+//! The daemon (no subcommand): the reconcile loop until SIGTERM or SIGINT.
 
 use std::process::ExitCode;
 
 use obgp_config::Config;
+use tokio_util::sync::CancellationToken;
 
-/// Will run the agent until stopped (issue 6). Today it logs what it would
-/// run with, logs that the run loop is missing and exits 1, so a service
-/// manager never mistakes it for a running agent.
-pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
+use crate::cli::NodeArgs;
+
+/// Runs the agent until stopped. SIGTERM/SIGINT finish the reconcile in
+/// flight and exit 0, leaving routes in place. Routing-table exhaustion is
+/// the one error that stops it (exit 1).
+pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
     let d = &config.default;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -15,6 +18,37 @@ pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
         exposing_method = d.exposing_method.as_str(),
         "ovn-bgp-agent starting"
     );
-    tracing::error!("the run loop is not implemented yet (owned by issue 6); exiting");
-    Ok(ExitCode::from(crate::EXIT_FAILURE))
+    let opts = super::run_options(node);
+    let rt = super::runtime()?;
+    let result = rt.block_on(async {
+        let shutdown = CancellationToken::new();
+        let signals = shutdown.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                tracing::error!("cannot install signal handlers");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: finishing the reconcile in flight"),
+                _ = int.recv() => tracing::info!("SIGINT: finishing the reconcile in flight"),
+            }
+            signals.cancel();
+        });
+        obgp_controller::run(config.clone(), opts, shutdown).await
+    });
+    match result {
+        Ok(()) => {
+            tracing::info!("ovn-bgp-agent stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // Logged (not only printed) so it lands where the operator's logs go.
+            tracing::error!("ovn-bgp-agent cannot run: {e}");
+            Ok(ExitCode::from(crate::EXIT_FAILURE))
+        }
+    }
 }

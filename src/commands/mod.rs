@@ -38,10 +38,20 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     }
     let config = &config.config;
     match &args.command {
-        None => daemon::run(config),
+        None => daemon::run(config, &args.node),
         Some(Command::Config { format }) => config::run(config, *format),
-        Some(Command::Plan { format }) => plan::run(config, *format),
-        Some(Command::Reconcile { once }) => reconcile::run(config, *once),
+        Some(Command::Plan {
+            format,
+            ovn,
+            node_state,
+        }) => plan::run(
+            config,
+            &args.node,
+            *format,
+            ovn.as_deref(),
+            node_state.as_deref(),
+        ),
+        Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),
     }
 }
@@ -71,8 +81,28 @@ fn invalid_configuration(e: &ConfigError) -> ExitCode {
     ExitCode::from(crate::EXIT_INVALID)
 }
 
-/// The exit code of a command that a later issue implements.
-pub fn not_implemented(what: &str, issue: u32) -> ExitCode {
-    eprintln!("ovn-bgp-agent: {what} is not implemented yet: it is owned by issue {issue}");
-    ExitCode::from(crate::EXIT_FAILURE)
+/// The node-side settings of the command line, for the controller.
+pub fn run_options(node: &cli::NodeArgs) -> obgp_controller::RunOptions {
+    let kernel = obgp_node::KernelConfig {
+        netns: node
+            .netns
+            .as_ref()
+            .map(|n| std::path::Path::new("/run/netns").join(n)),
+        rt_tables: node.rt_tables.clone(),
+        dummy_kind: node.bgp_nic_kind.clone(),
+        vty_socket: Some(node.vty_socket.clone()),
+        ..obgp_node::KernelConfig::default()
+    };
+    obgp_controller::RunOptions {
+        kernel,
+        ..obgp_controller::RunOptions::default()
+    }
+}
+
+/// A multi-threaded tokio runtime for the commands that talk to OVSDB and the node.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }

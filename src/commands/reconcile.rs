@@ -1,12 +1,21 @@
-//! `ovn-bgp-agent reconcile --once`: one reconciliation, then exit.
-//! Placeholder: the run loop is issue 6's.
+//! `ovn-bgp-agent reconcile --once`: connect, wait for the initial dumps,
+//! reconcile once, and exit 0 only when the node converged (an observe after
+//! the apply plans nothing). For maintenance windows.
 
 use std::process::ExitCode;
 
 use obgp_config::Config;
 
-/// Will run one full reconciliation of the node (issue 6). Today it says
-/// so and exits 1.
-pub fn run(_config: &Config, _once: bool) -> anyhow::Result<ExitCode> {
-    Ok(super::not_implemented("`reconcile --once`", 6))
+use crate::cli::NodeArgs;
+
+pub fn run(config: &Config, node: &NodeArgs, _once: bool) -> anyhow::Result<ExitCode> {
+    let opts = super::run_options(node);
+    let report = super::runtime()?.block_on(obgp_controller::reconcile_once(config, &opts))?;
+    println!(
+        "converged: {} exposed IP(s), {} op(s) applied, {} failed",
+        report.exposed,
+        report.ops_applied(),
+        report.failed.len()
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,13 +1,22 @@
-//! The reconcile loop's machinery: why a reconcile runs ([`Reason`]) and when
-//! ([`queue`]: debounced, coalesced and rate-limited triggers).
+//! The reconcile loop: why a reconcile runs ([`Reason`]), when ([`queue`]:
+//! debounced, coalesced and rate-limited triggers), what one reconcile does
+//! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
+//! comes from ([`sources`]), what the event filters read ([`view`]), and the
+//! loop that ties them ([`run`]).
 //!
 //! Events never touch the node: an OVSDB update that passes the event filters,
 //! a timer, a reconnect or a netlink overrun only schedules the next
 //! reconcile, which recomputes everything. A missed or reordered event costs
-//! latency, never correctness.
+//! latency, never correctness (upstream defects D11 and D16 cannot occur).
 
 pub mod queue;
 pub mod reason;
+pub mod reconcile;
+pub mod run;
+pub mod sources;
+pub mod view;
 
 pub use queue::{Batch, QueueConfig, Scheduler, WorkQueue};
 pub use reason::Reason;
+pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};
+pub use run::{plan_once, reconcile_once, render_plan, run, RunError, RunOptions};

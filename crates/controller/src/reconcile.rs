@@ -1,0 +1,261 @@
+//! One reconcile: desired state from the snapshot, observe the node, plan
+//! the diff, apply it with the single writer, and report what happened and
+//! how long each phase took.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use obgp_config::Config;
+use obgp_desired::{desired_state, Desired, DesiredError, NodeFacts};
+use obgp_netmodel::DesiredNode;
+use obgp_node::{apply_plan, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
+use obgp_ovn::Snapshot;
+
+/// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
+/// `TablesExhausted` is fatal for the agent; everything else is retried by
+/// the next reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("desired state: {0}")]
+    Desired(#[from] DesiredError),
+    #[error("observing the node: {0}")]
+    Observe(String),
+    #[error("planning: {0}")]
+    Plan(#[from] PlanError),
+    #[error("connecting to the node: {0}")]
+    Connect(String),
+}
+
+impl ReconcileError {
+    /// Routing-table exhaustion: the one condition the agent exits on.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            ReconcileError::Plan(PlanError::TablesExhausted { .. })
+        )
+    }
+}
+
+/// Refuses, before connecting anywhere, a driver or exposing method whose
+/// desired state is not implemented (an empty OVN snapshot is enough to ask).
+pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
+    match desired_state(&Snapshot::default(), config, &NodeFacts::default()) {
+        Err(e @ DesiredError::Unsupported { .. }) => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// A computed plan with what it was computed from.
+pub struct Planned {
+    pub desired: Desired,
+    pub node: DesiredNode,
+    pub actual: Actual,
+    pub plan: Plan,
+}
+
+/// What one reconcile did.
+#[derive(Debug, Default)]
+pub struct ReconcileReport {
+    pub desired_time: Duration,
+    pub observe_time: Duration,
+    pub plan_time: Duration,
+    pub apply_time: Duration,
+    /// Applied ops by kind (`add_rule`, `del_address`...).
+    pub applied: BTreeMap<String, usize>,
+    /// Ops that failed, as text with the error.
+    pub failed: Vec<String>,
+    /// Announcements held back because their wiring failed (O1).
+    pub held_back: usize,
+    /// Exposed IPs in the desired state.
+    pub exposed: usize,
+}
+
+impl ReconcileReport {
+    pub fn ops_applied(&self) -> usize {
+        self.applied.values().sum()
+    }
+}
+
+/// Owns the node side: the kernel connection and what the last reconcile
+/// wanted (it classifies leftovers for the O3 order and tells whether FRR
+/// already has our text).
+pub struct Reconciler {
+    config: Config,
+    node: KernelNode,
+    kernel: KernelConfig,
+    previous: Option<DesiredNode>,
+    last_desired: Option<Desired>,
+    /// The FRR text last applied successfully.
+    frr_applied: Option<String>,
+    facts: NodeFacts,
+}
+
+impl Reconciler {
+    /// Connects to the node (rtnetlink in the configured namespace).
+    pub async fn connect(
+        config: Config,
+        kernel: KernelConfig,
+    ) -> Result<Reconciler, ReconcileError> {
+        let node = KernelNode::connect(kernel.clone())
+            .await
+            .map_err(|e| ReconcileError::Connect(e.to_string()))?;
+        let facts = NodeFacts {
+            system_hostname: system_hostname(),
+            frr_router_id: None,
+        };
+        Ok(Reconciler {
+            config,
+            node,
+            kernel,
+            previous: None,
+            last_desired: None,
+            frr_applied: None,
+            facts,
+        })
+    }
+
+    /// The desired state of the last reconcile, if any.
+    pub fn last_desired(&self) -> Option<&Desired> {
+        self.last_desired.as_ref()
+    }
+
+    /// The chassis name LSPs use for this node.
+    pub fn hostname(&self, snap: &Snapshot) -> String {
+        snap.ovs
+            .hostname
+            .clone()
+            .or_else(|| self.facts.system_hostname.clone())
+            .unwrap_or_default()
+    }
+
+    /// Computes desired state, observes the node and plans, without writing.
+    /// `check_frr`: read FRR's running configuration; otherwise FRR counts as
+    /// holding our text when it is the one we last applied.
+    pub async fn plan(
+        &mut self,
+        snap: &Snapshot,
+        check_frr: bool,
+    ) -> Result<(Planned, ReconcileReport), ReconcileError> {
+        let mut report = ReconcileReport::default();
+        if self.config.default.bgp_router_id.is_none() && self.facts.frr_router_id.is_none() {
+            self.facts.frr_router_id = frr_router_id(&self.kernel);
+        }
+
+        let t = Instant::now();
+        let desired = desired_state(snap, &self.config, &self.facts)?;
+        let node = desired.to_node();
+        report.desired_time = t.elapsed();
+        report.exposed = desired.exposed.len();
+
+        let t = Instant::now();
+        let mut scope = Scope::for_desired(&node);
+        if let Some(prev) = &self.previous {
+            // Tables and bridges the last reconcile used are read too, so
+            // their leftovers are seen when a bridge mapping goes away.
+            scope
+                .bridge_tables
+                .extend(prev.bridge_tables.iter().cloned());
+            scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+        }
+        let frr_known =
+            !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
+        if frr_known {
+            scope.frr_lines.clear();
+        }
+        let mut actual = self
+            .node
+            .observe(&scope)
+            .await
+            .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+        if frr_known {
+            actual.frr.has_our_config = true;
+        }
+        report.observe_time = t.elapsed();
+
+        let t = Instant::now();
+        let plan = obgp_node::plan_after(&node, self.previous.as_ref(), &actual)?;
+        report.plan_time = t.elapsed();
+        Ok((
+            Planned {
+                desired,
+                node,
+                actual,
+                plan,
+            },
+            report,
+        ))
+    }
+
+    /// One full reconcile.
+    pub async fn reconcile(
+        &mut self,
+        snap: &Snapshot,
+        check_frr: bool,
+    ) -> Result<ReconcileReport, ReconcileError> {
+        let (planned, mut report) = self.plan(snap, check_frr).await?;
+        let t = Instant::now();
+        let applied = apply_plan(&mut self.node, &planned.plan).await;
+        report.apply_time = t.elapsed();
+        for step in &planned.plan.steps {
+            if !applied.failed.iter().any(|(op, _)| op == &step.op)
+                && !applied.held_back.contains(&step.op)
+            {
+                *report.applied.entry(op_kind(&step.op)).or_default() += 1;
+            }
+        }
+        report.failed = applied
+            .failed
+            .iter()
+            .map(|(op, e)| format!("{op}: {e}"))
+            .collect();
+        report.held_back = applied.held_back.len();
+        let frr_failed = applied
+            .failed
+            .iter()
+            .any(|(op, _)| matches!(op, obgp_node::Op::ApplyFrr { .. }));
+        if !frr_failed {
+            self.frr_applied = planned.node.frr_config.clone();
+        }
+        self.previous = Some(planned.node);
+        self.last_desired = Some(planned.desired);
+        Ok(report)
+    }
+}
+
+/// The system hostname (`/proc/sys/kernel/hostname`), upstream's
+/// `socket.gethostname()` fallback for the chassis name.
+fn system_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The router-id FRR reports (`show ip bgp summary json`, `ipv4Unicast.routerId`),
+/// used when `bgp_router_id` is unset. `None` when FRR does not answer.
+fn frr_router_id(kernel: &KernelConfig) -> Option<String> {
+    let mut cmd = std::process::Command::new(&kernel.vtysh);
+    if let Some(dir) = &kernel.vty_socket {
+        cmd.arg("--vty_socket").arg(dir);
+    }
+    let out = cmd.args(["-c", "show ip bgp summary json"]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let id = v.get("ipv4Unicast")?.get("routerId")?.as_str()?;
+    // Validated here: it ends up in a vtysh script.
+    id.parse::<std::net::Ipv4Addr>()
+        .ok()
+        .map(|ip| ip.to_string())
+}
+
+/// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.
+fn op_kind(op: &obgp_node::Op) -> String {
+    let debug = format!("{op:?}");
+    debug
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}

@@ -1,0 +1,293 @@
+//! The agent's main loop and its one-shot variants.
+//!
+//! [`run`]: connect, wait for the initial dumps, reconcile, then reconcile
+//! again whenever the work queue says so: an OVSDB change that passes the
+//! driver's event filters, a local OVS change, a timer
+//! (`reconcile_interval`, `frr_reconcile_interval`), a resync after a
+//! reconnect. [`reconcile_once`] and [`plan_once`] back the
+//! `reconcile --once` and `plan` commands.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use obgp_config::Config;
+use obgp_events::Filters;
+use obgp_node::{KernelConfig, Plan};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::queue::{QueueConfig, Scheduler, WorkQueue};
+use crate::reconcile::{check_supported, Planned, ReconcileError, ReconcileReport, Reconciler};
+use crate::sources::{OvnSources, SourceError};
+use crate::view::SnapshotView;
+use crate::Reason;
+
+/// How the loop runs beyond the configuration file.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub queue: QueueConfig,
+    pub kernel: KernelConfig,
+}
+
+/// Why the agent stopped or a one-shot command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Reconcile(#[from] ReconcileError),
+    #[error("the node did not converge: {0} op(s) still pending after the reconcile:\n{1}")]
+    NotConverged(usize, String),
+}
+
+/// How long the one-shot commands wait for the initial dumps:
+/// `ovsdb_connection_timeout`.
+fn sync_timeout(config: &Config) -> Duration {
+    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
+}
+
+/// Computes the pending plan against the live databases and node, changing nothing.
+pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
+    check_supported(config)?;
+    let sources = OvnSources::start(config)?;
+    sources.wait_synced(sync_timeout(config)).await?;
+    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    let (_, snap) = sources.snapshot();
+    let (planned, _) = reconciler.plan(&snap, true).await?;
+    Ok(planned)
+}
+
+/// Reconciles once and checks convergence: a second observe must plan nothing.
+pub async fn reconcile_once(
+    config: &Config,
+    opts: &RunOptions,
+) -> Result<ReconcileReport, RunError> {
+    check_supported(config)?;
+    let sources = OvnSources::start(config)?;
+    sources.wait_synced(sync_timeout(config)).await?;
+    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    let (_, snap) = sources.snapshot();
+    let report = reconciler.reconcile(&snap, true).await?;
+    log_report(&report, "reconcile --once");
+    let (again, _) = reconciler.plan(&snap, true).await?;
+    if !again.plan.is_empty() {
+        return Err(RunError::NotConverged(
+            again.plan.steps.len(),
+            again.plan.to_string(),
+        ));
+    }
+    Ok(report)
+}
+
+fn log_report(report: &ReconcileReport, why: &str) {
+    tracing::info!(
+        reasons = why,
+        exposed = report.exposed,
+        ops = report.ops_applied(),
+        failed = report.failed.len(),
+        held_back = report.held_back,
+        desired_ms = ms(report.desired_time),
+        observe_ms = ms(report.observe_time),
+        plan_ms = ms(report.plan_time),
+        apply_ms = ms(report.apply_time),
+        applied = ?report.applied,
+        "reconciled"
+    );
+    for failure in &report.failed {
+        tracing::warn!("op failed (the next reconcile retries): {failure}");
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Runs the agent until `shutdown` is cancelled. The reconcile in flight
+/// is finished first, so nothing is left half-done; routes stay in place.
+/// Returns an error only for what the agent cannot continue from:
+/// routing-table exhaustion.
+pub async fn run(
+    config: Config,
+    opts: RunOptions,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    check_supported(&config)?;
+    let sources = OvnSources::start(&config)?;
+    let (sched, mut queue) = WorkQueue::new(opts.queue.clone());
+
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            r = sources.wait_synced(Duration::from_secs(30)) => match r {
+                Ok(()) => break,
+                Err(e) => tracing::warn!("still waiting for the databases: {e}"),
+            },
+        }
+    }
+    let mut reconciler = loop {
+        match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
+            Ok(r) => break r,
+            Err(e) => {
+                tracing::error!("{e}; retrying in 5 s");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+            }
+        }
+    };
+
+    let (_, snap) = sources.snapshot();
+    let view0 = SnapshotView::new(
+        sources.nb.cache().snapshot(),
+        Arc::new(snap.clone()),
+        reconciler.hostname(&snap),
+        None,
+    );
+    let (view_tx, view_rx) = watch::channel(Arc::new(view0));
+    let filters = Filters::for_config(&config.default);
+
+    let mut tasks = vec![
+        sched.every(
+            Duration::from_secs(config.default.reconcile_interval.max(1)),
+            Reason::Periodic,
+        ),
+        sched.every(
+            Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
+            Reason::FrrCheck,
+        ),
+        spawn_event_filter(
+            sources.nb.cache().subscribe(),
+            filters,
+            view_rx,
+            sched.clone(),
+        ),
+        spawn_local_ovs_watch(sources.ovs.cache().subscribe(), sched.clone()),
+        spawn_resync_watch(
+            sources.nb.cache().resynced(),
+            obgp_ovn::NB_DB,
+            sched.clone(),
+        ),
+        spawn_resync_watch(
+            sources.ovs.cache().resynced(),
+            obgp_ovn::OVS_DB,
+            sched.clone(),
+        ),
+    ];
+    sched.trigger(Reason::Startup);
+
+    let result = loop {
+        let batch = tokio::select! {
+            _ = shutdown.cancelled() => break Ok(()),
+            b = queue.next() => match b { Some(b) => b, None => break Ok(()) },
+        };
+        let started = Instant::now();
+        let (raw_nb, snap) = sources.snapshot();
+        match reconciler.reconcile(&snap, batch.checks_frr()).await {
+            Ok(report) => {
+                log_report(&report, &batch.to_string());
+                tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
+            }
+            Err(e) if e.is_fatal() => break Err(e.into()),
+            Err(e) => {
+                tracing::error!(reasons = %batch, "reconcile failed, the next one retries: {e}")
+            }
+        }
+        let hostname = reconciler.hostname(&snap);
+        let view = SnapshotView::new(raw_nb, Arc::new(snap), hostname, reconciler.last_desired());
+        view_tx.send_replace(Arc::new(view));
+    };
+    for t in tasks.drain(..) {
+        t.abort();
+    }
+    result
+}
+
+/// Feeds every NB change through the driver's event filters; a match
+/// schedules a reconcile carrying the class name as its reason.
+fn spawn_event_filter(
+    mut changes: broadcast::Receiver<obgp_ovsdb::Change>,
+    filters: Filters,
+    view: watch::Receiver<Arc<SnapshotView>>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(change) => {
+                    let current = view.borrow().clone();
+                    for class in filters.matching_change(&change, current.as_ref()) {
+                        tracing::debug!(class, table = %change.table, uuid = %change.uuid, "event matched");
+                        sched.trigger(Reason::Event {
+                            class,
+                            table: change.table.to_string(),
+                        });
+                    }
+                }
+                // Lost changes: a full reconcile sees everything anyway.
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(lost = n, "event stream lagged; reconciling in full");
+                    sched.trigger(Reason::Resync {
+                        database: obgp_ovn::NB_DB.into(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// Local OVS changes (bridge mappings, a patch port appearing) change the
+/// wiring: any change of the monitored columns schedules a reconcile.
+fn spawn_local_ovs_watch(
+    mut changes: broadcast::Receiver<obgp_ovsdb::Change>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(change) => {
+                    sched.trigger(Reason::Event {
+                        class: "LocalOvsChange",
+                        table: change.table.to_string(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    sched.trigger(Reason::Resync {
+                        database: obgp_ovn::OVS_DB.into(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// A full reconcile after every reconnect's resync (generation > 1).
+fn spawn_resync_watch(
+    mut generation: watch::Receiver<u64>,
+    database: &'static str,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut seen = *generation.borrow_and_update();
+        while generation.changed().await.is_ok() {
+            let now = *generation.borrow_and_update();
+            if now > seen && now > 1 {
+                sched.trigger(Reason::Resync {
+                    database: database.into(),
+                });
+            }
+            seen = now;
+        }
+    })
+}
+
+/// The plan as `ovn-bgp-agent plan` prints it.
+pub fn render_plan(plan: &Plan) -> String {
+    if plan.is_empty() {
+        "nothing to do: the node matches OVN\n".to_string()
+    } else {
+        plan.to_string()
+    }
+}

@@ -1,0 +1,139 @@
+//! The event filters' [`AgentView`] answered from the current OVN snapshot
+//! and the last desired state: what upstream read from its driver caches
+//! (`ovn_local_cr_lrps`, `ovn_local_lrps`, `_exposed_ips`...), derived here
+//! from the same data the next reconcile uses, so a filter and the
+//! reconcile it schedules never disagree.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use obgp_desired::Desired;
+use obgp_events::view::RowView;
+use obgp_events::AgentView;
+use obgp_ovn::Snapshot;
+use obgp_ovsdb::Uuid;
+
+/// An immutable view, rebuilt after every reconcile (cheap: proportional to
+/// what is local to this chassis).
+pub struct SnapshotView {
+    raw_nb: obgp_ovsdb::Snapshot,
+    snap: Arc<Snapshot>,
+    chassis: String,
+    chassis_id: String,
+    /// Routers (bare ids) with a gateway port hosted here.
+    local_cr_lrps: HashSet<String>,
+    /// Logical switches (`neutron-<id>`) behind those gateways.
+    local_lrp_networks: HashSet<String>,
+    /// Every announced IP.
+    exposed: HashSet<IpAddr>,
+}
+
+impl SnapshotView {
+    /// `hostname` is the chassis name LSPs use (OVS `hostname`, else the
+    /// system hostname); `desired` the last computed desired state.
+    pub fn new(
+        raw_nb: obgp_ovsdb::Snapshot,
+        snap: Arc<Snapshot>,
+        hostname: String,
+        desired: Option<&Desired>,
+    ) -> SnapshotView {
+        let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
+        let mut local_cr_lrps = HashSet::new();
+        let mut local_lrp_networks = HashSet::new();
+        for lrp in snap.lrps_hosted_on(&chassis_id) {
+            if let Some(router) = &lrp.router {
+                local_cr_lrps.insert(router.clone());
+            }
+        }
+        for router in &local_cr_lrps {
+            for iface in snap.router_interfaces(router) {
+                if let Some(net) = &iface.network {
+                    local_lrp_networks.insert(net.clone());
+                }
+            }
+        }
+        let exposed = desired
+            .map(|d| d.exposed.keys().copied().collect())
+            .unwrap_or_default();
+        SnapshotView {
+            raw_nb,
+            snap,
+            chassis: hostname,
+            chassis_id,
+            local_cr_lrps,
+            local_lrp_networks,
+            exposed,
+        }
+    }
+
+    /// A provider network whose physical network is mapped to a bridge here.
+    fn switch_is_provider(&self, switch: &str) -> bool {
+        self.snap
+            .localnet_of_switch(switch)
+            .and_then(|lnet| lnet.localnet_network.as_deref())
+            .is_some_and(|net| self.snap.ovs.bridge_for_network(net).is_some())
+    }
+}
+
+impl AgentView for SnapshotView {
+    fn chassis(&self) -> &str {
+        &self.chassis
+    }
+
+    fn chassis_id(&self) -> &str {
+        &self.chassis_id
+    }
+
+    fn has_local_cr_lrps(&self) -> bool {
+        !self.local_cr_lrps.is_empty()
+    }
+
+    fn is_local_cr_lrp(&self, router: Option<&str>) -> bool {
+        router.is_some_and(|r| {
+            self.local_cr_lrps
+                .contains(obgp_ovn::neutron::strip_prefix(r))
+        })
+    }
+
+    fn is_local_lrp_network(&self, logical_switch: Option<&str>) -> bool {
+        logical_switch.is_some_and(|ls| self.local_lrp_networks.contains(ls))
+    }
+
+    /// Upstream keys its exposed IPs by switch; an IP is announced at most
+    /// once per node, so the IP alone answers the same question.
+    fn is_ip_exposed(&self, _logical_switch: Option<&str>, ips: &[&str]) -> bool {
+        ips.iter()
+            .filter_map(|ip| ip.split('/').next()?.parse::<IpAddr>().ok())
+            .any(|ip| self.exposed.contains(&ip))
+    }
+
+    fn is_ls_provider(&self, logical_switch: Option<&str>) -> bool {
+        logical_switch.is_some_and(|ls| self.switch_is_provider(ls))
+    }
+
+    fn distributed(&self) -> bool {
+        self.snap.nb_global.fip_distributed
+    }
+
+    /// The SB driver's LB bookkeeping: the NB driver has none.
+    fn is_provider_ovn_lb(&self, _name: Option<&str>) -> bool {
+        false
+    }
+
+    fn lsp(&self, name_or_uuid: &str) -> Option<RowView<'_>> {
+        const LSP: &str = "Logical_Switch_Port";
+        let uuid = match Uuid::parse(name_or_uuid) {
+            Ok(u) if self.raw_nb.get(LSP, u).is_some() => u,
+            _ => self.snap.lsp(name_or_uuid)?.uuid,
+        };
+        self.raw_nb.get(LSP, uuid).map(|row| RowView::complete(row))
+    }
+
+    fn row(&self, uuid: Uuid) -> Option<RowView<'_>> {
+        self.raw_nb
+            .tables()
+            .find_map(|t| self.raw_nb.get(t, uuid))
+            .map(|row| RowView::complete(row))
+    }
+}

@@ -17,7 +17,9 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
 use obgp_ovn::Snapshot;
 
-pub use model::{BridgeWiring, Desired, ExposedIp, IpWiring, TenantSubnet, VlanDevice};
+pub use model::{
+    BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
+};
 
 /// Facts about the node that would otherwise need I/O, gathered by the
 /// caller before each computation.

@@ -2,14 +2,17 @@
 //! flattening into the planner's node objects ([`DesiredNode`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use ipnet::IpNet;
 use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use serde::Serialize;
+use obgp_ovsdb::Uuid;
+use serde::{Serialize, Serializer};
 
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -64,8 +67,41 @@ pub struct ExposedIp {
     /// How traffic for it reaches OVN; `None` for tenant IPs announced only
     /// (host advertisement method), which OVN routes through the gateway.
     pub wiring: Option<IpWiring>,
-    /// The OVN object that asks for it (port, LRP, NAT or LB name).
-    pub source: String,
+    /// The OVN row that asks for it.
+    pub source: RowRef,
+}
+
+/// An OVN row, by table and uuid (cheap to copy, names the row in logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowRef {
+    pub table: &'static str,
+    pub uuid: Uuid,
+}
+
+impl fmt::Display for RowRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.table, self.uuid)
+    }
+}
+
+impl Serialize for RowRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Where a provider network lands on this node: shared by every IP wired
+/// through it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WireTarget {
+    pub bridge: DevName,
+    pub vlan: Option<u16>,
+    /// The device routes and neighbours use: the bridge or its VLAN device.
+    pub dev: DevName,
+}
+
+fn ser_target<S: Serializer>(t: &Arc<WireTarget>, s: S) -> Result<S::Ok, S::Error> {
+    t.as_ref().serialize(s)
 }
 
 /// The underlay wiring of an exposed IP: rule to the bridge table, a /32 or
@@ -73,10 +109,8 @@ pub struct ExposedIp {
 /// neighbour and proxy-NDP entries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct IpWiring {
-    pub bridge: DevName,
-    pub vlan: Option<u16>,
-    /// The device the route and neighbour use: the bridge or its VLAN device.
-    pub dev: DevName,
+    #[serde(serialize_with = "ser_target")]
+    pub target: Arc<WireTarget>,
     /// Permanent neighbour MAC (VM MAC, gateway LRP MAC, FIP external MAC).
     pub lladdr: Option<MacAddr>,
     /// Network addresses of the IPv6 subnets to proxy NDP for.
@@ -244,16 +278,16 @@ impl Desired {
                 n.rules
                     .entry(Rule {
                         dst: net,
-                        table: bridge_table(&w.bridge),
+                        table: bridge_table(&w.target.bridge),
                         priority: None,
                     })
                     .or_insert(e.class);
                 n.routes
                     .entry(Route {
-                        table: bridge_table(&w.bridge),
+                        table: bridge_table(&w.target.bridge),
                         v6: e.ip.is_ipv6(),
                         dst: Some(net),
-                        dev: Some(w.dev.clone()),
+                        dev: Some(w.target.dev.clone()),
                         via: None,
                         proto: proto::BOOT,
                         scope: link_scope(e.ip.is_ipv6()),
@@ -264,7 +298,7 @@ impl Desired {
                 if let Some(mac) = w.lladdr {
                     n.neighbours
                         .entry(Neighbour {
-                            dev: w.dev.clone(),
+                            dev: w.target.dev.clone(),
                             dst: e.ip,
                             lladdr: mac,
                         })
@@ -273,7 +307,7 @@ impl Desired {
                 for p in &w.proxy_ndp {
                     n.proxy_neighbours
                         .entry(ProxyNeighbour {
-                            dev: w.dev.clone(),
+                            dev: w.target.dev.clone(),
                             dst: IpAddr::V6(*p),
                         })
                         .or_insert(e.class);

@@ -7,33 +7,48 @@
 //! `ip neigh replace` does. Every lookup goes through the snapshot's indexes:
 //! the work is proportional to what is local to this chassis.
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
 use obgp_netmodel::{Class, DevName, MacAddr};
-use obgp_ovn::{neutron, LogicalRouterPort, LogicalSwitchPort, NatType, Snapshot};
+use obgp_ovn::hash::FastHash;
+use obgp_ovn::{
+    neutron, LoadBalancer, LogicalRouterPort, LogicalSwitchPort, Nat, NatType, Snapshot,
+};
 
 use crate::model::{
-    vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, TenantSubnet, VlanDevice,
+    vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice,
+    WireTarget,
 };
 
 /// Where a provider network (a switch with a localnet mapped here) lands.
-#[derive(Clone, Debug)]
-struct Provider {
+#[derive(Debug)]
+struct Provider<'a> {
     /// The localnet LSP name (`provnet-<id>`): its patch port is
     /// `patch-<name>-to-br-int`.
-    localnet: String,
-    bridge: DevName,
-    vlan: Option<u16>,
-    dev: DevName,
+    localnet: &'a str,
+    target: Arc<WireTarget>,
+    /// Whether the MAC-tweak flow for the localnet's patch port was asked for
+    /// (once per provider network, on its first exposure).
+    flow_checked: Cell<bool>,
+}
+
+fn lsp_ref(p: &LogicalSwitchPort) -> RowRef {
+    RowRef {
+        table: LogicalSwitchPort::TABLE,
+        uuid: p.uuid,
+    }
 }
 
 /// A gateway (cr-lrp) hosted here, by router id.
 #[derive(Clone, Debug)]
-struct LocalGateway {
-    provider: Provider,
+struct LocalGateway<'a> {
+    provider: Rc<Provider<'a>>,
     /// The gateway's IPs (first of each family is the tenant routes' via).
     ips: Vec<IpAddr>,
 }
@@ -47,10 +62,12 @@ pub(crate) struct NbUnderlay<'a> {
     out: Desired,
     /// Index of each bridge's wiring in `out.bridges` (first mapping entry).
     bridge_slot: HashMap<DevName, usize>,
-    providers: HashMap<String, Option<Provider>>,
-    gateways: HashMap<String, LocalGateway>,
+    providers: HashMap<&'a str, Option<Rc<Provider<'a>>>, FastHash>,
+    /// Exposures while computing; sorted into `out.exposed` at the end.
+    exposed: HashMap<IpAddr, ExposedIp, FastHash>,
+    gateways: HashMap<&'a str, LocalGateway<'a>>,
     /// Tenant networks whose subnets are wired here (upstream `ovn_local_lrps`).
-    local_tenant_networks: HashSet<String>,
+    local_tenant_networks: HashSet<&'a str>,
     allowed_scopes: HashSet<&'a str>,
 }
 
@@ -61,7 +78,8 @@ impl<'a> NbUnderlay<'a> {
             cfg,
             out: base,
             bridge_slot: HashMap::new(),
-            providers: HashMap::new(),
+            providers: HashMap::default(),
+            exposed: HashMap::default(),
             gateways: HashMap::new(),
             local_tenant_networks: HashSet::new(),
             allowed_scopes: cfg
@@ -96,6 +114,9 @@ impl<'a> NbUnderlay<'a> {
             ),
         }
         self.load_balancers();
+        let mut exposed: Vec<(IpAddr, ExposedIp)> = self.exposed.into_iter().collect();
+        exposed.sort_unstable_by_key(|(ip, _)| *ip);
+        self.out.exposed = exposed.into_iter().collect();
         self.out
     }
 
@@ -148,24 +169,28 @@ impl<'a> NbUnderlay<'a> {
 
     /// The provider wiring of switch `switch`, or `None` when it has no
     /// localnet or its physical network is not mapped here.
-    fn provider(&mut self, switch: &str) -> Option<Provider> {
+    fn provider(&mut self, switch: &'a str) -> Option<Rc<Provider<'a>>> {
         if let Some(p) = self.providers.get(switch) {
             return p.clone();
         }
-        let p = self.snap.localnet_of_switch(switch).and_then(|ln| {
+        let snap = self.snap;
+        let p = snap.localnet_of_switch(switch).and_then(|ln| {
             let physnet = ln.localnet_network.as_deref()?;
-            let m = self.snap.ovs.bridge_for_network(physnet)?;
-            Some(Provider {
-                localnet: ln.name.clone(),
-                bridge: m.bridge.clone(),
-                vlan: ln.tag,
-                dev: ln
-                    .tag
-                    .map(|v| vlan_device(&m.bridge, v))
-                    .unwrap_or_else(|| m.bridge.clone()),
-            })
+            let m = snap.ovs.bridge_for_network(physnet)?;
+            Some(Rc::new(Provider {
+                localnet: &ln.name,
+                target: Arc::new(WireTarget {
+                    bridge: m.bridge.clone(),
+                    vlan: ln.tag,
+                    dev: ln
+                        .tag
+                        .map(|v| vlan_device(&m.bridge, v))
+                        .unwrap_or_else(|| m.bridge.clone()),
+                }),
+                flow_checked: Cell::new(false),
+            }))
         });
-        self.providers.insert(switch.to_string(), p.clone());
+        self.providers.insert(switch, p.clone());
         p
     }
 
@@ -176,10 +201,10 @@ impl<'a> NbUnderlay<'a> {
         &mut self,
         ips: &[IpAddr],
         lladdr: Option<MacAddr>,
-        provider: &Provider,
+        provider: &Provider<'a>,
         proxy_cidrs: &[IpNet],
         class: Class,
-        source: &str,
+        source: RowRef,
     ) {
         let proxy_ndp: Vec<Ipv6Addr> = proxy_cidrs
             .iter()
@@ -193,22 +218,20 @@ impl<'a> NbUnderlay<'a> {
                 ip,
                 class,
                 Some(IpWiring {
-                    bridge: provider.bridge.clone(),
-                    vlan: provider.vlan,
-                    dev: provider.dev.clone(),
+                    target: provider.target.clone(),
                     lladdr,
                     proxy_ndp: proxy_ndp.clone(),
                 }),
                 source,
             );
         }
+        if provider.flow_checked.replace(true) {
+            return;
+        }
+        let bridge = &provider.target.bridge;
         let patch = format!("patch-{}-to-br-int", provider.localnet);
-        if self
-            .snap
-            .ovs
-            .bridge_has_port(provider.bridge.as_str(), &patch)
-        {
-            if let Some(&slot) = self.bridge_slot.get(&provider.bridge) {
+        if self.snap.ovs.bridge_has_port(bridge.as_str(), &patch) {
+            if let Some(&slot) = self.bridge_slot.get(bridge) {
                 self.out.bridges[slot].mac_tweak_ports.insert(patch);
             }
         } else {
@@ -216,14 +239,13 @@ impl<'a> NbUnderlay<'a> {
             // we announce anyway and add the flow once ovn-controller has
             // created the patch port (an OVS change triggers a reconcile).
             self.out.notes.push(format!(
-                "patch port {patch} not on {}: MAC-tweak flow deferred for {source}",
-                provider.bridge
+                "patch port {patch} not on {bridge}: MAC-tweak flow deferred (first seen for {source})"
             ));
         }
     }
 
-    fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: &str) {
-        match self.out.exposed.get_mut(&ip) {
+    fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {
+        match self.exposed.get_mut(&ip) {
             // A later exposure of the same IP replaces the wiring, as
             // upstream's `ip neigh replace` would; the first class stays.
             Some(e) => {
@@ -232,13 +254,13 @@ impl<'a> NbUnderlay<'a> {
                 }
             }
             None => {
-                self.out.exposed.insert(
+                self.exposed.insert(
                     ip,
                     ExposedIp {
                         ip,
                         class,
                         wiring,
-                        source: source.to_string(),
+                        source,
                     },
                 );
             }
@@ -247,9 +269,9 @@ impl<'a> NbUnderlay<'a> {
 
     /// Gateway router ports hosted here, then each one's tenant subnets.
     fn gateways_and_subnets(&mut self, system_id: &str) {
-        let lrps: Vec<&LogicalRouterPort> = self.snap.lrps_hosted_on(system_id).collect();
-        let mut routers = Vec::new();
-        for lrp in lrps {
+        let snap = self.snap;
+        let mut routers: Vec<&'a str> = Vec::new();
+        for lrp in snap.lrps_hosted_on(system_id) {
             if lrp.networks.is_empty() {
                 continue;
             }
@@ -260,24 +282,26 @@ impl<'a> NbUnderlay<'a> {
                 continue;
             };
             let ips: Vec<IpAddr> = lrp.networks.iter().map(IpNet::addr).collect();
+            let source = RowRef {
+                table: LogicalRouterPort::TABLE,
+                uuid: lrp.uuid,
+            };
             self.expose_provider(
                 &ips,
                 Some(lrp.mac),
                 &provider,
                 &lrp.networks,
                 Class::Gateway,
-                &lrp.name,
+                source,
             );
-            if let Some(router) = &lrp.router {
-                self.gateways
-                    .insert(router.clone(), LocalGateway { provider, ips });
-                routers.push(router.clone());
+            if let Some(router) = lrp.router.as_deref() {
+                self.gateways.insert(router, LocalGateway { provider, ips });
+                routers.push(router);
             }
         }
         for router in routers {
-            let ifaces: Vec<&LogicalSwitchPort> = self.snap.router_interfaces(&router).collect();
-            for iface in ifaces {
-                self.expose_subnet(&router, iface);
+            for iface in snap.router_interfaces(router) {
+                self.expose_subnet(router, iface);
             }
         }
     }
@@ -294,20 +318,20 @@ impl<'a> NbUnderlay<'a> {
     }
 
     /// Upstream `_expose_subnet` for one router interface LSP.
-    fn expose_subnet(&mut self, router: &str, iface: &LogicalSwitchPort) {
+    fn expose_subnet(&mut self, router: &'a str, iface: &'a LogicalSwitchPort) {
+        let snap = self.snap;
         let Some(gw) = self.gateways.get(router).cloned() else {
             return;
         };
-        let Some(network) = iface.network.clone() else {
+        let Some(network) = iface.network.as_deref() else {
             return;
         };
         let scopes: Scopes = (iface.addr_scope4.as_deref(), iface.addr_scope6.as_deref());
         let mut cidrs: Vec<IpNet> = iface.cidrs.clone();
 
         if self.cfg.default.require_snat_disabled_for_tenant_networks {
-            if let Some(lr) = self.snap.router(router) {
-                let snat_nets: Vec<IpNet> = self
-                    .snap
+            if let Some(lr) = snap.router(router) {
+                let snat_nets: Vec<IpNet> = snap
                     .router_nats(lr)
                     .filter(|n| n.kind == NatType::Snat)
                     .map(|n| n.logical_ip.trunc())
@@ -348,12 +372,12 @@ impl<'a> NbUnderlay<'a> {
                         rule_dst,
                         net: rule_dst.trunc(),
                         via,
-                        bridge: gw.provider.bridge.clone(),
-                        dev: gw.provider.dev.clone(),
+                        bridge: gw.provider.target.bridge.clone(),
+                        dev: gw.provider.target.dev.clone(),
                         vrf_route: subnet,
                         router: router.to_string(),
                     });
-                    self.local_tenant_networks.insert(network.clone());
+                    self.local_tenant_networks.insert(network);
                 }
             }
         }
@@ -361,30 +385,25 @@ impl<'a> NbUnderlay<'a> {
         if self.subnet_method() {
             return;
         }
-        let vms: Vec<&LogicalSwitchPort> = self.snap.active_vifs_on_network(&network).collect();
-        for vm in vms {
-            let ips: Vec<IpAddr> = vm
-                .addresses
-                .ips
-                .iter()
-                .copied()
-                .filter(|ip| self.scope_allowed(*ip, scopes))
-                .collect();
-            self.expose_tenant_ips(&ips, &vm.name);
+        for vm in snap.active_vifs_on_network(network) {
+            for &ip in &vm.addresses.ips {
+                if self.scope_allowed(ip, scopes) {
+                    self.expose_tenant_ip(ip, lsp_ref(vm));
+                }
+            }
         }
     }
 
-    /// Upstream `_expose_remote_ip`, host method: announce only.
-    fn expose_tenant_ips(&mut self, ips: &[IpAddr], source: &str) {
+    /// Upstream `_expose_remote_ip`, host method: announce only. Unlike
+    /// upstream, nothing is announced when neither tenant option is set.
+    fn expose_tenant_ip(&mut self, ip: IpAddr, source: RowRef) {
         if self.subnet_method() {
             return;
         }
-        for &ip in ips {
-            let wanted = self.cfg.default.expose_tenant_networks
-                || (self.cfg.default.expose_ipv6_gua_tenant_networks && neutron::is_ipv6_gua(ip));
-            if wanted {
-                self.expose(ip, Class::TenantVm, None, source);
-            }
+        let wanted = self.cfg.default.expose_tenant_networks
+            || (self.cfg.default.expose_ipv6_gua_tenant_networks && neutron::is_ipv6_gua(ip));
+        if wanted {
+            self.expose(ip, Class::TenantVm, None, source);
         }
     }
 
@@ -394,9 +413,10 @@ impl<'a> NbUnderlay<'a> {
         &mut self,
         ip: IpAddr,
         mac: MacAddr,
-        provider_switch: &str,
+        provider_switch: &'a str,
         port: &LogicalSwitchPort,
         class: Class,
+        source: RowRef,
     ) {
         let Some(provider) = self.provider(provider_switch) else {
             return;
@@ -404,7 +424,12 @@ impl<'a> NbUnderlay<'a> {
         if port.network.is_none() {
             return;
         }
-        self.expose_provider(&[ip], Some(mac), &provider, &[], class, &port.name);
+        self.expose_provider(&[ip], Some(mac), &provider, &[], class, source);
+    }
+
+    /// The provider switch `neutron-<fip_network_id>` of a NAT.
+    fn fip_switch(&self, nat: &'a Nat) -> Option<&'a str> {
+        nat.fip_switch.as_deref()
     }
 
     /// Centralized FIPs: every dnat_and_snat whose gateway port is hosted
@@ -413,38 +438,42 @@ impl<'a> NbUnderlay<'a> {
         let snap = self.snap;
         for lrp in snap.lrps_hosted_on(system_id) {
             for nat in snap.fips_on_gateway_port(lrp.uuid) {
-                let Some(net_id) = nat.fip_network_id.as_deref() else {
+                let source = RowRef {
+                    table: Nat::TABLE,
+                    uuid: nat.uuid,
+                };
+                let Some(switch) = self.fip_switch(nat) else {
                     self.out
                         .notes
-                        .push(format!("NAT {} has no neutron:fip_network_id", nat.uuid));
+                        .push(format!("{source} has no neutron:fip_network_id"));
                     continue;
                 };
                 let Some(port) = nat.logical_port.as_deref().and_then(|p| snap.lsp(p)) else {
                     self.out
                         .notes
-                        .push(format!("NAT {} has no existing logical_port", nat.uuid));
+                        .push(format!("{source} has no existing logical_port"));
                     continue;
                 };
-                self.expose_fip(
-                    nat.external_ip,
-                    lrp.mac,
-                    &neutron::ovn_name(net_id),
-                    port,
-                    Class::Fip,
-                );
+                self.expose_fip(nat.external_ip, lrp.mac, switch, port, Class::Fip, source);
             }
         }
     }
 
     /// The NAT of `port` if it carries what a distributed FIP needs
     /// (upstream `get_port_external_ip_and_ls`): external IP, external MAC
-    /// and the provider switch name.
-    fn distributed_fip_of(&self, port: &str) -> Option<(IpAddr, MacAddr, String)> {
+    /// and the provider switch.
+    fn distributed_fip_of(&mut self, port: &str) -> Option<(IpAddr, MacAddr, &'a str, RowRef)> {
         let nat = self.snap.nat_of_logical_port(port)?;
+        let mac = nat.external_mac?;
+        let switch = self.fip_switch(nat)?;
         Some((
             nat.external_ip,
-            nat.external_mac?,
-            neutron::ovn_name(nat.fip_network_id.as_deref()?),
+            mac,
+            switch,
+            RowRef {
+                table: Nat::TABLE,
+                uuid: nat.uuid,
+            },
         ))
     }
 
@@ -454,8 +483,8 @@ impl<'a> NbUnderlay<'a> {
         let snap = self.snap;
         for port in snap.active_vifs_on_chassis(hostname) {
             if port.port_fip.is_some() {
-                if let Some((ip, mac, switch)) = self.distributed_fip_of(&port.name) {
-                    self.expose_fip(ip, mac, &switch, port, Class::Fip);
+                if let Some((ip, mac, switch, source)) = self.distributed_fip_of(&port.name) {
+                    self.expose_fip(ip, mac, switch, port, Class::Fip, source);
                 }
                 continue;
             }
@@ -471,7 +500,7 @@ impl<'a> NbUnderlay<'a> {
                 &provider,
                 &port.cidrs,
                 Class::Vm,
-                &port.name,
+                lsp_ref(port),
             );
         }
     }
@@ -480,62 +509,68 @@ impl<'a> NbUnderlay<'a> {
     /// VIP-FIPs and port-forwarding FIPs.
     fn load_balancers(&mut self) {
         let snap = self.snap;
-        let mut routers: Vec<String> = self.gateways.keys().cloned().collect();
-        routers.sort();
+        let mut routers: Vec<&'a str> = self.gateways.keys().copied().collect();
+        routers.sort_unstable();
         let mut seen = HashSet::new();
-        for router in &routers {
+        for router in routers {
             for lb in snap.lbs_of_router(router) {
-                if !seen.insert(lb.uuid) {
-                    continue;
+                if seen.insert(lb.uuid) {
+                    self.load_balancer(lb);
                 }
-                if lb.is_port_forwarding() {
-                    // Upstream takes the router from neutron:router_name only
-                    // and exposes the first VIP key's IP.
-                    let Some(gw) = lb
-                        .router_name
-                        .as_deref()
-                        .and_then(|r| self.gateways.get(r))
-                        .cloned()
-                    else {
-                        continue;
-                    };
-                    if let Some(&fip) = lb.vip_ips.first() {
-                        self.expose_provider(&[fip], None, &gw.provider, &[], Class::Lb, &lb.name);
-                    }
-                    continue;
+            }
+        }
+    }
+
+    fn load_balancer(&mut self, lb: &'a LoadBalancer) {
+        let snap = self.snap;
+        let source = RowRef {
+            table: LoadBalancer::TABLE,
+            uuid: lb.uuid,
+        };
+        if lb.is_port_forwarding() {
+            // Upstream takes the router from neutron:router_name only and
+            // exposes the first VIP key's IP.
+            let Some(gw) = lb
+                .router_name
+                .as_deref()
+                .and_then(|r| self.gateways.get(r))
+                .cloned()
+            else {
+                return;
+            };
+            if let Some(&fip) = lb.vip_ips.first() {
+                self.expose_provider(&[fip], None, &gw.provider, &[], Class::Lb, source);
+            }
+            return;
+        }
+        let (Some(vip), Some(_), Some(vip_port)) =
+            (lb.vip, lb.lr_ref.as_deref(), lb.vip_port.as_deref())
+        else {
+            self.out.notes.push(format!(
+                "{source} lacks neutron:vip, lr_ref or neutron:vip_port_id"
+            ));
+            return;
+        };
+        let Some(vip_lsp) = snap.lsp(vip_port) else {
+            self.out
+                .notes
+                .push(format!("{source}: VIP port {vip_port} not found"));
+            return;
+        };
+        match vip_lsp.network.as_deref() {
+            Some(net) if self.local_tenant_networks.contains(net) => {
+                self.expose_tenant_ip(vip, source)
+            }
+            Some(net) => {
+                if let Some(provider) = self.provider(net) {
+                    self.expose_provider(&[vip], None, &provider, &[], Class::Lb, source);
                 }
-                let (Some(vip), Some(_), Some(vip_port)) =
-                    (lb.vip, lb.lr_ref.as_deref(), lb.vip_port.as_deref())
-                else {
-                    self.out.notes.push(format!(
-                        "Load_Balancer {} lacks neutron:vip, lr_ref or neutron:vip_port_id",
-                        lb.uuid
-                    ));
-                    continue;
-                };
-                let Some(vip_lsp) = snap.lsp(vip_port) else {
-                    self.out.notes.push(format!(
-                        "Load_Balancer {}: VIP port {vip_port} not found",
-                        lb.uuid
-                    ));
-                    continue;
-                };
-                match vip_lsp.network.as_deref() {
-                    Some(net) if self.local_tenant_networks.contains(net) => {
-                        self.expose_tenant_ips(&[vip], &lb.name);
-                    }
-                    Some(net) => {
-                        if let Some(provider) = self.provider(net) {
-                            self.expose_provider(&[vip], None, &provider, &[], Class::Lb, &lb.name);
-                        }
-                    }
-                    None => {}
-                }
-                if lb.vip_fip.is_some() {
-                    if let Some((ip, mac, switch)) = self.distributed_fip_of(&vip_lsp.name) {
-                        self.expose_fip(ip, mac, &switch, vip_lsp, Class::Lb);
-                    }
-                }
+            }
+            None => {}
+        }
+        if lb.vip_fip.is_some() {
+            if let Some((ip, mac, switch, source)) = self.distributed_fip_of(&vip_lsp.name) {
+                self.expose_fip(ip, mac, switch, vip_lsp, Class::Lb, source);
             }
         }
     }

@@ -178,7 +178,7 @@ fn provider_vm_on_this_chassis_is_exposed_with_its_mac_as_neighbour_and_proxy_nd
     let e = &d.exposed[&ip("172.24.4.10")];
     assert_eq!(e.class, Class::Vm);
     let wiring = e.wiring.as_ref().unwrap();
-    assert_eq!(wiring.dev.as_str(), "br-ex");
+    assert_eq!(wiring.target.dev.as_str(), "br-ex");
     assert_eq!(wiring.lladdr.unwrap().to_string(), "fa:16:3e:11:11:11");
     assert_eq!(
         wiring.proxy_ndp,
@@ -291,6 +291,7 @@ fn vlan_provider_network_gets_a_vlan_device_and_wires_through_it() {
             .wiring
             .as_ref()
             .unwrap()
+            .target
             .dev
             .as_str(),
         "br-ex.100"

@@ -189,7 +189,7 @@ proptest! {
         // Everything wired points at a bridge the base wiring declares.
         for e in desired.exposed.values() {
             if let Some(w) = &e.wiring {
-                prop_assert!(node.bridge_tables.contains(&w.bridge), "{:?}", e);
+                prop_assert!(node.bridge_tables.contains(&w.target.bridge), "{:?}", e);
             }
         }
         // Every announced IP is an address on bgp-nic.

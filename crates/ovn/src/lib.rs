@@ -8,6 +8,7 @@
 //! warning that names the table and the row uuid ([`Snapshot::warnings`]).
 
 pub mod fixture;
+pub mod hash;
 pub mod nb;
 pub mod neutron;
 pub mod ovs;

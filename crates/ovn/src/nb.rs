@@ -356,6 +356,8 @@ pub struct Nat {
     pub gateway_port: Option<Uuid>,
     /// `neutron:fip_network_id`: the provider network of the FIP.
     pub fip_network_id: Option<String>,
+    /// `neutron-<fip_network_id>`: the provider switch of the FIP.
+    pub fip_switch: Option<String>,
 }
 
 impl Nat {
@@ -391,6 +393,7 @@ impl Nat {
             logical_port: row.strs("logical_port").next().map(str::to_string),
             gateway_port: row.uuids("gateway_port").next(),
             fip_network_id: ext_string(row, key::FIP_NETWORK_ID),
+            fip_switch: ext(row, "external_ids", key::FIP_NETWORK_ID).map(neutron::ovn_name),
         })
     }
 }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use obgp_ovsdb::{Row, Uuid};
 
+use crate::hash::FastHash;
 use crate::nb::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
     NatType, NbGlobal, RowError,
@@ -44,28 +45,28 @@ pub struct Snapshot {
     nats: Vec<Nat>,
     lbs: Vec<LoadBalancer>,
 
-    lsp_by_name: HashMap<String, u32>,
-    lrp_by_uuid: HashMap<Uuid, u32>,
-    nat_by_uuid: HashMap<Uuid, u32>,
-    router_by_name: HashMap<String, u32>,
+    lsp_by_name: HashMap<String, u32, FastHash>,
+    lrp_by_uuid: HashMap<Uuid, u32, FastHash>,
+    nat_by_uuid: HashMap<Uuid, u32, FastHash>,
+    router_by_name: HashMap<String, u32, FastHash>,
     /// Localnet LSPs of each switch (by switch name), in the switch's port order.
-    localnets_by_switch: HashMap<String, Vec<u32>>,
+    localnets_by_switch: HashMap<String, Vec<u32>, FastHash>,
     /// Localnet LSPs by `options:network_name` (the physical network).
-    localnets_by_physnet: HashMap<String, Vec<u32>>,
+    localnets_by_physnet: HashMap<String, Vec<u32>, FastHash>,
     /// Up VM/virtual LSPs by every chassis they can be bound to.
-    active_vifs_by_chassis: HashMap<String, Vec<u32>>,
+    active_vifs_by_chassis: HashMap<String, Vec<u32>, FastHash>,
     /// Up VM/virtual LSPs by `neutron:network_name`.
-    active_vifs_by_network: HashMap<String, Vec<u32>>,
+    active_vifs_by_network: HashMap<String, Vec<u32>, FastHash>,
     /// Up router-interface LSPs by `neutron:device_id` (the router id).
-    router_ifaces_by_router: HashMap<String, Vec<u32>>,
+    router_ifaces_by_router: HashMap<String, Vec<u32>, FastHash>,
     /// LRPs by `status:hosting-chassis` (system-id).
-    lrps_by_hosting_chassis: HashMap<String, Vec<u32>>,
+    lrps_by_hosting_chassis: HashMap<String, Vec<u32>, FastHash>,
     /// NATs by `logical_port` (first by uuid order wins).
-    nat_by_logical_port: HashMap<String, u32>,
+    nat_by_logical_port: HashMap<String, u32, FastHash>,
     /// dnat_and_snat NATs by their `gateway_port`.
-    fips_by_gateway_port: HashMap<Uuid, Vec<u32>>,
+    fips_by_gateway_port: HashMap<Uuid, Vec<u32>, FastHash>,
     /// LBs with VIPs by the router id of `lr_ref` and of `neutron:router_name`.
-    lbs_by_router: HashMap<String, Vec<u32>>,
+    lbs_by_router: HashMap<String, Vec<u32>, FastHash>,
 
     warnings: Vec<RowError>,
 }
@@ -80,7 +81,7 @@ fn sorted_rows<'a>(tables: &'a Tables, table: &str) -> Vec<(Uuid, &'a Row)> {
     rows
 }
 
-fn push<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<u32>>, k: K, v: u32) {
+fn push<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<u32>, FastHash>, k: K, v: u32) {
     map.entry(k).or_default().push(v);
 }
 
@@ -95,7 +96,7 @@ impl Snapshot {
 
         macro_rules! parse_table {
             ($ty:ty, $into:expr) => {{
-                let mut index = HashMap::new();
+                let mut index: HashMap<Uuid, u32, FastHash> = HashMap::default();
                 for (uuid, row) in sorted_rows(nb, <$ty>::TABLE) {
                     match <$ty>::parse(uuid, row) {
                         Ok(v) => {

@@ -109,14 +109,30 @@ fn vm_runs_host_built_tests_and_returns_exit_status() -> Result<()> {
     let vm = Vm::build_default().context("building the VM tier (needs apt access once)")?;
     let me = std::env::current_exe()?;
     let me = me.display().to_string();
+    // a read-write share the host and the guest both write into
+    let share = tempfile::tempdir()?;
+    let shared = share.path().display().to_string();
+    let host_file = share.path().join("from-host");
+    std::fs::write(&host_file, "host")?;
+    let host_file = host_file.display().to_string();
+    // a path on the host's root outside any share: the guest may write it
+    // (to its overlay), the host must never see it
+    let overlay_probe = format!(
+        "{}/obgp-vm-overlay-probe-{}",
+        env!("CARGO_MANIFEST_DIR"),
+        std::process::id()
+    );
     let script = format!(
         "'{me}' --ignored --exact --test-threads=1 --color never agent_devices_can_be_created_on_the_vm_kernel; \
-         echo \"inner status $?\"; echo \"OBGP_VM=$OBGP_VM kernel $(uname -r)\"; exit 7"
+         echo \"inner status $?\"; echo \"OBGP_VM=$OBGP_VM kernel $(uname -r)\"; \
+         echo from-guest > '{shared}/from-guest'; cat '{host_file}'; echo; \
+         echo overlay > '{overlay_probe}' && echo \"overlay write ok\"; exit 7"
     );
     let run = vm.run_with(
         &["sh", "-c", &script],
         &VmOptions {
             timeout: std::time::Duration::from_secs(600),
+            shares: vec![share.path().to_path_buf()],
             ..VmOptions::default()
         },
     )?;
@@ -134,6 +150,20 @@ fn vm_runs_host_built_tests_and_returns_exit_status() -> Result<()> {
     assert!(
         out.contains(&format!("OBGP_VM=1 kernel {}", vm.kernel_version())),
         "{out}"
+    );
+    // the share is read-write both ways; the host root only through the
+    // guest's overlay, which is discarded
+    let from_guest = std::fs::read_to_string(share.path().join("from-guest"))
+        .context("the guest's write to the shared directory did not arrive")?;
+    assert_eq!(from_guest, "from-guest\n");
+    assert!(
+        out.contains("host\n"),
+        "guest did not see the host's file: {out}"
+    );
+    assert!(out.contains("overlay write ok"), "{out}");
+    assert!(
+        !std::path::Path::new(&overlay_probe).exists(),
+        "the guest wrote through to the host's root: {overlay_probe}"
     );
     eprintln!(
         "VM tier: boot + test + poweroff {:.1} s wall, guest ready at {:?} s uptime",

@@ -9,6 +9,7 @@
 //! - [`vm`]: the full-kernel VM tier (QEMU TCG) for what this kernel lacks
 //!   (vrf, dummy, 802.1q).
 
+pub mod fixture;
 pub mod frr;
 pub mod netns;
 pub mod ovsdb;

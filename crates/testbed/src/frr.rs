@@ -198,10 +198,11 @@ impl FrrRouter {
     /// on a real restart), SIGKILL after [`STOP_TIMEOUT`], all reaped.
     fn stop(&mut self) {
         for (_, child) in &self.daemons {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .stderr(Stdio::null())
-                .status();
+            // the child is ours and not yet reaped, so its pid is still its own
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: kill(2) takes plain integers; no memory is shared.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
         }
         let deadline = Instant::now() + STOP_TIMEOUT;
         for (_, mut child) in self.daemons.drain(..) {

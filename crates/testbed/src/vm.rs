@@ -165,6 +165,8 @@ impl Vm {
         let dir = dir
             .canonicalize()
             .with_context(|| format!("resolving {}", dir.display()))?;
+        // one build at a time per cache (parallel test binaries share it)
+        let _lock = BuildLock::acquire(&dir)?;
         let deb = download_kernel(&dir)?;
         let kroot = unpack_kernel(&dir, &deb)?;
         let kernel_version = kernel_version(&kroot)?;
@@ -637,6 +639,32 @@ fn virtfs(path: &Path, tag: &str) -> Result<String> {
     Ok(format!(
         "local,path={p},mount_tag={tag},security_model=none"
     ))
+}
+
+/// An exclusive `flock` on `DIR/.build.lock`, released when dropped (or when
+/// the process dies).
+struct BuildLock {
+    _held: fs::File,
+}
+
+impl BuildLock {
+    fn acquire(dir: &Path) -> Result<BuildLock> {
+        use std::os::fd::AsRawFd;
+        let path = dir.join(".build.lock");
+        let file =
+            fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // SAFETY: flock on a file descriptor this function owns for as long
+        // as the returned guard lives; no memory is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            bail!(
+                "locking {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(BuildLock { _held: file })
+    }
 }
 
 /// The per-boot directory shared read-write as `/run/obgp-vm`; removed on drop.

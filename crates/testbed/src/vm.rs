@@ -11,7 +11,7 @@
 //! guest console. Everything the guest writes is discarded, except below a
 //! directory shared with [`VmOptions::shares`].
 //!
-//! Under TCG a boot costs ~15 s and every process spawn ~85 ms: run many
+//! Under TCG a boot costs ~9-15 s and every process spawn ~85 ms: run many
 //! tests in one boot (see the `obgp-vm test` binary), single-threaded.
 
 use std::fs;
@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 
 /// PID 1 of the initramfs (busybox sh).
 const INIT_SCRIPT: &str = include_str!("../../../tests/vm/init.sh");
-/// PID 1 after `switch_root` (the host's sh): modules, command, power off.
+/// PID 1 after `switch_root` (the host's sh): the command, then power off.
 const GUEST_SCRIPT: &str = include_str!("../../../tests/vm/guest.sh");
 
 /// Modules the initramfs loads, in this order: those it needs to mount the
@@ -256,6 +256,15 @@ impl Vm {
         qemu.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // QEMU must not outlive a killed caller (a test runner's timeout)
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            qemu.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
 
         let started = Instant::now();
         let mut child = qemu

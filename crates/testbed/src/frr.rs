@@ -36,12 +36,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const VTY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a pair's session gets to come up.
 const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
-/// Poll interval of every wait here; one vtysh call costs ~60 ms anyway.
+/// Poll interval of every wait here (each poll is one vty round trip, ~1 ms).
 const POLL: Duration = Duration::from_millis(50);
 
 /// One FRR router: zebra and bgpd in network namespace `netns`, all state
 /// (configs, pid files, vty sockets, logs, zserv socket) below its directory.
-/// The daemons are stopped (SIGTERM, then SIGKILL) and reaped on drop.
+/// The daemons are killed and reaped on drop, also when a test panics.
 pub struct FrrRouter {
     netns: String,
     dir: PathBuf,

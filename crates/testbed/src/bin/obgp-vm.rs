@@ -20,6 +20,20 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use obgp_testbed::vm::{self, Vm, VmOptions};
 
+const USAGE: &str = "\
+obgp-vm: run commands or test binaries in the full-kernel VM tier
+(Debian's kernel under QEMU TCG, the host's / shared read-only, root inside)
+
+  obgp-vm build [--dir DIR]                 prepare the kernel + initramfs cache
+  obgp-vm run [OPTS] -- CMD ARGS...         one boot; CMD's exit status is ours
+  obgp-vm test [OPTS] BIN... [-- ARGS]      one boot; each BIN --ignored --test-threads=1 ARGS
+  obgp-vm test [OPTS] --cargo-json FILE|-   the test binaries in cargo's --message-format=json
+
+OPTS: --dir DIR (cache; default $OBGP_VM_DIR or target/vm), --timeout SECS (900),
+      --mem MIB (2048), --share DIR (read-write at the same path; repeatable)
+Exit status 125: obgp-vm itself failed (build, boot, timeout).
+";
+
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
@@ -39,10 +53,15 @@ struct Opts {
 fn real_main() -> Result<ExitCode> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() {
-        bail!("usage: obgp-vm build|run|test ... (see the module docs in crates/testbed/src/bin/obgp-vm.rs)");
+        eprint!("{USAGE}");
+        return Ok(ExitCode::from(2));
     }
     let sub = args.remove(0);
     match sub.as_str() {
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
         "build" => {
             let (opts, rest) = parse_opts(args)?;
             if !rest.is_empty() {

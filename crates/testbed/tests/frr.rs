@@ -211,3 +211,36 @@ fn router_in_a_missing_namespace_fails_with_its_logs() -> Result<()> {
     );
     Ok(())
 }
+
+/// The agent's layout on a real kernel (VM tier): `bgp-nic` (dummy) enslaved
+/// to `bgp-vrf` (vrf table 10), FRR `router bgp AS vrf bgp-vrf` redistributing
+/// connected, leaked into the default instance with `import vrf bgp-vrf`.
+#[test]
+#[ignore = "vm tier: needs kernel vrf and dummy devices (make test-vm)"]
+fn kernel_vrf_prefix_is_leaked_to_the_peer() -> Result<()> {
+    let dir = state_dir()?;
+    let mut pair = FrrPair::start(dir.path(), 64999, 65000)?;
+    pair.node_ip(&["link", "add", "bgp-vrf", "type", "vrf", "table", "10"])
+        .map_err(|e| e.context("this kernel has no vrf devices: run through `obgp-vm test`"))?;
+    pair.node_ip(&["link", "set", "bgp-vrf", "up"])?;
+    pair.node_ip(&["link", "set", "bgp-nic", "master", "bgp-vrf"])?;
+    pair.node.vtysh(
+        "configure terminal\n\
+         router bgp 64999 vrf bgp-vrf\n bgp router-id 10.255.0.1\n \
+         address-family ipv4 unicast\n  redistribute connected\n exit-address-family\n \
+         address-family ipv6 unicast\n  redistribute connected\n exit-address-family\nexit\n\
+         router bgp 64999\n address-family ipv4 unicast\n  import vrf bgp-vrf\n exit-address-family\n \
+         address-family ipv6 unicast\n  import vrf bgp-vrf\n exit-address-family\n",
+    )?;
+    for (addr, prefix) in [
+        ("172.24.4.20/32", "172.24.4.20/32"),
+        ("2001:db8::20/128", "2001:db8::20/128"),
+    ] {
+        pair.node_ip(&["addr", "add", addr, "dev", "bgp-nic"])?;
+        let took = pair.wait_peer_has(prefix, WAIT)?;
+        eprintln!("{prefix} in bgp-vrf leaked and announced in {took:?}");
+        pair.node_ip(&["addr", "del", addr, "dev", "bgp-nic"])?;
+        pair.wait_peer_lacks(prefix, WAIT)?;
+    }
+    Ok(())
+}

@@ -326,6 +326,7 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
+    let desired_only = std::env::args().any(|a| a == "desired-only");
     let iters: usize = std::env::args()
         .find_map(|a| a.strip_prefix("iters=").and_then(|n| n.parse().ok()))
         .unwrap_or(30);
@@ -374,6 +375,11 @@ fn main() {
             let d = desired_state(black_box(&snap), &config, &facts).expect("supported");
             runs.push(t.elapsed());
             cpu_desired += cpu_ns() - c0;
+            if desired_only {
+                with_node.push(t.elapsed());
+                exposed = d.exposed.len();
+                continue;
+            }
             let node = d.to_node();
             with_node.push(t.elapsed());
             exposed = d.exposed.len();

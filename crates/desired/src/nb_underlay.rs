@@ -63,8 +63,10 @@ pub(crate) struct NbUnderlay<'a> {
     /// Index of each bridge's wiring in `out.bridges` (first mapping entry).
     bridge_slot: HashMap<DevName, usize>,
     providers: HashMap<&'a str, Option<Rc<Provider<'a>>>, FastHash>,
-    /// Exposures while computing; sorted into `out.exposed` at the end.
-    exposed: HashMap<IpAddr, ExposedIp, FastHash>,
+    /// Exposures while computing, in insertion order, with an index by IP;
+    /// sorted into `out.exposed` at the end (moving each entry once).
+    exposed: Vec<ExposedIp>,
+    exposed_at: HashMap<IpAddr, u32, FastHash>,
     gateways: HashMap<&'a str, LocalGateway<'a>>,
     /// Tenant networks whose subnets are wired here (upstream `ovn_local_lrps`).
     local_tenant_networks: HashSet<&'a str>,
@@ -79,7 +81,8 @@ impl<'a> NbUnderlay<'a> {
             out: base,
             bridge_slot: HashMap::new(),
             providers: HashMap::default(),
-            exposed: HashMap::default(),
+            exposed: Vec::with_capacity(1024),
+            exposed_at: HashMap::with_capacity_and_hasher(1024, FastHash::default()),
             gateways: HashMap::new(),
             local_tenant_networks: HashSet::new(),
             allowed_scopes: cfg
@@ -114,9 +117,13 @@ impl<'a> NbUnderlay<'a> {
             ),
         }
         self.load_balancers();
-        let mut exposed: Vec<(IpAddr, ExposedIp)> = self.exposed.into_iter().collect();
-        exposed.sort_unstable_by_key(|(ip, _)| *ip);
-        self.out.exposed = exposed.into_iter().collect();
+        let mut order: Vec<(IpAddr, u32)> = self.exposed_at.into_iter().collect();
+        order.sort_unstable();
+        let mut slots: Vec<Option<ExposedIp>> = self.exposed.into_iter().map(Some).collect();
+        self.out.exposed = order
+            .into_iter()
+            .filter_map(|(ip, i)| Some((ip, slots[i as usize].take()?)))
+            .collect();
         self.out
     }
 
@@ -245,24 +252,22 @@ impl<'a> NbUnderlay<'a> {
     }
 
     fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {
-        match self.exposed.get_mut(&ip) {
+        match self.exposed_at.get(&ip) {
             // A later exposure of the same IP replaces the wiring, as
             // upstream's `ip neigh replace` would; the first class stays.
-            Some(e) => {
+            Some(&i) => {
                 if wiring.is_some() {
-                    e.wiring = wiring;
+                    self.exposed[i as usize].wiring = wiring;
                 }
             }
             None => {
-                self.exposed.insert(
+                self.exposed_at.insert(ip, self.exposed.len() as u32);
+                self.exposed.push(ExposedIp {
                     ip,
-                    ExposedIp {
-                        ip,
-                        class,
-                        wiring,
-                        source,
-                    },
-                );
+                    class,
+                    wiring,
+                    source,
+                });
             }
         }
     }

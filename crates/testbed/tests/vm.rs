@@ -98,6 +98,116 @@ fn agent_devices_can_be_created_on_the_vm_kernel() -> Result<()> {
     Ok(())
 }
 
+/// Processes this test started, killed and reaped on drop.
+struct Children(Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Polls until a unix socket accepts connections, up to `timeout`.
+fn wait_for_socket(path: &std::path::Path, timeout: std::time::Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    while std::os::unix::net::UnixStream::connect(path).is_err() {
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "{} did not accept connections within {timeout:?}",
+                path.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn run_ok(cmd: &mut Command) -> Result<String> {
+    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+#[ignore = "vm tier: needs the openvswitch kernel module (make test-vm)"]
+fn ovs_kernel_datapath_takes_cookie_999_flows_in_the_vm() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let d = dir.path();
+    let ns = Netns::new(&format!("obgpvm-ovs-{}", std::process::id()))?;
+    let db = format!("unix:{}/db.sock", d.display());
+    let envs = [
+        ("OVS_RUNDIR", d.to_path_buf()),
+        ("OVS_LOGDIR", d.to_path_buf()),
+        ("OVS_DBDIR", d.to_path_buf()),
+        ("OVS_SYSCONFDIR", d.join("etc")),
+    ];
+    let ovs = |program: &str| {
+        let mut c = Command::new(program);
+        c.envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())));
+        c
+    };
+    std::fs::create_dir_all(d.join("etc"))?;
+    run_ok(
+        ovs("ovsdb-tool")
+            .args(["create"])
+            .arg(d.join("conf.db"))
+            .arg("/usr/share/openvswitch/vswitch.ovsschema"),
+    )
+    .context("ovsdb-tool (apt package openvswitch-switch)")?;
+    let mut children = Children(Vec::new());
+    children.0.push(
+        ovs("ovsdb-server")
+            .arg(d.join("conf.db"))
+            .arg(format!("--remote=p{db}"))
+            .arg(format!("--unixctl={}/ovsdb-server.ctl", d.display()))
+            .arg(format!("--log-file={}/ovsdb-server.log", d.display()))
+            .args(["--no-chdir", "-vconsole:off"])
+            .spawn()?,
+    );
+    let vsctl = |args: &[&str]| {
+        run_ok(
+            ovs("ovs-vsctl")
+                .arg(format!("--db={db}"))
+                .arg("--timeout=120")
+                .args(args),
+        )
+    };
+    wait_for_socket(&d.join("db.sock"), std::time::Duration::from_secs(60))?;
+    vsctl(&["--no-wait", "init"])?;
+    children.0.push(
+        ovs("ip")
+            .args(["netns", "exec", &ns.0, "ovs-vswitchd", &db])
+            .arg(format!("--unixctl={}/ovs-vswitchd.ctl", d.display()))
+            .arg(format!("--log-file={}/ovs-vswitchd.log", d.display()))
+            .args(["--no-chdir", "-vconsole:off"])
+            .spawn()?,
+    );
+    // the default datapath type is "system": the kernel module's datapath
+    vsctl(&["add-br", "br-ex"])?;
+    let br = link(&ns.0, "br-ex").context(
+        "no kernel datapath bridge (no openvswitch module?): run through `obgp-vm test`",
+    )?;
+    assert_eq!(br["linkinfo"]["info_kind"], "openvswitch", "{br}");
+    run_ok(ovs("ovs-ofctl").args([
+        "add-flow",
+        "br-ex",
+        "cookie=999,priority=900,ip,in_port=LOCAL,actions=NORMAL",
+    ]))?;
+    let flows = run_ok(ovs("ovs-ofctl").args(["dump-flows", "br-ex", "cookie=999/-1"]))?;
+    assert!(flows.contains("cookie=0x3e7"), "{flows}");
+    let dps = run_ok(Command::new("ip").args(["netns", "exec", &ns.0, "ovs-dpctl", "show"]))?;
+    assert!(dps.contains("system@ovs-system"), "{dps}");
+    Ok(())
+}
+
 /// Boots the VM once and runs this very test binary's VM-tier test in it.
 /// The exit status of the guest command is 7 on purpose: it must come back.
 #[test]

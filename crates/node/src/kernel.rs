@@ -254,7 +254,10 @@ impl KernelNode {
         let rt = tokio::runtime::Handle::current();
         let (conn, handle, _) = in_netns(config.netns.as_deref(), move || {
             let _guard = rt.enter();
-            rtnetlink::new_connection()
+            // Strict checking lets the kernel filter route dumps by table
+            // (Linux >= 4.20); older kernels get the unfiltered dump, which
+            // the observer filters itself.
+            rtnetlink::new_connection_with_strict_check().or_else(|_| rtnetlink::new_connection())
         })
         .map_err(|e| IoError::io("opening rtnetlink", e))?;
         let conn = tokio::spawn(conn);
@@ -473,15 +476,18 @@ impl KernelNode {
                     a.rules.insert(rule);
                 }
             }
-            let mut req = RouteMessage::default();
-            req.header.address_family = family(v6);
-            for msg in self.dump(RouteNetlinkMessage::GetRoute(req)).await? {
-                let RouteNetlinkMessage::NewRoute(r) = msg else {
-                    continue;
-                };
-                if let Some(route) = parse_route(&r, v6, &name_of) {
-                    if tables.contains(&route.table) {
-                        a.routes.insert(route);
+            for table in &tables {
+                let mut req = RouteMessage::default();
+                req.header.address_family = family(v6);
+                req.attributes.push(RouteAttribute::Table(*table));
+                for msg in self.dump(RouteNetlinkMessage::GetRoute(req)).await? {
+                    let RouteNetlinkMessage::NewRoute(r) = msg else {
+                        continue;
+                    };
+                    if let Some(route) = parse_route(&r, v6, &name_of) {
+                        if route.table == *table {
+                            a.routes.insert(route);
+                        }
                     }
                 }
             }

@@ -19,4 +19,4 @@ pub use nb::{
     NatType, NbGlobal, PortAddresses, RowError,
 };
 pub use ovs::{BridgeMapping, LocalOvs};
-pub use snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};
+pub use snapshot::{RowSource, Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};

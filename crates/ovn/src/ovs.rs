@@ -41,8 +41,8 @@ impl LocalOvs {
     /// `warnings` and skipped.
     pub fn parse(
         root: Option<(Uuid, &Row)>,
-        bridges: &HashMap<Uuid, Row>,
-        ports: &HashMap<Uuid, Row>,
+        bridges: &[(Uuid, &Row)],
+        ports: &HashMap<Uuid, &Row>,
         warnings: &mut Vec<RowError>,
     ) -> LocalOvs {
         let mut out = LocalOvs::default();
@@ -87,7 +87,7 @@ impl LocalOvs {
                 }
             }
         }
-        for brow in bridges.values() {
+        for (_, brow) in bridges {
             let Some(name) = brow.str("name") else {
                 continue;
             };

@@ -71,12 +71,38 @@ pub struct Snapshot {
     warnings: Vec<RowError>,
 }
 
+/// Where a snapshot reads one database's rows from: plain [`Tables`] (tests,
+/// fixtures) or the OVSDB client's cache snapshot, without copying rows.
+pub trait RowSource {
+    /// Every row of `table`, in any order (empty if the table is unknown).
+    fn rows(&self, table: &str) -> Vec<(Uuid, &Row)>;
+    /// Whether `table` holds a row `uuid` (parsed or not).
+    fn contains(&self, table: &str, uuid: Uuid) -> bool;
+}
+
+impl RowSource for Tables {
+    fn rows(&self, table: &str) -> Vec<(Uuid, &Row)> {
+        self.get(table)
+            .map(|t| t.iter().map(|(u, r)| (*u, r)).collect())
+            .unwrap_or_default()
+    }
+    fn contains(&self, table: &str, uuid: Uuid) -> bool {
+        self.get(table).is_some_and(|t| t.contains_key(&uuid))
+    }
+}
+
+impl RowSource for obgp_ovsdb::cache::Snapshot {
+    fn rows(&self, table: &str) -> Vec<(Uuid, &Row)> {
+        self.table(table).iter().map(|(u, r)| (*u, &**r)).collect()
+    }
+    fn contains(&self, table: &str, uuid: Uuid) -> bool {
+        self.get(table, uuid).is_some()
+    }
+}
+
 /// Rows of `table` in uuid order, so that "first match" is deterministic.
-fn sorted_rows<'a>(tables: &'a Tables, table: &str) -> Vec<(Uuid, &'a Row)> {
-    let mut rows: Vec<(Uuid, &Row)> = tables
-        .get(table)
-        .map(|t| t.iter().map(|(u, r)| (*u, r)).collect())
-        .unwrap_or_default();
+fn sorted_rows<'a, S: RowSource>(source: &'a S, table: &str) -> Vec<(Uuid, &'a Row)> {
+    let mut rows = source.rows(table);
     rows.sort_unstable_by_key(|(u, _)| *u);
     rows
 }
@@ -90,7 +116,7 @@ impl Snapshot {
     /// not parse, and references to rows that do not exist, are skipped with
     /// a `tracing::warn!` naming the table and uuid and kept in
     /// [`Snapshot::warnings`].
-    pub fn build(nb: &Tables, ovs: &Tables) -> Snapshot {
+    pub fn build(nb: &impl RowSource, ovs: &impl RowSource) -> Snapshot {
         let mut s = Snapshot::default();
         let mut warnings = Vec::new();
 
@@ -157,10 +183,7 @@ impl Snapshot {
                     }
                     Some(_) => {}
                     None => {
-                        if !nb
-                            .get(LogicalSwitchPort::TABLE)
-                            .is_some_and(|t| t.contains_key(port))
-                        {
+                        if !nb.contains(LogicalSwitchPort::TABLE, *port) {
                             warnings.push(RowError {
                                 table: LogicalSwitch::TABLE,
                                 uuid: sw.uuid,
@@ -175,9 +198,7 @@ impl Snapshot {
         for (i, r) in s.routers.iter().enumerate() {
             s.router_by_name.entry(r.name.clone()).or_insert(i as u32);
             for n in &r.nat {
-                if !s.nat_by_uuid.contains_key(n)
-                    && !nb.get(Nat::TABLE).is_some_and(|t| t.contains_key(n))
-                {
+                if !s.nat_by_uuid.contains_key(n) && !nb.contains(Nat::TABLE, *n) {
                     warnings.push(RowError {
                         table: LogicalRouter::TABLE,
                         uuid: r.uuid,
@@ -225,11 +246,10 @@ impl Snapshot {
         }
 
         let ovs_root = sorted_rows(ovs, "Open_vSwitch").into_iter().next();
-        let empty = Table::new();
         s.ovs = LocalOvs::parse(
             ovs_root,
-            ovs.get("Bridge").unwrap_or(&empty),
-            ovs.get("Port").unwrap_or(&empty),
+            &ovs.rows("Bridge"),
+            &ovs.rows("Port").into_iter().collect(),
             &mut warnings,
         );
 

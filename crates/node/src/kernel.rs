@@ -598,7 +598,19 @@ impl KernelNode {
     }
 
     /// Applies one op: one netlink request, one file write or one command.
+    /// Device names resolve through the index cache of the last observe; a
+    /// name it does not know (a device created since) refreshes it once.
     pub async fn apply(&mut self, op: &Op) -> Result<(), IoError> {
+        match self.apply_once(op).await {
+            Err(IoError::NoDevice(_)) => {
+                self.refresh_links().await?;
+                self.apply_once(op).await
+            }
+            other => other,
+        }
+    }
+
+    async fn apply_once(&mut self, op: &Op) -> Result<(), IoError> {
         let what = || op.to_string();
         let nl = |r: io::Result<()>| r.map_err(|e| IoError::io(what(), e));
         match op {

@@ -529,3 +529,21 @@ async fn vlan_device_round_trip_and_leftover_removal() {
     let a = converge(&mut k, &desired(false, None), Some(&d)).await;
     assert!(!a.links.contains_key(&vlan));
 }
+
+#[tokio::test]
+async fn apply_resolves_devices_created_after_the_last_observe() {
+    let bed = bed("late");
+    let mut k = node(&bed, "ifb").await;
+    k.observe(&Scope::default()).await.unwrap();
+    bed.ns
+        .ip(&["link", "add", "late0", "type", "bridge"])
+        .unwrap();
+    k.apply(&Op::AddAddress(Address {
+        dev: dev("late0"),
+        net: net("192.0.2.1/32"),
+    }))
+    .await
+    .unwrap();
+    let addrs = bed.ns.ip(&["addr", "show", "dev", "late0"]).unwrap();
+    assert!(addrs.contains("192.0.2.1/32"), "{addrs}");
+}

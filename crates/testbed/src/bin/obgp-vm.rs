@@ -91,6 +91,23 @@ fn real_main() -> Result<ExitCode> {
             if bins.is_empty() {
                 bail!("test: no test binaries given");
             }
+            // listing on the host costs milliseconds; a spawn in the guest
+            // ~0.4 s, so binaries without ignored tests stay out of the boot
+            let total = bins.len();
+            let mut with_tests = Vec::new();
+            for bin in bins {
+                if ignored_test_count(&bin)? > 0 {
+                    with_tests.push(bin);
+                }
+            }
+            eprintln!(
+                "obgp-vm test: {} of {total} test binaries have ignored (VM-tier) tests",
+                with_tests.len()
+            );
+            if with_tests.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let bins = with_tests;
             let exe = std::env::current_exe().context("locating obgp-vm itself")?;
             let mut cmd = vec![exe.display().to_string(), "guest-test".to_string()];
             cmd.extend(bins);
@@ -207,6 +224,28 @@ fn test_binaries_from_cargo_json(text: &str) -> Result<Vec<String>> {
     Ok(bins)
 }
 
+/// How many ignored tests a libtest binary has (`--list --ignored`).
+fn ignored_test_count(bin: &str) -> Result<usize> {
+    let out = Command::new(bin)
+        .args(["--list", "--ignored", "--format", "terse"])
+        .output()
+        .with_context(|| format!("listing the tests of {bin}"))?;
+    if !out.status.success() {
+        bail!(
+            "{bin} --list --ignored failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(count_listed_tests(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Tests in libtest's `--list --format terse` output (`name: test` lines;
+/// benches are `name: bench`).
+fn count_listed_tests(listing: &str) -> usize {
+    listing.lines().filter(|l| l.ends_with(": test")).count()
+}
+
 /// Inside the guest: every binary with `--ignored --test-threads=1 EXTRA`,
 /// a report line each and a summary; failure if any binary failed.
 fn guest_test(bins: &[String], extra: &[String]) -> ExitCode {
@@ -273,6 +312,13 @@ mod tests {
             test_binaries_from_cargo_json(text).unwrap(),
             ["/t/deps/vm-1"]
         );
+    }
+
+    #[test]
+    fn listed_tests_are_counted_benches_are_not() {
+        let listing = "a::vm_one: test\nb::vm_two: test\nbench_x: bench\n";
+        assert_eq!(count_listed_tests(listing), 2);
+        assert_eq!(count_listed_tests(""), 0);
     }
 
     #[test]

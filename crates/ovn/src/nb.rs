@@ -170,7 +170,9 @@ impl LogicalSwitchPort {
 
         let tag = match row.get("tag").map(|d| d.atoms()) {
             None | Some([]) => None,
+            // 0 is untagged, as upstream's `if localnet.tag:` reads it.
             Some([a]) => match a.as_i64() {
+                Some(0) => None,
                 Some(v) if (1..=4094).contains(&v) => Some(v as u16),
                 _ => return Err(bad(t, uuid, format!("bad VLAN tag {a:?}"))),
             },

@@ -516,6 +516,23 @@ mod tests {
     }
 
     #[test]
+    fn vlan_tag_zero_is_untagged_and_out_of_range_tags_skip_the_localnet() {
+        let s = snap(
+            json!({BAD: {"name": "provnet-2", "type": "localnet", "tag": 0,
+                         "options": ["map", [["network_name", "physnet2"]]]},
+                   VIRT: {"name": "provnet-3", "type": "localnet", "tag": 4095,
+                          "options": ["map", [["network_name", "physnet3"]]]}}),
+            "physnet1:br-ex",
+        );
+        assert_eq!(s.localnets_on_physnet("physnet2").next().unwrap().tag, None);
+        assert_eq!(s.localnets_on_physnet("physnet3").count(), 0);
+        assert!(s
+            .warnings()
+            .iter()
+            .any(|w| w.uuid.to_string() == VIRT && w.reason.contains("VLAN tag")));
+    }
+
+    #[test]
     fn dangling_switch_port_reference_is_reported() {
         let s = Snapshot::from_wire(&json!({"OVN_Northbound": {"Logical_Switch": {LS: {
             "name": "sw", "ports": ["uuid", "99999999-0000-4000-8000-000000000009"]}}}}))

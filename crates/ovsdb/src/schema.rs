@@ -226,6 +226,8 @@ impl ColumnType {
                     .collect::<Result<Vec<_>, _>>()?;
                 atoms.sort_by(atom_cmp);
                 atoms.dedup_by(|a, b| atom_cmp(a, b) == Ordering::Equal);
+                // Cached rows live long: drop the decoder's growth slack.
+                atoms.shrink_to_fit();
                 Datum::Set(atoms)
             }
             // An empty set is how some writers spell an empty map.
@@ -244,6 +246,7 @@ impl ColumnType {
                         return Err(format!("duplicate map key {}", w[0].0.to_wire()));
                     }
                 }
+                pairs.shrink_to_fit();
                 Datum::Map(pairs)
             }
             (d @ Datum::Set(_), Some(_)) => {

@@ -36,7 +36,11 @@ pub struct SessionConfig {
     /// Largest message accepted from the server.
     pub max_message: usize,
     /// Idle time before we probe the server with `echo`; `None` disables the
-    /// probe (the server still probes us and we answer).
+    /// probe (the server still probes us and we answer). The default, 60 s,
+    /// is Neutron's `ovsdb_probe_interval`: ovsdb-server is single-threaded
+    /// and sends nothing while it builds a large reply or commits a large
+    /// transaction (over 10 s for a 100k-port NB dump on a busy host), so
+    /// OVS's 5 s would drop exactly the sessions that matter at scale.
     pub probe_interval: Option<Duration>,
 }
 
@@ -44,7 +48,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             max_message: DEFAULT_MAX_MESSAGE,
-            probe_interval: Some(Duration::from_secs(5)),
+            probe_interval: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -78,6 +82,16 @@ struct ParamsOnly<'a> {
 }
 
 impl Response {
+    /// Size of the whole response message in bytes.
+    pub fn len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// Whether the message is empty (never, for a parsed response).
+    pub fn is_empty(&self) -> bool {
+        self.frame.is_empty()
+    }
+
     /// Decodes the `result` member as `T`.
     pub fn result<T: DeserializeOwned>(&self) -> Result<T> {
         let r: ResultOnly = serde_json::from_slice(&self.frame)
@@ -490,6 +504,31 @@ mod tests {
             err.contains("get_schema") && err.contains("unknown database"),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn tcp_ipv6_remote_connects_and_talks() {
+        // Skip quietly only if this host has no IPv6 loopback at all.
+        let Ok(listener) = tokio::net::TcpListener::bind("[::1]:0").await else {
+            eprintln!("no IPv6 loopback on this host");
+            return;
+        };
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 256];
+            let n = sock.read(&mut buf).await.unwrap();
+            let req: Value = serde_json::from_slice(&buf[..n]).unwrap();
+            let reply = json!({"id": req["id"], "result": ["OVN_Northbound"], "error": null});
+            sock.write_all(reply.to_string().as_bytes()).await.unwrap();
+            sock
+        });
+        let remote: Remote = format!("tcp:[::1]:{port}").parse().unwrap();
+        let (session, _notes) = Session::connect(&remote, None, SessionConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(session.list_dbs().await.unwrap(), ["OVN_Northbound"]);
+        drop(server.await.unwrap());
     }
 
     #[tokio::test(start_paused = true)]

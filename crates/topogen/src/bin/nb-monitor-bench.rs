@@ -8,12 +8,50 @@
 //! `nb-monitor-bench measure --remote unix:...` (so loading leaves no trace
 //! in the measured process) and prints one line per run.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
 use obgp_topogen::{Params, Topology};
+
+/// Counts live and peak heap bytes, to tell the cache's own size from what
+/// the allocator keeps around (RSS).
+struct CountingAlloc;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only
+// counts sizes on the side.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            let now = LIVE.fetch_add(new_size, Relaxed) + new_size;
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 const NB_DRIVER_TABLES: [&str; 7] = [
     "Logical_Switch",
@@ -35,15 +73,70 @@ fn status_kib(field: &str) -> Result<u64> {
         .with_context(|| format!("{field} not in /proc/self/status"))
 }
 
+/// Times the phases of one initial monitor separately: the server's reply
+/// on the wire, decoding it, and building the snapshot.
+async fn breakdown(remote: &str) -> Result<()> {
+    let remote: Remote = remote.parse()?;
+    let config = SessionConfig {
+        max_message: 512 << 20,
+        ..SessionConfig::default()
+    };
+    let (session, _notes) = Session::connect(&remote, None, config).await?;
+    let schema = session.get_schema("OVN_Northbound").await?;
+    let spec = MonitorSpec::all(NB_DRIVER_TABLES);
+    let t0 = Instant::now();
+    let reply = session
+        .call(
+            "monitor_cond",
+            serde_json::json!(["OVN_Northbound", "bench", spec.requests(&schema)]),
+        )
+        .await?;
+    let t_reply = t0.elapsed();
+    let hwm_reply = status_kib("VmHWM:")?;
+    let updates: obgp_ovsdb::wire::TableUpdates = reply.result()?;
+    let t_decode = t0.elapsed();
+    let bytes = reply.len();
+    drop(reply);
+    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), NB_DRIVER_TABLES);
+    let (snap, _) = empty.apply(updates)?;
+    let t_apply = t0.elapsed();
+    println!(
+        "reply {:.3}s ({} MB, hwm {} MiB) decode {:.3}s apply {:.3}s rows {} hwm {} MiB",
+        t_reply.as_secs_f64(),
+        bytes / 1_000_000,
+        hwm_reply / 1024,
+        (t_decode - t_reply).as_secs_f64(),
+        (t_apply - t_decode).as_secs_f64(),
+        snap.table("Logical_Switch_Port").len(),
+        status_kib("VmHWM:")? / 1024
+    );
+    Ok(())
+}
+
+/// User + system CPU seconds of process `pid` ("self" for this one).
+fn cpu_s(pid: &str) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the ")" that ends the command name; utime and stime
+    // are fields 14 and 15 of the whole line.
+    let rest = stat.rsplit_once(')').context("stat format")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
+    Ok(ticks / 100.0)
+}
+
 async fn measure(remote: &str) -> Result<()> {
     let rss_before = status_kib("VmRSS:")?;
+    let cpu_before = cpu_s("self")?;
     let remote: Remote = remote.parse()?;
     let t0 = Instant::now();
-    let client = Client::start(ClientConfig::new(
+    let mut config = ClientConfig::new(
         vec![remote],
         "OVN_Northbound",
         MonitorSpec::all(NB_DRIVER_TABLES),
-    ));
+    );
+    // The 100k-port dump is ~125 MB, past the 64 MiB default.
+    config.session.max_message = 512 << 20;
+    let client = Client::start(config);
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
     let wall = t0.elapsed();
     let hwm = status_kib("VmHWM:")?;
@@ -54,6 +147,9 @@ async fn measure(remote: &str) -> Result<()> {
         "{}",
         serde_json::json!({
             "wall_s": wall.as_secs_f64(),
+            "cpu_s": cpu_s("self")? - cpu_before,
+            "heap_live_mib": LIVE.load(Relaxed) as f64 / 1048576.0,
+            "heap_peak_mib": PEAK.load(Relaxed) as f64 / 1048576.0,
             "rss_before_kib": rss_before,
             "vm_hwm_kib": hwm,
             "rss_after_kib": rss_after,
@@ -111,17 +207,34 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
         vms,
         ..Params::default()
     });
-    let (session, _notes) =
-        Session::connect(&remote.parse()?, None, SessionConfig::default()).await?;
+    // Committing a 5000-operation transaction can keep the server silent
+    // for many seconds: no inactivity probe while loading.
+    let loader = SessionConfig {
+        probe_interval: None,
+        ..SessionConfig::default()
+    };
+    let (session, _notes) = Session::connect(&remote.parse()?, None, loader).await?;
     let t0 = Instant::now();
     topo.load(&session).await?;
     let load_s = t0.elapsed().as_secs_f64();
     drop(session);
     let s = topo.summary();
+    if std::env::var_os("NB_BENCH_BREAKDOWN").is_some() {
+        let out = Command::new(std::env::current_exe()?)
+            .args(["breakdown", "--remote", &remote])
+            .output()?;
+        print!(
+            "vms={vms} breakdown: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
     for run in 1..=runs {
+        let server_cpu = cpu_s(&_server.0.id().to_string())?;
         let out = Command::new(std::env::current_exe()?)
             .args(["measure", "--remote", &remote])
             .output()?;
+        let server_cpu = cpu_s(&_server.0.id().to_string())? - server_cpu;
         if !out.status.success() {
             bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
         }
@@ -129,12 +242,15 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
         let hwm = m["vm_hwm_kib"].as_u64().unwrap_or(0);
         let before = m["rss_before_kib"].as_u64().unwrap_or(0);
         println!(
-            "vms={vms} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} rows={}",
+            "vms={vms} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} client_cpu_s={:.2} server_cpu_s={server_cpu:.2} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} heap_live_mib={:.1} heap_peak_mib={:.1} rows={}",
             m["lsp_rows"],
             m["wall_s"].as_f64().unwrap_or(0.0),
+            m["cpu_s"].as_f64().unwrap_or(0.0),
             hwm as f64 / 1024.0,
             (hwm.saturating_sub(before)) as f64 / 1024.0,
             m["rss_after_kib"].as_u64().unwrap_or(0) as f64 / 1024.0,
+            m["heap_live_mib"].as_f64().unwrap_or(0.0),
+            m["heap_peak_mib"].as_f64().unwrap_or(0.0),
             m["rows"],
         );
         if m["lsp_rows"].as_u64() != Some(s.logical_switch_ports as u64) {
@@ -158,6 +274,9 @@ async fn main() -> Result<()> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if args.get(1).map(String::as_str) == Some("breakdown") {
+        return breakdown(&arg("--remote").context("breakdown needs --remote")?).await;
+    }
     if args.get(1).map(String::as_str) == Some("measure") {
         return measure(&arg("--remote").context("measure needs --remote")?).await;
     }

@@ -63,9 +63,16 @@ async fn main() -> Result<()> {
     }
     if let Some(nb) = &a.nb {
         let remote: obgp_ovsdb::Remote = nb.parse()?;
-        let (session, _notes) =
-            obgp_ovsdb::Session::connect(&remote, None, obgp_ovsdb::SessionConfig::default())
-                .await?;
+        let (session, _notes) = obgp_ovsdb::Session::connect(
+            &remote,
+            None,
+            obgp_ovsdb::SessionConfig {
+                // Large commits keep the server silent: no probe.
+                probe_interval: None,
+                ..Default::default()
+            },
+        )
+        .await?;
         let t0 = std::time::Instant::now();
         let n = topo.load(&session).await?;
         eprintln!(

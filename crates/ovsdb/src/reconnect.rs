@@ -360,6 +360,19 @@ impl Runner {
         tracing::info!(%db, %remote, "OVSDB cache synced");
 
         let synced = |e| (true, e);
+        // Conditions changed by `set_conditions` while we were connecting
+        // did not reach this session's monitor request: send them now.
+        let latest = self
+            .monitor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if latest != spec {
+            session
+                .monitor_cond_change(&monitor_id, &latest, &schema)
+                .await
+                .map_err(synced)?;
+        }
         loop {
             match notes.recv().await {
                 Some(Notification::Call { method, frame }) => {

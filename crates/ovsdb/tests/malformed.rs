@@ -230,3 +230,37 @@ async fn broken_server_input_drops_the_session_and_the_client_recovers() -> Resu
     server.abort();
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_closes_its_connection() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (sock, _) = listener.accept().await?;
+        // Serves schema and dump, then returns when the client hangs up.
+        let r = serve(
+            sock,
+            Script::DumpAndStay {
+                dump: dump(&[ls(A, "a")]),
+            },
+        )
+        .await;
+        let _ = closed_tx.send(r.err().map(|e| e.to_string()));
+        anyhow::Ok(())
+    });
+    let client = Client::start(ClientConfig::new(
+        vec![Remote::Unix(path.clone())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    ));
+    tokio::time::timeout(Duration::from_secs(10), client.cache().wait_resynced(1)).await??;
+    let reader = client.cache().clone();
+    drop(client);
+    let why = tokio::time::timeout(Duration::from_secs(5), closed_rx).await??;
+    assert_eq!(why.as_deref(), Some("client closed"));
+    // Readers keep the last snapshot after the client is gone.
+    assert_eq!(reader.snapshot().table("Logical_Switch").len(), 1);
+    Ok(())
+}

@@ -338,6 +338,10 @@ async fn leader_only_client_follows_a_raft_cluster_through_leader_loss() -> Resu
     // The other members keep the transaction history: the reconnect
     // resumed from the last transaction id instead of a full dump.
     assert!(client.resumed_syncs() >= 1, "failover did a full dump");
+    // The crashed member rejoins and the cluster is whole again.
+    cluster.revive(leader)?;
+    cluster.wait_connected(leader)?;
+    cluster.wait_leader(Duration::from_secs(10))?;
     Ok(())
 }
 

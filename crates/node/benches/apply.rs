@@ -85,6 +85,15 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
     }
+    if std::env::var_os("OBGP_BENCH_TRACE").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter("obgp_node=debug")
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    // OBGP_BENCH_ONLY_OBSERVE=1: build the 10k node with ip -batch and only
+    // time the observer (quick iterations on the observer).
+    let only_observe = std::env::var_os("OBGP_BENCH_ONLY_OBSERVE").is_some();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,7 +101,19 @@ fn main() {
     println!("| exposures | ops | KernelNode ops/s (median, best) | ip -batch ops/s (median, best) | ratio of medians |");
     println!("|---|---|---|---|---|");
     let mut observe_ns = None;
-    for (n, rounds) in [(1_000usize, 7), (10_000, 3)] {
+    let sizes: &[(usize, usize)] = if only_observe {
+        &[]
+    } else {
+        &[(1_000, 7), (10_000, 3)]
+    };
+    if only_observe {
+        let ns = fresh_node();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(batch_text(10_000).as_bytes()).unwrap();
+        ns.ip(&["-batch", f.path().to_str().unwrap()]).unwrap();
+        observe_ns = Some((ns, tempfile::tempdir().unwrap()));
+    }
+    for &(n, rounds) in sizes {
         let plan = ops(n);
         let text = batch_text(n);
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());

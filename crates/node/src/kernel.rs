@@ -414,6 +414,7 @@ impl KernelNode {
     /// permanent and proxy ones; OVS only cookie-999/998 flows of the scope's
     /// bridges (when `ovs-ofctl` is there).
     pub async fn observe(&mut self, scope: &Scope) -> Result<Actual, IoError> {
+        let started = std::time::Instant::now();
         let mut a = Actual {
             links: self.refresh_links().await?,
             ..Actual::default()
@@ -429,6 +430,9 @@ impl KernelNode {
         };
         let mut tables = scope.tables.clone();
         tables.insert(scope.vrf_table);
+        // Table 0 (RT_TABLE_UNSPEC) is no table: a dump filtered by it is a
+        // dump of every table.
+        tables.remove(&0);
         tables.extend(
             scope
                 .bridge_tables
@@ -465,6 +469,7 @@ impl KernelNode {
             }
         }
 
+        let t_addr = started.elapsed();
         for v6 in [false, true] {
             let mut req = RuleMessage::default();
             req.header.family = family(v6);
@@ -508,6 +513,7 @@ impl KernelNode {
 
         let netns = self.config.netns.clone();
         let keys = scope.sysctl_keys.clone();
+        let t_netlink = started.elapsed();
         a.sysctls = in_netns(netns.as_deref(), move || {
             let mut out = BTreeMap::new();
             for k in keys {
@@ -526,6 +532,15 @@ impl KernelNode {
             }
         }
         a.frr = self.frr_state(&scope.frr_lines);
+        tracing::debug!(
+            links_addresses_ms = t_addr.as_secs_f64() * 1e3,
+            netlink_ms = t_netlink.as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            rules = a.rules.len(),
+            routes = a.routes.len(),
+            addresses = a.addresses.len(),
+            "observed"
+        );
         Ok(a)
     }
 

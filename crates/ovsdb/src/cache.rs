@@ -27,16 +27,22 @@ pub type Table = imbl::HashMap<Uuid, Arc<Row>>;
 /// What happened to a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChangeKind {
+    /// A row that was not in the cache.
     Insert,
+    /// A row whose columns changed.
     Update,
+    /// A row that left the cache.
     Delete,
 }
 
 /// One row change, as the event filters see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
+    /// The table the row belongs to.
     pub table: Arc<str>,
+    /// The row's UUID.
     pub uuid: Uuid,
+    /// What happened.
     pub kind: ChangeKind,
     /// The row after the change (`None` for a delete).
     pub new: Option<Arc<Row>>,

@@ -60,34 +60,43 @@ impl fmt::Debug for Uuid {
 /// One OVSDB atom.
 #[derive(Clone, Debug, PartialEq, PartialOrd)]
 pub enum Atom {
+    /// A 64-bit signed integer.
     Integer(i64),
+    /// A double-precision real.
     Real(f64),
+    /// A boolean.
     Boolean(bool),
+    /// A UTF-8 string.
     String(String),
+    /// A row reference or other UUID.
     Uuid(Uuid),
     /// A `named-uuid` reference inside a transaction; never seen in updates.
     NamedUuid(String),
 }
 
 impl Atom {
+    /// The string, if this is a string atom.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Atom::String(s) => Some(s),
             _ => None,
         }
     }
+    /// The UUID, if this is a UUID atom.
     pub fn as_uuid(&self) -> Option<Uuid> {
         match self {
             Atom::Uuid(u) => Some(*u),
             _ => None,
         }
     }
+    /// The integer, if this is an integer atom.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Atom::Integer(i) => Some(*i),
             _ => None,
         }
     }
+    /// The boolean, if this is a boolean atom.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Atom::Boolean(b) => Some(*b),
@@ -133,14 +142,18 @@ impl Atom {
 /// A column value: a set (scalars and optionals are sets of 0 or 1) or a map.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Datum {
+    /// A set of atoms (a scalar is a set of one, an absent optional a set of none).
     Set(Vec<Atom>),
+    /// A map of key/value pairs.
     Map(Vec<(Atom, Atom)>),
 }
 
 impl Datum {
+    /// A set of exactly `a`.
     pub fn scalar(a: Atom) -> Datum {
         Datum::Set(vec![a])
     }
+    /// The empty set (an absent optional, an empty set column).
     pub fn empty_set() -> Datum {
         Datum::Set(Vec::new())
     }
@@ -234,6 +247,7 @@ impl Datum {
 /// type's default (empty set, empty map, 0, "", false).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
+    /// Column name to value; absent columns hold their default.
     pub columns: BTreeMap<String, Datum>,
 }
 
@@ -252,6 +266,7 @@ impl Row {
         Ok(Row { columns })
     }
 
+    /// The value of `column`, if present.
     pub fn get(&self, column: &str) -> Option<&Datum> {
         self.columns.get(column)
     }
@@ -270,6 +285,7 @@ impl Row {
             .filter_map(Atom::as_str)
     }
 
+    /// A UUID scalar column (e.g. a reference), `None` when absent.
     pub fn uuid(&self, column: &str) -> Option<Uuid> {
         self.get(column)?.as_scalar()?.as_uuid()
     }
@@ -283,10 +299,12 @@ impl Row {
             .filter_map(Atom::as_uuid)
     }
 
+    /// An integer scalar column, `None` when absent.
     pub fn int(&self, column: &str) -> Option<i64> {
         self.get(column)?.as_scalar()?.as_i64()
     }
 
+    /// A boolean scalar column, `None` when absent.
     pub fn bool(&self, column: &str) -> Option<bool> {
         self.get(column)?.as_scalar()?.as_bool()
     }
@@ -302,14 +320,19 @@ impl Row {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum DatumError {
     #[error("invalid UUID {0:?}")]
+    /// Not the 8-4-4-4-12 hexadecimal form.
     BadUuid(String),
     #[error("invalid atom {0}")]
+    /// Not an atom in wire notation.
     BadAtom(String),
     #[error("invalid map pair {0}")]
+    /// A map element that is not a `[key, value]` pair.
     BadMapPair(String),
     #[error("row is not a JSON object: {0}")]
+    /// A row that is not a JSON object.
     NotAnObject(String),
     #[error("column {0}: {1}")]
+    /// A column's value could not be decoded.
     Column(String, Box<DatumError>),
 }
 

@@ -19,8 +19,10 @@ pub enum Error {
     /// Connecting to or talking over the socket failed.
     #[error("{remote}: {source}")]
     Io {
+        /// The remote as configured.
         remote: String,
         #[source]
+        /// The underlying error.
         source: io::Error,
     },
     /// TLS setup (keys, certificates, CA) failed.
@@ -35,23 +37,35 @@ pub enum Error {
     /// The server answered a request with a JSON-RPC error.
     #[error("{method}: server error {error}")]
     Rpc {
+        /// The method that failed.
         method: String,
+        /// The server's `error` member.
         error: serde_json::Value,
     },
     /// A transaction operation failed (the server's `error`/`details`).
     #[error("transaction failed at operation {index}: {error}")]
     Transaction {
+        /// Index of the failed operation in the transaction.
         index: usize,
+        /// The operation's result object (`error`, `details`).
         error: serde_json::Value,
     },
     /// The schema document is not a valid OVSDB schema.
     #[error("schema {schema}: {reason}")]
-    Schema { schema: String, reason: String },
+    Schema {
+        /// The schema's name or file.
+        schema: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A value in an update does not fit the schema.
     #[error("{table} row {uuid}: {reason}")]
     BadRow {
+        /// The table of the row.
         table: String,
+        /// The row's UUID.
         uuid: String,
+        /// What is wrong, naming the column.
         reason: String,
     },
     /// An update names a table the schema does not have.

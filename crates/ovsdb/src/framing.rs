@@ -21,16 +21,32 @@ pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
 pub enum FrameError {
     /// A message grew past the limit before it ended.
     #[error("message exceeds the {limit}-byte limit")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// A message starts with something other than `{`.
     #[error("message does not start with '{{' (found byte {byte:#04x} at offset {offset})")]
-    NotAnObject { byte: u8, offset: usize },
+    NotAnObject {
+        /// The byte found.
+        byte: u8,
+        /// Its offset in the message.
+        offset: usize,
+    },
     /// A closing bracket with no matching opener.
     #[error("unbalanced '{byte}' at offset {offset}", byte = *byte as char)]
-    Unbalanced { byte: u8, offset: usize },
+    Unbalanced {
+        /// The closing byte.
+        byte: u8,
+        /// Its offset in the message.
+        offset: usize,
+    },
     /// The stream ended inside a message.
     #[error("connection closed in the middle of a message ({pending} bytes pending)")]
-    Truncated { pending: usize },
+    Truncated {
+        /// Bytes of the unfinished message.
+        pending: usize,
+    },
     /// Reading from the socket failed (kept as text so the error stays `Eq`).
     #[error("read error: {0}")]
     Io(String),

@@ -14,6 +14,8 @@
 //! - [`reconnect`]: the long-lived [`Client`] that keeps a cache in sync
 //!   across failures and cluster failovers.
 
+#![warn(missing_docs)]
+
 pub mod cache;
 pub mod datum;
 pub mod error;

@@ -31,8 +31,11 @@ pub enum Condition {
     /// `[column, function, value]`; `function` is one of `==`, `!=`,
     /// `includes`, `excludes`, `<`, `<=`, `>`, `>=`.
     Clause {
+        /// Column name.
         column: String,
+        /// Comparison function.
         function: String,
+        /// Value compared with, in the column's type.
         value: Datum,
     },
 }
@@ -83,6 +86,7 @@ pub struct TableMonitor {
 /// What to monitor in one database.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MonitorSpec {
+    /// Monitored tables by name.
     pub tables: BTreeMap<String, TableMonitor>,
 }
 
@@ -178,15 +182,18 @@ pub struct SinceReply {
     pub found: bool,
     /// The id of the newest transaction the reply reflects.
     pub last_txn_id: String,
+    /// The initial contents, or the changes since `last_txn_id` when `found`.
     pub updates: TableUpdates,
 }
 
 /// A decoded update notification.
 #[derive(Debug)]
 pub struct Update {
+    /// The monitor the update belongs to.
     pub monitor_id: Value,
     /// Only for `update3`.
     pub last_txn_id: Option<String>,
+    /// The row updates.
     pub updates: TableUpdates,
 }
 

@@ -39,7 +39,9 @@ use crate::tls::TlsSettings;
 /// Exponential backoff with jitter, reset after every successful sync.
 #[derive(Clone, Debug)]
 pub struct Backoff {
+    /// First delay.
     pub initial: Duration,
+    /// Largest delay.
     pub max: Duration,
     current: Duration,
     rng: u64,
@@ -90,13 +92,16 @@ impl Backoff {
 pub struct ClientConfig {
     /// Tried in order, round robin (a clustered database's members).
     pub remotes: Vec<Remote>,
+    /// Database to monitor (e.g. `OVN_Northbound`).
     pub database: String,
+    /// Tables, columns and conditions to monitor.
     pub monitor: MonitorSpec,
     /// Needed for `ssl:` remotes.
     pub tls: Option<TlsSettings>,
     /// Only stay connected to the cluster leader (the
     /// `[local_ovn_cluster]` connection writes, so it needs the leader).
     pub leader_only: bool,
+    /// Per-session settings (message limit, inactivity probe).
     pub session: SessionConfig,
     /// First and largest reconnect delay.
     pub backoff: (Duration, Duration),

@@ -20,10 +20,15 @@ use crate::error::{Error, Result};
 /// One of the five atomic types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtomicType {
+    /// 64-bit signed integer.
     Integer,
+    /// Double-precision real.
     Real,
+    /// Boolean.
     Boolean,
+    /// UTF-8 string.
     String,
+    /// UUID (a reference when `refTable` is set).
     Uuid,
 }
 
@@ -68,6 +73,7 @@ impl AtomicType {
 /// The type of a map key, map value or set element.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BaseType {
+    /// The atomic type.
     pub atomic: AtomicType,
     /// For UUIDs: the table the value refers to.
     pub ref_table: Option<String>,
@@ -103,8 +109,11 @@ impl BaseType {
 /// A column's type: a set of `min..=max` keys, or a map when `value` is set.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnType {
+    /// Type of set elements or map keys.
     pub key: BaseType,
+    /// Type of map values (`None` for sets).
     pub value: Option<BaseType>,
+    /// Fewest elements (0 or 1).
     pub min: usize,
     /// `None` means unlimited.
     pub max: Option<usize>,
@@ -326,9 +335,13 @@ impl ColumnType {
 /// One column of a table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnSchema {
+    /// Column name.
     pub name: String,
+    /// Column type.
     pub ty: ColumnType,
+    /// Not persisted by the server.
     pub ephemeral: bool,
+    /// May be changed after insertion.
     pub mutable: bool,
 }
 
@@ -336,9 +349,13 @@ pub struct ColumnSchema {
 /// never stored in a [`Row`]) and whether it is a root table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableSchema {
+    /// Table name.
     pub name: String,
+    /// Columns by name.
     pub columns: BTreeMap<String, ColumnSchema>,
+    /// Root table (rows are not garbage-collected).
     pub is_root: bool,
+    /// Column sets whose values are unique.
     pub indexes: Vec<Vec<String>>,
 }
 
@@ -382,8 +399,11 @@ impl TableSchema {
 /// A database schema as returned by `get_schema` or read from `.ovsschema`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DatabaseSchema {
+    /// Database name.
     pub name: String,
+    /// Schema version.
     pub version: String,
+    /// Tables by name.
     pub tables: BTreeMap<String, TableSchema>,
 }
 

@@ -31,8 +31,11 @@ use crate::error::{Error, Result};
 /// Paths of the client's key, its certificate and the CA certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFiles {
+    /// PEM private key of this client.
     pub private_key: PathBuf,
+    /// PEM certificate (chain) of this client.
     pub certificate: PathBuf,
+    /// PEM certificate of the CA that signed the server's certificate.
     pub ca_cert: PathBuf,
 }
 

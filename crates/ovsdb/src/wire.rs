@@ -17,24 +17,31 @@ use crate::datum::{Atom, Datum, Uuid};
 pub enum RowOp {
     /// Part of the initial contents sent in reply to a monitor request.
     Initial,
+    /// A row created by a transaction.
     Insert,
     /// `columns` holds diffs (see [`crate::schema::ColumnType::apply_diff`]).
     Modify,
+    /// A row deleted by a transaction.
     Delete,
 }
 
 /// One row's update as received, not yet checked against the schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowUpdate {
+    /// The row's UUID.
     pub uuid: Uuid,
+    /// What the update does.
     pub op: RowOp,
+    /// Column values (a diff for `Modify`, none for `Delete`).
     pub columns: Vec<(String, Datum)>,
 }
 
 /// All row updates of one table in one message.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableUpdate {
+    /// Table name.
     pub table: String,
+    /// Row updates of the table.
     pub rows: Vec<RowUpdate>,
 }
 

@@ -58,7 +58,12 @@ impl Default for SessionConfig {
 pub enum Notification {
     /// A method call without id (`update2`, `update3`, `locked`, ...); `frame`
     /// is the whole message.
-    Call { method: String, frame: Bytes },
+    Call {
+        /// The method name.
+        method: String,
+        /// The whole message.
+        frame: Bytes,
+    },
     /// The session ended; nothing follows.
     Closed(Error),
 }

@@ -16,9 +16,19 @@ pub enum Remote {
     /// `unix:PATH`
     Unix(PathBuf),
     /// `tcp:HOST:PORT`; an IPv6 host is written in brackets, `tcp:[::1]:6641`.
-    Tcp { host: String, port: u16 },
+    Tcp {
+        /// Host name or address (IPv6 without brackets).
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
     /// `ssl:HOST:PORT`, same host rules as TCP.
-    Ssl { host: String, port: u16 },
+    Ssl {
+        /// Host name or address (IPv6 without brackets).
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
 }
 
 fn host_port(s: &str, full: &str) -> Result<(String, u16)> {

@@ -1,0 +1,259 @@
+//! Property: from the node any desired state leaves, planning any other
+//! desired state and applying it on the model node reaches a node that
+//! plans empty, with no op rejected and the order O1–O4 respected.
+
+use obgp_netmodel::{
+    proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, IpNet, Link, LinkKind,
+    Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
+};
+use obgp_node::plan::{order_violations, plan, plan_after};
+use obgp_node::{Actual, ModelNode};
+use proptest::prelude::*;
+
+fn dev(s: &str) -> DevName {
+    DevName::new(s).unwrap()
+}
+
+const IPS: [&str; 6] = [
+    "172.24.4.10/32",
+    "172.24.4.11/32",
+    "172.24.4.100/32",
+    "2001:db8::10/128",
+    "2001:db8::11/128",
+    "2001:db8:1::5/128",
+];
+const CLASSES: [Class; 5] = [
+    Class::Vm,
+    Class::Fip,
+    Class::Lb,
+    Class::Gateway,
+    Class::TenantVm,
+];
+
+/// A desired node from a choice of exposed IPs, their classes, whether they
+/// go through a VLAN device, and whether a tenant subnet is advertised.
+fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool) -> DesiredNode {
+    let br = dev("br-ex");
+    let wire = if vlan { dev("br-ex.100") } else { br.clone() };
+    let mut d = DesiredNode {
+        announce_dev: Some(dev("bgp-nic")),
+        vrf_table: 10,
+        frr_config: Some("router bgp 64999 vrf bgp-vrf\n".into()),
+        ..DesiredNode::default()
+    };
+    d.links.insert(Link {
+        name: dev("bgp-vrf"),
+        kind: LinkKind::Vrf { table: 10 },
+        master: None,
+        mac: None,
+        up: true,
+    });
+    d.links.insert(Link {
+        name: dev("bgp-nic"),
+        kind: LinkKind::Dummy,
+        master: Some(dev("bgp-vrf")),
+        mac: None,
+        up: true,
+    });
+    d.links.insert(Link {
+        name: br.clone(),
+        kind: LinkKind::Existing,
+        master: None,
+        mac: None,
+        up: true,
+    });
+    if vlan {
+        d.links.insert(Link {
+            name: wire.clone(),
+            kind: LinkKind::Vlan {
+                parent: br.clone(),
+                vlan_id: 100,
+            },
+            master: None,
+            mac: None,
+            up: true,
+        });
+        d.sysctls
+            .insert(Sysctl::conf(false, &wire, "proxy_arp", "1"));
+    }
+    d.bridge_tables.insert(br.clone());
+    d.sysctls.insert(Sysctl::conf(false, &br, "proxy_arp", "1"));
+    d.addresses.insert(
+        Address {
+            dev: br.clone(),
+            net: "169.254.1.1/32".parse().unwrap(),
+        },
+        Class::Base,
+    );
+    for v6 in [false, true] {
+        d.routes.insert(
+            Route {
+                table: TableRef::Bridge(br.clone()),
+                v6,
+                dst: None,
+                dev: Some(br.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: scope::LINK,
+                kind: RouteType::Unicast,
+                metric: None,
+            },
+            Class::Base,
+        );
+    }
+    d.flows.insert(Flow {
+        bridge: br.clone(),
+        cookie: 999,
+        table: 0,
+        priority: 900,
+        protocol: "ip".into(),
+        in_port: "patch-provnet-1".into(),
+        actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
+    });
+    for (i, ip) in IPS.iter().enumerate() {
+        if mask & (1 << i) == 0 {
+            continue;
+        }
+        let class = CLASSES[class_of[i] % CLASSES.len()];
+        let net: IpNet = ip.parse().unwrap();
+        let v6 = ip.contains(':');
+        d.addresses.insert(
+            Address {
+                dev: dev("bgp-nic"),
+                net,
+            },
+            class,
+        );
+        d.rules.insert(
+            Rule {
+                dst: net,
+                table: TableRef::Bridge(br.clone()),
+                priority: None,
+            },
+            class,
+        );
+        d.routes.insert(
+            Route {
+                table: TableRef::Bridge(br.clone()),
+                v6,
+                dst: Some(net),
+                dev: Some(wire.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: scope::LINK,
+                kind: RouteType::Unicast,
+                metric: None,
+            },
+            class,
+        );
+        d.neighbours.insert(
+            Neighbour {
+                dev: wire.clone(),
+                dst: net.addr(),
+                lladdr: "fa:16:3e:11:11:11".parse().unwrap(),
+            },
+            class,
+        );
+        if v6 {
+            let p = IpNet::new(net.addr(), 64).unwrap().trunc().addr();
+            d.proxy_neighbours.insert(
+                ProxyNeighbour {
+                    dev: wire.clone(),
+                    dst: p,
+                },
+                class,
+            );
+        }
+    }
+    if subnet {
+        d.rules.insert(
+            Rule {
+                dst: "10.0.0.1/24".parse().unwrap(),
+                table: TableRef::Bridge(br.clone()),
+                priority: None,
+            },
+            Class::Subnet,
+        );
+        for table in [TableRef::Bridge(br.clone()), TableRef::Id(10)] {
+            let dev_ = if table == TableRef::Id(10) {
+                dev("bgp-nic")
+            } else {
+                br.clone()
+            };
+            d.routes.insert(
+                Route {
+                    table,
+                    v6: false,
+                    dst: Some("10.0.0.0/24".parse().unwrap()),
+                    dev: Some(dev_),
+                    via: Some("172.24.4.100".parse().unwrap()),
+                    proto: proto::BOOT,
+                    scope: scope::UNIVERSE,
+                    kind: RouteType::Unicast,
+                    metric: None,
+                },
+                Class::Subnet,
+            );
+        }
+    }
+    d
+}
+
+fn initial() -> Actual {
+    let text = std::fs::read_to_string(format!(
+        "{}/../../fixtures/conformance/scenarios/nb-provider-vm.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut a: Actual = serde_json::from_value(v["initial_node"].clone()).unwrap();
+    let br = a.bridges.get_mut(&dev("br-ex")).unwrap();
+    br.ports.insert("patch-provnet-1".into(), 5);
+    a
+}
+
+fn converge(node: &mut ModelNode, d: &DesiredNode, prev: Option<&DesiredNode>) {
+    let p = plan_after(d, prev, &node.actual).unwrap();
+    let v = order_violations(&p.steps);
+    assert!(v.is_empty(), "{v:#?}\n{p}");
+    let start = node.log.len();
+    node.apply_all(p.ops());
+    let failed: Vec<_> = node.log[start..]
+        .iter()
+        .filter(|(_, r)| r.is_err())
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}\n{p}");
+    let again = plan(d, &node.actual).unwrap();
+    assert!(again.is_empty(), "not idempotent:\n{again}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn any_transition_converges_in_one_plan(
+        m1 in 0u8..64, c1 in any::<[usize; 6]>(), v1 in any::<bool>(), s1 in any::<bool>(),
+        m2 in 0u8..64, c2 in any::<[usize; 6]>(), v2 in any::<bool>(), s2 in any::<bool>(),
+    ) {
+        let d1 = desired(m1, c1, v1, s1);
+        let d2 = desired(m2, c2, v2, s2);
+        let mut node = ModelNode::new(initial());
+        converge(&mut node, &d1, None);
+        converge(&mut node, &d2, Some(&d1));
+        // Nothing of d1 that d2 does not want is left in the owned places.
+        for a in &node.actual.addresses {
+            if a.dev.as_str() == "bgp-nic" {
+                prop_assert!(d2.addresses.contains_key(a), "stale {a:?}");
+            }
+        }
+        for n in &node.actual.neighbours {
+            prop_assert!(d2.neighbours.contains_key(n), "stale {n:?}");
+        }
+        for p in &node.actual.proxy_neighbours {
+            prop_assert!(d2.proxy_neighbours.contains_key(p), "stale {p:?}");
+        }
+        prop_assert_eq!(
+            node.actual.rules.iter().filter(|r| r.dst.is_some()).count(),
+            d2.rules.len()
+        );
+    }
+}

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb::{Datum, Row, Uuid};
 
 use crate::neutron::{self, key};
 
@@ -112,6 +112,19 @@ pub struct PortAddresses {
     pub ips: Vec<IpAddr>,
 }
 
+/// The `external_ids` of an LSP the agent reads, borrowed from the row.
+#[derive(Default)]
+struct LspExternalIds<'r> {
+    cidrs: Option<&'r str>,
+    network: Option<&'r str>,
+    device_owner: Option<&'r str>,
+    device_id: Option<&'r str>,
+    host_id: Option<&'r str>,
+    port_fip: Option<&'r str>,
+    addr_scope4: Option<&'r str>,
+    addr_scope6: Option<&'r str>,
+}
+
 /// `Logical_Switch_Port`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogicalSwitchPort {
@@ -149,14 +162,50 @@ impl LogicalSwitchPort {
     pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
         let t = Self::TABLE;
         let name = string_col(t, uuid, row, "name")?;
-        let kind = LspType::from_column(&string_col(t, uuid, row, "type")?);
+        let kind = match row.get("type").map(Datum::atoms) {
+            None | Some([]) => LspType::Vm,
+            Some([a]) => LspType::from_column(
+                a.as_str()
+                    .ok_or_else(|| bad(t, uuid, "column type is not a string"))?,
+            ),
+            Some(_) => return Err(bad(t, uuid, "column type has several values")),
+        };
         let up = row.bool("up").unwrap_or(false);
 
+        // One pass over each map: this runs for every port of the cloud on
+        // every snapshot build.
+        let mut ids = LspExternalIds::default();
+        for (k, v) in row.get("external_ids").map(Datum::pairs).unwrap_or(&[]) {
+            let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
+                continue;
+            };
+            if v.is_empty() {
+                continue;
+            }
+            let slot = match k {
+                key::CIDRS => &mut ids.cidrs,
+                key::NETWORK_NAME => &mut ids.network,
+                key::DEVICE_OWNER => &mut ids.device_owner,
+                key::DEVICE_ID => &mut ids.device_id,
+                key::HOST_ID => &mut ids.host_id,
+                key::PORT_FIP => &mut ids.port_fip,
+                key::ADDR_SCOPE4 => &mut ids.addr_scope4,
+                key::ADDR_SCOPE6 => &mut ids.addr_scope6,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        let (mut requested, mut physnet) = (None, None);
+        for (k, v) in row.get("options").map(Datum::pairs).unwrap_or(&[]) {
+            match (k.as_str(), v.as_str()) {
+                (Some(key::REQUESTED_CHASSIS), Some(v)) if !v.is_empty() => requested = Some(v),
+                (Some(key::LOCALNET_NETWORK_NAME), Some(v)) if !v.is_empty() => physnet = Some(v),
+                _ => {}
+            }
+        }
+
         let mut cidrs = Vec::new();
-        for c in ext(row, "external_ids", key::CIDRS)
-            .unwrap_or("")
-            .split_whitespace()
-        {
+        for c in ids.cidrs.unwrap_or("").split_whitespace() {
             let net = neutron::parse_ip_net(c)
                 .ok_or_else(|| bad(t, uuid, format!("{} has bad entry {c:?}", key::CIDRS)))?;
             cidrs.push(net);
@@ -179,6 +228,7 @@ impl LogicalSwitchPort {
             Some(_) => return Err(bad(t, uuid, "several VLAN tags")),
         };
 
+        let own = |v: Option<&str>| v.map(str::to_string);
         Ok(LogicalSwitchPort {
             uuid,
             name,
@@ -186,17 +236,17 @@ impl LogicalSwitchPort {
             up,
             addresses,
             cidrs,
-            network: ext_string(row, key::NETWORK_NAME),
-            device_owner: ext_string(row, key::DEVICE_OWNER),
-            device_id: ext_string(row, key::DEVICE_ID),
-            requested_chassis: ext(row, "options", key::REQUESTED_CHASSIS)
+            network: own(ids.network),
+            device_owner: own(ids.device_owner),
+            device_id: own(ids.device_id),
+            requested_chassis: requested
                 .map(|s| s.split(',').map(|c| c.trim().to_string()).collect())
                 .unwrap_or_default(),
-            host_id: ext_string(row, key::HOST_ID),
-            port_fip: ext_string(row, key::PORT_FIP),
-            addr_scope4: ext_string(row, key::ADDR_SCOPE4),
-            addr_scope6: ext_string(row, key::ADDR_SCOPE6),
-            localnet_network: ext(row, "options", key::LOCALNET_NETWORK_NAME).map(str::to_string),
+            host_id: own(ids.host_id),
+            port_fip: own(ids.port_fip),
+            addr_scope4: own(ids.addr_scope4),
+            addr_scope6: own(ids.addr_scope6),
+            localnet_network: own(physnet),
             tag,
         })
     }

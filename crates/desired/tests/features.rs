@@ -767,3 +767,75 @@ fn garbled_rows_are_skipped_and_the_rest_is_still_computed() {
     let d = desired_state(&s, &config(), &NodeFacts::default()).unwrap();
     assert_eq!(announced(&d), ["172.24.4.10"]);
 }
+
+#[test]
+fn the_same_ip_asked_twice_keeps_the_first_class_and_the_last_wiring() {
+    // Centralized mode, but the NAT also carries an external MAC and the VM is
+    // bound here: upstream exposes it from the gateway pass (LRP MAC), then
+    // from the bound-port pass (external MAC), and `ip neigh replace` keeps
+    // the latter.
+    let mut w = fip_world("compute-1", true);
+    w.distributed(false);
+    let d = run(&w, &config());
+    let e = &d.exposed[&ip("172.24.4.50")];
+    assert_eq!(e.class, Class::Fip);
+    assert_eq!(
+        e.wiring.as_ref().unwrap().lladdr.unwrap().to_string(),
+        "fa:16:3e:22:22:22"
+    );
+    assert_eq!(
+        d.to_node()
+            .neighbours
+            .keys()
+            .filter(|n| n.dst == ip("172.24.4.50"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn incomplete_nat_and_lb_rows_are_skipped_with_a_note_not_a_failure() {
+    let mut w = World::new();
+    let gw = w.gateway("sys-1");
+    w.distributed(false);
+    // A centralized FIP without neutron:fip_network_id (upstream: KeyError, sync aborts).
+    let nat = w.row(
+        "NAT",
+        json!({"type": "dnat_and_snat", "external_ip": "172.24.4.51", "logical_ip": "10.0.0.6",
+               "logical_port": "nope", "gateway_port": ["uuid", gw]}),
+    );
+    w.router(&[nat]);
+    // An Octavia LB matched through neutron:router_name but without lr_ref
+    // (upstream: KeyError, sync aborts).
+    w.row(
+        "Load_Balancer",
+        json!({"name": "octavia", "vips": ["map", [["172.24.4.90:80", "10.0.0.9:80"]]],
+               "external_ids": ["map", [["neutron:router_name", "neutron-r1"], ["neutron:vip", "172.24.4.90"],
+                                        ["neutron:vip_port_id", "vip-port"]]]}),
+    );
+    let d = run(&w, &config());
+    assert_eq!(announced(&d), ["172.24.4.100", "2001:db8::100"]);
+    assert!(
+        d.notes.iter().any(|n| n.contains("fip_network_id")),
+        "{:?}",
+        d.notes
+    );
+    assert!(
+        d.notes.iter().any(|n| n.contains("lr_ref")),
+        "{:?}",
+        d.notes
+    );
+}
+
+#[test]
+fn an_lb_referencing_the_router_twice_is_exposed_once() {
+    let mut w = lb_world("172.24.4.80", "neutron-pub", false);
+    let lb = w.nb["Load_Balancer"].keys().next().unwrap().clone();
+    let ext = w.nb.get_mut("Load_Balancer").unwrap()[&lb]["external_ids"][1]
+        .as_array_mut()
+        .unwrap();
+    ext.push(json!(["neutron:router_name", "neutron-r1"]));
+    let d = run(&w, &config());
+    assert_eq!(d.exposed[&ip("172.24.4.80")].class, Class::Lb);
+    assert_eq!(d.exposed.len(), 3, "gateway v4, v6 and the VIP");
+}

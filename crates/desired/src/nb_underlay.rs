@@ -53,7 +53,8 @@ struct LocalGateway<'a> {
     ips: Vec<IpAddr>,
 }
 
-/// The tenant-network switches of a router interface: `(addr scope v4, v6)`.
+/// The address scopes of a router interface's subnets: `(IPv4 scope, IPv6 scope)`
+/// (`neutron:subnet_pool_addr_scope4/6`).
 type Scopes<'a> = (Option<&'a str>, Option<&'a str>);
 
 pub(crate) struct NbUnderlay<'a> {

@@ -1,0 +1,470 @@
+//! The end-to-end bench: real OVN_Northbound and Open_vSwitch ovsdb-servers,
+//! an ovs-vswitchd (userspace datapath) owning br-ex in the node's network
+//! namespace, an FRR node router with an eBGP peer over a veth, and the real
+//! `ovn-bgp-agent` binary run in the node namespace from a config file, as an
+//! operator runs it. Used by `obgp-demo` and the tests in `tests/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use obgp_testbed::frr::{FrrPair, FrrPairOptions};
+use obgp_testbed::ovsdb::OvsdbServer;
+use serde_json::Value;
+
+/// `bgp_vrf_table_id` of the demo config: the VRF's routing table.
+pub const VRF_TABLE: u32 = 10;
+
+/// The workspace's `fixtures/demo` directory.
+pub fn demo_dir() -> PathBuf {
+    obgp_testbed::fixtures_dir().join("demo")
+}
+
+/// The demo topology (`fixtures/demo/topology.json`): OVSDB wire notation per
+/// database (`OVN_Northbound`, `Open_vSwitch`).
+pub fn demo_topology() -> Result<Value> {
+    let path = demo_dir().join("topology.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The `ovn-bgp-agent` binary: `$OBGP_AGENT_BIN`, else the one cargo built
+/// next to the running executable (`target/<profile>/`, also from `deps/`).
+pub fn agent_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("OBGP_AGENT_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join("ovn-bgp-agent");
+    if !bin.is_file() {
+        bail!(
+            "{} not found: build it first (`cargo build --bin ovn-bgp-agent`, or `cargo test --workspace` which builds it) or set OBGP_AGENT_BIN",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// True if this kernel can create what the full agent needs (a vrf and a
+/// dummy device), probed in a scratch namespace.
+pub fn kernel_has_vrf_and_dummy() -> bool {
+    let ns = format!("obgp-probe-{}", std::process::id());
+    if ip(&["netns", "add", &ns]).is_err() {
+        return false;
+    }
+    let ok = ip(&[
+        "-n", &ns, "link", "add", "p-vrf", "type", "vrf", "table", "99",
+    ])
+    .is_ok()
+        && ip(&["-n", &ns, "link", "add", "p-dummy", "type", "dummy"]).is_ok();
+    let _ = ip(&["netns", "del", &ns]);
+    ok
+}
+
+/// `ip ARGS`, failing with its stderr.
+pub fn ip(args: &[&str]) -> Result<String> {
+    run(Command::new("ip").args(args))
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Polls `f` every 100 ms until it returns `Some`, up to `timeout`.
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut f: impl FnMut() -> Result<Option<T>>,
+) -> Result<T> {
+    let start = Instant::now();
+    let mut last_err = None;
+    loop {
+        match f() {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => last_err = Some(e),
+        }
+        if start.elapsed() > timeout {
+            bail!("timed out after {timeout:?} waiting for {what} (last error: {last_err:?})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// ovs-vswitchd (netdev datapath) in the node namespace on the local
+/// Open_vSwitch ovsdb-server; br-ex is its internal port (a tap) there.
+struct Vswitchd {
+    child: Child,
+}
+
+impl Drop for Vswitchd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A running bench. Dropping it stops the agent daemon (if any), vswitchd,
+/// FRR, the ovsdb-servers and deletes the namespaces.
+pub struct Bench {
+    // drop order: daemon, vswitchd, FRR + namespaces, databases
+    daemon: Option<Child>,
+    vswitchd: Option<Vswitchd>,
+    /// The node router (in the node namespace) and the fabric peer.
+    pub pair: FrrPair,
+    /// OVN_Northbound.
+    pub nb: OvsdbServer,
+    /// The node's local Open_vSwitch database.
+    pub ovs: OvsdbServer,
+    dir: PathBuf,
+    ovs_run: PathBuf,
+    agent: PathBuf,
+    bgp_nic_kind: String,
+    /// The agent's config files, in order.
+    pub config_files: Vec<PathBuf>,
+}
+
+/// How to start a [`Bench`].
+pub struct BenchOptions {
+    /// The agent's config file (the connections are added after it).
+    pub config: PathBuf,
+    /// Extra `[DEFAULT]` lines for the generated second config file.
+    pub extra_default: String,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            config: demo_dir().join("bgp-agent.conf"),
+            extra_default: String::new(),
+        }
+    }
+}
+
+impl Bench {
+    /// Starts everything below `dir` with `topology` loaded (its
+    /// `OVN_Northbound` and `Open_vSwitch` rows), and the FRR pair
+    /// Established.
+    pub fn start(dir: &Path, topology: &Value, opts: &BenchOptions) -> Result<Bench> {
+        std::fs::create_dir_all(dir)?;
+        let agent = agent_binary()?;
+        let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
+        load(&nb, topology, "OVN_Northbound")?;
+        let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
+        load(&ovs, topology, "Open_vSwitch")?;
+        let pair = FrrPair::start_with(
+            &dir.join("frr"),
+            &FrrPairOptions {
+                bgp_nic: false,
+                ..FrrPairOptions::default()
+            },
+        )
+        .context("FRR node router and peer")?;
+        let ovs_run = dir.join("ovs-run");
+        std::fs::create_dir_all(&ovs_run)?;
+        let vswitchd = start_vswitchd(pair.node_netns(), &ovs, &ovs_run)?;
+        // A fresh rt_tables: the agent writes its br-ex entry there, never
+        // into the host's /etc/iproute2/rt_tables.
+        std::fs::copy("/etc/iproute2/rt_tables", dir.join("rt_tables")).or_else(|_| {
+            std::fs::write(
+                dir.join("rt_tables"),
+                "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
+            )
+            .map(|_| 0)
+        })?;
+        let conn = dir.join("connections.conf");
+        std::fs::write(
+            &conn,
+            format!(
+                "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{}\n[ovn]\novn_nb_connection = {}\n",
+                ovs.unix_remote(),
+                opts.extra_default,
+                nb.unix_remote()
+            ),
+        )?;
+        let bgp_nic_kind = if kernel_has_vrf_and_dummy() {
+            "dummy"
+        } else {
+            "ifb"
+        }
+        .to_string();
+        Ok(Bench {
+            daemon: None,
+            vswitchd: Some(vswitchd),
+            pair,
+            nb,
+            ovs,
+            dir: dir.to_path_buf(),
+            ovs_run,
+            agent,
+            bgp_nic_kind,
+            config_files: vec![opts.config.clone(), conn],
+        })
+    }
+
+    /// The node's namespace.
+    pub fn node_netns(&self) -> &str {
+        self.pair.node_netns()
+    }
+
+    /// The command line that runs the agent in the node namespace:
+    /// `ip netns exec NODE env OVS_RUNDIR=.. ovn-bgp-agent --config-file ..`.
+    pub fn agent_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", self.node_netns(), "env"])
+            .arg(format!("OVS_RUNDIR={}", self.ovs_run.display()))
+            .arg(&self.agent);
+        for f in &self.config_files {
+            c.arg("--config-file").arg(f);
+        }
+        c.arg("--rt-tables")
+            .arg(self.dir.join("rt_tables"))
+            .arg("--vty-socket")
+            .arg(self.pair.node.vty_dir())
+            .args(["--bgp-nic-kind", &self.bgp_nic_kind])
+            .args(args);
+        c
+    }
+
+    /// The agent command line as a shell would show it (for the output).
+    pub fn agent_command_line(&self, args: &[&str]) -> String {
+        let c = self.agent_command(args);
+        std::iter::once(c.get_program().to_string_lossy().into_owned())
+            .chain(c.get_args().map(|a| a.to_string_lossy().into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs the agent with `args` to completion.
+    pub fn agent(&self, args: &[&str]) -> Result<Output> {
+        self.agent_command(args)
+            .stdin(Stdio::null())
+            .output()
+            .context("running ovn-bgp-agent")
+    }
+
+    /// Runs the agent with `args`, failing unless it exits 0; returns stdout.
+    pub fn agent_ok(&self, args: &[&str]) -> Result<String> {
+        let out = self.agent(args)?;
+        if !out.status.success() {
+            bail!(
+                "ovn-bgp-agent {args:?} failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `plan` live against the databases and the node: the plan's text.
+    pub fn plan(&self) -> Result<String> {
+        self.agent_ok(&["plan"])
+    }
+
+    /// `plan --format json`: the number of ops (0 = converged).
+    pub fn plan_op_count(&self) -> Result<usize> {
+        let text = self.agent_ok(&["plan", "--format", "json"])?;
+        let v: Value = serde_json::from_str(&text).with_context(|| format!("plan JSON: {text}"))?;
+        Ok(count_ops(&v))
+    }
+
+    /// Starts the agent daemon (no subcommand), logging to `agent.log` in the
+    /// bench directory.
+    pub fn start_daemon(&mut self) -> Result<()> {
+        self.stop_daemon()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("agent.log"))?;
+        let child = self
+            .agent_command(&["--use-stderr"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting the agent daemon")?;
+        self.daemon = Some(child);
+        Ok(())
+    }
+
+    /// SIGTERMs the daemon and waits for it (SIGKILL after 30 s).
+    pub fn stop_daemon(&mut self) -> Result<()> {
+        if let Some(mut c) = self.daemon.take() {
+            // `ip netns exec` execs the agent, so this pid is the agent's.
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
+            let start = Instant::now();
+            while c.try_wait()?.is_none() {
+                if start.elapsed() > Duration::from_secs(30) {
+                    let _ = c.kill();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// SIGKILLs the daemon (a crash).
+    pub fn kill_daemon(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The daemon's log so far.
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
+    }
+
+    /// `ip -n NODE ARGS`.
+    pub fn node_ip(&self, args: &[&str]) -> Result<String> {
+        self.pair.node_ip(args)
+    }
+
+    /// The routing table number of `name` in the agent's rt_tables file.
+    pub fn table_of(&self, name: &str) -> Result<Option<u32>> {
+        let text = std::fs::read_to_string(self.dir.join("rt_tables"))?;
+        Ok(text.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            let n = it.next()?;
+            (it.next() == Some(name)).then(|| n.parse().ok()).flatten()
+        }))
+    }
+
+    /// `ovs-ofctl dump-flows BRIDGE cookie=C/-1`.
+    pub fn flows(&self, bridge: &str, cookie: u32) -> Result<String> {
+        run(Command::new("ovs-ofctl")
+            .env("OVS_RUNDIR", &self.ovs_run)
+            .args(["dump-flows", "--no-stats", bridge])
+            .arg(format!("cookie={cookie}/-1")))
+    }
+
+    /// The prefixes the peer has in its BGP table (IPv4 and IPv6).
+    pub fn peer_prefixes(&self) -> Result<Vec<String>> {
+        let mut all = Vec::new();
+        for v in [
+            self.pair.peer.show_bgp_json()?,
+            self.pair.peer.show_bgp_ipv6_json()?,
+        ] {
+            if let Some(routes) = v.get("routes").and_then(Value::as_object) {
+                all.extend(routes.keys().cloned());
+            }
+        }
+        all.sort();
+        Ok(all)
+    }
+
+    /// Waits until the peer has (`present`) or lacks every prefix of `prefixes`.
+    pub fn wait_peer(
+        &self,
+        prefixes: &[&str],
+        present: bool,
+        timeout: Duration,
+    ) -> Result<Duration> {
+        let start = Instant::now();
+        let what = format!(
+            "the peer to {} {prefixes:?}",
+            if present { "learn" } else { "withdraw" }
+        );
+        wait_for(&what, timeout, || {
+            let have = self.peer_prefixes()?;
+            let done = prefixes
+                .iter()
+                .all(|p| have.iter().any(|h| h == p) == present);
+            Ok(done.then_some(()))
+        })
+        .with_context(|| format!("peer has {:?}", self.peer_prefixes().unwrap_or_default()))?;
+        Ok(start.elapsed())
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.stop_daemon();
+        self.vswitchd.take();
+    }
+}
+
+fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<()> {
+    let rows = topology
+        .get(db)
+        .with_context(|| format!("the topology has no {db} member"))?;
+    let ops = obgp_testbed::fixture::insert_ops(rows);
+    server
+        .transact(&ops)
+        .with_context(|| format!("loading the {db} rows"))?;
+    Ok(())
+}
+
+/// The userspace datapath makes its ports as taps: the VM tier's fresh
+/// /dev has no /dev/net/tun node, but its kernel loads `tun` on first open.
+fn ensure_tun_device() -> Result<()> {
+    let tun = Path::new("/dev/net/tun");
+    if tun.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all("/dev/net")?;
+    run(Command::new("mknod").args(["/dev/net/tun", "c", "10", "200"]))
+        .context("creating /dev/net/tun for ovs-vswitchd's netdev datapath")?;
+    Ok(())
+}
+
+fn start_vswitchd(netns: &str, ovs: &OvsdbServer, run_dir: &Path) -> Result<Vswitchd> {
+    ensure_tun_device()?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", netns, "env"])
+        .arg(format!("OVS_RUNDIR={}", run_dir.display()))
+        .arg("ovs-vswitchd")
+        .arg(ovs.unix_remote())
+        .arg(format!("--unixctl={}/ovs-vswitchd.ctl", run_dir.display()))
+        .arg(format!("--log-file={}/ovs-vswitchd.log", run_dir.display()))
+        .args(["--no-chdir", "-vconsole:off"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting ovs-vswitchd (apt package openvswitch-switch)")?;
+    let v = Vswitchd { child };
+    wait_for(
+        "ovs-vswitchd to create br-ex (br-ex.mgmt and the tap in the node namespace)",
+        Duration::from_secs(60),
+        || {
+            Ok((run_dir.join("br-ex.mgmt").exists()
+                && ip(&["-n", netns, "link", "show", "br-ex"]).is_ok())
+            .then_some(()))
+        },
+    )
+    .with_context(|| {
+        std::fs::read_to_string(run_dir.join("ovs-vswitchd.log")).unwrap_or_default()
+    })?;
+    Ok(v)
+}
+
+/// The number of steps (ops) in a plan's JSON (`ovn-bgp-agent plan --format json`).
+pub fn count_ops(plan: &Value) -> usize {
+    plan.get("steps")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}

@@ -188,6 +188,13 @@ impl Desired {
             frr_config: self.frr_config.clone(),
             ..DesiredNode::default()
         };
+        // Collected first, then sorted and bulk-built into the maps: much
+        // cheaper than tens of thousands of tree inserts.
+        let mut addresses = FirstWins::default();
+        let mut rules = FirstWins::default();
+        let mut routes = FirstWins::default();
+        let mut neighbours = FirstWins::default();
+        let mut proxy_neighbours = FirstWins::default();
         n.links.insert(Link {
             name: self.vrf.clone(),
             kind: LinkKind::Vrf {
@@ -231,7 +238,7 @@ impl Desired {
             }
             for (dev, vlan) in devs {
                 for net in arp_ndp_addresses(bw.index, vlan) {
-                    n.addresses
+                    addresses
                         .entry(Address {
                             dev: dev.clone(),
                             net,
@@ -243,7 +250,7 @@ impl Desired {
                 n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "1"));
             }
             for v6 in [false, true] {
-                n.routes
+                routes
                     .entry(Route {
                         table: bridge_table(b),
                         v6,
@@ -275,14 +282,14 @@ impl Desired {
         for e in self.exposed.values() {
             let net = host_net(e.ip);
             if let Some(w) = &e.wiring {
-                n.rules
+                rules
                     .entry(Rule {
                         dst: net,
                         table: bridge_table(&w.target.bridge),
                         priority: None,
                     })
                     .or_insert(e.class);
-                n.routes
+                routes
                     .entry(Route {
                         table: bridge_table(&w.target.bridge),
                         v6: e.ip.is_ipv6(),
@@ -296,7 +303,7 @@ impl Desired {
                     })
                     .or_insert(e.class);
                 if let Some(mac) = w.lladdr {
-                    n.neighbours
+                    neighbours
                         .entry(Neighbour {
                             dev: w.target.dev.clone(),
                             dst: e.ip,
@@ -305,7 +312,7 @@ impl Desired {
                         .or_insert(e.class);
                 }
                 for p in &w.proxy_ndp {
-                    n.proxy_neighbours
+                    proxy_neighbours
                         .entry(ProxyNeighbour {
                             dev: w.target.dev.clone(),
                             dst: IpAddr::V6(*p),
@@ -313,7 +320,7 @@ impl Desired {
                         .or_insert(e.class);
                 }
             }
-            n.addresses
+            addresses
                 .entry(Address {
                     dev: self.bgp_nic.clone(),
                     net,
@@ -322,7 +329,7 @@ impl Desired {
         }
 
         for s in &self.tenant_subnets {
-            n.rules
+            rules
                 .entry(Rule {
                     dst: s.rule_dst,
                     table: bridge_table(&s.bridge),
@@ -331,7 +338,7 @@ impl Desired {
                 .or_insert(Class::Subnet);
             if let Some(via) = s.via {
                 let v6 = s.net.addr().is_ipv6();
-                n.routes
+                routes
                     .entry(Route {
                         table: bridge_table(&s.bridge),
                         v6,
@@ -345,7 +352,7 @@ impl Desired {
                     })
                     .or_insert(Class::Subnet);
                 if s.vrf_route {
-                    n.routes
+                    routes
                         .entry(Route {
                             table: TableRef::Id(self.vrf_table),
                             v6,
@@ -361,7 +368,47 @@ impl Desired {
                 }
             }
         }
+        n.addresses = addresses.into_map();
+        n.rules = rules.into_map();
+        n.routes = routes.into_map();
+        n.neighbours = neighbours.into_map();
+        n.proxy_neighbours = proxy_neighbours.into_map();
         n
+    }
+}
+
+/// Node objects with the class of the first exposure that asked for them
+/// (the rule [`DesiredNode`] documents), built in bulk.
+struct FirstWins<K>(Vec<(K, Class)>);
+
+impl<K> Default for FirstWins<K> {
+    fn default() -> Self {
+        FirstWins(Vec::new())
+    }
+}
+
+/// An insertion waiting for its class, mirroring `BTreeMap::entry(..).or_insert(..)`.
+struct Pending<'m, K> {
+    list: &'m mut FirstWins<K>,
+    key: K,
+}
+
+impl<K: Ord> FirstWins<K> {
+    fn entry(&mut self, key: K) -> Pending<'_, K> {
+        Pending { list: self, key }
+    }
+
+    fn into_map(mut self) -> BTreeMap<K, Class> {
+        // Stable sort keeps insertion order among equal keys: dedup keeps the first.
+        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        self.0.dedup_by(|later, first| later.0 == first.0);
+        self.0.into_iter().collect()
+    }
+}
+
+impl<K> Pending<'_, K> {
+    fn or_insert(self, class: Class) {
+        self.list.0.push((self.key, class));
     }
 }
 
@@ -374,6 +421,20 @@ impl From<&Desired> for DesiredNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_objects_keep_the_class_of_the_first_exposure_asking_for_them() {
+        let mut f = FirstWins::default();
+        f.entry(2).or_insert(Class::Vm);
+        f.entry(1).or_insert(Class::Gateway);
+        f.entry(2).or_insert(Class::Fip);
+        f.entry(1).or_insert(Class::Base);
+        let m = f.into_map();
+        assert_eq!(
+            m.into_iter().collect::<Vec<_>>(),
+            [(1, Class::Gateway), (2, Class::Vm)]
+        );
+    }
 
     #[test]
     fn vlan_device_name_truncates_the_bridge_to_ten_bytes() {

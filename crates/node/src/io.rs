@@ -3,12 +3,52 @@
 //! An announcement whose wiring failed is not made (O1); any other failure
 //! leaves the rest of the plan running, and the next reconcile retries.
 
-use obgp_netmodel::IpNet;
+use obgp_netmodel::{DesiredNode, IpNet};
 
-use crate::kernel::{IoError, KernelNode};
+use crate::kernel::{IoError, KernelNode, Scope};
 use crate::model::ModelNode;
 use crate::op::Op;
-use crate::plan::{Group, Plan};
+use crate::plan::{plan_after, Group, Plan, PlanError};
+
+/// Why a reconcile could not run (op failures are in [`ApplyReport`] instead).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("observing the node: {0}")]
+    Observe(#[from] IoError),
+    /// Routing-table exhaustion: the one fatal error.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// The pending diff: observe what `desired` needs, plan against it. Changes
+/// nothing (what `ovn-bgp-agent plan` prints).
+pub async fn pending(
+    node: &mut KernelNode,
+    desired: &DesiredNode,
+    previous: Option<&DesiredNode>,
+) -> Result<Plan, ReconcileError> {
+    let actual = node.observe(&Scope::for_desired(desired)).await?;
+    Ok(plan_after(desired, previous, &actual)?)
+}
+
+/// One reconcile: observe, plan, apply. The caller keeps `desired` as the
+/// next call's `previous` (leftover classes and neighbour evidence).
+pub async fn reconcile(
+    node: &mut KernelNode,
+    desired: &DesiredNode,
+    previous: Option<&DesiredNode>,
+) -> Result<(Plan, ApplyReport), ReconcileError> {
+    let plan = pending(node, desired, previous).await?;
+    let report = apply_plan(node, &plan).await;
+    tracing::info!(
+        applied = report.applied,
+        failed = report.failed.len(),
+        held_back = report.held_back.len(),
+        skipped = plan.skipped.len(),
+        "reconciled"
+    );
+    Ok((plan, report))
+}
 
 /// A node the applier can write to.
 #[allow(async_fn_in_trait)]

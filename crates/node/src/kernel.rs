@@ -135,7 +135,18 @@ impl Scope {
         Scope {
             vrf_table: d.vrf_table,
             bridge_tables: d.bridge_tables.clone(),
-            tables: BTreeSet::new(),
+            // Numbered tables the desired state writes to, so that its
+            // routes there are seen (else they would be re-planned forever).
+            tables: d
+                .routes
+                .keys()
+                .map(|r| &r.table)
+                .chain(d.rules.keys().map(|r| &r.table))
+                .filter_map(|t| match t {
+                    obgp_netmodel::TableRef::Id(n) => Some(*n),
+                    obgp_netmodel::TableRef::Bridge(_) => None,
+                })
+                .collect(),
             sysctl_keys: d.sysctls.iter().map(|s| s.key.clone()).collect(),
             ovs_bridges: d
                 .bridge_tables

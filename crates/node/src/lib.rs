@@ -14,7 +14,7 @@ pub mod op;
 pub mod plan;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
-pub use io::{apply_plan, ApplyReport, NodeIo};
+pub use io::{apply_plan, pending, reconcile, ApplyReport, NodeIo, ReconcileError};
 pub use kernel::{KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;

@@ -547,3 +547,17 @@ async fn apply_resolves_devices_created_after_the_last_observe() {
     let addrs = bed.ns.ip(&["addr", "show", "dev", "late0"]).unwrap();
     assert!(addrs.contains("192.0.2.1/32"), "{addrs}");
 }
+
+#[tokio::test]
+async fn reconcile_then_pending_is_empty() {
+    let bed = bed("reconcile");
+    let mut k = node(&bed, "ifb").await;
+    // Includes a route in numbered table 1000: Scope::for_desired reads it.
+    let d = desired(true, None);
+    let (plan, report) = obgp_node::reconcile(&mut k, &d, None).await.unwrap();
+    assert!(!plan.is_empty());
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.applied, plan.steps.len());
+    let again = obgp_node::pending(&mut k, &d, Some(&d)).await.unwrap();
+    assert!(again.is_empty(), "{again}");
+}

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_ovn::{Snapshot, Tables};
+use obgp_ovn::Snapshot;
 use obgp_ovsdb::rpc::transport::parse_remotes;
 use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, TlsFiles, TlsSettings};
 
@@ -133,21 +133,7 @@ impl OvnSources {
     pub fn snapshot(&self) -> (obgp_ovsdb::Snapshot, Snapshot) {
         let nb = self.nb.cache().snapshot();
         let ovs = self.ovs.cache().snapshot();
-        let snap = Snapshot::build(&tables(&nb), &tables(&ovs));
+        let snap = Snapshot::build(&nb, &ovs);
         (nb, snap)
     }
-}
-
-/// Copies a cache snapshot into the OVN model's input shape.
-fn tables(db: &obgp_ovsdb::Snapshot) -> Tables {
-    db.tables()
-        .map(|name| {
-            let rows = db
-                .table(name)
-                .iter()
-                .map(|(uuid, row)| (*uuid, (**row).clone()))
-                .collect();
-            (name.to_string(), rows)
-        })
-        .collect()
 }

@@ -175,7 +175,11 @@ fn main() {
         let mut scope = Scope::default();
         scope.tables.insert(TABLE);
         let mut times = Vec::new();
-        for _ in 0..7 {
+        let runs: usize = std::env::var("OBGP_BENCH_OBSERVE_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(7);
+        for _ in 0..runs {
             let start = Instant::now();
             let a = k.observe(&scope).await.unwrap();
             times.push(start.elapsed());
@@ -187,9 +191,10 @@ fn main() {
     let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!(
-        "\nfull observe at 10k exposed IPs (10k rules, routes, addresses): median {:.1} ms, min {:.1} ms, max {:.1} ms (7 runs)",
+        "\nfull observe at 10k exposed IPs (10k rules, routes, addresses): median {:.1} ms, min {:.1} ms, max {:.1} ms ({} runs)",
         ms[ms.len() / 2],
         ms[0],
-        ms[ms.len() - 1]
+        ms[ms.len() - 1],
+        ms.len()
     );
 }

@@ -21,12 +21,8 @@ use obgp_topogen::{Params, Topology};
 /// the allocator keeps around (RSS).
 struct CountingAlloc;
 
-/// The allocator underneath: glibc's by default, mimalloc with
-/// `--features mimalloc` (to measure what allocator overhead costs).
-#[cfg(not(feature = "mimalloc"))]
+/// The allocator underneath (swap in another one here to compare).
 static INNER: std::alloc::System = std::alloc::System;
-#[cfg(feature = "mimalloc")]
-static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);

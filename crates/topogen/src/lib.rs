@@ -15,8 +15,9 @@
 //!   second one with a FIP;
 //! - VM ports carry Neutron's external_ids and `requested-chassis`.
 //!
-//! "This" node is `host-000` / `chassis-000`. A VM is local to it with
-//! probability `local_fraction` (default 1/hosts); other VMs and router
+//! "This" node is `host-<local_host>` / `chassis-<local_host>` (default
+//! `host-000`). A VM is local to it with probability `local_fraction`
+//! (default 1/hosts); other VMs and router
 //! gateways are spread over the remaining hosts. Everything derives from
 //! `seed`: the same parameters give byte-identical transactions.
 
@@ -30,8 +31,10 @@ pub struct Params {
     pub vms: usize,
     pub seed: u64,
     pub hosts: usize,
-    /// Fraction of VMs (and router gateways) on `host-000`/`chassis-000`.
+    /// Fraction of VMs (and router gateways) on the local host.
     pub local_fraction: f64,
+    /// Index of the local host: `host-NNN` / `chassis-NNN` (< `hosts`).
+    pub local_host: usize,
     pub vms_per_net: usize,
     pub nets_per_router: usize,
     pub provider_vm_ratio: f64,
@@ -50,6 +53,7 @@ impl Default for Params {
             seed: 1,
             hosts: 10,
             local_fraction: 0.1,
+            local_host: 0,
             vms_per_net: 50,
             nets_per_router: 2,
             provider_vm_ratio: 0.1,
@@ -148,7 +152,7 @@ struct Router {
 }
 
 /// Counts of what was generated, and how much of it is local to
-/// `host-000`/`chassis-000`.
+/// the local host (`Params::local_host`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub vms: usize,
@@ -207,10 +211,17 @@ impl Topology {
         // Local with probability local_fraction, else round robin over the
         // other hosts (all hosts when there is only one).
         let pick_host = |rng: &mut Rng, i: usize| {
+            let local = params.local_host.min(hosts - 1);
             if hosts == 1 || rng.unit() < params.local_fraction {
-                0
+                local
             } else {
-                1 + i % (hosts - 1)
+                // Skip the local host in the round robin.
+                let other = i % (hosts - 1);
+                if other >= local {
+                    other + 1
+                } else {
+                    other
+                }
             }
         };
         let project = rng.uuid();
@@ -333,6 +344,7 @@ impl Topology {
 
     /// What was generated.
     pub fn summary(&self) -> Summary {
+        let local = self.params.local_host.min(self.params.hosts.max(1) - 1);
         let tenant_vms = self
             .routers
             .iter()
@@ -348,8 +360,8 @@ impl Topology {
             routers: self.routers.len(),
             fips: all_vms.iter().filter(|v| v.fip.is_some()).count(),
             lbs,
-            local_vms: all_vms.iter().filter(|v| v.host == 0).count(),
-            local_routers: self.routers.iter().filter(|r| r.chassis == 0).count(),
+            local_vms: all_vms.iter().filter(|v| v.host == local).count(),
+            local_routers: self.routers.iter().filter(|r| r.chassis == local).count(),
             // VMs + a router port per network + a gateway port per router +
             // an LB VIP port per LB + the localnet port.
             logical_switch_ports: all_vms.len() + nets + self.routers.len() + lbs + 1,
@@ -687,6 +699,42 @@ mod tests {
             ..Params::default()
         });
         assert_eq!(all_local.summary().local_vms, 200);
+    }
+
+    #[test]
+    fn local_share_goes_to_the_chosen_host() {
+        let t = Topology::generate(Params {
+            vms: 1000,
+            local_host: 3,
+            local_fraction: 0.5,
+            ..Params::default()
+        });
+        let s = t.summary();
+        assert!((400..600).contains(&s.local_vms), "{s:?}");
+        let txns = t.nb_transactions();
+        let vms_on = |host: &str| {
+            txns.iter()
+                .flatten()
+                .filter(|op| op["table"] == "Logical_Switch_Port")
+                .filter(|op| {
+                    op["row"]["external_ids"][1]
+                        .as_array()
+                        .is_some_and(|pairs| {
+                            pairs
+                                .iter()
+                                .any(|kv| kv[0] == "neutron:host_id" && kv[1] == host)
+                        })
+                })
+                .count()
+        };
+        assert_eq!(vms_on("host-003"), s.local_vms);
+        // The rest is spread over the other nine hosts.
+        let others: usize = (0..10)
+            .filter(|h| *h != 3)
+            .map(|h| vms_on(&format!("host-{h:03}")))
+            .sum();
+        assert_eq!(others, 1000 - s.local_vms);
+        assert!(vms_on("host-000") > 0);
     }
 
     #[test]

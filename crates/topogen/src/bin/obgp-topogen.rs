@@ -21,9 +21,12 @@ struct Args {
     seed: u64,
     #[arg(long, default_value_t = 10)]
     hosts: usize,
-    /// Fraction of VMs and router gateways on host-000/chassis-000.
+    /// Fraction of VMs and router gateways on the local host.
     #[arg(long, default_value_t = 0.1)]
     local_fraction: f64,
+    /// Index of the local host (host-NNN / chassis-NNN).
+    #[arg(long, default_value_t = 0)]
+    local_host: usize,
     #[arg(long, default_value_t = 50)]
     vms_per_net: usize,
     #[arg(long, default_value_t = 2)]
@@ -48,6 +51,7 @@ async fn main() -> Result<()> {
         seed: a.seed,
         hosts: a.hosts,
         local_fraction: a.local_fraction,
+        local_host: a.local_host,
         vms_per_net: a.vms_per_net,
         nets_per_router: a.nets_per_router,
         provider_vm_ratio: a.provider_vm_ratio,

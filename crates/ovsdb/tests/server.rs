@@ -460,3 +460,43 @@ async fn monitor_conditions_select_rows_and_can_be_changed_live() -> Result<()> 
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_is_detected_by_the_probe_and_resynced_when_it_thaws() -> Result<()> {
+    init_tracing();
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    let mut config = ClientConfig::new(
+        parse_remotes(&server.tcp_remote())?,
+        "OVN_Northbound",
+        MonitorSpec::all(NB_TABLES),
+    );
+    config.session.probe_interval = Some(Duration::from_millis(500));
+    config.backoff = (Duration::from_millis(50), Duration::from_millis(200));
+    let client = Client::start(config);
+    wait_resynced(&client, 1).await?;
+    let pid = server.pid().context("server pid")?.to_string();
+    let signal = |sig: &str| -> Result<()> {
+        let st = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()?;
+        anyhow::ensure!(st.success(), "kill {sig} {pid} failed");
+        Ok(())
+    };
+    // SIGSTOP: the socket stays open but nothing answers, not even echo.
+    signal("-STOP")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.connected_to().is_some() {
+        if Instant::now() > deadline {
+            signal("-CONT")?;
+            bail!("silent server not detected");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    signal("-CONT")?;
+    server.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "after-thaw"}}),
+    ])?;
+    wait_resynced(&client, 2).await?;
+    cache_matches_server(&client, &server).await?;
+    Ok(())
+}

@@ -229,6 +229,11 @@ impl OvsdbServer {
         self.ssl.as_ref().map(|(p, _)| p)
     }
 
+    /// The server's process id while it runs (e.g. to SIGSTOP it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// SIGKILLs the server (the database file stays).
     pub fn kill(&mut self) {
         kill(&mut self.child);

@@ -80,6 +80,9 @@ pub enum Error {
     /// Nothing arrived from the server for two probe intervals.
     #[error("no message from server for {0:?}: connection considered dead")]
     Inactive(std::time::Duration),
+    /// A request got no answer in time (the session stays up).
+    #[error("no reply within {0:?}")]
+    Timeout(std::time::Duration),
     /// The session ended while a request was outstanding; says why.
     #[error("session closed: {0}")]
     Disconnected(String),

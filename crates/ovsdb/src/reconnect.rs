@@ -107,6 +107,9 @@ pub struct ClientConfig {
     pub backoff: (Duration, Duration),
     /// Change stream capacity before slow subscribers lag.
     pub change_capacity: usize,
+    /// How long [`Client::transact`] waits for the reply (the agent's
+    /// `ovsdb_connection_timeout`, 180 s by default).
+    pub transact_timeout: Duration,
 }
 
 impl ClientConfig {
@@ -121,6 +124,7 @@ impl ClientConfig {
             session: SessionConfig::default(),
             backoff: (Duration::from_millis(250), Duration::from_secs(8)),
             change_capacity: 65536,
+            transact_timeout: Duration::from_secs(180),
         }
     }
 }
@@ -132,6 +136,7 @@ pub struct Client {
     session: watch::Receiver<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
+    transact_timeout: Duration,
     task: JoinHandle<()>,
 }
 
@@ -154,6 +159,7 @@ impl Client {
         let (live_tx, live_rx) = watch::channel(None);
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
         let resumes = Arc::new(AtomicU64::new(0));
+        let transact_timeout = config.transact_timeout;
         let task = tokio::spawn(
             Runner {
                 config,
@@ -171,6 +177,7 @@ impl Client {
             session: live_rx,
             monitor,
             resumes,
+            transact_timeout,
             task,
         }
     }
@@ -199,12 +206,16 @@ impl Client {
     }
 
     /// Runs a transaction on the current session. Fails with
-    /// [`Error::SessionClosed`] while disconnected: the caller decides
-    /// whether to retry, since a transaction may not be idempotent.
+    /// [`Error::SessionClosed`] while disconnected and [`Error::Timeout`]
+    /// after `transact_timeout`: the caller decides whether to retry, since
+    /// a transaction may not be idempotent (after a timeout it may still
+    /// commit).
     pub async fn transact(&self, ops: Vec<Value>) -> Result<Vec<Value>> {
         let live = self.live()?;
         let db = live.schema.name.clone();
-        live.session.transact(&db, ops).await
+        tokio::time::timeout(self.transact_timeout, live.session.transact(&db, ops))
+            .await
+            .map_err(|_| Error::Timeout(self.transact_timeout))?
     }
 
     /// Replaces the row conditions of `table` (`None`: all rows). Applies to

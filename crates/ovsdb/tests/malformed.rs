@@ -98,6 +98,8 @@ async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
                 json!({"id": id, "result": dump, "error": null})
             }
             (Some("echo"), _) => json!({"id": id, "result": req["params"], "error": null}),
+            // A server that never commits: transactions go unanswered.
+            (Some("transact"), Script::DumpAndStay { .. }) => continue,
             (m, _) => json!({"id": id, "result": null, "error": format!("unexpected {m:?}")}),
         };
         sock.write_all(reply.to_string().as_bytes()).await?;
@@ -262,5 +264,42 @@ async fn dropping_the_client_closes_its_connection() -> Result<()> {
     assert_eq!(why.as_deref(), Some("client closed"));
     // Readers keep the last snapshot after the client is gone.
     assert_eq!(reader.snapshot().table("Logical_Switch").len(), 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_transaction_times_out_without_dropping_the_session() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    tokio::spawn(async move {
+        let (sock, _) = listener.accept().await?;
+        serve(
+            sock,
+            Script::DumpAndStay {
+                dump: dump(&[ls(A, "a")]),
+            },
+        )
+        .await
+    });
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(path.clone())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.transact_timeout = Duration::from_millis(300);
+    let client = Client::start(config);
+    tokio::time::timeout(Duration::from_secs(10), client.cache().wait_resynced(1)).await??;
+    let err = client
+        .transact(vec![
+            json!({"op": "insert", "table": "Logical_Switch", "row": {}}),
+        ])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, obgp_ovsdb::Error::Timeout(_)), "{err}");
+    assert!(
+        client.connected_to().is_some(),
+        "a slow transaction is not a dead session"
+    );
     Ok(())
 }

@@ -25,6 +25,11 @@ pub const NB_TABLES: &[&str] = &[
 /// The local OVS tables: identity, bridge mappings, bridges and their ports.
 pub const OVS_TABLES: &[&str] = &["Open_vSwitch", "Bridge", "Port", "Interface"];
 
+/// The largest OVSDB message accepted. A 100k-port NB's initial dump is
+/// about 125 MB, over the client's 64 MiB default; the bound stays so a
+/// broken server cannot make the agent allocate without limit.
+pub const MAX_MESSAGE: usize = 1 << 30;
+
 /// Why the databases could not be reached or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

@@ -220,6 +220,11 @@ impl Bench {
         })
     }
 
+    /// The bench's directory (configs, rt_tables, logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The node's namespace.
     pub fn node_netns(&self) -> &str {
         self.pair.node_netns()

@@ -21,6 +21,22 @@ const VM1: [&str; 2] = ["172.24.4.10/32", "2001:db8::10/128"];
 const VM2: [&str; 2] = ["172.24.4.11/32", "2001:db8::11/128"];
 const SUBNET: &str = "10.0.0.0/24";
 const FIP: &str = "172.24.4.50/32";
+/// The node router's base BGP config (the operator's frr.conf): the session to
+/// the peer. The agent adds its VRF leaking on top.
+const NODE_BASE_CONFIG: &str = "router bgp 64999
+ bgp router-id 10.255.0.1
+ no bgp ebgp-requires-policy
+ neighbor 10.255.0.2 remote-as 65000
+ neighbor 10.255.0.2 timers 1 3
+ neighbor 10.255.0.2 timers connect 1
+ address-family ipv4 unicast
+  redistribute connected
+ exit-address-family
+ address-family ipv6 unicast
+  neighbor 10.255.0.2 activate
+  redistribute connected
+ exit-address-family
+";
 const VM1_LSP: &str = "77777777-7777-4777-8777-777777777701";
 
 fn where_we_run() -> String {
@@ -102,7 +118,7 @@ fn wait_node(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Duratio
 
 #[test]
 #[ignore = "vm tier: full agent needs vrf/dummy"]
-fn agent_daemon_exposes_withdraws_repairs_and_survives_restarts() -> Result<()> {
+fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<()> {
     let t0 = Instant::now();
     println!("e2e: running in {}", where_we_run());
     let (_dir, mut b) = bench(
@@ -114,23 +130,49 @@ fn agent_daemon_exposes_withdraws_repairs_and_survives_restarts() -> Result<()> 
         "bench up: NB + OVS ovsdb-servers, vswitchd br-ex, FRR node + peer Established",
     );
 
-    // 1. the daemon exposes what the demo topology binds here
-    b.start_daemon()?;
-    let all: Vec<&str> = VM1
+    // 0. an operator's `reconcile --once`: converges, the peer learns it all
+    let t = Instant::now();
+    b.agent_ok(&["reconcile", "--once"])?;
+    ensure!(b.plan_op_count()? == 0, "second plan: {}", b.plan()?);
+    let once: Vec<&str> = VM1
         .iter()
         .chain(VM2.iter())
         .copied()
-        .chain([SUBNET, FIP])
+        .chain([SUBNET, FIP, "172.24.4.100/32", "2001:db8::100/128"])
         .collect();
-    let took = b
-        .wait_peer(&all, true, LEARN)
-        .with_context(|| b.agent_log())?;
+    b.wait_peer(&once, true, LEARN)?;
     step(
         t0,
         &format!(
-            "peer learned {all:?} ({:.1} s after the daemon started)",
-            took.as_secs_f64()
+            "reconcile --once exited 0, second plan empty, peer learned {once:?} ({:.1} s)",
+            t.elapsed().as_secs_f64()
         ),
+    );
+    // Not asserted: the MAC-tweak flows are skipped while crates/node reads
+    // port names from `ovs-ofctl show`, which truncates them to 15 characters
+    // (Neutron's patch-provnet-<uuid>-to-br-int never matches); see docs/e2e.md.
+    let flows = b.flows("br-ex", 999)?;
+    step(
+        t0,
+        &format!("cookie-999 flows on br-ex: {}", flows.lines().count()),
+    );
+
+    // 1. the daemon adopts that node state and keeps it exposed
+    b.start_daemon()?;
+    let first = obgp_e2e::wait_for("the daemon's first reconcile", LEARN, || {
+        Ok(b.agent_log()
+            .lines()
+            .find(|l| l.contains("reconciled reasons="))
+            .map(str::to_string))
+    })
+    .with_context(|| b.agent_log())?;
+    ensure!(
+        first.contains(" ops=0 "),
+        "the daemon changed a node that reconcile --once had converged: {first}"
+    );
+    step(
+        t0,
+        "daemon started on the converged node: first reconcile applied 0 ops",
     );
     let addrs = bgp_nic_addrs(&b)?;
     ensure!(
@@ -321,47 +363,38 @@ fn agent_daemon_exposes_withdraws_repairs_and_survives_restarts() -> Result<()> 
         ),
     );
 
+    // 7. FRR restarted without saved config: the agent's part is back within
+    // frr_reconcile_interval (3 s here); the operator's base config (what
+    // frr.conf would restore) is re-applied by hand, then the prefixes return
+    b.pair.node.restart()?;
+    let t = Instant::now();
+    let base = b.dir().join("frr-base.conf");
+    std::fs::write(&base, NODE_BASE_CONFIG)?;
+    b.pair.node.vtysh_file(&base)?;
+    wait_node("the agent's FRR config after the FRR restart", || {
+        Ok(b.pair
+            .node
+            .vtysh("show running-config")?
+            .contains("router bgp 64999 vrf bgp-vrf"))
+    })
+    .with_context(|| b.agent_log())?;
+    let back = t.elapsed();
+    let took = b.wait_peer(&VM2, true, LEARN)?;
+    step(
+        t0,
+        &format!(
+            "FRR restarted: the agent's vrf config back after {:.1} s, peer relearned vm2 {:.1} s later",
+            back.as_secs_f64(),
+            took.as_secs_f64()
+        ),
+    );
+
     b.stop_daemon()?;
     ensure!(
         b.peer_prefixes()?.contains(&VM2[0].to_string()),
         "SIGTERM must leave routes in place"
     );
     step(t0, "daemon stopped with SIGTERM; routes left in place");
-    Ok(())
-}
-
-#[test]
-#[ignore = "vm tier: full agent needs vrf/dummy"]
-fn reconcile_once_converges_and_the_peer_learns_the_demo_prefixes() -> Result<()> {
-    let t0 = Instant::now();
-    println!("e2e: running in {}", where_we_run());
-    let (_dir, b) = bench("once", "")?;
-    step(t0, "bench up");
-    b.agent_ok(&["reconcile", "--once"])?;
-    step(t0, "reconcile --once exited 0");
-    ensure!(b.plan_op_count()? == 0, "second plan: {}", b.plan()?);
-    let all: Vec<&str> = VM1
-        .iter()
-        .chain(VM2.iter())
-        .copied()
-        .chain([SUBNET, FIP, "172.24.4.100/32"])
-        .collect();
-    let took = b.wait_peer(&all, true, LEARN)?;
-    step(
-        t0,
-        &format!(
-            "plan empty; peer learned {all:?} after {:.1} s",
-            took.as_secs_f64()
-        ),
-    );
-    // Not asserted: the MAC-tweak flows are skipped while crates/node reads
-    // port names from `ovs-ofctl show`, which truncates them to 15 characters
-    // (Neutron's patch-provnet-<uuid>-to-br-int never matches); see docs/e2e.md.
-    let flows = b.flows("br-ex", 999)?;
-    step(
-        t0,
-        &format!("cookie-999 flows on br-ex: {}", flows.lines().count()),
-    );
     Ok(())
 }
 

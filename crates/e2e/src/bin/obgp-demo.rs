@@ -209,7 +209,7 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
     println!(
         "\nobgp-demo: {} ({where_}, {:.1} s); everything stopped and removed",
         if ok {
-            "OK: the fabric sees exactly the demo's prefixes, second plan empty"
+            "OK: the fabric learned every prefix bound here and none bound elsewhere; second plan empty"
         } else {
             "FAILED"
         },
@@ -363,10 +363,15 @@ fn print_peer(bench: &Bench) -> Result<()> {
                 .and_then(|n| n["ip"].as_str())
                 .unwrap_or("?");
             let path = best["path"].as_str().unwrap_or("");
-            println!(
-                "  {prefix:<20} {nh:<16} {}",
-                if path.is_empty() { "(local)" } else { path }
-            );
+            let path = if path.is_empty() { "(local)" } else { path };
+            // The node's base config (FrrPair: `redistribute connected` in
+            // the default VRF) also announces the veth and br-ex addresses.
+            let note = if EXPECTED.iter().any(|(p, _)| p == prefix) {
+                ""
+            } else {
+                "   (node's own redistribute connected, not the agent's VRF)"
+            };
+            println!("  {prefix:<20} {nh:<16} {path}{note}");
         }
     }
     Ok(())

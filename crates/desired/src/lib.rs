@@ -10,6 +10,7 @@
 pub mod frr;
 pub mod model;
 mod nb_underlay;
+mod sb_underlay;
 
 use std::net::Ipv4Addr;
 
@@ -59,7 +60,9 @@ fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError
 
 /// Computes what must exist on this node for `config`'s driver.
 ///
-/// Supported: `nb_ovn_bgp_driver` with `exposing_method = underlay`. Any
+/// Supported: `nb_ovn_bgp_driver` (from the NB rows) and `ovn_bgp_driver`
+/// (from the SB rows, see [`Snapshot::build_with_sb`]), both with
+/// `exposing_method = underlay`. Any
 /// other combination is [`DesiredError::Unsupported`], never an empty state.
 /// Bad OVN rows never fail the computation (the snapshot skipped them);
 /// invalid values in the configuration that would reach a device name or a
@@ -70,12 +73,11 @@ pub fn desired_state(
     facts: &NodeFacts,
 ) -> Result<Desired, DesiredError> {
     let d = &config.default;
-    if d.driver != Driver::NbOvnBgpDriver || d.exposing_method != ExposingMethod::Underlay {
-        return Err(DesiredError::Unsupported {
-            driver: d.driver,
-            method: d.exposing_method,
-        });
-    }
+    let sb_driver = match (d.driver, d.exposing_method) {
+        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay) => false,
+        (Driver::OvnBgpDriver, ExposingMethod::Underlay) => true,
+        (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
+    };
     let vrf = dev_option("bgp_vrf", &d.bgp_vrf)?;
     let bgp_nic = dev_option("bgp_nic", &d.bgp_nic)?;
     if !frr::valid_asn(&d.bgp_as) {
@@ -129,6 +131,9 @@ pub fn desired_state(
         frr_config,
         notes,
     };
+    if sb_driver {
+        return Ok(sb_underlay::SbUnderlay::new(snap, config, base).run());
+    }
     let hostname = snap
         .ovs
         .hostname

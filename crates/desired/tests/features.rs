@@ -682,7 +682,8 @@ fn frr_router_id_comes_from_config_then_from_frr() {
 #[test]
 fn other_drivers_are_a_typed_unsupported_error() {
     let mut c = config();
-    c.default.driver = Driver::OvnBgpDriver;
+    // ovn_bgp_driver (SB) is implemented now: tests/sb_underlay.rs.
+    c.default.driver = Driver::OvnEvpnDriver;
     assert!(matches!(
         desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),
         Err(DesiredError::Unsupported { .. })

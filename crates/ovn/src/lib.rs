@@ -12,6 +12,7 @@ pub mod hash;
 pub mod nb;
 pub mod neutron;
 pub mod ovs;
+pub mod sb;
 pub mod snapshot;
 
 pub use nb::{
@@ -19,4 +20,5 @@ pub use nb::{
     NatType, NbGlobal, PortAddresses, RowError,
 };
 pub use ovs::{BridgeMapping, LocalOvs};
+pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex};
 pub use snapshot::{RowSource, Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};

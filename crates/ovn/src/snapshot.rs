@@ -19,6 +19,7 @@ use crate::nb::{
 };
 use crate::neutron::{self, ROUTER_INTERFACE_OWNER};
 use crate::ovs::LocalOvs;
+use crate::sb::SbIndex;
 
 /// One table's rows, keyed by uuid: what an OVSDB cache holds.
 pub type Table = HashMap<Uuid, Row>;
@@ -67,6 +68,10 @@ pub struct Snapshot {
     fips_by_gateway_port: HashMap<Uuid, Vec<u32>, FastHash>,
     /// LBs with VIPs by the router id of `lr_ref` and of `neutron:router_name`.
     lbs_by_router: HashMap<String, Vec<u32>, FastHash>,
+
+    /// OVN_Southbound rows (SB driver); empty unless built with
+    /// [`Snapshot::build_with_sb`].
+    sb: SbIndex,
 
     warnings: Vec<RowError>,
 }
@@ -260,11 +265,37 @@ impl Snapshot {
         s
     }
 
+    /// [`Snapshot::build`] plus the OVN_Southbound rows the SB driver
+    /// reads (`Port_Binding`, `Chassis`), indexed in [`Snapshot::sb`]. The
+    /// NB part is identical to `build`'s.
+    pub fn build_with_sb(
+        nb: &impl RowSource,
+        sb: &impl RowSource,
+        ovs: &impl RowSource,
+    ) -> Snapshot {
+        let mut s = Snapshot::build(nb, ovs);
+        let mut warnings = Vec::new();
+        s.sb = SbIndex::build(sb, &mut warnings);
+        for w in &warnings {
+            tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
+        }
+        s.warnings.extend(warnings);
+        s
+    }
+
     /// Builds a snapshot from `{"OVN_Northbound": {table: {uuid: row}},
-    /// "Open_vSwitch": {...}}` in OVSDB wire notation (the scenarios' `ovn`).
+    /// "OVN_Southbound": {...}, "Open_vSwitch": {...}}` in OVSDB wire
+    /// notation (the scenarios' `ovn`); any database may be absent.
     pub fn from_wire(v: &serde_json::Value) -> Result<Snapshot, crate::fixture::FixtureError> {
         let dbs = crate::fixture::FixtureDb::from_wire(v)?;
-        Ok(dbs.snapshot())
+        let empty = Tables::new();
+        let db = |name: &str| dbs.dbs.get(name).unwrap_or(&empty);
+        Ok(Snapshot::build_with_sb(db(NB_DB), db(SB_DB), db(OVS_DB)))
+    }
+
+    /// The Southbound rows (empty when built without them).
+    pub fn sb(&self) -> &SbIndex {
+        &self.sb
     }
 
     /// Rows and references that were skipped, with the reason.

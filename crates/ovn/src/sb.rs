@@ -1,0 +1,447 @@
+//! Typed views of the OVN_Southbound rows the SB driver (`ovn_bgp_driver`)
+//! reads (`Port_Binding`, `Chassis`), and [`SbIndex`], the lookups its sync
+//! makes, each one hash lookup.
+//!
+//! As for NB, parsing happens once here: a garbled row is skipped with a
+//! [`RowError`] naming the table and uuid, never a panic.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use obgp_netmodel::MacAddr;
+use obgp_ovsdb::{Datum, Row, Uuid};
+
+use crate::hash::FastHash;
+use crate::nb::RowError;
+use crate::neutron::{self, key};
+use crate::snapshot::RowSource;
+
+fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
+    RowError {
+        table,
+        uuid,
+        reason: reason.into(),
+    }
+}
+
+/// `Port_Binding.type`, as the SB driver distinguishes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PbType {
+    /// `""`: a VM port.
+    Vm,
+    Virtual,
+    Localnet,
+    Patch,
+    ChassisRedirect,
+    Other(String),
+}
+
+impl PbType {
+    fn from_column(s: &str) -> PbType {
+        match s {
+            "" => PbType::Vm,
+            "virtual" => PbType::Virtual,
+            "localnet" => PbType::Localnet,
+            "patch" => PbType::Patch,
+            "chassisredirect" => PbType::ChassisRedirect,
+            other => PbType::Other(other.to_string()),
+        }
+    }
+}
+
+/// What the first `mac` entry of a Port_Binding says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PbMac {
+    /// The column is empty (OVN LB VIP ports, some patch ports).
+    #[default]
+    Empty,
+    /// `unknown` (config-drive ports: IPs come from `neutron:cidrs`).
+    Unknown,
+    /// `router` (the switch side of a router port).
+    Router,
+    /// `"<mac> <ip>[/<len>] ..."`: VM IPs have no length, router ports'
+    /// do; a bare IP is kept as a host network.
+    Addresses { mac: MacAddr, ips: Vec<IpNet> },
+}
+
+/// One `nat_addresses` entry of a patch Port_Binding:
+/// `"<mac> <ip>... is_chassis_resident(\"<port>\")"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NatAddresses {
+    pub mac: MacAddr,
+    pub ips: Vec<IpAddr>,
+    /// The port whose chassis hosts these addresses.
+    pub resident_port: String,
+}
+
+/// `Port_Binding`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PortBinding {
+    pub uuid: Uuid,
+    pub logical_port: String,
+    pub kind: PbType,
+    pub datapath: Option<Uuid>,
+    /// `Chassis.name` (the system-id) of the chassis it is bound to,
+    /// resolved when the snapshot is built.
+    pub chassis: Option<String>,
+    /// `up == [true]`; `None` when the column is empty.
+    pub up: Option<bool>,
+    pub mac: PbMac,
+    /// `neutron:cidrs`.
+    pub cidrs: Vec<IpNet>,
+    /// `options:peer`.
+    pub peer: Option<String>,
+    /// `options:network_name` (localnet).
+    pub network_name: Option<String>,
+    /// Whether `options` has `chassis-redirect-port`.
+    pub has_chassis_redirect_option: bool,
+    /// VLAN tag (localnet), 0 read as untagged.
+    pub tag: Option<u16>,
+    pub nat_addresses: Vec<NatAddresses>,
+    pub addr_scope4: Option<String>,
+    pub addr_scope6: Option<String>,
+}
+
+fn parse_mac_entry(t: &'static str, uuid: Uuid, entry: &str) -> Result<PbMac, RowError> {
+    let entry = entry.trim();
+    match entry {
+        "" => return Ok(PbMac::Empty),
+        "unknown" => return Ok(PbMac::Unknown),
+        "router" => return Ok(PbMac::Router),
+        _ => {}
+    }
+    let mut words = entry.split_whitespace();
+    let mac_s = words.next().unwrap_or("");
+    let mac = mac_s
+        .parse::<MacAddr>()
+        .map_err(|_| bad(t, uuid, format!("bad MAC {mac_s:?} in mac")))?;
+    let mut ips = Vec::new();
+    for w in words {
+        let ip =
+            neutron::parse_ip_net(w).ok_or_else(|| bad(t, uuid, format!("bad IP {w:?} in mac")))?;
+        ips.push(ip);
+    }
+    Ok(PbMac::Addresses { mac, ips })
+}
+
+fn parse_nat_addresses(t: &'static str, uuid: Uuid, entry: &str) -> Result<NatAddresses, RowError> {
+    let garbled = || bad(t, uuid, format!("bad nat_addresses entry {entry:?}"));
+    let mut words: Vec<&str> = entry.split_whitespace().collect();
+    let last = words.pop().ok_or_else(garbled)?;
+    let resident_port = last
+        .strip_prefix("is_chassis_resident(\"")
+        .and_then(|r| r.strip_suffix("\")"))
+        .filter(|p| !p.is_empty())
+        .ok_or_else(garbled)?
+        .to_string();
+    let mut words = words.into_iter();
+    let mac = words
+        .next()
+        .and_then(|m| m.parse::<MacAddr>().ok())
+        .ok_or_else(garbled)?;
+    let ips = words
+        .map(|w| w.parse::<IpAddr>().map_err(|_| garbled()))
+        .collect::<Result<_, _>>()?;
+    Ok(NatAddresses {
+        mac,
+        ips,
+        resident_port,
+    })
+}
+
+impl PortBinding {
+    pub const TABLE: &'static str = "Port_Binding";
+
+    /// Parses the row; `chassis` is left unresolved (`None`), see
+    /// [`SbIndex::build`].
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let logical_port = row
+            .str("logical_port")
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad(t, uuid, "no logical_port"))?
+            .to_string();
+        let kind = PbType::from_column(row.str("type").unwrap_or(""));
+        let mac = match row.strs("mac").next() {
+            None => PbMac::Empty,
+            Some(first) => parse_mac_entry(t, uuid, first)?,
+        };
+        let ext = |k: &str| {
+            row.map_str("external_ids", k)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let opt = |k: &str| {
+            row.map_str("options", k)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let mut cidrs = Vec::new();
+        for c in row
+            .map_str("external_ids", key::CIDRS)
+            .unwrap_or("")
+            .split_whitespace()
+        {
+            cidrs.push(
+                neutron::parse_ip_net(c)
+                    .ok_or_else(|| bad(t, uuid, format!("{} has bad entry {c:?}", key::CIDRS)))?,
+            );
+        }
+        let tag = match row.get("tag").map(Datum::atoms) {
+            None | Some([]) => None,
+            Some([a]) => match a.as_i64() {
+                Some(0) => None,
+                Some(v) if (1..=4094).contains(&v) => Some(v as u16),
+                _ => return Err(bad(t, uuid, format!("bad VLAN tag {a:?}"))),
+            },
+            Some(_) => return Err(bad(t, uuid, "several VLAN tags")),
+        };
+        let mut nat_addresses = Vec::new();
+        for e in row.strs("nat_addresses") {
+            nat_addresses.push(parse_nat_addresses(t, uuid, e)?);
+        }
+        Ok(PortBinding {
+            uuid,
+            logical_port,
+            kind,
+            datapath: row.uuid("datapath"),
+            chassis: None,
+            up: row.bool("up"),
+            mac,
+            cidrs,
+            peer: opt("peer"),
+            network_name: opt(key::LOCALNET_NETWORK_NAME),
+            has_chassis_redirect_option: row.map_str("options", "chassis-redirect-port").is_some(),
+            tag,
+            nat_addresses,
+            addr_scope4: ext(key::ADDR_SCOPE4),
+            addr_scope6: ext(key::ADDR_SCOPE6),
+        })
+    }
+
+    /// The IPs of a VM-like port as upstream reads them: the `mac` entry's
+    /// IPs, or `neutron:cidrs` for an `unknown` MAC.
+    pub fn vm_ips(&self) -> Vec<IpAddr> {
+        match &self.mac {
+            PbMac::Addresses { ips, .. } => ips.iter().map(IpNet::addr).collect(),
+            PbMac::Unknown => self.cidrs.iter().map(IpNet::addr).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The address scope of the port's subnet for `ip`'s family.
+    pub fn addr_scope_for(&self, ip: IpAddr) -> Option<&str> {
+        match ip {
+            IpAddr::V4(_) => self.addr_scope4.as_deref(),
+            IpAddr::V6(_) => self.addr_scope6.as_deref(),
+        }
+    }
+}
+
+/// The SB rows, indexed for the SB driver's questions.
+#[derive(Clone, Debug, Default)]
+pub struct SbIndex {
+    pbs: Vec<PortBinding>,
+    by_name: HashMap<String, u32, FastHash>,
+    by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
+    /// Bound ports by `Chassis.name`.
+    by_chassis: HashMap<String, Vec<u32>, FastHash>,
+    /// Localnet ports by `options:network_name`.
+    localnets_by_network: HashMap<String, Vec<u32>, FastHash>,
+    /// Patch ports' NAT address entries by their resident port:
+    /// `(port binding, entry index)`.
+    nat_by_resident: HashMap<String, Vec<(u32, u32)>, FastHash>,
+}
+
+fn push<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, Vec<V>, FastHash>, k: K, v: V) {
+    map.entry(k).or_default().push(v);
+}
+
+impl SbIndex {
+    /// Parses and indexes the `Port_Binding` rows of `sb`, resolving each
+    /// binding's chassis through `Chassis`. Garbled rows and dangling
+    /// chassis references go to `warnings`.
+    pub fn build(sb: &impl RowSource, warnings: &mut Vec<RowError>) -> SbIndex {
+        let mut chassis_names: HashMap<Uuid, String, FastHash> = HashMap::default();
+        for (uuid, row) in sb.rows("Chassis") {
+            if let Some(name) = row.str("name").filter(|n| !n.is_empty()) {
+                chassis_names.insert(uuid, name.to_string());
+            }
+        }
+        let mut rows = sb.rows(PortBinding::TABLE);
+        rows.sort_unstable_by_key(|(u, _)| *u);
+        let mut s = SbIndex::default();
+        for (uuid, row) in rows {
+            let mut pb = match PortBinding::parse(uuid, row) {
+                Ok(pb) => pb,
+                Err(e) => {
+                    warnings.push(e);
+                    continue;
+                }
+            };
+            if let Some(c) = row.uuid("chassis") {
+                match chassis_names.get(&c) {
+                    Some(name) => pb.chassis = Some(name.clone()),
+                    None => warnings.push(bad(
+                        PortBinding::TABLE,
+                        uuid,
+                        format!("chassis references missing or unnamed Chassis row {c}"),
+                    )),
+                }
+            }
+            let i = s.pbs.len() as u32;
+            s.by_name.entry(pb.logical_port.clone()).or_insert(i);
+            if let Some(dp) = pb.datapath {
+                push(&mut s.by_datapath, dp, i);
+            }
+            if let Some(c) = &pb.chassis {
+                push(&mut s.by_chassis, c.clone(), i);
+            }
+            if pb.kind == PbType::Localnet {
+                if let Some(net) = &pb.network_name {
+                    push(&mut s.localnets_by_network, net.clone(), i);
+                }
+            }
+            if pb.kind == PbType::Patch {
+                for (j, n) in pb.nat_addresses.iter().enumerate() {
+                    push(
+                        &mut s.nat_by_resident,
+                        n.resident_port.clone(),
+                        (i, j as u32),
+                    );
+                }
+            }
+            s.pbs.push(pb);
+        }
+        s
+    }
+
+    fn at<'a>(&'a self, idx: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a PortBinding> {
+        idx.into_iter().flatten().map(|&i| &self.pbs[i as usize])
+    }
+
+    /// The Port_Binding whose `logical_port` is `name`.
+    pub fn port(&self, name: &str) -> Option<&PortBinding> {
+        self.by_name.get(name).map(|&i| &self.pbs[i as usize])
+    }
+
+    /// Ports bound to chassis `system_id` (upstream `get_ports_on_chassis`),
+    /// in uuid order.
+    pub fn ports_on_chassis<'a>(
+        &'a self,
+        system_id: &str,
+    ) -> impl Iterator<Item = &'a PortBinding> {
+        self.at(self.by_chassis.get(system_id))
+    }
+
+    /// Every Port_Binding of datapath `dp`, in uuid order.
+    pub fn ports_on_datapath(&self, dp: Uuid) -> impl Iterator<Item = &PortBinding> {
+        self.at(self.by_datapath.get(&dp))
+    }
+
+    /// Localnet ports whose `options:network_name` is `network`.
+    pub fn localnets_on_network<'a>(
+        &'a self,
+        network: &str,
+    ) -> impl Iterator<Item = &'a PortBinding> {
+        self.at(self.localnets_by_network.get(network))
+    }
+
+    /// The first localnet port of datapath `dp` whose network is accepted
+    /// by `mapped` (upstream `get_network_name_and_tag`).
+    pub fn localnet_of_datapath(
+        &self,
+        dp: Uuid,
+        mapped: impl Fn(&str) -> bool,
+    ) -> Option<&PortBinding> {
+        self.ports_on_datapath(dp)
+            .find(|p| p.kind == PbType::Localnet && p.network_name.as_deref().is_some_and(&mapped))
+    }
+
+    /// NAT address entries of patch ports whose resident port is `port`,
+    /// with the patch Port_Binding carrying them.
+    pub fn nat_addresses_of<'a>(
+        &'a self,
+        port: &str,
+    ) -> impl Iterator<Item = (&'a PortBinding, &'a NatAddresses)> {
+        self.nat_by_resident
+            .get(port)
+            .into_iter()
+            .flatten()
+            .map(|&(i, j)| {
+                let pb = &self.pbs[i as usize];
+                (pb, &pb.nat_addresses[j as usize])
+            })
+    }
+
+    /// Number of parsed Port_Binding rows.
+    pub fn len(&self) -> usize {
+        self.pbs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pbs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(v: serde_json::Value) -> Row {
+        Row::from_wire(&v).unwrap()
+    }
+
+    const U: Uuid = Uuid(1);
+
+    #[test]
+    fn router_port_mac_keeps_prefix_lengths_and_vm_mac_gives_host_ips() {
+        let lrp = PortBinding::parse(
+            U,
+            &row(json!({"logical_port": "lrp-1", "type": "patch",
+                         "mac": "fa:16:3e:aa:aa:01 10.0.0.1/24 2620:52:0:10::1/64"})),
+        )
+        .unwrap();
+        let PbMac::Addresses { ips, .. } = &lrp.mac else {
+            panic!("{:?}", lrp.mac)
+        };
+        assert_eq!(ips[0].to_string(), "10.0.0.1/24");
+        assert_eq!(ips[1].to_string(), "2620:52:0:10::1/64");
+        let vm = PortBinding::parse(
+            U,
+            &row(json!({"logical_port": "vm", "mac": "fa:16:3e:11:11:11 172.24.4.10"})),
+        )
+        .unwrap();
+        assert_eq!(vm.kind, PbType::Vm);
+        assert_eq!(vm.vm_ips(), ["172.24.4.10".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn garbled_mac_or_nat_addresses_name_the_value() {
+        let e = PortBinding::parse(U, &row(json!({"logical_port": "vm", "mac": "zz 1.2.3.4"})))
+            .unwrap_err();
+        assert!(e.reason.contains("zz"), "{e}");
+        let e = PortBinding::parse(
+            U,
+            &row(json!({"logical_port": "p", "type": "patch",
+                         "nat_addresses": "fa:16:3e:00:00:01 1.2.3.4 resident(x)"})),
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("resident(x)"), "{e}");
+    }
+
+    #[test]
+    fn nat_addresses_name_the_resident_port() {
+        let pb = PortBinding::parse(
+            U,
+            &row(json!({"logical_port": "p", "type": "patch",
+                "nat_addresses": "fa:16:3e:aa:aa:01 172.24.4.100 172.24.4.101 is_chassis_resident(\"cr-lrp-5\")"})),
+        )
+        .unwrap();
+        let n = &pb.nat_addresses[0];
+        assert_eq!(n.resident_port, "cr-lrp-5");
+        assert_eq!(n.ips.len(), 2);
+    }
+}

@@ -18,7 +18,9 @@ pub const VRF_TABLE: u32 = 10;
 
 /// The workspace's `fixtures/demo` directory.
 pub fn demo_dir() -> PathBuf {
-    obgp_testbed::fixtures_dir().join("demo")
+    let dir = obgp_testbed::fixtures_dir().join("demo");
+    // canonical, so the agent command line shown to the reader is plain
+    dir.canonicalize().unwrap_or(dir)
 }
 
 /// The demo topology (`fixtures/demo/topology.json`): OVSDB wire notation per

@@ -91,6 +91,24 @@ fn run_in_vm() -> Result<ExitCode> {
     })
 }
 
+/// The agent's log without terminal colour sequences (`ESC [ ... m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
@@ -150,9 +168,13 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
     section("ovn-bgp-agent reconcile --once");
     let t = Instant::now();
     let out = bench.agent(&["reconcile", "--once"])?;
-    indent(&String::from_utf8_lossy(&out.stdout));
-    // Its log (stderr) has one INFO line per applied op: the plan above.
-    let log = String::from_utf8_lossy(&out.stderr);
+    // Its log (stdout or stderr, per the logging setup) has one INFO line
+    // per applied op: the plan above.
+    let log = strip_ansi(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
     let applied = log.lines().filter(|l| l.contains("applied op=")).count();
     indent(
         &log.lines()

@@ -251,13 +251,16 @@ impl<'a> SbUnderlay<'a> {
         let provider_network = self.is_provider(dp);
         let ips = match &pb.mac {
             PbMac::Empty | PbMac::Router => return,
-            // Config-drive ports: only a FIP can be exposed for them.
-            PbMac::Unknown if provider_network => return,
-            PbMac::Unknown => Vec::new(),
+            // Config-drive ports: their IPs are in `neutron:cidrs` (pack
+            // § 2.3; upstream's SB sync skips them, docs/defects.md).
+            PbMac::Unknown => pb.vm_ips(),
             PbMac::Addresses { ips, .. } if ips.is_empty() => return,
             PbMac::Addresses { ips, .. } => ips.iter().map(IpNet::addr).collect(),
         };
         if provider_network {
+            if ips.is_empty() {
+                return;
+            }
             let Some(provider) = self.provider(dp) else {
                 return;
             };
@@ -435,8 +438,12 @@ impl<'a> SbUnderlay<'a> {
     /// Upstream `_expose_tenant_port`: announce (no wiring) the IPs of
     /// `port` in the router interface's family; VM ports must be bound to
     /// some chassis. A port without MAC, chassis or `up` is an OVN LB VIP:
-    /// its first `neutron:cidrs` IP is announced.
+    /// its first `neutron:cidrs` IP is announced. Only in the host method
+    /// (pack § 3.2): the subnet method announces the subnet route instead.
     fn tenant_port(&mut self, port: &'a PortBinding, v6: bool) {
+        if self.cfg.default.advertisement_method_tenant_networks == AdvertisementMethod::Subnet {
+            return;
+        }
         if port.mac == PbMac::Empty {
             if port.chassis.is_none() && port.up == Some(false) {
                 if let Some(vip) = port.cidrs.first() {

@@ -396,7 +396,7 @@ fn ipv6_gua_only_exposes_the_gua_subnet_and_not_ipv4() {
 }
 
 #[test]
-fn subnet_advertisement_adds_the_vrf_route() {
+fn subnet_advertisement_adds_the_vrf_route_and_no_tenant_vm_ips() {
     let mut w = World::new();
     w.router(Some(HERE), &[]);
     w.router_interface(
@@ -405,10 +405,27 @@ fn subnet_advertisement_adds_the_vrf_route() {
         "fa:16:3e:bb:bb:01 10.0.0.1/24",
         json!(["map", []]),
     );
+    w.vm("t", "tvm", "fa:16:3e:33:33:33 10.0.0.5", Some(HERE));
     let mut c = tenant_config();
     c.default.advertisement_method_tenant_networks = AdvertisementMethod::Subnet;
     let d = run(&w, &c);
     assert!(d.tenant_subnets[0].vrf_route);
+    // The subnet is announced as a whole: no tenant VM /32.
+    assert!(!d.exposed.contains_key(&ip("10.0.0.5")));
+}
+
+#[test]
+fn unknown_mac_on_provider_exposes_the_neutron_cidrs_ips() {
+    let mut w = World::new();
+    w.port(
+        "pub",
+        json!({"logical_port": "cfgdrive", "mac": "unknown", "up": true,
+               "external_ids": ["map", [["neutron:cidrs", "172.24.4.12/24"]]]}),
+        Some(HERE),
+    );
+    let d = run(&w, &config());
+    assert_eq!(announced(&d), ["172.24.4.12"]);
+    assert!(neighbours(&d).is_empty());
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
 use obgp_netmodel::{Class, DevName, MacAddr};
-use obgp_ovn::{neutron, PbMac, PbType, PortBinding, Snapshot};
+use obgp_ovn::{neutron, PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
 use obgp_ovsdb::Uuid;
 
 use crate::model::{
@@ -25,6 +25,8 @@ use crate::model::{
 
 /// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
 const CR_LRP_PREFIX: &str = "cr-lrp-";
+/// `neutron:port_name` prefix of an OVN LB VIP port: `ovn-lb-vip-<lb name>`.
+const LB_VIP_PORT_PREFIX: &str = "ovn-lb-vip-";
 
 fn pb_ref(p: &PortBinding) -> RowRef {
     RowRef {
@@ -47,6 +49,7 @@ struct Provider<'a> {
 struct LocalGateway<'a> {
     cr_lrp: &'a PortBinding,
     router_datapath: Uuid,
+    provider_datapath: Uuid,
     provider: Provider<'a>,
     /// The gateway's IPs (first of each family is the tenant routes' via).
     ips: Vec<IpAddr>,
@@ -101,11 +104,7 @@ impl<'a> SbUnderlay<'a> {
         for gw in &gateways {
             self.gateway_fips(gw, &system_id);
             self.tenant_networks(gw);
-        }
-        if !gateways.is_empty() {
-            self.out.notes.push(
-                "SB driver: OVN load balancers on provider networks are not computed yet".into(),
-            );
+            self.provider_load_balancers(gw);
         }
         self.finish()
     }
@@ -319,6 +318,7 @@ impl<'a> SbUnderlay<'a> {
         Some(LocalGateway {
             cr_lrp: cr,
             router_datapath: cr.datapath?,
+            provider_datapath: provider_dp,
             provider,
             ips,
         })
@@ -357,6 +357,59 @@ impl<'a> SbUnderlay<'a> {
                 .filter(|ip| !gw.ips.contains(ip))
                 .collect();
             self.expose_provider(&fips, None, &provider, &[], Class::Fip, pb_ref(patch));
+        }
+    }
+
+    /// OVN LB VIPs on the gateway's provider network whose load balancer
+    /// sits behind this gateway's router (upstream
+    /// `get_provider_ovn_lbs_on_cr_lrp`, `_expose_ovn_lb_on_provider`): the
+    /// VIP port's first `neutron:cidrs` IP, wired without a neighbour.
+    fn provider_load_balancers(&mut self, gw: &LocalGateway<'a>) {
+        let sb = self.snap.sb();
+        for vip_port in sb.ports_on_datapath(gw.provider_datapath) {
+            let is_vip_port = vip_port.kind == PbType::Vm
+                && vip_port.chassis.is_none()
+                && vip_port.mac == PbMac::Empty
+                && vip_port.up == Some(false);
+            if !is_vip_port {
+                continue;
+            }
+            let Some(vip) = vip_port.cidrs.first().map(IpNet::addr) else {
+                continue;
+            };
+            let Some(lb_name) = vip_port
+                .port_name
+                .as_deref()
+                .and_then(|n| n.strip_prefix(LB_VIP_PORT_PREFIX))
+                .filter(|n| !n.is_empty())
+            else {
+                continue;
+            };
+            let Some(lb) = sb.load_balancer(lb_name) else {
+                continue;
+            };
+            let behind_router = if lb.router_datapaths.is_empty() {
+                // Upstream assumes every member is behind one router and
+                // checks the first switch datapath's router ports.
+                lb.switch_datapaths.first().is_some_and(|&dp| {
+                    sb.ports_on_datapath(dp)
+                        .filter(|p| p.kind == PbType::Patch)
+                        .filter_map(|p| p.peer.as_deref())
+                        .any(|peer| {
+                            sb.port(peer).and_then(|p| p.datapath) == Some(gw.router_datapath)
+                        })
+                })
+            } else {
+                lb.router_datapaths.contains(&gw.router_datapath)
+            };
+            if behind_router {
+                let source = RowRef {
+                    table: SbLoadBalancer::TABLE,
+                    uuid: lb.uuid,
+                };
+                let provider = gw.provider.clone();
+                self.expose_provider(&[vip], None, &provider, &[], Class::Lb, source);
+            }
         }
     }
 

@@ -515,3 +515,59 @@ fn garbled_port_binding_is_skipped_with_a_warning_naming_it() {
     let d = desired_state(&snap, &config(), &NodeFacts::default()).unwrap();
     assert_eq!(announced(&d), ["172.24.4.10", "2001:db8::10"]);
 }
+
+/// An OVN LB `lb1` whose VIP port sits on the provider datapath, with the
+/// router datapath in `lr_datapath_group` or (when `via_group` is false)
+/// only reachable through the member switch `t`'s router interface.
+fn provider_lb(w: &mut World, router_dp: &'static str, via_group: bool) {
+    w.port(
+        "pub",
+        json!({"logical_port": "vip-port", "up": false,
+               "external_ids": ["map", [["neutron:cidrs", "172.24.4.80/24"],
+                                        ["neutron:port_name", "ovn-lb-vip-lb1"]]]}),
+        None,
+    );
+    let t = w.datapath("t");
+    let ls_group = w.row("Logical_DP_Group", json!({"datapaths": ["uuid", t]}));
+    let mut lb = json!({"name": "lb1", "ls_datapath_group": ["uuid", ls_group]});
+    if via_group {
+        let r = w.datapath(router_dp);
+        let lr_group = w.row("Logical_DP_Group", json!({"datapaths": ["uuid", r]}));
+        lb["lr_datapath_group"] = json!(["uuid", lr_group]);
+    } else {
+        w.router_interface(
+            "t",
+            "ri",
+            "fa:16:3e:bb:bb:01 10.0.0.1/24",
+            json!(["map", []]),
+        );
+    }
+    w.row("Load_Balancer", lb);
+}
+
+#[test]
+fn provider_lb_vip_behind_the_local_gateway_router_is_wired_without_neighbour() {
+    for via_group in [true, false] {
+        let mut w = World::new();
+        w.router(Some(HERE), &[]);
+        provider_lb(&mut w, "r", via_group);
+        let d = run(&w, &config());
+        let e = &d.exposed[&ip("172.24.4.80")];
+        assert_eq!(e.class, Class::Lb, "via_group={via_group}");
+        assert_eq!(e.wiring.as_ref().unwrap().lladdr, None);
+        assert_eq!(e.source.table, "Load_Balancer");
+    }
+}
+
+#[test]
+fn provider_lb_of_another_router_or_remote_gateway_is_not_exposed() {
+    let mut w = World::new();
+    w.router(Some(HERE), &[]);
+    provider_lb(&mut w, "other-router", true);
+    assert!(!run(&w, &config()).exposed.contains_key(&ip("172.24.4.80")));
+
+    let mut w = World::new();
+    w.router(Some(ELSEWHERE), &[]);
+    provider_lb(&mut w, "r", true);
+    assert!(run(&w, &config()).exposed.is_empty());
+}

@@ -20,5 +20,5 @@ pub use nb::{
     NatType, NbGlobal, PortAddresses, RowError,
 };
 pub use ovs::{BridgeMapping, LocalOvs};
-pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex};
+pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
 pub use snapshot::{RowSource, Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};

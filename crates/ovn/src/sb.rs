@@ -101,6 +101,8 @@ pub struct PortBinding {
     pub nat_addresses: Vec<NatAddresses>,
     pub addr_scope4: Option<String>,
     pub addr_scope6: Option<String>,
+    /// `neutron:port_name` (`ovn-lb-vip-<lb>` for an OVN LB VIP port).
+    pub port_name: Option<String>,
 }
 
 fn parse_mac_entry(t: &'static str, uuid: Uuid, entry: &str) -> Result<PbMac, RowError> {
@@ -217,6 +219,7 @@ impl PortBinding {
             nat_addresses,
             addr_scope4: ext(key::ADDR_SCOPE4),
             addr_scope6: ext(key::ADDR_SCOPE6),
+            port_name: ext("neutron:port_name"),
         })
     }
 
@@ -239,6 +242,22 @@ impl PortBinding {
     }
 }
 
+/// An SB `Load_Balancer` with its datapath groups resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SbLoadBalancer {
+    pub uuid: Uuid,
+    pub name: String,
+    /// Switch datapaths: `ls_datapath_group`, else `datapath_group`, else
+    /// the legacy `datapaths` column (upstream `get_lb_datapaths`).
+    pub switch_datapaths: Vec<Uuid>,
+    /// Router datapaths: `lr_datapath_group`.
+    pub router_datapaths: Vec<Uuid>,
+}
+
+impl SbLoadBalancer {
+    pub const TABLE: &'static str = "Load_Balancer";
+}
+
 /// The SB rows, indexed for the SB driver's questions.
 #[derive(Clone, Debug, Default)]
 pub struct SbIndex {
@@ -252,6 +271,8 @@ pub struct SbIndex {
     /// Patch ports' NAT address entries by their resident port:
     /// `(port binding, entry index)`.
     nat_by_resident: HashMap<String, Vec<(u32, u32)>, FastHash>,
+    /// Load balancers by name (first by uuid).
+    lbs_by_name: HashMap<String, SbLoadBalancer, FastHash>,
 }
 
 fn push<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, Vec<V>, FastHash>, k: K, v: V) {
@@ -314,7 +335,49 @@ impl SbIndex {
             }
             s.pbs.push(pb);
         }
+        s.index_load_balancers(sb);
         s
+    }
+
+    fn index_load_balancers(&mut self, sb: &impl RowSource) {
+        let groups: HashMap<Uuid, Vec<Uuid>, FastHash> = sb
+            .rows("Logical_DP_Group")
+            .into_iter()
+            .map(|(u, row)| (u, row.uuids("datapaths").collect()))
+            .collect();
+        let group = |row: &Row, col: &str| -> Vec<Uuid> {
+            row.uuid(col)
+                .and_then(|g| groups.get(&g))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut rows = sb.rows(SbLoadBalancer::TABLE);
+        rows.sort_unstable_by_key(|(u, _)| *u);
+        for (uuid, row) in rows {
+            let Some(name) = row.str("name").filter(|n| !n.is_empty()) else {
+                continue;
+            };
+            let mut switch_datapaths = group(row, "ls_datapath_group");
+            if switch_datapaths.is_empty() {
+                switch_datapaths = group(row, "datapath_group");
+            }
+            if switch_datapaths.is_empty() {
+                switch_datapaths = row.uuids("datapaths").collect();
+            }
+            self.lbs_by_name
+                .entry(name.to_string())
+                .or_insert(SbLoadBalancer {
+                    uuid,
+                    name: name.to_string(),
+                    switch_datapaths,
+                    router_datapaths: group(row, "lr_datapath_group"),
+                });
+        }
+    }
+
+    /// The load balancer named `name` (upstream `get_ovn_lb`).
+    pub fn load_balancer(&self, name: &str) -> Option<&SbLoadBalancer> {
+        self.lbs_by_name.get(name)
     }
 
     fn at<'a>(&'a self, idx: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a PortBinding> {

@@ -13,8 +13,10 @@
 //! A difference listed for (scenario, step) in
 //! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
 //! directory) is reported as skipped with its reason, never passed silently.
-//! Drivers the rewrite does not implement (SB, EVPN, stretched L2, the FRR
-//! rendering file) are reported as skipped with that reason.
+//! The NB (`nb_ovn_bgp_driver`) and SB (`ovn_bgp_driver`) underlay drivers
+//! are replayed; the snapshot carries the NB, SB and OVS rows. Drivers the
+//! rewrite does not implement (EVPN, stretched L2, the FRR rendering file)
+//! are reported as skipped with that reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use obgp_testbed::frr::{FrrPair, FrrPairOptions};
-use obgp_testbed::ovsdb::OvsdbServer;
+use obgp_testbed::ovsdb::{transact_cli, Cluster, OvsdbServer};
 use serde_json::Value;
 
 /// `bgp_vrf_table_id` of the demo config: the VRF's routing table.
@@ -111,6 +111,76 @@ pub fn wait_for<T>(
     }
 }
 
+/// The OVN_Northbound database of a bench: one server, or a three-member
+/// RAFT cluster (the agent gets all members in `ovn_nb_connection`).
+pub enum Nb {
+    Standalone(OvsdbServer),
+    Clustered(Cluster),
+}
+
+impl Nb {
+    /// What the agent's `[ovn] ovn_nb_connection` is set to.
+    pub fn connection(&self) -> String {
+        match self {
+            Nb::Standalone(s) => s.unix_remote(),
+            // unix sockets: the agent runs in the node namespace, whose
+            // 127.0.0.1 is not the one the members listen on
+            Nb::Clustered(_) => (0..3)
+                .map(|i| self.member_remote(i))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    fn member_remote(&self, i: usize) -> String {
+        match self {
+            Nb::Standalone(s) => s.unix_remote(),
+            Nb::Clustered(c) => c.unix_remote(i),
+        }
+    }
+
+    /// Runs `ops` with `ovsdb-client transact` (for a cluster: through the
+    /// first member that answers; followers forward writes to the leader).
+    pub fn transact(&self, ops: &[Value]) -> Result<Vec<Value>> {
+        match self {
+            Nb::Standalone(s) => s.transact(ops),
+            Nb::Clustered(c) => {
+                let mut last = None;
+                for i in 0..3 {
+                    match transact_cli(&c.unix_remote(i), c.db_name(), ops) {
+                        Ok(r) => return Ok(r),
+                        Err(e) => last = Some(e),
+                    }
+                }
+                Err(last.unwrap_or_else(|| anyhow::anyhow!("no cluster member")))
+            }
+        }
+    }
+
+    /// Every row of `table`.
+    pub fn select_all(&self, table: &str) -> Result<Vec<Value>> {
+        let op = serde_json::json!({"op": "select", "table": table, "where": []});
+        let r = self.transact(&[op])?;
+        Ok(r[0]["rows"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// Restarts a standalone server (same file and sockets).
+    pub fn restart(&mut self) -> Result<()> {
+        match self {
+            Nb::Standalone(s) => s.restart(),
+            Nb::Clustered(_) => bail!("restart a cluster member with cluster().kill/revive"),
+        }
+    }
+
+    /// The cluster, if clustered.
+    pub fn cluster(&mut self) -> Option<&mut Cluster> {
+        match self {
+            Nb::Clustered(c) => Some(c),
+            Nb::Standalone(_) => None,
+        }
+    }
+}
+
 /// ovs-vswitchd (netdev datapath) in the node namespace on the local
 /// Open_vSwitch ovsdb-server; br-ex is its internal port (a tap) there.
 struct Vswitchd {
@@ -133,7 +203,7 @@ pub struct Bench {
     /// The node router (in the node namespace) and the fabric peer.
     pub pair: FrrPair,
     /// OVN_Northbound.
-    pub nb: OvsdbServer,
+    pub nb: Nb,
     /// The node's local Open_vSwitch database.
     pub ovs: OvsdbServer,
     dir: PathBuf,
@@ -150,6 +220,8 @@ pub struct BenchOptions {
     pub config: PathBuf,
     /// Extra `[DEFAULT]` lines for the generated second config file.
     pub extra_default: String,
+    /// OVN_Northbound as a three-member RAFT cluster.
+    pub nb_cluster: bool,
 }
 
 impl Default for BenchOptions {
@@ -157,6 +229,7 @@ impl Default for BenchOptions {
         BenchOptions {
             config: demo_dir().join("bgp-agent.conf"),
             extra_default: String::new(),
+            nb_cluster: false,
         }
     }
 }
@@ -168,8 +241,14 @@ impl Bench {
     pub fn start(dir: &Path, topology: &Value, opts: &BenchOptions) -> Result<Bench> {
         std::fs::create_dir_all(dir)?;
         let agent = agent_binary()?;
-        let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
-        load(&nb, topology, "OVN_Northbound")?;
+        let nb = if opts.nb_cluster {
+            Nb::Clustered(Cluster::start("ovn-nb.ovsschema").context("OVN_Northbound cluster")?)
+        } else {
+            Nb::Standalone(
+                OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?,
+            )
+        };
+        load_nb(&nb, topology)?;
         let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
         load(&ovs, topology, "Open_vSwitch")?;
         let pair = FrrPair::start_with(
@@ -199,7 +278,7 @@ impl Bench {
                 "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{}\n[ovn]\novn_nb_connection = {}\n",
                 ovs.unix_remote(),
                 opts.extra_default,
-                nb.unix_remote()
+                nb.connection()
             ),
         )?;
         let bgp_nic_kind = if kernel_has_vrf_and_dummy() {
@@ -412,6 +491,15 @@ impl Drop for Bench {
         let _ = self.stop_daemon();
         self.vswitchd.take();
     }
+}
+
+fn load_nb(nb: &Nb, topology: &Value) -> Result<()> {
+    let rows = topology
+        .get("OVN_Northbound")
+        .context("the topology has no OVN_Northbound member")?;
+    nb.transact(&obgp_testbed::fixture::insert_ops(rows))
+        .context("loading the OVN_Northbound rows")?;
+    Ok(())
 }
 
 fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<()> {

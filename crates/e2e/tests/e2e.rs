@@ -116,6 +116,24 @@ fn wait_node(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Duratio
     Ok(t.elapsed())
 }
 
+/// Deletes the Logical_Switch_Port named `name` and its reference from the
+/// provider network's Logical_Switch, as Neutron does on a port delete.
+fn delete_provider_port(nb: &obgp_e2e::Nb, name: &str) -> Result<()> {
+    let lsp = nb.select_all("Logical_Switch_Port")?;
+    let uuid = lsp
+        .iter()
+        .find(|r| r["name"] == name)
+        .and_then(|r| r["_uuid"].get(1))
+        .cloned()
+        .with_context(|| format!("LSP {name}"))?;
+    nb.transact(&[
+        json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "neutron-11111111-1111-4111-8111-111111111111"]],
+               "mutations": [["ports", "delete", ["uuid", uuid]]]}),
+        json!({"op": "delete", "table": "Logical_Switch_Port", "where": [["name", "==", name]]}),
+    ])?;
+    Ok(())
+}
+
 #[test]
 #[ignore = "vm tier: full agent needs vrf/dummy"]
 fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<()> {
@@ -203,18 +221,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
     );
 
     // 2. the port is deleted in OVN while the daemon runs: both withdrawn
-    let lsp = b.nb.select_all("Logical_Switch_Port")?;
-    let uuid = lsp
-        .iter()
-        .find(|r| r["name"] == VM1_LSP)
-        .and_then(|r| r["_uuid"].get(1))
-        .cloned()
-        .context("vm1's LSP row")?;
-    b.nb.transact(&[
-        json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "neutron-11111111-1111-4111-8111-111111111111"]],
-               "mutations": [["ports", "delete", ["uuid", uuid]]]}),
-        json!({"op": "delete", "table": "Logical_Switch_Port", "where": [["name", "==", VM1_LSP]]}),
-    ])?;
+    delete_provider_port(&b.nb, VM1_LSP)?;
     let took = b
         .wait_peer(&VM1, false, LEARN)
         .with_context(|| b.agent_log())?;
@@ -432,6 +439,85 @@ fn live_plan_reads_real_databases_and_changes_nothing() -> Result<()> {
     ensure!(
         b.node_ip(&["rule"])? == rules_before,
         "plan changed the rules"
+    );
+    Ok(())
+}
+
+#[test]
+#[ignore = "vm tier: full agent needs vrf/dummy"]
+fn clustered_nb_losing_its_leader_resyncs_without_loss_or_duplicates() -> Result<()> {
+    let t0 = Instant::now();
+    println!("e2e: running in {}", where_we_run());
+    let dir = tempfile::Builder::new()
+        .prefix("obgp-e2e-raft-")
+        .tempdir_in("/tmp")?;
+    let mut b = Bench::start(
+        dir.path(),
+        &demo_topology()?,
+        &BenchOptions {
+            extra_default: "reconcile_interval = 3".into(),
+            nb_cluster: true,
+            ..BenchOptions::default()
+        },
+    )?;
+    step(
+        t0,
+        &format!(
+            "bench up, NB a 3-member RAFT cluster: {}",
+            b.nb.connection()
+        ),
+    );
+    b.start_daemon()?;
+    let both: Vec<&str> = VM1.iter().chain(VM2.iter()).copied().collect();
+    b.wait_peer(&both, true, LEARN)
+        .with_context(|| b.agent_log())?;
+    step(t0, "daemon exposed vm1 and vm2");
+
+    let cluster = b.nb.cluster().context("clustered")?;
+    let leader = cluster.leader()?;
+    cluster.kill(leader);
+    let new_leader = cluster.wait_leader(LEARN)?;
+    step(
+        t0,
+        &format!("NB leader {leader} killed, member {new_leader} leads"),
+    );
+
+    delete_provider_port(&b.nb, VM1_LSP)?;
+    let took = b
+        .wait_peer(&VM1, false, LEARN)
+        .with_context(|| b.agent_log())?;
+    step(
+        t0,
+        &format!(
+            "vm1 deleted through the new leader: withdrawn after {:.1} s",
+            took.as_secs_f64()
+        ),
+    );
+    ensure!(b.peer_prefixes()?.contains(&VM2[0].to_string()), "vm2 lost");
+    let rules = b.node_ip(&["-4", "rule"])?;
+    let vm2_rules = rules
+        .lines()
+        .filter(|l| l.contains("to 172.24.4.11 "))
+        .count();
+    ensure!(vm2_rules == 1, "vm2 has {vm2_rules} rules:\n{rules}");
+    let addrs = bgp_nic_addrs(&b)?;
+    let mut dedup = addrs.clone();
+    dedup.sort();
+    dedup.dedup();
+    ensure!(
+        dedup.len() == addrs.len(),
+        "duplicate bgp-nic addresses: {addrs:?}"
+    );
+
+    b.nb.cluster().context("clustered")?.revive(leader)?;
+    ensure!(
+        b.plan_op_count()? == 0,
+        "plan after the leader came back: {}",
+        b.plan()?
+    );
+    step(
+        t0,
+        "old leader revived: one rule per IP, no duplicate address, plan empty",
     );
     Ok(())
 }

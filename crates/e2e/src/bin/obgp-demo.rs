@@ -149,7 +149,7 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
          node namespace              {}  (FRR zebra+bgpd, AS 64999, 10.255.0.1)\n  \
          peer namespace              {}  (FRR, AS 65000, 10.255.0.2; eBGP Established)\n  \
          ready in {:.1} s",
-        bench.nb.unix_remote(),
+        bench.nb.connection(),
         bench.ovs.unix_remote(),
         bench.node_netns(),
         bench.pair.peer_netns(),

@@ -8,13 +8,14 @@
 //! neighbour (only gateway ports carry their MAC), and tenant VM IPs behind
 //! a local gateway are announced when bound to any chassis.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
 use obgp_netmodel::{Class, DevName, MacAddr};
+use obgp_ovn::hash::FastHash;
 use obgp_ovn::{neutron, PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
 use obgp_ovsdb::Uuid;
 
@@ -61,6 +62,10 @@ pub(crate) struct SbUnderlay<'a> {
     out: Desired,
     exposed: BTreeMap<IpAddr, ExposedIp>,
     allowed_scopes: HashSet<&'a str>,
+    /// Wiring target per datapath (`None`: not a provider mapped here).
+    providers: HashMap<Uuid, Option<Provider<'a>>, FastHash>,
+    /// Localnets whose MAC-tweak flow was already asked for.
+    flow_checked: HashSet<&'a str>,
 }
 
 impl<'a> SbUnderlay<'a> {
@@ -70,6 +75,8 @@ impl<'a> SbUnderlay<'a> {
             cfg,
             out: base,
             exposed: BTreeMap::new(),
+            providers: HashMap::default(),
+            flow_checked: HashSet::new(),
             allowed_scopes: cfg
                 .default
                 .address_scopes
@@ -157,15 +164,21 @@ impl<'a> SbUnderlay<'a> {
     /// Whether datapath `dp` has a localnet port at all (upstream
     /// `is_provider_network`), mapped here or not.
     fn is_provider(&self, dp: Uuid) -> bool {
-        self.snap
-            .sb()
-            .ports_on_datapath(dp)
-            .any(|p| p.kind == PbType::Localnet)
+        self.snap.sb().localnets_of_datapath(dp).next().is_some()
     }
 
     /// The wiring target of datapath `dp`: its first localnet whose
     /// network is in `ovn-bridge-mappings` (upstream `_get_bridge_for_datapath`).
-    fn provider(&self, dp: Uuid) -> Option<Provider<'a>> {
+    fn provider(&mut self, dp: Uuid) -> Option<Provider<'a>> {
+        if let Some(p) = self.providers.get(&dp) {
+            return p.clone();
+        }
+        let p = self.find_provider(dp);
+        self.providers.insert(dp, p.clone());
+        p
+    }
+
+    fn find_provider(&self, dp: Uuid) -> Option<Provider<'a>> {
         let snap = self.snap;
         let ln = snap
             .sb()
@@ -226,6 +239,9 @@ impl<'a> SbUnderlay<'a> {
                 }),
                 source,
             );
+        }
+        if !self.flow_checked.insert(provider.localnet) {
+            return;
         }
         let bridge: &DevName = &provider.target.bridge;
         let patch = format!("patch-{}-to-br-int", provider.localnet);
@@ -366,14 +382,7 @@ impl<'a> SbUnderlay<'a> {
     /// VIP port's first `neutron:cidrs` IP, wired without a neighbour.
     fn provider_load_balancers(&mut self, gw: &LocalGateway<'a>) {
         let sb = self.snap.sb();
-        for vip_port in sb.ports_on_datapath(gw.provider_datapath) {
-            let is_vip_port = vip_port.kind == PbType::Vm
-                && vip_port.chassis.is_none()
-                && vip_port.mac == PbMac::Empty
-                && vip_port.up == Some(false);
-            if !is_vip_port {
-                continue;
-            }
+        for vip_port in sb.lb_vip_ports_on_datapath(gw.provider_datapath) {
             let Some(vip) = vip_port.cidrs.first().map(IpNet::addr) else {
                 continue;
             };

@@ -233,6 +233,16 @@ impl PortBinding {
         }
     }
 
+    /// Whether this is the port Neutron creates for an OVN LB VIP: type
+    /// `""`, no chassis, no MAC and `up = false` (upstream
+    /// `get_provider_ovn_lbs_on_cr_lrp`'s query).
+    pub fn is_lb_vip_port(&self) -> bool {
+        self.kind == PbType::Vm
+            && self.chassis.is_none()
+            && self.mac == PbMac::Empty
+            && self.up == Some(false)
+    }
+
     /// The address scope of the port's subnet for `ip`'s family.
     pub fn addr_scope_for(&self, ip: IpAddr) -> Option<&str> {
         match ip {
@@ -268,6 +278,10 @@ pub struct SbIndex {
     by_chassis: HashMap<String, Vec<u32>, FastHash>,
     /// Localnet ports by `options:network_name`.
     localnets_by_network: HashMap<String, Vec<u32>, FastHash>,
+    /// Localnet ports by datapath.
+    localnets_by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
+    /// OVN LB VIP ports (type `""`, no chassis, no MAC, `up = false`) by datapath.
+    lb_vip_ports_by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
     /// Patch ports' NAT address entries by their resident port:
     /// `(port binding, entry index)`.
     nat_by_resident: HashMap<String, Vec<(u32, u32)>, FastHash>,
@@ -322,6 +336,14 @@ impl SbIndex {
             if pb.kind == PbType::Localnet {
                 if let Some(net) = &pb.network_name {
                     push(&mut s.localnets_by_network, net.clone(), i);
+                }
+                if let Some(dp) = pb.datapath {
+                    push(&mut s.localnets_by_datapath, dp, i);
+                }
+            }
+            if pb.is_lb_vip_port() {
+                if let Some(dp) = pb.datapath {
+                    push(&mut s.lb_vip_ports_by_datapath, dp, i);
                 }
             }
             if pb.kind == PbType::Patch {
@@ -411,6 +433,12 @@ impl SbIndex {
         self.at(self.localnets_by_network.get(network))
     }
 
+    /// The localnet ports of datapath `dp`: it is a provider network iff
+    /// there is one (upstream `is_provider_network`).
+    pub fn localnets_of_datapath(&self, dp: Uuid) -> impl Iterator<Item = &PortBinding> {
+        self.at(self.localnets_by_datapath.get(&dp))
+    }
+
     /// The first localnet port of datapath `dp` whose network is accepted
     /// by `mapped` (upstream `get_network_name_and_tag`).
     pub fn localnet_of_datapath(
@@ -418,8 +446,13 @@ impl SbIndex {
         dp: Uuid,
         mapped: impl Fn(&str) -> bool,
     ) -> Option<&PortBinding> {
-        self.ports_on_datapath(dp)
-            .find(|p| p.kind == PbType::Localnet && p.network_name.as_deref().is_some_and(&mapped))
+        self.localnets_of_datapath(dp)
+            .find(|p| p.network_name.as_deref().is_some_and(&mapped))
+    }
+
+    /// OVN LB VIP ports of datapath `dp` ([`PortBinding::is_lb_vip_port`]).
+    pub fn lb_vip_ports_on_datapath(&self, dp: Uuid) -> impl Iterator<Item = &PortBinding> {
+        self.at(self.lb_vip_ports_by_datapath.get(&dp))
     }
 
     /// NAT address entries of patch ports whose resident port is `port`,

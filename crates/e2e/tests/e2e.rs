@@ -521,3 +521,40 @@ fn clustered_nb_losing_its_leader_resyncs_without_loss_or_duplicates() -> Result
     );
     Ok(())
 }
+
+/// Any kernel, no root: the demo fixture stays what the demo promises.
+/// `plan --ovn` reads the topology file (no database, an empty node) and
+/// must expose exactly the IPs bound to `demo-node`.
+#[test]
+fn offline_plan_of_the_demo_topology_exposes_what_is_bound_here() -> Result<()> {
+    let out = std::process::Command::new(obgp_e2e::agent_binary()?)
+        .arg("--config-file")
+        .arg(obgp_e2e::demo_dir().join("bgp-agent.conf"))
+        .arg("plan")
+        .arg("--ovn")
+        .arg(obgp_e2e::demo_dir().join("topology.json"))
+        .output()?;
+    let plan = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "plan --ovn failed: {plan}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "+ link bgp-vrf type vrf table 10",
+        "+ address 172.24.4.10/32 dev bgp-nic",
+        "+ address 2001:db8::10/128 dev bgp-nic",
+        "+ address 172.24.4.11/32 dev bgp-nic",
+        "+ address 2001:db8::11/128 dev bgp-nic",
+        "+ address 172.24.4.100/32 dev bgp-nic",
+        "+ address 172.24.4.50/32 dev bgp-nic",
+        "+ route 10.0.0.0/24 via 172.24.4.100 dev bgp-nic",
+    ] {
+        ensure!(plan.contains(line), "plan lacks {line:?}:\n{plan}");
+    }
+    ensure!(
+        !plan.contains("172.24.4.12") && !plan.contains("10.0.0.5"),
+        "vm3 is bound elsewhere and the tenant VM is exposed by subnet:\n{plan}"
+    );
+    Ok(())
+}

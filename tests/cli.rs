@@ -168,24 +168,33 @@ fn version_prints_the_version() {
     );
 }
 
-/// Upstream's default driver (the SB one) is not implemented yet: every
-/// command that would run it says so and exits 1, before connecting anywhere.
-const UNSUPPORTED: &str = "driver OvnBgpDriver with exposing_method Underlay is not supported yet";
+/// A driver whose desired state is not implemented yet (EVPN): every command
+/// that would run it says so and exits 1, before connecting anywhere. The
+/// logging tests use it as a quick, deterministic way through start-up.
+const UNIMPLEMENTED_DRIVER: (&str, &str) = ("OVN_BGP_AGENT_DEFAULT__DRIVER", "ovn_evpn_driver");
+const UNSUPPORTED: &str =
+    "driver = ovn_evpn_driver with exposing_method = underlay is not supported yet";
 
 #[test]
 fn commands_refuse_an_unimplemented_driver_with_exit_1() {
     let s = path(&sample()).to_string();
-    let plan = agent(&["--config-file", &s, "plan", "--format", "json"], &[]);
+    let plan = agent(
+        &["--config-file", &s, "plan", "--format", "json"],
+        &[UNIMPLEMENTED_DRIVER],
+    );
     assert_eq!(plan.status.code(), Some(1));
     assert!(stderr(&plan).contains(UNSUPPORTED), "{}", stderr(&plan));
-    let rec = agent(&["--config-file", &s, "reconcile", "--once"], &[]);
+    let rec = agent(
+        &["--config-file", &s, "reconcile", "--once"],
+        &[UNIMPLEMENTED_DRIVER],
+    );
     assert_eq!(rec.status.code(), Some(1));
     assert!(stderr(&rec).contains(UNSUPPORTED), "{}", stderr(&rec));
 }
 
 #[test]
 fn the_daemon_logs_why_it_cannot_run_and_exits_1_logging_to_stdout_by_default() {
-    let out = agent(&["--config-file", path(&sample())], &[]);
+    let out = agent(&["--config-file", path(&sample())], &[UNIMPLEMENTED_DRIVER]);
     assert_eq!(out.status.code(), Some(1));
     // oslo.log's fallback handler is stdout.
     assert!(stdout(&out).contains(UNSUPPORTED), "{}", stdout(&out));
@@ -200,7 +209,7 @@ fn use_stderr_and_use_json_route_and_format_the_logs() {
         "a.conf",
         "[DEFAULT]\nuse_stderr = true\nuse_json = true\n",
     );
-    let out = agent(&["--config-file", path(&f)], &[]);
+    let out = agent(&["--config-file", path(&f)], &[UNIMPLEMENTED_DRIVER]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "");
     let lines: Vec<Value> = stderr(&out)
@@ -226,14 +235,17 @@ fn debug_adds_debug_records_and_a_file_plus_use_stderr_writes_both() {
             log.display()
         ),
     );
-    let quiet = agent(&["--config-file", path(&f)], &[]);
+    let quiet = agent(&["--config-file", path(&f)], &[UNIMPLEMENTED_DRIVER]);
     assert_eq!(quiet.status.code(), Some(1));
     assert!(
         !stderr(&quiet).contains("configuration loaded"),
         "{}",
         stderr(&quiet)
     );
-    let loud = agent(&["--config-file", path(&f), "--debug"], &[]);
+    let loud = agent(
+        &["--config-file", path(&f), "--debug"],
+        &[UNIMPLEMENTED_DRIVER],
+    );
     assert_eq!(loud.status.code(), Some(1));
     assert!(stderr(&loud).contains("DEBUG"), "{}", stderr(&loud));
     assert!(
@@ -260,7 +272,7 @@ fn log_file_under_log_dir_receives_the_logs() {
             logs.display()
         ),
     );
-    let out = agent(&["--config-file", path(&f)], &[]);
+    let out = agent(&["--config-file", path(&f)], &[UNIMPLEMENTED_DRIVER]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "", "a log file replaces stdout");
     let text = std::fs::read_to_string(logs.join("agent.log")).unwrap();

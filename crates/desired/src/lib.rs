@@ -37,7 +37,7 @@ pub struct NodeFacts {
 /// Why no desired state could be computed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DesiredError {
-    #[error("driver {driver:?} with exposing_method {method:?} is not supported yet")]
+    #[error("driver = {} with exposing_method = {} is not supported yet", driver.as_str(), method.as_str())]
     Unsupported {
         driver: Driver,
         method: ExposingMethod,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use obgp_testbed::frr::{FrrPair, FrrPairOptions};
-use obgp_testbed::ovsdb::{transact_cli, Cluster, OvsdbServer};
+use obgp_testbed::ovsdb::{run, transact_cli, Cluster, OvsdbServer};
 use serde_json::Value;
 
 /// `bgp_vrf_table_id` of the demo config: the VRF's routing table.
@@ -72,22 +72,6 @@ pub fn kernel_has_vrf_and_dummy() -> bool {
 /// `ip ARGS`, failing with its stderr.
 pub fn ip(args: &[&str]) -> Result<String> {
     run(Command::new("ip").args(args))
-}
-
-fn run(cmd: &mut Command) -> Result<String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Polls `f` every 100 ms until it returns `Some`, up to `timeout`.

@@ -29,15 +29,18 @@ fn require(binary: &str) -> Result<()> {
     Ok(())
 }
 
-fn run(cmd: &mut Command) -> Result<String> {
+/// Runs `cmd` to completion and returns its stdout; a non-zero exit is an
+/// error carrying the command, its status and its output.
+pub fn run(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running {cmd:?}"))?;
     if !out.status.success() {
         bail!(
-            "{cmd:?} failed ({}): {}",
+            "{cmd:?} failed ({}): {}{}",
             out.status,
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
     }

@@ -11,6 +11,8 @@ use obgp_netmodel::DesiredNode;
 use obgp_node::{apply_plan, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
 use obgp_ovn::Snapshot;
 
+use crate::ofports::OfPorts;
+
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
 /// `TablesExhausted` is fatal for the agent; everything else is retried by
 /// the next reconcile.
@@ -56,6 +58,9 @@ pub struct Planned {
 /// What one reconcile did.
 #[derive(Debug, Default)]
 pub struct ReconcileReport {
+    /// Building the indexed OVN snapshot from the caches (set by the run
+    /// loop, which builds it; zero when the caller passed a ready snapshot).
+    pub snapshot_time: Duration,
     pub desired_time: Duration,
     pub observe_time: Duration,
     pub plan_time: Duration,
@@ -119,8 +124,13 @@ impl Reconciler {
         self.last_desired.as_ref()
     }
 
-    /// The chassis name LSPs use for this node.
-    pub fn hostname(&self, snap: &Snapshot) -> String {
+    /// This node's name in the rows the driver reads: the OVS `system-id`
+    /// for the SB driver, the hostname (OVS `hostname`, else the system's)
+    /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
+    pub fn chassis_name(&self, snap: &Snapshot) -> String {
+        if self.config.default.driver == obgp_config::Driver::OvnBgpDriver {
+            return snap.ovs.system_id.clone().unwrap_or_default();
+        }
         snap.ovs
             .hostname
             .clone()
@@ -134,6 +144,7 @@ impl Reconciler {
     pub async fn plan(
         &mut self,
         snap: &Snapshot,
+        ofports: &OfPorts,
         check_frr: bool,
     ) -> Result<(Planned, ReconcileReport), ReconcileError> {
         let mut report = ReconcileReport::default();
@@ -170,6 +181,14 @@ impl Reconciler {
         if frr_known {
             actual.frr.has_our_config = true;
         }
+        // ovs-ofctl cuts port names to 15 characters; the database has them whole.
+        for (bridge, observed) in actual.bridges.iter_mut() {
+            if let Some(numbered) = ofports.get(bridge.as_str()) {
+                observed
+                    .ports
+                    .extend(numbered.iter().map(|(n, p)| (n.clone(), *p)));
+            }
+        }
         report.observe_time = t.elapsed();
 
         let t = Instant::now();
@@ -190,9 +209,10 @@ impl Reconciler {
     pub async fn reconcile(
         &mut self,
         snap: &Snapshot,
+        ofports: &OfPorts,
         check_frr: bool,
     ) -> Result<ReconcileReport, ReconcileError> {
-        let (planned, mut report) = self.plan(snap, check_frr).await?;
+        let (planned, mut report) = self.plan(snap, ofports, check_frr).await?;
         let t = Instant::now();
         let applied = apply_plan(&mut self.node, &planned.plan).await;
         report.apply_time = t.elapsed();

@@ -49,11 +49,13 @@ fn sync_timeout(config: &Config) -> Duration {
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
     check_supported(config)?;
-    let sources = OvnSources::start(config)?;
+    let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    let (_, snap) = sources.snapshot();
-    let (planned, _) = reconciler.plan(&snap, true).await?;
+    let inputs = sources.inputs();
+    let (planned, _) = reconciler
+        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .await?;
     Ok(planned)
 }
 
@@ -63,13 +65,19 @@ pub async fn reconcile_once(
     opts: &RunOptions,
 ) -> Result<ReconcileReport, RunError> {
     check_supported(config)?;
-    let sources = OvnSources::start(config)?;
+    let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    let (_, snap) = sources.snapshot();
-    let report = reconciler.reconcile(&snap, true).await?;
+    let inputs = sources.inputs();
+    let report = reconciler
+        .reconcile(&inputs.snapshot, &inputs.ofports, true)
+        .await?;
     log_report(&report, "reconcile --once");
-    let (again, _) = reconciler.plan(&snap, true).await?;
+    // A fresh read: the apply may have changed OVS (ports numbered since).
+    let inputs = sources.inputs();
+    let (again, _) = reconciler
+        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .await?;
     if !again.plan.is_empty() {
         return Err(RunError::NotConverged(
             again.plan.steps.len(),
@@ -86,6 +94,7 @@ fn log_report(report: &ReconcileReport, why: &str) {
         ops = report.ops_applied(),
         failed = report.failed.len(),
         held_back = report.held_back,
+        snapshot_ms = ms(report.snapshot_time),
         desired_ms = ms(report.desired_time),
         observe_ms = ms(report.observe_time),
         plan_ms = ms(report.plan_time),
@@ -112,7 +121,18 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     check_supported(&config)?;
-    let sources = OvnSources::start(&config)?;
+    let sources = loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            r = OvnSources::start(&config, Duration::from_secs(30)) => match r {
+                Ok(s) => break s,
+                Err(e @ SourceError::SyncTimeout { .. }) => {
+                    tracing::warn!("still waiting for the databases: {e}")
+                }
+                Err(e) => return Err(e.into()),
+            },
+        }
+    };
     let (sched, mut queue) = WorkQueue::new(opts.queue.clone());
 
     loop {
@@ -137,13 +157,9 @@ pub async fn run(
         }
     };
 
-    let (_, snap) = sources.snapshot();
-    let view0 = SnapshotView::new(
-        sources.nb.cache().snapshot(),
-        Arc::new(snap.clone()),
-        reconciler.hostname(&snap),
-        None,
-    );
+    let inputs = sources.inputs();
+    let chassis = reconciler.chassis_name(&inputs.snapshot);
+    let view0 = SnapshotView::new(inputs.raw_ovn, Arc::new(inputs.snapshot), chassis, None);
     let (view_tx, view_rx) = watch::channel(Arc::new(view0));
     let filters = Filters::for_config(&config.default);
 
@@ -156,23 +172,10 @@ pub async fn run(
             Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
             Reason::FrrCheck,
         ),
-        spawn_event_filter(
-            sources.nb.cache().subscribe(),
-            filters,
-            view_rx,
-            sched.clone(),
-        ),
-        spawn_local_ovs_watch(sources.ovs.cache().subscribe(), sched.clone()),
-        spawn_resync_watch(
-            sources.nb.cache().resynced(),
-            obgp_ovn::NB_DB,
-            sched.clone(),
-        ),
-        spawn_resync_watch(
-            sources.ovs.cache().resynced(),
-            obgp_ovn::OVS_DB,
-            sched.clone(),
-        ),
+        spawn_event_filter(sources.ovn.changes(), filters, view_rx, sched.clone()),
+        spawn_local_ovs_watch(sources.ovs.changes(), sched.clone()),
+        spawn_resync_watch(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
+        spawn_resync_watch(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
     ];
     sched.trigger(Reason::Startup);
 
@@ -182,9 +185,15 @@ pub async fn run(
             b = queue.next() => match b { Some(b) => b, None => break Ok(()) },
         };
         let started = Instant::now();
-        let (raw_nb, snap) = sources.snapshot();
-        match reconciler.reconcile(&snap, batch.checks_frr()).await {
-            Ok(report) => {
+        let inputs = sources.inputs();
+        let snapshot_time = started.elapsed();
+        let snap = &inputs.snapshot;
+        match reconciler
+            .reconcile(snap, &inputs.ofports, batch.checks_frr())
+            .await
+        {
+            Ok(mut report) => {
+                report.snapshot_time = snapshot_time;
                 log_report(&report, &batch.to_string());
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
             }
@@ -193,8 +202,13 @@ pub async fn run(
                 tracing::error!(reasons = %batch, "reconcile failed, the next one retries: {e}")
             }
         }
-        let hostname = reconciler.hostname(&snap);
-        let view = SnapshotView::new(raw_nb, Arc::new(snap), hostname, reconciler.last_desired());
+        let chassis = reconciler.chassis_name(snap);
+        let view = SnapshotView::new(
+            inputs.raw_ovn,
+            Arc::new(inputs.snapshot),
+            chassis,
+            reconciler.last_desired(),
+        );
         view_tx.send_replace(Arc::new(view));
     };
     for t in tasks.drain(..) {
@@ -203,7 +217,7 @@ pub async fn run(
     result
 }
 
-/// Feeds every NB change through the driver's event filters; a match
+/// Feeds every change of the driver's OVN database through the driver's event filters; a match
 /// schedules a reconcile carrying the class name as its reason.
 fn spawn_event_filter(
     mut changes: broadcast::Receiver<obgp_ovsdb::Change>,

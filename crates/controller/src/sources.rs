@@ -1,15 +1,23 @@
 //! The OVSDB databases the agent reads, kept in sync in the background, and
 //! the indexed OVN [`Snapshot`](obgp_ovn::Snapshot) built from their caches.
 //!
-//! NB driver: OVN_Northbound (`[ovn] ovn_nb_connection`) and the local
-//! Open_vSwitch database (`[DEFAULT] ovsdb_connection`).
+//! Every driver reads the local Open_vSwitch database (`[DEFAULT]
+//! ovsdb_connection`: identity, bridge mappings, bridges and ports). The NB
+//! driver reads OVN_Northbound (`[ovn] ovn_nb_connection`); the SB driver
+//! reads OVN_Southbound (`[ovn] ovn_sb_connection`, else the OVS row's
+//! `external_ids:ovn-remote`, as upstream).
 
 use std::time::Duration;
 
-use obgp_config::Config;
+use obgp_config::{Config, Driver};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb::rpc::transport::parse_remotes;
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, TlsFiles, TlsSettings};
+use obgp_ovsdb::{
+    Change, Client, ClientConfig, MonitorSpec, Remote, TableMonitor, TlsFiles, TlsSettings,
+};
+use tokio::sync::{broadcast, watch};
+
+use crate::ofports::{ofports, OfPorts};
 
 /// The NB tables the NB driver reads (upstream's `nb_ovn_bgp_driver.OVN_TABLES`).
 pub const NB_TABLES: &[&str] = &[
@@ -22,8 +30,46 @@ pub const NB_TABLES: &[&str] = &[
     "NB_Global",
 ];
 
-/// The local OVS tables: identity, bridge mappings, bridges and their ports.
-pub const OVS_TABLES: &[&str] = &["Open_vSwitch", "Bridge", "Port", "Interface"];
+/// The SB tables and columns the SB driver reads.
+pub const SB_COLUMNS: &[(&str, &[&str])] = &[
+    (
+        "Port_Binding",
+        &[
+            "logical_port",
+            "type",
+            "datapath",
+            "chassis",
+            "up",
+            "mac",
+            "nat_addresses",
+            "options",
+            "tag",
+            "external_ids",
+        ],
+    ),
+    ("Chassis", &["name"]),
+    (
+        "Load_Balancer",
+        &[
+            "name",
+            "datapaths",
+            "datapath_group",
+            "ls_datapath_group",
+            "lr_datapath_group",
+        ],
+    ),
+    ("Logical_DP_Group", &["datapaths"]),
+];
+
+/// The local OVS tables and the columns read: identity, bridge mappings,
+/// bridges and their ports. Interface statistics are left out: they change
+/// every few seconds and would wake the agent for nothing.
+pub const OVS_COLUMNS: &[(&str, &[&str])] = &[
+    ("Open_vSwitch", &["external_ids", "bridges"]),
+    ("Bridge", &["name", "ports"]),
+    ("Port", &["name", "interfaces"]),
+    ("Interface", &["name", "type", "options", "ofport"]),
+];
 
 /// The largest OVSDB message accepted. A 100k-port NB's initial dump is
 /// about 125 MB, over the client's 64 MiB default; the bound stays so a
@@ -35,6 +81,8 @@ pub const MAX_MESSAGE: usize = 1 << 30;
 pub enum SourceError {
     #[error("[ovn] ovn_nb_connection is not set: the NB driver needs the OVN Northbound database")]
     NoNbConnection,
+    #[error("[ovn] ovn_sb_connection is not set and the Open_vSwitch row has no external_ids:ovn-remote: the SB driver needs the OVN Southbound database")]
+    NoSbConnection,
     #[error("{option} = {value:?}: {source}")]
     BadRemote {
         option: &'static str,
@@ -54,12 +102,19 @@ pub enum SourceError {
     },
 }
 
-/// The monitored databases.
+/// One monitored database.
+pub struct Source {
+    pub database: &'static str,
+    pub client: Client,
+    remotes: String,
+}
+
+/// The monitored databases: the OVN one the driver reads, and the local OVS.
 pub struct OvnSources {
-    pub nb: Client,
-    pub ovs: Client,
-    nb_remotes: String,
-    ovs_remotes: String,
+    /// OVN_Northbound (NB driver) or OVN_Southbound (SB driver).
+    pub ovn: Source,
+    pub ovs: Source,
+    driver: Driver,
 }
 
 fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError> {
@@ -70,75 +125,163 @@ fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError
     })
 }
 
-impl OvnSources {
-    /// Starts connecting to the NB and local OVS databases in the background.
-    pub fn start(config: &Config) -> Result<OvnSources, SourceError> {
-        let nb_conn = config
-            .ovn
-            .ovn_nb_connection
-            .as_deref()
-            .ok_or(SourceError::NoNbConnection)?;
-        let nb_remotes = remotes("[ovn] ovn_nb_connection", nb_conn)?;
-        let mut nb_config = ClientConfig::new(
-            nb_remotes,
-            obgp_ovn::NB_DB,
-            MonitorSpec::all(NB_TABLES.iter().copied()),
-        );
-        if nb_config
-            .remotes
-            .iter()
-            .any(|r| matches!(r, Remote::Ssl { .. }))
-        {
-            let files = TlsFiles {
-                private_key: config.ovn.ovn_nb_private_key.clone().into(),
-                certificate: config.ovn.ovn_nb_certificate.clone().into(),
-                ca_cert: config.ovn.ovn_nb_ca_cert.clone().into(),
-            };
-            nb_config.tls = Some(
-                TlsSettings::load(&files).map_err(|source| SourceError::Tls {
-                    option: "[ovn] ovn_nb_private_key/ovn_nb_certificate/ovn_nb_ca_cert",
-                    source,
-                })?,
-            );
-        }
-        let ovs_conn = &config.default.ovsdb_connection;
-        let ovs_config = ClientConfig::new(
-            remotes("[DEFAULT] ovsdb_connection", ovs_conn)?,
-            obgp_ovn::OVS_DB,
-            MonitorSpec::all(OVS_TABLES.iter().copied()),
-        );
-        Ok(OvnSources {
-            nb: Client::start(nb_config),
-            ovs: Client::start(ovs_config),
-            nb_remotes: nb_conn.to_string(),
-            ovs_remotes: ovs_conn.clone(),
+fn columns(spec: &[(&str, &[&str])]) -> MonitorSpec {
+    spec.iter()
+        .fold(MonitorSpec::default(), |m, (table, cols)| {
+            m.table(
+                table,
+                TableMonitor {
+                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
+                    conditions: None,
+                },
+            )
         })
+}
+
+/// A client for an OVN database, with TLS when a remote is `ssl:`.
+fn ovn_client(
+    option: &'static str,
+    conn: &str,
+    database: &'static str,
+    monitor: MonitorSpec,
+    tls: (&str, &str, &str),
+) -> Result<Source, SourceError> {
+    let mut cfg = ClientConfig::new(remotes(option, conn)?, database, monitor);
+    cfg.session.max_message = MAX_MESSAGE;
+    if cfg.remotes.iter().any(|r| matches!(r, Remote::Ssl { .. })) {
+        let files = TlsFiles {
+            private_key: tls.0.into(),
+            certificate: tls.1.into(),
+            ca_cert: tls.2.into(),
+        };
+        cfg.tls =
+            Some(TlsSettings::load(&files).map_err(|source| SourceError::Tls { option, source })?);
+    }
+    Ok(Source {
+        database,
+        client: Client::start(cfg),
+        remotes: conn.to_string(),
+    })
+}
+
+impl Source {
+    async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+        let synced = tokio::time::timeout(timeout, self.client.cache().wait_resynced(1)).await;
+        if matches!(synced, Ok(Ok(()))) {
+            Ok(())
+        } else {
+            Err(SourceError::SyncTimeout {
+                database: self.database,
+                timeout,
+                remotes: self.remotes.clone(),
+            })
+        }
+    }
+
+    /// Row changes from now on.
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.client.cache().subscribe()
+    }
+
+    /// The resync generation (incremented after every (re)connect's dump).
+    pub fn resynced(&self) -> watch::Receiver<u64> {
+        self.client.cache().resynced()
+    }
+}
+
+impl OvnSources {
+    /// Starts connecting to the local OVS and the driver's OVN database in
+    /// the background. The SB driver without `ovn_sb_connection` first
+    /// waits (up to `timeout`) for the OVS row to learn `ovn-remote`.
+    pub async fn start(config: &Config, timeout: Duration) -> Result<OvnSources, SourceError> {
+        let ovs_conn = &config.default.ovsdb_connection;
+        let ovs = Source {
+            database: obgp_ovn::OVS_DB,
+            client: Client::start(ClientConfig::new(
+                remotes("[DEFAULT] ovsdb_connection", ovs_conn)?,
+                obgp_ovn::OVS_DB,
+                columns(OVS_COLUMNS),
+            )),
+            remotes: ovs_conn.clone(),
+        };
+        let o = &config.ovn;
+        let driver = config.default.driver;
+        let ovn = match driver {
+            Driver::OvnBgpDriver => {
+                let conn = match &o.ovn_sb_connection {
+                    Some(c) => c.clone(),
+                    None => {
+                        ovs.wait_synced(timeout).await?;
+                        let snap = Snapshot::build(
+                            &obgp_ovn::Tables::new(),
+                            &ovs.client.cache().snapshot(),
+                        );
+                        snap.ovs
+                            .ovn_remote
+                            .clone()
+                            .ok_or(SourceError::NoSbConnection)?
+                    }
+                };
+                ovn_client(
+                    "[ovn] ovn_sb_connection",
+                    &conn,
+                    obgp_ovn::SB_DB,
+                    columns(SB_COLUMNS),
+                    (
+                        &o.ovn_sb_private_key,
+                        &o.ovn_sb_certificate,
+                        &o.ovn_sb_ca_cert,
+                    ),
+                )?
+            }
+            _ => ovn_client(
+                "[ovn] ovn_nb_connection",
+                o.ovn_nb_connection
+                    .as_deref()
+                    .ok_or(SourceError::NoNbConnection)?,
+                obgp_ovn::NB_DB,
+                MonitorSpec::all(NB_TABLES.iter().copied()),
+                (
+                    &o.ovn_nb_private_key,
+                    &o.ovn_nb_certificate,
+                    &o.ovn_nb_ca_cert,
+                ),
+            )?,
+        };
+        Ok(OvnSources { ovn, ovs, driver })
     }
 
     /// Waits until both databases delivered their initial dump.
     pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
-        for (client, database, remotes) in [
-            (&self.nb, obgp_ovn::NB_DB, &self.nb_remotes),
-            (&self.ovs, obgp_ovn::OVS_DB, &self.ovs_remotes),
-        ] {
-            let synced = tokio::time::timeout(timeout, client.cache().wait_resynced(1)).await;
-            if !matches!(synced, Ok(Ok(()))) {
-                return Err(SourceError::SyncTimeout {
-                    database,
-                    timeout,
-                    remotes: remotes.clone(),
-                });
-            }
-        }
-        Ok(())
+        self.ovn.wait_synced(timeout).await?;
+        self.ovs.wait_synced(timeout).await
     }
 
-    /// The current indexed OVN snapshot, and the raw NB cache it was built
-    /// from (the event filters' agent view reads raw rows).
-    pub fn snapshot(&self) -> (obgp_ovsdb::Snapshot, Snapshot) {
-        let nb = self.nb.cache().snapshot();
-        let ovs = self.ovs.cache().snapshot();
-        let snap = Snapshot::build(&nb, &ovs);
-        (nb, snap)
+    /// What the next reconcile reads, from the current caches.
+    pub fn inputs(&self) -> Inputs {
+        let raw_ovn = self.ovn.client.cache().snapshot();
+        let ovs = self.ovs.client.cache().snapshot();
+        let snapshot = match self.driver {
+            Driver::OvnBgpDriver => {
+                Snapshot::build_with_sb(&obgp_ovn::Tables::new(), &raw_ovn, &ovs)
+            }
+            _ => Snapshot::build(&raw_ovn, &ovs),
+        };
+        Inputs {
+            raw_ovn,
+            snapshot,
+            ofports: ofports(&ovs),
+        }
     }
+}
+
+/// What one reconcile reads from the databases.
+pub struct Inputs {
+    /// The raw cache of the OVN database the driver reads (NB or SB): the
+    /// event filters' agent view reads raw rows.
+    pub raw_ovn: obgp_ovsdb::Snapshot,
+    /// The indexed OVN snapshot `desired_state` reads.
+    pub snapshot: Snapshot,
+    /// Bridge → interface → ofport, from the local OVS database.
+    pub ofports: OfPorts,
 }

@@ -17,7 +17,7 @@ use obgp_ovsdb::Uuid;
 /// An immutable view, rebuilt after every reconcile (cheap: proportional to
 /// what is local to this chassis).
 pub struct SnapshotView {
-    raw_nb: obgp_ovsdb::Snapshot,
+    raw: obgp_ovsdb::Snapshot,
     snap: Arc<Snapshot>,
     chassis: String,
     chassis_id: String,
@@ -30,12 +30,13 @@ pub struct SnapshotView {
 }
 
 impl SnapshotView {
-    /// `hostname` is the chassis name LSPs use (OVS `hostname`, else the
-    /// system hostname); `desired` the last computed desired state.
+    /// `raw` is the cache of the OVN database the driver reads (NB or SB);
+    /// `chassis` this node's name in its rows (see
+    /// `Reconciler::chassis_name`); `desired` the last desired state.
     pub fn new(
-        raw_nb: obgp_ovsdb::Snapshot,
+        raw: obgp_ovsdb::Snapshot,
         snap: Arc<Snapshot>,
-        hostname: String,
+        chassis: String,
         desired: Option<&Desired>,
     ) -> SnapshotView {
         let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
@@ -57,9 +58,9 @@ impl SnapshotView {
             .map(|d| d.exposed.keys().copied().collect())
             .unwrap_or_default();
         SnapshotView {
-            raw_nb,
+            raw,
             snap,
-            chassis: hostname,
+            chassis,
             chassis_id,
             local_cr_lrps,
             local_lrp_networks,
@@ -124,16 +125,16 @@ impl AgentView for SnapshotView {
     fn lsp(&self, name_or_uuid: &str) -> Option<RowView<'_>> {
         const LSP: &str = "Logical_Switch_Port";
         let uuid = match Uuid::parse(name_or_uuid) {
-            Ok(u) if self.raw_nb.get(LSP, u).is_some() => u,
+            Ok(u) if self.raw.get(LSP, u).is_some() => u,
             _ => self.snap.lsp(name_or_uuid)?.uuid,
         };
-        self.raw_nb.get(LSP, uuid).map(|row| RowView::complete(row))
+        self.raw.get(LSP, uuid).map(|row| RowView::complete(row))
     }
 
     fn row(&self, uuid: Uuid) -> Option<RowView<'_>> {
-        self.raw_nb
+        self.raw
             .tables()
-            .find_map(|t| self.raw_nb.get(t, uuid))
+            .find_map(|t| self.raw.get(t, uuid))
             .map(|row| RowView::complete(row))
     }
 }

@@ -23,7 +23,11 @@ fn scenario(name: &str) -> Value {
 fn config_for(s: &Value) -> Config {
     let mut c = Config::default();
     let cfg = &s["config"];
-    c.default.driver = Driver::NbOvnBgpDriver;
+    c.default.driver = if cfg["driver"] == "ovn_bgp_driver" {
+        Driver::OvnBgpDriver
+    } else {
+        Driver::NbOvnBgpDriver
+    };
     c.default.bgp_router_id = cfg["bgp_router_id"].as_str().map(String::from);
     c.default.expose_tenant_networks = cfg["expose_tenant_networks"].as_bool().unwrap_or(false);
     c.default.expose_ipv6_gua_tenant_networks = cfg["expose_ipv6_gua_tenant_networks"]
@@ -69,9 +73,11 @@ async fn snapshot_from_live_ovsdb_matches_the_fixture_for_every_nb_scenario() {
         let mut config = config_for(&s);
         config.ovn.ovn_nb_connection = Some(nb.unix_remote());
         config.default.ovsdb_connection = ovs.unix_remote();
-        let sources = OvnSources::start(&config).unwrap();
+        let sources = OvnSources::start(&config, Duration::from_secs(20))
+            .await
+            .unwrap();
         sources.wait_synced(Duration::from_secs(20)).await.unwrap();
-        let (_, live) = sources.snapshot();
+        let live = sources.inputs().snapshot;
 
         let fixture = obgp_ovn::Snapshot::from_wire(&s["ovn"]).unwrap();
         let facts = NodeFacts::default();
@@ -82,5 +88,61 @@ async fn snapshot_from_live_ovsdb_matches_the_fixture_for_every_nb_scenario() {
             "{name}: the fixture exposes something"
         );
         assert_eq!(got, want, "{name}: live snapshot and fixture disagree");
+    }
+}
+
+/// The SB driver reads OVN_Southbound: from `[ovn] ovn_sb_connection`, or,
+/// when unset, from the Open_vSwitch row's `external_ids:ovn-remote` as
+/// upstream does (exercised on every other scenario).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sb_snapshot_from_live_ovsdb_matches_the_fixture_for_every_sb_scenario() {
+    let names = [
+        "sb-sync-provider-vm.json",
+        "sb-withdraw-provider-vm.json",
+        "sb-gateway-and-tenant-subnet.json",
+        "sb-tenant-host.json",
+    ];
+    for (i, name) in names.into_iter().enumerate() {
+        let s = scenario(name);
+        let sb = OvsdbServer::start("ovn-sb.ovsschema").unwrap();
+        let ovs = OvsdbServer::start("vswitch.ovsschema").unwrap();
+        sb.transact(&insert_ops(&s["ovn"]["OVN_Southbound"]))
+            .unwrap();
+        ovs.transact(&insert_ops(&s["ovn"]["Open_vSwitch"]))
+            .unwrap();
+
+        let mut config = config_for(&s);
+        config.default.ovsdb_connection = ovs.unix_remote();
+        let from_ovs_row = i % 2 == 1;
+        if from_ovs_row {
+            let point_at_sb = serde_json::json!({
+                "op": "mutate", "table": "Open_vSwitch", "where": [],
+                "mutations": [
+                    ["external_ids", "delete", ["set", ["ovn-remote"]]],
+                    ["external_ids", "insert", ["map", [["ovn-remote", sb.unix_remote()]]]]
+                ]
+            });
+            ovs.transact(&[point_at_sb]).unwrap();
+        } else {
+            config.ovn.ovn_sb_connection = Some(sb.unix_remote());
+        }
+        let sources = OvnSources::start(&config, Duration::from_secs(20))
+            .await
+            .unwrap();
+        sources.wait_synced(Duration::from_secs(20)).await.unwrap();
+        let live = sources.inputs().snapshot;
+
+        let fixture = obgp_ovn::Snapshot::from_wire(&s["ovn"]).unwrap();
+        let facts = NodeFacts::default();
+        let want = desired_state(&fixture, &config, &facts).unwrap().to_node();
+        let got = desired_state(&live, &config, &facts).unwrap().to_node();
+        assert!(
+            !want.links.is_empty(),
+            "{name}: the fixture wires something"
+        );
+        assert_eq!(
+            got, want,
+            "{name} (SB from the OVS row: {from_ovs_row}): live snapshot and fixture disagree"
+        );
     }
 }

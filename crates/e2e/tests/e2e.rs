@@ -166,14 +166,15 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
             t.elapsed().as_secs_f64()
         ),
     );
-    // Not asserted: the MAC-tweak flows are skipped while crates/node reads
-    // port names from `ovs-ofctl show`, which truncates them to 15 characters
-    // (Neutron's patch-provnet-<uuid>-to-br-int never matches); see docs/e2e.md.
+    // The MAC-tweak flows (cookie 999, ip and ipv6) on the localnet's patch
+    // port, whose long Neutron name only the OVS database has whole.
     let flows = b.flows("br-ex", 999)?;
-    step(
-        t0,
-        &format!("cookie-999 flows on br-ex: {}", flows.lines().count()),
+    let mac_tweak = flows.lines().filter(|l| l.contains("cookie=0x3e7")).count();
+    anyhow::ensure!(
+        mac_tweak == 2,
+        "expected the ip and ipv6 MAC-tweak flows on br-ex, got:\n{flows}"
     );
+    step(t0, "cookie-999 MAC-tweak flows on br-ex: ip and ipv6");
 
     // 1. the daemon adopts that node state and keeps it exposed
     b.start_daemon()?;

@@ -1,0 +1,510 @@
+//! Event-to-node latency of the agent's daemon loop (issue 6's benchmark).
+//!
+//! Real NB and local OVS ovsdb-servers (crates/testbed), a topogen topology
+//! of N ports (10 % local), the controller's `run` loop in-process against a
+//! namespace node. After the initial reconcile converged, each event inserts
+//! a provider-network LSP bound to this host with `up=false`, then transacts
+//! `up=true`; the latency runs from the transact reply to the kernel's
+//! RTM_NEWADDR notification for the VM's /32 on `bgp-nic`, received by an
+//! rtnetlink multicast listener (RTMGRP_IPV4_IFADDR) inside the namespace.
+//!
+//! Run (root, ovsdb-server installed):
+//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both]`
+//!
+//! Not part of `cargo test`: without cargo bench's `--bench` argument it
+//! exits at once.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use obgp_config::{Config, Driver, ExposingMethod};
+use obgp_controller::{run, RunOptions};
+use obgp_node::KernelConfig;
+use obgp_ovsdb::{Remote, Session, SessionConfig};
+use obgp_testbed::netns::Netns;
+use obgp_testbed::ovsdb::OvsdbServer;
+use obgp_topogen::{Params, Topology};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
+use tracing_subscriber::Layer;
+
+/// The per-phase timings of one "reconciled" log event.
+#[derive(Clone, Debug, Default)]
+struct Phases {
+    reasons: String,
+    fields: HashMap<&'static str, f64>,
+}
+
+/// Collects the controller's "reconciled" events (per-phase timings) and
+/// its warnings (failed ops).
+struct PhaseLog {
+    phases: Shared<Phases>,
+    warnings: Shared<String>,
+}
+
+/// The event's fields, and its message.
+struct PhaseVisitor<'a>(&'a mut Phases, String);
+
+impl tracing::field::Visit for PhaseVisitor<'_> {
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        self.0.fields.insert(field.name(), value);
+    }
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.fields.insert(field.name(), value as f64);
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "reasons" {
+            self.0.reasons = value.to_string();
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.1 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: LayerContext<'_, S>) {
+        let mut p = Phases::default();
+        let mut v = PhaseVisitor(&mut p, String::new());
+        event.record(&mut v);
+        let message = v.1;
+        if message == "reconciled" {
+            self.phases.lock().expect("phase log").push(p);
+        } else if *event.metadata().level() <= tracing::Level::WARN {
+            self.warnings.lock().expect("warnings").push(message);
+        }
+    }
+}
+
+/// RTM_NEWADDR notifications for IPv4 /32s in a namespace, with their
+/// arrival time, from a thread that entered the namespace.
+fn spawn_addr_monitor(netns: &Netns) -> Result<mpsc::Receiver<(Ipv4Addr, u32, Instant)>> {
+    let ns = File::open(netns.path()).context("opening the namespace")?;
+    let (tx, rx) = mpsc::channel();
+    let (ready_tx, ready_rx) = mpsc::channel::<std::io::Result<()>>();
+    std::thread::spawn(move || {
+        // SAFETY: setns/socket/bind/recv on descriptors this thread owns,
+        // with correctly sized buffers.
+        let fd = unsafe {
+            if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+                let _ = ready_tx.send(Err(std::io::Error::last_os_error()));
+                return;
+            }
+            let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE);
+            let mut sa: libc::sockaddr_nl = std::mem::zeroed();
+            sa.nl_family = libc::AF_NETLINK as u16;
+            sa.nl_groups = libc::RTMGRP_IPV4_IFADDR as u32;
+            if fd < 0
+                || libc::bind(
+                    fd,
+                    &sa as *const libc::sockaddr_nl as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_nl>() as u32,
+                ) != 0
+            {
+                let _ = ready_tx.send(Err(std::io::Error::last_os_error()));
+                return;
+            }
+            fd
+        };
+        let _ = ready_tx.send(Ok(()));
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            // SAFETY: buf is valid for its length.
+            let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            let at = Instant::now();
+            if n <= 0 {
+                continue;
+            }
+            for (ip, ifindex) in parse_newaddr(&buf[..n as usize]) {
+                if tx.send((ip, ifindex, at)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .context("address monitor start")?
+        .context("address monitor socket in the namespace")?;
+    Ok(rx)
+}
+
+/// The IPv4 /32 IFA_LOCAL addresses (and their ifindex) of the RTM_NEWADDR
+/// messages in one netlink datagram.
+fn parse_newaddr(mut buf: &[u8]) -> Vec<(Ipv4Addr, u32)> {
+    const RTM_NEWADDR: u16 = 20;
+    const IFA_LOCAL: u16 = 2;
+    let u16_at = |b: &[u8], i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+    let u32_at = |b: &[u8], i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let mut out = Vec::new();
+    while buf.len() >= 16 {
+        let len = u32_at(buf, 0) as usize;
+        if len < 16 || len > buf.len() {
+            break;
+        }
+        let msg = &buf[..len];
+        if u16_at(msg, 4) == RTM_NEWADDR && len >= 24 && msg[16] == libc::AF_INET as u8 {
+            let prefix = msg[17];
+            let ifindex = u32_at(msg, 20);
+            let mut attrs = &msg[24..];
+            while attrs.len() >= 4 {
+                let alen = u16_at(attrs, 0) as usize;
+                if alen < 4 || alen > attrs.len() {
+                    break;
+                }
+                if u16_at(attrs, 2) == IFA_LOCAL && alen == 8 && prefix == 32 {
+                    out.push((
+                        Ipv4Addr::new(attrs[4], attrs[5], attrs[6], attrs[7]),
+                        ifindex,
+                    ));
+                }
+                attrs = &attrs[((alen + 3) & !3).min(attrs.len())..];
+            }
+        }
+        buf = &buf[((len + 3) & !3).min(buf.len())..];
+    }
+    out
+}
+
+type Shared<T> = Arc<Mutex<Vec<T>>>;
+
+/// The process-wide phase log: the daemon's tasks log from tokio's worker
+/// threads, so the collecting subscriber must be the global one.
+fn logs() -> (Shared<Phases>, Shared<String>) {
+    static LOGS: OnceLock<(Shared<Phases>, Shared<String>)> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = (Arc::default(), Arc::default());
+        let layer = PhaseLog {
+            phases: Arc::clone(&logs.0),
+            warnings: Arc::clone(&logs.1),
+        };
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+            .expect("the first global subscriber");
+        logs
+    })
+    .clone()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    // Nearest rank.
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+struct Outcome {
+    vms: usize,
+    periodic: bool,
+    latencies_ms: Vec<f64>,
+    initial_s: f64,
+    exposed_initial: usize,
+    phases: Vec<Phases>,
+    failed_ops: Vec<String>,
+}
+
+async fn connect(remote: &str) -> Result<Session> {
+    let remote: Remote = remote.parse()?;
+    let (session, _notes) = Session::connect(
+        &remote,
+        None,
+        SessionConfig {
+            probe_interval: None,
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(session)
+}
+
+fn addresses_on(ns: &Netns, dev: &str) -> usize {
+    ns.ip(&["-4", "-o", "addr", "show", "dev", dev])
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome> {
+    let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
+    let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
+    let topo = Topology::generate(Params {
+        vms,
+        ..Params::default()
+    });
+    let nb_session = connect(&nb.unix_remote()).await?;
+    let t = Instant::now();
+    topo.load(&nb_session)
+        .await
+        .context("loading the topology")?;
+    eprintln!(
+        "  N={vms}: topology loaded in {:.1} s ({:?})",
+        t.elapsed().as_secs_f64(),
+        topo.summary()
+    );
+    let localnet: String = nb
+        .select_all("Logical_Switch_Port")?
+        .iter()
+        .find(|r| r["type"] == "localnet")
+        .and_then(|r| r["name"].as_str().map(String::from))
+        .context("the topology has a localnet port")?;
+    ovs.transact(&[
+        json!({"op": "insert", "table": "Interface", "uuid-name": "patchif",
+            "row": {"name": format!("patch-{localnet}-to-br-int"), "type": "patch"}}),
+        json!({"op": "insert", "table": "Port", "uuid-name": "patch",
+            "row": {"name": format!("patch-{localnet}-to-br-int"),
+                "interfaces": ["named-uuid", "patchif"]}}),
+        json!({"op": "insert", "table": "Bridge", "uuid-name": "brex",
+            "row": {"name": "br-ex", "ports": ["named-uuid", "patch"]}}),
+        json!({"op": "insert", "table": "Open_vSwitch", "row": {
+            "bridges": ["named-uuid", "brex"],
+            "external_ids": ["map", [["hostname", "host-000"], ["system-id", "chassis-000"],
+                ["ovn-bridge-mappings", "physnet1:br-ex"]]]}}),
+    ])
+    .context("the local OVS identity rows")?;
+
+    // The node: the provider bridge as a Linux bridge with a MAC, and the
+    // BGP NIC as an ifb (no dummy/vrf on this kernel).
+    let ns = Netns::new("lat")?;
+    ns.ip(&["link", "add", "br-ex", "type", "bridge"])?;
+    ns.ip(&["link", "set", "br-ex", "address", "02:00:00:00:0e:01", "up"])?;
+    ns.ip(&["link", "add", "bgp-nic", "type", "ifb"])?;
+    ns.ip(&["link", "set", "bgp-nic", "up"])?;
+    let monitor = spawn_addr_monitor(&ns)?;
+
+    let dir = tempfile::tempdir()?;
+    let rt_tables = dir.path().join("rt_tables");
+    std::fs::write(
+        &rt_tables,
+        "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
+    )?;
+    let ovs_run = dir.path().join("ovs-run");
+    std::fs::create_dir_all(&ovs_run)?;
+
+    let mut config = Config::default();
+    config.default.driver = Driver::NbOvnBgpDriver;
+    config.default.exposing_method = ExposingMethod::Underlay;
+    config.default.expose_tenant_networks = true;
+    config.default.bgp_router_id = Some("192.0.2.1".into());
+    config.default.ovsdb_connection = ovs.unix_remote();
+    config.ovn.ovn_nb_connection = Some(nb.unix_remote());
+    config.default.reconcile_interval = if periodic { 1 } else { 3600 };
+    config.default.frr_reconcile_interval = 3600;
+    let opts = RunOptions {
+        kernel: KernelConfig {
+            netns: Some(ns.path()),
+            rt_tables: rt_tables.clone(),
+            dummy_kind: "ifb".into(),
+            // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
+            // run dir, so the bridge counts as absent (one spawn per observe).
+            ovs_rundir: Some(ovs_run.clone()),
+            // No FRR: `true` stands in for vtysh, so the FRR text counts as
+            // applied after the first reconcile (as with a healthy FRR).
+            vtysh: "true".into(),
+            vty_socket: None,
+            frr_config_dir: dir.path().to_path_buf(),
+            ..KernelConfig::default()
+        },
+        ..RunOptions::default()
+    };
+    let (phase_log, warnings) = logs();
+    phase_log.lock().expect("log").clear();
+    warnings.lock().expect("warnings").clear();
+
+    let shutdown = CancellationToken::new();
+    let t = Instant::now();
+    let daemon = tokio::spawn(run(config, opts, shutdown.clone()));
+
+    // Converged: a reconcile ran, and the next (startup retries aside)
+    // settled: the address count on bgp-nic is stable for 2 s.
+    let mut last = (0, Instant::now());
+    loop {
+        if daemon.is_finished() {
+            bail!("the daemon stopped: {:?}", daemon.await);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let n = addresses_on(&ns, "bgp-nic");
+        let reconciled = !phase_log.lock().expect("log").is_empty();
+        if n != last.0 {
+            last = (n, Instant::now());
+        } else if reconciled && n > 0 && last.1.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(600) {
+            bail!("no convergence within 600 s ({n} addresses on bgp-nic)");
+        }
+    }
+    let initial_s = t.elapsed().as_secs_f64() - 2.0;
+    let exposed_initial = last.0;
+    while monitor.try_recv().is_ok() {}
+    let first_phase = phase_log.lock().expect("log").len();
+    eprintln!(
+        "  N={vms}: converged, {exposed_initial} addresses on bgp-nic after ~{initial_s:.1} s"
+    );
+
+    let provider = topo.provider_switch();
+    let mut latencies = Vec::with_capacity(events);
+    for i in 0..events {
+        let ip = Ipv4Addr::new(172, 30, (i / 250) as u8, (i % 250 + 1) as u8);
+        let name = format!("latency-vm-{i}");
+        let mac = format!("fa:16:3f:00:{:02x}:{:02x}", i / 256, i % 256);
+        let addr = format!("{mac} {ip}");
+        let insert = vec![
+            json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p", "row": {
+                "name": name, "type": "", "addresses": addr, "port_security": addr,
+                "up": false, "enabled": true,
+                "options": ["map", [["requested-chassis", "host-000"]]],
+                "external_ids": ["map", [
+                    ["neutron:cidrs", format!("{ip}/12")],
+                    ["neutron:device_id", format!("latency-dev-{i}")],
+                    ["neutron:device_owner", "compute:nova"],
+                    ["neutron:host_id", "host-000"],
+                    ["neutron:network_name", provider.clone()]]]}}),
+            json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", provider]],
+                "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}),
+        ];
+        nb_session
+            .transact("OVN_Northbound", insert)
+            .await
+            .context("inserting the event's LSP")?;
+        // Let the insert's (non-matching) update pass before the event.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        while monitor.try_recv().is_ok() {}
+        let up = vec![json!({"op": "update", "table": "Logical_Switch_Port",
+            "where": [["name", "==", name]], "row": {"up": true}})];
+        nb_session.transact("OVN_Northbound", up).await?;
+        let committed = Instant::now();
+        let deadline = committed + Duration::from_secs(120);
+        let seen = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match monitor.recv_timeout(left) {
+                Ok((got, _ifindex, at)) if got == ip => break at,
+                Ok(_) => {}
+                Err(_) => {
+                    let phases = phase_log.lock().expect("log");
+                    let tail: Vec<_> = phases.iter().rev().take(3).collect();
+                    let warned = warnings.lock().expect("warnings").clone();
+                    shutdown.cancel();
+                    bail!(
+                        "{ip} (event {i}) did not appear on the node within 120 s; last reconciles {tail:?}; warnings {warned:?}"
+                    )
+                }
+            }
+        };
+        latencies.push(seen.duration_since(committed).as_secs_f64() * 1e3);
+        // Spread events so periodic reconciles fall at varying offsets.
+        tokio::time::sleep(Duration::from_millis(20 + (i as u64 * 37) % 60)).await;
+    }
+    shutdown.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(60), daemon).await;
+    let phases: Vec<Phases> = phase_log.lock().expect("log")[first_phase..].to_vec();
+    // Distinct warnings (the failing ops repeat every reconcile).
+    let mut failed_ops: Vec<String> = warnings.lock().expect("warnings").clone();
+    failed_ops.sort();
+    failed_ops.dedup();
+    Ok(Outcome {
+        vms,
+        periodic,
+        latencies_ms: latencies,
+        initial_s,
+        exposed_initial,
+        phases,
+        failed_ops,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 50.0)
+}
+
+fn report(o: &Outcome) {
+    let mut l = o.latencies_ms.clone();
+    l.sort_by(f64::total_cmp);
+    println!(
+        "N={:<6} periodic={:<5} events={:<4} median {:>8.2} ms  p95 {:>8.2}  p99 {:>8.2}  max {:>8.2}  min {:>6.2}   (initial reconcile ~{:.1} s, {} addresses)",
+        o.vms,
+        o.periodic,
+        l.len(),
+        percentile(&l, 50.0),
+        percentile(&l, 95.0),
+        percentile(&l, 99.0),
+        l.last().copied().unwrap_or(f64::NAN),
+        l.first().copied().unwrap_or(f64::NAN),
+        o.initial_s,
+        o.exposed_initial,
+    );
+    let periodic = o
+        .phases
+        .iter()
+        .filter(|p| p.reasons.contains("eriodic"))
+        .count();
+    print!(
+        "    {} reconciles during the events ({} periodic); median per reconcile:",
+        o.phases.len(),
+        periodic
+    );
+    for key in [
+        "snapshot_ms",
+        "desired_ms",
+        "observe_ms",
+        "plan_ms",
+        "apply_ms",
+        "ops",
+        "failed",
+    ] {
+        let v: Vec<f64> = o
+            .phases
+            .iter()
+            .filter_map(|p| p.fields.get(key).copied())
+            .collect();
+        print!(" {key} {:.2}", median(v));
+    }
+    println!();
+    if let Some(p) = o.phases.last() {
+        println!("    last reconcile: {:?} reasons={}", p.fields, p.reasons);
+    }
+    for f in &o.failed_ops {
+        println!("    warning (deduplicated): {f}");
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        // `cargo test --all-targets` runs harness-less benches without
+        // `--bench`: this one needs root and minutes, so it is bench-only.
+        return Ok(());
+    }
+    let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        sizes = vec![1000, 10_000, 50_000];
+    }
+    let events: usize = args
+        .iter()
+        .find_map(|a| a.strip_prefix("events=")?.parse().ok())
+        .unwrap_or(200);
+    let modes: Vec<bool> = match args.iter().find_map(|a| a.strip_prefix("periodic=")) {
+        Some("0") => vec![false],
+        Some("1") => vec![true],
+        _ => vec![false, true],
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    for &vms in &sizes {
+        for &periodic in &modes {
+            let o = rt.block_on(bench_one(vms, periodic, events))?;
+            report(&o);
+        }
+    }
+    Ok(())
+}

@@ -206,6 +206,7 @@ struct Outcome {
     vms: usize,
     periodic: bool,
     latencies_ms: Vec<f64>,
+    lost: usize,
     initial_s: f64,
     exposed_initial: usize,
     phases: Vec<Phases>,
@@ -351,6 +352,7 @@ async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome>
 
     let provider = topo.provider_switch();
     let mut latencies = Vec::with_capacity(events);
+    let mut lost = 0;
     for i in 0..events {
         let ip = Ipv4Addr::new(172, 30, (i / 250) as u8, (i % 250 + 1) as u8);
         let name = format!("latency-vm-{i}");
@@ -381,24 +383,28 @@ async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome>
             "where": [["name", "==", name]], "row": {"up": true}})];
         nb_session.transact("OVN_Northbound", up).await?;
         let committed = Instant::now();
-        let deadline = committed + Duration::from_secs(120);
+        // A lost event (no reconcile follows it, see docs/latency.md) is
+        // counted and reported, not measured; the run goes on.
+        let deadline = committed + Duration::from_secs(20);
         let seen = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match monitor.recv_timeout(left) {
-                Ok((got, _ifindex, at)) if got == ip => break at,
+                Ok((got, _ifindex, at)) if got == ip => break Some(at),
                 Ok(_) => {}
-                Err(_) => {
-                    let phases = phase_log.lock().expect("log");
-                    let tail: Vec<_> = phases.iter().rev().take(3).collect();
-                    let warned = warnings.lock().expect("warnings").clone();
-                    shutdown.cancel();
-                    bail!(
-                        "{ip} (event {i}) did not appear on the node within 120 s; last reconciles {tail:?}; warnings {warned:?}"
-                    )
-                }
+                Err(_) => break None,
             }
         };
-        latencies.push(seen.duration_since(committed).as_secs_f64() * 1e3);
+        match seen {
+            Some(at) => latencies.push(at.duration_since(committed).as_secs_f64() * 1e3),
+            None => {
+                let phases = phase_log.lock().expect("log");
+                let last: Vec<_> = phases.iter().rev().take(2).collect();
+                eprintln!(
+                    "  LOST: {ip} (event {i}) not on the node within 20 s; last reconciles {last:?}"
+                );
+                lost += 1;
+            }
+        }
         // Spread events so periodic reconciles fall at varying offsets.
         tokio::time::sleep(Duration::from_millis(20 + (i as u64 * 37) % 60)).await;
     }
@@ -413,6 +419,7 @@ async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome>
         vms,
         periodic,
         latencies_ms: latencies,
+        lost,
         initial_s,
         exposed_initial,
         phases,
@@ -429,10 +436,11 @@ fn report(o: &Outcome) {
     let mut l = o.latencies_ms.clone();
     l.sort_by(f64::total_cmp);
     println!(
-        "N={:<6} periodic={:<5} events={:<4} median {:>8.2} ms  p95 {:>8.2}  p99 {:>8.2}  max {:>8.2}  min {:>6.2}   (initial reconcile ~{:.1} s, {} addresses)",
+        "N={:<6} periodic={:<5} events={:<4} lost={} median {:>8.2} ms  p95 {:>8.2}  p99 {:>8.2}  max {:>8.2}  min {:>6.2}   (initial reconcile ~{:.1} s, {} addresses)",
         o.vms,
         o.periodic,
         l.len(),
+        o.lost,
         percentile(&l, 50.0),
         percentile(&l, 95.0),
         percentile(&l, 99.0),

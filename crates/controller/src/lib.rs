@@ -15,6 +15,7 @@ pub mod reason;
 pub mod reconcile;
 pub mod run;
 pub mod sources;
+pub mod triggers;
 pub mod view;
 
 pub use queue::{Batch, QueueConfig, Scheduler, WorkQueue};

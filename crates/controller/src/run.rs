@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::queue::{QueueConfig, Scheduler, WorkQueue};
 use crate::reconcile::{check_supported, Planned, ReconcileError, ReconcileReport, Reconciler};
 use crate::sources::{OvnSources, SourceError};
+use crate::triggers;
 use crate::view::SnapshotView;
 use crate::Reason;
 
@@ -230,7 +231,7 @@ fn spawn_event_filter(
             match changes.recv().await {
                 Ok(change) => {
                     let current = view.borrow().clone();
-                    for class in filters.matching_change(&change, current.as_ref()) {
+                    for class in triggers::reasons(&filters, &change, current.as_ref()) {
                         tracing::debug!(class, table = %change.table, uuid = %change.uuid, "event matched");
                         sched.trigger(Reason::Event {
                             class,

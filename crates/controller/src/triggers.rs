@@ -1,0 +1,160 @@
+//! Which reconcile reasons an OVSDB row change carries.
+//!
+//! First upstream's decision tables, exactly ([`Filters::matching_change`]).
+//! Then one addition of the agent's own: ovsdb-server coalesces the changes a
+//! slow client has not read yet, so a row inserted with `up=false` and set
+//! up 50 ms later can arrive as a single insert that is already up. The
+//! update-only classes (e.g. `LogicalSwitchPortProviderCreateEvent`) never
+//! see it, and upstream waits for its next sync. An insert that matches no
+//! class is therefore also judged as an update from an empty row. A spurious
+//! match costs one reconcile that plans nothing; a missed one costs up to
+//! `reconcile_interval` of latency.
+
+use obgp_events::{AgentView, EventKind, Filters, RowView};
+use obgp_ovsdb::{Change, ChangeKind, Datum, Row};
+
+/// The classes `change` matches, as reconcile reasons.
+pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
+    let matched = filters.matching_change(change, view);
+    if !matched.is_empty() || change.kind != ChangeKind::Insert {
+        return matched;
+    }
+    let Some(new) = change.new.as_deref() else {
+        return matched;
+    };
+    let old = empty_like(new);
+    filters.matching(
+        &change.table,
+        EventKind::Update,
+        RowView::complete(new),
+        RowView::listed(&old),
+        view,
+    )
+}
+
+/// `row`'s columns, each at its type's empty value: what `old` holds for
+/// an update from "nothing set yet".
+fn empty_like(row: &Row) -> Row {
+    Row {
+        columns: row
+            .columns
+            .iter()
+            .map(|(name, value)| {
+                let empty = match value {
+                    Datum::Map(_) => Datum::Map(Vec::new()),
+                    Datum::Set(_) => Datum::Set(Vec::new()),
+                };
+                (name.clone(), empty)
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use obgp_config::{Config, Driver};
+    use obgp_ovsdb::Uuid;
+
+    use super::*;
+
+    /// An agent view of a chassis `host-1` whose only provider switch is
+    /// `neutron-prov`, with nothing exposed yet.
+    struct View;
+    impl AgentView for View {
+        fn chassis(&self) -> &str {
+            "host-1"
+        }
+        fn chassis_id(&self) -> &str {
+            "chassis-1"
+        }
+        fn has_local_cr_lrps(&self) -> bool {
+            false
+        }
+        fn is_local_cr_lrp(&self, _: Option<&str>) -> bool {
+            false
+        }
+        fn is_local_lrp_network(&self, _: Option<&str>) -> bool {
+            false
+        }
+        fn is_ip_exposed(&self, _: Option<&str>, _: &[&str]) -> bool {
+            false
+        }
+        fn is_ls_provider(&self, ls: Option<&str>) -> bool {
+            ls == Some("neutron-prov")
+        }
+        fn distributed(&self) -> bool {
+            true
+        }
+        fn is_provider_ovn_lb(&self, _: Option<&str>) -> bool {
+            false
+        }
+        fn lsp(&self, _: &str) -> Option<RowView<'_>> {
+            None
+        }
+        fn row(&self, _: Uuid) -> Option<RowView<'_>> {
+            None
+        }
+    }
+
+    fn vm_port(up: bool) -> Row {
+        Row::from_wire(&serde_json::json!({
+            "name": "vm-1",
+            "type": "",
+            "up": up,
+            "addresses": "fa:16:3e:00:00:01 172.24.4.10",
+            "options": ["map", [["requested-chassis", "host-1"]]],
+            "external_ids": ["map", [
+                ["neutron:network_name", "neutron-prov"],
+                ["neutron:cidrs", "172.24.4.10/24"]
+            ]]
+        }))
+        .unwrap()
+    }
+
+    fn nb_filters() -> Filters {
+        let mut config = Config::default();
+        config.default.driver = Driver::NbOvnBgpDriver;
+        Filters::for_config(&config.default)
+    }
+
+    fn change(kind: ChangeKind, new: Row, old: Option<Row>) -> Change {
+        Change {
+            table: Arc::from("Logical_Switch_Port"),
+            uuid: Uuid(1),
+            kind,
+            new: Some(Arc::new(new)),
+            old: old.map(Arc::new),
+        }
+    }
+
+    #[test]
+    fn a_port_set_up_after_its_insert_triggers_as_upstream() {
+        let old = Row::from_wire(&serde_json::json!({"up": false})).unwrap();
+        let c = change(ChangeKind::Update, vm_port(true), Some(old));
+        assert_eq!(
+            reasons(&nb_filters(), &c, &View),
+            vec!["LogicalSwitchPortProviderCreateEvent"]
+        );
+    }
+
+    #[test]
+    fn an_insert_coalesced_with_its_up_update_still_triggers() {
+        let c = change(ChangeKind::Insert, vm_port(true), None);
+        assert!(
+            nb_filters().matching_change(&c, &View).is_empty(),
+            "upstream's table alone misses it"
+        );
+        assert_eq!(
+            reasons(&nb_filters(), &c, &View),
+            vec!["LogicalSwitchPortProviderCreateEvent"]
+        );
+    }
+
+    #[test]
+    fn an_insert_that_is_not_up_triggers_nothing() {
+        let c = change(ChangeKind::Insert, vm_port(false), None);
+        assert!(reasons(&nb_filters(), &c, &View).is_empty());
+    }
+}

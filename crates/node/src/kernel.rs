@@ -284,7 +284,34 @@ impl KernelNode {
         &mut self,
         msg: RouteNetlinkMessage,
     ) -> Result<Vec<RouteNetlinkMessage>, IoError> {
-        dump(self.handle.clone(), msg).await
+        // A dump the kernel marks interrupted (the table changed under it) is retried.
+        for _ in 0..5 {
+            let mut req = NetlinkMessage::from(msg.clone());
+            req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+            let mut resp = self
+                .handle
+                .request(req)
+                .map_err(|e| IoError::io("netlink dump", io::Error::other(e.to_string())))?;
+            let mut out = Vec::new();
+            let mut interrupted = false;
+            while let Some(m) = resp.next().await {
+                interrupted |= m.header.flags & NLM_F_DUMP_INTR != 0;
+                match m.payload {
+                    NetlinkPayload::InnerMessage(i) => out.push(i),
+                    NetlinkPayload::Error(e) if e.code.is_some() => {
+                        return Err(IoError::io("netlink dump", e.to_io()))
+                    }
+                    _ => {}
+                }
+            }
+            if !interrupted {
+                return Ok(out);
+            }
+        }
+        Err(IoError::io(
+            "netlink dump",
+            io::Error::other("interrupted five times in a row"),
+        ))
     }
 
     async fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
@@ -424,31 +451,61 @@ impl KernelNode {
                 .filter_map(|b| a.rt_tables.lookup(b.as_str())),
         );
 
-        // Every dump at once on the one socket (replies are decoded by the
-        // connection task while earlier ones are parsed here), then parsed
-        // in request order.
-        enum Dump {
-            Addresses,
-            Rules { v6: bool },
-            Routes { v6: bool, table: u32 },
-            Neighbours { proxy: bool },
+        for msg in self
+            .dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))
+            .await?
+        {
+            let RouteNetlinkMessage::NewAddress(m) = msg else {
+                continue;
+            };
+            let Some(dev) = name_of.get(&m.header.index) else {
+                continue;
+            };
+            let mut local = None;
+            let mut address = None;
+            for at in &m.attributes {
+                match at {
+                    AddressAttribute::Local(ip) => local = Some(*ip),
+                    AddressAttribute::Address(ip) => address = Some(*ip),
+                    _ => {}
+                }
+            }
+            if let Some(ip) = local.or(address) {
+                if let Ok(net) = IpNet::new(ip, m.header.prefix_len) {
+                    a.addresses.insert(Address {
+                        dev: dev.clone(),
+                        net,
+                    });
+                }
+            }
         }
-        let mut requests = vec![(
-            Dump::Addresses,
-            RouteNetlinkMessage::GetAddress(AddressMessage::default()),
-        )];
+
+        let t_addr = started.elapsed();
         for v6 in [false, true] {
             let mut req = RuleMessage::default();
             req.header.family = family(v6);
-            requests.push((Dump::Rules { v6 }, RouteNetlinkMessage::GetRule(req)));
+            for msg in self.dump(RouteNetlinkMessage::GetRule(req)).await? {
+                let RouteNetlinkMessage::NewRule(r) = msg else {
+                    continue;
+                };
+                if let Some(rule) = parse_rule(&r, v6) {
+                    a.rules.insert(rule);
+                }
+            }
             for table in &tables {
                 let mut req = RouteMessage::default();
                 req.header.address_family = family(v6);
                 req.attributes.push(RouteAttribute::Table(*table));
-                requests.push((
-                    Dump::Routes { v6, table: *table },
-                    RouteNetlinkMessage::GetRoute(req),
-                ));
+                for msg in self.dump(RouteNetlinkMessage::GetRoute(req)).await? {
+                    let RouteNetlinkMessage::NewRoute(r) = msg else {
+                        continue;
+                    };
+                    if let Some(route) = parse_route(&r, v6, &name_of) {
+                        if route.table == *table {
+                            a.routes.insert(route);
+                        }
+                    }
+                }
             }
             for proxy in [false, true] {
                 let mut req = NeighbourMessage::default();
@@ -456,63 +513,12 @@ impl KernelNode {
                 if proxy {
                     req.header.flags = NeighbourFlags::Proxy;
                 }
-                requests.push((
-                    Dump::Neighbours { proxy },
-                    RouteNetlinkMessage::GetNeighbour(req),
-                ));
-            }
-        }
-        let (kinds, msgs): (Vec<Dump>, Vec<RouteNetlinkMessage>) = requests.into_iter().unzip();
-        let replies = futures_util::future::try_join_all(
-            msgs.into_iter().map(|m| dump(self.handle.clone(), m)),
-        )
-        .await?;
-        let mut t_addr = started.elapsed();
-        for (kind, reply) in kinds.into_iter().zip(replies) {
-            for msg in reply {
-                match (&kind, msg) {
-                    (Dump::Addresses, RouteNetlinkMessage::NewAddress(m)) => {
-                        let Some(dev) = name_of.get(&m.header.index) else {
-                            continue;
-                        };
-                        let mut local = None;
-                        let mut address = None;
-                        for at in &m.attributes {
-                            match at {
-                                AddressAttribute::Local(ip) => local = Some(*ip),
-                                AddressAttribute::Address(ip) => address = Some(*ip),
-                                _ => {}
-                            }
-                        }
-                        if let Some(ip) = local.or(address) {
-                            if let Ok(net) = IpNet::new(ip, m.header.prefix_len) {
-                                a.addresses.insert(Address {
-                                    dev: dev.clone(),
-                                    net,
-                                });
-                            }
-                        }
-                    }
-                    (Dump::Rules { v6 }, RouteNetlinkMessage::NewRule(r)) => {
-                        if let Some(rule) = parse_rule(&r, *v6) {
-                            a.rules.insert(rule);
-                        }
-                    }
-                    (Dump::Routes { v6, table }, RouteNetlinkMessage::NewRoute(r)) => {
-                        if let Some(route) = parse_route(&r, *v6, &name_of) {
-                            if route.table == *table {
-                                a.routes.insert(route);
-                            }
-                        }
-                    }
-                    (Dump::Neighbours { proxy }, RouteNetlinkMessage::NewNeighbour(n)) => {
-                        parse_neighbour(&n, *proxy, &name_of, &mut a);
-                    }
-                    _ => {}
+                for msg in self.dump(RouteNetlinkMessage::GetNeighbour(req)).await? {
+                    let RouteNetlinkMessage::NewNeighbour(n) = msg else {
+                        continue;
+                    };
+                    parse_neighbour(&n, proxy, &name_of, &mut a);
                 }
-            }
-            if matches!(kind, Dump::Addresses) {
-                t_addr = started.elapsed();
             }
         }
 
@@ -1138,42 +1144,6 @@ pub fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
         out.push(flow);
     }
     out
-}
-
-/// One netlink dump on `handle`. Several run at once on one socket (the
-/// requests are multiplexed by sequence number), so the kernel's replies are
-/// decoded by the connection task while the observer parses earlier ones.
-async fn dump(
-    mut handle: rtnetlink::Handle,
-    msg: RouteNetlinkMessage,
-) -> Result<Vec<RouteNetlinkMessage>, IoError> {
-    // A dump the kernel marks interrupted (the table changed under it) is retried.
-    for _ in 0..5 {
-        let mut req = NetlinkMessage::from(msg.clone());
-        req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-        let mut resp = handle
-            .request(req)
-            .map_err(|e| IoError::io("netlink dump", io::Error::other(e.to_string())))?;
-        let mut out = Vec::new();
-        let mut interrupted = false;
-        while let Some(m) = resp.next().await {
-            interrupted |= m.header.flags & NLM_F_DUMP_INTR != 0;
-            match m.payload {
-                NetlinkPayload::InnerMessage(i) => out.push(i),
-                NetlinkPayload::Error(e) if e.code.is_some() => {
-                    return Err(IoError::io("netlink dump", e.to_io()))
-                }
-                _ => {}
-            }
-        }
-        if !interrupted {
-            return Ok(out);
-        }
-    }
-    Err(IoError::io(
-        "netlink dump",
-        io::Error::other("interrupted five times in a row"),
-    ))
 }
 
 #[cfg(test)]

@@ -92,6 +92,15 @@ impl Scheduler {
         self.tx.send(reason).is_ok()
     }
 
+    /// Triggers `reason` once, after `delay`.
+    pub fn after(&self, delay: Duration, reason: Reason) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            this.trigger(reason);
+        })
+    }
+
     /// Triggers `reason` every `period`, first after one period, until the
     /// queue is gone. Used for `reconcile_interval` and `frr_reconcile_interval`.
     pub fn every(&self, period: Duration, reason: Reason) -> tokio::task::JoinHandle<()> {
@@ -276,6 +285,18 @@ mod tests {
             "pending trigger still delivered"
         );
         assert!(queue.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_trigger_fires_once_after_its_delay() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let t0 = Instant::now();
+        sched.after(Duration::from_secs(2), Reason::Retry);
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_secs(2));
+        assert!(batch.reasons.contains_key(&Reason::Retry));
+        drop(sched);
+        assert!(queue.next().await.is_none(), "no second trigger");
     }
 
     #[tokio::test(start_paused = true)]

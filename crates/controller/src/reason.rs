@@ -22,6 +22,8 @@ pub enum Reason {
     NetlinkOverrun,
     /// Something asked by hand (`reconcile --once`, a signal).
     Manual,
+    /// The previous reconcile failed or left ops failed: retried after a backoff.
+    Retry,
 }
 
 impl Reason {
@@ -30,7 +32,7 @@ impl Reason {
     pub fn checks_frr(&self) -> bool {
         matches!(
             self,
-            Reason::FrrCheck | Reason::Startup | Reason::Periodic | Reason::Manual
+            Reason::FrrCheck | Reason::Startup | Reason::Periodic | Reason::Manual | Reason::Retry
         )
     }
 }
@@ -45,6 +47,7 @@ impl fmt::Display for Reason {
             Reason::Resync { database } => write!(f, "resync of {database}"),
             Reason::NetlinkOverrun => f.write_str("netlink overrun"),
             Reason::Manual => f.write_str("manual"),
+            Reason::Retry => f.write_str("retry after a failure"),
         }
     }
 }

@@ -180,6 +180,7 @@ pub async fn run(
     ];
     sched.trigger(Reason::Startup);
 
+    let mut retry = Retry::default();
     let result = loop {
         let batch = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -197,10 +198,16 @@ pub async fn run(
                 report.snapshot_time = snapshot_time;
                 log_report(&report, &batch.to_string());
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
+                if report.failed.is_empty() && report.held_back == 0 {
+                    retry.reset();
+                } else {
+                    retry.schedule(&sched);
+                }
             }
             Err(e) if e.is_fatal() => break Err(e.into()),
             Err(e) => {
-                tracing::error!(reasons = %batch, "reconcile failed, the next one retries: {e}")
+                tracing::error!(reasons = %batch, "reconcile failed, retrying: {e}");
+                retry.schedule(&sched);
             }
         }
         let chassis = reconciler.chassis_name(snap);
@@ -216,6 +223,35 @@ pub async fn run(
         t.abort();
     }
     result
+}
+
+/// Retries of failed reconciles, as kube-runtime's controller requeues on
+/// error: after 1 s, doubling up to 60 s while failures go on, reset by a
+/// clean reconcile. At most one retry is pending at a time; any other
+/// trigger in between reconciles anyway.
+#[derive(Default)]
+struct Retry {
+    delay: Option<Duration>,
+    pending: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Retry {
+    const FIRST: Duration = Duration::from_secs(1);
+    const MAX: Duration = Duration::from_secs(60);
+
+    fn schedule(&mut self, sched: &Scheduler) {
+        if self.pending.as_ref().is_some_and(|p| !p.is_finished()) {
+            return;
+        }
+        let delay = self.delay.map_or(Self::FIRST, |d| (d * 2).min(Self::MAX));
+        self.delay = Some(delay);
+        tracing::info!(delay_s = delay.as_secs(), "retrying the failed work");
+        self.pending = Some(sched.after(delay, Reason::Retry));
+    }
+
+    fn reset(&mut self) {
+        self.delay = None;
+    }
 }
 
 /// Feeds every change of the driver's OVN database through the driver's event filters; a match
@@ -304,5 +340,38 @@ pub fn render_plan(plan: &Plan) -> String {
         "nothing to do: the node matches OVN\n".to_string()
     } else {
         plan.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_work_is_retried_with_a_doubling_backoff_until_a_clean_reconcile() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let mut retry = Retry::default();
+        let t0 = Instant::now();
+        retry.schedule(&sched);
+        retry.schedule(&sched); // one retry pending at a time
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_secs(1));
+        assert_eq!(batch.triggers(), 1);
+        tokio::task::yield_now().await;
+
+        retry.schedule(&sched);
+        queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_secs(3), "second delay doubles");
+        tokio::task::yield_now().await;
+
+        retry.reset();
+        retry.schedule(&sched);
+        queue.next().await.unwrap();
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_secs(4),
+            "a clean reconcile resets it"
+        );
     }
 }

@@ -462,3 +462,72 @@ fn key_and_certificate_options_show_paths_never_contents() {
         assert!(!text.contains("SECRETSECRET"), "{text}");
     }
 }
+
+/// The daemon, still waiting for its databases: SIGHUP is logged and does
+/// not stop it (no reload yet), SIGTERM stops it with exit 0.
+#[test]
+fn sighup_is_ignored_and_sigterm_exits_0() {
+    let dir = scratch("signals");
+    let f = write(
+        &dir,
+        "a.conf",
+        &format!(
+            "[DEFAULT]\ndriver = nb_ovn_bgp_driver\nuse_stderr = true\n\
+             ovsdb_connection = unix:{0}/no-ovs.sock\n\
+             [ovn]\novn_nb_connection = unix:{0}/no-nb.sock\n",
+            dir.display()
+        ),
+    );
+    let home = scratch("home");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ovn-bgp-agent"))
+        .args(["--config-file", path(&f), "--debug"])
+        .env_clear()
+        .env("HOME", &home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Collect stderr as it comes, to know when the handlers are in place.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr_pipe)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log: Vec<String> = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !log.iter().any(|l| l.contains("signal handlers installed")) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        log.push(rx.recv_timeout(left).expect("the daemon starts"));
+    }
+    let pid = child.id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    };
+    signal("-HUP");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP must not stop the agent"
+    );
+    signal("-TERM");
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    log.extend(rx.try_iter());
+    let log = log.join("\n");
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("SIGHUP: configuration reload is not supported"),
+        "{log}"
+    );
+}

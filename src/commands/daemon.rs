@@ -25,16 +25,27 @@ pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
         let signals = shutdown.clone();
         tokio::spawn(async move {
             use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut term), Ok(mut int)) = (
+            let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
                 signal(SignalKind::terminate()),
                 signal(SignalKind::interrupt()),
+                signal(SignalKind::hangup()),
             ) else {
                 tracing::error!("cannot install signal handlers");
                 return;
             };
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM: finishing the reconcile in flight"),
-                _ = int.recv() => tracing::info!("SIGINT: finishing the reconcile in flight"),
+            tracing::debug!("signal handlers installed");
+            loop {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM: finishing the reconcile in flight"),
+                    _ = int.recv() => tracing::info!("SIGINT: finishing the reconcile in flight"),
+                    // oslo reloads on SIGHUP; until reload exists, a HUP (e.g. from
+                    // a log rotation script) must not kill the agent.
+                    _ = hup.recv() => {
+                        tracing::warn!("SIGHUP: configuration reload is not supported, restart to apply changes");
+                        continue;
+                    }
+                }
+                break;
             }
             signals.cancel();
         });

@@ -136,6 +136,44 @@ pub struct TenantSubnet {
     pub router: String,
 }
 
+/// The network addresses of the IPv6 `cidrs`: the proxy NDP entries of a
+/// provider port (IPv4 needs none: the bridge does proxy ARP).
+pub fn proxy_ndp_networks(cidrs: &[IpNet]) -> Vec<Ipv6Addr> {
+    cidrs
+        .iter()
+        .filter_map(|c| match c.trunc() {
+            IpNet::V6(n) => Some(n.network()),
+            IpNet::V4(_) => None,
+        })
+        .collect()
+}
+
+impl Desired {
+    /// Asks for the MAC-tweak flow (cookie 999) on the patch port of
+    /// `localnet` when OVS has it on `bridge`. Upstream (D1) then drops the
+    /// announcement until the next sync; we announce anyway and only note
+    /// that the flow waits until ovn-controller creates the patch port (an
+    /// OVS change triggers a reconcile).
+    pub(crate) fn ask_mac_tweak(
+        &mut self,
+        ovs: &obgp_ovn::LocalOvs,
+        bridge: &DevName,
+        localnet: &str,
+        source: RowRef,
+    ) {
+        let patch = format!("patch-{localnet}-to-br-int");
+        if ovs.bridge_has_port(bridge.as_str(), &patch) {
+            if let Some(bw) = self.bridges.iter_mut().find(|b| &b.bridge == bridge) {
+                bw.mac_tweak_ports.insert(patch);
+            }
+        } else {
+            self.notes.push(format!(
+                "patch port {patch} not on {bridge}: MAC-tweak flow deferred (first seen for {source})"
+            ));
+        }
+    }
+}
+
 /// `<bridge[:10]>.<vlan>`, upstream's VLAN device name (15-byte limit).
 pub fn vlan_device(bridge: &DevName, vlan: u16) -> DevName {
     let b = bridge.as_str();

@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -22,8 +22,8 @@ use obgp_ovn::{
 };
 
 use crate::model::{
-    vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice,
-    WireTarget,
+    proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,
+    TenantSubnet, VlanDevice, WireTarget,
 };
 
 /// Where a provider network (a switch with a localnet mapped here) lands.
@@ -214,13 +214,7 @@ impl<'a> NbUnderlay<'a> {
         class: Class,
         source: RowRef,
     ) {
-        let proxy_ndp: Vec<Ipv6Addr> = proxy_cidrs
-            .iter()
-            .filter_map(|c| match c.trunc() {
-                IpNet::V6(n) => Some(n.network()),
-                IpNet::V4(_) => None,
-            })
-            .collect();
+        let proxy_ndp = proxy_ndp_networks(proxy_cidrs);
         for &ip in ips {
             self.expose(
                 ip,
@@ -236,20 +230,12 @@ impl<'a> NbUnderlay<'a> {
         if provider.flow_checked.replace(true) {
             return;
         }
-        let bridge = &provider.target.bridge;
-        let patch = format!("patch-{}-to-br-int", provider.localnet);
-        if self.snap.ovs.bridge_has_port(bridge.as_str(), &patch) {
-            if let Some(&slot) = self.bridge_slot.get(bridge) {
-                self.out.bridges[slot].mac_tweak_ports.insert(patch);
-            }
-        } else {
-            // Upstream (D1) then drops the announcement until the next sync;
-            // we announce anyway and add the flow once ovn-controller has
-            // created the patch port (an OVS change triggers a reconcile).
-            self.out.notes.push(format!(
-                "patch port {patch} not on {bridge}: MAC-tweak flow deferred (first seen for {source})"
-            ));
-        }
+        self.out.ask_mac_tweak(
+            &self.snap.ovs,
+            &provider.target.bridge,
+            provider.localnet,
+            source,
+        );
     }
 
     fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {

@@ -9,19 +9,19 @@
 //! a local gateway are announced when bound to any chassis.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
-use obgp_netmodel::{Class, DevName, MacAddr};
+use obgp_netmodel::{Class, MacAddr};
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{neutron, PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
 use obgp_ovsdb::Uuid;
 
 use crate::model::{
-    vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice,
-    WireTarget,
+    proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,
+    TenantSubnet, VlanDevice, WireTarget,
 };
 
 /// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
@@ -221,13 +221,7 @@ impl<'a> SbUnderlay<'a> {
         class: Class,
         source: RowRef,
     ) {
-        let proxy_ndp: Vec<Ipv6Addr> = proxy_cidrs
-            .iter()
-            .filter_map(|c| match c.trunc() {
-                IpNet::V6(n) => Some(n.network()),
-                IpNet::V4(_) => None,
-            })
-            .collect();
+        let proxy_ndp = proxy_ndp_networks(proxy_cidrs);
         for &ip in ips {
             self.expose(
                 ip,
@@ -243,17 +237,12 @@ impl<'a> SbUnderlay<'a> {
         if !self.flow_checked.insert(provider.localnet) {
             return;
         }
-        let bridge: &DevName = &provider.target.bridge;
-        let patch = format!("patch-{}-to-br-int", provider.localnet);
-        if self.snap.ovs.bridge_has_port(bridge.as_str(), &patch) {
-            if let Some(bw) = self.out.bridges.iter_mut().find(|b| &b.bridge == bridge) {
-                bw.mac_tweak_ports.insert(patch);
-            }
-        } else {
-            self.out.notes.push(format!(
-                "patch port {patch} not on {bridge}: MAC-tweak flow deferred (first seen for {source})"
-            ));
-        }
+        self.out.ask_mac_tweak(
+            &self.snap.ovs,
+            &provider.target.bridge,
+            provider.localnet,
+            source,
+        );
     }
 
     /// A VM or virtual port bound here (upstream `_ensure_port_exposed` and

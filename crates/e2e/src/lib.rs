@@ -13,6 +13,9 @@ use obgp_testbed::frr::{FrrPair, FrrPairOptions};
 use obgp_testbed::ovsdb::{run, transact_cli, Cluster, OvsdbServer};
 use serde_json::Value;
 
+pub mod python_node;
+use python_node::PythonWrite;
+
 /// `bgp_vrf_table_id` of the demo config: the VRF's routing table.
 pub const VRF_TABLE: u32 = 10;
 
@@ -411,6 +414,49 @@ impl Bench {
     /// `ip -n NODE ARGS`.
     pub fn node_ip(&self, args: &[&str]) -> Result<String> {
         self.pair.node_ip(args)
+    }
+
+    /// Leaves the node as the Python agent would have for the current
+    /// databases: the agent's plan against this (empty) node, written by
+    /// the command-line tools the way upstream writes it
+    /// ([`python_node::python_writes`]). Returns the number of writes.
+    pub fn prepare_like_python_agent(&self) -> Result<usize> {
+        let text = self.agent_ok(&["plan", "--format", "json"])?;
+        let plan: obgp_node::Plan =
+            serde_json::from_str(&text).with_context(|| format!("plan JSON: {text}"))?;
+        let writes = python_node::python_writes(&plan).map_err(anyhow::Error::msg)?;
+        let netns = self.node_netns().to_string();
+        for w in &writes {
+            match w {
+                PythonWrite::Ip(args) => {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    self.node_ip(&args)?;
+                }
+                PythonWrite::Sysctl { key, value } => {
+                    run(Command::new("ip")
+                        .args(["netns", "exec", &netns, "sysctl", "-q", "-w"])
+                        .arg(format!("{key}={value}")))?;
+                }
+                PythonWrite::RtTable(line) => {
+                    use std::io::Write;
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(self.dir.join("rt_tables"))?;
+                    writeln!(f, "{line}")?;
+                }
+                PythonWrite::Flow { bridge, flow } => {
+                    run(Command::new("ovs-ofctl")
+                        .env("OVS_RUNDIR", &self.ovs_run)
+                        .args(["add-flow", bridge, flow]))?;
+                }
+                PythonWrite::Frr(text) => {
+                    let file = self.dir.join("python-agent-frr.conf");
+                    std::fs::write(&file, text)?;
+                    self.pair.node.vtysh_file(&file)?;
+                }
+            }
+        }
+        Ok(writes.len())
     }
 
     /// The routing table number of `name` in the agent's rt_tables file.

@@ -406,6 +406,101 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
     Ok(())
 }
 
+/// A node the Python agent wired is taken over without churn: its
+/// artefacts (written by the command-line tools as upstream writes them,
+/// rules with kernel-chosen priorities, an rt_tables line appended by hand)
+/// are adopted as they are: the daemon's first reconcile writes nothing, the
+/// peer withdraws nothing, the rules keep their priorities.
+#[test]
+#[ignore = "vm tier: full agent needs vrf/dummy"]
+fn node_prepared_by_the_python_agent_is_adopted_without_churn() -> Result<()> {
+    let t0 = Instant::now();
+    println!("e2e: running in {}", where_we_run());
+    let (_dir, mut b) = bench(
+        "python",
+        "reconcile_interval = 3\nfrr_reconcile_interval = 3",
+    )?;
+    step(
+        t0,
+        "bench up: NB + OVS ovsdb-servers, vswitchd br-ex, FRR pair",
+    );
+
+    let writes = b.prepare_like_python_agent()?;
+    let exposed: Vec<&str> = VM1
+        .iter()
+        .chain(VM2.iter())
+        .copied()
+        .chain([SUBNET, FIP])
+        .collect();
+    b.wait_peer(&exposed, true, LEARN)?;
+    let rules = |b: &obgp_e2e::Bench| -> Result<String> {
+        Ok(format!(
+            "{}{}",
+            b.node_ip(&["rule"])?,
+            b.node_ip(&["-6", "rule"])?
+        ))
+    };
+    let rules_before = rules(&b)?;
+    let peer_before = b.peer_prefixes()?;
+    step(
+        t0,
+        &format!("node wired the Python agent's way ({writes} writes), peer learned {exposed:?}"),
+    );
+
+    b.start_daemon()?;
+    let first = obgp_e2e::wait_for("the daemon's first reconcile", LEARN, || {
+        Ok(b.agent_log()
+            .lines()
+            .find(|l| l.contains("reconciled reasons="))
+            .map(str::to_string))
+    })
+    .with_context(|| b.agent_log())?;
+    ensure!(
+        first.contains(" ops=0 "),
+        "the daemon rewrote a node the Python agent had wired: {first}\n{}",
+        b.agent_log()
+    );
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(8) {
+        let now = b.peer_prefixes()?;
+        let lost: Vec<_> = peer_before.iter().filter(|p| !now.contains(p)).collect();
+        ensure!(lost.is_empty(), "taking over withdrew {lost:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let busy: Vec<String> = b
+        .agent_log()
+        .lines()
+        .filter(|l| l.contains("reconciled reasons=") && !l.contains(" ops=0 "))
+        .map(str::to_string)
+        .collect();
+    ensure!(busy.is_empty(), "reconciles that wrote: {busy:?}");
+    let reconciles = b
+        .agent_log()
+        .lines()
+        .filter(|l| l.contains("reconciled reasons="))
+        .count();
+    ensure!(
+        reconciles >= 2,
+        "expected the first and at least one periodic reconcile in 8 s, got {reconciles}"
+    );
+    ensure!(
+        b.plan_op_count()? == 0,
+        "plan after takeover: {}",
+        b.plan()?
+    );
+    let rules_after = rules(&b)?;
+    ensure!(
+        rules_after == rules_before,
+        "rules changed:\nbefore:\n{rules_before}\nafter:\n{rules_after}"
+    );
+    step(
+        t0,
+        &format!("daemon took over: {reconciles} reconciles, each 0 ops, nothing withdrawn for 8 s, rules and priorities unchanged, plan empty"),
+    );
+    b.stop_daemon()?;
+    Ok(())
+}
+
 /// On any kernel: `plan` live against real ovsdb-servers and the node
 /// namespace lists the full wiring and changes nothing.
 #[test]

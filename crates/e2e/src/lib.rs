@@ -13,6 +13,7 @@ use obgp_testbed::frr::{FrrPair, FrrPairOptions};
 use obgp_testbed::ovsdb::{run, transact_cli, Cluster, OvsdbServer};
 use serde_json::Value;
 
+pub mod interrupt;
 pub mod python_node;
 use python_node::PythonWrite;
 
@@ -77,7 +78,8 @@ pub fn ip(args: &[&str]) -> Result<String> {
     run(Command::new("ip").args(args))
 }
 
-/// Polls `f` every 100 ms until it returns `Some`, up to `timeout`.
+/// Polls `f` every 100 ms until it returns `Some`, up to `timeout`; stops
+/// with an error as soon as [`interrupt::catch_interrupts`] caught a signal.
 pub fn wait_for<T>(
     what: &str,
     timeout: Duration,
@@ -86,6 +88,9 @@ pub fn wait_for<T>(
     let start = Instant::now();
     let mut last_err = None;
     loop {
+        if let Some(signal) = interrupt::interrupted() {
+            bail!("interrupted by signal {signal} while waiting for {what}");
+        }
         match f() {
             Ok(Some(v)) => return Ok(v),
             Ok(None) => {}

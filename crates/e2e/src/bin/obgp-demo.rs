@@ -39,7 +39,17 @@ const NOT_EXPECTED: &[(&str, &str)] = &[("172.24.4.12/32", "vm3, bound to other-
 
 fn main() -> ExitCode {
     let inside_vm = std::env::args().any(|a| a == "--inside-vm");
-    match real_main(inside_vm) {
+    // Ctrl-C stops the demo's waits with an error instead of killing it, so
+    // the bench (namespaces, servers, FRR) is dropped and removed.
+    obgp_e2e::interrupt::catch_interrupts();
+    let result = real_main(inside_vm);
+    if let Some(signal) = obgp_e2e::interrupt::interrupted() {
+        eprintln!(
+            "obgp-demo: interrupted (signal {signal}); everything it started has been removed"
+        );
+        return ExitCode::from(128 + signal as u8);
+    }
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("obgp-demo: {e:#}");

@@ -31,11 +31,17 @@ use obgp_ovn::{Snapshot, NB_DB, OVS_DB};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
+/// This thread's CPU time in ns (`CLOCK_THREAD_CPUTIME_ID`; schedstat only
+/// moves at scheduler ticks here).
 fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The NB topology of `vms` VM ports plus this node's OVS database

@@ -146,18 +146,25 @@ impl<'a> NbUnderlay<'a> {
         self.load_balancers();
         // Every IP has one slot (see `expose`): sort the (IP, slot) pairs,
         // not the exposures, and move each exposure once, into the map.
-        let mut order: Vec<(IpAddr, u32)> = self
-            .exposed
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| Some((e.as_ref()?.ip, i as u32)))
-            .collect();
+        // Both vectors are sized up front: a filtered collect grows by
+        // doubling, copying the exposures again at each step.
+        let mut order: Vec<(IpAddr, u32)> = Vec::with_capacity(self.exposed.len());
+        order.extend(
+            self.exposed
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| Some((e.as_ref()?.ip, i as u32))),
+        );
         order.sort_unstable();
         let mut slots = self.exposed;
-        self.out.exposed = order
-            .into_iter()
-            .filter_map(|(ip, i)| Some((ip, slots[i as usize].take()?)))
-            .collect();
+        let mut sorted = Vec::with_capacity(order.len());
+        sorted.extend(
+            order
+                .into_iter()
+                .filter_map(|(ip, i)| Some((ip, slots[i as usize].take()?))),
+        );
+        // From a vector, the map reuses it for its sort check and builds in bulk.
+        self.out.exposed = sorted.into_iter().collect();
         self.out
     }
 

@@ -14,7 +14,7 @@
 //! Only what the ownership rules (O5 and docs/ownership.md) name is ever
 //! deleted, and never a route with proto 186 (FRR) or one of the kernel's.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
 
@@ -150,6 +150,8 @@ pub fn plan_after(
         created: BTreeSet::new(),
         want_rules: Vec::new(),
         want_routes: Vec::new(),
+        prev_scans: 0,
+        prev_index: None,
     };
     p.resolve_tables()?;
     p.want_rules = p.desired_rules();
@@ -180,7 +182,15 @@ struct Planner<'a> {
     want_rules: Vec<WantRule>,
     /// The desired routes as the kernel would hold them (in desired order).
     want_routes: Vec<(KernelRoute, Class)>,
+    /// How many leftovers looked their class up by scanning the previous
+    /// desired state, and the index that answers after that.
+    prev_scans: usize,
+    prev_index: Option<HashMap<IpNet, Class, FastHash>>,
 }
+
+/// Leftovers whose class is found by scanning the previous desired state
+/// before an index of it is built.
+const PREV_SCANS: usize = 16;
 
 /// A desired rule with its table resolved: `(v6, dst, table, priority, class)`.
 type WantRule = (bool, IpNet, u32, Option<u32>, Class);
@@ -756,10 +766,40 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The previous desired state's class of an object with this destination.
-    fn previous_class(&self, subject: Option<IpNet>) -> Option<Class> {
+    /// The previous desired state's class of an object with this destination:
+    /// the first one found among its addresses, then rules, routes,
+    /// neighbours and proxy entries. A few leftovers scan the previous state;
+    /// from the [`PREV_SCANS`]th on, an index built once answers (a mass
+    /// withdrawal would otherwise scan it once per leftover).
+    fn previous_class(&mut self, subject: Option<IpNet>) -> Option<Class> {
         let prev = self.previous?;
         let s = subject?.trunc();
+        if self.prev_scans < PREV_SCANS {
+            self.prev_scans += 1;
+            return Self::previous_class_scan(prev, s);
+        }
+        let index = self.prev_index.get_or_insert_with(|| {
+            let mut index: HashMap<IpNet, Class, FastHash> = HashMap::default();
+            let nets = (prev.addresses.iter().map(|(a, c)| (Some(a.net), c)))
+                .chain(prev.rules.iter().map(|(r, c)| (Some(r.dst), c)))
+                .chain(prev.routes.iter().map(|(r, c)| (r.dst, c)))
+                .chain(prev.neighbours.iter().map(|(n, c)| (Some(n.dst.into()), c)))
+                .chain(
+                    prev.proxy_neighbours
+                        .iter()
+                        .map(|(n, c)| (Some(n.dst.into()), c)),
+                );
+            for (net, class) in nets {
+                if let Some(net) = net {
+                    index.entry(net.trunc()).or_insert(*class);
+                }
+            }
+            index
+        });
+        index.get(&s).copied()
+    }
+
+    fn previous_class_scan(prev: &DesiredNode, s: IpNet) -> Option<Class> {
         let hit = |n: IpNet| n.trunc() == s;
         prev.addresses
             .iter()
@@ -1122,4 +1162,120 @@ pub fn order_violations(steps: &[Step]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obgp_netmodel::{Address, Neighbour, ProxyNeighbour, Route, Rule};
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    /// A previous desired state where several objects share a destination
+    /// with different classes, so "the first one found" matters.
+    fn previous() -> DesiredNode {
+        let mut d = DesiredNode::default();
+        let br = TableRef::Bridge(dev("br-ex"));
+        for i in 0..60u8 {
+            let ip: IpAddr = format!("172.24.4.{i}").parse().unwrap();
+            let net = IpNet::from(ip);
+            let class = [Class::Vm, Class::Fip, Class::Lb, Class::Gateway][usize::from(i % 4)];
+            if i % 3 != 0 {
+                d.addresses.insert(
+                    Address {
+                        dev: dev("bgp-nic"),
+                        net,
+                    },
+                    class,
+                );
+            }
+            d.rules.insert(
+                Rule {
+                    dst: net,
+                    table: br.clone(),
+                    priority: None,
+                },
+                Class::TenantVm,
+            );
+            d.neighbours.insert(
+                Neighbour {
+                    dev: dev("br-ex"),
+                    dst: ip,
+                    lladdr: MacAddr([0xfa, 0x16, 0x3e, 0, 0, i]),
+                },
+                Class::Subnet,
+            );
+        }
+        d.routes.insert(
+            Route {
+                table: br,
+                v6: false,
+                dst: Some("10.0.0.0/24".parse().unwrap()),
+                dev: Some(dev("br-ex")),
+                via: Some("172.24.4.1".parse().unwrap()),
+                proto: 3,
+                scope: 0,
+                kind: RouteType::Unicast,
+                metric: None,
+            },
+            Class::Subnet,
+        );
+        d.proxy_neighbours.insert(
+            ProxyNeighbour {
+                dev: dev("br-ex"),
+                dst: "2001:db8::".parse().unwrap(),
+            },
+            Class::Vm,
+        );
+        d
+    }
+
+    #[test]
+    fn previous_class_index_answers_as_the_scan_does() {
+        let prev = previous();
+        let (desired, actual) = (DesiredNode::default(), Actual::default());
+        let mut p = Planner {
+            desired: &desired,
+            previous: Some(&prev),
+            actual: &actual,
+            tables: BTreeMap::new(),
+            steps: Vec::new(),
+            skipped: Vec::new(),
+            created: BTreeSet::new(),
+            want_rules: Vec::new(),
+            want_routes: Vec::new(),
+            prev_scans: 0,
+            prev_index: None,
+        };
+        let mut subjects: Vec<IpNet> = (0..64u8)
+            .map(|i| format!("172.24.4.{i}/32").parse().unwrap())
+            .collect();
+        subjects.extend(
+            [
+                "10.0.0.0/24",
+                "10.0.0.7/24",
+                "2001:db8::/64",
+                "2001:db8::1/128",
+            ]
+            .map(|s| s.parse::<IpNet>().unwrap()),
+        );
+        let mut classes = Vec::new();
+        for s in &subjects {
+            let scanned = Planner::previous_class_scan(&prev, s.trunc());
+            assert_eq!(p.previous_class(Some(*s)), scanned, "{s}");
+            classes.push(scanned);
+        }
+        assert!(p.prev_index.is_some(), "more than {PREV_SCANS} lookups");
+        // Every kind of answer was exercised, including none.
+        for c in [
+            Some(Class::Vm),
+            Some(Class::TenantVm),
+            Some(Class::Subnet),
+            None,
+        ] {
+            assert!(classes.contains(&c), "{c:?}");
+        }
+    }
 }

@@ -1,30 +1,53 @@
 //! Benchmark on the project's shared topology generator (crates/topogen, the
 //! shape of upstream's `gen_ovn_topology.py`): its NB transactions are
-//! replayed in memory with `obgp_ovn::fixture`, then `desired_state` and
-//! `to_node` are timed as in `desired_state.rs`.
+//! replayed in memory with `obgp_ovn::fixture`, then the pure part of one
+//! reconcile is timed phase by phase: `desired_state`, `to_node`, and
+//! `obgp_node::plan_after` in the two event cases:
 //!
-//! Run: `cargo bench -p obgp-desired --bench desired_topogen [-- 10000 ...] [iters=N]`.
+//! - `plan +1`: a VM port came up. The node is converged on the desired
+//!   state without that VM's exposure (the previous desired state), and the
+//!   new desired state has it;
+//! - `plan -1`: a VM port went away. The node is converged on the full
+//!   desired state, the new desired state lacks the exposure.
+//!
+//! "Converged" is what the kernel would report after the plan ran: the plan
+//! from a bare node (br-ex with its patch port, the kernel's default rules)
+//! is applied to an `obgp_node::ModelNode`, which must then plan nothing.
+//!
+//! Run: `cargo bench -p obgp-desired --bench desired_topogen [-- 10000 ...] [iters=N] [dump=DIR]`.
+//! `dump=DIR` writes the desired node and both plans per size (Debug text),
+//! to diff the results of two builds.
 
 use std::hint::black_box;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_state, NodeFacts};
+use obgp_desired::{desired_state, Desired, NodeFacts};
+use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
+use obgp_node::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{Snapshot, NB_DB, OVS_DB};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
+/// This thread's CPU time in ns (`CLOCK_THREAD_CPUTIME_ID`; schedstat only
+/// moves at scheduler ticks here).
 fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The NB topology of `vms` VM ports plus this node's OVS database
-/// (`host-000`/`chassis-000`, physnet1 on br-ex with the provnet patch port).
-fn load(vms: usize, distributed: bool) -> Snapshot {
+/// (`host-000`/`chassis-000`, physnet1 on br-ex with the provnet patch
+/// port). Returns the snapshot and the patch port's name.
+fn load(vms: usize, distributed: bool) -> (Snapshot, String) {
     let topo = Topology::generate(Params {
         vms,
         distributed,
@@ -52,17 +75,109 @@ fn load(vms: usize, distributed: bool) -> Snapshot {
     }}))
     .expect("ovs fixture");
     db.dbs.insert(OVS_DB.to_string(), ovs.dbs[OVS_DB].clone());
-    db.snapshot()
+    (db.snapshot(), patch)
+}
+
+/// A node before the agent touched it: br-ex (an OVS bridge with a MAC and
+/// the patch port), the kernel's default rules and rt_tables.
+fn bare_node(patch: &str) -> Actual {
+    let mut a = Actual::default();
+    let br = DevName::new("br-ex").expect("valid");
+    a.links.insert(
+        br.clone(),
+        ActualLink {
+            index: 1,
+            kind: "openvswitch".into(),
+            mac: Some(MacAddr([0x02, 0, 0, 0, 0xbe, 0xef])),
+            up: true,
+            master: None,
+            parent: None,
+            vlan_id: None,
+            vrf_table: None,
+        },
+    );
+    for v6 in [false, true] {
+        for (priority, table) in [(0, 255), (32766, 254), (32767, 253)] {
+            if v6 && priority == 32767 {
+                continue;
+            }
+            a.rules.insert(KernelRule {
+                v6,
+                priority,
+                dst: None,
+                table,
+            });
+        }
+    }
+    a.rt_tables = RtTables {
+        text: "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n".into(),
+    };
+    a.bridges
+        .entry(br)
+        .or_default()
+        .ports
+        .insert(patch.to_string(), 1);
+    a
+}
+
+/// The node after the agent converged it on `node`, starting from `from`.
+fn converge(node: &DesiredNode, from: Actual) -> Actual {
+    let p = plan(node, &from).expect("plannable");
+    let mut m = ModelNode::new(from);
+    m.apply_all(p.ops());
+    let failed: Vec<_> = m.log.iter().filter(|(_, r)| r.is_err()).collect();
+    assert!(failed.is_empty(), "converging failed: {:?}", &failed[..1]);
+    let again = plan_after(node, Some(node), &m.actual).expect("plannable");
+    assert!(again.is_empty(), "not converged:\n{again}");
+    m.actual
+}
+
+/// The desired state without one wired VM exposure (the middle one by IP).
+fn without_one_vm(d: &Desired) -> (Desired, IpAddr) {
+    let vms: Vec<IpAddr> = d
+        .exposed
+        .values()
+        .filter(|e| e.class == Class::Vm && e.wiring.is_some())
+        .map(|e| e.ip)
+        .collect();
+    let ip = vms[vms.len() / 2];
+    let mut less = d.clone();
+    less.exposed.remove(&ip);
+    (less, ip)
+}
+
+fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Milliseconds, from nanoseconds (CPU time) or a `Duration` (wall time).
+fn ms(t: impl Into<Nanos>) -> String {
+    format!("{:.2}", t.into().0 as f64 / 1e6)
+}
+
+struct Nanos(u128);
+
+impl From<u64> for Nanos {
+    fn from(ns: u64) -> Nanos {
+        Nanos(ns.into())
+    }
+}
+
+impl From<Duration> for Nanos {
+    fn from(d: Duration) -> Nanos {
+        Nanos(d.as_nanos())
+    }
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let iters: usize = std::env::args()
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let iters: usize = args
+        .iter()
         .find_map(|a| a.strip_prefix("iters=").and_then(|n| n.parse().ok()))
         .unwrap_or(30);
+    let dump = args.iter().find_map(|a| a.strip_prefix("dump="));
     let sizes = if sizes.is_empty() {
         vec![10_000, 50_000, 100_000]
     } else {
@@ -74,39 +189,95 @@ fn main() {
     config.default.bgp_router_id = Some("192.0.2.1".into());
     config.default.expose_tenant_networks = true;
     let facts = NodeFacts::default();
+    println!("median on-CPU ms per phase, and wall ms of the +1 pipeline ({iters} iterations)");
     println!(
-        "{:>8} {:>12} {:>8} {:>12} {:>12} {:>12} {:>13}",
-        "vms", "fip mode", "exposed", "desired min", "desired med", "desired cpu", "+to_node med"
+        "{:>7} {:>11} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "vms",
+        "fip mode",
+        "exposed",
+        "objects",
+        "desired",
+        "to_node",
+        "plan +1",
+        "plan -1",
+        "ops +1",
+        "cpu +1",
+        "wall +1"
     );
     for n in sizes {
         for distributed in [false, true] {
-            let snap = load(n, distributed);
+            let (snap, patch) = load(n, distributed);
             assert!(snap.warnings().is_empty(), "{:?}", &snap.warnings()[..1]);
-            let (mut runs, mut with_node, mut cpu, mut exposed) = (Vec::new(), Vec::new(), 0u64, 0);
+            let desired = desired_state(&snap, &config, &facts).expect("supported");
+            let full = desired.to_node();
+            let (less, gone) = without_one_vm(&desired);
+            let less = less.to_node();
+            let before = converge(&less, bare_node(&patch));
+            let after = converge(&full, before.clone());
+
+            // On-CPU time per phase (robust to the other load on the
+            // machine), and the wall time of the +1 pipeline.
+            let (mut c_desired, mut c_node, mut c_add, mut c_del, mut c_total, mut w_total) = (
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            );
+            let (mut add, mut del) = (Plan::default(), Plan::default());
             for _ in 0..iters {
-                let c0 = cpu_ns();
                 let t = Instant::now();
+                let c0 = cpu_ns();
                 let d = desired_state(black_box(&snap), &config, &facts).expect("supported");
-                runs.push(t.elapsed());
-                cpu += cpu_ns() - c0;
+                let c1 = cpu_ns();
                 let node = d.to_node();
-                with_node.push(t.elapsed());
-                exposed = d.exposed.len();
-                black_box(node);
+                let c2 = cpu_ns();
+                add = plan_after(black_box(&node), Some(&less), &before).expect("plannable");
+                let c3 = cpu_ns();
+                w_total.push(t.elapsed());
+                del = plan_after(black_box(&less), Some(&node), &after).expect("plannable");
+                let c4 = cpu_ns();
+                c_desired.push(c1 - c0);
+                c_node.push(c2 - c1);
+                c_add.push(c3 - c2);
+                c_del.push(c4 - c3);
+                c_total.push(c3 - c0);
+                black_box((d, node));
             }
-            runs.sort();
-            with_node.sort();
+            assert!(
+                add.steps.iter().all(|s| s.op.is_add()) && !add.is_empty(),
+                "plan +1 for {gone}:\n{add}"
+            );
+            assert!(
+                del.steps.iter().all(|s| !s.op.is_add()) && !del.is_empty(),
+                "plan -1 for {gone}:\n{del}"
+            );
             let mode = if distributed {
                 "distributed"
             } else {
                 "centralized"
             };
+            if let Some(dir) = dump {
+                let path = format!("{dir}/{n}-{mode}.txt");
+                let text = format!("{full:#?}\n{add:#?}\n{del:#?}\n");
+                std::fs::write(&path, text).expect("write dump");
+            }
+            let objects = full.addresses.len()
+                + full.rules.len()
+                + full.routes.len()
+                + full.neighbours.len()
+                + full.proxy_neighbours.len();
             println!(
-                "{n:>8} {mode:>12} {exposed:>8} {:>12.2?} {:>12.2?} {:>12.2?} {:>13.2?}",
-                runs[0],
-                runs[runs.len() / 2],
-                Duration::from_nanos(cpu / iters as u64),
-                with_node[with_node.len() / 2]
+                "{n:>7} {mode:>11} {:>7} {objects:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+                desired.exposed.len(),
+                ms(median(c_desired)),
+                ms(median(c_node)),
+                ms(median(c_add)),
+                ms(median(c_del)),
+                add.steps.len(),
+                ms(median(c_total)),
+                ms(median(w_total)),
             );
         }
     }

@@ -8,7 +8,9 @@
 //! the work is proportional to what is local to this chassis.
 
 use std::cell::Cell;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -25,6 +27,25 @@ use crate::model::{
     proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,
     TenantSubnet, VlanDevice, WireTarget,
 };
+
+/// An IP as a hash key: hashed as one or two words, where `IpAddr`'s own
+/// `Hash` goes through the hasher's byte-slice path (a third of the
+/// exposure bookkeeping's time).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct IpKey(IpAddr);
+
+impl Hash for IpKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        match self.0 {
+            IpAddr::V4(a) => h.write_u32(u32::from(a)),
+            IpAddr::V6(a) => {
+                let bits = u128::from(a);
+                h.write_u64(bits as u64);
+                h.write_u64((bits >> 64) as u64);
+            }
+        }
+    }
+}
 
 /// Where a provider network (a switch with a localnet mapped here) lands.
 #[derive(Debug)]
@@ -64,10 +85,14 @@ pub(crate) struct NbUnderlay<'a> {
     /// Index of each bridge's wiring in `out.bridges` (first mapping entry).
     bridge_slot: HashMap<DevName, usize>,
     providers: HashMap<&'a str, Option<Rc<Provider<'a>>>, FastHash>,
-    /// Exposures while computing, in insertion order, with an index by IP;
-    /// sorted into `out.exposed` at the end (moving each entry once).
-    exposed: Vec<ExposedIp>,
-    exposed_at: HashMap<IpAddr, u32, FastHash>,
+    /// Exposures while computing, in insertion order (each slot is taken
+    /// when they are sorted into `out.exposed` at the end), with an index by IP.
+    exposed: Vec<Option<ExposedIp>>,
+    exposed_at: HashMap<IpKey, u32, FastHash>,
+    /// The last switch [`Self::provider`] answered for: consecutive ports
+    /// are mostly on the same network, and comparing the name is cheaper
+    /// than hashing it.
+    last_provider: Option<(&'a str, Option<Rc<Provider<'a>>>)>,
     gateways: HashMap<&'a str, LocalGateway<'a>>,
     /// Tenant networks whose subnets are wired here (upstream `ovn_local_lrps`).
     local_tenant_networks: HashSet<&'a str>,
@@ -84,6 +109,7 @@ impl<'a> NbUnderlay<'a> {
             providers: HashMap::default(),
             exposed: Vec::with_capacity(1024),
             exposed_at: HashMap::with_capacity_and_hasher(1024, FastHash::default()),
+            last_provider: None,
             gateways: HashMap::new(),
             local_tenant_networks: HashSet::new(),
             allowed_scopes: cfg
@@ -118,13 +144,27 @@ impl<'a> NbUnderlay<'a> {
             ),
         }
         self.load_balancers();
-        let mut order: Vec<(IpAddr, u32)> = self.exposed_at.into_iter().collect();
+        // Every IP has one slot (see `expose`): sort the (IP, slot) pairs,
+        // not the exposures, and move each exposure once, into the map.
+        // Both vectors are sized up front: a filtered collect grows by
+        // doubling, copying the exposures again at each step.
+        let mut order: Vec<(IpAddr, u32)> = Vec::with_capacity(self.exposed.len());
+        order.extend(
+            self.exposed
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| Some((e.as_ref()?.ip, i as u32))),
+        );
         order.sort_unstable();
-        let mut slots: Vec<Option<ExposedIp>> = self.exposed.into_iter().map(Some).collect();
-        self.out.exposed = order
-            .into_iter()
-            .filter_map(|(ip, i)| Some((ip, slots[i as usize].take()?)))
-            .collect();
+        let mut slots = self.exposed;
+        let mut sorted = Vec::with_capacity(order.len());
+        sorted.extend(
+            order
+                .into_iter()
+                .filter_map(|(ip, i)| Some((ip, slots[i as usize].take()?))),
+        );
+        // From a vector, the map reuses it for its sort check and builds in bulk.
+        self.out.exposed = sorted.into_iter().collect();
         self.out
     }
 
@@ -178,6 +218,18 @@ impl<'a> NbUnderlay<'a> {
     /// The provider wiring of switch `switch`, or `None` when it has no
     /// localnet or its physical network is not mapped here.
     fn provider(&mut self, switch: &'a str) -> Option<Rc<Provider<'a>>> {
+        if let Some((last, p)) = &self.last_provider {
+            // Ports of one network often share the name's allocation.
+            if std::ptr::eq(*last, switch) || *last == switch {
+                return p.clone();
+            }
+        }
+        let p = self.provider_uncached(switch);
+        self.last_provider = Some((switch, p.clone()));
+        p
+    }
+
+    fn provider_uncached(&mut self, switch: &'a str) -> Option<Rc<Provider<'a>>> {
         if let Some(p) = self.providers.get(switch) {
             return p.clone();
         }
@@ -239,22 +291,22 @@ impl<'a> NbUnderlay<'a> {
     }
 
     fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {
-        match self.exposed_at.get(&ip) {
+        match self.exposed_at.entry(IpKey(ip)) {
             // A later exposure of the same IP replaces the wiring, as
             // upstream's `ip neigh replace` would; the first class stays.
-            Some(&i) => {
-                if wiring.is_some() {
-                    self.exposed[i as usize].wiring = wiring;
+            Entry::Occupied(at) => {
+                if let (Some(wiring), Some(e)) = (wiring, &mut self.exposed[*at.get() as usize]) {
+                    e.wiring = Some(wiring);
                 }
             }
-            None => {
-                self.exposed_at.insert(ip, self.exposed.len() as u32);
-                self.exposed.push(ExposedIp {
+            Entry::Vacant(at) => {
+                at.insert(self.exposed.len() as u32);
+                self.exposed.push(Some(ExposedIp {
                     ip,
                     class,
                     wiring,
                     source,
-                });
+                }));
             }
         }
     }

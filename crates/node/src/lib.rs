@@ -7,6 +7,7 @@
 
 pub mod actual;
 pub mod compare;
+mod fasthash;
 pub mod io;
 pub mod kernel;
 pub mod model;

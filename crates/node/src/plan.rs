@@ -14,17 +14,18 @@
 //! Only what the ownership rules (O5 and docs/ownership.md) name is ever
 //! deleted, and never a route with proto 186 (FRR) or one of the kernel's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
 
 use obgp_netmodel::{
-    Address, Class, DesiredNode, DevName, IpNet, LinkKind, Neighbour, ProxyNeighbour, RouteType,
+    Class, DesiredNode, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
     TableRef,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::actual::{Actual, KernelRoute, KernelRule, OfFlow};
+use crate::fasthash::FastHash;
 use crate::op::Op;
 
 /// Lowest and highest table number the agent allocates for a bridge.
@@ -147,8 +148,14 @@ pub fn plan_after(
         steps: Vec::new(),
         skipped: Vec::new(),
         created: BTreeSet::new(),
+        want_rules: Vec::new(),
+        want_routes: Vec::new(),
+        prev_scans: 0,
+        prev_index: None,
     };
     p.resolve_tables()?;
+    p.want_rules = p.desired_rules();
+    p.want_routes = p.desired_routes();
     p.links();
     p.frr();
     p.sysctls();
@@ -171,6 +178,50 @@ struct Planner<'a> {
     skipped: Vec<Skip>,
     /// Links this plan creates.
     created: BTreeSet<DevName>,
+    /// The desired rules with their tables resolved (in desired order).
+    want_rules: Vec<WantRule>,
+    /// The desired routes as the kernel would hold them (in desired order).
+    want_routes: Vec<(KernelRoute, Class)>,
+    /// How many leftovers looked their class up by scanning the previous
+    /// desired state, and the index that answers after that.
+    prev_scans: usize,
+    prev_index: Option<HashMap<IpNet, Class, FastHash>>,
+}
+
+/// Leftovers whose class is found by scanning the previous desired state
+/// before an index of it is built.
+const PREV_SCANS: usize = 16;
+
+/// A desired rule with its table resolved: `(v6, dst, table, priority, class)`.
+type WantRule = (bool, IpNet, u32, Option<u32>, Class);
+
+/// Walks `items` and the ascending `have` together, pairing each item with
+/// whether `have` holds one that `cmp` calls equal. `items` must be ascending
+/// in the same order: one pass over both (O(n + m)) instead of a tree lookup
+/// per item.
+fn flag_present<'h, I, H, F>(
+    items: I,
+    have: impl IntoIterator<Item = &'h H>,
+    cmp: F,
+) -> impl Iterator<Item = (I::Item, bool)>
+where
+    I: IntoIterator,
+    H: 'h,
+    F: Fn(&I::Item, &H) -> std::cmp::Ordering,
+{
+    let mut have = have.into_iter().peekable();
+    items.into_iter().map(move |item| {
+        while let Some(h) = have.peek() {
+            match cmp(&item, h) {
+                std::cmp::Ordering::Greater => {
+                    have.next();
+                }
+                std::cmp::Ordering::Equal => return (item, true),
+                std::cmp::Ordering::Less => break,
+            }
+        }
+        (item, false)
+    })
 }
 
 /// Ranks inside a group: the order of object kinds.
@@ -261,7 +312,9 @@ impl<'a> Planner<'a> {
             .chain(d.routes.keys().map(|r| &r.table));
         for t in refs {
             if let TableRef::Bridge(b) = t {
-                bridges.insert(b.clone());
+                if !bridges.contains(b) {
+                    bridges.insert(b.clone());
+                }
             }
         }
         let mut used: BTreeSet<u32> = self
@@ -432,14 +485,14 @@ impl<'a> Planner<'a> {
     }
 
     fn addresses(&mut self) {
-        for (a, class) in &self.desired.addresses {
-            let a = Address {
-                dev: a.dev.clone(),
-                net: a.net,
-            };
-            if self.actual.addresses.contains(&a) {
+        let (desired, actual) = (self.desired, self.actual);
+        let have = &actual.addresses;
+        for ((a, class), present) in flag_present(&desired.addresses, have, |(w, _), h| (*w).cmp(h))
+        {
+            if present {
                 continue;
             }
+            let a = a.clone();
             if !self.will_exist(&a.dev) {
                 self.skip(
                     format!("address {} dev {}", a.net, a.dev),
@@ -454,11 +507,6 @@ impl<'a> Planner<'a> {
             };
             self.push(group, rank::ADDRESS, Some(*class), Op::AddAddress(a));
         }
-    }
-
-    /// Whether a kernel rule satisfies a desired one.
-    fn rule_satisfies(k: &KernelRule, v6: bool, dst: IpNet, table: u32, prio: Option<u32>) -> bool {
-        k.v6 == v6 && k.dst == Some(dst) && k.table == table && prio.is_none_or(|p| p == k.priority)
     }
 
     fn desired_rules(&self) -> Vec<(bool, IpNet, u32, Option<u32>, Class)> {
@@ -479,13 +527,26 @@ impl<'a> Planner<'a> {
     }
 
     fn rules(&mut self) {
-        for (v6, dst, table, prio, class) in self.desired_rules() {
-            if self
-                .actual
-                .rules
-                .iter()
-                .any(|k| Self::rule_satisfies(k, v6, dst, table, prio))
-            {
+        // Any priority satisfies a rule that names none: index the kernel's
+        // rules by what must match (a priority, when given, is a tree lookup).
+        let have: HashSet<(bool, IpNet, u32), FastHash> = self
+            .actual
+            .rules
+            .iter()
+            .filter_map(|k| Some((k.v6, k.dst?, k.table)))
+            .collect();
+        for i in 0..self.want_rules.len() {
+            let (v6, dst, table, prio, class) = self.want_rules[i];
+            let present = match prio {
+                None => have.contains(&(v6, dst, table)),
+                Some(priority) => self.actual.rules.contains(&KernelRule {
+                    v6,
+                    priority,
+                    dst: Some(dst),
+                    table,
+                }),
+            };
+            if present {
                 continue;
             }
             let op = Op::AddRule {
@@ -521,11 +582,27 @@ impl<'a> Planner<'a> {
             .collect()
     }
 
+    /// Whether the kernel holds each desired route, in desired order.
+    fn routes_present(&self) -> Vec<bool> {
+        let have = &self.actual.routes;
+        let want = &self.want_routes;
+        if want.is_sorted_by(|a, b| a.0 <= b.0) {
+            flag_present(want, have, |(w, _), h| w.cmp(h))
+                .map(|(_, present)| present)
+                .collect()
+        } else {
+            want.iter().map(|(w, _)| have.contains(w)).collect()
+        }
+    }
+
     fn routes(&mut self) {
-        for (want, class) in self.desired_routes() {
-            if self.actual.routes.contains(&want) {
+        let present = self.routes_present();
+        let want_routes = std::mem::take(&mut self.want_routes);
+        for ((want, class), present) in want_routes.iter().zip(present) {
+            if present {
                 continue;
             }
+            let (want, class) = (want.clone(), *class);
             let same_key = self.actual.routes.iter().find(|a| a.key() == want.key());
             if same_key.is_some_and(|a| a.proto == obgp_netmodel::proto::FRR) {
                 self.skip(
@@ -558,11 +635,16 @@ impl<'a> Planner<'a> {
             };
             self.push(group, rank::ROUTE, Some(class), op);
         }
+        self.want_routes = want_routes;
     }
 
     fn neighbours(&mut self) {
-        for (n, class) in &self.desired.neighbours {
-            if self.actual.neighbours.contains(n) {
+        let (desired, actual) = (self.desired, self.actual);
+        let wanted = flag_present(&desired.neighbours, &actual.neighbours, |(w, _), h| {
+            (*w).cmp(h)
+        });
+        for ((n, class), present) in wanted {
+            if present {
                 continue;
             }
             if !self.will_exist(&n.dev) {
@@ -579,8 +661,13 @@ impl<'a> Planner<'a> {
                 Op::ReplaceNeighbour(n.clone()),
             );
         }
-        for (p, class) in &self.desired.proxy_neighbours {
-            if self.actual.proxy_neighbours.contains(p) {
+        let wanted = flag_present(
+            &desired.proxy_neighbours,
+            &actual.proxy_neighbours,
+            |(w, _), h| (*w).cmp(h),
+        );
+        for ((p, class), present) in wanted {
+            if present {
                 continue;
             }
             if !self.will_exist(&p.dev) {
@@ -679,10 +766,40 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The previous desired state's class of an object with this destination.
-    fn previous_class(&self, subject: Option<IpNet>) -> Option<Class> {
+    /// The previous desired state's class of an object with this destination:
+    /// the first one found among its addresses, then rules, routes,
+    /// neighbours and proxy entries. A few leftovers scan the previous state;
+    /// from the [`PREV_SCANS`]th on, an index built once answers (a mass
+    /// withdrawal would otherwise scan it once per leftover).
+    fn previous_class(&mut self, subject: Option<IpNet>) -> Option<Class> {
         let prev = self.previous?;
         let s = subject?.trunc();
+        if self.prev_scans < PREV_SCANS {
+            self.prev_scans += 1;
+            return Self::previous_class_scan(prev, s);
+        }
+        let index = self.prev_index.get_or_insert_with(|| {
+            let mut index: HashMap<IpNet, Class, FastHash> = HashMap::default();
+            let nets = (prev.addresses.iter().map(|(a, c)| (Some(a.net), c)))
+                .chain(prev.rules.iter().map(|(r, c)| (Some(r.dst), c)))
+                .chain(prev.routes.iter().map(|(r, c)| (r.dst, c)))
+                .chain(prev.neighbours.iter().map(|(n, c)| (Some(n.dst.into()), c)))
+                .chain(
+                    prev.proxy_neighbours
+                        .iter()
+                        .map(|(n, c)| (Some(n.dst.into()), c)),
+                );
+            for (net, class) in nets {
+                if let Some(net) = net {
+                    index.entry(net.trunc()).or_insert(*class);
+                }
+            }
+            index
+        });
+        index.get(&s).copied()
+    }
+
+    fn previous_class_scan(prev: &DesiredNode, s: IpNet) -> Option<Class> {
         let hit = |n: IpNet| n.trunc() == s;
         prev.addresses
             .iter()
@@ -745,17 +862,22 @@ impl<'a> Planner<'a> {
 
         // Withdrawals: bgp-nic host addresses and VRF-table routes (O2 first).
         if let Some(nic) = &d.announce_dev {
-            let wanted: BTreeSet<&Address> = d.addresses.keys().collect();
-            for ad in &a.addresses {
-                if &ad.dev == nic && host_prefix(&ad.net) && !wanted.contains(ad) {
+            let on_nic = a.addresses.iter().filter(|ad| &ad.dev == nic);
+            for (ad, wanted) in flag_present(on_nic, d.addresses.keys(), |h, w| (*h).cmp(w)) {
+                if host_prefix(&ad.net) && !wanted {
                     self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
                 }
             }
         }
-        let want_routes = self.desired_routes();
-        let want_keys: BTreeSet<_> = want_routes.iter().map(|(r, _)| r.key()).collect();
-        for r in &a.routes {
-            if Actual::route_is_foreign(r) || want_keys.contains(&r.key()) {
+        // The kernel's routes in ascending key order, against the desired keys
+        // in the same order (sorted here only if the desired order differs).
+        let mut want_keys: Vec<_> = self.want_routes.iter().map(|(r, _)| r.key()).collect();
+        if !want_keys.is_sorted() {
+            want_keys.sort_unstable();
+        }
+        let routes = flag_present(&a.routes, &want_keys, |h, w| h.key().cmp(w));
+        for (r, wanted) in routes {
+            if Actual::route_is_foreign(r) || wanted {
                 continue;
             }
             let in_vrf = r.table == d.vrf_table;
@@ -774,15 +896,25 @@ impl<'a> Planner<'a> {
             }
         }
 
-        // Unwiring: rules into the bridge tables.
-        let want_rules = self.desired_rules();
+        // Unwiring: rules into the bridge tables. A desired rule without a
+        // priority keeps a kernel rule of any priority.
+        let mut any_priority: HashSet<(bool, IpNet, u32), FastHash> = HashSet::default();
+        let mut this_priority: HashSet<(bool, IpNet, u32, u32), FastHash> = HashSet::default();
+        for &(v6, dst, table, prio, _) in &self.want_rules {
+            match prio {
+                None => any_priority.insert((v6, dst, table)),
+                Some(p) => this_priority.insert((v6, dst, table, p)),
+            };
+        }
         for k in &a.rules {
-            if !owned_tables.contains(&k.table) || k.dst.is_none() {
+            if !owned_tables.contains(&k.table) {
                 continue;
             }
-            let wanted = want_rules
-                .iter()
-                .any(|(v6, dst, t, p, _)| Self::rule_satisfies(k, *v6, *dst, *t, *p));
+            let Some(dst) = k.dst else {
+                continue;
+            };
+            let wanted = any_priority.contains(&(k.v6, dst, k.table))
+                || this_priority.contains(&(k.v6, dst, k.table, k.priority));
             if !wanted {
                 let op = Op::DelRule {
                     table_name: self.table_name(k.table),
@@ -796,44 +928,64 @@ impl<'a> Planner<'a> {
         // device, and evidenced as the agent's by a host rule or route into a
         // bridge table, or by the previous desired state.
         let provider = self.provider_devices();
-        let mut evidence: BTreeSet<IpAddr> = BTreeSet::new();
-        for k in a.rules.iter().filter(|k| owned_tables.contains(&k.table)) {
-            if let Some(dst) = k.dst.filter(host_prefix) {
-                evidence.insert(dst.addr());
-            }
-        }
-        for r in a.routes.iter().filter(|r| owned_tables.contains(&r.table)) {
-            if let Some(dst) = r.dst.filter(host_prefix) {
-                evidence.insert(dst.addr());
-            }
-        }
-        let mut prev_neigh: BTreeSet<(DevName, IpAddr)> = BTreeSet::new();
-        let mut prev_proxy: BTreeSet<&ProxyNeighbour> = BTreeSet::new();
-        if let Some(prev) = self.previous {
-            prev_neigh.extend(prev.neighbours.keys().map(|n| (n.dev.clone(), n.dst)));
-            prev_proxy.extend(prev.proxy_neighbours.keys());
-        }
-        let want_neigh: BTreeSet<(&DevName, IpAddr)> =
-            d.neighbours.keys().map(|n| (&n.dev, n.dst)).collect();
-        let stale_neigh: Vec<Neighbour> = a
-            .neighbours
-            .iter()
-            .filter(|n| provider.contains(&n.dev))
-            .filter(|n| !want_neigh.contains(&(&n.dev, n.dst)))
-            .filter(|n| evidence.contains(&n.dst) || prev_neigh.contains(&(n.dev.clone(), n.dst)))
+        // Neighbours are keyed (dev, dst): the MAC does not make another one.
+        let by_dev_dst = |x: &&Neighbour, y: &Neighbour| (&x.dev, x.dst).cmp(&(&y.dev, y.dst));
+        let unwanted_neigh: Vec<&Neighbour> =
+            flag_present(&a.neighbours, d.neighbours.keys(), by_dev_dst)
+                .filter(|(n, wanted)| !wanted && provider.contains(&n.dev))
+                .map(|(n, _)| n)
+                .collect();
+        let unwanted_proxy: Vec<&ProxyNeighbour> =
+            flag_present(&a.proxy_neighbours, d.proxy_neighbours.keys(), |h, w| {
+                (*h).cmp(w)
+            })
+            .filter(|(p, wanted)| !wanted && provider.contains(&p.dev))
+            .map(|(p, _)| p)
+            .collect();
+        // Read only when something is unwanted: the host destinations of the
+        // kernel's rules and routes in the bridge tables, sorted.
+        let evidence: Vec<IpAddr> = if unwanted_neigh.is_empty() && unwanted_proxy.is_empty() {
+            Vec::new()
+        } else {
+            let rules = a.rules.iter().filter(|k| owned_tables.contains(&k.table));
+            let routes = a.routes.iter().filter(|r| owned_tables.contains(&r.table));
+            let mut ips: Vec<IpAddr> = rules
+                .filter_map(|k| k.dst)
+                .chain(routes.filter_map(|r| r.dst))
+                .filter(host_prefix)
+                .map(|n| n.addr())
+                .collect();
+            ips.sort_unstable();
+            ips.dedup();
+            ips
+        };
+        let prev = self.previous;
+        let in_prev_neigh = |n: &Neighbour| {
+            prev.is_some_and(|p| {
+                let from = Neighbour {
+                    dev: n.dev.clone(),
+                    dst: n.dst,
+                    lladdr: MacAddr([0; 6]),
+                };
+                p.neighbours
+                    .range(from..)
+                    .next()
+                    .is_some_and(|(m, _)| m.dev == n.dev && m.dst == n.dst)
+            })
+        };
+        let stale_neigh: Vec<Neighbour> = unwanted_neigh
+            .into_iter()
+            .filter(|n| evidence.binary_search(&n.dst).is_ok() || in_prev_neigh(n))
             .cloned()
             .collect();
         for n in stale_neigh {
             self.leftover(Group::Unwire, rank::NEIGHBOUR, Op::DelNeighbour(n));
         }
-        let stale_proxy: Vec<ProxyNeighbour> = a
-            .proxy_neighbours
-            .iter()
-            .filter(|p| provider.contains(&p.dev))
-            .filter(|p| !d.proxy_neighbours.contains_key(*p))
-            .filter(|p| {
-                prev_proxy.contains(p) || evidence.iter().any(|e| Self::in_slash64(*e, p.dst))
-            })
+        let in_prev_proxy =
+            |p: &ProxyNeighbour| prev.is_some_and(|prev| prev.proxy_neighbours.contains_key(p));
+        let stale_proxy: Vec<ProxyNeighbour> = unwanted_proxy
+            .into_iter()
+            .filter(|p| in_prev_proxy(p) || Self::slash64_has_any(&evidence, p.dst))
             .cloned()
             .collect();
         for p in stale_proxy {
@@ -910,6 +1062,15 @@ impl<'a> Planner<'a> {
             }
             _ => false,
         }
+    }
+
+    /// Whether the ascending `ips` hold one in the /64 whose network address
+    /// is `net_addr`. The addresses of a /64 that starts at its network
+    /// address are contiguous in `ips`, from the first one not below it.
+    fn slash64_has_any(ips: &[IpAddr], net_addr: IpAddr) -> bool {
+        let from = ips.partition_point(|ip| *ip < net_addr);
+        ips.get(from)
+            .is_some_and(|ip| Self::in_slash64(*ip, net_addr))
     }
 
     fn finish(self) -> Plan {
@@ -1001,4 +1162,120 @@ pub fn order_violations(steps: &[Step]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obgp_netmodel::{Address, Neighbour, ProxyNeighbour, Route, Rule};
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    /// A previous desired state where several objects share a destination
+    /// with different classes, so "the first one found" matters.
+    fn previous() -> DesiredNode {
+        let mut d = DesiredNode::default();
+        let br = TableRef::Bridge(dev("br-ex"));
+        for i in 0..60u8 {
+            let ip: IpAddr = format!("172.24.4.{i}").parse().unwrap();
+            let net = IpNet::from(ip);
+            let class = [Class::Vm, Class::Fip, Class::Lb, Class::Gateway][usize::from(i % 4)];
+            if i % 3 != 0 {
+                d.addresses.insert(
+                    Address {
+                        dev: dev("bgp-nic"),
+                        net,
+                    },
+                    class,
+                );
+            }
+            d.rules.insert(
+                Rule {
+                    dst: net,
+                    table: br.clone(),
+                    priority: None,
+                },
+                Class::TenantVm,
+            );
+            d.neighbours.insert(
+                Neighbour {
+                    dev: dev("br-ex"),
+                    dst: ip,
+                    lladdr: MacAddr([0xfa, 0x16, 0x3e, 0, 0, i]),
+                },
+                Class::Subnet,
+            );
+        }
+        d.routes.insert(
+            Route {
+                table: br,
+                v6: false,
+                dst: Some("10.0.0.0/24".parse().unwrap()),
+                dev: Some(dev("br-ex")),
+                via: Some("172.24.4.1".parse().unwrap()),
+                proto: 3,
+                scope: 0,
+                kind: RouteType::Unicast,
+                metric: None,
+            },
+            Class::Subnet,
+        );
+        d.proxy_neighbours.insert(
+            ProxyNeighbour {
+                dev: dev("br-ex"),
+                dst: "2001:db8::".parse().unwrap(),
+            },
+            Class::Vm,
+        );
+        d
+    }
+
+    #[test]
+    fn previous_class_index_answers_as_the_scan_does() {
+        let prev = previous();
+        let (desired, actual) = (DesiredNode::default(), Actual::default());
+        let mut p = Planner {
+            desired: &desired,
+            previous: Some(&prev),
+            actual: &actual,
+            tables: BTreeMap::new(),
+            steps: Vec::new(),
+            skipped: Vec::new(),
+            created: BTreeSet::new(),
+            want_rules: Vec::new(),
+            want_routes: Vec::new(),
+            prev_scans: 0,
+            prev_index: None,
+        };
+        let mut subjects: Vec<IpNet> = (0..64u8)
+            .map(|i| format!("172.24.4.{i}/32").parse().unwrap())
+            .collect();
+        subjects.extend(
+            [
+                "10.0.0.0/24",
+                "10.0.0.7/24",
+                "2001:db8::/64",
+                "2001:db8::1/128",
+            ]
+            .map(|s| s.parse::<IpNet>().unwrap()),
+        );
+        let mut classes = Vec::new();
+        for s in &subjects {
+            let scanned = Planner::previous_class_scan(&prev, s.trunc());
+            assert_eq!(p.previous_class(Some(*s)), scanned, "{s}");
+            classes.push(scanned);
+        }
+        assert!(p.prev_index.is_some(), "more than {PREV_SCANS} lookups");
+        // Every kind of answer was exercised, including none.
+        for c in [
+            Some(Class::Vm),
+            Some(Class::TenantVm),
+            Some(Class::Subnet),
+            None,
+        ] {
+            assert!(classes.contains(&c), "{c:?}");
+        }
+    }
 }

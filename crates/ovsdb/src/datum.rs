@@ -268,7 +268,22 @@ impl Row {
 
     /// The value of `column`, if present.
     pub fn get(&self, column: &str) -> Option<&Datum> {
+        #[cfg(feature = "column-audit")]
+        audit::note(column);
         self.columns.get(column)
+    }
+
+    /// This row restricted to `columns` (what a monitor of those columns
+    /// would have sent).
+    pub fn project(&self, columns: &[&str]) -> Row {
+        Row {
+            columns: self
+                .columns
+                .iter()
+                .filter(|(name, _)| columns.contains(&name.as_str()))
+                .map(|(name, d)| (name.clone(), d.clone()))
+                .collect(),
+        }
     }
 
     /// A string scalar column (`None` when absent, empty or not a string).
@@ -313,6 +328,39 @@ impl Row {
     /// `external_ids`, `options` or `status`.
     pub fn map_str(&self, column: &str, key: &str) -> Option<&str> {
         self.get(column)?.map_get(key)?.as_str()
+    }
+}
+
+/// Which columns a piece of code reads (feature `column-audit`, for tests
+/// only): readers of a monitored database must not read a column the
+/// monitor leaves out, since it would silently hold its default.
+#[cfg(feature = "column-audit")]
+pub mod audit {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    thread_local! {
+        static READ: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` and returns, beside its result, the name of every column it
+    /// read through [`super::Row::get`] (and the accessors built on it) on
+    /// this thread.
+    pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<String>) {
+        let previous = READ.with(|r| r.borrow_mut().replace(BTreeSet::new()));
+        let out = f();
+        let read = READ.with(|r| std::mem::replace(&mut *r.borrow_mut(), previous));
+        (out, read.unwrap_or_default())
+    }
+
+    pub(crate) fn note(column: &str) {
+        READ.with(|r| {
+            if let Some(set) = r.borrow_mut().as_mut() {
+                if !set.contains(column) {
+                    set.insert(column.to_string());
+                }
+            }
+        });
     }
 }
 

@@ -1,6 +1,6 @@
 //! Benchmark: initial monitor of an OVN_Northbound database holding N VM
-//! ports, from connect until the cache is synced, with the tables the NB
-//! driver reads. Reports wall time and peak RSS of a fresh measuring
+//! ports, from connect until the cache is synced, monitoring exactly what
+//! the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`). Reports wall time and peak RSS of a fresh measuring
 //! process, to set beside the Python IDL figures.
 //!
 //! `nb-monitor-bench --vms 10000,50000` creates a database per size, starts
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig, TableMonitor};
 use obgp_topogen::{Params, Topology};
 
 /// Counts live and peak heap bytes, to tell the cache's own size from what
@@ -56,15 +56,27 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-const NB_DRIVER_TABLES: [&str; 7] = [
-    "Logical_Switch",
-    "Logical_Switch_Port",
-    "Logical_Router",
-    "Logical_Router_Port",
-    "NAT",
-    "Load_Balancer",
-    "NB_Global",
-];
+/// The NB driver's tables.
+fn nb_driver_tables() -> impl Iterator<Item = &'static str> + Clone {
+    obgp_ovn::nb::MONITORED_COLUMNS.iter().map(|(t, _)| *t)
+}
+
+/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`,
+/// used by the controller's sources): the tables and, in each, only the
+/// columns the parsers and event predicates read.
+fn nb_driver_monitor() -> MonitorSpec {
+    obgp_ovn::nb::MONITORED_COLUMNS
+        .iter()
+        .fold(MonitorSpec::default(), |m, (table, cols)| {
+            m.table(
+                table,
+                TableMonitor {
+                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
+                    conditions: None,
+                },
+            )
+        })
+}
 
 /// A `/proc/self/status` field in KiB.
 fn status_kib(field: &str) -> Result<u64> {
@@ -86,7 +98,7 @@ async fn breakdown(remote: &str) -> Result<()> {
     };
     let (session, _notes) = Session::connect(&remote, None, config).await?;
     let schema = session.get_schema("OVN_Northbound").await?;
-    let spec = MonitorSpec::all(NB_DRIVER_TABLES);
+    let spec = nb_driver_monitor();
     let t0 = Instant::now();
     let reply = session
         .call(
@@ -100,7 +112,7 @@ async fn breakdown(remote: &str) -> Result<()> {
     let t_decode = t0.elapsed();
     let bytes = reply.len();
     drop(reply);
-    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), NB_DRIVER_TABLES);
+    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), nb_driver_tables());
     let (snap, _) = empty.apply(updates)?;
     let t_apply = t0.elapsed();
     println!(
@@ -176,11 +188,7 @@ async fn measure(remote: &str) -> Result<()> {
     let cpu_before = cpu_s("self")?;
     let remote: Remote = remote.parse()?;
     let t0 = Instant::now();
-    let mut config = ClientConfig::new(
-        vec![remote],
-        "OVN_Northbound",
-        MonitorSpec::all(NB_DRIVER_TABLES),
-    );
+    let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
     // The 100k-port dump is ~125 MB, past the 64 MiB default.
     config.session.max_message = 512 << 20;
     let client = Client::start(config);
@@ -189,7 +197,7 @@ async fn measure(remote: &str) -> Result<()> {
     let hwm = status_kib("VmHWM:")?;
     let rss_after = status_kib("VmRSS:")?;
     let snap = client.cache().snapshot();
-    let rows: usize = NB_DRIVER_TABLES.iter().map(|t| snap.table(t).len()).sum();
+    let rows: usize = nb_driver_tables().map(|t| snap.table(t).len()).sum();
     println!(
         "{}",
         serde_json::json!({

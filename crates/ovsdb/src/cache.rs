@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, watch};
 
-use crate::datum::{Datum, Row, Uuid};
+use crate::datum::{Columns, Datum, Row, Uuid};
 use crate::error::{Error, Result};
 use crate::schema::{DatabaseSchema, TableSchema};
 use crate::wire::{RowOp, RowUpdate, TableUpdates};
@@ -241,7 +241,7 @@ fn apply_row(
     };
     match ru.op {
         RowOp::Initial | RowOp::Insert => {
-            let mut row = Row::default();
+            let mut columns = Vec::with_capacity(ru.columns.len());
             for (col, datum) in ru.columns {
                 // Implicit columns: the key is the row's UUID already, and
                 // `_version` changes on every write without meaning anything.
@@ -256,10 +256,12 @@ fn apply_row(
                     .check(datum, false)
                     .map_err(|e| bad(format!("column {col}: {e}")))?;
                 if !cs.ty.is_default(&d) {
-                    row.columns.insert(col, d);
+                    columns.push((col, d));
                 }
             }
-            let new = Arc::new(row);
+            let new = Arc::new(Row {
+                columns: Columns::from_pairs(columns),
+            });
             let old = table.insert(ru.uuid, new.clone());
             Ok(Some(match old {
                 None => Change {
@@ -315,6 +317,7 @@ fn apply_row(
                     row.columns.insert(col, new);
                 }
             }
+            row.columns.shrink_to_fit();
             let new = Arc::new(row);
             table.insert(ru.uuid, new.clone());
             Ok(Some(Change {

@@ -88,9 +88,47 @@ fn status_kib(field: &str) -> Result<u64> {
         .with_context(|| format!("{field} not in /proc/self/status"))
 }
 
+/// Sends the monitor request on a plain socket and times the reply's first
+/// and last byte: whether the server streams its reply while building it
+/// (then decoding could overlap with building) or builds it whole first.
+fn reply_timing(path: &str, request: &serde_json::Value) -> Result<(f64, f64, usize)> {
+    use std::io::{Read, Write};
+    let mut sock = std::os::unix::net::UnixStream::connect(path)?;
+    let t0 = Instant::now();
+    sock.write_all(request.to_string().as_bytes())?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut first, mut total) = (None, 0usize);
+    // Brace depth outside strings, as the session's framer counts it.
+    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+    loop {
+        let n = sock.read(&mut buf)?;
+        if n == 0 {
+            bail!("server closed the socket after {total} bytes");
+        }
+        first.get_or_insert_with(|| t0.elapsed().as_secs_f64());
+        total += n;
+        for &b in &buf[..n] {
+            match (in_string, escaped, b) {
+                (true, true, _) => escaped = false,
+                (true, false, b'\\') => escaped = true,
+                (true, false, b'"') => in_string = false,
+                (true, false, _) => {}
+                (false, _, b'"') => in_string = true,
+                (false, _, b'{' | b'[') => depth += 1,
+                (false, _, b'}' | b']') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if depth == 0 {
+            return Ok((first.unwrap_or(0.0), t0.elapsed().as_secs_f64(), total));
+        }
+    }
+}
+
 /// Times the phases of one initial monitor separately: the server's reply
 /// on the wire, decoding it, and building the snapshot.
 async fn breakdown(remote: &str) -> Result<()> {
+    let path = remote.strip_prefix("unix:").map(str::to_string);
     let remote: Remote = remote.parse()?;
     let config = SessionConfig {
         max_message: 512 << 20,
@@ -99,6 +137,13 @@ async fn breakdown(remote: &str) -> Result<()> {
     let (session, _notes) = Session::connect(&remote, None, config).await?;
     let schema = session.get_schema("OVN_Northbound").await?;
     let spec = nb_driver_monitor();
+    if let Some(path) = path {
+        let request = serde_json::json!({"id": 0, "method": "monitor_cond",
+            "params": ["OVN_Northbound", "raw", spec.requests(&schema)]});
+        let (first, last, bytes) =
+            tokio::task::spawn_blocking(move || reply_timing(&path, &request)).await??;
+        print!("raw socket: first byte {first:.3}s last byte {last:.3}s ({bytes} bytes); ");
+    }
     let t0 = Instant::now();
     let reply = session
         .call(

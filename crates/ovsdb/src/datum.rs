@@ -365,17 +365,18 @@ impl Columns {
 
     /// Columns from pairs in any order; a repeated name keeps its last value.
     pub fn from_pairs(mut pairs: Vec<(Str, Datum)>) -> Columns {
-        // Stable sort, then keep the last of equal names.
+        // Stable sort, then keep the last of equal names, in place: the
+        // decoded vector becomes the row's, no second allocation.
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<(Str, Datum)> = Vec::with_capacity(pairs.len());
-        for p in pairs {
-            match out.last_mut() {
-                Some(last) if last.0 == p.0 => *last = p,
-                _ => out.push(p),
+        pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
             }
-        }
-        out.shrink_to_fit();
-        Columns(out)
+            same
+        });
+        pairs.shrink_to_fit();
+        Columns(pairs)
     }
 
     fn find(&self, name: &str) -> Result<usize, usize> {
@@ -703,10 +704,17 @@ mod tests {
         );
         assert_eq!(c.remove("addresses"), Some(Datum::empty_set()));
         assert!(!c.contains_key("addresses"));
-        let from: Columns = vec![("b", Datum::empty_set()), ("a", Datum::empty_set())]
-            .into_iter()
-            .collect();
+        let one = Datum::scalar(Atom::Integer(1));
+        let from: Columns = vec![
+            ("b", Datum::empty_set()),
+            ("a", Datum::empty_set()),
+            ("b", one.clone()),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(from.keys().map(Str::as_str).collect::<Vec<_>>(), ["a", "b"]);
+        // A repeated name keeps its last value, as a BTreeMap would.
+        assert_eq!(from.get("b"), Some(&one));
     }
 
     #[test]

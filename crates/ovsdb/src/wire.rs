@@ -71,6 +71,14 @@ fn intern(s: &str) -> Str {
     })
 }
 
+/// `v` without its growth slack. A whole dump is decoded before it is
+/// applied, so a `Vec` grown to 16 for 14 map pairs would raise the peak
+/// by the slack of every map of every row.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
 /// A string read through the interner.
 struct Interned(Str);
 
@@ -311,13 +319,13 @@ impl<'de> Visitor<'de> for DatumVisitor {
                 let items: Vec<WireAtom> = seq
                     .next_element()?
                     .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
-                Datum::Set(items.into_iter().map(|a| a.0).collect())
+                Datum::Set(exact(items.into_iter().map(|a| a.0).collect()))
             }
             Tag::Map => {
                 let pairs: Vec<WirePair> = seq
                     .next_element()?
                     .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
-                Datum::Map(pairs.into_iter().map(|p| p.0).collect())
+                Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
             }
             Tag::Uuid => Datum::scalar(Atom::Uuid(
                 seq.next_element::<UuidText>()?
@@ -360,7 +368,7 @@ impl<'de> Visitor<'de> for ColumnsVisitor {
                 .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
             out.push((k, v.0));
         }
-        Ok(out)
+        Ok(exact(out))
     }
 }
 

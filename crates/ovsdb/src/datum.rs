@@ -38,6 +38,12 @@ impl Str {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether both are the same allocation (not only equal text): how tests
+    /// see that the decoder interned a repeated string.
+    pub fn shares_storage_with(&self, other: &Str) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Deref for Str {

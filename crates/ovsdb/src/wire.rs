@@ -550,6 +550,39 @@ mod tests {
     }
 
     #[test]
+    fn repeated_strings_of_a_message_share_one_allocation() {
+        let text = json!({"Logical_Switch_Port": {
+            "22222222-2222-4222-8222-222222222222": {"initial": {
+                "external_ids": ["map", [["neutron:device_owner", "compute:nova"]]]}},
+            "33333333-2222-4222-8222-222222222222": {"initial": {
+                "external_ids": ["map", [["neutron:device_owner", "compute:nova"]]]}}
+        }})
+        .to_string();
+        let u: TableUpdates = serde_json::from_str(&text).unwrap();
+        let rows = &u.0[0].rows;
+        let (name_a, map_a) = &rows[0].columns[0];
+        let (name_b, map_b) = &rows[1].columns[0];
+        assert!(
+            name_a.shares_storage_with(name_b),
+            "column names not shared"
+        );
+        let (Atom::String(k_a), Atom::String(v_a)) = &map_a.pairs()[0] else {
+            panic!("not a string map: {map_a:?}");
+        };
+        let (Atom::String(k_b), Atom::String(v_b)) = &map_b.pairs()[0] else {
+            panic!("not a string map: {map_b:?}");
+        };
+        assert!(k_a.shares_storage_with(k_b) && v_a.shares_storage_with(v_b));
+        // Outside a message nothing is interned (no table lingers).
+        let a: WireAtom = serde_json::from_str("\"compute:nova\"").unwrap();
+        let b: WireAtom = serde_json::from_str("\"compute:nova\"").unwrap();
+        let (Atom::String(a), Atom::String(b)) = (a.0, b.0) else {
+            panic!("not strings");
+        };
+        assert!(a == b && !a.shares_storage_with(&b));
+    }
+
+    #[test]
     fn malformed_updates_are_errors() {
         for bad in [
             r#"{"T": {"not-a-uuid": {"insert": {}}}}"#,

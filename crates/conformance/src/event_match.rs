@@ -293,7 +293,7 @@ impl Store {
             }
             Value::Object(o) => Datum::Map(
                 o.iter()
-                    .map(|(k, x)| Ok((Atom::String(k.clone()), self.atom(x)?)))
+                    .map(|(k, x)| Ok((Atom::String(k.into()), self.atom(x)?)))
                     .collect::<anyhow::Result<_>>()?,
             ),
             other => Datum::scalar(self.atom(other)?),
@@ -302,14 +302,14 @@ impl Store {
 
     fn atom(&mut self, v: &Value) -> anyhow::Result<Atom> {
         Ok(match v {
-            Value::String(s) => Atom::String(s.clone()),
+            Value::String(s) => Atom::String(s.into()),
             Value::Bool(b) => Atom::Boolean(*b),
             Value::Number(n) => match n.as_i64() {
                 Some(i) => Atom::Integer(i),
                 None => Atom::Real(n.as_f64().ok_or_else(|| anyhow!("bad number {n}"))?),
             },
             Value::Object(o) if o.contains_key("__uuid__") => {
-                Atom::String(o["__uuid__"].as_str().unwrap_or("").to_string())
+                Atom::String(o["__uuid__"].as_str().unwrap_or("").into())
             }
             Value::Object(_) => match self.object(v)? {
                 Obj::Stored(u) => Atom::Uuid(u),

@@ -19,16 +19,9 @@ use tokio::sync::{broadcast, watch};
 
 use crate::ofports::{ofports, OfPorts};
 
-/// The NB tables the NB driver reads (upstream's `nb_ovn_bgp_driver.OVN_TABLES`).
-pub const NB_TABLES: &[&str] = &[
-    "Logical_Switch",
-    "Logical_Switch_Port",
-    "Logical_Router",
-    "Logical_Router_Port",
-    "NAT",
-    "Load_Balancer",
-    "NB_Global",
-];
+/// The NB tables and columns the NB driver reads: the parsers' and the NB
+/// event predicates' columns, kept next to the parsers.
+pub const NB_COLUMNS: &[(&str, &[&str])] = obgp_ovn::nb::MONITORED_COLUMNS;
 
 /// The SB tables and columns the SB driver reads.
 pub const SB_COLUMNS: &[(&str, &[&str])] = &[
@@ -240,7 +233,7 @@ impl OvnSources {
                     .as_deref()
                     .ok_or(SourceError::NoNbConnection)?,
                 obgp_ovn::NB_DB,
-                MonitorSpec::all(NB_TABLES.iter().copied()),
+                columns(NB_COLUMNS),
                 (
                     &o.ovn_nb_private_key,
                     &o.ovn_nb_certificate,

@@ -25,14 +25,14 @@ struct Gen {
 }
 
 fn s(v: &str) -> Datum {
-    Datum::scalar(Atom::String(v.to_string()))
+    Datum::scalar(Atom::String(v.into()))
 }
 
 fn map(pairs: &[(&str, String)]) -> Datum {
     Datum::Map(
         pairs
             .iter()
-            .map(|(k, v)| (Atom::String(k.to_string()), Atom::String(v.clone())))
+            .map(|(k, v)| (Atom::String((*k).into()), Atom::String(v.into())))
             .collect(),
     )
 }
@@ -219,8 +219,8 @@ fn generate(ports: usize) -> (Tables, Tables) {
                 (
                     "vips",
                     Datum::Map(vec![(
-                        Atom::String(format!("{prefix}.250:80")),
-                        Atom::String(format!("{prefix}.10:80")),
+                        Atom::String(format!("{prefix}.250:80").into()),
+                        Atom::String(format!("{prefix}.10:80").into()),
                     )]),
                 ),
                 (
@@ -240,8 +240,8 @@ fn generate(ports: usize) -> (Tables, Tables) {
                 (
                     "vips",
                     Datum::Map(vec![(
-                        Atom::String(format!("{gw_ip}:2222")),
-                        Atom::String(format!("{prefix}.10:22")),
+                        Atom::String(format!("{gw_ip}:2222").into()),
+                        Atom::String(format!("{prefix}.10:22").into()),
                     )]),
                 ),
                 (

@@ -49,7 +49,7 @@ fn text_strategy() -> impl Strategy<Value = String> {
 
 fn atom_strategy() -> impl Strategy<Value = Atom> {
     prop_oneof![
-        6 => text_strategy().prop_map(Atom::String),
+        6 => text_strategy().prop_map(|s| Atom::String(s.into())),
         2 => uuid_strategy().prop_map(Atom::Uuid),
         1 => any::<i64>().prop_map(Atom::Integer),
         1 => (0i64..5000).prop_map(Atom::Integer),
@@ -85,7 +85,7 @@ fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
         3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
         2 => prop::collection::vec(
-            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.to_string())), atom_strategy()),
+            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..5
         )
         .prop_map(Datum::Map),
@@ -121,7 +121,9 @@ fn row_strategy() -> impl Strategy<Value = Row> {
         datum_strategy(),
         0..8,
     )
-    .prop_map(|columns| Row { columns })
+    .prop_map(|columns| Row {
+        columns: columns.into(),
+    })
 }
 
 fn tables_strategy(names: &'static [&'static str]) -> impl Strategy<Value = Tables> {

@@ -39,7 +39,7 @@ fn text_strategy() -> impl Strategy<Value = String> {
 
 fn atom_strategy() -> impl Strategy<Value = Atom> {
     prop_oneof![
-        6 => text_strategy().prop_map(Atom::String),
+        6 => text_strategy().prop_map(|s| Atom::String(s.into())),
         2 => (0u128..8).prop_map(|n| Atom::Uuid(Uuid(0x1000 + n))),
         1 => any::<i64>().prop_map(Atom::Integer),
         1 => any::<bool>().prop_map(Atom::Boolean),
@@ -60,7 +60,7 @@ fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
         3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
         2 => prop::collection::vec(
-            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.to_string())), atom_strategy()),
+            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..4
         )
         .prop_map(Datum::Map),

@@ -75,7 +75,7 @@ enum Absent {
 }
 
 static NO_COLUMNS: Row = Row {
-    columns: std::collections::BTreeMap::new(),
+    columns: obgp_ovsdb::datum::Columns::new(),
 };
 static EMPTY: Datum = Datum::Set(Vec::new());
 

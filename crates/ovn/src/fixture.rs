@@ -208,7 +208,7 @@ impl FixtureDb {
 fn resolve_atom(a: Atom, named: &HashMap<String, Uuid>) -> Result<Atom, String> {
     match a {
         Atom::NamedUuid(n) => named
-            .get(&n)
+            .get(n.as_str())
             .map(|u| Atom::Uuid(*u))
             .ok_or_else(|| format!("unknown named-uuid {n:?}")),
         other => Ok(other),

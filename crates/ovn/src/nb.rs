@@ -13,6 +13,59 @@ use obgp_ovsdb::{Datum, Row, Uuid};
 
 use crate::neutron::{self, key};
 
+/// The OVN_Northbound tables and columns the NB driver monitors: every
+/// column a parser of this module reads, plus every column the NB event
+/// predicates (`obgp-events`) read. The server sends nothing else, so
+/// anything read outside this list would silently hold its default; the
+/// tests of this module and of `obgp-events` fail if a reader strays.
+///
+/// Leaving out the columns the agent never reads (`port_security`,
+/// `enabled`, `dynamic_addresses`, DHCP options, ...) shrinks the initial
+/// dump the server has to build and the cache the agent keeps, and spares
+/// the agent the updates of those columns.
+pub const MONITORED_COLUMNS: &[(&str, &[&str])] = &[
+    ("Logical_Switch", &["name", "ports", "external_ids"]),
+    (
+        "Logical_Switch_Port",
+        &[
+            "name",
+            "type",
+            "up",
+            "addresses",
+            "external_ids",
+            "options",
+            "tag",
+        ],
+    ),
+    ("Logical_Router", &["name", "ports", "nat", "load_balancer"]),
+    (
+        "Logical_Router_Port",
+        &["name", "mac", "networks", "external_ids", "status"],
+    ),
+    (
+        "NAT",
+        &[
+            "type",
+            "external_ip",
+            "external_mac",
+            "logical_ip",
+            "logical_port",
+            "gateway_port",
+            "external_ids",
+        ],
+    ),
+    ("Load_Balancer", &["name", "vips", "external_ids"]),
+    ("NB_Global", &["external_ids"]),
+];
+
+/// The monitored columns of `table` (empty for a table not monitored).
+pub fn monitored_columns(table: &str) -> &'static [&'static str] {
+    MONITORED_COLUMNS
+        .iter()
+        .find(|(t, _)| *t == table)
+        .map_or(&[], |(_, cols)| cols)
+}
+
 /// A row that could not be used, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{table} row {uuid}: {reason}")]

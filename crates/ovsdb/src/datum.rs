@@ -3,16 +3,127 @@
 //! A column value is always a [`Datum`]. A scalar column is a one-element set,
 //! an optional column is a set of zero or one element, so readers never have to
 //! care how the server chose to encode a value on the wire.
+//!
+//! The model is compact because a cache holds every row of a 100k-port
+//! cloud: strings are shared ([`Str`], and the decoder of [`crate::wire`]
+//! interns equal strings of a message, so `compute:nova` or a project id is
+//! stored once, not once per port), a [`Row`] is a sorted vector of
+//! (shared column name, value), and a [`Uuid`] is 8-byte aligned so an
+//! [`Atom`] takes 24 bytes.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 /// A row UUID, kept as 128 bits: rows are looked up by UUID on every update,
-/// so comparing two integers beats comparing 36-byte strings.
+/// so comparing two integers beats comparing 36-byte strings. Packed to an
+/// 8-byte alignment (a `u128` alone would align to 16 and make every
+/// [`Atom`] 32 bytes instead of 24); read the value by copy (`uuid.0`).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(C, packed(8))]
 pub struct Uuid(pub u128);
+
+/// An immutable string shared by reference count: cloning it copies a
+/// pointer. Atoms and column names are `Str`s so that a value repeated on
+/// thousands of rows is stored once (see [`crate::wire`]'s interning).
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Str(Arc<str>);
+
+impl Str {
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether both are the same allocation (not only equal text): how tests
+    /// see that the decoder interned a repeated string.
+    pub fn shares_storage_with(&self, other: &Str) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Deref for Str {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Str {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Str {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Str {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Str {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for Str {
+    fn from(s: &str) -> Str {
+        Str(Arc::from(s))
+    }
+}
+
+impl From<String> for Str {
+    fn from(s: String) -> Str {
+        Str(Arc::from(s))
+    }
+}
+
+impl From<&String> for Str {
+    fn from(s: &String) -> Str {
+        Str(Arc::from(s.as_str()))
+    }
+}
+
+impl From<Arc<str>> for Str {
+    fn from(s: Arc<str>) -> Str {
+        Str(s)
+    }
+}
+
+impl From<Str> for String {
+    fn from(s: Str) -> String {
+        s.0.to_string()
+    }
+}
+
+impl PartialEq<str> for Str {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Str {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Str {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
 
 impl Uuid {
     /// Parses the canonical `8-4-4-4-12` hexadecimal form.
@@ -38,7 +149,8 @@ impl Uuid {
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = format!("{:032x}", self.0);
+        let value = self.0;
+        let h = format!("{value:032x}");
         write!(
             f,
             "{}-{}-{}-{}-{}",
@@ -66,12 +178,12 @@ pub enum Atom {
     Real(f64),
     /// A boolean.
     Boolean(bool),
-    /// A UTF-8 string.
-    String(String),
+    /// A UTF-8 string (shared: equal strings of a message are stored once).
+    String(Str),
     /// A row reference or other UUID.
     Uuid(Uuid),
     /// A `named-uuid` reference inside a transaction; never seen in updates.
-    NamedUuid(String),
+    NamedUuid(Str),
 }
 
 impl Atom {
@@ -108,7 +220,7 @@ impl Atom {
     /// fraction are reals, `["uuid", s]` is a UUID.
     pub fn from_wire(v: &Value) -> Result<Atom, DatumError> {
         match v {
-            Value::String(s) => Ok(Atom::String(s.clone())),
+            Value::String(s) => Ok(Atom::String(s.into())),
             Value::Bool(b) => Ok(Atom::Boolean(*b)),
             Value::Number(n) => match n.as_i64() {
                 Some(i) => Ok(Atom::Integer(i)),
@@ -119,7 +231,7 @@ impl Atom {
             },
             Value::Array(a) if a.len() == 2 => match (a[0].as_str(), a[1].as_str()) {
                 (Some("uuid"), Some(s)) => Ok(Atom::Uuid(Uuid::parse(s)?)),
-                (Some("named-uuid"), Some(s)) => Ok(Atom::NamedUuid(s.to_string())),
+                (Some("named-uuid"), Some(s)) => Ok(Atom::NamedUuid(s.into())),
                 _ => Err(DatumError::BadAtom(v.to_string())),
             },
             _ => Err(DatumError::BadAtom(v.to_string())),
@@ -134,7 +246,7 @@ impl Atom {
             Atom::Boolean(b) => Value::from(*b),
             Atom::String(s) => Value::from(s.as_str()),
             Atom::Uuid(u) => serde_json::json!(["uuid", u.to_string()]),
-            Atom::NamedUuid(n) => serde_json::json!(["named-uuid", n]),
+            Atom::NamedUuid(n) => serde_json::json!(["named-uuid", n.as_str()]),
         }
     }
 }
@@ -243,12 +355,162 @@ impl Datum {
     }
 }
 
+/// A row's columns: (name, value) pairs sorted by name, names shared.
+///
+/// A vector, not a tree: a row has a handful of columns, and a tree node
+/// per row (plus a `String` per column name) cost more than the values.
+/// The methods mirror the `BTreeMap` ones readers used before.
+#[derive(Clone, Default, PartialEq)]
+pub struct Columns(Vec<(Str, Datum)>);
+
+impl Columns {
+    /// No columns.
+    pub const fn new() -> Columns {
+        Columns(Vec::new())
+    }
+
+    /// Columns from pairs in any order; a repeated name keeps its last value.
+    pub fn from_pairs(mut pairs: Vec<(Str, Datum)>) -> Columns {
+        // Stable sort, then keep the last of equal names, in place: the
+        // decoded vector becomes the row's, no second allocation.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        pairs.shrink_to_fit();
+        Columns(pairs)
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    /// The value of column `name`.
+    pub fn get(&self, name: &str) -> Option<&Datum> {
+        self.find(name).ok().map(|i| &self.0[i].1)
+    }
+
+    /// The value of column `name`, to modify in place.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Datum> {
+        self.find(name).ok().map(|i| &mut self.0[i].1)
+    }
+
+    /// Whether column `name` is present.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets column `name`; returns its previous value.
+    pub fn insert(&mut self, name: impl Into<Str>, value: Datum) -> Option<Datum> {
+        let name = name.into();
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (name, value));
+                None
+            }
+        }
+    }
+
+    /// Removes column `name`; returns its value.
+    pub fn remove(&mut self, name: &str) -> Option<Datum> {
+        self.find(name).ok().map(|i| self.0.remove(i).1)
+    }
+
+    /// Number of columns present.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no column is present.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// (name, value) pairs in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Str, &Datum)> {
+        self.0.iter().map(|(n, d)| (n, d))
+    }
+
+    /// Column names in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Str> {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    /// Values in column-name order.
+    pub fn values(&self) -> impl Iterator<Item = &Datum> {
+        self.0.iter().map(|(_, d)| d)
+    }
+
+    /// Values in column-name order, to modify in place.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Datum> {
+        self.0.iter_mut().map(|(_, d)| d)
+    }
+
+    /// Keeps the columns for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Str, &mut Datum) -> bool) {
+        self.0.retain_mut(|(n, d)| keep(n, d));
+    }
+
+    /// Drops spare capacity (cached rows live long).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+}
+
+impl fmt::Debug for Columns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: Into<Str>> FromIterator<(K, Datum)> for Columns {
+    fn from_iter<I: IntoIterator<Item = (K, Datum)>>(iter: I) -> Columns {
+        Columns::from_pairs(iter.into_iter().map(|(k, d)| (k.into(), d)).collect())
+    }
+}
+
+impl<K: Into<Str>, const N: usize> From<[(K, Datum); N]> for Columns {
+    fn from(pairs: [(K, Datum); N]) -> Columns {
+        pairs.into_iter().collect()
+    }
+}
+
+impl From<BTreeMap<String, Datum>> for Columns {
+    fn from(map: BTreeMap<String, Datum>) -> Columns {
+        map.into_iter().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Columns {
+    type Item = (&'a Str, &'a Datum);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (Str, Datum)>,
+        fn(&'a (Str, Datum)) -> (&'a Str, &'a Datum),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, d)| (n, d))
+    }
+}
+
+impl IntoIterator for Columns {
+    type Item = (Str, Datum);
+    type IntoIter = std::vec::IntoIter<(Str, Datum)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
 /// One row: column name to value. A column absent from the map holds its
 /// type's default (empty set, empty map, 0, "", false).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
     /// Column name to value; absent columns hold their default.
-    pub columns: BTreeMap<String, Datum>,
+    pub columns: Columns,
 }
 
 impl Row {
@@ -257,18 +519,35 @@ impl Row {
         let obj = v
             .as_object()
             .ok_or_else(|| DatumError::NotAnObject(v.to_string()))?;
-        let mut columns = BTreeMap::new();
+        let mut columns = Vec::with_capacity(obj.len());
         for (k, d) in obj {
             let datum =
                 Datum::from_wire(d).map_err(|e| DatumError::Column(k.clone(), Box::new(e)))?;
-            columns.insert(k.clone(), datum);
+            columns.push((Str::from(k), datum));
         }
-        Ok(Row { columns })
+        Ok(Row {
+            columns: Columns::from_pairs(columns),
+        })
     }
 
     /// The value of `column`, if present.
     pub fn get(&self, column: &str) -> Option<&Datum> {
+        #[cfg(feature = "column-audit")]
+        audit::note(column);
         self.columns.get(column)
+    }
+
+    /// This row restricted to `columns` (what a monitor of those columns
+    /// would have sent).
+    pub fn project(&self, columns: &[&str]) -> Row {
+        Row {
+            columns: self
+                .columns
+                .iter()
+                .filter(|(name, _)| columns.contains(&name.as_str()))
+                .map(|(name, d)| (name.clone(), d.clone()))
+                .collect(),
+        }
     }
 
     /// A string scalar column (`None` when absent, empty or not a string).
@@ -313,6 +592,39 @@ impl Row {
     /// `external_ids`, `options` or `status`.
     pub fn map_str(&self, column: &str, key: &str) -> Option<&str> {
         self.get(column)?.map_get(key)?.as_str()
+    }
+}
+
+/// Which columns a piece of code reads (feature `column-audit`, for tests
+/// only): readers of a monitored database must not read a column the
+/// monitor leaves out, since it would silently hold its default.
+#[cfg(feature = "column-audit")]
+pub mod audit {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    thread_local! {
+        static READ: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` and returns, beside its result, the name of every column it
+    /// read through [`super::Row::get`] (and the accessors built on it) on
+    /// this thread.
+    pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<String>) {
+        let previous = READ.with(|r| r.borrow_mut().replace(BTreeSet::new()));
+        let out = f();
+        let read = READ.with(|r| std::mem::replace(&mut *r.borrow_mut(), previous));
+        (out, read.unwrap_or_default())
+    }
+
+    pub(crate) fn note(column: &str) {
+        READ.with(|r| {
+            if let Some(set) = r.borrow_mut().as_mut() {
+                if !set.contains(column) {
+                    set.insert(column.to_string());
+                }
+            }
+        });
     }
 }
 
@@ -373,6 +685,42 @@ mod tests {
         assert_eq!(row.int("tag"), Some(100));
         assert!(row.uuid("lr").is_some());
         assert_eq!(row.str("missing"), None);
+    }
+
+    #[test]
+    fn atoms_and_uuids_stay_small() {
+        // A cached Neutron port holds ~15 map pairs: every byte of an atom
+        // counts 30 times per row.
+        assert_eq!(std::mem::size_of::<Uuid>(), 16);
+        assert_eq!(std::mem::align_of::<Uuid>(), 8);
+        assert_eq!(std::mem::size_of::<Atom>(), 24);
+    }
+
+    #[test]
+    fn columns_stay_sorted_and_behave_like_a_map() {
+        let mut c = Columns::new();
+        assert_eq!(c.insert("name", Datum::empty_set()), None);
+        assert_eq!(c.insert("addresses", Datum::empty_set()), None);
+        assert!(c
+            .insert("name", Datum::scalar(Atom::String("p1".into())))
+            .is_some());
+        assert_eq!(
+            c.keys().map(Str::as_str).collect::<Vec<_>>(),
+            ["addresses", "name"]
+        );
+        assert_eq!(c.remove("addresses"), Some(Datum::empty_set()));
+        assert!(!c.contains_key("addresses"));
+        let one = Datum::scalar(Atom::Integer(1));
+        let from: Columns = vec![
+            ("b", Datum::empty_set()),
+            ("a", Datum::empty_set()),
+            ("b", one.clone()),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(from.keys().map(Str::as_str).collect::<Vec<_>>(), ["a", "b"]);
+        // A repeated name keeps its last value, as a BTreeMap would.
+        assert_eq!(from.get("b"), Some(&one));
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod tls;
 pub mod wire;
 
 pub use cache::{Change, ChangeKind, Snapshot};
-pub use datum::{Atom, Datum, DatumError, Row, Uuid};
+pub use datum::{Atom, Columns, Datum, DatumError, Row, Str, Uuid};
 pub use error::{Error, Result};
 pub use monitor::{Condition, MonitorSpec, TableMonitor};
 pub use reconnect::{Client, ClientConfig};

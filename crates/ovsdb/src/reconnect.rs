@@ -442,7 +442,7 @@ impl Runner {
                 ]),
                 conditions: Some(vec![Condition::eq(
                     "name",
-                    crate::Datum::scalar(crate::Atom::String(self.config.database.clone())),
+                    crate::Datum::scalar(crate::Atom::String(self.config.database.as_str().into())),
                 )]),
             },
         );

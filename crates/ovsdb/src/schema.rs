@@ -50,7 +50,7 @@ impl AtomicType {
             AtomicType::Integer => Atom::Integer(0),
             AtomicType::Real => Atom::Real(0.0),
             AtomicType::Boolean => Atom::Boolean(false),
-            AtomicType::String => Atom::String(String::new()),
+            AtomicType::String => Atom::String(crate::datum::Str::default()),
             AtomicType::Uuid => Atom::Uuid(crate::Uuid(0)),
         }
     }

@@ -4,13 +4,149 @@
 //! tree first would triple the memory it needs. These serde visitors produce
 //! schema-less [`Datum`]s and [`TableUpdates`] in one pass; the schema then
 //! checks and canonicalises them in [`crate::cache`].
+//!
+//! While a [`TableUpdates`] is decoded, equal strings (column names, map
+//! keys, and values such as `compute:nova`, a project id or a host name
+//! that repeat on thousands of ports) are interned: the message's rows share
+//! one [`Str`] per distinct string instead of allocating one per use. Tags
+//! (`"set"`, `"map"`, `"uuid"`) and UUIDs are read from the frame's bytes
+//! without allocating at all.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::datum::{Atom, Datum, Uuid};
+use crate::datum::{Atom, Datum, Str, Uuid};
+
+thread_local! {
+    /// The strings of the message being decoded on this thread, if any.
+    static INTERNER: RefCell<Option<HashSet<Str>>> = const { RefCell::new(None) };
+}
+
+/// Interns strings on this thread until dropped (nested scopes share the
+/// outer one). The table is dropped with the scope: strings are shared
+/// within a message, and live as long as the rows holding them.
+struct InternScope {
+    owner: bool,
+}
+
+impl InternScope {
+    fn enter() -> InternScope {
+        let owner = INTERNER.with(|i| {
+            let mut i = i.borrow_mut();
+            if i.is_none() {
+                *i = Some(HashSet::new());
+                true
+            } else {
+                false
+            }
+        });
+        InternScope { owner }
+    }
+}
+
+impl Drop for InternScope {
+    fn drop(&mut self) {
+        if self.owner {
+            INTERNER.with(|i| i.borrow_mut().take());
+        }
+    }
+}
+
+/// `s` as a shared string: the message's earlier copy if there is one.
+fn intern(s: &str) -> Str {
+    INTERNER.with(|i| match i.borrow_mut().as_mut() {
+        Some(set) => match set.get(s) {
+            Some(shared) => shared.clone(),
+            None => {
+                let new = Str::from(s);
+                set.insert(new.clone());
+                new
+            }
+        },
+        None => Str::from(s),
+    })
+}
+
+/// `v` without its growth slack. A whole dump is decoded before it is
+/// applied, so a `Vec` grown to 16 for 14 map pairs would raise the peak
+/// by the slack of every map of every row.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
+/// A string read through the interner.
+struct Interned(Str);
+
+impl<'de> Deserialize<'de> for Interned {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Interned;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Interned, E> {
+                Ok(Interned(intern(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A UUID in text form, parsed without allocating.
+struct UuidText(Uuid);
+
+impl<'de> Deserialize<'de> for UuidText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = UuidText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a UUID string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<UuidText, E> {
+                Uuid::parse(v).map(UuidText).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The tag of a `[tag, value]` array, read without allocating.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Set,
+    Map,
+    Uuid,
+    NamedUuid,
+}
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Tag;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"set\", \"map\", \"uuid\" or \"named-uuid\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tag, E> {
+                Ok(match v {
+                    "set" => Tag::Set,
+                    "map" => Tag::Map,
+                    "uuid" => Tag::Uuid,
+                    "named-uuid" => Tag::NamedUuid,
+                    other => return Err(E::custom(format!("invalid tag [{other:?}, ...]"))),
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
 
 /// What a row update does (`update2`/`update3` notation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +169,7 @@ pub struct RowUpdate {
     /// What the update does.
     pub op: RowOp,
     /// Column values (a diff for `Modify`, none for `Delete`).
-    pub columns: Vec<(String, Datum)>,
+    pub columns: Vec<(Str, Datum)>,
 }
 
 /// All row updates of one table in one message.
@@ -85,32 +221,33 @@ impl<'de> Visitor<'de> for AtomVisitor {
         Ok(Atom::Real(v))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Atom, E> {
-        Ok(Atom::String(v.to_string()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Atom, E> {
-        Ok(Atom::String(v))
+        Ok(Atom::String(intern(v)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Atom, A::Error> {
-        let tag: String = seq
+        let tag: Tag = seq
             .next_element()?
             .ok_or_else(|| de::Error::custom("empty array where an atom was expected"))?;
-        let atom = match tag.as_str() {
-            "uuid" => {
-                let s: String = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?;
-                Atom::Uuid(Uuid::parse(&s).map_err(de::Error::custom)?)
-            }
-            "named-uuid" => Atom::NamedUuid(
-                seq.next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] without a value"))?,
+        let atom = match tag {
+            Tag::Uuid => Atom::Uuid(
+                seq.next_element::<UuidText>()?
+                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?
+                    .0,
             ),
-            other => return Err(de::Error::custom(format!("invalid atom [{other:?}, ...]"))),
+            Tag::NamedUuid => Atom::NamedUuid(
+                seq.next_element::<Interned>()?
+                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] without a value"))?
+                    .0,
+            ),
+            Tag::Set | Tag::Map => {
+                return Err(de::Error::custom(
+                    "invalid atom: a set or map where an atom was expected",
+                ))
+            }
         };
         if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(de::Error::custom(format!(
-                "[{tag:?}, ...] with more than 2 elements"
-            )));
+            return Err(de::Error::custom(
+                "[\"uuid\", ...] with more than 2 elements",
+            ));
         }
         Ok(atom)
     }
@@ -173,43 +310,38 @@ impl<'de> Visitor<'de> for DatumVisitor {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Datum, E> {
         AtomVisitor.visit_str(v).map(Datum::scalar)
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Datum, E> {
-        AtomVisitor.visit_string(v).map(Datum::scalar)
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Datum, A::Error> {
-        let tag: String = seq
+        let tag: Tag = seq
             .next_element()?
             .ok_or_else(|| de::Error::custom("empty array where a datum was expected"))?;
-        let datum = match tag.as_str() {
-            "set" => {
+        let datum = match tag {
+            Tag::Set => {
                 let items: Vec<WireAtom> = seq
                     .next_element()?
                     .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
-                Datum::Set(items.into_iter().map(|a| a.0).collect())
+                Datum::Set(exact(items.into_iter().map(|a| a.0).collect()))
             }
-            "map" => {
+            Tag::Map => {
                 let pairs: Vec<WirePair> = seq
                     .next_element()?
                     .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
-                Datum::Map(pairs.into_iter().map(|p| p.0).collect())
+                Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
             }
-            "uuid" => {
-                let s: String = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?;
-                Datum::scalar(Atom::Uuid(Uuid::parse(&s).map_err(de::Error::custom)?))
-            }
-            "named-uuid" => {
-                Datum::scalar(Atom::NamedUuid(seq.next_element()?.ok_or_else(|| {
-                    de::Error::custom("[\"named-uuid\"] without a value")
-                })?))
-            }
-            other => return Err(de::Error::custom(format!("invalid datum [{other:?}, ...]"))),
+            Tag::Uuid => Datum::scalar(Atom::Uuid(
+                seq.next_element::<UuidText>()?
+                    .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?
+                    .0,
+            )),
+            Tag::NamedUuid => Datum::scalar(Atom::NamedUuid(
+                seq.next_element::<Interned>()?
+                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] without a value"))?
+                    .0,
+            )),
         };
         if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(de::Error::custom(format!(
-                "[{tag:?}, ...] with more than 2 elements"
-            )));
+            return Err(de::Error::custom(
+                "a [tag, value] datum with more than 2 elements",
+            ));
         }
         Ok(datum)
     }
@@ -224,27 +356,53 @@ impl<'de> Deserialize<'de> for WireDatum {
 struct ColumnsVisitor;
 
 impl<'de> Visitor<'de> for ColumnsVisitor {
-    type Value = Vec<(String, Datum)>;
+    type Value = Vec<(Str, Datum)>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of columns")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
-        while let Some(k) = map.next_key::<String>()? {
+        while let Some(Interned(k)) = map.next_key::<Interned>()? {
             let v: WireDatum = map
                 .next_value()
                 .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
             out.push((k, v.0));
         }
-        Ok(out)
+        Ok(exact(out))
     }
 }
 
-struct Columns(Vec<(String, Datum)>);
+struct Columns(Vec<(Str, Datum)>);
 
 impl<'de> Deserialize<'de> for Columns {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(ColumnsVisitor).map(Columns)
+    }
+}
+
+/// The key of a row update: the operation, or the unknown name (only
+/// allocated for a bad message).
+struct OpName(Option<RowOp>, String);
+
+impl<'de> Deserialize<'de> for OpName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = OpName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row update name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<OpName, E> {
+                Ok(match v {
+                    "initial" => OpName(Some(RowOp::Initial), String::new()),
+                    "insert" => OpName(Some(RowOp::Insert), String::new()),
+                    "modify" => OpName(Some(RowOp::Modify), String::new()),
+                    "delete" => OpName(Some(RowOp::Delete), String::new()),
+                    other => OpName(None, other.to_string()),
+                })
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -265,16 +423,13 @@ impl<'de> Visitor<'de> for RowUpdateSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowUpdate, A::Error> {
         let mut found: Option<RowUpdate> = None;
-        while let Some(k) = map.next_key::<String>()? {
-            let op = match k.as_str() {
-                "initial" => RowOp::Initial,
-                "insert" => RowOp::Insert,
-                "modify" => RowOp::Modify,
-                "delete" => RowOp::Delete,
-                other => {
+        while let Some(k) = map.next_key::<OpName>()? {
+            let op = match k.0 {
+                Some(op) => op,
+                None => {
                     return Err(de::Error::custom(format!(
-                        "row {}: unknown row update {other:?}",
-                        self.0
+                        "row {}: unknown row update {:?}",
+                        self.0, k.1
                     )))
                 }
             };
@@ -318,8 +473,7 @@ impl<'de> Visitor<'de> for RowsSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
-        while let Some(k) = map.next_key::<String>()? {
-            let uuid = Uuid::parse(&k).map_err(de::Error::custom)?;
+        while let Some(UuidText(uuid)) = map.next_key::<UuidText>()? {
             rows.push(map.next_value_seed(RowUpdateSeed(uuid))?);
         }
         Ok(rows)
@@ -347,6 +501,7 @@ impl<'de> Visitor<'de> for TablesVisitor {
 
 impl<'de> Deserialize<'de> for TableUpdates {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let _interning = InternScope::enter();
         d.deserialize_map(TablesVisitor)
     }
 }
@@ -392,6 +547,39 @@ mod tests {
             [RowOp::Insert, RowOp::Delete, RowOp::Modify, RowOp::Initial]
         );
         assert_eq!(u.row_count(), 4);
+    }
+
+    #[test]
+    fn repeated_strings_of_a_message_share_one_allocation() {
+        let text = json!({"Logical_Switch_Port": {
+            "22222222-2222-4222-8222-222222222222": {"initial": {
+                "external_ids": ["map", [["neutron:device_owner", "compute:nova"]]]}},
+            "33333333-2222-4222-8222-222222222222": {"initial": {
+                "external_ids": ["map", [["neutron:device_owner", "compute:nova"]]]}}
+        }})
+        .to_string();
+        let u: TableUpdates = serde_json::from_str(&text).unwrap();
+        let rows = &u.0[0].rows;
+        let (name_a, map_a) = &rows[0].columns[0];
+        let (name_b, map_b) = &rows[1].columns[0];
+        assert!(
+            name_a.shares_storage_with(name_b),
+            "column names not shared"
+        );
+        let (Atom::String(k_a), Atom::String(v_a)) = &map_a.pairs()[0] else {
+            panic!("not a string map: {map_a:?}");
+        };
+        let (Atom::String(k_b), Atom::String(v_b)) = &map_b.pairs()[0] else {
+            panic!("not a string map: {map_b:?}");
+        };
+        assert!(k_a.shares_storage_with(k_b) && v_a.shares_storage_with(v_b));
+        // Outside a message nothing is interned (no table lingers).
+        let a: WireAtom = serde_json::from_str("\"compute:nova\"").unwrap();
+        let b: WireAtom = serde_json::from_str("\"compute:nova\"").unwrap();
+        let (Atom::String(a), Atom::String(b)) = (a.0, b.0) else {
+            panic!("not strings");
+        };
+        assert!(a == b && !a.shares_storage_with(&b));
     }
 
     #[test]

@@ -74,10 +74,11 @@ pub struct Response {
     frame: Bytes,
 }
 
+/// A response's `result` member, decoded in the same pass that walks the
+/// message (the other members are skipped).
 #[derive(Deserialize)]
-struct ResultOnly<'a> {
-    #[serde(borrow)]
-    result: &'a RawValue,
+struct ResultOf<T> {
+    result: T,
 }
 
 #[derive(Deserialize)]
@@ -99,9 +100,10 @@ impl Response {
 
     /// Decodes the `result` member as `T`.
     pub fn result<T: DeserializeOwned>(&self) -> Result<T> {
-        let r: ResultOnly = serde_json::from_slice(&self.frame)
-            .map_err(|e| Error::Protocol(format!("response without result: {e}")))?;
-        serde_json::from_str(r.result.get())
+        // One pass over the message: a 50 MB monitor reply is not first
+        // scanned for the bounds of `result` and then decoded.
+        serde_json::from_slice::<ResultOf<T>>(&self.frame)
+            .map(|r| r.result)
             .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
     }
 }
@@ -142,6 +144,10 @@ struct Envelope<'a> {
 }
 
 const PROBE_ID: &str = "obgp-inactivity-probe";
+
+/// A frame larger than this gets the read buffer replaced after it, so its
+/// memory goes back once the frame is decoded.
+const RELEASE_ABOVE: usize = 1 << 20;
 
 impl Session {
     /// Connects to `remote` and starts the session task. Notifications, and
@@ -302,8 +308,20 @@ impl Task {
                         let frame = if n == 0 { framer.decode_eof(&mut buf) } else { framer.decode(&mut buf) };
                         match frame {
                             Ok(Some(frame)) => {
+                                let large = frame.len() > RELEASE_ABOVE;
                                 if let Err(e) = self.dispatch(frame.freeze(), out).await {
                                     return e;
+                                }
+                                if large {
+                                    // The frame was split off `buf` and
+                                    // shares its allocation: keep reusing
+                                    // `buf` and a 50 MB monitor reply stays
+                                    // allocated for the session's lifetime.
+                                    // Copy the few bytes that follow it into
+                                    // a small buffer instead.
+                                    let rest = buf.split();
+                                    buf = BytesMut::with_capacity((64 * 1024).max(rest.len()));
+                                    buf.extend_from_slice(&rest);
                                 }
                             }
                             Ok(None) if n == 0 => return Error::Closed,

@@ -1,6 +1,6 @@
 //! Benchmark: initial monitor of an OVN_Northbound database holding N VM
-//! ports, from connect until the cache is synced, with the tables the NB
-//! driver reads. Reports wall time and peak RSS of a fresh measuring
+//! ports, from connect until the cache is synced, monitoring exactly what
+//! the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`). Reports wall time and peak RSS of a fresh measuring
 //! process, to set beside the Python IDL figures.
 //!
 //! `nb-monitor-bench --vms 10000,50000` creates a database per size, starts
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig, TableMonitor};
 use obgp_topogen::{Params, Topology};
 
 /// Counts live and peak heap bytes, to tell the cache's own size from what
@@ -56,15 +56,27 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-const NB_DRIVER_TABLES: [&str; 7] = [
-    "Logical_Switch",
-    "Logical_Switch_Port",
-    "Logical_Router",
-    "Logical_Router_Port",
-    "NAT",
-    "Load_Balancer",
-    "NB_Global",
-];
+/// The NB driver's tables.
+fn nb_driver_tables() -> impl Iterator<Item = &'static str> + Clone {
+    obgp_ovn::nb::MONITORED_COLUMNS.iter().map(|(t, _)| *t)
+}
+
+/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`,
+/// used by the controller's sources): the tables and, in each, only the
+/// columns the parsers and event predicates read.
+fn nb_driver_monitor() -> MonitorSpec {
+    obgp_ovn::nb::MONITORED_COLUMNS
+        .iter()
+        .fold(MonitorSpec::default(), |m, (table, cols)| {
+            m.table(
+                table,
+                TableMonitor {
+                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
+                    conditions: None,
+                },
+            )
+        })
+}
 
 /// A `/proc/self/status` field in KiB.
 fn status_kib(field: &str) -> Result<u64> {
@@ -76,9 +88,47 @@ fn status_kib(field: &str) -> Result<u64> {
         .with_context(|| format!("{field} not in /proc/self/status"))
 }
 
+/// Sends the monitor request on a plain socket and times the reply's first
+/// and last byte: whether the server streams its reply while building it
+/// (then decoding could overlap with building) or builds it whole first.
+fn reply_timing(path: &str, request: &serde_json::Value) -> Result<(f64, f64, usize)> {
+    use std::io::{Read, Write};
+    let mut sock = std::os::unix::net::UnixStream::connect(path)?;
+    let t0 = Instant::now();
+    sock.write_all(request.to_string().as_bytes())?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut first, mut total) = (None, 0usize);
+    // Brace depth outside strings, as the session's framer counts it.
+    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+    loop {
+        let n = sock.read(&mut buf)?;
+        if n == 0 {
+            bail!("server closed the socket after {total} bytes");
+        }
+        first.get_or_insert_with(|| t0.elapsed().as_secs_f64());
+        total += n;
+        for &b in &buf[..n] {
+            match (in_string, escaped, b) {
+                (true, true, _) => escaped = false,
+                (true, false, b'\\') => escaped = true,
+                (true, false, b'"') => in_string = false,
+                (true, false, _) => {}
+                (false, _, b'"') => in_string = true,
+                (false, _, b'{' | b'[') => depth += 1,
+                (false, _, b'}' | b']') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if depth == 0 {
+            return Ok((first.unwrap_or(0.0), t0.elapsed().as_secs_f64(), total));
+        }
+    }
+}
+
 /// Times the phases of one initial monitor separately: the server's reply
 /// on the wire, decoding it, and building the snapshot.
 async fn breakdown(remote: &str) -> Result<()> {
+    let path = remote.strip_prefix("unix:").map(str::to_string);
     let remote: Remote = remote.parse()?;
     let config = SessionConfig {
         max_message: 512 << 20,
@@ -86,7 +136,14 @@ async fn breakdown(remote: &str) -> Result<()> {
     };
     let (session, _notes) = Session::connect(&remote, None, config).await?;
     let schema = session.get_schema("OVN_Northbound").await?;
-    let spec = MonitorSpec::all(NB_DRIVER_TABLES);
+    let spec = nb_driver_monitor();
+    if let Some(path) = path {
+        let request = serde_json::json!({"id": 0, "method": "monitor_cond",
+            "params": ["OVN_Northbound", "raw", spec.requests(&schema)]});
+        let (first, last, bytes) =
+            tokio::task::spawn_blocking(move || reply_timing(&path, &request)).await??;
+        print!("raw socket: first byte {first:.3}s last byte {last:.3}s ({bytes} bytes); ");
+    }
     let t0 = Instant::now();
     let reply = session
         .call(
@@ -100,7 +157,7 @@ async fn breakdown(remote: &str) -> Result<()> {
     let t_decode = t0.elapsed();
     let bytes = reply.len();
     drop(reply);
-    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), NB_DRIVER_TABLES);
+    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), nb_driver_tables());
     let (snap, _) = empty.apply(updates)?;
     let t_apply = t0.elapsed();
     println!(
@@ -176,11 +233,7 @@ async fn measure(remote: &str) -> Result<()> {
     let cpu_before = cpu_s("self")?;
     let remote: Remote = remote.parse()?;
     let t0 = Instant::now();
-    let mut config = ClientConfig::new(
-        vec![remote],
-        "OVN_Northbound",
-        MonitorSpec::all(NB_DRIVER_TABLES),
-    );
+    let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
     // The 100k-port dump is ~125 MB, past the 64 MiB default.
     config.session.max_message = 512 << 20;
     let client = Client::start(config);
@@ -189,7 +242,7 @@ async fn measure(remote: &str) -> Result<()> {
     let hwm = status_kib("VmHWM:")?;
     let rss_after = status_kib("VmRSS:")?;
     let snap = client.cache().snapshot();
-    let rows: usize = NB_DRIVER_TABLES.iter().map(|t| snap.table(t).len()).sum();
+    let rows: usize = nb_driver_tables().map(|t| snap.table(t).len()).sum();
     println!(
         "{}",
         serde_json::json!({

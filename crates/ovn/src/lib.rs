@@ -9,12 +9,14 @@
 
 pub mod fixture;
 pub mod hash;
+pub mod live;
 pub mod nb;
 pub mod neutron;
 pub mod ovs;
 pub mod sb;
 pub mod snapshot;
 
+pub use live::LiveSnapshot;
 pub use nb::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
     NatType, NbGlobal, PortAddresses, RowError,

@@ -269,7 +269,7 @@ impl SbLoadBalancer {
 }
 
 /// The SB rows, indexed for the SB driver's questions.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SbIndex {
     pbs: Vec<PortBinding>,
     by_name: HashMap<String, u32, FastHash>,

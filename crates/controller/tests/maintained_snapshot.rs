@@ -1,0 +1,177 @@
+//! The snapshot `OvnSources::inputs` maintains from a real ovsdb-server's
+//! change stream equals a fresh `Snapshot::build` of the client's cache after
+//! every kind of write (update, insert, delete through garbage collection,
+//! a localnet turning into a VM port and back) and across a server restart.
+
+use std::time::{Duration, Instant};
+
+use obgp_config::{Config, Driver};
+use obgp_controller::sources::OvnSources;
+use obgp_ovn::Snapshot;
+use obgp_ovsdb::Uuid;
+use obgp_testbed::fixture::insert_ops;
+use obgp_testbed::ovsdb::OvsdbServer;
+use serde_json::{json, Value};
+
+fn scenario(name: &str) -> Value {
+    let path = obgp_testbed::fixtures_dir()
+        .join("conformance/scenarios")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Waits until the write `step` made is in the client's cache (`landed`)
+/// and the maintained snapshot equals a fresh build of that cache.
+async fn converged(
+    sources: &OvnSources,
+    step: &str,
+    landed: impl Fn(&obgp_ovsdb::Snapshot) -> bool,
+) -> Snapshot {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let inputs = sources.inputs();
+        let fresh = Snapshot::build(&inputs.raw_ovn, &sources.ovs.client.cache().snapshot());
+        let in_cache = landed(&inputs.raw_ovn);
+        if in_cache && inputs.snapshot == fresh {
+            return inputs.snapshot;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{step}: in cache: {in_cache}; maintained {:?} / {:?} vs fresh {:?} / {:?}",
+            inputs.snapshot.counts(),
+            inputs.snapshot.warnings(),
+            fresh.counts(),
+            fresh.warnings()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn lsp_named<'a>(raw: &'a obgp_ovsdb::Snapshot, name: &str) -> Option<(Uuid, &'a obgp_ovsdb::Row)> {
+    raw.table("Logical_Switch_Port")
+        .iter()
+        .find(|(_, r)| r.str("name") == Some(name))
+        .map(|(u, r)| (*u, &**r))
+}
+
+fn uuid_value(u: Uuid) -> Value {
+    json!(["uuid", u.to_string()])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart() {
+    let s = scenario("nb-fip.json");
+    let mut nb = OvsdbServer::start("ovn-nb.ovsschema").unwrap();
+    let ovs = OvsdbServer::start("vswitch.ovsschema").unwrap();
+    nb.transact(&insert_ops(&s["ovn"]["OVN_Northbound"]))
+        .unwrap();
+    ovs.transact(&insert_ops(&s["ovn"]["Open_vSwitch"]))
+        .unwrap();
+    let mut config = Config::default();
+    config.default.driver = Driver::NbOvnBgpDriver;
+    config.ovn.ovn_nb_connection = Some(nb.unix_remote());
+    config.default.ovsdb_connection = ovs.unix_remote();
+    let sources = OvnSources::start(&config, Duration::from_secs(20))
+        .await
+        .unwrap();
+    sources.wait_synced(Duration::from_secs(20)).await.unwrap();
+
+    let first = converged(&sources, "initial dump", |raw| {
+        !raw.table("Logical_Switch_Port").is_empty()
+    })
+    .await;
+    let vm = first
+        .active_vifs_on_chassis("compute-1")
+        .next()
+        .expect("nb-fip has a VM on compute-1")
+        .name
+        .clone();
+    let switch = first
+        .lsp(&vm)
+        .and_then(|p| p.network.clone())
+        .expect("the VM names its network");
+    let localnet = first
+        .localnets_on_physnet("physnet1")
+        .next()
+        .expect("nb-fip has a localnet on physnet1")
+        .name
+        .clone();
+
+    // Update: the VM goes down.
+    let set_up = |up: bool| {
+        json!({"op": "update", "table": "Logical_Switch_Port",
+               "where": [["name", "==", vm]], "row": {"up": up}})
+    };
+    nb.transact(&[set_up(false)]).unwrap();
+    let snap = converged(&sources, "VM down", |raw| {
+        lsp_named(raw, &vm).is_some_and(|(_, r)| r.bool("up") == Some(false))
+    })
+    .await;
+    assert!(snap
+        .active_vifs_on_chassis("compute-1")
+        .all(|p| p.name != vm));
+
+    // Insert: a new VM port on the VM's switch.
+    let added = nb
+        .transact(&[
+            json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "newp",
+                   "row": {"name": "vm-new", "up": true,
+                           "addresses": "fa:16:3e:00:00:99 10.0.0.99",
+                           "options": ["map", [["requested-chassis", "compute-1"]]]}}),
+            json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", switch]],
+                   "mutations": [["ports", "insert", ["set", [["named-uuid", "newp"]]]]]}),
+        ])
+        .unwrap();
+    let new_uuid = Uuid::parse(added[0]["uuid"][1].as_str().unwrap()).unwrap();
+    let snap = converged(&sources, "insert", |raw| lsp_named(raw, "vm-new").is_some()).await;
+    assert!(snap
+        .active_vifs_on_chassis("compute-1")
+        .any(|p| p.name == "vm-new"));
+
+    // Delete: unlisting the port from its switch garbage-collects it.
+    nb.transact(&[json!({"op": "mutate", "table": "Logical_Switch",
+        "where": [["name", "==", switch]],
+        "mutations": [["ports", "delete", ["set", [uuid_value(new_uuid)]]]]})])
+        .unwrap();
+    converged(&sources, "delete", |raw| lsp_named(raw, "vm-new").is_none()).await;
+
+    // The localnet becomes a VM port and back: the switch loses and regains it.
+    let set_type = |t: &str| {
+        json!({"op": "update", "table": "Logical_Switch_Port",
+               "where": [["name", "==", localnet]], "row": {"type": t}})
+    };
+    nb.transact(&[set_type("")]).unwrap();
+    let snap = converged(&sources, "localnet to VM", |raw| {
+        lsp_named(raw, &localnet).is_some_and(|(_, r)| r.str("type").is_none())
+    })
+    .await;
+    assert_eq!(snap.localnets_on_physnet("physnet1").count(), 0);
+    nb.transact(&[set_type("localnet")]).unwrap();
+    converged(&sources, "VM to localnet", |raw| {
+        lsp_named(raw, &localnet).is_some_and(|(_, r)| r.str("type") == Some("localnet"))
+    })
+    .await;
+
+    // Restart: the client reconnects and resyncs; writes after it still land.
+    let generation = *sources.ovn.resynced().borrow();
+    nb.restart().unwrap();
+    sources
+        .ovn
+        .client
+        .cache()
+        .wait_resynced(generation + 1)
+        .await
+        .unwrap();
+    converged(&sources, "after restart", |raw| {
+        lsp_named(raw, &vm).is_some()
+    })
+    .await;
+    nb.transact(&[set_up(true)]).unwrap();
+    let snap = converged(&sources, "VM up after restart", |raw| {
+        lsp_named(raw, &vm).is_some_and(|(_, r)| r.bool("up") == Some(true))
+    })
+    .await;
+    assert!(snap
+        .active_vifs_on_chassis("compute-1")
+        .any(|p| p.name == vm));
+}

@@ -122,8 +122,8 @@ impl MaintainedSnapshot {
     }
 
     /// Applies what changed since the last call and returns the result.
-    /// NB rows are patched one by one; OVS, and SB for the SB driver, are
-    /// rebuilt whole when anything in them changed.
+    /// NB and SB rows are patched one by one; the local OVS database (a
+    /// handful of rows) is rebuilt whole when anything in it changed.
     pub fn catch_up(&mut self, ovn: &CacheReader, ovs: &CacheReader) -> Caught {
         let raw_ovs = match self.ovs.catch_up(ovs, obgp_ovn::OVS_DB) {
             CatchUp::Patch(rows, touched) if touched.is_empty() => rows,
@@ -135,8 +135,7 @@ impl MaintainedSnapshot {
         let sb = self.driver == Driver::OvnBgpDriver;
         let database = if sb { obgp_ovn::SB_DB } else { obgp_ovn::NB_DB };
         let raw_ovn = match self.ovn.catch_up(ovn, database) {
-            CatchUp::Patch(rows, touched) if touched.is_empty() => rows,
-            CatchUp::Rebuild(rows) | CatchUp::Patch(rows, _) if sb => {
+            CatchUp::Rebuild(rows) if sb => {
                 self.live.reset_sb(&rows);
                 rows
             }
@@ -145,11 +144,14 @@ impl MaintainedSnapshot {
                 rows
             }
             CatchUp::Patch(rows, touched) => {
-                self.live.apply_nb(
-                    touched
-                        .iter()
-                        .map(|(t, u)| (&**t, *u, rows.get(t, *u).map(|r| &**r))),
-                );
+                let current = touched
+                    .iter()
+                    .map(|(t, u)| (&**t, *u, rows.get(t, *u).map(|r| &**r)));
+                if sb {
+                    self.live.apply_sb(current);
+                } else {
+                    self.live.apply_nb(current);
+                }
                 rows
             }
         };

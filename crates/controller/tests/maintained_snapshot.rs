@@ -1,7 +1,9 @@
 //! The snapshot `OvnSources::inputs` maintains from a real ovsdb-server's
 //! change stream equals a fresh `Snapshot::build` of the client's cache after
 //! every kind of write (update, insert, delete through garbage collection,
-//! a localnet turning into a VM port and back) and across a server restart.
+//! a localnet turning into a VM port and back) and across a server restart;
+//! likewise for the SB driver's OVN_Southbound (unbind, rebind, a chassis
+//! rename, a restart).
 
 use std::time::{Duration, Instant};
 
@@ -27,10 +29,19 @@ async fn converged(
     step: &str,
     landed: impl Fn(&obgp_ovsdb::Snapshot) -> bool,
 ) -> Snapshot {
+    converged_with(sources, step, landed, Snapshot::build).await
+}
+
+async fn converged_with(
+    sources: &OvnSources,
+    step: &str,
+    landed: impl Fn(&obgp_ovsdb::Snapshot) -> bool,
+    build: impl Fn(&obgp_ovsdb::Snapshot, &obgp_ovsdb::Snapshot) -> Snapshot,
+) -> Snapshot {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let inputs = sources.inputs();
-        let fresh = Snapshot::build(&inputs.raw_ovn, &sources.ovs.client.cache().snapshot());
+        let fresh = build(&inputs.raw_ovn, &sources.ovs.client.cache().snapshot());
         let in_cache = landed(&inputs.raw_ovn);
         if in_cache && inputs.snapshot == fresh {
             return inputs.snapshot;
@@ -174,4 +185,104 @@ async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart
     assert!(snap
         .active_vifs_on_chassis("compute-1")
         .any(|p| p.name == vm));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintained_sb_snapshot_equals_a_fresh_build_after_each_write_and_a_restart() {
+    let s = scenario("sb-sync-provider-vm.json");
+    let mut sb = OvsdbServer::start("ovn-sb.ovsschema").unwrap();
+    let ovs = OvsdbServer::start("vswitch.ovsschema").unwrap();
+    sb.transact(&insert_ops(&s["ovn"]["OVN_Southbound"]))
+        .unwrap();
+    ovs.transact(&insert_ops(&s["ovn"]["Open_vSwitch"]))
+        .unwrap();
+    let mut config = Config::default();
+    config.default.driver = Driver::OvnBgpDriver;
+    config.ovn.ovn_sb_connection = Some(sb.unix_remote());
+    config.default.ovsdb_connection = ovs.unix_remote();
+    let sources = OvnSources::start(&config, Duration::from_secs(20))
+        .await
+        .unwrap();
+    sources.wait_synced(Duration::from_secs(20)).await.unwrap();
+    let empty = obgp_ovn::Tables::new();
+    let build = |sb: &obgp_ovsdb::Snapshot, ovs: &obgp_ovsdb::Snapshot| {
+        Snapshot::build_with_sb(&empty, sb, ovs)
+    };
+    let binding = |raw: &obgp_ovsdb::Snapshot| {
+        raw.table("Port_Binding")
+            .iter()
+            .find(|(_, r)| r.uuid("chassis").is_some())
+            .map(|(_, r)| r.str("logical_port").unwrap_or("").to_string())
+    };
+
+    let first = converged_with(
+        &sources,
+        "initial dump",
+        |raw| binding(raw).is_some(),
+        build,
+    )
+    .await;
+    let raw = sources.ovn.client.cache().snapshot();
+    let port = binding(&raw).expect("a bound port");
+    let (chassis_uuid, chassis_row) = raw
+        .table("Chassis")
+        .iter()
+        .next()
+        .map(|(u, r)| (*u, r.clone()))
+        .expect("a chassis");
+    let system_id = chassis_row.str("name").unwrap().to_string();
+    assert_eq!(first.sb().ports_on_chassis(&system_id).count(), 1);
+
+    let set_chassis = |c: Value| {
+        json!({"op": "update", "table": "Port_Binding",
+               "where": [["logical_port", "==", port]], "row": {"chassis": c}})
+    };
+    let bound = |raw: &obgp_ovsdb::Snapshot, yes: bool| {
+        raw.table("Port_Binding")
+            .values()
+            .any(|r| r.str("logical_port") == Some(&port) && r.uuid("chassis").is_some() == yes)
+    };
+    sb.transact(&[set_chassis(json!(["set", []]))]).unwrap();
+    let snap = converged_with(&sources, "unbind", |raw| bound(raw, false), build).await;
+    assert_eq!(snap.sb().ports_on_chassis(&system_id).count(), 0);
+
+    sb.transact(&[set_chassis(uuid_value(chassis_uuid))])
+        .unwrap();
+    converged_with(&sources, "rebind", |raw| bound(raw, true), build).await;
+
+    // Renaming the chassis re-resolves the bindings that reference it.
+    sb.transact(&[json!({"op": "update", "table": "Chassis",
+        "where": [["_uuid", "==", uuid_value(chassis_uuid)]], "row": {"name": "renamed"}})])
+        .unwrap();
+    let snap = converged_with(
+        &sources,
+        "chassis rename",
+        |raw| {
+            raw.table("Chassis")
+                .values()
+                .any(|r| r.str("name") == Some("renamed"))
+        },
+        build,
+    )
+    .await;
+    assert_eq!(snap.sb().ports_on_chassis("renamed").count(), 1);
+    assert_eq!(snap.sb().ports_on_chassis(&system_id).count(), 0);
+
+    let generation = *sources.ovn.resynced().borrow();
+    sb.restart().unwrap();
+    sources
+        .ovn
+        .client
+        .cache()
+        .wait_resynced(generation + 1)
+        .await
+        .unwrap();
+    sb.transact(&[set_chassis(json!(["set", []]))]).unwrap();
+    converged_with(
+        &sources,
+        "unbind after restart",
+        |raw| bound(raw, false),
+        build,
+    )
+    .await;
 }

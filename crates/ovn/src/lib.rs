@@ -10,6 +10,7 @@
 pub mod fixture;
 pub mod hash;
 pub mod live;
+mod live_sb;
 pub mod nb;
 pub mod neutron;
 pub mod ovs;

@@ -21,9 +21,9 @@
 //! nothing. Its result always equals [`Snapshot::build`] over the same rows
 //! (tests/live_equals_build.rs checks this on random histories).
 //!
-//! OVN_Southbound and Open_vSwitch are rebuilt whole on any change
-//! ([`LiveSnapshot::reset_sb`], [`LiveSnapshot::reset_ovs`]): the local OVS
-//! database is a handful of rows, and the SB index is not incremental yet.
+//! OVN_Southbound rows are patched the same way (`live_sb.rs`,
+//! [`LiveSnapshot::apply_sb`]). Open_vSwitch is rebuilt whole on any change
+//! ([`LiveSnapshot::reset_ovs`]): the local OVS database is a handful of rows.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
@@ -32,13 +32,13 @@ use std::sync::Arc;
 use obgp_ovsdb::{Change, Row, Uuid};
 
 use crate::hash::FastHash;
+use crate::live_sb::SbLive;
 use crate::nb::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
     NatType, NbGlobal, RowError,
 };
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
-use crate::sb::SbIndex;
 use crate::snapshot::{Index, NbIndex, RowSource, Snapshot};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
@@ -76,12 +76,13 @@ struct Dirty {
 }
 
 /// Uuids pointing at a row, by the row's uuid.
-type Referrers = HashMap<Uuid, BTreeSet<Uuid>, FastHash>;
+pub(crate) type Referrers = HashMap<Uuid, BTreeSet<Uuid>, FastHash>;
 
 /// The maintained snapshot. Feed it NB row changes with
-/// [`LiveSnapshot::apply_nb`] (or [`LiveSnapshot::apply_changes`]), and the
-/// whole OVS/SB databases with [`LiveSnapshot::reset_ovs`] /
-/// [`LiveSnapshot::reset_sb`]; take snapshots with [`LiveSnapshot::snapshot`].
+/// [`LiveSnapshot::apply_nb`] (or [`LiveSnapshot::apply_changes`]), SB row
+/// changes with [`LiveSnapshot::apply_sb`], the whole OVS database with
+/// [`LiveSnapshot::reset_ovs`]; start over with `reset_*`; take snapshots
+/// with [`LiveSnapshot::snapshot`].
 #[derive(Debug, Default)]
 pub struct LiveSnapshot {
     nb: NbIndex,
@@ -95,14 +96,13 @@ pub struct LiveSnapshot {
     nb_warnings: BTreeMap<(WarningGroup, Uuid), Vec<RowError>>,
     ovs: LocalOvs,
     ovs_warnings: Vec<RowError>,
-    sb: Arc<SbIndex>,
-    sb_warnings: Vec<RowError>,
+    sb: SbLive,
     /// All warnings in [`Snapshot::warnings`] order, refreshed after each
     /// call that changed any.
     warnings: Arc<[RowError]>,
 }
 
-fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, add: bool) {
+pub(crate) fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, add: bool) {
     if add {
         ix.entry(key).or_default().insert(uuid);
     } else if let Some(set) = ix.get_mut(&key) {
@@ -113,7 +113,7 @@ fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, add: bool) 
     }
 }
 
-fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
+pub(crate) fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
     if add {
         map.entry(target).or_default().insert(from);
     } else if let Some(set) = map.get_mut(&target) {
@@ -140,7 +140,7 @@ fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) {
     }
 }
 
-fn log_warnings(ws: &[RowError]) {
+pub(crate) fn log_warnings(ws: &[RowError]) {
     for w in ws {
         tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
     }
@@ -153,7 +153,7 @@ impl LiveSnapshot {
             nb_global: self.nb_globals.values().next().cloned().unwrap_or_default(),
             ovs: self.ovs.clone(),
             nb: self.nb.clone(),
-            sb: self.sb.clone(),
+            sb: self.sb.index.clone(),
             warnings: self.warnings.clone(),
         }
     }
@@ -222,15 +222,21 @@ impl LiveSnapshot {
         }
     }
 
-    /// Rebuilds the Southbound part from the whole OVN_Southbound database.
+    /// Replaces every Southbound row with those of `sb`.
     pub fn reset_sb(&mut self, sb: &impl RowSource) {
-        let mut warnings = Vec::new();
-        self.sb = Arc::new(SbIndex::build(sb, &mut warnings));
-        if warnings != self.sb_warnings {
-            log_warnings(&warnings);
-            self.sb_warnings = warnings;
-            self.refresh_warnings();
-        }
+        self.sb.reset(sb, true);
+        self.refresh_warnings();
+    }
+
+    /// Sets OVN_Southbound rows to their current content, like
+    /// [`LiveSnapshot::apply_nb`] (`Chassis`, `Port_Binding`,
+    /// `Logical_DP_Group`, `Load_Balancer`; other tables are ignored).
+    pub fn apply_sb<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
+    ) {
+        self.sb.apply(rows, true);
+        self.refresh_warnings();
     }
 
     fn refresh_warnings(&mut self) {
@@ -239,7 +245,7 @@ impl LiveSnapshot {
             .values()
             .flatten()
             .chain(&self.ovs_warnings)
-            .chain(&self.sb_warnings);
+            .chain(self.sb.warnings());
         if !all.clone().eq(self.warnings.iter()) {
             self.warnings = all.cloned().collect();
         }

@@ -96,7 +96,7 @@ pub struct Snapshot {
     pub(crate) nb: NbIndex,
     /// OVN_Southbound rows (SB driver); empty unless built with
     /// [`Snapshot::build_with_sb`].
-    pub(crate) sb: Arc<SbIndex>,
+    pub(crate) sb: SbIndex,
     pub(crate) warnings: Arc<[RowError]>,
 }
 
@@ -303,14 +303,17 @@ impl Snapshot {
 }
 
 /// The rows an index entry names, in uuid order.
-fn rows_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a OrdSet<Uuid>>) -> impl Iterator<Item = &'a T> {
+pub(crate) fn rows_at<'a, T>(
+    rows: &'a Rows<T>,
+    idx: Option<&'a OrdSet<Uuid>>,
+) -> impl Iterator<Item = &'a T> {
     idx.into_iter()
         .flatten()
         .filter_map(|u| rows.get(u))
         .map(|r| &**r)
 }
 
-fn first_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a OrdSet<Uuid>>) -> Option<&'a T> {
+pub(crate) fn first_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a OrdSet<Uuid>>) -> Option<&'a T> {
     rows_at(rows, idx).next()
 }
 

@@ -106,7 +106,7 @@ pub(crate) fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, 
     if add {
         ix.entry(key).or_default().insert(uuid);
     } else if let Some(set) = ix.get_mut(&key) {
-        set.remove(&uuid);
+        set.remove(uuid);
         if set.is_empty() {
             ix.remove(&key);
         }

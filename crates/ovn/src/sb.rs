@@ -15,7 +15,7 @@ use imbl::OrdSet;
 
 use crate::nb::RowError;
 use crate::neutron::{self, key};
-use crate::snapshot::{first_at, rows_at, Index, PMap, RowSource, Rows};
+use crate::snapshot::{first_at, rows_at, Index, PMap, RowSource, Rows, UuidSet};
 
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
@@ -310,7 +310,7 @@ impl SbIndex {
         first_at(&self.lbs, self.lbs_by_name.get(name))
     }
 
-    fn at<'a>(&'a self, idx: Option<&'a OrdSet<Uuid>>) -> impl Iterator<Item = &'a PortBinding> {
+    fn at<'a>(&'a self, idx: Option<&'a UuidSet>) -> impl Iterator<Item = &'a PortBinding> {
         rows_at(&self.pbs, idx)
     }
 

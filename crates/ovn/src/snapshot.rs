@@ -46,7 +46,102 @@ pub(crate) type PMap<K, V> = GenericHashMap<K, V, FastHash, DefaultSharedPtr>;
 pub(crate) type Rows<T> = PMap<Uuid, Arc<T>>;
 /// A lookup key to the rows it names, in uuid order: "first by uuid order
 /// wins" is the set's first element.
-pub(crate) type Index<K> = PMap<K, OrdSet<Uuid>>;
+pub(crate) type Index<K> = PMap<K, UuidSet>;
+
+/// Sets up to this size are a sorted array, larger ones a B-tree.
+const SMALL_SET: usize = 16;
+
+/// An ordered set of row uuids. Most index entries name one or a few rows
+/// (a port name, a router id), for which a persistent B-tree costs a
+/// kilobyte-sized node each; those are a small sorted array instead, copied
+/// on change. Large entries (the ports of a chassis) are a persistent B-tree,
+/// so one change costs O(log n). The representation depends only on the
+/// size, so equal sets compare equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UuidSet {
+    Small(Arc<[Uuid]>),
+    Large(OrdSet<Uuid>),
+}
+
+impl Default for UuidSet {
+    fn default() -> Self {
+        UuidSet::Small(Arc::new([]))
+    }
+}
+
+impl UuidSet {
+    pub fn insert(&mut self, u: Uuid) {
+        match self {
+            UuidSet::Small(a) => {
+                let Err(at) = a.binary_search(&u) else {
+                    return;
+                };
+                if a.len() < SMALL_SET {
+                    let mut v = Vec::with_capacity(a.len() + 1);
+                    v.extend_from_slice(&a[..at]);
+                    v.push(u);
+                    v.extend_from_slice(&a[at..]);
+                    *a = v.into();
+                } else {
+                    let mut set: OrdSet<Uuid> = a.iter().copied().collect();
+                    set.insert(u);
+                    *self = UuidSet::Large(set);
+                }
+            }
+            UuidSet::Large(set) => {
+                set.insert(u);
+            }
+        }
+    }
+
+    pub fn remove(&mut self, u: Uuid) {
+        match self {
+            UuidSet::Small(a) => {
+                if let Ok(at) = a.binary_search(&u) {
+                    let mut v = a.to_vec();
+                    v.remove(at);
+                    *a = v.into();
+                }
+            }
+            UuidSet::Large(set) => {
+                set.remove(&u);
+                if set.len() <= SMALL_SET {
+                    *self = UuidSet::Small(set.iter().copied().collect());
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            UuidSet::Small(a) => a.is_empty(),
+            UuidSet::Large(set) => set.is_empty(),
+        }
+    }
+
+    /// The uuids in ascending order.
+    pub fn iter(&self) -> UuidSetIter<'_> {
+        match self {
+            UuidSet::Small(a) => UuidSetIter::Small(a.iter()),
+            UuidSet::Large(set) => UuidSetIter::Large(set.iter()),
+        }
+    }
+}
+
+pub(crate) enum UuidSetIter<'a> {
+    Small(std::slice::Iter<'a, Uuid>),
+    Large(imbl::ordset::Iter<'a, Uuid, DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for UuidSetIter<'a> {
+    type Item = &'a Uuid;
+    fn next(&mut self) -> Option<&'a Uuid> {
+        match self {
+            UuidSetIter::Small(it) => it.next(),
+            UuidSetIter::Large(it) => it.next(),
+        }
+    }
+}
 
 /// The parsed NB rows and every NB index. Kept equal, field by field, to
 /// what a from-scratch load of the same rows gives: empty index entries are
@@ -180,7 +275,7 @@ impl Snapshot {
 
     fn lsps_at<'a>(
         &'a self,
-        idx: Option<&'a OrdSet<Uuid>>,
+        idx: Option<&'a UuidSet>,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
         rows_at(&self.nb.lsps, idx)
     }
@@ -305,15 +400,15 @@ impl Snapshot {
 /// The rows an index entry names, in uuid order.
 pub(crate) fn rows_at<'a, T>(
     rows: &'a Rows<T>,
-    idx: Option<&'a OrdSet<Uuid>>,
+    idx: Option<&'a UuidSet>,
 ) -> impl Iterator<Item = &'a T> {
     idx.into_iter()
-        .flatten()
+        .flat_map(UuidSet::iter)
         .filter_map(|u| rows.get(u))
         .map(|r| &**r)
 }
 
-pub(crate) fn first_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a OrdSet<Uuid>>) -> Option<&'a T> {
+pub(crate) fn first_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a UuidSet>) -> Option<&'a T> {
     rows_at(rows, idx).next()
 }
 
@@ -361,6 +456,49 @@ mod tests {
                                          ["hostname", "compute-1"]]]}}}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn uuid_sets_stay_ordered_and_equal_across_the_small_large_boundary() {
+        use std::collections::BTreeSet;
+        let mut set = UuidSet::default();
+        let mut model = BTreeSet::new();
+        let (mut large, mut small_after_large) = (false, false);
+        // A fixed pseudo-random walk of inserts and removes over 48 uuids
+        // that crosses SMALL_SET in both directions many times.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = Uuid(u128::from(x % 48));
+            // Phases of mostly inserts, then mostly removes.
+            let growing = (step / 500) % 2 == 0;
+            let insert = growing != (x >> 32).is_multiple_of(3);
+            if insert {
+                set.insert(u);
+                model.insert(u);
+            } else {
+                set.remove(u);
+                model.remove(&u);
+            }
+            assert!(set.iter().eq(model.iter()), "step {step}");
+            assert_eq!(set.is_empty(), model.is_empty());
+            // Same content, same representation: built afresh it is equal.
+            let mut fresh = UuidSet::default();
+            for u in &model {
+                fresh.insert(*u);
+            }
+            assert_eq!(set, fresh, "step {step}");
+            match set {
+                UuidSet::Large(_) => large = true,
+                UuidSet::Small(_) => small_after_large |= large,
+            }
+        }
+        assert!(
+            large && small_after_large,
+            "the walk crossed the boundary both ways"
+        );
     }
 
     #[test]

@@ -195,7 +195,11 @@ impl LiveSnapshot {
     }
 
     /// [`LiveSnapshot::apply_nb`] with the rows OVSDB change notifications
-    /// carry (`Change::new`).
+    /// carry (`Change::new`). The changes must come in the order they
+    /// happened: an older change applied after a newer one reverts its row.
+    /// A consumer that may see changes late or twice should instead re-read
+    /// the rows the changes name from a cache snapshot taken afterwards, as
+    /// the controller does (`obgp_controller::maintained`).
     pub fn apply_changes(&mut self, changes: &[Change]) {
         self.apply_nb(
             changes

@@ -9,6 +9,7 @@
 //! reconcile, which recomputes everything. A missed or reordered event costs
 //! latency, never correctness (upstream defects D11 and D16 cannot occur).
 
+pub mod maintained;
 pub mod ofports;
 pub mod queue;
 pub mod reason;

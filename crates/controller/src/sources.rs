@@ -6,7 +6,12 @@
 //! driver reads OVN_Northbound (`[ovn] ovn_nb_connection`); the SB driver
 //! reads OVN_Southbound (`[ovn] ovn_sb_connection`, else the OVS row's
 //! `external_ids:ovn-remote`, as upstream).
+//!
+//! The indexed snapshot is maintained from the caches' change streams
+//! ([`MaintainedSnapshot`]): a reconcile after a one-row change re-reads that
+//! row, not the database.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use obgp_config::{Config, Driver};
@@ -17,6 +22,7 @@ use obgp_ovsdb::{
 };
 use tokio::sync::{broadcast, watch};
 
+use crate::maintained::MaintainedSnapshot;
 use crate::ofports::{ofports, OfPorts};
 
 /// The NB tables and columns the NB driver reads: the parsers' and the NB
@@ -107,7 +113,9 @@ pub struct OvnSources {
     /// OVN_Northbound (NB driver) or OVN_Southbound (SB driver).
     pub ovn: Source,
     pub ovs: Source,
-    driver: Driver,
+    /// Behind a lock so that `inputs` can take `&self`; only the reconcile
+    /// loop calls it, so it is never contended.
+    maintained: Mutex<MaintainedSnapshot>,
 }
 
 fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError> {
@@ -241,7 +249,16 @@ impl OvnSources {
                 ),
             )?,
         };
-        Ok(OvnSources { ovn, ovs, driver })
+        let maintained = Mutex::new(MaintainedSnapshot::new(
+            ovn.client.cache(),
+            ovs.client.cache(),
+            driver,
+        ));
+        Ok(OvnSources {
+            ovn,
+            ovs,
+            maintained,
+        })
     }
 
     /// Waits until both databases delivered their initial dump.
@@ -250,20 +267,24 @@ impl OvnSources {
         self.ovs.wait_synced(timeout).await
     }
 
-    /// What the next reconcile reads, from the current caches.
+    /// What the next reconcile reads: the maintained snapshot brought up to
+    /// date with every change received so far (see [`MaintainedSnapshot`]).
     pub fn inputs(&self) -> Inputs {
-        let raw_ovn = self.ovn.client.cache().snapshot();
-        let ovs = self.ovs.client.cache().snapshot();
-        let snapshot = match self.driver {
-            Driver::OvnBgpDriver => {
-                Snapshot::build_with_sb(&obgp_ovn::Tables::new(), &raw_ovn, &ovs)
+        let mut maintained = match self.maintained.lock() {
+            Ok(m) => m,
+            Err(poisoned) => {
+                // A panic mid-update may have left it half-patched.
+                self.maintained.clear_poison();
+                let mut m = poisoned.into_inner();
+                m.invalidate();
+                m
             }
-            _ => Snapshot::build(&raw_ovn, &ovs),
         };
+        let caught = maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache());
         Inputs {
-            raw_ovn,
-            snapshot,
-            ofports: ofports(&ovs),
+            ofports: ofports(&caught.raw_ovs),
+            raw_ovn: caught.raw_ovn,
+            snapshot: caught.snapshot,
         }
     }
 }

@@ -6,15 +6,21 @@
 //! [`obgp_netmodel::MacAddr`], [`ipnet::IpNet`], [`obgp_netmodel::DevName`]
 //! and typed enums, never raw column strings. Bad rows are skipped with a
 //! warning that names the table and the row uuid ([`Snapshot::warnings`]).
+//!
+//! [`LiveSnapshot`] keeps a snapshot up to date row by row (OVSDB changes),
+//! so a one-row change costs O(that row), not a rebuild of the database.
 
 pub mod fixture;
 pub mod hash;
+pub mod live;
+mod live_sb;
 pub mod nb;
 pub mod neutron;
 pub mod ovs;
 pub mod sb;
 pub mod snapshot;
 
+pub use live::LiveSnapshot;
 pub use nb::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
     NatType, NbGlobal, PortAddresses, RowError,

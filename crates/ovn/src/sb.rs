@@ -5,19 +5,19 @@
 //! As for NB, parsing happens once here: a garbled row is skipped with a
 //! [`RowError`] naming the table and uuid, never a panic.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb::{Datum, Row, Uuid};
 
-use crate::hash::FastHash;
+use imbl::OrdSet;
+
 use crate::nb::RowError;
 use crate::neutron::{self, key};
-use crate::snapshot::RowSource;
+use crate::snapshot::{first_at, rows_at, Index, PMap, RowSource, Rows, UuidSet};
 
-fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
+pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
         table,
         uuid,
@@ -268,29 +268,29 @@ impl SbLoadBalancer {
     pub const TABLE: &'static str = "Load_Balancer";
 }
 
-/// The SB rows, indexed for the SB driver's questions.
-#[derive(Clone, Debug, Default)]
+/// The SB rows, indexed for the SB driver's questions. Persistent maps:
+/// clones share structure; kept up to date row by row by
+/// [`crate::LiveSnapshot::apply_sb`].
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SbIndex {
-    pbs: Vec<PortBinding>,
-    by_name: HashMap<String, u32, FastHash>,
-    by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
+    /// Parsed bindings, chassis resolved.
+    pub(crate) pbs: Rows<PortBinding>,
+    pub(crate) by_name: Index<String>,
+    pub(crate) by_datapath: Index<Uuid>,
     /// Bound ports by `Chassis.name`.
-    by_chassis: HashMap<String, Vec<u32>, FastHash>,
+    pub(crate) by_chassis: Index<String>,
     /// Localnet ports by `options:network_name`.
-    localnets_by_network: HashMap<String, Vec<u32>, FastHash>,
+    pub(crate) localnets_by_network: Index<String>,
     /// Localnet ports by datapath.
-    localnets_by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
+    pub(crate) localnets_by_datapath: Index<Uuid>,
     /// OVN LB VIP ports (type `""`, no chassis, no MAC, `up = false`) by datapath.
-    lb_vip_ports_by_datapath: HashMap<Uuid, Vec<u32>, FastHash>,
+    pub(crate) lb_vip_ports_by_datapath: Index<Uuid>,
     /// Patch ports' NAT address entries by their resident port:
     /// `(port binding, entry index)`.
-    nat_by_resident: HashMap<String, Vec<(u32, u32)>, FastHash>,
-    /// Load balancers by name (first by uuid).
-    lbs_by_name: HashMap<String, SbLoadBalancer, FastHash>,
-}
-
-fn push<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, Vec<V>, FastHash>, k: K, v: V) {
-    map.entry(k).or_default().push(v);
+    pub(crate) nat_by_resident: PMap<String, OrdSet<(Uuid, u32)>>,
+    /// Named load balancers, datapath groups resolved.
+    pub(crate) lbs: Rows<SbLoadBalancer>,
+    pub(crate) lbs_by_name: Index<String>,
 }
 
 impl SbIndex {
@@ -298,117 +298,25 @@ impl SbIndex {
     /// binding's chassis through `Chassis`. Garbled rows and dangling
     /// chassis references go to `warnings`.
     pub fn build(sb: &impl RowSource, warnings: &mut Vec<RowError>) -> SbIndex {
-        let mut chassis_names: HashMap<Uuid, String, FastHash> = HashMap::default();
-        for (uuid, row) in sb.rows("Chassis") {
-            if let Some(name) = row.str("name").filter(|n| !n.is_empty()) {
-                chassis_names.insert(uuid, name.to_string());
-            }
-        }
-        let mut rows = sb.rows(PortBinding::TABLE);
-        rows.sort_unstable_by_key(|(u, _)| *u);
-        let mut s = SbIndex::default();
-        for (uuid, row) in rows {
-            let mut pb = match PortBinding::parse(uuid, row) {
-                Ok(pb) => pb,
-                Err(e) => {
-                    warnings.push(e);
-                    continue;
-                }
-            };
-            if let Some(c) = row.uuid("chassis") {
-                match chassis_names.get(&c) {
-                    Some(name) => pb.chassis = Some(name.clone()),
-                    None => warnings.push(bad(
-                        PortBinding::TABLE,
-                        uuid,
-                        format!("chassis references missing or unnamed Chassis row {c}"),
-                    )),
-                }
-            }
-            let i = s.pbs.len() as u32;
-            s.by_name.entry(pb.logical_port.clone()).or_insert(i);
-            if let Some(dp) = pb.datapath {
-                push(&mut s.by_datapath, dp, i);
-            }
-            if let Some(c) = &pb.chassis {
-                push(&mut s.by_chassis, c.clone(), i);
-            }
-            if pb.kind == PbType::Localnet {
-                if let Some(net) = &pb.network_name {
-                    push(&mut s.localnets_by_network, net.clone(), i);
-                }
-                if let Some(dp) = pb.datapath {
-                    push(&mut s.localnets_by_datapath, dp, i);
-                }
-            }
-            if pb.is_lb_vip_port() {
-                if let Some(dp) = pb.datapath {
-                    push(&mut s.lb_vip_ports_by_datapath, dp, i);
-                }
-            }
-            if pb.kind == PbType::Patch {
-                for (j, n) in pb.nat_addresses.iter().enumerate() {
-                    push(
-                        &mut s.nat_by_resident,
-                        n.resident_port.clone(),
-                        (i, j as u32),
-                    );
-                }
-            }
-            s.pbs.push(pb);
-        }
-        s.index_load_balancers(sb);
-        s
+        let mut live = crate::live_sb::SbLive::default();
+        live.reset(sb, false);
+        warnings.extend(live.warnings().cloned());
+        live.index
     }
 
-    fn index_load_balancers(&mut self, sb: &impl RowSource) {
-        let groups: HashMap<Uuid, Vec<Uuid>, FastHash> = sb
-            .rows("Logical_DP_Group")
-            .into_iter()
-            .map(|(u, row)| (u, row.uuids("datapaths").collect()))
-            .collect();
-        let group = |row: &Row, col: &str| -> Vec<Uuid> {
-            row.uuid(col)
-                .and_then(|g| groups.get(&g))
-                .cloned()
-                .unwrap_or_default()
-        };
-        let mut rows = sb.rows(SbLoadBalancer::TABLE);
-        rows.sort_unstable_by_key(|(u, _)| *u);
-        for (uuid, row) in rows {
-            let Some(name) = row.str("name").filter(|n| !n.is_empty()) else {
-                continue;
-            };
-            let mut switch_datapaths = group(row, "ls_datapath_group");
-            if switch_datapaths.is_empty() {
-                switch_datapaths = group(row, "datapath_group");
-            }
-            if switch_datapaths.is_empty() {
-                switch_datapaths = row.uuids("datapaths").collect();
-            }
-            self.lbs_by_name
-                .entry(name.to_string())
-                .or_insert(SbLoadBalancer {
-                    uuid,
-                    name: name.to_string(),
-                    switch_datapaths,
-                    router_datapaths: group(row, "lr_datapath_group"),
-                });
-        }
-    }
-
-    /// The load balancer named `name` (upstream `get_ovn_lb`).
+    /// The load balancer named `name` (upstream `get_ovn_lb`; the first by
+    /// uuid if several are).
     pub fn load_balancer(&self, name: &str) -> Option<&SbLoadBalancer> {
-        self.lbs_by_name.get(name)
+        first_at(&self.lbs, self.lbs_by_name.get(name))
     }
 
-    fn at<'a>(&'a self, idx: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a PortBinding> {
-        idx.into_iter().flatten().map(|&i| &self.pbs[i as usize])
+    fn at<'a>(&'a self, idx: Option<&'a UuidSet>) -> impl Iterator<Item = &'a PortBinding> {
+        rows_at(&self.pbs, idx)
     }
 
-    /// The Port_Binding whose `logical_port` is `name`.
+    /// The Port_Binding whose `logical_port` is `name` (the first by uuid).
     pub fn port(&self, name: &str) -> Option<&PortBinding> {
-        self.by_name.get(name).map(|&i| &self.pbs[i as usize])
+        first_at(&self.pbs, self.by_name.get(name))
     }
 
     /// Ports bound to chassis `system_id` (upstream `get_ports_on_chassis`),
@@ -456,7 +364,7 @@ impl SbIndex {
     }
 
     /// NAT address entries of patch ports whose resident port is `port`,
-    /// with the patch Port_Binding carrying them.
+    /// with the patch Port_Binding carrying them, in binding uuid order.
     pub fn nat_addresses_of<'a>(
         &'a self,
         port: &str,
@@ -465,9 +373,9 @@ impl SbIndex {
             .get(port)
             .into_iter()
             .flatten()
-            .map(|&(i, j)| {
-                let pb = &self.pbs[i as usize];
-                (pb, &pb.nat_addresses[j as usize])
+            .filter_map(|(u, j)| {
+                let pb = self.pbs.get(u)?;
+                Some((&**pb, pb.nat_addresses.get(*j as usize)?))
             })
     }
 

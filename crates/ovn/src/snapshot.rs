@@ -7,17 +7,25 @@
 //! router R") is one hash lookup returning the few rows that answer it, so
 //! the cost of a reconcile follows what is local to the chassis, not the size
 //! of the database.
+//!
+//! Rows and indexes live in persistent maps (`imbl`): a [`Snapshot`] clone
+//! costs a few reference counts, and [`LiveSnapshot`](crate::LiveSnapshot)
+//! patches them row by row instead of rebuilding them on every change.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
+use imbl::shared_ptr::DefaultSharedPtr;
+use imbl::{GenericHashMap, OrdSet};
 use obgp_ovsdb::{Row, Uuid};
 
 use crate::hash::FastHash;
+use crate::live::LiveSnapshot;
 use crate::nb::{
-    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
-    NatType, NbGlobal, RowError,
+    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, Nat,
+    NbGlobal, RowError,
 };
-use crate::neutron::{self, ROUTER_INTERFACE_OWNER};
+use crate::neutron;
 use crate::ovs::LocalOvs;
 use crate::sb::SbIndex;
 
@@ -32,48 +40,159 @@ pub const NB_DB: &str = "OVN_Northbound";
 pub const SB_DB: &str = "OVN_Southbound";
 pub const OVS_DB: &str = "Open_vSwitch";
 
+/// A persistent hash map (clones share structure).
+pub(crate) type PMap<K, V> = GenericHashMap<K, V, FastHash, DefaultSharedPtr>;
+/// Parsed rows by uuid.
+pub(crate) type Rows<T> = PMap<Uuid, Arc<T>>;
+/// A lookup key to the rows it names, in uuid order: "first by uuid order
+/// wins" is the set's first element.
+pub(crate) type Index<K> = PMap<K, UuidSet>;
+
+/// Sets up to this size are a sorted array, larger ones a B-tree.
+const SMALL_SET: usize = 16;
+
+/// An ordered set of row uuids. Most index entries name one or a few rows
+/// (a port name, a router id), for which a persistent B-tree costs a
+/// kilobyte-sized node each; those are a small sorted array instead, copied
+/// on change. Large entries (the ports of a chassis) are a persistent B-tree,
+/// so one change costs O(log n). The representation depends only on the
+/// size, so equal sets compare equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UuidSet {
+    Small(Arc<[Uuid]>),
+    Large(OrdSet<Uuid>),
+}
+
+impl Default for UuidSet {
+    fn default() -> Self {
+        UuidSet::Small(Arc::new([]))
+    }
+}
+
+impl UuidSet {
+    pub fn insert(&mut self, u: Uuid) {
+        match self {
+            UuidSet::Small(a) => {
+                let Err(at) = a.binary_search(&u) else {
+                    return;
+                };
+                if a.len() < SMALL_SET {
+                    let mut v = Vec::with_capacity(a.len() + 1);
+                    v.extend_from_slice(&a[..at]);
+                    v.push(u);
+                    v.extend_from_slice(&a[at..]);
+                    *a = v.into();
+                } else {
+                    let mut set: OrdSet<Uuid> = a.iter().copied().collect();
+                    set.insert(u);
+                    *self = UuidSet::Large(set);
+                }
+            }
+            UuidSet::Large(set) => {
+                set.insert(u);
+            }
+        }
+    }
+
+    pub fn remove(&mut self, u: Uuid) {
+        match self {
+            UuidSet::Small(a) => {
+                if let Ok(at) = a.binary_search(&u) {
+                    let mut v = a.to_vec();
+                    v.remove(at);
+                    *a = v.into();
+                }
+            }
+            UuidSet::Large(set) => {
+                set.remove(&u);
+                if set.len() <= SMALL_SET {
+                    *self = UuidSet::Small(set.iter().copied().collect());
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            UuidSet::Small(a) => a.is_empty(),
+            UuidSet::Large(set) => set.is_empty(),
+        }
+    }
+
+    /// The uuids in ascending order.
+    pub fn iter(&self) -> UuidSetIter<'_> {
+        match self {
+            UuidSet::Small(a) => UuidSetIter::Small(a.iter()),
+            UuidSet::Large(set) => UuidSetIter::Large(set.iter()),
+        }
+    }
+}
+
+pub(crate) enum UuidSetIter<'a> {
+    Small(std::slice::Iter<'a, Uuid>),
+    Large(imbl::ordset::Iter<'a, Uuid, DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for UuidSetIter<'a> {
+    type Item = &'a Uuid;
+    fn next(&mut self) -> Option<&'a Uuid> {
+        match self {
+            UuidSetIter::Small(it) => it.next(),
+            UuidSetIter::Large(it) => it.next(),
+        }
+    }
+}
+
+/// The parsed NB rows and every NB index. Kept equal, field by field, to
+/// what a from-scratch load of the same rows gives: empty index entries are
+/// removed, never left behind.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct NbIndex {
+    pub lsps: Rows<LogicalSwitchPort>,
+    pub switches: Rows<LogicalSwitch>,
+    pub routers: Rows<LogicalRouter>,
+    pub lrps: Rows<LogicalRouterPort>,
+    /// NATs as served: `gateway_port` cleared when it names no usable LRP.
+    pub nats: Rows<Nat>,
+    pub lbs: Rows<LoadBalancer>,
+
+    pub lsp_by_name: Index<String>,
+    pub router_by_name: Index<String>,
+    pub switches_by_name: Index<String>,
+    /// Localnet LSPs of each switch (by switch uuid), in the switch's port
+    /// order; switches without one are absent.
+    pub localnets_of_switch: PMap<Uuid, Arc<[Uuid]>>,
+    /// Localnet LSPs by `options:network_name` (the physical network).
+    pub localnets_by_physnet: Index<String>,
+    /// Up VM/virtual LSPs by every chassis they can be bound to.
+    pub active_vifs_by_chassis: Index<String>,
+    /// Up VM/virtual LSPs by `neutron:network_name`.
+    pub active_vifs_by_network: Index<String>,
+    /// Up router-interface LSPs by `neutron:device_id` (the router id).
+    pub router_ifaces_by_router: Index<String>,
+    /// LRPs by `status:hosting-chassis` (system-id).
+    pub lrps_by_hosting_chassis: Index<String>,
+    /// NATs by `logical_port`.
+    pub nat_by_logical_port: Index<String>,
+    /// dnat_and_snat NATs by their (usable) `gateway_port`.
+    pub fips_by_gateway_port: Index<Uuid>,
+    /// LBs with VIPs by the router id of `lr_ref` and of `neutron:router_name`.
+    pub lbs_by_router: Index<String>,
+}
+
 /// The indexed snapshot. Build it with [`Snapshot::build`] (from OVSDB
-/// caches) or [`Snapshot::from_wire`] (from a fixture in wire notation).
-#[derive(Clone, Debug, Default)]
+/// caches), [`Snapshot::from_wire`] (from a fixture in wire notation), or
+/// keep one up to date with [`LiveSnapshot`]. Cloning is cheap (shared
+/// persistent maps), and two snapshots of the same rows compare equal.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     pub nb_global: NbGlobal,
     pub ovs: LocalOvs,
-
-    switches: Vec<LogicalSwitch>,
-    lsps: Vec<LogicalSwitchPort>,
-    routers: Vec<LogicalRouter>,
-    lrps: Vec<LogicalRouterPort>,
-    nats: Vec<Nat>,
-    lbs: Vec<LoadBalancer>,
-
-    lsp_by_name: HashMap<String, u32, FastHash>,
-    lrp_by_uuid: HashMap<Uuid, u32, FastHash>,
-    nat_by_uuid: HashMap<Uuid, u32, FastHash>,
-    router_by_name: HashMap<String, u32, FastHash>,
-    /// Localnet LSPs of each switch (by switch name), in the switch's port order.
-    localnets_by_switch: HashMap<String, Vec<u32>, FastHash>,
-    /// Localnet LSPs by `options:network_name` (the physical network).
-    localnets_by_physnet: HashMap<String, Vec<u32>, FastHash>,
-    /// Up VM/virtual LSPs by every chassis they can be bound to.
-    active_vifs_by_chassis: HashMap<String, Vec<u32>, FastHash>,
-    /// Up VM/virtual LSPs by `neutron:network_name`.
-    active_vifs_by_network: HashMap<String, Vec<u32>, FastHash>,
-    /// Up router-interface LSPs by `neutron:device_id` (the router id).
-    router_ifaces_by_router: HashMap<String, Vec<u32>, FastHash>,
-    /// LRPs by `status:hosting-chassis` (system-id).
-    lrps_by_hosting_chassis: HashMap<String, Vec<u32>, FastHash>,
-    /// NATs by `logical_port` (first by uuid order wins).
-    nat_by_logical_port: HashMap<String, u32, FastHash>,
-    /// dnat_and_snat NATs by their `gateway_port`.
-    fips_by_gateway_port: HashMap<Uuid, Vec<u32>, FastHash>,
-    /// LBs with VIPs by the router id of `lr_ref` and of `neutron:router_name`.
-    lbs_by_router: HashMap<String, Vec<u32>, FastHash>,
-
+    pub(crate) nb: NbIndex,
     /// OVN_Southbound rows (SB driver); empty unless built with
     /// [`Snapshot::build_with_sb`].
-    sb: SbIndex,
-
-    warnings: Vec<RowError>,
+    pub(crate) sb: SbIndex,
+    pub(crate) warnings: Arc<[RowError]>,
 }
 
 /// Where a snapshot reads one database's rows from: plain [`Tables`] (tests,
@@ -105,164 +224,16 @@ impl RowSource for obgp_ovsdb::cache::Snapshot {
     }
 }
 
-/// Rows of `table` in uuid order, so that "first match" is deterministic.
-fn sorted_rows<'a, S: RowSource>(source: &'a S, table: &str) -> Vec<(Uuid, &'a Row)> {
-    let mut rows = source.rows(table);
-    rows.sort_unstable_by_key(|(u, _)| *u);
-    rows
-}
-
-fn push<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Vec<u32>, FastHash>, k: K, v: u32) {
-    map.entry(k).or_default().push(v);
-}
-
 impl Snapshot {
     /// Builds the snapshot from the NB and local OVS databases. Rows that do
     /// not parse, and references to rows that do not exist, are skipped with
     /// a `tracing::warn!` naming the table and uuid and kept in
     /// [`Snapshot::warnings`].
     pub fn build(nb: &impl RowSource, ovs: &impl RowSource) -> Snapshot {
-        let mut s = Snapshot::default();
-        let mut warnings = Vec::new();
-
-        macro_rules! parse_table {
-            ($ty:ty, $into:expr) => {{
-                let mut index: HashMap<Uuid, u32, FastHash> = HashMap::default();
-                for (uuid, row) in sorted_rows(nb, <$ty>::TABLE) {
-                    match <$ty>::parse(uuid, row) {
-                        Ok(v) => {
-                            index.insert(uuid, $into.len() as u32);
-                            $into.push(v);
-                        }
-                        Err(e) => warnings.push(e),
-                    }
-                }
-                index
-            }};
-        }
-
-        let lsp_idx = parse_table!(LogicalSwitchPort, s.lsps);
-        let _switch_idx = parse_table!(LogicalSwitch, s.switches);
-        let _router_idx = parse_table!(LogicalRouter, s.routers);
-        s.lrp_by_uuid = parse_table!(LogicalRouterPort, s.lrps);
-        s.nat_by_uuid = parse_table!(Nat, s.nats);
-        let _lb_idx = parse_table!(LoadBalancer, s.lbs);
-
-        if let Some((uuid, row)) = sorted_rows(nb, NbGlobal::TABLE).into_iter().next() {
-            s.nb_global = NbGlobal::parse(uuid, row);
-        }
-
-        for (i, lsp) in s.lsps.iter().enumerate() {
-            let i = i as u32;
-            s.lsp_by_name.entry(lsp.name.clone()).or_insert(i);
-            match lsp.kind {
-                LspType::Vm | LspType::Virtual if lsp.up => {
-                    for c in lsp.binding_candidates() {
-                        push(&mut s.active_vifs_by_chassis, c.to_string(), i);
-                    }
-                    if let Some(net) = &lsp.network {
-                        push(&mut s.active_vifs_by_network, net.clone(), i);
-                    }
-                }
-                LspType::Router
-                    if lsp.up && lsp.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) =>
-                {
-                    if let Some(router) = &lsp.device_id {
-                        push(&mut s.router_ifaces_by_router, router.clone(), i);
-                    }
-                }
-                LspType::Localnet => {
-                    if let Some(net) = &lsp.localnet_network {
-                        push(&mut s.localnets_by_physnet, net.clone(), i);
-                    }
-                }
-                _ => {}
-            }
-        }
-
-        for sw in &s.switches {
-            for port in &sw.ports {
-                match lsp_idx.get(port) {
-                    Some(&i) if s.lsps[i as usize].kind == LspType::Localnet => {
-                        push(&mut s.localnets_by_switch, sw.name.clone(), i);
-                    }
-                    Some(_) => {}
-                    None => {
-                        if !nb.contains(LogicalSwitchPort::TABLE, *port) {
-                            warnings.push(RowError {
-                                table: LogicalSwitch::TABLE,
-                                uuid: sw.uuid,
-                                reason: format!("ports references missing row {port}"),
-                            });
-                        }
-                    }
-                }
-            }
-        }
-
-        for (i, r) in s.routers.iter().enumerate() {
-            s.router_by_name.entry(r.name.clone()).or_insert(i as u32);
-            for n in &r.nat {
-                if !s.nat_by_uuid.contains_key(n) && !nb.contains(Nat::TABLE, *n) {
-                    warnings.push(RowError {
-                        table: LogicalRouter::TABLE,
-                        uuid: r.uuid,
-                        reason: format!("nat references missing row {n}"),
-                    });
-                }
-            }
-        }
-
-        for (i, lrp) in s.lrps.iter().enumerate() {
-            if let Some(c) = &lrp.hosting_chassis {
-                push(&mut s.lrps_by_hosting_chassis, c.clone(), i as u32);
-            }
-        }
-
-        for (i, nat) in s.nats.iter_mut().enumerate() {
-            let i = i as u32;
-            if let Some(gw) = nat.gateway_port {
-                if !s.lrp_by_uuid.contains_key(&gw) {
-                    warnings.push(RowError {
-                        table: Nat::TABLE,
-                        uuid: nat.uuid,
-                        reason: format!("gateway_port references missing or unusable row {gw}"),
-                    });
-                    nat.gateway_port = None;
-                }
-            }
-            if let Some(lp) = &nat.logical_port {
-                s.nat_by_logical_port.entry(lp.clone()).or_insert(i);
-            }
-            if let (NatType::DnatAndSnat, Some(gw)) = (&nat.kind, nat.gateway_port) {
-                push(&mut s.fips_by_gateway_port, gw, i);
-            }
-        }
-
-        for (i, lb) in s.lbs.iter().enumerate() {
-            if lb.vip_ips.is_empty() {
-                continue;
-            }
-            let mut routers: Vec<&String> = lb.lr_ref.iter().chain(lb.router_name.iter()).collect();
-            routers.dedup();
-            for r in routers {
-                push(&mut s.lbs_by_router, r.clone(), i as u32);
-            }
-        }
-
-        let ovs_root = sorted_rows(ovs, "Open_vSwitch").into_iter().next();
-        s.ovs = LocalOvs::parse(
-            ovs_root,
-            &ovs.rows("Bridge"),
-            &ovs.rows("Port").into_iter().collect(),
-            &mut warnings,
-        );
-
-        for w in &warnings {
-            tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
-        }
-        s.warnings = warnings;
-        s
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_ovs(ovs);
+        live.snapshot()
     }
 
     /// [`Snapshot::build`] plus the OVN_Southbound rows the SB driver
@@ -273,14 +244,11 @@ impl Snapshot {
         sb: &impl RowSource,
         ovs: &impl RowSource,
     ) -> Snapshot {
-        let mut s = Snapshot::build(nb, ovs);
-        let mut warnings = Vec::new();
-        s.sb = SbIndex::build(sb, &mut warnings);
-        for w in &warnings {
-            tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
-        }
-        s.warnings.extend(warnings);
-        s
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_ovs(ovs);
+        live.reset_sb(sb);
+        live.snapshot()
     }
 
     /// Builds a snapshot from `{"OVN_Northbound": {table: {uuid: row}},
@@ -298,25 +266,27 @@ impl Snapshot {
         &self.sb
     }
 
-    /// Rows and references that were skipped, with the reason.
+    /// Rows and references that were skipped, with the reason: NB rows that
+    /// do not parse (by table, then uuid), NB dangling references, then the
+    /// OVS and SB ones.
     pub fn warnings(&self) -> &[RowError] {
         &self.warnings
     }
 
     fn lsps_at<'a>(
         &'a self,
-        idx: Option<&'a Vec<u32>>,
+        idx: Option<&'a UuidSet>,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
-        idx.into_iter().flatten().map(|&i| &self.lsps[i as usize])
+        rows_at(&self.nb.lsps, idx)
     }
 
     /// Up VM and virtual ports bound to `chassis` (a hostname), per
-    /// upstream's `get_active_lsp_on_chassis`.
+    /// upstream's `get_active_lsp_on_chassis`, in uuid order.
     pub fn active_vifs_on_chassis<'a>(
         &'a self,
         chassis: &str,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
-        self.lsps_at(self.active_vifs_by_chassis.get(chassis))
+        self.lsps_at(self.nb.active_vifs_by_chassis.get(chassis))
     }
 
     /// Up VM and virtual ports of network `network` (`neutron-<id>`).
@@ -324,7 +294,7 @@ impl Snapshot {
         &'a self,
         network: &str,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
-        self.lsps_at(self.active_vifs_by_network.get(network))
+        self.lsps_at(self.nb.active_vifs_by_network.get(network))
     }
 
     /// Up router-interface LSPs of router `router` (bare id).
@@ -332,12 +302,21 @@ impl Snapshot {
         &'a self,
         router: &str,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
-        self.lsps_at(self.router_ifaces_by_router.get(router))
+        self.lsps_at(self.nb.router_ifaces_by_router.get(router))
     }
 
-    /// The first localnet port of switch `switch` (upstream assumes one).
+    /// The first localnet port of switch `switch` (upstream assumes one):
+    /// of the switches with that name in uuid order, the first one with a
+    /// localnet, its first localnet in port order.
     pub fn localnet_of_switch(&self, switch: &str) -> Option<&LogicalSwitchPort> {
-        self.lsps_at(self.localnets_by_switch.get(switch)).next()
+        self.nb
+            .switches_by_name
+            .get(switch)?
+            .iter()
+            .filter_map(|sw| self.nb.localnets_of_switch.get(sw))
+            .flat_map(|ports| ports.iter())
+            .find_map(|p| self.nb.lsps.get(p))
+            .map(|p| &**p)
     }
 
     /// Localnet ports whose `options:network_name` is `physnet`.
@@ -345,12 +324,12 @@ impl Snapshot {
         &'a self,
         physnet: &str,
     ) -> impl Iterator<Item = &'a LogicalSwitchPort> {
-        self.lsps_at(self.localnets_by_physnet.get(physnet))
+        self.lsps_at(self.nb.localnets_by_physnet.get(physnet))
     }
 
-    /// The LSP named `name`.
+    /// The LSP named `name` (the first by uuid if several are).
     pub fn lsp(&self, name: &str) -> Option<&LogicalSwitchPort> {
-        self.lsp_by_name.get(name).map(|&i| &self.lsps[i as usize])
+        first_at(&self.nb.lsps, self.nb.lsp_by_name.get(name))
     }
 
     /// LRPs whose `status:hosting-chassis` is `system_id`.
@@ -358,22 +337,25 @@ impl Snapshot {
         &'a self,
         system_id: &str,
     ) -> impl Iterator<Item = &'a LogicalRouterPort> {
-        self.lrps_by_hosting_chassis
-            .get(system_id)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.lrps[i as usize])
+        rows_at(
+            &self.nb.lrps,
+            self.nb.lrps_by_hosting_chassis.get(system_id),
+        )
     }
 
     pub fn lrp_by_uuid(&self, uuid: Uuid) -> Option<&LogicalRouterPort> {
-        self.lrp_by_uuid.get(&uuid).map(|&i| &self.lrps[i as usize])
+        self.nb.lrps.get(&uuid).map(|r| &**r)
     }
 
-    /// The router `neutron-<id>` for bare id `router`.
+    /// The router `neutron-<id>` for bare id `router` (the first by uuid if
+    /// several are).
     pub fn router(&self, router: &str) -> Option<&LogicalRouter> {
-        self.router_by_name
-            .get(&neutron::ovn_name(router))
-            .map(|&i| &self.routers[i as usize])
+        first_at(
+            &self.nb.routers,
+            self.nb
+                .router_by_name
+                .get(neutron::ovn_name(router).as_str()),
+        )
     }
 
     /// The NATs of a router, skipping dangling references.
@@ -381,48 +363,53 @@ impl Snapshot {
         router
             .nat
             .iter()
-            .filter_map(|u| self.nat_by_uuid.get(u))
-            .map(|&i| &self.nats[i as usize])
+            .filter_map(|u| self.nb.nats.get(u))
+            .map(|n| &**n)
     }
 
     /// The NAT entry whose `logical_port` is `port` (upstream
-    /// `get_nat_by_logical_port`).
+    /// `get_nat_by_logical_port`; the first by uuid if several are).
     pub fn nat_of_logical_port(&self, port: &str) -> Option<&Nat> {
-        self.nat_by_logical_port
-            .get(port)
-            .map(|&i| &self.nats[i as usize])
+        first_at(&self.nb.nats, self.nb.nat_by_logical_port.get(port))
     }
 
     /// dnat_and_snat NATs whose `gateway_port` is the LRP `lrp`.
     pub fn fips_on_gateway_port(&self, lrp: Uuid) -> impl Iterator<Item = &Nat> {
-        self.fips_by_gateway_port
-            .get(&lrp)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.nats[i as usize])
+        rows_at(&self.nb.nats, self.nb.fips_by_gateway_port.get(&lrp))
     }
 
     /// LBs with VIPs that reference router `router` (bare id) through
     /// `lr_ref` or `neutron:router_name` (upstream `get_active_local_lbs`).
     pub fn lbs_of_router<'a>(&'a self, router: &str) -> impl Iterator<Item = &'a LoadBalancer> {
-        self.lbs_by_router
-            .get(router)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.lbs[i as usize])
+        rows_at(&self.nb.lbs, self.nb.lbs_by_router.get(router))
     }
 
     /// Counts of parsed rows per NB table, for logs and benchmarks.
     pub fn counts(&self) -> [(&'static str, usize); 6] {
         [
-            (LogicalSwitch::TABLE, self.switches.len()),
-            (LogicalSwitchPort::TABLE, self.lsps.len()),
-            (LogicalRouter::TABLE, self.routers.len()),
-            (LogicalRouterPort::TABLE, self.lrps.len()),
-            (Nat::TABLE, self.nats.len()),
-            (LoadBalancer::TABLE, self.lbs.len()),
+            (LogicalSwitch::TABLE, self.nb.switches.len()),
+            (LogicalSwitchPort::TABLE, self.nb.lsps.len()),
+            (LogicalRouter::TABLE, self.nb.routers.len()),
+            (LogicalRouterPort::TABLE, self.nb.lrps.len()),
+            (Nat::TABLE, self.nb.nats.len()),
+            (LoadBalancer::TABLE, self.nb.lbs.len()),
         ]
     }
+}
+
+/// The rows an index entry names, in uuid order.
+pub(crate) fn rows_at<'a, T>(
+    rows: &'a Rows<T>,
+    idx: Option<&'a UuidSet>,
+) -> impl Iterator<Item = &'a T> {
+    idx.into_iter()
+        .flat_map(UuidSet::iter)
+        .filter_map(|u| rows.get(u))
+        .map(|r| &**r)
+}
+
+pub(crate) fn first_at<'a, T>(rows: &'a Rows<T>, idx: Option<&'a UuidSet>) -> Option<&'a T> {
+    rows_at(rows, idx).next()
 }
 
 #[cfg(test)]
@@ -469,6 +456,49 @@ mod tests {
                                          ["hostname", "compute-1"]]]}}}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn uuid_sets_stay_ordered_and_equal_across_the_small_large_boundary() {
+        use std::collections::BTreeSet;
+        let mut set = UuidSet::default();
+        let mut model = BTreeSet::new();
+        let (mut large, mut small_after_large) = (false, false);
+        // A fixed pseudo-random walk of inserts and removes over 48 uuids
+        // that crosses SMALL_SET in both directions many times.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = Uuid(u128::from(x % 48));
+            // Phases of mostly inserts, then mostly removes.
+            let growing = (step / 500) % 2 == 0;
+            let insert = growing != (x >> 32).is_multiple_of(3);
+            if insert {
+                set.insert(u);
+                model.insert(u);
+            } else {
+                set.remove(u);
+                model.remove(&u);
+            }
+            assert!(set.iter().eq(model.iter()), "step {step}");
+            assert_eq!(set.is_empty(), model.is_empty());
+            // Same content, same representation: built afresh it is equal.
+            let mut fresh = UuidSet::default();
+            for u in &model {
+                fresh.insert(*u);
+            }
+            assert_eq!(set, fresh, "step {step}");
+            match set {
+                UuidSet::Large(_) => large = true,
+                UuidSet::Small(_) => small_after_large |= large,
+            }
+        }
+        assert!(
+            large && small_after_large,
+            "the walk crossed the boundary both ways"
+        );
     }
 
     #[test]

@@ -1,0 +1,704 @@
+//! [`LiveSnapshot`]: the indexed OVN snapshot, kept up to date row by row.
+//!
+//! A reconcile after a one-row change should cost O(that row), not
+//! O(database). So instead of re-parsing every row on every reconcile, the
+//! live snapshot keeps the parsed rows and every index in persistent maps and,
+//! for each changed row, removes what the old version contributed and adds
+//! what the new one does. [`LiveSnapshot::snapshot`] then hands out a
+//! [`Snapshot`] sharing those maps (a few reference counts).
+//!
+//! Two kinds of state depend on more than one row, and are recomputed per
+//! *owner* row after each batch, once, whatever the batch held:
+//! - a switch's localnet ports and its dangling `ports` references (depend on
+//!   the LSPs it lists),
+//! - a router's dangling `nat` references (depend on the NAT rows),
+//! - a NAT's usable `gateway_port` (depends on the LRP it names).
+//!
+//! Reverse references (port → switches listing it, NAT → routers, LRP →
+//! NATs) say which owners a changed row touches. Applying a row is
+//! idempotent: the live snapshot only ever looks at a row's current content,
+//! so applying the same row twice, or a row the snapshot already has, changes
+//! nothing. Its result always equals [`Snapshot::build`] over the same rows
+//! (tests/live_equals_build.rs checks this on random histories).
+//!
+//! OVN_Southbound rows are patched the same way (`live_sb.rs`,
+//! [`LiveSnapshot::apply_sb`]). Open_vSwitch is rebuilt whole on any change
+//! ([`LiveSnapshot::reset_ovs`]): the local OVS database is a handful of rows.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::Arc;
+
+use obgp_ovsdb::{Change, Row, Uuid};
+
+use crate::hash::FastHash;
+use crate::live_sb::SbLive;
+use crate::nb::{
+    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
+    NatType, NbGlobal, RowError,
+};
+use crate::neutron::ROUTER_INTERFACE_OWNER;
+use crate::ovs::LocalOvs;
+use crate::snapshot::{Index, NbIndex, RowSource, Snapshot};
+
+/// The NB tables the snapshot reads; rows of other tables are ignored.
+pub const NB_TABLES: [&str; 7] = [
+    LogicalSwitchPort::TABLE,
+    LogicalSwitch::TABLE,
+    LogicalRouter::TABLE,
+    LogicalRouterPort::TABLE,
+    Nat::TABLE,
+    LoadBalancer::TABLE,
+    NbGlobal::TABLE,
+];
+
+/// Where a row's warnings sort among all NB warnings: parse errors table by
+/// table, then dangling references, each group by row uuid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum WarningGroup {
+    LspRow,
+    SwitchRow,
+    RouterRow,
+    LrpRow,
+    NatRow,
+    LbRow,
+    SwitchRefs,
+    RouterRefs,
+    NatRefs,
+}
+
+/// Owners whose cross-row state a batch may have changed.
+#[derive(Default)]
+struct Dirty {
+    switches: BTreeSet<Uuid>,
+    routers: BTreeSet<Uuid>,
+    nats: BTreeSet<Uuid>,
+}
+
+/// Uuids pointing at a row, by the row's uuid.
+pub(crate) type Referrers = HashMap<Uuid, BTreeSet<Uuid>, FastHash>;
+
+/// The maintained snapshot. Feed it NB row changes with
+/// [`LiveSnapshot::apply_nb`] (or [`LiveSnapshot::apply_changes`]), SB row
+/// changes with [`LiveSnapshot::apply_sb`], the whole OVS database with
+/// [`LiveSnapshot::reset_ovs`]; start over with `reset_*`; take snapshots
+/// with [`LiveSnapshot::snapshot`].
+#[derive(Debug, Default)]
+pub struct LiveSnapshot {
+    nb: NbIndex,
+    nb_globals: BTreeMap<Uuid, NbGlobal>,
+    /// NATs as parsed, before the `gateway_port` check.
+    nats_parsed: HashMap<Uuid, Nat, FastHash>,
+    switches_of_port: Referrers,
+    routers_of_nat: Referrers,
+    nats_of_gateway: Referrers,
+    /// Every NB row's current warnings (rows without any are absent).
+    nb_warnings: BTreeMap<(WarningGroup, Uuid), Vec<RowError>>,
+    ovs: LocalOvs,
+    ovs_warnings: Vec<RowError>,
+    sb: SbLive,
+    /// All warnings in [`Snapshot::warnings`] order, refreshed after each
+    /// call that changed any.
+    warnings: Arc<[RowError]>,
+}
+
+pub(crate) fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, add: bool) {
+    if add {
+        ix.entry(key).or_default().insert(uuid);
+    } else if let Some(set) = ix.get_mut(&key) {
+        set.remove(uuid);
+        if set.is_empty() {
+            ix.remove(&key);
+        }
+    }
+}
+
+pub(crate) fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
+    if add {
+        map.entry(target).or_default().insert(from);
+    } else if let Some(set) = map.get_mut(&target) {
+        set.remove(&from);
+        if set.is_empty() {
+            map.remove(&target);
+        }
+    }
+}
+
+/// Updates `map` from the references `old` to those `new` of row `from`,
+/// touching only the difference (a switch lists thousands of ports).
+fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) {
+    if old == new {
+        return;
+    }
+    let old_set: HashSet<Uuid, FastHash> = old.iter().copied().collect();
+    let new_set: HashSet<Uuid, FastHash> = new.iter().copied().collect();
+    for u in old_set.difference(&new_set) {
+        refer(map, *u, from, false);
+    }
+    for u in new_set.difference(&old_set) {
+        refer(map, *u, from, true);
+    }
+}
+
+pub(crate) fn log_warnings(ws: &[RowError]) {
+    for w in ws {
+        tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
+    }
+}
+
+impl LiveSnapshot {
+    /// A snapshot of the current rows: O(1) (shared maps).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            nb_global: self.nb_globals.values().next().cloned().unwrap_or_default(),
+            ovs: self.ovs.clone(),
+            nb: self.nb.clone(),
+            sb: self.sb.index.clone(),
+            warnings: self.warnings.clone(),
+        }
+    }
+
+    /// Replaces every NB row with those of `nb` (a fresh start: after a
+    /// reconnect, or when changes were lost).
+    pub fn reset_nb(&mut self, nb: &impl RowSource) {
+        self.nb = NbIndex::default();
+        self.nb_globals.clear();
+        self.nats_parsed.clear();
+        self.switches_of_port.clear();
+        self.routers_of_nat.clear();
+        self.nats_of_gateway.clear();
+        let old_warnings = std::mem::take(&mut self.nb_warnings);
+        let rows: Vec<(&str, Uuid, &Row)> = NB_TABLES
+            .iter()
+            .flat_map(|t| nb.rows(t).into_iter().map(move |(u, r)| (*t, u, r)))
+            .collect();
+        self.patch_nb(rows.into_iter().map(|(t, u, r)| (t, u, Some(r))), false);
+        // Log what is new since before the reset, not every known warning.
+        for (key, ws) in &self.nb_warnings {
+            if old_warnings.get(key) != Some(ws) {
+                log_warnings(ws);
+            }
+        }
+        self.refresh_warnings();
+    }
+
+    /// Sets NB rows to their current content: `(table, uuid, Some(row))` for
+    /// a row that exists now (inserted or updated), `None` for one that does
+    /// not (deleted). Rows of tables the snapshot does not read are ignored.
+    /// Idempotent: only the rows' content matters, not how they got there.
+    pub fn apply_nb<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
+    ) {
+        self.patch_nb(rows, true);
+        self.refresh_warnings();
+    }
+
+    /// [`LiveSnapshot::apply_nb`] with the rows OVSDB change notifications
+    /// carry (`Change::new`). The changes must come in the order they
+    /// happened: an older change applied after a newer one reverts its row.
+    /// A consumer that may see changes late or twice should instead re-read
+    /// the rows the changes name from a cache snapshot taken afterwards, as
+    /// the controller does (`obgp_controller::maintained`).
+    pub fn apply_changes(&mut self, changes: &[Change]) {
+        self.apply_nb(
+            changes
+                .iter()
+                .map(|c| (&*c.table, c.uuid, c.new.as_deref())),
+        );
+    }
+
+    /// Rebuilds the local OVS part from the whole Open_vSwitch database.
+    pub fn reset_ovs(&mut self, ovs: &impl RowSource) {
+        let mut warnings = Vec::new();
+        let mut roots = ovs.rows("Open_vSwitch");
+        roots.sort_unstable_by_key(|(u, _)| *u);
+        self.ovs = LocalOvs::parse(
+            roots.into_iter().next(),
+            &ovs.rows("Bridge"),
+            &ovs.rows("Port").into_iter().collect(),
+            &mut warnings,
+        );
+        if warnings != self.ovs_warnings {
+            log_warnings(&warnings);
+            self.ovs_warnings = warnings;
+            self.refresh_warnings();
+        }
+    }
+
+    /// Replaces every Southbound row with those of `sb`.
+    pub fn reset_sb(&mut self, sb: &impl RowSource) {
+        self.sb.reset(sb, true);
+        self.refresh_warnings();
+    }
+
+    /// Sets OVN_Southbound rows to their current content, like
+    /// [`LiveSnapshot::apply_nb`] (`Chassis`, `Port_Binding`,
+    /// `Logical_DP_Group`, `Load_Balancer`; other tables are ignored).
+    pub fn apply_sb<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
+    ) {
+        self.sb.apply(rows, true);
+        self.refresh_warnings();
+    }
+
+    fn refresh_warnings(&mut self) {
+        let all = self
+            .nb_warnings
+            .values()
+            .flatten()
+            .chain(&self.ovs_warnings)
+            .chain(self.sb.warnings());
+        if !all.clone().eq(self.warnings.iter()) {
+            self.warnings = all.cloned().collect();
+        }
+    }
+
+    /// Sets the warnings of one row, logging them when they changed (and
+    /// `log` is set).
+    fn set_warnings(&mut self, key: (WarningGroup, Uuid), ws: Vec<RowError>, log: bool) {
+        if ws.is_empty() {
+            self.nb_warnings.remove(&key);
+        } else if self.nb_warnings.get(&key) != Some(&ws) {
+            if log {
+                log_warnings(&ws);
+            }
+            self.nb_warnings.insert(key, ws);
+        }
+    }
+
+    /// Parses `row`, recording its parse error (or clearing an old one).
+    fn parse<T>(
+        &mut self,
+        group: WarningGroup,
+        uuid: Uuid,
+        row: Option<&Row>,
+        parse: fn(Uuid, &Row) -> Result<T, RowError>,
+        log: bool,
+    ) -> Option<T> {
+        let (value, ws) = match row.map(|r| parse(uuid, r)) {
+            None => (None, vec![]),
+            Some(Ok(v)) => (Some(v), vec![]),
+            Some(Err(e)) => (None, vec![e]),
+        };
+        self.set_warnings((group, uuid), ws, log);
+        value
+    }
+
+    /// Whether the NB row exists, parsed or not.
+    fn present(&self, group: WarningGroup, uuid: Uuid) -> bool {
+        let parsed = match group {
+            WarningGroup::LspRow => self.nb.lsps.contains_key(&uuid),
+            WarningGroup::NatRow => self.nats_parsed.contains_key(&uuid),
+            _ => false,
+        };
+        parsed || self.nb_warnings.contains_key(&(group, uuid))
+    }
+
+    fn patch_nb<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
+        log: bool,
+    ) {
+        let mut dirty = Dirty::default();
+        for (table, uuid, row) in rows {
+            match table {
+                LogicalSwitchPort::TABLE => self.set_lsp(uuid, row, &mut dirty, log),
+                LogicalSwitch::TABLE => self.set_switch(uuid, row, &mut dirty, log),
+                LogicalRouter::TABLE => self.set_router(uuid, row, &mut dirty, log),
+                LogicalRouterPort::TABLE => self.set_lrp(uuid, row, &mut dirty, log),
+                Nat::TABLE => self.set_nat(uuid, row, &mut dirty, log),
+                LoadBalancer::TABLE => self.set_lb(uuid, row, log),
+                NbGlobal::TABLE => match row {
+                    Some(r) => {
+                        self.nb_globals.insert(uuid, NbGlobal::parse(uuid, r));
+                    }
+                    None => {
+                        self.nb_globals.remove(&uuid);
+                    }
+                },
+                _ => {}
+            }
+        }
+        for sw in dirty.switches {
+            self.derive_switch(sw, log);
+        }
+        for r in dirty.routers {
+            self.derive_router(r, log);
+        }
+        for n in dirty.nats {
+            self.derive_nat(n, log);
+        }
+    }
+
+    fn set_lsp(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+        let was_present = self.present(WarningGroup::LspRow, uuid);
+        let old = self.nb.lsps.remove(&uuid);
+        if let Some(old) = &old {
+            index_lsp(&mut self.nb, old, false);
+        }
+        let new = self.parse(
+            WarningGroup::LspRow,
+            uuid,
+            row,
+            LogicalSwitchPort::parse,
+            log,
+        );
+        let is_localnet =
+            |p: Option<&LogicalSwitchPort>| p.is_some_and(|p| p.kind == LspType::Localnet);
+        let localnet_changed = is_localnet(old.as_deref()) != is_localnet(new.as_ref());
+        if let Some(new) = new {
+            index_lsp(&mut self.nb, &new, true);
+            self.nb.lsps.insert(uuid, Arc::new(new));
+        }
+        // The switches listing this port see it appear, vanish, or become
+        // (or stop being) their localnet.
+        if was_present != row.is_some() || localnet_changed {
+            if let Some(sws) = self.switches_of_port.get(&uuid) {
+                dirty.switches.extend(sws);
+            }
+        }
+    }
+
+    fn set_switch(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+        let old = self.nb.switches.remove(&uuid);
+        if let Some(old) = &old {
+            edit(&mut self.nb.switches_by_name, old.name.clone(), uuid, false);
+        }
+        let new = self.parse(
+            WarningGroup::SwitchRow,
+            uuid,
+            row,
+            LogicalSwitch::parse,
+            log,
+        );
+        let no_ports: &[Uuid] = &[];
+        rerefer(
+            &mut self.switches_of_port,
+            uuid,
+            old.as_ref().map_or(no_ports, |s| &s.ports),
+            new.as_ref().map_or(no_ports, |s| &s.ports),
+        );
+        if let Some(new) = new {
+            edit(&mut self.nb.switches_by_name, new.name.clone(), uuid, true);
+            self.nb.switches.insert(uuid, Arc::new(new));
+        }
+        dirty.switches.insert(uuid);
+    }
+
+    fn set_router(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+        let old = self.nb.routers.remove(&uuid);
+        if let Some(old) = &old {
+            edit(&mut self.nb.router_by_name, old.name.clone(), uuid, false);
+        }
+        let new = self.parse(
+            WarningGroup::RouterRow,
+            uuid,
+            row,
+            LogicalRouter::parse,
+            log,
+        );
+        let none: &[Uuid] = &[];
+        rerefer(
+            &mut self.routers_of_nat,
+            uuid,
+            old.as_ref().map_or(none, |r| &r.nat),
+            new.as_ref().map_or(none, |r| &r.nat),
+        );
+        if let Some(new) = new {
+            edit(&mut self.nb.router_by_name, new.name.clone(), uuid, true);
+            self.nb.routers.insert(uuid, Arc::new(new));
+        }
+        dirty.routers.insert(uuid);
+    }
+
+    fn set_lrp(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+        let old = self.nb.lrps.remove(&uuid);
+        if let Some(c) = old.as_ref().and_then(|l| l.hosting_chassis.clone()) {
+            edit(&mut self.nb.lrps_by_hosting_chassis, c, uuid, false);
+        }
+        let new = self.parse(
+            WarningGroup::LrpRow,
+            uuid,
+            row,
+            LogicalRouterPort::parse,
+            log,
+        );
+        // NATs naming this LRP as gateway see it become usable or not.
+        if old.is_some() != new.is_some() {
+            if let Some(nats) = self.nats_of_gateway.get(&uuid) {
+                dirty.nats.extend(nats);
+            }
+        }
+        if let Some(new) = new {
+            if let Some(c) = &new.hosting_chassis {
+                edit(&mut self.nb.lrps_by_hosting_chassis, c.clone(), uuid, true);
+            }
+            self.nb.lrps.insert(uuid, Arc::new(new));
+        }
+    }
+
+    fn set_nat(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+        let was_present = self.present(WarningGroup::NatRow, uuid);
+        if let Some(gw) = self.nats_parsed.remove(&uuid).and_then(|n| n.gateway_port) {
+            refer(&mut self.nats_of_gateway, gw, uuid, false);
+        }
+        if let Some(new) = self.parse(WarningGroup::NatRow, uuid, row, Nat::parse, log) {
+            if let Some(gw) = new.gateway_port {
+                refer(&mut self.nats_of_gateway, gw, uuid, true);
+            }
+            self.nats_parsed.insert(uuid, new);
+        }
+        dirty.nats.insert(uuid);
+        if was_present != row.is_some() {
+            if let Some(routers) = self.routers_of_nat.get(&uuid) {
+                dirty.routers.extend(routers);
+            }
+        }
+    }
+
+    fn set_lb(&mut self, uuid: Uuid, row: Option<&Row>, log: bool) {
+        if let Some(old) = self.nb.lbs.remove(&uuid) {
+            index_lb(&mut self.nb, &old, false);
+        }
+        if let Some(new) = self.parse(WarningGroup::LbRow, uuid, row, LoadBalancer::parse, log) {
+            index_lb(&mut self.nb, &new, true);
+            self.nb.lbs.insert(uuid, Arc::new(new));
+        }
+    }
+
+    /// A switch's localnets (in port order) and dangling port references.
+    fn derive_switch(&mut self, uuid: Uuid, log: bool) {
+        let mut localnets = Vec::new();
+        let mut ws = Vec::new();
+        if let Some(sw) = self.nb.switches.get(&uuid).cloned() {
+            for port in &sw.ports {
+                match self.nb.lsps.get(port) {
+                    Some(p) if p.kind == LspType::Localnet => localnets.push(*port),
+                    Some(_) => {}
+                    None if self.present(WarningGroup::LspRow, *port) => {}
+                    None => ws.push(RowError {
+                        table: LogicalSwitch::TABLE,
+                        uuid,
+                        reason: format!("ports references missing row {port}"),
+                    }),
+                }
+            }
+        }
+        if localnets.is_empty() {
+            self.nb.localnets_of_switch.remove(&uuid);
+        } else if self.nb.localnets_of_switch.get(&uuid).map(|l| &**l) != Some(&localnets[..]) {
+            self.nb.localnets_of_switch.insert(uuid, localnets.into());
+        }
+        self.set_warnings((WarningGroup::SwitchRefs, uuid), ws, log);
+    }
+
+    /// A router's dangling NAT references.
+    fn derive_router(&mut self, uuid: Uuid, log: bool) {
+        let mut ws = Vec::new();
+        if let Some(r) = self.nb.routers.get(&uuid).cloned() {
+            for n in &r.nat {
+                if !self.present(WarningGroup::NatRow, *n) {
+                    ws.push(RowError {
+                        table: LogicalRouter::TABLE,
+                        uuid,
+                        reason: format!("nat references missing row {n}"),
+                    });
+                }
+            }
+        }
+        self.set_warnings((WarningGroup::RouterRefs, uuid), ws, log);
+    }
+
+    /// The NAT as served: its `gateway_port` dropped (with a warning) when
+    /// that LRP is missing or did not parse.
+    fn derive_nat(&mut self, uuid: Uuid, log: bool) {
+        if let Some(old) = self.nb.nats.remove(&uuid) {
+            index_nat(&mut self.nb, &old, false);
+        }
+        let mut ws = Vec::new();
+        if let Some(parsed) = self.nats_parsed.get(&uuid) {
+            let mut nat = parsed.clone();
+            if let Some(gw) = nat.gateway_port {
+                if !self.nb.lrps.contains_key(&gw) {
+                    ws.push(RowError {
+                        table: Nat::TABLE,
+                        uuid,
+                        reason: format!("gateway_port references missing or unusable row {gw}"),
+                    });
+                    nat.gateway_port = None;
+                }
+            }
+            index_nat(&mut self.nb, &nat, true);
+            self.nb.nats.insert(uuid, Arc::new(nat));
+        }
+        self.set_warnings((WarningGroup::NatRefs, uuid), ws, log);
+    }
+}
+
+/// Adds (or removes) what one LSP contributes to the LSP indexes.
+fn index_lsp(nb: &mut NbIndex, p: &LogicalSwitchPort, add: bool) {
+    let u = p.uuid;
+    edit(&mut nb.lsp_by_name, p.name.clone(), u, add);
+    match p.kind {
+        LspType::Vm | LspType::Virtual if p.up => {
+            // A set: a chassis listed twice binds the port once.
+            for c in p.binding_candidates() {
+                edit(&mut nb.active_vifs_by_chassis, c.to_string(), u, add);
+            }
+            if let Some(net) = &p.network {
+                edit(&mut nb.active_vifs_by_network, net.clone(), u, add);
+            }
+        }
+        LspType::Router if p.up && p.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) => {
+            if let Some(router) = &p.device_id {
+                edit(&mut nb.router_ifaces_by_router, router.clone(), u, add);
+            }
+        }
+        LspType::Localnet => {
+            if let Some(net) = &p.localnet_network {
+                edit(&mut nb.localnets_by_physnet, net.clone(), u, add);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn index_nat(nb: &mut NbIndex, n: &Nat, add: bool) {
+    if let Some(lp) = &n.logical_port {
+        edit(&mut nb.nat_by_logical_port, lp.clone(), n.uuid, add);
+    }
+    if let (NatType::DnatAndSnat, Some(gw)) = (&n.kind, n.gateway_port) {
+        edit(&mut nb.fips_by_gateway_port, gw, n.uuid, add);
+    }
+}
+
+fn index_lb(nb: &mut NbIndex, lb: &LoadBalancer, add: bool) {
+    if lb.vip_ips.is_empty() {
+        return;
+    }
+    for r in lb.lr_ref.iter().chain(lb.router_name.iter()) {
+        edit(&mut nb.lbs_by_router, r.clone(), lb.uuid, add);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SW: Uuid = Uuid(0x10);
+    const LOCALNET: Uuid = Uuid(0x20);
+    const VM: Uuid = Uuid(0x21);
+    const LRP: Uuid = Uuid(0x30);
+    const FIP: Uuid = Uuid(0x40);
+
+    fn row(v: serde_json::Value) -> Row {
+        Row::from_wire(&v).unwrap()
+    }
+
+    fn switch(ports: &[Uuid]) -> Row {
+        let ports: Vec<_> = ports
+            .iter()
+            .map(|u| json!(["uuid", u.to_string()]))
+            .collect();
+        row(json!({"name": "neutron-net1", "ports": ["set", ports]}))
+    }
+
+    fn localnet() -> Row {
+        row(json!({"name": "provnet-1", "type": "localnet",
+                   "options": ["map", [["network_name", "physnet1"]]]}))
+    }
+
+    #[test]
+    fn a_port_arriving_after_its_switch_clears_the_dangling_warning_and_becomes_its_localnet() {
+        let mut live = LiveSnapshot::default();
+        live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
+        let before = live.snapshot();
+        assert!(before.localnet_of_switch("neutron-net1").is_none());
+        assert!(before.warnings()[0].reason.contains("missing row"));
+
+        live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet()))]);
+        let after = live.snapshot();
+        assert_eq!(
+            after.localnet_of_switch("neutron-net1").map(|p| p.uuid),
+            Some(LOCALNET)
+        );
+        assert!(after.warnings().is_empty(), "{:?}", after.warnings());
+        // The snapshot handed out earlier did not move.
+        assert!(before.localnet_of_switch("neutron-net1").is_none());
+    }
+
+    #[test]
+    fn a_garbled_port_is_not_a_dangling_reference() {
+        let mut live = LiveSnapshot::default();
+        let bad = row(json!({"name": "vm", "addresses": "zz 10.0.0.1"}));
+        live.apply_nb([
+            (LogicalSwitch::TABLE, SW, Some(&switch(&[VM]))),
+            (LogicalSwitchPort::TABLE, VM, Some(&bad)),
+        ]);
+        let s = live.snapshot();
+        assert_eq!(s.warnings().len(), 1);
+        assert_eq!(s.warnings()[0].table, LogicalSwitchPort::TABLE);
+        // Deleting it turns the parse error into a dangling reference.
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]);
+        let s = live.snapshot();
+        assert_eq!(s.warnings().len(), 1);
+        assert_eq!(s.warnings()[0].table, LogicalSwitch::TABLE);
+    }
+
+    #[test]
+    fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
+        let mut live = LiveSnapshot::default();
+        let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
+                             "networks": "172.24.4.1/24"}));
+        let fip = row(
+            json!({"type": "dnat_and_snat", "external_ip": "172.24.4.100",
+                             "logical_ip": "10.0.0.5", "logical_port": "vm1",
+                             "gateway_port": ["uuid", LRP.to_string()]}),
+        );
+        live.apply_nb([
+            (LogicalRouterPort::TABLE, LRP, Some(&lrp)),
+            (Nat::TABLE, FIP, Some(&fip)),
+        ]);
+        assert_eq!(live.snapshot().fips_on_gateway_port(LRP).count(), 1);
+
+        live.apply_nb([(LogicalRouterPort::TABLE, LRP, None)]);
+        let s = live.snapshot();
+        assert_eq!(s.fips_on_gateway_port(LRP).count(), 0);
+        assert_eq!(s.nat_of_logical_port("vm1").unwrap().gateway_port, None);
+        assert!(s.warnings()[0].reason.contains("gateway_port"));
+
+        live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
+        assert_eq!(live.snapshot().fips_on_gateway_port(LRP).count(), 1);
+        assert!(live.snapshot().warnings().is_empty());
+    }
+
+    #[test]
+    fn renaming_a_port_moves_it_and_the_first_by_uuid_keeps_the_name() {
+        let mut live = LiveSnapshot::default();
+        let named = |n: &str| row(json!({"name": n, "type": "localnet"}));
+        live.apply_nb([
+            (LogicalSwitchPort::TABLE, VM, Some(&named("dup"))),
+            (LogicalSwitchPort::TABLE, LOCALNET, Some(&named("dup"))),
+        ]);
+        // LOCALNET (0x20) sorts before VM (0x21).
+        assert_eq!(live.snapshot().lsp("dup").unwrap().uuid, LOCALNET);
+        live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&named("other")))]);
+        let s = live.snapshot();
+        assert_eq!(s.lsp("dup").unwrap().uuid, VM);
+        assert_eq!(s.lsp("other").unwrap().uuid, LOCALNET);
+    }
+
+    #[test]
+    fn a_chassis_listed_twice_binds_the_port_once() {
+        let mut live = LiveSnapshot::default();
+        let vm = row(json!({"name": "vm", "up": true,
+                            "options": ["map", [["requested-chassis", "c1,c1"]]]}));
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm))]);
+        assert_eq!(live.snapshot().active_vifs_on_chassis("c1").count(), 1);
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]);
+        assert_eq!(live.snapshot(), Snapshot::default());
+    }
+}

@@ -132,7 +132,7 @@ fn main() {
             let up = row.bool("up") == Some(true);
             flipped
                 .columns
-                .insert("up".into(), Datum::Set(vec![Atom::Boolean(!up)]));
+                .insert("up", Datum::Set(vec![Atom::Boolean(!up)]));
             for r in [&flipped, row] {
                 timed(&mut flips, &mut flips_cpu, || {
                     live.apply_nb([(lsp_table, *uuid, Some(r))]);
@@ -146,7 +146,7 @@ fn main() {
         let new_port = Uuid(template_uuid.0 ^ (1 << 127));
         let mut port = template.clone();
         port.columns.insert(
-            "name".into(),
+            "name",
             Datum::Set(vec![Atom::String("bench-new-port".into())]),
         );
         let mut grown = provider.clone();

@@ -14,7 +14,9 @@ pub mod op;
 pub mod plan;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
-pub use io::{apply_plan, pending, reconcile, ApplyReport, NodeIo, ReconcileError};
+pub use io::{
+    apply_plan, apply_plan_until, pending, reconcile, ApplyReport, NodeIo, ReconcileError,
+};
 pub use kernel::{KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;

@@ -1,7 +1,9 @@
 //! The node layer: what the node holds ([`actual`]), the writes the agent
 //! makes ([`op`]), the pure planner that diffs desired against actual in the
 //! pack's O1–O5 order ([`plan`]), an in-memory model node ([`model`]), and the
-//! real-kernel observer and applier.
+//! real-kernel observer and applier ([`kernel`]), which reads links,
+//! addresses, rules, routes and neighbours from a notification-fed
+//! [`mirror`].
 //!
 //! Pure core, imperative shell: `plan` and `model` never touch the system.
 
@@ -9,6 +11,7 @@ pub mod actual;
 pub mod compare;
 pub mod io;
 pub mod kernel;
+pub mod mirror;
 pub mod model;
 pub mod op;
 pub mod plan;

@@ -557,15 +557,22 @@ impl KernelNode {
     }
 
     /// Applies one op: one netlink request, one file write or one command.
-    /// Device names resolve through the netlink mirror. A failed netlink
-    /// request marks its part of the mirror stale (the failure may come from
-    /// a state the mirror missed), and a flow op the OVS flows.
+    /// Device names resolve through the netlink mirror. A netlink request
+    /// failing as if the mirror were wrong (EEXIST: already there; ENOENT,
+    /// ESRCH, ENODEV: not there) marks its part of the mirror stale; any
+    /// flow op marks the OVS flows stale.
     pub async fn apply(&mut self, op: &Op) -> Result<(), IoError> {
         let result = self.apply_once(op).await;
         if matches!(op, Op::AddFlow { .. } | Op::DelFlow { .. }) {
             self.ovs_stale = true;
         }
-        if result.is_err() {
+        let mismatch = |e: &IoError| {
+            matches!(
+                e.errno(),
+                Some(libc::EEXIST | libc::ENOENT | libc::ESRCH | libc::ENODEV)
+            )
+        };
+        if result.as_ref().is_err_and(mismatch) {
             let mut m = self.mirror();
             let stale = &mut m.state.stale;
             match op {

@@ -566,11 +566,14 @@ impl KernelNode {
         if matches!(op, Op::AddFlow { .. } | Op::DelFlow { .. }) {
             self.ovs_stale = true;
         }
+        // The kernel's answer, not our own lookup failing (`NoDevice`: the
+        // mirror, brought up to date, does not know the device either).
         let mismatch = |e: &IoError| {
-            matches!(
-                e.errno(),
-                Some(libc::EEXIST | libc::ENOENT | libc::ESRCH | libc::ENODEV)
-            )
+            matches!(e, IoError::Io { .. })
+                && matches!(
+                    e.errno(),
+                    Some(libc::EEXIST | libc::ENOENT | libc::ESRCH | libc::ENODEV)
+                )
         };
         if result.as_ref().is_err_and(mismatch) {
             let mut m = self.mirror();

@@ -519,3 +519,37 @@ async fn resync_rereads_everything_and_changes_nothing_when_nothing_changed() {
     assert_eq!(before, after);
     assert_eq!(after.routes.len(), 1);
 }
+
+#[tokio::test]
+async fn only_write_failures_that_contradict_the_mirror_force_a_redump() {
+    let bed = bed("failures");
+    let mut k = node(&bed, None).await;
+    k.observe(&scope()).await.unwrap();
+    let start = k.mirror_stats().redumps;
+
+    // A device nobody has: our own lookup fails, the mirror is right.
+    let e = k
+        .apply(&Op::SetLinkUp { name: dev("nope0") })
+        .await
+        .unwrap_err();
+    assert_eq!(e.errno(), Some(libc_enodev()), "{e}");
+    k.observe(&scope()).await.unwrap();
+    assert_eq!(k.mirror_stats().redumps, start);
+
+    // The kernel says EEXIST for an address: the part is re-dumped.
+    bed.ns
+        .ip(&["addr", "add", "192.0.2.9/32", "dev", "br-ex"])
+        .unwrap();
+    let add = Op::AddAddress(Address {
+        dev: dev("br-ex"),
+        net: net("192.0.2.9/32"),
+    });
+    assert!(k.apply(&add).await.is_err());
+    let a = k.observe(&scope()).await.unwrap();
+    assert_eq!(k.mirror_stats().redumps, start + 1);
+    assert_eq!(a, fresh(&bed).await);
+}
+
+fn libc_enodev() -> i32 {
+    19
+}

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -230,6 +231,8 @@ pub struct KernelNode {
     ovs: BTreeMap<DevName, Option<OvsBridge>>,
     /// The next observe re-reads `ovs`.
     ovs_stale: bool,
+    /// Sysctl files by key, opened inside the namespace.
+    sysctl_files: BTreeMap<String, File>,
 }
 
 impl Drop for KernelNode {
@@ -331,6 +334,7 @@ impl KernelNode {
             overruns,
             ovs: BTreeMap::new(),
             ovs_stale: true,
+            sysctl_files: BTreeMap::new(),
         })
     }
 
@@ -445,19 +449,7 @@ impl KernelNode {
             ..Actual::default()
         };
 
-        let netns = self.config.netns.clone();
-        let keys = scope.sysctl_keys.clone();
-        a.sysctls = in_netns(netns.as_deref(), move || {
-            let mut out = BTreeMap::new();
-            for k in keys {
-                let Ok(path) = sysctl_path(&k) else { continue };
-                if let Ok(v) = std::fs::read_to_string(path) {
-                    out.insert(k, v.trim().to_string());
-                }
-            }
-            Ok(out)
-        })
-        .map_err(|e| IoError::io("reading sysctls", e))?;
+        a.sysctls = self.read_sysctls(&scope.sysctl_keys)?;
 
         if std::mem::take(&mut self.ovs_stale) {
             self.ovs.clear();
@@ -486,6 +478,56 @@ impl KernelNode {
             "observed"
         );
         Ok(a)
+    }
+
+    /// The values of `keys` that exist. `/proc/sys/net` shows the namespace
+    /// of whoever opens the file, so each file is opened once from a thread
+    /// inside the namespace and then re-read in place (a sysctl file
+    /// answers every read from offset 0 with the current value); spawning
+    /// that thread on every observe cost milliseconds on a loaded machine.
+    /// A file that fails to read (its device went away, maybe to come back)
+    /// is opened afresh.
+    fn read_sysctls(
+        &mut self,
+        keys: &BTreeSet<String>,
+    ) -> Result<BTreeMap<String, String>, IoError> {
+        let read = |f: &File| -> Option<String> {
+            let mut buf = [0u8; 256];
+            let n = f.read_at(&mut buf, 0).ok()?;
+            Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+        };
+        let mut out = BTreeMap::new();
+        let mut to_open = Vec::new();
+        for k in keys {
+            match self.sysctl_files.get(k).and_then(read) {
+                Some(v) => {
+                    out.insert(k.clone(), v);
+                }
+                None => to_open.push(k.clone()),
+            }
+        }
+        if to_open.is_empty() {
+            return Ok(out);
+        }
+        let opened = in_netns(self.config.netns.as_deref(), move || {
+            Ok(to_open
+                .into_iter()
+                .map(|k| {
+                    let file = sysctl_path(&k).ok().and_then(|p| File::open(p).ok());
+                    (k, file)
+                })
+                .collect::<Vec<_>>())
+        })
+        .map_err(|e| IoError::io("reading sysctls", e))?;
+        for (k, file) in opened {
+            self.sysctl_files.remove(&k);
+            let Some(file) = file else { continue };
+            if let Some(v) = read(&file) {
+                out.insert(k.clone(), v);
+                self.sysctl_files.insert(k, file);
+            }
+        }
+        Ok(out)
     }
 
     /// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge

@@ -553,3 +553,31 @@ async fn only_write_failures_that_contradict_the_mirror_force_a_redump() {
 fn libc_enodev() -> i32 {
     19
 }
+
+#[tokio::test]
+async fn sysctls_are_reread_in_place_and_reopened_when_their_device_comes_back() {
+    let bed = bed("sysctl");
+    let mut k = node(&bed, None).await;
+    let key = "net.ipv4.conf.br-ex.proxy_arp".to_string();
+    let mut s = scope();
+    s.sysctl_keys.insert(key.clone());
+    let set = |v: &str| {
+        let v = v.to_string();
+        bed.ns
+            .run(move || std::fs::write("/proc/sys/net/ipv4/conf/br-ex/proxy_arp", v).unwrap())
+            .unwrap();
+    };
+    assert_eq!(k.observe(&s).await.unwrap().sysctls[&key], "0");
+    set("1");
+    assert_eq!(k.observe(&s).await.unwrap().sysctls[&key], "1");
+    // The device goes; its sysctl with it.
+    bed.ns.ip(&["link", "del", "br-ex"]).unwrap();
+    assert!(!k.observe(&s).await.unwrap().sysctls.contains_key(&key));
+    // A new device of the same name: its own (fresh) value is read.
+    bed.ns
+        .ip(&["link", "add", "br-ex", "type", "bridge"])
+        .unwrap();
+    assert_eq!(k.observe(&s).await.unwrap().sysctls[&key], "0");
+    set("1");
+    assert_eq!(k.observe(&s).await.unwrap().sysctls[&key], "1");
+}

@@ -99,8 +99,17 @@ impl<'de> Deserialize<'de> for MacAddr {
 /// A Linux interface name: 1 to 15 bytes, no `/`, no whitespace, not `.` or
 /// `..` (the kernel's `dev_valid_name`). Anything derived from OVN (bridge
 /// names, VLAN devices) goes through this before it reaches a request.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct DevName(String);
+///
+/// Stored inline (the kernel's `IFNAMSIZ` bound makes that possible), so a
+/// clone is a 16-byte copy: the observed and desired states hold one per
+/// address, route and neighbour, tens of thousands on a big node.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DevName {
+    /// The name's bytes, zero-padded. No valid name contains a zero byte, so
+    /// comparing the padded arrays orders names as their strings.
+    bytes: [u8; DevName::MAX_LEN],
+    len: u8,
+}
 
 impl DevName {
     pub const MAX_LEN: usize = 15;
@@ -114,26 +123,38 @@ impl DevName {
                 .bytes()
                 .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace() || b.is_ascii_control());
         if ok {
-            Ok(DevName(s.to_string()))
+            let mut bytes = [0u8; Self::MAX_LEN];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Ok(DevName {
+                bytes,
+                len: s.len() as u8,
+            })
         } else {
             Err(ModelError::BadDevName(s.to_string()))
         }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Built from a &str in `new` only, cut at a char boundary (its end).
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
     }
 }
 
 impl fmt::Display for DevName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for DevName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.0)
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl Serialize for DevName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -376,6 +397,32 @@ mod tests {
         for bad in ["", ".", "..", "br ex", "br/ex", "br;\nex"] {
             assert!(DevName::new(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn dev_names_order_and_print_as_their_strings() {
+        let names = [
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "br-ex",
+            "br-ex.100",
+            "br-ex.2",
+            "bgp-nic",
+            "é0",
+            "zzzzzzzzzzzzzzz",
+        ];
+        let mut devs: Vec<DevName> = names.iter().map(|n| DevName::new(n).unwrap()).collect();
+        devs.reverse();
+        devs.sort();
+        let mut sorted: Vec<&str> = names.to_vec();
+        sorted.sort();
+        let got: Vec<&str> = devs.iter().map(DevName::as_str).collect();
+        assert_eq!(got, sorted);
+        let d = DevName::new("br-ex.100").unwrap();
+        assert_eq!(d.to_string(), "br-ex.100");
+        assert_eq!(format!("{d:?}"), "\"br-ex.100\"");
     }
 
     #[test]

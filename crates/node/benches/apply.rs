@@ -169,7 +169,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(7);
-    let (full, mirrored, after_write) = rt.block_on(async {
+    let (full, mirrored, after_write, cloned) = rt.block_on(async {
         let mut k = KernelNode::connect(KernelConfig {
             netns: Some(ns.path()),
             rt_tables: dir.path().join("rt_tables"),
@@ -183,7 +183,8 @@ fn main() {
             assert!(a.routes.len() >= 10_000);
             assert!(a.rules.len() >= 10_000 && a.addresses.len() >= 10_000);
         };
-        let (mut full, mut mirrored, mut after_write) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut full, mut mirrored, mut after_write, mut cloned) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let nic = DevName::new("bgp-nic").unwrap();
         for i in 0..runs {
             // Full dumps: what every observe cost before the mirror.
@@ -194,8 +195,14 @@ fn main() {
 
             // The mirror, nothing changed since the last observe.
             let start = Instant::now();
-            check(&k.observe(&scope).await.unwrap());
+            let a = k.observe(&scope).await.unwrap();
             mirrored.push(start.elapsed());
+            check(&a);
+            // What of that is copying the owned state out.
+            let start = Instant::now();
+            let copy = a.clone();
+            cloned.push(start.elapsed());
+            drop(copy);
 
             // The mirror right after one write (an event's reconcile):
             // draining its notifications is part of the observe.
@@ -208,7 +215,7 @@ fn main() {
             check(&k.observe(&scope).await.unwrap());
             after_write.push(start.elapsed());
         }
-        (full, mirrored, after_write)
+        (full, mirrored, after_write, cloned)
     });
     let summary = |name: &str, times: &[Duration]| {
         let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
@@ -225,4 +232,5 @@ fn main() {
     summary("full dumps (resync)", &full);
     summary("mirror, unchanged", &mirrored);
     summary("mirror, after one write", &after_write);
+    summary("Actual::clone of that state", &cloned);
 }

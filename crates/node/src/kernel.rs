@@ -283,6 +283,16 @@ async fn drain_in_background(mirror: Arc<Mutex<NetlinkMirror>>, fd: RawFd) {
     }
 }
 
+/// Runs `f`, which blocks, through `block_in_place` where the runtime allows
+/// it (multi-threaded), else in place.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 fn family(v6: bool) -> AddressFamily {
     if v6 {
         AddressFamily::Inet6
@@ -432,7 +442,13 @@ impl KernelNode {
 
         let (view, proxy_neighbours, t_refresh) = {
             let mut m = self.mirror();
-            m.refresh()?;
+            if m.state.stale.any() {
+                // Full dumps block for tens of milliseconds: on a
+                // multi-threaded runtime, let the other tasks move on.
+                blocking(|| m.refresh())?;
+            } else {
+                m.refresh()?;
+            }
             let t_refresh = started.elapsed();
             let proxies = m.proxy_neighbours()?;
             (m.state.read(&tables), proxies, t_refresh)

@@ -498,7 +498,8 @@ async fn an_overrun_is_reported_and_the_mirror_recovers_by_a_full_dump() {
     assert_eq!(a, fresh(&bed).await, "re-dumped after the overrun");
 }
 
-#[tokio::test]
+// Multi-threaded, as the agent runs: full dumps go through block_in_place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_rereads_everything_and_changes_nothing_when_nothing_changed() {
     let bed = bed("resync");
     let mut k = node(&bed, None).await;
@@ -514,8 +515,10 @@ async fn resync_rereads_everything_and_changes_nothing_when_nothing_changed() {
         ])
         .unwrap();
     let before = k.observe(&scope()).await.unwrap();
+    let redumps = k.mirror_stats().redumps;
     k.resync();
     let after = k.observe(&scope()).await.unwrap();
+    assert_eq!(k.mirror_stats().redumps, redumps + 1);
     assert_eq!(before, after);
     assert_eq!(after.routes.len(), 1);
 }

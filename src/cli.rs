@@ -18,7 +18,7 @@ const LONG_ABOUT: &str =
 Without a subcommand, runs the agent daemon: a level-triggered reconciler that \
 recomputes what must exist on this node from OVN on every OVSDB event that \
 matters, every reconcile_interval and after every reconnect, and applies the \
-difference. SIGTERM finishes the reconcile in flight and exits 0; routes stay.";
+difference. SIGTERM stops it after the op in flight and exits 0; routes stay.";
 
 const AFTER_HELP: &str =
     "Configuration is read like oslo.config reads it upstream: every --config-file \

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::NodeArgs;
 
-/// Runs the agent until stopped. SIGTERM/SIGINT finish the reconcile in
+/// Runs the agent until stopped. SIGTERM/SIGINT stop it after the op in
 /// flight and exit 0, leaving routes in place. Routing-table exhaustion is
 /// the one error that stops it (exit 1).
 pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
@@ -36,8 +36,8 @@ pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
             tracing::debug!("signal handlers installed");
             loop {
                 tokio::select! {
-                    _ = term.recv() => tracing::info!("SIGTERM: finishing the reconcile in flight"),
-                    _ = int.recv() => tracing::info!("SIGINT: finishing the reconcile in flight"),
+                    _ = term.recv() => tracing::info!("SIGTERM: stopping after the op in flight"),
+                    _ = int.recv() => tracing::info!("SIGINT: stopping after the op in flight"),
                     // oslo reloads on SIGHUP; until reload exists, a HUP (e.g. from
                     // a log rotation script) must not kill the agent.
                     _ = hup.recv() => {

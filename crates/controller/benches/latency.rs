@@ -78,6 +78,9 @@ impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
         let message = v.1;
         if message == "reconciled" {
             self.phases.lock().expect("phase log").push(p);
+        } else if message == "observed" && std::env::var_os("OBGP_BENCH_TRACE").is_some() {
+            // The node's own split of observe (refresh, netlink, total ms).
+            eprintln!("observed {:?}", p.fields);
         } else if *event.metadata().level() <= tracing::Level::WARN {
             self.warnings.lock().expect("warnings").push(message);
         }

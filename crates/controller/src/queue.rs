@@ -2,9 +2,11 @@
 //!
 //! The first trigger after a quiet period reconciles at once, so an isolated
 //! OVSDB event reaches the node in milliseconds. Triggers arriving within
-//! `window` of the previous reconcile are merged into one, and a token bucket
-//! (governor) bounds reconciles per second under churn. Nothing is ever
-//! dropped: a trigger either starts a reconcile or joins the next one.
+//! `window` of the previous event-driven reconcile are merged into one, and a
+//! token bucket (governor) bounds reconciles per second under churn. A
+//! reconcile started only by timers (periodic, FRR check, retry) or start-up
+//! opens no window: an event after it runs at once. Nothing is ever dropped:
+//! a trigger either starts a reconcile or joins the next one.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -22,7 +24,8 @@ use crate::Reason;
 /// How triggers are turned into reconciles.
 #[derive(Clone, Debug)]
 pub struct QueueConfig {
-    /// Triggers within this window after a reconcile started are merged into the next one.
+    /// Triggers within this window after an event-driven reconcile started
+    /// are merged into the next one.
     pub window: Duration,
     /// At most this many reconciles per second, sustained.
     pub max_per_second: NonZeroU32,
@@ -59,6 +62,16 @@ impl Batch {
     /// Whether any reason asks for FRR's configuration to be checked.
     pub fn checks_frr(&self) -> bool {
         self.reasons.keys().any(Reason::checks_frr)
+    }
+
+    /// Whether any reason asks for the node to be read afresh (full dumps).
+    pub fn rereads_node(&self) -> bool {
+        self.reasons.keys().any(Reason::rereads_node)
+    }
+
+    /// Whether any reason asks for the OVS ports and flows to be re-read.
+    pub fn rereads_flows(&self) -> bool {
+        self.reasons.keys().any(Reason::rereads_flows)
     }
 }
 
@@ -138,6 +151,7 @@ type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<D
 pub struct WorkQueue {
     rx: mpsc::UnboundedReceiver<Reason>,
     window: Duration,
+    /// When the last reconcile with a window-opening reason started.
     last_start: Option<Instant>,
     clock: TokioClock,
     limiter: Limiter,
@@ -180,7 +194,9 @@ impl WorkQueue {
         while let Ok(reason) = self.rx.try_recv() {
             batch.add(reason);
         }
-        self.last_start = Some(Instant::now());
+        if batch.reasons.keys().any(Reason::opens_merge_window) {
+            self.last_start = Some(Instant::now());
+        }
         Some(batch)
     }
 }
@@ -209,7 +225,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn triggers_within_the_window_merge_into_one_reconcile() {
         let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        sched.trigger(Reason::Startup);
+        sched.trigger(event("First"));
         queue.next().await.unwrap();
         let t0 = Instant::now();
 
@@ -232,6 +248,40 @@ mod tests {
             2,
             "same reason counted, not repeated: {batch}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_during_or_right_after_a_timer_reconcile_runs_at_once() {
+        for timer in [
+            Reason::Periodic,
+            Reason::FrrCheck,
+            Reason::Retry,
+            Reason::Startup,
+        ] {
+            let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+            // An event-driven reconcile long ago, so only the timer counts.
+            sched.trigger(event("Old"));
+            queue.next().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+
+            sched.trigger(timer.clone());
+            let batch = queue.next().await.unwrap();
+            assert_eq!(batch.triggers(), 1);
+            // The event arrives while the timer's reconcile runs (10 ms).
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let t0 = Instant::now();
+            sched.trigger(event("A"));
+            let batch = queue.next().await.unwrap();
+            assert_eq!(t0.elapsed(), Duration::ZERO, "after {timer}: not delayed");
+            assert!(batch.reasons.contains_key(&event("A")));
+
+            // That event opened a window: the next one within it is merged.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let t1 = Instant::now();
+            sched.trigger(event("B"));
+            queue.next().await.unwrap();
+            assert_eq!(t1.elapsed(), Duration::from_millis(90), "after {timer}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,7 +26,41 @@ pub enum Reason {
     Retry,
 }
 
+/// The event class of a change in the local Open_vSwitch database.
+pub const LOCAL_OVS_CHANGE: &str = "LocalOvsChange";
+
 impl Reason {
+    /// Whether a trigger with this reason opens the queue's merge window:
+    /// only database changes come in bursts worth merging. Timers, retries,
+    /// start-up and overruns open none, so an event right after them is not
+    /// delayed.
+    pub fn opens_merge_window(&self) -> bool {
+        matches!(self, Reason::Event { .. } | Reason::Resync { .. })
+    }
+
+    /// Whether the node must be read afresh (full netlink dumps instead of
+    /// the mirror): the mirror lost notifications.
+    pub fn rereads_node(&self) -> bool {
+        matches!(self, Reason::NetlinkOverrun)
+    }
+
+    /// Whether the OVS ports and flows must be re-read (`ovs-ofctl`) rather
+    /// than reused: the OVS database changed or reconnected, or a full
+    /// reconcile is due (periodic, start-up, by hand, a retry, an overrun),
+    /// which also catches flows edited by hand (no database row changes then).
+    pub fn rereads_flows(&self) -> bool {
+        match self {
+            Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
+            Reason::Resync { database } => database == obgp_ovn::OVS_DB,
+            Reason::FrrCheck => false,
+            Reason::Startup
+            | Reason::Periodic
+            | Reason::NetlinkOverrun
+            | Reason::Manual
+            | Reason::Retry => true,
+        }
+    }
+
     /// Whether this reason needs FRR's running configuration re-checked even
     /// when nothing else changed.
     pub fn checks_frr(&self) -> bool {
@@ -49,5 +83,55 @@ impl fmt::Display for Reason {
             Reason::Manual => f.write_str("manual"),
             Reason::Retry => f.write_str("retry after a failure"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(class: &'static str) -> Reason {
+        Reason::Event {
+            class,
+            table: "Interface".into(),
+        }
+    }
+
+    #[test]
+    fn only_database_changes_open_the_merge_window() {
+        assert!(event("LogicalSwitchPortProviderCreateEvent").opens_merge_window());
+        assert!(Reason::Resync {
+            database: "OVN_Northbound".into()
+        }
+        .opens_merge_window());
+        for timer in [
+            Reason::Periodic,
+            Reason::FrrCheck,
+            Reason::Retry,
+            Reason::Startup,
+            Reason::NetlinkOverrun,
+            Reason::Manual,
+        ] {
+            assert!(!timer.opens_merge_window(), "{timer}");
+        }
+    }
+
+    #[test]
+    fn flows_are_reread_on_ovs_changes_and_full_reconciles_only() {
+        assert!(event(LOCAL_OVS_CHANGE).rereads_flows());
+        assert!(Reason::Resync {
+            database: obgp_ovn::OVS_DB.into()
+        }
+        .rereads_flows());
+        assert!(Reason::Periodic.rereads_flows());
+        assert!(Reason::NetlinkOverrun.rereads_flows());
+        assert!(!event("LogicalSwitchPortProviderCreateEvent").rereads_flows());
+        assert!(!Reason::Resync {
+            database: obgp_ovn::NB_DB.into()
+        }
+        .rereads_flows());
+        assert!(!Reason::FrrCheck.rereads_flows());
+        assert!(Reason::NetlinkOverrun.rereads_node());
+        assert!(!Reason::Periodic.rereads_node());
     }
 }

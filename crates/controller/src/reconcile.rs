@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use obgp_config::Config;
 use obgp_desired::{desired_state, Desired, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
-use obgp_node::{apply_plan, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
+use obgp_node::{apply_plan_until, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
 use obgp_ovn::Snapshot;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::ofports::OfPorts;
 
@@ -73,6 +75,8 @@ pub struct ReconcileReport {
     pub held_back: usize,
     /// Exposed IPs in the desired state.
     pub exposed: usize,
+    /// Ops of the plan not started because the agent is stopping.
+    pub not_started: usize,
 }
 
 impl ReconcileReport {
@@ -93,6 +97,8 @@ pub struct Reconciler {
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
     facts: NodeFacts,
+    /// Cancelled when the agent stops: the apply ends after the op in flight.
+    stop: CancellationToken,
 }
 
 impl Reconciler {
@@ -116,7 +122,32 @@ impl Reconciler {
             last_desired: None,
             frr_applied: None,
             facts,
+            stop: CancellationToken::new(),
         })
+    }
+
+    /// Stops applying after the op in flight once `token` is cancelled
+    /// (the rest of the plan is left for the next start; see
+    /// [`obgp_node::apply_plan_until`] for why any prefix is safe).
+    pub fn stop_on(&mut self, token: CancellationToken) {
+        self.stop = token;
+    }
+
+    /// The next reconcile reads the node afresh (full netlink dumps, OVS
+    /// ports and flows) instead of trusting the netlink mirror.
+    pub fn resync_node(&mut self) {
+        self.node.resync();
+    }
+
+    /// The next reconcile re-reads the OVS ports and flows.
+    pub fn invalidate_flows(&mut self) {
+        self.node.invalidate_flows();
+    }
+
+    /// Changes whenever the node's netlink mirror lost notifications; the
+    /// run loop answers with a full reconcile.
+    pub fn netlink_overruns(&self) -> watch::Receiver<u64> {
+        self.node.overruns()
     }
 
     /// The desired state of the last reconcile, if any.
@@ -214,9 +245,12 @@ impl Reconciler {
     ) -> Result<ReconcileReport, ReconcileError> {
         let (planned, mut report) = self.plan(snap, ofports, check_frr).await?;
         let t = Instant::now();
-        let applied = apply_plan(&mut self.node, &planned.plan).await;
+        let stop = self.stop.clone();
+        let applied = apply_plan_until(&mut self.node, &planned.plan, || stop.is_cancelled()).await;
         report.apply_time = t.elapsed();
-        for step in &planned.plan.steps {
+        report.not_started = applied.not_started;
+        let started = planned.plan.steps.len() - applied.not_started;
+        for step in &planned.plan.steps[..started] {
             if !applied.failed.iter().any(|(op, _)| op == &step.op)
                 && !applied.held_back.contains(&step.op)
             {
@@ -233,7 +267,8 @@ impl Reconciler {
             .failed
             .iter()
             .any(|(op, _)| matches!(op, obgp_node::Op::ApplyFrr { .. }));
-        if !frr_failed {
+        // A stopped apply may not have reached the FRR op.
+        if !frr_failed && applied.not_started == 0 {
             self.frr_applied = planned.node.frr_config.clone();
         }
         self.previous = Some(planned.node);

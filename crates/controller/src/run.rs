@@ -112,8 +112,9 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// Runs the agent until `shutdown` is cancelled. The reconcile in flight
-/// is finished first, so nothing is left half-done; routes stay in place.
+/// Runs the agent until `shutdown` is cancelled. A reconcile in flight stops
+/// after the op in flight (the plan's order makes any prefix of it safe, so
+/// nothing is left half-done); routes stay in place.
 /// Returns an error only for what the agent cannot continue from:
 /// routing-table exhaustion.
 pub async fn run(
@@ -147,7 +148,10 @@ pub async fn run(
     }
     let mut reconciler = loop {
         match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
-            Ok(r) => break r,
+            Ok(mut r) => {
+                r.stop_on(shutdown.clone());
+                break r;
+            }
             Err(e) => {
                 tracing::error!("{e}; retrying in 5 s");
                 tokio::select! {
@@ -177,6 +181,7 @@ pub async fn run(
         spawn_local_ovs_watch(sources.ovs.changes(), sched.clone()),
         spawn_resync_watch(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
         spawn_resync_watch(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
+        spawn_overrun_watch(reconciler.netlink_overruns(), sched.clone()),
     ];
     sched.trigger(Reason::Startup);
 
@@ -190,10 +195,23 @@ pub async fn run(
         let inputs = sources.inputs();
         let snapshot_time = started.elapsed();
         let snap = &inputs.snapshot;
+        if batch.rereads_node() {
+            reconciler.resync_node();
+        } else if batch.rereads_flows() {
+            reconciler.invalidate_flows();
+        }
         match reconciler
             .reconcile(snap, &inputs.ofports, batch.checks_frr())
             .await
         {
+            Ok(report) if shutdown.is_cancelled() => {
+                log_report(&report, &batch.to_string());
+                tracing::info!(
+                    not_started = report.not_started,
+                    "stopped after the op in flight"
+                );
+                break Ok(());
+            }
             Ok(mut report) => {
                 report.snapshot_time = snapshot_time;
                 log_report(&report, &batch.to_string());
@@ -288,6 +306,24 @@ fn spawn_event_filter(
     })
 }
 
+/// A full reconcile whenever the node's netlink mirror lost notifications
+/// (it re-dumps everything at that reconcile's observe).
+fn spawn_overrun_watch(
+    mut overruns: watch::Receiver<u64>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        overruns.borrow_and_update();
+        while overruns.changed().await.is_ok() {
+            let n = *overruns.borrow_and_update();
+            tracing::warn!(overruns = n, "netlink overrun; reconciling in full");
+            if !sched.trigger(Reason::NetlinkOverrun) {
+                return;
+            }
+        }
+    })
+}
+
 /// Local OVS changes (bridge mappings, a patch port appearing) change the
 /// wiring: any change of the monitored columns schedules a reconcile.
 fn spawn_local_ovs_watch(
@@ -299,7 +335,7 @@ fn spawn_local_ovs_watch(
             match changes.recv().await {
                 Ok(change) => {
                     sched.trigger(Reason::Event {
-                        class: "LocalOvsChange",
+                        class: crate::reason::LOCAL_OVS_CHANGE,
                         table: change.table.to_string(),
                     });
                 }
@@ -347,6 +383,33 @@ pub fn render_plan(plan: &Plan) -> String {
 mod tests {
     use super::*;
     use tokio::time::Instant;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_netlink_overrun_schedules_a_reconcile_that_rereads_the_node() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let (overruns, rx) = watch::channel(0u64);
+        let watcher = spawn_overrun_watch(rx, sched.clone());
+        tokio::task::yield_now().await;
+        overruns.send_replace(1);
+        let t0 = Instant::now();
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(
+            batch.reasons.keys().collect::<Vec<_>>(),
+            [&Reason::NetlinkOverrun]
+        );
+        assert!(batch.rereads_node() && batch.rereads_flows());
+        // One reconcile per overrun seen, none without.
+        overruns.send_replace(2);
+        assert!(queue.next().await.is_some());
+        drop(overruns);
+        watcher.await.unwrap();
+        drop(sched);
+        assert!(
+            queue.next().await.is_none(),
+            "no trigger without an overrun"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn failed_work_is_retried_with_a_doubling_backoff_until_a_clean_reconcile() {

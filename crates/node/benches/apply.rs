@@ -1,6 +1,7 @@
 //! Benchmark (issue 5): apply 1k and 10k exposures (rule + route + address
 //! each) into a fresh network namespace through `KernelNode`, next to
-//! `ip -batch` of the same operations, and a full observe at 10k exposed IPs.
+//! `ip -batch` of the same operations; then observe at 10k exposed IPs, with
+//! full dumps (a resync) and through the netlink mirror.
 //!
 //! Run as root: `cargo bench -p obgp-node --bench apply` (results in docs/node.md).
 
@@ -164,7 +165,11 @@ fn main() {
     }
 
     let (ns, dir) = observe_ns.unwrap();
-    let times = rt.block_on(async {
+    let runs: usize = std::env::var("OBGP_BENCH_OBSERVE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let (full, mirrored, after_write, cloned) = rt.block_on(async {
         let mut k = KernelNode::connect(KernelConfig {
             netns: Some(ns.path()),
             rt_tables: dir.path().join("rt_tables"),
@@ -174,27 +179,58 @@ fn main() {
         .unwrap();
         let mut scope = Scope::default();
         scope.tables.insert(TABLE);
-        let mut times = Vec::new();
-        let runs: usize = std::env::var("OBGP_BENCH_OBSERVE_RUNS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(7);
-        for _ in 0..runs {
+        let check = |a: &obgp_node::Actual| {
+            assert!(a.routes.len() >= 10_000);
+            assert!(a.rules.len() >= 10_000 && a.addresses.len() >= 10_000);
+        };
+        let (mut full, mut mirrored, mut after_write, mut cloned) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let nic = DevName::new("bgp-nic").unwrap();
+        for i in 0..runs {
+            // Full dumps: what every observe cost before the mirror.
+            k.resync();
+            let start = Instant::now();
+            check(&k.observe(&scope).await.unwrap());
+            full.push(start.elapsed());
+
+            // The mirror, nothing changed since the last observe.
             let start = Instant::now();
             let a = k.observe(&scope).await.unwrap();
-            times.push(start.elapsed());
-            assert_eq!(a.routes.len(), 10_000);
-            assert!(a.rules.len() >= 10_000 && a.addresses.len() >= 10_000);
+            mirrored.push(start.elapsed());
+            check(&a);
+            // What of that is copying the owned state out.
+            let start = Instant::now();
+            let copy = a.clone();
+            cloned.push(start.elapsed());
+            drop(copy);
+
+            // The mirror right after one write (an event's reconcile):
+            // draining its notifications is part of the observe.
+            let op = Op::AddAddress(Address {
+                dev: nic.clone(),
+                net: IpNet::new(IpAddr::V4(ip(1_000_000 + i)), 32).unwrap(),
+            });
+            k.apply(&op).await.unwrap();
+            let start = Instant::now();
+            check(&k.observe(&scope).await.unwrap());
+            after_write.push(start.elapsed());
         }
-        times
+        (full, mirrored, after_write, cloned)
     });
-    let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
-    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!(
-        "\nfull observe at 10k exposed IPs (10k rules, routes, addresses): median {:.1} ms, min {:.1} ms, max {:.1} ms ({} runs)",
-        ms[ms.len() / 2],
-        ms[0],
-        ms[ms.len() - 1],
-        ms.len()
-    );
+    let summary = |name: &str, times: &[Duration]| {
+        let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
+        ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        println!(
+            "observe at 10k exposed IPs (10k rules, routes, addresses), {name}: median {:.2} ms, min {:.2} ms, max {:.2} ms ({} runs)",
+            ms[ms.len() / 2],
+            ms[0],
+            ms[ms.len() - 1],
+            ms.len()
+        );
+    };
+    println!();
+    summary("full dumps (resync)", &full);
+    summary("mirror, unchanged", &mirrored);
+    summary("mirror, after one write", &after_write);
+    summary("Actual::clone of that state", &cloned);
 }

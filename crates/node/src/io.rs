@@ -78,6 +78,8 @@ pub struct ApplyReport {
     pub failed: Vec<(Op, String)>,
     /// Announcements not made because their wiring failed (O1).
     pub held_back: Vec<Op>,
+    /// Ops not started because the applier was told to stop (shutdown).
+    pub not_started: usize,
 }
 
 impl ApplyReport {
@@ -95,9 +97,31 @@ fn overlaps(a: Option<IpNet>, b: Option<IpNet>) -> bool {
 
 /// Applies `plan` in order through `node`.
 pub async fn apply_plan(node: &mut impl NodeIo, plan: &Plan) -> ApplyReport {
+    apply_plan_until(node, plan, || false).await
+}
+
+/// Applies `plan` in order through `node`, asking `stop` before each op.
+/// Once it says stop, the remaining ops are not started (counted in
+/// [`ApplyReport::not_started`]); the op in flight always completes. The
+/// plan's order makes any prefix of it safe to leave behind: wiring before
+/// announcements (O1), withdrawals before unwiring (O2), so no address is
+/// ever announced without its wiring.
+pub async fn apply_plan_until(
+    node: &mut impl NodeIo,
+    plan: &Plan,
+    stop: impl Fn() -> bool,
+) -> ApplyReport {
     let mut report = ApplyReport::default();
     let mut failed_wiring: Vec<Option<IpNet>> = Vec::new();
-    for step in &plan.steps {
+    for (i, step) in plan.steps.iter().enumerate() {
+        if stop() {
+            report.not_started = plan.steps.len() - i;
+            tracing::info!(
+                not_started = report.not_started,
+                "stopping: the rest of the plan is left for the next start"
+            );
+            break;
+        }
         if step.group == Group::Announce
             && failed_wiring
                 .iter()
@@ -186,5 +210,46 @@ mod tests {
         assert_eq!(report.held_back[0], plan.steps[1].op);
         // The unrelated announcement was still tried (and failed: no bgp-nic).
         assert_eq!(report.failed[1].0, plan.steps[2].op);
+    }
+
+    #[test]
+    fn a_stop_request_lets_the_op_in_flight_finish_and_starts_no_other() {
+        let step = |net: &str| Step {
+            group: Group::Base,
+            class: Some(Class::Base),
+            op: Op::AddAddress(Address {
+                dev: dev("br-ex"),
+                net: net.parse().unwrap(),
+            }),
+        };
+        let plan = Plan {
+            steps: [
+                "192.0.2.1/32",
+                "192.0.2.2/32",
+                "192.0.2.3/32",
+                "192.0.2.4/32",
+            ]
+            .iter()
+            .map(|n| step(n))
+            .collect(),
+            ..Plan::default()
+        };
+        let mut node = ModelNode::new(
+            serde_json::from_value(serde_json::json!({
+                "links": [{"name": "br-ex", "type": "bridge", "state": "up"}]
+            }))
+            .unwrap(),
+        );
+        // The stop request arrives while the second op is in flight.
+        let asked = std::cell::Cell::new(0);
+        let report = block_on(apply_plan_until(&mut node, &plan, || {
+            asked.set(asked.get() + 1);
+            asked.get() > 2
+        }));
+        assert_eq!(report.applied, 2, "{report:?}");
+        assert_eq!(report.not_started, 2);
+        assert!(report.failed.is_empty());
+        assert_eq!(node.log.len(), 2, "exactly the first two ops ran");
+        assert_eq!(node.log[1].0, plan.steps[1].op);
     }
 }

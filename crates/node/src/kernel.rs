@@ -9,22 +9,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
-use obgp_netmodel::{
-    Address, DesiredNode, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
-};
+use obgp_netmodel::{DesiredNode, DevName, LinkKind, RouteType};
 use rtnetlink::packet_core::{
-    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_DUMP_INTR,
-    NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST,
+    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE,
+    NLM_F_REQUEST,
 };
 use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
 use rtnetlink::packet_route::link::{
     InfoData, InfoKind, InfoVeth, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo,
-    LinkLayerType, LinkMessage,
+    LinkMessage,
 };
 use rtnetlink::packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
@@ -35,9 +35,12 @@ use rtnetlink::packet_route::route::{
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::actual::{
-    Actual, ActualLink, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables,
-};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::watch;
+
+use crate::actual::{Actual, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables};
+use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
 use crate::op::Op;
 
 /// Where and how the node is reached.
@@ -59,6 +62,9 @@ pub struct KernelConfig {
     pub vty_socket: Option<PathBuf>,
     /// Where `vtysh -f` files are written.
     pub frr_config_dir: PathBuf,
+    /// The netlink mirror's receive buffer in bytes; `None` for its default
+    /// (32 MiB). Tests make it tiny to provoke an overrun.
+    pub mirror_rcvbuf: Option<usize>,
 }
 
 impl Default for KernelConfig {
@@ -72,6 +78,7 @@ impl Default for KernelConfig {
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
             frr_config_dir: std::env::temp_dir(),
+            mirror_rcvbuf: None,
         }
     }
 }
@@ -213,15 +220,76 @@ pub fn sysctl_path(key: &str) -> Result<PathBuf, IoError> {
 /// The rtnetlink node.
 pub struct KernelNode {
     pub config: KernelConfig,
+    /// The writer's socket.
     handle: rtnetlink::Handle,
     conn: tokio::task::JoinHandle<()>,
-    /// ifindex by name, refreshed by `observe` and by link changes.
-    index: BTreeMap<DevName, u32>,
+    /// Links, addresses, rules, routes and neighbours as notified.
+    mirror: Arc<Mutex<NetlinkMirror>>,
+    drainer: tokio::task::JoinHandle<()>,
+    overruns: watch::Receiver<u64>,
+    /// OVS ports and agent flows by bridge (`None`: not in OVS), as last read.
+    ovs: BTreeMap<DevName, Option<OvsBridge>>,
+    /// The next observe re-reads `ovs`.
+    ovs_stale: bool,
+    /// Sysctl files by key, opened inside the namespace.
+    sysctl_files: BTreeMap<String, File>,
 }
 
 impl Drop for KernelNode {
     fn drop(&mut self) {
         self.conn.abort();
+        self.drainer.abort();
+    }
+}
+
+/// The mirror's listening socket as tokio polls it: the descriptor, and the
+/// mirror that owns the socket, so that it stays open while it is polled.
+struct ListenFd {
+    fd: RawFd,
+    mirror: Arc<Mutex<NetlinkMirror>>,
+}
+
+impl AsRawFd for ListenFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd
+    }
+}
+
+/// Applies notifications as they arrive, so that they never pile up in the
+/// socket between reconciles (and an overrun is reported when it happens,
+/// not at the next observe).
+async fn drain_in_background(mirror: Arc<Mutex<NetlinkMirror>>, fd: RawFd) {
+    // SAFETY: the descriptor is the mirror's listening socket, which the
+    // mirror owns and never replaces; `ListenFd` holds the mirror, so the
+    // socket is open for as long as the `AsyncFd` lives.
+    let registered =
+        unsafe { AsyncFd::register_with_interest(ListenFd { fd, mirror }, Interest::READABLE) };
+    let afd = match registered {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(
+                "netlink mirror: cannot poll its socket ({e}); draining at observe only"
+            );
+            return;
+        }
+    };
+    loop {
+        let Ok(mut ready) = afd.readable().await else {
+            return;
+        };
+        let mirror = &afd.get_ref().mirror;
+        mirror.lock().unwrap_or_else(|p| p.into_inner()).drain();
+        ready.clear_ready();
+    }
+}
+
+/// Runs `f`, which blocks, through `block_in_place` where the runtime allows
+/// it (multi-threaded), else in place.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
@@ -242,16 +310,6 @@ fn nl_route_type(t: RouteType) -> NlRouteType {
     }
 }
 
-fn route_type_of(t: NlRouteType) -> Option<RouteType> {
-    Some(match t {
-        NlRouteType::Unicast => RouteType::Unicast,
-        NlRouteType::Unreachable => RouteType::Unreachable,
-        NlRouteType::BlackHole => RouteType::Blackhole,
-        NlRouteType::Local => RouteType::Local,
-        _ => return None,
-    })
-}
-
 /// The header byte for a table: the number itself up to 255, else
 /// RT_TABLE_UNSPEC with the real number in the attribute.
 fn header_table(t: u32) -> u8 {
@@ -259,59 +317,35 @@ fn header_table(t: u32) -> u8 {
 }
 
 impl KernelNode {
-    /// Opens an rtnetlink socket inside `config.netns` (from a thread that
-    /// entered it) and drives it on the current tokio runtime.
+    /// Opens, inside `config.netns` (from a thread that entered it), the
+    /// rtnetlink socket the writer uses, driven on the current tokio runtime,
+    /// and the netlink mirror's sockets, drained by a background task so
+    /// that notifications never pile up between reconciles.
     pub async fn connect(config: KernelConfig) -> Result<KernelNode, IoError> {
         let rt = tokio::runtime::Handle::current();
-        let (conn, handle, _) = in_netns(config.netns.as_deref(), move || {
+        let rcvbuf = config.mirror_rcvbuf;
+        let (conn, handle, mirror) = in_netns(config.netns.as_deref(), move || {
             let _guard = rt.enter();
-            // Strict checking lets the kernel filter route dumps by table
-            // (Linux >= 4.20); older kernels get the unfiltered dump, which
-            // the observer filters itself.
-            rtnetlink::new_connection_with_strict_check().or_else(|_| rtnetlink::new_connection())
+            let (conn, handle, _) = rtnetlink::new_connection()?;
+            Ok((conn, handle, NetlinkMirror::open(rcvbuf)?))
         })
         .map_err(|e| IoError::io("opening rtnetlink", e))?;
         let conn = tokio::spawn(conn);
+        let overruns = mirror.subscribe_overruns();
+        let fd = mirror.listen_fd();
+        let mirror = Arc::new(Mutex::new(mirror));
+        let drainer = tokio::spawn(drain_in_background(mirror.clone(), fd));
         Ok(KernelNode {
             config,
             handle,
             conn,
-            index: BTreeMap::new(),
+            mirror,
+            drainer,
+            overruns,
+            ovs: BTreeMap::new(),
+            ovs_stale: true,
+            sysctl_files: BTreeMap::new(),
         })
-    }
-
-    async fn dump(
-        &mut self,
-        msg: RouteNetlinkMessage,
-    ) -> Result<Vec<RouteNetlinkMessage>, IoError> {
-        // A dump the kernel marks interrupted (the table changed under it) is retried.
-        for _ in 0..5 {
-            let mut req = NetlinkMessage::from(msg.clone());
-            req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-            let mut resp = self
-                .handle
-                .request(req)
-                .map_err(|e| IoError::io("netlink dump", io::Error::other(e.to_string())))?;
-            let mut out = Vec::new();
-            let mut interrupted = false;
-            while let Some(m) = resp.next().await {
-                interrupted |= m.header.flags & NLM_F_DUMP_INTR != 0;
-                match m.payload {
-                    NetlinkPayload::InnerMessage(i) => out.push(i),
-                    NetlinkPayload::Error(e) if e.code.is_some() => {
-                        return Err(IoError::io("netlink dump", e.to_io()))
-                    }
-                    _ => {}
-                }
-            }
-            if !interrupted {
-                return Ok(out);
-            }
-        }
-        Err(IoError::io(
-            "netlink dump",
-            io::Error::other("interrupted five times in a row"),
-        ))
     }
 
     async fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
@@ -331,108 +365,66 @@ impl KernelNode {
         Ok(())
     }
 
+    fn mirror(&self) -> MutexGuard<'_, NetlinkMirror> {
+        // A panic while holding the lock leaves a mirror that is at worst
+        // stale; the next refresh repairs that.
+        self.mirror.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The interface index of `dev`: from the mirror, brought up to date
+    /// first when it does not know the name (a device created since).
     fn ifindex(&self, dev: &DevName) -> Result<u32, IoError> {
-        self.index
-            .get(dev)
-            .copied()
+        let mut m = self.mirror();
+        if let Some(i) = m.state.ifindex(dev) {
+            return Ok(i);
+        }
+        m.refresh()?;
+        m.state
+            .ifindex(dev)
             .ok_or_else(|| IoError::NoDevice(dev.to_string()))
     }
 
-    async fn refresh_links(&mut self) -> Result<BTreeMap<DevName, ActualLink>, IoError> {
-        let msgs = self
-            .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
-            .await?;
-        let mut by_index: BTreeMap<u32, (DevName, ActualLink, Option<u32>, Option<u32>)> =
-            BTreeMap::new();
-        for m in msgs {
-            let RouteNetlinkMessage::NewLink(l) = m else {
-                continue;
-            };
-            let mut name = None;
-            let mut link = ActualLink {
-                index: l.header.index,
-                kind: match l.header.link_layer_type {
-                    LinkLayerType::Loopback => "loopback".into(),
-                    _ => "ether".into(),
-                },
-                mac: None,
-                up: l.header.flags.contains(LinkFlags::Up),
-                master: None,
-                parent: None,
-                vlan_id: None,
-                vrf_table: None,
-            };
-            let (mut master, mut parent) = (None, None);
-            for a in &l.attributes {
-                match a {
-                    LinkAttribute::IfName(n) => name = DevName::new(n).ok(),
-                    LinkAttribute::Address(b) if b.len() == 6 => {
-                        let mut m = [0u8; 6];
-                        m.copy_from_slice(b);
-                        link.mac = Some(MacAddr(m));
-                    }
-                    LinkAttribute::Controller(i) => master = Some(*i),
-                    LinkAttribute::Link(i) => parent = Some(*i),
-                    LinkAttribute::LinkInfo(infos) => {
-                        for info in infos {
-                            match info {
-                                LinkInfo::Kind(k) => link.kind = k.to_string(),
-                                LinkInfo::Data(InfoData::Vlan(v)) => {
-                                    for x in v {
-                                        if let InfoVlan::Id(id) = x {
-                                            link.vlan_id = Some(*id);
-                                        }
-                                    }
-                                }
-                                LinkInfo::Data(InfoData::Vrf(v)) => {
-                                    for x in v {
-                                        if let InfoVrf::TableId(t) = x {
-                                            link.vrf_table = Some(*t);
-                                        }
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(name) = name {
-                by_index.insert(l.header.index, (name, link, master, parent));
-            }
-        }
-        let names: BTreeMap<u32, DevName> = by_index
-            .iter()
-            .map(|(i, (n, ..))| (*i, n.clone()))
-            .collect();
-        let mut out = BTreeMap::new();
-        for (_, (name, mut link, master, parent)) in by_index {
-            link.master = master.and_then(|i| names.get(&i).cloned());
-            // IFLA_LINK of a VLAN names its lower device; other kinds (veth
-            // peers in other namespaces) may point nowhere known.
-            if link.kind == "vlan" {
-                link.parent = parent.and_then(|i| names.get(&i).cloned());
-            }
-            out.insert(name, link);
-        }
-        self.index = out.iter().map(|(n, l)| (n.clone(), l.index)).collect();
-        Ok(out)
+    /// Makes the next observe read everything afresh: full netlink dumps
+    /// instead of the mirror, and the OVS ports and flows. For reconciles
+    /// that must not trust anything cached (start-up, after a netlink
+    /// overrun, retries after failures).
+    pub fn resync(&mut self) {
+        self.mirror().state.stale = Stale::ALL;
+        self.ovs_stale = true;
     }
 
-    /// Reads the node. Routes only of the VRF table, the scope's bridges'
-    /// tables (through rt_tables) and `scope.tables`; neighbours only the
-    /// permanent and proxy ones; OVS only cookie-999/998 flows of the scope's
-    /// bridges (when `ovs-ofctl` is there).
+    /// Makes the next observe re-read the OVS ports and flows (`ovs-ofctl`),
+    /// which are otherwise reused from the last read. For when the OVS
+    /// database changed and on periodic reconciles (hand edits of flows
+    /// change no database row).
+    pub fn invalidate_flows(&mut self) {
+        self.ovs_stale = true;
+    }
+
+    /// The number of netlink overruns (notifications the kernel dropped)
+    /// seen so far; it changes whenever one is seen. The mirror re-dumps by
+    /// itself at the next observe; the agent should reconcile in full.
+    pub fn overruns(&self) -> watch::Receiver<u64> {
+        self.overruns.clone()
+    }
+
+    /// What the netlink mirror has done so far (notifications applied,
+    /// re-dumps), for tests and diagnostics.
+    pub fn mirror_stats(&self) -> MirrorStats {
+        self.mirror().stats
+    }
+
+    /// Reads the node. Links, addresses, rules, routes and permanent
+    /// neighbours come from the netlink mirror (re-dumped where stale);
+    /// routes only of the VRF table, the scope's bridges' tables (through
+    /// rt_tables) and `scope.tables`; proxy neighbours, sysctls and rt_tables
+    /// are read each time; OVS ports and cookie-999/998 flows of the scope's
+    /// bridges (when `ovs-ofctl` is there) are reused from the last read
+    /// unless an applied flow op, [`KernelNode::invalidate_flows`] or
+    /// [`KernelNode::resync`] made them stale.
     pub async fn observe(&mut self, scope: &Scope) -> Result<Actual, IoError> {
         let started = std::time::Instant::now();
-        let mut a = Actual {
-            links: self.refresh_links().await?,
-            ..Actual::default()
-        };
-        let name_of: BTreeMap<u32, DevName> =
-            self.index.iter().map(|(n, i)| (*i, n.clone())).collect();
-        a.rt_tables = RtTables {
+        let rt_tables = RtTables {
             text: match std::fs::read_to_string(&self.config.rt_tables) {
                 Ok(t) => t,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
@@ -441,110 +433,59 @@ impl KernelNode {
         };
         let mut tables = scope.tables.clone();
         tables.insert(scope.vrf_table);
-        // Table 0 (RT_TABLE_UNSPEC) is no table: a dump filtered by it is a
-        // dump of every table.
-        tables.remove(&0);
         tables.extend(
             scope
                 .bridge_tables
                 .iter()
-                .filter_map(|b| a.rt_tables.lookup(b.as_str())),
+                .filter_map(|b| rt_tables.lookup(b.as_str())),
         );
 
-        for msg in self
-            .dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))
-            .await?
-        {
-            let RouteNetlinkMessage::NewAddress(m) = msg else {
-                continue;
-            };
-            let Some(dev) = name_of.get(&m.header.index) else {
-                continue;
-            };
-            let mut local = None;
-            let mut address = None;
-            for at in &m.attributes {
-                match at {
-                    AddressAttribute::Local(ip) => local = Some(*ip),
-                    AddressAttribute::Address(ip) => address = Some(*ip),
-                    _ => {}
-                }
+        let (view, proxy_neighbours, t_refresh) = {
+            let mut m = self.mirror();
+            if m.state.stale.any() {
+                // Full dumps block for tens of milliseconds: on a
+                // multi-threaded runtime, let the other tasks move on.
+                blocking(|| m.refresh())?;
+            } else {
+                m.refresh()?;
             }
-            if let Some(ip) = local.or(address) {
-                if let Ok(net) = IpNet::new(ip, m.header.prefix_len) {
-                    a.addresses.insert(Address {
-                        dev: dev.clone(),
-                        net,
-                    });
-                }
-            }
-        }
-
-        let t_addr = started.elapsed();
-        for v6 in [false, true] {
-            let mut req = RuleMessage::default();
-            req.header.family = family(v6);
-            for msg in self.dump(RouteNetlinkMessage::GetRule(req)).await? {
-                let RouteNetlinkMessage::NewRule(r) = msg else {
-                    continue;
-                };
-                if let Some(rule) = parse_rule(&r, v6) {
-                    a.rules.insert(rule);
-                }
-            }
-            for table in &tables {
-                let mut req = RouteMessage::default();
-                req.header.address_family = family(v6);
-                req.attributes.push(RouteAttribute::Table(*table));
-                for msg in self.dump(RouteNetlinkMessage::GetRoute(req)).await? {
-                    let RouteNetlinkMessage::NewRoute(r) = msg else {
-                        continue;
-                    };
-                    if let Some(route) = parse_route(&r, v6, &name_of) {
-                        if route.table == *table {
-                            a.routes.insert(route);
-                        }
-                    }
-                }
-            }
-            for proxy in [false, true] {
-                let mut req = NeighbourMessage::default();
-                req.header.family = family(v6);
-                if proxy {
-                    req.header.flags = NeighbourFlags::Proxy;
-                }
-                for msg in self.dump(RouteNetlinkMessage::GetNeighbour(req)).await? {
-                    let RouteNetlinkMessage::NewNeighbour(n) = msg else {
-                        continue;
-                    };
-                    parse_neighbour(&n, proxy, &name_of, &mut a);
-                }
-            }
-        }
-
-        let netns = self.config.netns.clone();
-        let keys = scope.sysctl_keys.clone();
+            let t_refresh = started.elapsed();
+            let proxies = m.proxy_neighbours()?;
+            (m.state.read(&tables), proxies, t_refresh)
+        };
         let t_netlink = started.elapsed();
-        a.sysctls = in_netns(netns.as_deref(), move || {
-            let mut out = BTreeMap::new();
-            for k in keys {
-                let Ok(path) = sysctl_path(&k) else { continue };
-                if let Ok(v) = std::fs::read_to_string(path) {
-                    out.insert(k, v.trim().to_string());
-                }
-            }
-            Ok(out)
-        })
-        .map_err(|e| IoError::io("reading sysctls", e))?;
+        let mut a = Actual {
+            links: view.links,
+            addresses: view.addresses,
+            rules: view.rules,
+            routes: view.routes,
+            neighbours: view.neighbours,
+            proxy_neighbours,
+            rt_tables,
+            ..Actual::default()
+        };
 
+        a.sysctls = self.read_sysctls(&scope.sysctl_keys)?;
+
+        if std::mem::take(&mut self.ovs_stale) {
+            self.ovs.clear();
+        }
         for br in &scope.ovs_bridges {
-            if let Some(b) = self.ovs_bridge(br)? {
+            let bridge = match self.ovs.get(br) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = self.ovs_bridge(br)?;
+                    self.ovs.insert(br.clone(), b.clone());
+                    b
+                }
+            };
+            if let Some(b) = bridge {
                 a.bridges.insert(br.clone(), b);
             }
         }
         a.frr = self.frr_state(&scope.frr_lines);
         tracing::debug!(
-            links_addresses_ms = t_addr.as_secs_f64() * 1e3,
+            refresh_ms = t_refresh.as_secs_f64() * 1e3,
             netlink_ms = t_netlink.as_secs_f64() * 1e3,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             rules = a.rules.len(),
@@ -553,6 +494,56 @@ impl KernelNode {
             "observed"
         );
         Ok(a)
+    }
+
+    /// The values of `keys` that exist. `/proc/sys/net` shows the namespace
+    /// of whoever opens the file, so each file is opened once from a thread
+    /// inside the namespace and then re-read in place (a sysctl file
+    /// answers every read from offset 0 with the current value); spawning
+    /// that thread on every observe cost milliseconds on a loaded machine.
+    /// A file that fails to read (its device went away, maybe to come back)
+    /// is opened afresh.
+    fn read_sysctls(
+        &mut self,
+        keys: &BTreeSet<String>,
+    ) -> Result<BTreeMap<String, String>, IoError> {
+        let read = |f: &File| -> Option<String> {
+            let mut buf = [0u8; 256];
+            let n = f.read_at(&mut buf, 0).ok()?;
+            Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+        };
+        let mut out = BTreeMap::new();
+        let mut to_open = Vec::new();
+        for k in keys {
+            match self.sysctl_files.get(k).and_then(read) {
+                Some(v) => {
+                    out.insert(k.clone(), v);
+                }
+                None => to_open.push(k.clone()),
+            }
+        }
+        if to_open.is_empty() {
+            return Ok(out);
+        }
+        let opened = in_netns(self.config.netns.as_deref(), move || {
+            Ok(to_open
+                .into_iter()
+                .map(|k| {
+                    let file = sysctl_path(&k).ok().and_then(|p| File::open(p).ok());
+                    (k, file)
+                })
+                .collect::<Vec<_>>())
+        })
+        .map_err(|e| IoError::io("reading sysctls", e))?;
+        for (k, file) in opened {
+            self.sysctl_files.remove(&k);
+            let Some(file) = file else { continue };
+            if let Some(v) = read(&file) {
+                out.insert(k.clone(), v);
+                self.sysctl_files.insert(k, file);
+            }
+        }
+        Ok(out)
     }
 
     /// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
@@ -624,16 +615,41 @@ impl KernelNode {
     }
 
     /// Applies one op: one netlink request, one file write or one command.
-    /// Device names resolve through the index cache of the last observe; a
-    /// name it does not know (a device created since) refreshes it once.
+    /// Device names resolve through the netlink mirror. A netlink request
+    /// failing as if the mirror were wrong (EEXIST: already there; ENOENT,
+    /// ESRCH, ENODEV: not there) marks its part of the mirror stale; any
+    /// flow op marks the OVS flows stale.
     pub async fn apply(&mut self, op: &Op) -> Result<(), IoError> {
-        match self.apply_once(op).await {
-            Err(IoError::NoDevice(_)) => {
-                self.refresh_links().await?;
-                self.apply_once(op).await
-            }
-            other => other,
+        let result = self.apply_once(op).await;
+        if matches!(op, Op::AddFlow { .. } | Op::DelFlow { .. }) {
+            self.ovs_stale = true;
         }
+        // The kernel's answer, not our own lookup failing (`NoDevice`: the
+        // mirror, brought up to date, does not know the device either).
+        let mismatch = |e: &IoError| {
+            matches!(e, IoError::Io { .. })
+                && matches!(
+                    e.errno(),
+                    Some(libc::EEXIST | libc::ENOENT | libc::ESRCH | libc::ENODEV)
+                )
+        };
+        if result.as_ref().is_err_and(mismatch) {
+            let mut m = self.mirror();
+            let stale = &mut m.state.stale;
+            match op {
+                Op::AddLink { .. }
+                | Op::SetLinkUp { .. }
+                | Op::SetMaster { .. }
+                | Op::SetLinkMac { .. }
+                | Op::DelLink { .. } => *stale = Stale::ALL,
+                Op::AddAddress(_) | Op::DelAddress(_) => stale.addresses = true,
+                Op::AddRule { .. } | Op::DelRule { .. } => stale.rules = true,
+                Op::ReplaceRoute { .. } | Op::DelRoute { .. } => stale.routes = true,
+                Op::ReplaceNeighbour(_) | Op::DelNeighbour(_) => stale.neighbours = true,
+                _ => {}
+            }
+        }
+        result
     }
 
     async fn apply_once(&mut self, op: &Op) -> Result<(), IoError> {
@@ -673,8 +689,7 @@ impl KernelNode {
                 m.attributes.push(LinkAttribute::LinkInfo(info));
                 nl(self
                     .request(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
-                    .await)?;
-                self.refresh_links().await.map(|_| ())
+                    .await)
             }
             Op::SetLinkUp { name } => {
                 let mut m = LinkMessage::default();
@@ -699,8 +714,7 @@ impl KernelNode {
             Op::DelLink { name } => {
                 let mut m = LinkMessage::default();
                 m.header.index = self.ifindex(name)?;
-                nl(self.request(RouteNetlinkMessage::DelLink(m), 0).await)?;
-                self.refresh_links().await.map(|_| ())
+                nl(self.request(RouteNetlinkMessage::DelLink(m), 0).await)
             }
             Op::AddAddress(ad) | Op::DelAddress(ad) => {
                 let mut m = AddressMessage::default();
@@ -947,129 +961,6 @@ fn rule_message(r: &KernelRule, with_priority: bool) -> RuleMessage {
         m.attributes.push(RuleAttribute::Priority(r.priority));
     }
     m
-}
-
-/// A `to DST lookup TABLE` rule, or `None` for rules with other selectors or
-/// actions (never the agent's, so never read).
-fn parse_rule(r: &RuleMessage, v6: bool) -> Option<KernelRule> {
-    if r.header.action != RuleAction::ToTable || r.header.src_len != 0 || r.header.tos != 0 {
-        return None;
-    }
-    let mut table = u32::from(r.header.table);
-    let mut priority = 0;
-    let mut dst = None;
-    for a in &r.attributes {
-        match a {
-            RuleAttribute::Table(t) => table = *t,
-            RuleAttribute::Priority(p) => priority = *p,
-            RuleAttribute::Destination(ip) => dst = Some(*ip),
-            RuleAttribute::Protocol(_) => {}
-            // Any other selector makes it a rule the agent never writes.
-            RuleAttribute::Source(_)
-            | RuleAttribute::Iifname(_)
-            | RuleAttribute::Oifname(_)
-            | RuleAttribute::FwMark(_)
-            | RuleAttribute::UidRange(_)
-            | RuleAttribute::IpProtocol(_)
-            | RuleAttribute::SourcePortRange(_)
-            | RuleAttribute::DestinationPortRange(_)
-            | RuleAttribute::Goto(_)
-            | RuleAttribute::TunId(_) => return None,
-            _ => {}
-        }
-    }
-    let dst = match dst {
-        Some(ip) => Some(IpNet::new(ip, r.header.dst_len).ok()?.trunc()),
-        None if r.header.dst_len == 0 => None,
-        None => return None,
-    };
-    Some(KernelRule {
-        v6,
-        priority,
-        dst,
-        table,
-    })
-}
-
-fn parse_route(r: &RouteMessage, v6: bool, names: &BTreeMap<u32, DevName>) -> Option<KernelRoute> {
-    let kind = route_type_of(r.header.kind)?;
-    if r.header.source_prefix_length != 0 {
-        return None;
-    }
-    let mut table = u32::from(r.header.table);
-    let mut dst = None;
-    let mut dev = None;
-    let mut via = None;
-    let mut metric = None;
-    for a in &r.attributes {
-        match a {
-            RouteAttribute::Table(t) => table = *t,
-            RouteAttribute::Destination(RouteAddress::Inet(ip)) => dst = Some(IpAddr::V4(*ip)),
-            RouteAttribute::Destination(RouteAddress::Inet6(ip)) => dst = Some(IpAddr::V6(*ip)),
-            RouteAttribute::Oif(i) => dev = names.get(i).cloned(),
-            RouteAttribute::Gateway(RouteAddress::Inet(ip)) => via = Some(IpAddr::V4(*ip)),
-            RouteAttribute::Gateway(RouteAddress::Inet6(ip)) => via = Some(IpAddr::V6(*ip)),
-            RouteAttribute::Priority(p) => metric = Some(*p),
-            // Multipath routes are never the agent's.
-            RouteAttribute::MultiPath(_) => return None,
-            _ => {}
-        }
-    }
-    let dst = match dst {
-        Some(ip) => Some(IpNet::new(ip, r.header.destination_prefix_length).ok()?),
-        None => None,
-    };
-    Some(
-        KernelRoute {
-            table,
-            v6,
-            dst,
-            metric,
-            dev,
-            via,
-            proto: u8::from(r.header.protocol),
-            scope: u8::from(r.header.scope),
-            kind,
-        }
-        .normalised(),
-    )
-}
-
-fn parse_neighbour(
-    n: &NeighbourMessage,
-    proxy: bool,
-    names: &BTreeMap<u32, DevName>,
-    a: &mut Actual,
-) {
-    let Some(dev) = names.get(&n.header.ifindex).cloned() else {
-        return;
-    };
-    let mut dst = None;
-    let mut mac = None;
-    for at in &n.attributes {
-        match at {
-            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
-                dst = Some(IpAddr::V4(*ip))
-            }
-            NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
-                dst = Some(IpAddr::V6(*ip))
-            }
-            NeighbourAttribute::LinkLayerAddress(b) if b.len() == 6 => {
-                let mut m = [0u8; 6];
-                m.copy_from_slice(b);
-                mac = Some(MacAddr(m));
-            }
-            _ => {}
-        }
-    }
-    let Some(dst) = dst else { return };
-    if proxy || n.header.flags.contains(NeighbourFlags::Proxy) {
-        a.proxy_neighbours.insert(ProxyNeighbour { dev, dst });
-    } else if n.header.state == NeighbourState::Permanent {
-        if let Some(lladdr) = mac {
-            a.neighbours.insert(Neighbour { dev, dst, lladdr });
-        }
-    }
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to

@@ -1,7 +1,9 @@
 //! The node layer: what the node holds ([`actual`]), the writes the agent
 //! makes ([`op`]), the pure planner that diffs desired against actual in the
 //! pack's O1–O5 order ([`plan`]), an in-memory model node ([`model`]), and the
-//! real-kernel observer and applier.
+//! real-kernel observer and applier ([`kernel`]), which reads links,
+//! addresses, rules, routes and neighbours from a notification-fed
+//! [`mirror`].
 //!
 //! Pure core, imperative shell: `plan` and `model` never touch the system.
 
@@ -10,12 +12,15 @@ pub mod compare;
 mod fasthash;
 pub mod io;
 pub mod kernel;
+pub mod mirror;
 pub mod model;
 pub mod op;
 pub mod plan;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
-pub use io::{apply_plan, pending, reconcile, ApplyReport, NodeIo, ReconcileError};
+pub use io::{
+    apply_plan, apply_plan_until, pending, reconcile, ApplyReport, NodeIo, ReconcileError,
+};
 pub use kernel::{KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;

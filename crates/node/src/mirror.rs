@@ -1,0 +1,1259 @@
+//! A mirror of the node's links, addresses, rules, routes and permanent
+//! neighbours, kept current from rtnetlink notifications, so that observing
+//! the node costs a copy of what is owned instead of full netlink dumps.
+//!
+//! Two sockets are opened inside the node's namespace: a non-blocking one
+//! subscribed to the link, address, route, rule and neighbour groups, and a
+//! blocking one for dumps. The mirror starts from full dumps and then applies
+//! every notification in the order the kernel queued it.
+//!
+//! Exactness after our own writes: the kernel queues a notification on every
+//! listening socket before it acknowledges the request that caused it, so
+//! draining the listening socket until `EAGAIN` after an ACK sees that write.
+//! Where the kernel sends nothing, the mirror does not guess:
+//!
+//! - proxy neighbours are never notified: they are dumped on every observe
+//!   (the kernel walks only its small proxy table for that dump);
+//! - IPv4 routes flushed with a device going down or deleted, or with the
+//!   last IPv4 address of a device or a preferred source address, go without
+//!   notification: those events mark the routes stale, and the next observe
+//!   re-dumps them;
+//! - a notification that does not decode or does not fit what is mirrored
+//!   (a delete of an unknown route with a known key, a rename) marks its part
+//!   stale in the same way.
+//!
+//! Overrun (`ENOBUFS` on receive: the kernel dropped notifications) marks
+//! everything stale and is counted, so that the agent runs a full reconcile
+//! on a freshly dumped mirror. rtnetlink notifications carry the sequence
+//! number of the request that caused them (0 for the kernel's own), not a
+//! per-socket counter, so `ENOBUFS` is the only loss signal there is.
+//!
+//! The state itself ([`MirrorState`]) is pure: it is fed decoded messages and
+//! unit-tested without a kernel.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, RawFd};
+
+use obgp_netmodel::{proto, Address, DevName, IpNet, MacAddr, Neighbour, ProxyNeighbour};
+use rtnetlink::packet_core::{
+    NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE,
+    NLM_F_REQUEST,
+};
+use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
+use rtnetlink::packet_route::link::{
+    InfoData, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo, LinkLayerType, LinkMessage,
+};
+use rtnetlink::packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
+};
+use rtnetlink::packet_route::route::{
+    RouteAddress, RouteAttribute, RouteMessage, RouteType as NlRouteType,
+};
+use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
+use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use tokio::sync::watch;
+
+use crate::actual::{ActualLink, KernelRoute, KernelRule};
+use crate::kernel::IoError;
+
+/// Which parts of the mirror must be re-read by a dump before they can be
+/// trusted again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stale {
+    pub links: bool,
+    pub addresses: bool,
+    pub rules: bool,
+    pub routes: bool,
+    pub neighbours: bool,
+}
+
+impl Stale {
+    pub const ALL: Stale = Stale {
+        links: true,
+        addresses: true,
+        rules: true,
+        routes: true,
+        neighbours: true,
+    };
+
+    pub fn any(&self) -> bool {
+        self.links || self.addresses || self.rules || self.routes || self.neighbours
+    }
+}
+
+/// A link as mirrored: master and lower device by index, resolved to names
+/// when the mirror is read (a rename then needs no rewrite).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LinkEntry {
+    name: DevName,
+    /// `master` and `parent` are left `None` here.
+    link: ActualLink,
+    master: Option<u32>,
+    parent: Option<u32>,
+}
+
+/// The mirrored netlink state, fed decoded rtnetlink messages.
+///
+/// Every message sets the presence of one object absolutely (a new route
+/// replaces its kernel key when the kernel says so; a neighbour is keyed by
+/// device and address), so applying, in order, notifications that were
+/// queued before a dump was taken onto that dump gives the same state as
+/// applying them before it: the last word about every object wins.
+#[derive(Clone, Debug, Default)]
+pub struct MirrorState {
+    links: BTreeMap<u32, LinkEntry>,
+    by_name: BTreeMap<DevName, u32>,
+    addresses: BTreeSet<Address>,
+    rules: BTreeSet<KernelRule>,
+    /// Routes by table, with the preferred source address the kernel holds
+    /// for each (an IPv4 route goes silently with its preferred source).
+    routes: BTreeMap<u32, BTreeMap<KernelRoute, Option<IpAddr>>>,
+    /// Permanent neighbours by (device, address).
+    neighbours: BTreeMap<(DevName, IpAddr), MacAddr>,
+    /// What must be re-dumped before the next read.
+    pub stale: Stale,
+}
+
+/// What [`MirrorState::read`] hands out: the parts of `Actual` the mirror holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MirrorView {
+    pub links: BTreeMap<DevName, ActualLink>,
+    pub addresses: BTreeSet<Address>,
+    pub rules: BTreeSet<KernelRule>,
+    pub routes: BTreeSet<KernelRoute>,
+    pub neighbours: BTreeSet<Neighbour>,
+}
+
+impl MirrorState {
+    /// A mirror that knows nothing yet: everything stale.
+    pub fn new() -> MirrorState {
+        MirrorState {
+            stale: Stale::ALL,
+            ..MirrorState::default()
+        }
+    }
+
+    /// The interface index of `dev`, if the mirror knows the device.
+    pub fn ifindex(&self, dev: &DevName) -> Option<u32> {
+        self.by_name.get(dev).copied()
+    }
+
+    /// The mirrored state, with routes only of `tables`.
+    pub fn read(&self, tables: &BTreeSet<u32>) -> MirrorView {
+        let name = |i: &Option<u32>| i.and_then(|i| self.links.get(&i)).map(|l| l.name.clone());
+        let links = self
+            .links
+            .values()
+            .map(|e| {
+                let mut link = e.link.clone();
+                link.master = name(&e.master);
+                // IFLA_LINK of a VLAN names its lower device; other kinds
+                // (veth peers in other namespaces) may point nowhere known.
+                if link.kind == "vlan" {
+                    link.parent = name(&e.parent);
+                }
+                (e.name.clone(), link)
+            })
+            .collect();
+        let routes = tables
+            .iter()
+            .filter_map(|t| self.routes.get(t))
+            .flat_map(|r| r.keys().cloned())
+            .collect();
+        MirrorView {
+            links,
+            addresses: self.addresses.clone(),
+            rules: self.rules.clone(),
+            routes,
+            neighbours: self
+                .neighbours
+                .iter()
+                .map(|((dev, dst), lladdr)| Neighbour {
+                    dev: dev.clone(),
+                    dst: *dst,
+                    lladdr: *lladdr,
+                })
+                .collect(),
+        }
+    }
+
+    /// Replaces the links with a dump's (and the name index with them).
+    pub fn install_links(&mut self, dump: &[RouteNetlinkMessage]) {
+        self.links.clear();
+        self.by_name.clear();
+        for m in dump {
+            if let RouteNetlinkMessage::NewLink(l) = m {
+                self.new_link(l);
+            }
+        }
+        self.stale.links = false;
+    }
+
+    /// Replaces the addresses with a dump's.
+    pub fn install_addresses(&mut self, dump: &[RouteNetlinkMessage]) {
+        self.addresses.clear();
+        for m in dump {
+            if let RouteNetlinkMessage::NewAddress(a) = m {
+                if let Some(ad) = parse_address(a, &self.links) {
+                    self.addresses.insert(ad);
+                }
+            }
+        }
+        self.stale.addresses = false;
+    }
+
+    /// Replaces the rules with a dump's (both families).
+    pub fn install_rules(&mut self, dump: &[RouteNetlinkMessage]) {
+        self.rules.clear();
+        for m in dump {
+            if let RouteNetlinkMessage::NewRule(r) = m {
+                if let Some(rule) = parse_rule(r) {
+                    self.rules.insert(rule);
+                }
+            }
+        }
+        self.stale.rules = false;
+    }
+
+    /// Replaces the routes with a dump's (every table, both families).
+    pub fn install_routes(&mut self, dump: &[RouteNetlinkMessage]) {
+        self.routes.clear();
+        for m in dump {
+            if let RouteNetlinkMessage::NewRoute(r) = m {
+                if let Some((route, prefsrc)) = parse_route(r, &self.links) {
+                    self.routes
+                        .entry(route.table)
+                        .or_default()
+                        .insert(route, prefsrc);
+                }
+            }
+        }
+        self.stale.routes = false;
+    }
+
+    /// Replaces the permanent neighbours with a dump's.
+    pub fn install_neighbours(&mut self, dump: &[RouteNetlinkMessage]) {
+        self.neighbours.clear();
+        for m in dump {
+            if let RouteNetlinkMessage::NewNeighbour(n) = m {
+                if let Some(Neigh::Permanent(n)) = parse_neighbour(n, &self.links) {
+                    self.neighbours.insert((n.dev, n.dst), n.lladdr);
+                }
+            }
+        }
+        self.stale.neighbours = false;
+    }
+
+    /// Applies one notification. `replace`: the header carried
+    /// `NLM_F_REPLACE` (a new route took the place of the one with its key).
+    pub fn apply(&mut self, msg: &RouteNetlinkMessage, replace: bool) {
+        match msg {
+            RouteNetlinkMessage::NewLink(l) => {
+                let index = l.header.index;
+                let before = self.links.get(&index).cloned();
+                self.new_link(l);
+                match (before, self.links.get(&index)) {
+                    // Every mirrored object names its device: a rename
+                    // rewrites them all, most simply by a fresh dump.
+                    (Some(b), Some(a)) if b.name != a.name => self.stale = Stale::ALL,
+                    // IPv4 routes through a device that goes down are
+                    // flushed without notification.
+                    (Some(b), Some(a)) if b.link.up && !a.link.up => self.stale.routes = true,
+                    _ => {}
+                }
+            }
+            RouteNetlinkMessage::DelLink(l) => {
+                let index = l.header.index;
+                if let Some(e) = self.links.remove(&index) {
+                    self.by_name.remove(&e.name);
+                    // The kernel notifies the addresses and neighbours that go
+                    // with the device; dropping them here is the same end state.
+                    self.addresses.retain(|a| a.dev != e.name);
+                    self.neighbours.retain(|(dev, _), _| *dev != e.name);
+                }
+                // IPv4 routes through it go without notification.
+                self.stale.routes = true;
+            }
+            RouteNetlinkMessage::NewAddress(a) | RouteNetlinkMessage::DelAddress(a) => {
+                let Some(ad) = parse_address(a, &self.links) else {
+                    if !self.links.contains_key(&a.header.index) {
+                        self.stale.addresses = true;
+                    }
+                    return;
+                };
+                if matches!(msg, RouteNetlinkMessage::NewAddress(_)) {
+                    self.addresses.insert(ad);
+                } else {
+                    self.addresses.remove(&ad);
+                    if ad.net.addr().is_ipv4() {
+                        self.after_ipv4_address_removed(&ad);
+                    }
+                }
+            }
+            RouteNetlinkMessage::NewRule(r) => {
+                if let Some(rule) = parse_rule(r) {
+                    self.rules.insert(rule);
+                }
+            }
+            RouteNetlinkMessage::DelRule(r) => {
+                if let Some(rule) = parse_rule(r) {
+                    self.rules.remove(&rule);
+                }
+            }
+            RouteNetlinkMessage::NewRoute(r) => {
+                let Some((route, prefsrc)) = parse_route(r, &self.links) else {
+                    // A route we do not mirror (multipath, other types) that
+                    // replaced one we do.
+                    if replace {
+                        self.stale.routes = true;
+                    }
+                    return;
+                };
+                let table = self.routes.entry(route.table).or_default();
+                if replace {
+                    let key = route.key();
+                    let replaced: Vec<KernelRoute> =
+                        table.keys().filter(|r| r.key() == key).cloned().collect();
+                    if replaced.len() > 1 {
+                        // Which of the appended routes was replaced is not said.
+                        self.stale.routes = true;
+                    }
+                    for r in replaced {
+                        table.remove(&r);
+                    }
+                }
+                table.insert(route, prefsrc);
+            }
+            RouteNetlinkMessage::DelRoute(r) => {
+                let Some((route, _)) = parse_route(r, &self.links) else {
+                    return;
+                };
+                let Some(table) = self.routes.get_mut(&route.table) else {
+                    return;
+                };
+                if table.remove(&route).is_none() && table.keys().any(|r| r.key() == route.key()) {
+                    self.stale.routes = true;
+                }
+            }
+            RouteNetlinkMessage::NewNeighbour(n) | RouteNetlinkMessage::DelNeighbour(n) => {
+                let deleted = matches!(msg, RouteNetlinkMessage::DelNeighbour(_));
+                match parse_neighbour(n, &self.links) {
+                    Some(Neigh::Permanent(n)) if !deleted => {
+                        self.neighbours.insert((n.dev, n.dst), n.lladdr);
+                    }
+                    // Deleted, or no longer permanent.
+                    Some(Neigh::Permanent(n)) => {
+                        self.neighbours.remove(&(n.dev, n.dst));
+                    }
+                    Some(Neigh::Other { dev, dst }) => {
+                        self.neighbours.remove(&(dev, dst));
+                    }
+                    Some(Neigh::Proxy(_)) => {}
+                    None => {
+                        if !self.links.contains_key(&n.header.ifindex) {
+                            self.stale.neighbours = true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Marks the routes stale when the kernel flushes IPv4 routes silently
+    /// after `removed` went: it was the device's last IPv4 address, or the
+    /// preferred source of some route.
+    fn after_ipv4_address_removed(&mut self, removed: &Address) {
+        let last_on_dev = !self
+            .addresses
+            .iter()
+            .any(|a| a.dev == removed.dev && a.net.addr().is_ipv4());
+        // The kernel's own routes for the address (local, broadcast,
+        // prefix) have it as preferred source too, but go with notifications.
+        let was_prefsrc = self
+            .routes
+            .values()
+            .flat_map(|t| t.iter())
+            .any(|(r, src)| r.proto != proto::KERNEL && *src == Some(removed.net.addr()));
+        if last_on_dev || was_prefsrc {
+            self.stale.routes = true;
+        }
+    }
+
+    fn new_link(&mut self, l: &LinkMessage) {
+        let Some(entry) = parse_link(l) else { return };
+        if let Some(old) = self.links.get(&l.header.index) {
+            self.by_name.remove(&old.name);
+        }
+        self.by_name.insert(entry.name.clone(), l.header.index);
+        self.links.insert(l.header.index, entry);
+    }
+}
+
+fn parse_link(l: &LinkMessage) -> Option<LinkEntry> {
+    let mut name = None;
+    let mut link = ActualLink {
+        index: l.header.index,
+        kind: match l.header.link_layer_type {
+            LinkLayerType::Loopback => "loopback".into(),
+            _ => "ether".into(),
+        },
+        mac: None,
+        up: l.header.flags.contains(LinkFlags::Up),
+        master: None,
+        parent: None,
+        vlan_id: None,
+        vrf_table: None,
+    };
+    let (mut master, mut parent) = (None, None);
+    for a in &l.attributes {
+        match a {
+            LinkAttribute::IfName(n) => name = DevName::new(n).ok(),
+            LinkAttribute::Address(b) if b.len() == 6 => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(b);
+                link.mac = Some(MacAddr(m));
+            }
+            LinkAttribute::Controller(i) => master = Some(*i),
+            LinkAttribute::Link(i) => parent = Some(*i),
+            LinkAttribute::LinkInfo(infos) => {
+                for info in infos {
+                    match info {
+                        LinkInfo::Kind(k) => link.kind = k.to_string(),
+                        LinkInfo::Data(InfoData::Vlan(v)) => {
+                            for x in v {
+                                if let InfoVlan::Id(id) = x {
+                                    link.vlan_id = Some(*id);
+                                }
+                            }
+                        }
+                        LinkInfo::Data(InfoData::Vrf(v)) => {
+                            for x in v {
+                                if let InfoVrf::TableId(t) = x {
+                                    link.vrf_table = Some(*t);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(LinkEntry {
+        name: name?,
+        link,
+        master,
+        parent,
+    })
+}
+
+/// Devices by index, as the parsers resolve them.
+type Links = BTreeMap<u32, LinkEntry>;
+
+fn name_of(links: &Links, index: u32) -> Option<DevName> {
+    links.get(&index).map(|l| l.name.clone())
+}
+
+/// The address, or `None` for a device the mirror does not know or a
+/// malformed prefix.
+fn parse_address(m: &AddressMessage, links: &Links) -> Option<Address> {
+    let dev = name_of(links, m.header.index)?;
+    let mut local = None;
+    let mut address = None;
+    for at in &m.attributes {
+        match at {
+            AddressAttribute::Local(ip) => local = Some(*ip),
+            AddressAttribute::Address(ip) => address = Some(*ip),
+            _ => {}
+        }
+    }
+    let net = IpNet::new(local.or(address)?, m.header.prefix_len).ok()?;
+    Some(Address { dev, net })
+}
+
+fn is_v6(f: AddressFamily) -> Option<bool> {
+    match f {
+        AddressFamily::Inet => Some(false),
+        AddressFamily::Inet6 => Some(true),
+        _ => None,
+    }
+}
+
+/// A `to DST lookup TABLE` rule, or `None` for rules with other selectors or
+/// actions (never the agent's, so never read).
+fn parse_rule(r: &RuleMessage) -> Option<KernelRule> {
+    let v6 = is_v6(r.header.family)?;
+    if r.header.action != RuleAction::ToTable || r.header.src_len != 0 || r.header.tos != 0 {
+        return None;
+    }
+    let mut table = u32::from(r.header.table);
+    let mut priority = 0;
+    let mut dst = None;
+    for a in &r.attributes {
+        match a {
+            RuleAttribute::Table(t) => table = *t,
+            RuleAttribute::Priority(p) => priority = *p,
+            RuleAttribute::Destination(ip) => dst = Some(*ip),
+            RuleAttribute::Protocol(_) => {}
+            // Any other selector makes it a rule the agent never writes.
+            RuleAttribute::Source(_)
+            | RuleAttribute::Iifname(_)
+            | RuleAttribute::Oifname(_)
+            | RuleAttribute::FwMark(_)
+            | RuleAttribute::UidRange(_)
+            | RuleAttribute::IpProtocol(_)
+            | RuleAttribute::SourcePortRange(_)
+            | RuleAttribute::DestinationPortRange(_)
+            | RuleAttribute::Goto(_)
+            | RuleAttribute::TunId(_) => return None,
+            _ => {}
+        }
+    }
+    let dst = match dst {
+        Some(ip) => Some(IpNet::new(ip, r.header.dst_len).ok()?.trunc()),
+        None if r.header.dst_len == 0 => None,
+        None => return None,
+    };
+    Some(KernelRule {
+        v6,
+        priority,
+        dst,
+        table,
+    })
+}
+
+fn route_type_of(t: NlRouteType) -> Option<obgp_netmodel::RouteType> {
+    use obgp_netmodel::RouteType;
+    Some(match t {
+        NlRouteType::Unicast => RouteType::Unicast,
+        NlRouteType::Unreachable => RouteType::Unreachable,
+        NlRouteType::BlackHole => RouteType::Blackhole,
+        NlRouteType::Local => RouteType::Local,
+        _ => return None,
+    })
+}
+
+/// A route and its preferred source address, or `None` for what is never
+/// the agent's (other types, source-specific, multipath).
+fn parse_route(r: &RouteMessage, links: &Links) -> Option<(KernelRoute, Option<IpAddr>)> {
+    let v6 = is_v6(r.header.address_family)?;
+    let kind = route_type_of(r.header.kind)?;
+    if r.header.source_prefix_length != 0 {
+        return None;
+    }
+    let mut table = u32::from(r.header.table);
+    let mut dst = None;
+    let mut dev = None;
+    let mut via = None;
+    let mut metric = None;
+    let mut prefsrc = None;
+    for a in &r.attributes {
+        match a {
+            RouteAttribute::Table(t) => table = *t,
+            RouteAttribute::Destination(RouteAddress::Inet(ip)) => dst = Some(IpAddr::V4(*ip)),
+            RouteAttribute::Destination(RouteAddress::Inet6(ip)) => dst = Some(IpAddr::V6(*ip)),
+            RouteAttribute::Oif(i) => dev = name_of(links, *i),
+            RouteAttribute::Gateway(RouteAddress::Inet(ip)) => via = Some(IpAddr::V4(*ip)),
+            RouteAttribute::Gateway(RouteAddress::Inet6(ip)) => via = Some(IpAddr::V6(*ip)),
+            RouteAttribute::PrefSource(RouteAddress::Inet(ip)) => prefsrc = Some(IpAddr::V4(*ip)),
+            RouteAttribute::PrefSource(RouteAddress::Inet6(ip)) => prefsrc = Some(IpAddr::V6(*ip)),
+            RouteAttribute::Priority(p) => metric = Some(*p),
+            // Multipath routes are never the agent's.
+            RouteAttribute::MultiPath(_) => return None,
+            _ => {}
+        }
+    }
+    let dst = match dst {
+        Some(ip) => Some(IpNet::new(ip, r.header.destination_prefix_length).ok()?),
+        None => None,
+    };
+    let route = KernelRoute {
+        table,
+        v6,
+        dst,
+        metric,
+        dev,
+        via,
+        proto: u8::from(r.header.protocol),
+        scope: u8::from(r.header.scope),
+        kind,
+    }
+    .normalised();
+    Some((route, prefsrc))
+}
+
+/// A neighbour entry as the mirror sorts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Neigh {
+    Permanent(Neighbour),
+    Proxy(ProxyNeighbour),
+    /// Any other state (reachable, stale, noarp...): the kernel's, not read.
+    Other {
+        dev: DevName,
+        dst: IpAddr,
+    },
+}
+
+fn parse_neighbour(n: &NeighbourMessage, links: &Links) -> Option<Neigh> {
+    let dev = name_of(links, n.header.ifindex)?;
+    let mut dst = None;
+    let mut mac = None;
+    for at in &n.attributes {
+        match at {
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
+                dst = Some(IpAddr::V4(*ip))
+            }
+            NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
+                dst = Some(IpAddr::V6(*ip))
+            }
+            NeighbourAttribute::LinkLayerAddress(b) if b.len() == 6 => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(b);
+                mac = Some(MacAddr(m));
+            }
+            _ => {}
+        }
+    }
+    let dst = dst?;
+    if n.header.flags.contains(NeighbourFlags::Proxy) {
+        return Some(Neigh::Proxy(ProxyNeighbour { dev, dst }));
+    }
+    match mac {
+        Some(lladdr) if n.header.state == NeighbourState::Permanent => {
+            Some(Neigh::Permanent(Neighbour { dev, dst, lladdr }))
+        }
+        _ => Some(Neigh::Other { dev, dst }),
+    }
+}
+
+/// The rtnetlink multicast groups the mirror listens to.
+const GROUPS: [u32; 8] = [
+    libc::RTNLGRP_LINK,
+    libc::RTNLGRP_IPV4_IFADDR,
+    libc::RTNLGRP_IPV6_IFADDR,
+    libc::RTNLGRP_IPV4_ROUTE,
+    libc::RTNLGRP_IPV6_ROUTE,
+    libc::RTNLGRP_IPV4_RULE,
+    libc::RTNLGRP_IPV6_RULE,
+    libc::RTNLGRP_NEIGH,
+];
+
+/// The listening socket's receive buffer. Applying 10k exposures queues
+/// about 40k notifications when nothing drains in between; the kernel
+/// charges each at its skb size (~1 KiB), so 32 MiB rides that out.
+const DEFAULT_RCVBUF: usize = 32 << 20;
+
+/// Receive buffer for one datagram: a dump part is at most 32 KiB, a
+/// notification one message.
+const RECV_BUF: usize = 64 << 10;
+
+/// What the mirror has done since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MirrorStats {
+    /// Notifications applied.
+    pub notifications: u64,
+    /// Refreshes that had to re-dump some part (the first one included).
+    pub redumps: u64,
+}
+
+/// The sockets and the mirrored state.
+pub struct NetlinkMirror {
+    listen: Socket,
+    dumper: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+    pub state: MirrorState,
+    /// Overruns seen on the listening socket since it was opened.
+    overruns: watch::Sender<u64>,
+    pub stats: MirrorStats,
+}
+
+/// How a receive on the listening socket ended.
+enum Recv {
+    Data(usize),
+    Empty,
+    Overrun,
+}
+
+fn io_err(what: &str) -> impl Fn(io::Error) -> IoError + '_ {
+    move |e| IoError::Io {
+        what: what.to_string(),
+        source: e,
+    }
+}
+
+impl NetlinkMirror {
+    /// Opens both sockets in the calling thread's network namespace (call it
+    /// from [`crate::kernel::in_netns`]) and subscribes to the groups. The
+    /// state starts stale: the first [`NetlinkMirror::refresh`] dumps it.
+    /// `rcvbuf`: the listening socket's receive buffer, `None` for the default.
+    pub fn open(rcvbuf: Option<usize>) -> io::Result<NetlinkMirror> {
+        let mut listen = Socket::new(NETLINK_ROUTE)?;
+        listen.bind(&SocketAddr::new(0, 0))?;
+        set_rcvbuf(listen.as_raw_fd(), rcvbuf.unwrap_or(DEFAULT_RCVBUF))?;
+        for g in GROUPS {
+            listen.add_membership(g)?;
+        }
+        listen.set_non_blocking(true)?;
+        let mut dumper = Socket::new(NETLINK_ROUTE)?;
+        dumper.bind(&SocketAddr::new(0, 0))?;
+        set_rcvbuf(dumper.as_raw_fd(), 4 << 20)?;
+        Ok(NetlinkMirror {
+            listen,
+            dumper,
+            seq: 0,
+            buf: vec![0; RECV_BUF],
+            state: MirrorState::new(),
+            overruns: watch::Sender::new(0),
+            stats: MirrorStats::default(),
+        })
+    }
+
+    /// The overrun count, changed on every overrun.
+    pub fn subscribe_overruns(&self) -> watch::Receiver<u64> {
+        self.overruns.subscribe()
+    }
+
+    /// The listening socket, for readiness polling.
+    pub fn listen_fd(&self) -> RawFd {
+        self.listen.as_raw_fd()
+    }
+
+    fn recv_listen(&mut self) -> Recv {
+        // SAFETY: recv into a buffer we own, with its length.
+        let n = unsafe {
+            libc::recv(
+                self.listen.as_raw_fd(),
+                self.buf.as_mut_ptr().cast(),
+                self.buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            )
+        };
+        if n >= 0 {
+            return Recv::Data(n as usize);
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => Recv::Empty,
+            Some(libc::EINTR) => Recv::Data(0),
+            // ENOBUFS: the kernel dropped notifications. Anything else on a
+            // netlink socket is as bad: trust nothing until re-dumped.
+            _ => Recv::Overrun,
+        }
+    }
+
+    /// Applies every queued notification, until the socket would block.
+    /// Returns how many messages were applied.
+    pub fn drain(&mut self) -> usize {
+        let mut applied = 0;
+        loop {
+            let n = match self.recv_listen() {
+                Recv::Empty => return applied,
+                Recv::Overrun => {
+                    self.overruns.send_modify(|n| *n += 1);
+                    self.state.stale = Stale::ALL;
+                    tracing::warn!(
+                        overruns = *self.overruns.borrow(),
+                        "netlink notifications lost (ENOBUFS); the node will be re-read"
+                    );
+                    continue;
+                }
+                Recv::Data(n) => n,
+            };
+            if n > self.buf.len() {
+                // A notification larger than the buffer was cut: its part
+                // cannot be trusted.
+                self.state.stale = Stale::ALL;
+                continue;
+            }
+            let mut off = 0;
+            while off < n {
+                let Ok(hdr) = NetlinkBuffer::new_checked(&self.buf[off..n]) else {
+                    self.state.stale = Stale::ALL;
+                    break;
+                };
+                let len = hdr.length() as usize;
+                let (kind, flags) = (hdr.message_type(), hdr.flags());
+                match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..off + len])
+                {
+                    Ok(NetlinkMessage {
+                        payload: NetlinkPayload::InnerMessage(m),
+                        ..
+                    }) => {
+                        self.state.apply(&m, flags & NLM_F_REPLACE != 0);
+                        applied += 1;
+                        self.stats.notifications += 1;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(kind, error = %e, "undecodable notification");
+                        mark_stale_by_type(&mut self.state.stale, kind);
+                    }
+                }
+                off += (len + 3) & !3;
+            }
+        }
+    }
+
+    /// One dump on the dump socket, retried when the kernel marks it
+    /// interrupted (the table changed under it).
+    pub fn dump(&mut self, msg: RouteNetlinkMessage) -> Result<Vec<RouteNetlinkMessage>, IoError> {
+        'attempt: for _ in 0..5 {
+            self.seq = self.seq.wrapping_add(1);
+            let mut req = NetlinkMessage::from(msg.clone());
+            req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+            req.header.sequence_number = self.seq;
+            req.finalize();
+            let mut out = vec![0u8; req.buffer_len()];
+            req.serialize(&mut out);
+            self.dumper
+                .send(&out, 0)
+                .map_err(io_err("netlink dump request"))?;
+            let mut msgs = Vec::new();
+            let mut interrupted = false;
+            loop {
+                // SAFETY: recv into a buffer we own, with its length.
+                let n = unsafe {
+                    libc::recv(
+                        self.dumper.as_raw_fd(),
+                        self.buf.as_mut_ptr().cast(),
+                        self.buf.len(),
+                        libc::MSG_TRUNC,
+                    )
+                };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    return Err(io_err("netlink dump")(e));
+                }
+                let n = n as usize;
+                if n > self.buf.len() {
+                    return Err(io_err("netlink dump")(io::Error::other(
+                        "a dump datagram larger than the receive buffer",
+                    )));
+                }
+                let mut off = 0;
+                while off < n {
+                    let hdr = NetlinkBuffer::new_checked(&self.buf[off..n])
+                        .map_err(|e| io_err("netlink dump")(io::Error::other(e.to_string())))?;
+                    let len = hdr.length() as usize;
+                    let (seq, flags) = (hdr.sequence_number(), hdr.flags());
+                    let next = off + ((len + 3) & !3);
+                    if seq != self.seq {
+                        // The tail of an earlier, abandoned dump.
+                        off = next;
+                        continue;
+                    }
+                    interrupted |= flags & NLM_F_DUMP_INTR != 0;
+                    match NetlinkMessage::<RouteNetlinkMessage>::deserialize(
+                        &self.buf[off..off + len],
+                    ) {
+                        Ok(m) => match m.payload {
+                            NetlinkPayload::InnerMessage(i) => msgs.push(i),
+                            NetlinkPayload::Done(_) => {
+                                if interrupted {
+                                    continue 'attempt;
+                                }
+                                return Ok(msgs);
+                            }
+                            NetlinkPayload::Error(e) if e.code.is_some() => {
+                                return Err(io_err("netlink dump")(e.to_io()))
+                            }
+                            _ => {}
+                        },
+                        // What does not decode is not ours to read.
+                        Err(e) => tracing::debug!(error = %e, "undecodable dump message"),
+                    }
+                    off = next;
+                }
+            }
+        }
+        Err(io_err("netlink dump")(io::Error::other(
+            "interrupted five times in a row",
+        )))
+    }
+
+    /// Re-dumps what is stale, then applies what queued meanwhile. After it
+    /// returns, the state is the kernel's as of the last queued notification.
+    pub fn refresh(&mut self) -> Result<(), IoError> {
+        // Notifications queued before the dumps are applied first, so that
+        // a stale mark they cause is acted on now, not at the next refresh.
+        self.drain();
+        for _ in 0..3 {
+            let stale = self.state.stale;
+            if !stale.any() {
+                return Ok(());
+            }
+            self.stats.redumps += 1;
+            let links = stale.links;
+            if links {
+                let dump = self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
+                self.state.install_links(&dump);
+            }
+            if stale.addresses || links {
+                let dump = self.dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))?;
+                self.state.install_addresses(&dump);
+            }
+            if stale.rules || links {
+                let mut dump = Vec::new();
+                for f in [AddressFamily::Inet, AddressFamily::Inet6] {
+                    let mut req = RuleMessage::default();
+                    req.header.family = f;
+                    dump.extend(self.dump(RouteNetlinkMessage::GetRule(req))?);
+                }
+                self.state.install_rules(&dump);
+            }
+            if stale.routes || links {
+                let mut dump = Vec::new();
+                for f in [AddressFamily::Inet, AddressFamily::Inet6] {
+                    let mut req = RouteMessage::default();
+                    req.header.address_family = f;
+                    dump.extend(self.dump(RouteNetlinkMessage::GetRoute(req))?);
+                }
+                self.state.install_routes(&dump);
+            }
+            if stale.neighbours || links {
+                let mut dump = Vec::new();
+                for f in [AddressFamily::Inet, AddressFamily::Inet6] {
+                    let mut req = NeighbourMessage::default();
+                    req.header.family = f;
+                    dump.extend(self.dump(RouteNetlinkMessage::GetNeighbour(req))?);
+                }
+                self.state.install_neighbours(&dump);
+            }
+            // What changed during the dumps (it may mark parts stale again).
+            self.drain();
+        }
+        if self.state.stale.any() {
+            return Err(io_err("netlink mirror")(io::Error::other(
+                "the node kept changing under three re-reads in a row",
+            )));
+        }
+        Ok(())
+    }
+
+    /// The proxy neighbours, dumped (the kernel notifies none of their changes).
+    pub fn proxy_neighbours(&mut self) -> Result<BTreeSet<ProxyNeighbour>, IoError> {
+        let mut out = BTreeSet::new();
+        for f in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut req = NeighbourMessage::default();
+            req.header.family = f;
+            req.header.flags = NeighbourFlags::Proxy;
+            for m in self.dump(RouteNetlinkMessage::GetNeighbour(req))? {
+                if let RouteNetlinkMessage::NewNeighbour(n) = m {
+                    match parse_neighbour(&n, &self.state.links) {
+                        Some(Neigh::Proxy(p)) => {
+                            out.insert(p);
+                        }
+                        // A proxy dump answers with proxy entries; the flag
+                        // is not always echoed.
+                        Some(Neigh::Permanent(Neighbour { dev, dst, .. }))
+                        | Some(Neigh::Other { dev, dst }) => {
+                            out.insert(ProxyNeighbour { dev, dst });
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn mark_stale_by_type(stale: &mut Stale, kind: u16) {
+    match kind {
+        libc::RTM_NEWLINK | libc::RTM_DELLINK => *stale = Stale::ALL,
+        libc::RTM_NEWADDR | libc::RTM_DELADDR => stale.addresses = true,
+        libc::RTM_NEWROUTE | libc::RTM_DELROUTE => stale.routes = true,
+        libc::RTM_NEWRULE | libc::RTM_DELRULE => stale.rules = true,
+        libc::RTM_NEWNEIGH | libc::RTM_DELNEIGH => stale.neighbours = true,
+        _ => {}
+    }
+}
+
+/// Sets a socket's receive buffer, past `rmem_max` when privileged.
+fn set_rcvbuf(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt with a c_int value and its size.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+    }
+    Err(io::Error::last_os_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obgp_netmodel::scope;
+    use rtnetlink::packet_route::route::{RouteProtocol, RouteScope};
+
+    fn link(index: u32, name: &str, up: bool) -> RouteNetlinkMessage {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        if up {
+            m.header.flags = LinkFlags::Up;
+        }
+        m.attributes.push(LinkAttribute::IfName(name.into()));
+        RouteNetlinkMessage::NewLink(m)
+    }
+
+    fn address(index: u32, net: &str, new: bool) -> RouteNetlinkMessage {
+        let net: IpNet = net.parse().unwrap();
+        let mut m = AddressMessage::default();
+        m.header.index = index;
+        m.header.family = if net.addr().is_ipv6() {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
+        m.header.prefix_len = net.prefix_len();
+        m.attributes.push(AddressAttribute::Address(net.addr()));
+        if new {
+            RouteNetlinkMessage::NewAddress(m)
+        } else {
+            RouteNetlinkMessage::DelAddress(m)
+        }
+    }
+
+    fn route_msg(
+        table: u8,
+        dst: &str,
+        oif: u32,
+        via: Option<&str>,
+        src: Option<&str>,
+    ) -> RouteMessage {
+        let dst: IpNet = dst.parse().unwrap();
+        let mut m = RouteMessage::default();
+        m.header.address_family = AddressFamily::Inet;
+        m.header.table = table;
+        m.header.destination_prefix_length = dst.prefix_len();
+        m.header.protocol = RouteProtocol::from(proto::BOOT);
+        m.header.scope = RouteScope::from(scope::LINK);
+        m.header.kind = NlRouteType::Unicast;
+        m.attributes
+            .push(RouteAttribute::Destination(RouteAddress::from(dst.addr())));
+        m.attributes.push(RouteAttribute::Oif(oif));
+        if let Some(v) = via {
+            let v: IpAddr = v.parse().unwrap();
+            m.attributes
+                .push(RouteAttribute::Gateway(RouteAddress::from(v)));
+        }
+        if let Some(s) = src {
+            let s: IpAddr = s.parse().unwrap();
+            m.attributes
+                .push(RouteAttribute::PrefSource(RouteAddress::from(s)));
+        }
+        m
+    }
+
+    fn neighbour(index: u32, dst: &str, mac: u8, state: NeighbourState) -> NeighbourMessage {
+        let dst: IpAddr = dst.parse().unwrap();
+        let mut m = NeighbourMessage::default();
+        m.header.ifindex = index;
+        m.header.family = AddressFamily::Inet;
+        m.header.state = state;
+        m.attributes
+            .push(NeighbourAttribute::Destination(match dst {
+                IpAddr::V4(a) => NeighbourAddress::Inet(a),
+                IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+            }));
+        m.attributes.push(NeighbourAttribute::LinkLayerAddress(vec![
+            0xfa, 0x16, 0x3e, 0, 0, mac,
+        ]));
+        m
+    }
+
+    /// A mirror with `br-ex` (2, up, 192.0.2.1/24) and `bgp-nic` (3, up).
+    fn mirror() -> MirrorState {
+        let mut s = MirrorState::new();
+        s.install_links(&[link(2, "br-ex", true), link(3, "bgp-nic", true)]);
+        s.install_addresses(&[address(2, "192.0.2.1/24", true)]);
+        s.install_rules(&[]);
+        s.install_routes(&[]);
+        s.install_neighbours(&[]);
+        assert!(!s.stale.any());
+        s
+    }
+
+    fn tables(t: &[u32]) -> BTreeSet<u32> {
+        t.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_replaced_route_takes_the_place_of_the_one_with_its_key() {
+        let mut s = mirror();
+        let first = route_msg(200, "203.0.113.0/24", 2, None, None);
+        s.apply(&RouteNetlinkMessage::NewRoute(first), false);
+        let second = route_msg(200, "203.0.113.0/24", 2, Some("192.0.2.9"), None);
+        s.apply(&RouteNetlinkMessage::NewRoute(second.clone()), true);
+        let v = s.read(&tables(&[200]));
+        assert_eq!(v.routes.len(), 1, "{:?}", v.routes);
+        assert_eq!(
+            v.routes.first().unwrap().via,
+            Some("192.0.2.9".parse().unwrap())
+        );
+        assert!(!s.stale.routes);
+        s.apply(&RouteNetlinkMessage::DelRoute(second), false);
+        assert!(s.read(&tables(&[200])).routes.is_empty());
+        assert!(!s.stale.any());
+    }
+
+    #[test]
+    fn routes_are_read_only_from_the_asked_tables() {
+        let mut s = mirror();
+        for t in [10, 200, 254] {
+            let m = route_msg(t, "203.0.113.0/24", 2, None, None);
+            s.apply(&RouteNetlinkMessage::NewRoute(m), false);
+        }
+        let v = s.read(&tables(&[10, 200, 7]));
+        let got: Vec<u32> = v.routes.iter().map(|r| r.table).collect();
+        assert_eq!(got, vec![10, 200]);
+    }
+
+    #[test]
+    fn deleting_an_unknown_route_with_a_known_key_marks_routes_stale() {
+        let mut s = mirror();
+        let m = route_msg(200, "203.0.113.0/24", 2, None, None);
+        s.apply(&RouteNetlinkMessage::NewRoute(m), false);
+        let other = route_msg(200, "203.0.113.0/24", 2, Some("192.0.2.7"), None);
+        s.apply(&RouteNetlinkMessage::DelRoute(other), false);
+        assert!(s.stale.routes);
+    }
+
+    #[test]
+    fn silent_ipv4_route_flushes_mark_routes_stale() {
+        // The device going down.
+        let mut s = mirror();
+        s.apply(&link(2, "br-ex", false), false);
+        assert!(s.stale.routes);
+        assert!(!s.stale.addresses);
+
+        // Its last IPv4 address removed.
+        let mut s = mirror();
+        s.apply(&address(2, "192.0.2.1/24", false), false);
+        assert!(s.stale.routes);
+
+        // Not the last one, and no route prefers it: nothing flushed.
+        let mut s = mirror();
+        s.apply(&address(2, "192.0.2.2/24", true), false);
+        s.apply(&address(2, "192.0.2.2/24", false), false);
+        assert!(!s.stale.any());
+
+        // Not the last one, but some route's preferred source.
+        let mut s = mirror();
+        s.apply(&address(2, "192.0.2.2/24", true), false);
+        let m = route_msg(200, "203.0.113.0/24", 2, None, Some("192.0.2.2"));
+        s.apply(&RouteNetlinkMessage::NewRoute(m), false);
+        s.apply(&address(2, "192.0.2.2/24", false), false);
+        assert!(s.stale.routes);
+
+        // An IPv6 address: the kernel notifies what goes with it.
+        let mut s = mirror();
+        s.apply(&address(2, "2001:db8::1/64", true), false);
+        s.apply(&address(2, "2001:db8::1/64", false), false);
+        assert!(!s.stale.any());
+    }
+
+    #[test]
+    fn a_deleted_link_takes_its_addresses_and_neighbours_and_marks_routes_stale() {
+        let mut s = mirror();
+        let n = neighbour(2, "192.0.2.50", 0x50, NeighbourState::Permanent);
+        s.apply(&RouteNetlinkMessage::NewNeighbour(n), false);
+        let mut del = LinkMessage::default();
+        del.header.index = 2;
+        s.apply(&RouteNetlinkMessage::DelLink(del), false);
+        let v = s.read(&tables(&[]));
+        assert!(!v.links.contains_key(&DevName::new("br-ex").unwrap()));
+        assert!(v.addresses.is_empty());
+        assert!(v.neighbours.is_empty());
+        assert!(s.stale.routes);
+        assert_eq!(s.ifindex(&DevName::new("br-ex").unwrap()), None);
+    }
+
+    #[test]
+    fn a_rename_marks_everything_stale() {
+        let mut s = mirror();
+        s.apply(&link(2, "br-renamed", true), false);
+        assert_eq!(s.stale, Stale::ALL);
+        assert_eq!(s.ifindex(&DevName::new("br-renamed").unwrap()), Some(2));
+        assert_eq!(s.ifindex(&DevName::new("br-ex").unwrap()), None);
+    }
+
+    #[test]
+    fn only_permanent_neighbours_are_kept_and_a_state_change_drops_one() {
+        let mut s = mirror();
+        let perm = neighbour(2, "192.0.2.50", 0x50, NeighbourState::Permanent);
+        s.apply(&RouteNetlinkMessage::NewNeighbour(perm), false);
+        let reach = neighbour(2, "192.0.2.51", 0x51, NeighbourState::Reachable);
+        s.apply(&RouteNetlinkMessage::NewNeighbour(reach), false);
+        assert_eq!(s.read(&tables(&[])).neighbours.len(), 1);
+
+        // The same address, a new MAC: replaced, not added.
+        let moved = neighbour(2, "192.0.2.50", 0x99, NeighbourState::Permanent);
+        s.apply(&RouteNetlinkMessage::NewNeighbour(moved), false);
+        let v = s.read(&tables(&[]));
+        assert_eq!(v.neighbours.len(), 1);
+        assert_eq!(v.neighbours.first().unwrap().lladdr.0[5], 0x99);
+
+        // No longer permanent.
+        let stale = neighbour(2, "192.0.2.50", 0x99, NeighbourState::Stale);
+        s.apply(&RouteNetlinkMessage::NewNeighbour(stale), false);
+        assert!(s.read(&tables(&[])).neighbours.is_empty());
+        assert!(!s.stale.any());
+    }
+
+    #[test]
+    fn master_and_vlan_parent_resolve_by_index_when_read() {
+        let mut s = mirror();
+        let mut vlan = LinkMessage::default();
+        vlan.header.index = 4;
+        vlan.attributes
+            .push(LinkAttribute::IfName("br-ex.100".into()));
+        vlan.attributes.push(LinkAttribute::Link(2));
+        vlan.attributes.push(LinkAttribute::Controller(3));
+        vlan.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(rtnetlink::packet_route::link::InfoKind::Vlan),
+            LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(100)])),
+        ]));
+        s.apply(&RouteNetlinkMessage::NewLink(vlan), false);
+        let v = s.read(&tables(&[]));
+        let l = &v.links[&DevName::new("br-ex.100").unwrap()];
+        assert_eq!(l.kind, "vlan");
+        assert_eq!(l.vlan_id, Some(100));
+        assert_eq!(l.parent.as_ref().map(DevName::as_str), Some("br-ex"));
+        assert_eq!(l.master.as_ref().map(DevName::as_str), Some("bgp-nic"));
+    }
+
+    #[test]
+    fn notifications_replayed_onto_a_later_dump_give_the_latest_state() {
+        // An address added then removed, a route added: the dump (taken
+        // after all three) has only the route; replaying all three onto it
+        // must not resurrect the address.
+        let mut s = mirror();
+        let route = route_msg(200, "203.0.113.0/24", 2, None, None);
+        s.install_routes(&[RouteNetlinkMessage::NewRoute(route.clone())]);
+        s.apply(&address(3, "172.24.4.10/32", true), false);
+        s.apply(&address(3, "172.24.4.10/32", false), false);
+        s.apply(&RouteNetlinkMessage::NewRoute(route), false);
+        let v = s.read(&tables(&[200]));
+        assert_eq!(v.routes.len(), 1);
+        assert!(!v.addresses.iter().any(|a| a.dev.as_str() == "bgp-nic"));
+    }
+}

@@ -9,7 +9,7 @@
 //! rtnetlink multicast listener (RTMGRP_IPV4_IFADDR) inside the namespace.
 //!
 //! Run (root, ovsdb-server installed):
-//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both]`
+//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both] [window=MS] [rate=N]`
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_controller::{run, RunOptions};
+use obgp_controller::{run, QueueConfig, RunOptions};
 use obgp_node::KernelConfig;
 use obgp_ovsdb::{Remote, Session, SessionConfig};
 use obgp_testbed::netns::Netns;
@@ -236,7 +236,12 @@ fn addresses_on(ns: &Netns, dev: &str) -> usize {
         .unwrap_or(0)
 }
 
-async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome> {
+async fn bench_one(
+    vms: usize,
+    periodic: bool,
+    events: usize,
+    queue: QueueConfig,
+) -> Result<Outcome> {
     let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
     let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
     let topo = Topology::generate(Params {
@@ -316,6 +321,7 @@ async fn bench_one(vms: usize, periodic: bool, events: usize) -> Result<Outcome>
             frr_config_dir: dir.path().to_path_buf(),
             ..KernelConfig::default()
         },
+        queue,
         ..RunOptions::default()
     };
     let (phase_log, warnings) = logs();
@@ -507,13 +513,36 @@ fn main() -> Result<()> {
         Some("1") => vec![true],
         _ => vec![false, true],
     };
+    // The work queue's policy (default: 100 ms merge window, 10/s sustained,
+    // burst 5); `window=MS` and `rate=N` change it to see what the policy,
+    // rather than the reconcile, adds to the tail.
+    let mut queue = QueueConfig::default();
+    if let Some(ms) = args
+        .iter()
+        .find_map(|a| a.strip_prefix("window=")?.parse().ok())
+    {
+        queue.window = std::time::Duration::from_millis(ms);
+    }
+    if let Some(rate) = args
+        .iter()
+        .find_map(|a| a.strip_prefix("rate=")?.parse::<u32>().ok())
+        .and_then(std::num::NonZeroU32::new)
+    {
+        queue.max_per_second = rate;
+    }
+    println!(
+        "queue: merge window {} ms, {} reconciles/s sustained, burst {}",
+        queue.window.as_millis(),
+        queue.max_per_second,
+        queue.burst
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     for &vms in &sizes {
         for &periodic in &modes {
-            let o = rt.block_on(bench_one(vms, periodic, events))?;
+            let o = rt.block_on(bench_one(vms, periodic, events, queue.clone()))?;
             report(&o);
         }
     }

@@ -322,7 +322,6 @@ async fn bench_one(
             ..KernelConfig::default()
         },
         queue,
-        ..RunOptions::default()
     };
     let (phase_log, warnings) = logs();
     phase_log.lock().expect("log").clear();

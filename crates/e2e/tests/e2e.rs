@@ -116,6 +116,40 @@ fn wait_node(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Duratio
     Ok(t.elapsed())
 }
 
+/// The daemon's per-reconcile log lines so far.
+fn reconcile_lines(b: &obgp_e2e::Bench) -> Vec<String> {
+    b.agent_log()
+        .lines()
+        .filter(|l| l.contains("reconciled reasons="))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits for the daemon's first reconcile and returns its log line.
+fn first_reconcile(b: &obgp_e2e::Bench) -> Result<String> {
+    obgp_e2e::wait_for("the daemon's first reconcile", LEARN, || {
+        Ok(reconcile_lines(b).into_iter().next())
+    })
+    .with_context(|| b.agent_log())
+}
+
+/// Watches the peer for `how_long`: every prefix of `before` must stay.
+fn nothing_withdrawn_for(
+    b: &obgp_e2e::Bench,
+    before: &[String],
+    how_long: Duration,
+    during: &str,
+) -> Result<()> {
+    let watch = Instant::now();
+    while watch.elapsed() < how_long {
+        let now = b.peer_prefixes()?;
+        let lost: Vec<_> = before.iter().filter(|p| !now.contains(p)).collect();
+        ensure!(lost.is_empty(), "{during} withdrew {lost:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
 /// Deletes the Logical_Switch_Port named `name` and its reference from the
 /// provider network's Logical_Switch, as Neutron does on a port delete.
 fn delete_provider_port(nb: &obgp_e2e::Nb, name: &str) -> Result<()> {
@@ -178,13 +212,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
 
     // 1. the daemon adopts that node state and keeps it exposed
     b.start_daemon()?;
-    let first = obgp_e2e::wait_for("the daemon's first reconcile", LEARN, || {
-        Ok(b.agent_log()
-            .lines()
-            .find(|l| l.contains("reconciled reasons="))
-            .map(str::to_string))
-    })
-    .with_context(|| b.agent_log())?;
+    let first = first_reconcile(&b)?;
     ensure!(
         first.contains(" ops=0 "),
         "the daemon changed a node that reconcile --once had converged: {first}"
@@ -340,13 +368,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
     let before = b.peer_prefixes()?;
     b.kill_daemon();
     b.start_daemon()?;
-    let watch = Instant::now();
-    while watch.elapsed() < Duration::from_secs(10) {
-        let now = b.peer_prefixes()?;
-        let lost: Vec<_> = before.iter().filter(|p| !now.contains(p)).collect();
-        ensure!(lost.is_empty(), "restart withdrew {lost:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    nothing_withdrawn_for(&b, &before, Duration::from_secs(10), "the restart")?;
     let ops = b.plan_op_count()?;
     ensure!(ops == 0, "plan after restart: {}", b.plan()?);
     step(
@@ -448,37 +470,17 @@ fn node_prepared_by_the_python_agent_is_adopted_without_churn() -> Result<()> {
     );
 
     b.start_daemon()?;
-    let first = obgp_e2e::wait_for("the daemon's first reconcile", LEARN, || {
-        Ok(b.agent_log()
-            .lines()
-            .find(|l| l.contains("reconciled reasons="))
-            .map(str::to_string))
-    })
-    .with_context(|| b.agent_log())?;
+    let first = first_reconcile(&b)?;
     ensure!(
         first.contains(" ops=0 "),
         "the daemon rewrote a node the Python agent had wired: {first}\n{}",
         b.agent_log()
     );
-    let watch = Instant::now();
-    while watch.elapsed() < Duration::from_secs(8) {
-        let now = b.peer_prefixes()?;
-        let lost: Vec<_> = peer_before.iter().filter(|p| !now.contains(p)).collect();
-        ensure!(lost.is_empty(), "taking over withdrew {lost:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let busy: Vec<String> = b
-        .agent_log()
-        .lines()
-        .filter(|l| l.contains("reconciled reasons=") && !l.contains(" ops=0 "))
-        .map(str::to_string)
-        .collect();
+    nothing_withdrawn_for(&b, &peer_before, Duration::from_secs(8), "taking over")?;
+    let lines = reconcile_lines(&b);
+    let busy: Vec<&String> = lines.iter().filter(|l| !l.contains(" ops=0 ")).collect();
     ensure!(busy.is_empty(), "reconciles that wrote: {busy:?}");
-    let reconciles = b
-        .agent_log()
-        .lines()
-        .filter(|l| l.contains("reconciled reasons="))
-        .count();
+    let reconciles = lines.len();
     ensure!(
         reconciles >= 2,
         "expected the first and at least one periodic reconcile in 8 s, got {reconciles}"

@@ -15,6 +15,8 @@ use std::str::FromStr;
 pub use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
+pub mod hash;
+
 /// Routing protocol numbers the agent writes or must recognise.
 pub mod proto {
     /// `proto boot`: what upstream (and we) tag the agent's routes with.

@@ -9,7 +9,6 @@
 
 pub mod actual;
 pub mod compare;
-mod fasthash;
 pub mod io;
 pub mod kernel;
 pub mod mirror;

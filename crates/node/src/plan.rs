@@ -25,8 +25,8 @@ use obgp_netmodel::{
 use serde::{Deserialize, Serialize};
 
 use crate::actual::{Actual, KernelRoute, KernelRule, OfFlow};
-use crate::fasthash::FastHash;
 use crate::op::Op;
+use obgp_netmodel::hash::FastHash;
 
 /// Lowest and highest table number the agent allocates for a bridge.
 pub const TABLE_MIN: u32 = 1;

@@ -1,9 +1,10 @@
-//! A fast, non-cryptographic hasher for the planner's working sets (the
-//! same FxHash with a murmur3 finaliser as `obgp_ovn::hash`, which this crate
-//! does not depend on). The keys are rules and routes of this node, so
-//! SipHash's DoS resistance buys nothing and costs most of a lookup's time.
+//! A fast, non-cryptographic hasher for the working maps of the snapshot
+//! indexes, `desired_state` and the planner.
 
-/// FxHash (rustc's hasher) with a murmur3 finaliser.
+/// FxHash (rustc's hasher) with a murmur3 finaliser: the maps it serves are keyed
+/// by short names, IPs, rules and routes from a trusted snapshot or this
+/// node, so SipHash's DoS resistance buys nothing and costs a third of the
+/// lookups' time.
 #[derive(Default, Clone, Copy, Debug)]
 pub struct FxHasher(u64);
 
@@ -28,8 +29,8 @@ impl std::hash::Hasher for FxHasher {
         self.add(i as u64);
     }
     fn finish(&self) -> u64 {
-        // The multiply leaves the low bits (the table's bucket index)
-        // depending only on the inputs' low bits: mix the high bits down.
+        // The multiply leaves the low bits (hashbrown's bucket index) depending
+        // only on the inputs' low bits: mix the high bits down (murmur3 fmix).
         let mut h = self.0;
         h ^= h >> 33;
         h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);

@@ -102,9 +102,17 @@ pub struct LiveSnapshot {
     warnings: Arc<[RowError]>,
 }
 
-pub(crate) fn edit<K: Hash + Eq + Clone>(ix: &mut Index<K>, key: K, uuid: Uuid, add: bool) {
+/// Adds row `uuid` (stored as `row`) to the entry `key`, replacing the row
+/// stored there before, or removes it from the entry.
+pub(crate) fn edit<K: Hash + Eq + Clone, T>(
+    ix: &mut Index<K, T>,
+    key: K,
+    uuid: Uuid,
+    row: &Arc<T>,
+    add: bool,
+) {
     if add {
-        ix.entry(key).or_default().insert(uuid);
+        ix.entry(key).or_default().insert(uuid, row.clone());
     } else if let Some(set) = ix.get_mut(&key) {
         set.remove(uuid);
         if set.is_empty() {
@@ -347,14 +355,16 @@ impl LiveSnapshot {
         );
         let is_localnet =
             |p: Option<&LogicalSwitchPort>| p.is_some_and(|p| p.kind == LspType::Localnet);
-        let localnet_changed = is_localnet(old.as_deref()) != is_localnet(new.as_ref());
+        let localnet_touched = is_localnet(old.as_deref()) || is_localnet(new.as_ref());
         if let Some(new) = new {
+            let new = Arc::new(new);
             index_lsp(&mut self.nb, &new, true);
-            self.nb.lsps.insert(uuid, Arc::new(new));
+            self.nb.lsps.insert(uuid, new);
         }
         // The switches listing this port see it appear, vanish, or become
-        // (or stop being) their localnet.
-        if was_present != row.is_some() || localnet_changed {
+        // (or stop being) their localnet; a localnet that changed at all
+        // must replace the row their localnet lists hold.
+        if was_present != row.is_some() || localnet_touched {
             if let Some(sws) = self.switches_of_port.get(&uuid) {
                 dirty.switches.extend(sws);
             }
@@ -364,7 +374,13 @@ impl LiveSnapshot {
     fn set_switch(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
         let old = self.nb.switches.remove(&uuid);
         if let Some(old) = &old {
-            edit(&mut self.nb.switches_by_name, old.name.clone(), uuid, false);
+            edit(
+                &mut self.nb.switches_by_name,
+                old.name.clone(),
+                uuid,
+                old,
+                false,
+            );
         }
         let new = self.parse(
             WarningGroup::SwitchRow,
@@ -381,8 +397,15 @@ impl LiveSnapshot {
             new.as_ref().map_or(no_ports, |s| &s.ports),
         );
         if let Some(new) = new {
-            edit(&mut self.nb.switches_by_name, new.name.clone(), uuid, true);
-            self.nb.switches.insert(uuid, Arc::new(new));
+            let new = Arc::new(new);
+            edit(
+                &mut self.nb.switches_by_name,
+                new.name.clone(),
+                uuid,
+                &new,
+                true,
+            );
+            self.nb.switches.insert(uuid, new);
         }
         dirty.switches.insert(uuid);
     }
@@ -390,7 +413,13 @@ impl LiveSnapshot {
     fn set_router(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
         let old = self.nb.routers.remove(&uuid);
         if let Some(old) = &old {
-            edit(&mut self.nb.router_by_name, old.name.clone(), uuid, false);
+            edit(
+                &mut self.nb.router_by_name,
+                old.name.clone(),
+                uuid,
+                old,
+                false,
+            );
         }
         let new = self.parse(
             WarningGroup::RouterRow,
@@ -407,16 +436,31 @@ impl LiveSnapshot {
             new.as_ref().map_or(none, |r| &r.nat),
         );
         if let Some(new) = new {
-            edit(&mut self.nb.router_by_name, new.name.clone(), uuid, true);
-            self.nb.routers.insert(uuid, Arc::new(new));
+            let new = Arc::new(new);
+            edit(
+                &mut self.nb.router_by_name,
+                new.name.clone(),
+                uuid,
+                &new,
+                true,
+            );
+            self.nb.routers.insert(uuid, new);
         }
         dirty.routers.insert(uuid);
     }
 
     fn set_lrp(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
         let old = self.nb.lrps.remove(&uuid);
-        if let Some(c) = old.as_ref().and_then(|l| l.hosting_chassis.clone()) {
-            edit(&mut self.nb.lrps_by_hosting_chassis, c, uuid, false);
+        if let Some(old) = &old {
+            if let Some(c) = &old.hosting_chassis {
+                edit(
+                    &mut self.nb.lrps_by_hosting_chassis,
+                    c.clone(),
+                    uuid,
+                    old,
+                    false,
+                );
+            }
         }
         let new = self.parse(
             WarningGroup::LrpRow,
@@ -432,10 +476,17 @@ impl LiveSnapshot {
             }
         }
         if let Some(new) = new {
+            let new = Arc::new(new);
             if let Some(c) = &new.hosting_chassis {
-                edit(&mut self.nb.lrps_by_hosting_chassis, c.clone(), uuid, true);
+                edit(
+                    &mut self.nb.lrps_by_hosting_chassis,
+                    c.clone(),
+                    uuid,
+                    &new,
+                    true,
+                );
             }
-            self.nb.lrps.insert(uuid, Arc::new(new));
+            self.nb.lrps.insert(uuid, new);
         }
     }
 
@@ -463,8 +514,9 @@ impl LiveSnapshot {
             index_lb(&mut self.nb, &old, false);
         }
         if let Some(new) = self.parse(WarningGroup::LbRow, uuid, row, LoadBalancer::parse, log) {
+            let new = Arc::new(new);
             index_lb(&mut self.nb, &new, true);
-            self.nb.lbs.insert(uuid, Arc::new(new));
+            self.nb.lbs.insert(uuid, new);
         }
     }
 
@@ -475,7 +527,7 @@ impl LiveSnapshot {
         if let Some(sw) = self.nb.switches.get(&uuid).cloned() {
             for port in &sw.ports {
                 match self.nb.lsps.get(port) {
-                    Some(p) if p.kind == LspType::Localnet => localnets.push(*port),
+                    Some(p) if p.kind == LspType::Localnet => localnets.push(p.clone()),
                     Some(_) => {}
                     None if self.present(WarningGroup::LspRow, *port) => {}
                     None => ws.push(RowError {
@@ -488,7 +540,12 @@ impl LiveSnapshot {
         }
         if localnets.is_empty() {
             self.nb.localnets_of_switch.remove(&uuid);
-        } else if self.nb.localnets_of_switch.get(&uuid).map(|l| &**l) != Some(&localnets[..]) {
+        } else if !self
+            .nb
+            .localnets_of_switch
+            .get(&uuid)
+            .is_some_and(|old| same_rows(old, &localnets))
+        {
             self.nb.localnets_of_switch.insert(uuid, localnets.into());
         }
         self.set_warnings((WarningGroup::SwitchRefs, uuid), ws, log);
@@ -530,56 +587,62 @@ impl LiveSnapshot {
                     nat.gateway_port = None;
                 }
             }
+            let nat = Arc::new(nat);
             index_nat(&mut self.nb, &nat, true);
-            self.nb.nats.insert(uuid, Arc::new(nat));
+            self.nb.nats.insert(uuid, nat);
         }
         self.set_warnings((WarningGroup::NatRefs, uuid), ws, log);
     }
 }
 
+/// Whether `a` and `b` hold the very same rows (not equal copies).
+fn same_rows<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
+}
+
 /// Adds (or removes) what one LSP contributes to the LSP indexes.
-fn index_lsp(nb: &mut NbIndex, p: &LogicalSwitchPort, add: bool) {
+fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) {
     let u = p.uuid;
-    edit(&mut nb.lsp_by_name, p.name.clone(), u, add);
+    edit(&mut nb.lsp_by_name, p.name.clone(), u, p, add);
     match p.kind {
         LspType::Vm | LspType::Virtual if p.up => {
             // A set: a chassis listed twice binds the port once.
             for c in p.binding_candidates() {
-                edit(&mut nb.active_vifs_by_chassis, c.to_string(), u, add);
+                edit(&mut nb.active_vifs_by_chassis, c.to_string(), u, p, add);
             }
             if let Some(net) = &p.network {
-                edit(&mut nb.active_vifs_by_network, net.clone(), u, add);
+                edit(&mut nb.active_vifs_by_network, net.clone(), u, p, add);
             }
         }
         LspType::Router if p.up && p.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) => {
             if let Some(router) = &p.device_id {
-                edit(&mut nb.router_ifaces_by_router, router.clone(), u, add);
+                edit(&mut nb.router_ifaces_by_router, router.clone(), u, p, add);
             }
         }
         LspType::Localnet => {
             if let Some(net) = &p.localnet_network {
-                edit(&mut nb.localnets_by_physnet, net.clone(), u, add);
+                edit(&mut nb.localnets_by_physnet, net.clone(), u, p, add);
             }
         }
         _ => {}
     }
 }
 
-fn index_nat(nb: &mut NbIndex, n: &Nat, add: bool) {
+fn index_nat(nb: &mut NbIndex, n: &Arc<Nat>, add: bool) {
     if let Some(lp) = &n.logical_port {
-        edit(&mut nb.nat_by_logical_port, lp.clone(), n.uuid, add);
+        edit(&mut nb.nat_by_logical_port, lp.clone(), n.uuid, n, add);
     }
     if let (NatType::DnatAndSnat, Some(gw)) = (&n.kind, n.gateway_port) {
-        edit(&mut nb.fips_by_gateway_port, gw, n.uuid, add);
+        edit(&mut nb.fips_by_gateway_port, gw, n.uuid, n, add);
     }
 }
 
-fn index_lb(nb: &mut NbIndex, lb: &LoadBalancer, add: bool) {
+fn index_lb(nb: &mut NbIndex, lb: &Arc<LoadBalancer>, add: bool) {
     if lb.vip_ips.is_empty() {
         return;
     }
     for r in lb.lr_ref.iter().chain(lb.router_name.iter()) {
-        edit(&mut nb.lbs_by_router, r.clone(), lb.uuid, add);
+        edit(&mut nb.lbs_by_router, r.clone(), lb.uuid, lb, add);
     }
 }
 
@@ -689,6 +752,69 @@ mod tests {
         let s = live.snapshot();
         assert_eq!(s.lsp("dup").unwrap().uuid, VM);
         assert_eq!(s.lsp("other").unwrap().uuid, LOCALNET);
+    }
+
+    #[test]
+    fn a_changed_row_whose_index_keys_stay_is_served_fresh_through_every_index() {
+        let mut live = LiveSnapshot::default();
+        let vm = |ip: &str| {
+            row(json!({"name": "vm1", "up": true,
+                       "addresses": format!("fa:16:3e:00:00:01 {ip}"),
+                       "options": ["map", [["requested-chassis", "c1"]]],
+                       "external_ids": ["map", [["neutron:network_name", "neutron-net1"]]]}))
+        };
+        let provnet = |tag: u16| {
+            row(json!({"name": "provnet-1", "type": "localnet", "tag": tag,
+                       "options": ["map", [["network_name", "physnet1"]]]}))
+        };
+        let (old_vm, old_provnet) = (vm("10.0.0.5"), provnet(100));
+        live.apply_nb([
+            (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+            (LogicalSwitchPort::TABLE, LOCALNET, Some(&old_provnet)),
+            (LogicalSwitchPort::TABLE, VM, Some(&old_vm)),
+        ]);
+        let before = live.snapshot();
+
+        // Same name, chassis, network and physnet: no index key moves.
+        let (new_vm, new_provnet) = (vm("10.0.0.6"), provnet(200));
+        live.apply_nb([
+            (LogicalSwitchPort::TABLE, VM, Some(&new_vm)),
+            (LogicalSwitchPort::TABLE, LOCALNET, Some(&new_provnet)),
+        ]);
+        let s = live.snapshot();
+        let ips = |p: &LogicalSwitchPort| {
+            p.addresses
+                .ips
+                .iter()
+                .map(|ip| ip.to_string())
+                .collect::<Vec<_>>()
+        };
+        let on_chassis: Vec<_> = s.active_vifs_on_chassis("c1").map(ips).collect();
+        assert_eq!(on_chassis, [["10.0.0.6"]]);
+        let on_network: Vec<_> = s.active_vifs_on_network("neutron-net1").map(ips).collect();
+        assert_eq!(on_network, [["10.0.0.6"]]);
+        assert_eq!(ips(s.lsp("vm1").unwrap()), ["10.0.0.6"]);
+        assert_eq!(s.localnet_of_switch("neutron-net1").unwrap().tag, Some(200));
+        assert_eq!(
+            s.localnets_on_physnet("physnet1").next().unwrap().tag,
+            Some(200)
+        );
+        assert_eq!(s.lsp("provnet-1").unwrap().tag, Some(200));
+        // Exactly what a fresh build of the new rows serves.
+        let mut fresh = LiveSnapshot::default();
+        fresh.apply_nb([
+            (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+            (LogicalSwitchPort::TABLE, LOCALNET, Some(&new_provnet)),
+            (LogicalSwitchPort::TABLE, VM, Some(&new_vm)),
+        ]);
+        assert_eq!(s, fresh.snapshot());
+        // The snapshot handed out before the change still serves the old rows.
+        let old_on_chassis: Vec<_> = before.active_vifs_on_chassis("c1").map(ips).collect();
+        assert_eq!(old_on_chassis, [["10.0.0.5"]]);
+        assert_eq!(
+            before.localnet_of_switch("neutron-net1").unwrap().tag,
+            Some(100)
+        );
     }
 
     #[test]

@@ -213,13 +213,20 @@ impl SbLive {
                 self.warnings.remove(&uuid);
             }
         }
+        let pb = Arc::new(pb);
         index_pb(&mut self.index, &pb, true);
-        self.index.pbs.insert(uuid, Arc::new(pb));
+        self.index.pbs.insert(uuid, pb);
     }
 
     fn derive_lb(&mut self, uuid: Uuid) {
         if let Some(old) = self.index.lbs.remove(&uuid) {
-            edit(&mut self.index.lbs_by_name, old.name.clone(), uuid, false);
+            edit(
+                &mut self.index.lbs_by_name,
+                old.name.clone(),
+                uuid,
+                &old,
+                false,
+            );
         }
         let Some(refs) = self.lb_refs.get(&uuid) else {
             return;
@@ -242,32 +249,39 @@ impl SbLive {
             switch_datapaths,
             router_datapaths: group(refs.lr_group),
         };
-        edit(&mut self.index.lbs_by_name, lb.name.clone(), uuid, true);
-        self.index.lbs.insert(uuid, Arc::new(lb));
+        let lb = Arc::new(lb);
+        edit(
+            &mut self.index.lbs_by_name,
+            lb.name.clone(),
+            uuid,
+            &lb,
+            true,
+        );
+        self.index.lbs.insert(uuid, lb);
     }
 }
 
 /// Adds (or removes) what one resolved binding contributes to the indexes.
-fn index_pb(ix: &mut SbIndex, pb: &PortBinding, add: bool) {
+fn index_pb(ix: &mut SbIndex, pb: &Arc<PortBinding>, add: bool) {
     let u = pb.uuid;
-    edit(&mut ix.by_name, pb.logical_port.clone(), u, add);
+    edit(&mut ix.by_name, pb.logical_port.clone(), u, pb, add);
     if let Some(dp) = pb.datapath {
-        edit(&mut ix.by_datapath, dp, u, add);
+        edit(&mut ix.by_datapath, dp, u, pb, add);
     }
     if let Some(c) = &pb.chassis {
-        edit(&mut ix.by_chassis, c.clone(), u, add);
+        edit(&mut ix.by_chassis, c.clone(), u, pb, add);
     }
     if pb.kind == PbType::Localnet {
         if let Some(net) = &pb.network_name {
-            edit(&mut ix.localnets_by_network, net.clone(), u, add);
+            edit(&mut ix.localnets_by_network, net.clone(), u, pb, add);
         }
         if let Some(dp) = pb.datapath {
-            edit(&mut ix.localnets_by_datapath, dp, u, add);
+            edit(&mut ix.localnets_by_datapath, dp, u, pb, add);
         }
     }
     if pb.is_lb_vip_port() {
         if let Some(dp) = pb.datapath {
-            edit(&mut ix.lb_vip_ports_by_datapath, dp, u, add);
+            edit(&mut ix.lb_vip_ports_by_datapath, dp, u, pb, add);
         }
     }
     if pb.kind == PbType::Patch {

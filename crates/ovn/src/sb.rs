@@ -15,7 +15,7 @@ use imbl::OrdSet;
 
 use crate::nb::RowError;
 use crate::neutron::{self, key};
-use crate::snapshot::{first_at, rows_at, Index, PMap, RowSource, Rows, UuidSet};
+use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, RowSource, Rows};
 
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
@@ -275,22 +275,22 @@ impl SbLoadBalancer {
 pub struct SbIndex {
     /// Parsed bindings, chassis resolved.
     pub(crate) pbs: Rows<PortBinding>,
-    pub(crate) by_name: Index<String>,
-    pub(crate) by_datapath: Index<Uuid>,
+    pub(crate) by_name: Index<String, PortBinding>,
+    pub(crate) by_datapath: Index<Uuid, PortBinding>,
     /// Bound ports by `Chassis.name`.
-    pub(crate) by_chassis: Index<String>,
+    pub(crate) by_chassis: Index<String, PortBinding>,
     /// Localnet ports by `options:network_name`.
-    pub(crate) localnets_by_network: Index<String>,
+    pub(crate) localnets_by_network: Index<String, PortBinding>,
     /// Localnet ports by datapath.
-    pub(crate) localnets_by_datapath: Index<Uuid>,
+    pub(crate) localnets_by_datapath: Index<Uuid, PortBinding>,
     /// OVN LB VIP ports (type `""`, no chassis, no MAC, `up = false`) by datapath.
-    pub(crate) lb_vip_ports_by_datapath: Index<Uuid>,
+    pub(crate) lb_vip_ports_by_datapath: Index<Uuid, PortBinding>,
     /// Patch ports' NAT address entries by their resident port:
     /// `(port binding, entry index)`.
     pub(crate) nat_by_resident: PMap<String, OrdSet<(Uuid, u32)>>,
     /// Named load balancers, datapath groups resolved.
     pub(crate) lbs: Rows<SbLoadBalancer>,
-    pub(crate) lbs_by_name: Index<String>,
+    pub(crate) lbs_by_name: Index<String, SbLoadBalancer>,
 }
 
 impl SbIndex {
@@ -307,16 +307,19 @@ impl SbIndex {
     /// The load balancer named `name` (upstream `get_ovn_lb`; the first by
     /// uuid if several are).
     pub fn load_balancer(&self, name: &str) -> Option<&SbLoadBalancer> {
-        first_at(&self.lbs, self.lbs_by_name.get(name))
+        first_at(self.lbs_by_name.get(name))
     }
 
-    fn at<'a>(&'a self, idx: Option<&'a UuidSet>) -> impl Iterator<Item = &'a PortBinding> {
-        rows_at(&self.pbs, idx)
+    fn at<'a>(
+        &'a self,
+        idx: Option<&'a RowSet<PortBinding>>,
+    ) -> impl Iterator<Item = &'a PortBinding> {
+        rows_at(idx)
     }
 
     /// The Port_Binding whose `logical_port` is `name` (the first by uuid).
     pub fn port(&self, name: &str) -> Option<&PortBinding> {
-        first_at(&self.pbs, self.by_name.get(name))
+        first_at(self.by_name.get(name))
     }
 
     /// Ports bound to chassis `system_id` (upstream `get_ports_on_chassis`),

@@ -73,6 +73,19 @@ pub struct NodeArgs {
     /// The link kind created for bgp-nic: `dummy`, or `ifb` on kernels without dummy.
     #[arg(long = "bgp-nic-kind", value_name = "KIND", global = true, default_value = "dummy", value_parser = ["dummy", "ifb"], help_heading = "Node")]
     pub bgp_nic_kind: String,
+
+    /// OVSDB events within this many ms of an event-driven reconcile are
+    /// merged into the next one (0: every event reconciles as soon as the
+    /// one in flight ends; the rate limit still applies).
+    #[arg(
+        long = "merge-window-ms",
+        value_name = "MS",
+        global = true,
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u64).range(0..=60_000),
+        help_heading = "Reconcile"
+    )]
+    pub merge_window_ms: u64,
 }
 
 /// Options accepted before or after the subcommand, as upstream's oslo flags.
@@ -196,6 +209,7 @@ const TAKES_VALUE: &[&str] = &[
     "--rt-tables",
     "--vty-socket",
     "--bgp-nic-kind",
+    "--merge-window-ms",
     "--ovn",
     "--node-state",
     "--log-file",
@@ -332,6 +346,33 @@ mod tests {
             "d",
         ]);
         assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
+    }
+
+    fn node_args(args: &[&str]) -> Result<NodeArgs, clap::Error> {
+        let m = command().try_get_matches_from(args)?;
+        Ok(parse(&m)?.node)
+    }
+
+    #[test]
+    fn the_merge_window_defaults_to_100_ms_and_reaches_the_work_queue() {
+        let default = node_args(&["x"]).unwrap();
+        assert_eq!(default.merge_window_ms, 100);
+        let off = node_args(&["x", "--merge-window-ms", "0"]).unwrap();
+        let opts = crate::commands::run_options(&off);
+        assert_eq!(opts.queue.window, std::time::Duration::ZERO);
+        let after = node_args(&["x", "reconcile", "--once", "--merge-window-ms=250"]).unwrap();
+        assert_eq!(
+            crate::commands::run_options(&after).queue.window,
+            std::time::Duration::from_millis(250)
+        );
+    }
+
+    #[test]
+    fn a_merge_window_over_a_minute_or_negative_is_a_usage_error() {
+        for bad in ["60001", "-1", "soon"] {
+            let err = node_args(&["x", "--merge-window-ms", bad]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub fn run_options(node: &cli::NodeArgs) -> obgp_controller::RunOptions {
     };
     obgp_controller::RunOptions {
         kernel,
-        ..obgp_controller::RunOptions::default()
+        queue: obgp_controller::QueueConfig {
+            window: std::time::Duration::from_millis(node.merge_window_ms),
+            ..obgp_controller::QueueConfig::default()
+        },
     }
 }
 

@@ -58,6 +58,11 @@ impl tracing::field::Visit for PhaseVisitor<'_> {
     fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
         self.0.fields.insert(field.name(), value as f64);
     }
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0
+            .fields
+            .insert(field.name(), f64::from(u8::from(value)));
+    }
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
         if field.name() == "reasons" {
             self.0.reasons = value.to_string();
@@ -470,6 +475,7 @@ fn report(o: &Outcome) {
     for key in [
         "snapshot_ms",
         "desired_ms",
+        "desired_patched",
         "observe_ms",
         "plan_ms",
         "apply_ms",

@@ -3,10 +3,11 @@
 //! how long each phase took.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
-use obgp_desired::{desired_state, Desired, DesiredError, NodeFacts};
+use obgp_desired::{desired_state, Computed, Desired, DesiredCache, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
 use obgp_node::{apply_plan_until, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
 use obgp_ovn::Snapshot;
@@ -51,7 +52,7 @@ pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
 
 /// A computed plan with what it was computed from.
 pub struct Planned {
-    pub desired: Desired,
+    pub desired: Arc<Desired>,
     pub node: DesiredNode,
     pub actual: Actual,
     pub plan: Plan,
@@ -64,6 +65,9 @@ pub struct ReconcileReport {
     /// loop, which builds it; zero when the caller passed a ready snapshot).
     pub snapshot_time: Duration,
     pub desired_time: Duration,
+    /// Whether the desired state was patched from the last one (only ports
+    /// changed) rather than computed from every row.
+    pub desired_patched: bool,
     pub observe_time: Duration,
     pub plan_time: Duration,
     pub apply_time: Duration,
@@ -93,7 +97,8 @@ pub struct Reconciler {
     node: KernelNode,
     kernel: KernelConfig,
     previous: Option<DesiredNode>,
-    last_desired: Option<Desired>,
+    /// The last desired state, patched when only ports changed.
+    desired: DesiredCache,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
     facts: NodeFacts,
@@ -119,7 +124,7 @@ impl Reconciler {
             node,
             kernel,
             previous: None,
-            last_desired: None,
+            desired: DesiredCache::default(),
             frr_applied: None,
             facts,
             stop: CancellationToken::new(),
@@ -134,9 +139,11 @@ impl Reconciler {
     }
 
     /// The next reconcile reads the node afresh (full netlink dumps, OVS
-    /// ports and flows) instead of trusting the netlink mirror.
+    /// ports and flows) instead of trusting the netlink mirror, and computes
+    /// the desired state from every row instead of patching the last one.
     pub fn resync_node(&mut self) {
         self.node.resync();
+        self.desired.clear();
     }
 
     /// The next reconcile re-reads the OVS ports and flows.
@@ -152,7 +159,7 @@ impl Reconciler {
 
     /// The desired state of the last reconcile, if any.
     pub fn last_desired(&self) -> Option<&Desired> {
-        self.last_desired.as_ref()
+        self.desired.last()
     }
 
     /// This node's name in the rows the driver reads: the OVS `system-id`
@@ -184,7 +191,8 @@ impl Reconciler {
         }
 
         let t = Instant::now();
-        let desired = desired_state(snap, &self.config, &self.facts)?;
+        let (desired, computed) = self.desired.compute(snap, &self.config, &self.facts)?;
+        report.desired_patched = matches!(computed, Computed::Patched { .. });
         let node = desired.to_node();
         report.desired_time = t.elapsed();
         report.exposed = desired.exposed.len();
@@ -272,7 +280,6 @@ impl Reconciler {
             self.frr_applied = planned.node.frr_config.clone();
         }
         self.previous = Some(planned.node);
-        self.last_desired = Some(planned.desired);
         Ok(report)
     }
 }

@@ -97,6 +97,7 @@ fn log_report(report: &ReconcileReport, why: &str) {
         held_back = report.held_back,
         snapshot_ms = ms(report.snapshot_time),
         desired_ms = ms(report.desired_time),
+        desired_patched = report.desired_patched,
         observe_ms = ms(report.observe_time),
         plan_ms = ms(report.plan_time),
         apply_ms = ms(report.apply_time),

@@ -8,6 +8,7 @@
 //! [`obgp_netmodel::DesiredNode`].
 
 pub mod frr;
+mod incremental;
 pub mod model;
 mod nb_underlay;
 mod sb_underlay;
@@ -18,6 +19,7 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
 use obgp_ovn::Snapshot;
 
+pub use incremental::{Computed, DesiredCache};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
@@ -72,6 +74,16 @@ pub fn desired_state(
     config: &Config,
     facts: &NodeFacts,
 ) -> Result<Desired, DesiredError> {
+    compute(snap, config, facts).map(|(desired, _)| desired)
+}
+
+/// [`desired_state`], with what the NB driver's computation read (`None`
+/// for the SB driver).
+fn compute(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+) -> Result<(Desired, Option<nb_underlay::Reads>), DesiredError> {
     let d = &config.default;
     let sb_driver = match (d.driver, d.exposing_method) {
         (Driver::NbOvnBgpDriver, ExposingMethod::Underlay) => false,
@@ -132,12 +144,17 @@ pub fn desired_state(
         notes,
     };
     if sb_driver {
-        return Ok(sb_underlay::SbUnderlay::new(snap, config, base).run());
+        return Ok((sb_underlay::SbUnderlay::new(snap, config, base).run(), None));
     }
-    let hostname = snap
-        .ovs
+    let (desired, reads) =
+        nb_underlay::NbUnderlay::new(snap, config, base).run(chassis_hostname(snap, facts));
+    Ok((desired, Some(reads)))
+}
+
+/// The NB driver's chassis name: OVS `external_ids:hostname`, else the system's.
+fn chassis_hostname<'a>(snap: &'a Snapshot, facts: &'a NodeFacts) -> Option<&'a str> {
+    snap.ovs
         .hostname
         .as_deref()
-        .or(facts.system_hostname.as_deref());
-    Ok(nb_underlay::NbUnderlay::new(snap, config, base).run(hostname))
+        .or(facts.system_hostname.as_deref())
 }

@@ -78,6 +78,31 @@ struct LocalGateway<'a> {
 /// (`neutron:subnet_pool_addr_scope4/6`).
 type Scopes<'a> = (Option<&'a str>, Option<&'a str>);
 
+/// What a full computation read besides the ports bound here, so that
+/// [`crate::DesiredCache`] can tell whether a port change may touch more than
+/// that port's own exposures.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Reads {
+    /// Port names looked up by name (FIP logical ports, LB VIP ports),
+    /// found or not.
+    pub lsp_names: HashSet<String>,
+    /// Networks whose active ports were read (tenant networks behind a
+    /// gateway hosted here).
+    pub networks: HashSet<String>,
+    /// IPs exposed more than once: which exposure wins depends on the order.
+    pub contested: HashSet<IpAddr>,
+}
+
+/// The exposures one port bound here asks for, computed on its own.
+pub(crate) struct PortExposures {
+    pub exposed: Vec<ExposedIp>,
+    /// IPs the port exposes twice.
+    pub contested: Vec<IpAddr>,
+    /// Whether each provider network it goes through has its MAC-tweak flow
+    /// in the bridge's base wiring, i.e. asking for it changes nothing.
+    pub mac_tweak_in_base: bool,
+}
+
 pub(crate) struct NbUnderlay<'a> {
     snap: &'a Snapshot,
     cfg: &'a Config,
@@ -97,6 +122,7 @@ pub(crate) struct NbUnderlay<'a> {
     /// Tenant networks whose subnets are wired here (upstream `ovn_local_lrps`).
     local_tenant_networks: HashSet<&'a str>,
     allowed_scopes: HashSet<&'a str>,
+    reads: Reads,
 }
 
 impl<'a> NbUnderlay<'a> {
@@ -119,10 +145,32 @@ impl<'a> NbUnderlay<'a> {
                 .flatten()
                 .map(String::as_str)
                 .collect(),
+            reads: Reads::default(),
         }
     }
 
-    pub(crate) fn run(mut self, hostname: Option<&str>) -> Desired {
+    /// The exposures of `port` alone, as [`Self::run`] would add them if it
+    /// is bound here (the caller checks that).
+    pub(crate) fn port_exposures(mut self, port: &'a LogicalSwitchPort) -> PortExposures {
+        self.bound_port(port);
+        let snap = self.snap;
+        let mac_tweak_in_base = self.providers.values().flatten().all(|p| {
+            // Base wiring already lists every `patch-provnet-*` port on the bridge.
+            p.localnet.starts_with("provnet-")
+                && snap.ovs.bridge_has_port(
+                    p.target.bridge.as_str(),
+                    &format!("patch-{}-to-br-int", p.localnet),
+                )
+        });
+        PortExposures {
+            exposed: self.exposed.into_iter().flatten().collect(),
+            contested: self.reads.contested.into_iter().collect(),
+            mac_tweak_in_base,
+        }
+    }
+
+    /// The desired state, and what computing it read (see [`Reads`]).
+    pub(crate) fn run(mut self, hostname: Option<&str>) -> (Desired, Reads) {
         self.base_wiring();
         match self.snap.ovs.system_id.clone() {
             Some(system_id) => self.gateways_and_subnets(&system_id),
@@ -165,7 +213,7 @@ impl<'a> NbUnderlay<'a> {
         );
         // From a vector, the map reuses it for its sort check and builds in bulk.
         self.out.exposed = sorted.into_iter().collect();
-        self.out
+        (self.out, self.reads)
     }
 
     fn tenant_exposure(&self) -> bool {
@@ -295,6 +343,7 @@ impl<'a> NbUnderlay<'a> {
             // A later exposure of the same IP replaces the wiring, as
             // upstream's `ip neigh replace` would; the first class stays.
             Entry::Occupied(at) => {
+                self.reads.contested.insert(ip);
                 if let (Some(wiring), Some(e)) = (wiring, &mut self.exposed[*at.get() as usize]) {
                     e.wiring = Some(wiring);
                 }
@@ -429,6 +478,7 @@ impl<'a> NbUnderlay<'a> {
         if self.subnet_method() {
             return;
         }
+        self.reads.networks.insert(network.to_string());
         for vm in snap.active_vifs_on_network(network) {
             for &ip in &vm.addresses.ips {
                 if self.scope_allowed(ip, scopes) {
@@ -492,6 +542,9 @@ impl<'a> NbUnderlay<'a> {
                         .push(format!("{source} has no neutron:fip_network_id"));
                     continue;
                 };
+                if let Some(p) = &nat.logical_port {
+                    self.reads.lsp_names.insert(p.clone());
+                }
                 let Some(port) = nat.logical_port.as_deref().and_then(|p| snap.lsp(p)) else {
                     self.out
                         .notes
@@ -524,29 +577,32 @@ impl<'a> NbUnderlay<'a> {
     /// VM and virtual ports bound to this chassis: their FIP if they have
     /// one, else their own IPs when on a provider network.
     fn bound_ports(&mut self, hostname: &str) {
-        let snap = self.snap;
-        for port in snap.active_vifs_on_chassis(hostname) {
-            if port.port_fip.is_some() {
-                if let Some((ip, mac, switch, source)) = self.distributed_fip_of(&port.name) {
-                    self.expose_fip(ip, mac, switch, port, Class::Fip, source);
-                }
-                continue;
-            }
-            let Some(switch) = port.network.as_deref() else {
-                continue;
-            };
-            let Some(provider) = self.provider(switch) else {
-                continue;
-            };
-            self.expose_provider(
-                &port.addresses.ips,
-                port.addresses.mac,
-                &provider,
-                &port.cidrs,
-                Class::Vm,
-                lsp_ref(port),
-            );
+        for port in self.snap.active_vifs_on_chassis(hostname) {
+            self.bound_port(port);
         }
+    }
+
+    fn bound_port(&mut self, port: &'a LogicalSwitchPort) {
+        if port.port_fip.is_some() {
+            if let Some((ip, mac, switch, source)) = self.distributed_fip_of(&port.name) {
+                self.expose_fip(ip, mac, switch, port, Class::Fip, source);
+            }
+            return;
+        }
+        let Some(switch) = port.network.as_deref() else {
+            return;
+        };
+        let Some(provider) = self.provider(switch) else {
+            return;
+        };
+        self.expose_provider(
+            &port.addresses.ips,
+            port.addresses.mac,
+            &provider,
+            &port.cidrs,
+            Class::Vm,
+            lsp_ref(port),
+        );
     }
 
     /// OVN load balancers of routers whose gateway is here: VIPs,
@@ -595,6 +651,7 @@ impl<'a> NbUnderlay<'a> {
             ));
             return;
         };
+        self.reads.lsp_names.insert(vip_port.to_string());
         let Some(vip_lsp) = snap.lsp(vip_port) else {
             self.out
                 .notes

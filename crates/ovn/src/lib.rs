@@ -27,4 +27,6 @@ pub use nb::{
 };
 pub use ovs::{BridgeMapping, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
-pub use snapshot::{RowSource, Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};
+pub use snapshot::{
+    PortChange, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,
+};

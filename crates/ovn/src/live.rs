@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use obgp_ovsdb::{Change, Row, Uuid};
@@ -39,7 +40,7 @@ use crate::nb::{
 };
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
-use crate::snapshot::{Index, NbIndex, RowSource, Snapshot};
+use crate::snapshot::{Index, NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
 pub const NB_TABLES: [&str; 7] = [
@@ -100,7 +101,11 @@ pub struct LiveSnapshot {
     /// All warnings in [`Snapshot::warnings`] order, refreshed after each
     /// call that changed any.
     warnings: Arc<[RowError]>,
+    journal: NbJournal,
 }
+
+/// Tells the lineages of journals apart (0 is "unknown").
+static LINEAGES: AtomicU64 = AtomicU64::new(1);
 
 /// Adds row `uuid` (stored as `row`) to the entry `key`, replacing the row
 /// stored there before, or removes it from the entry.
@@ -163,6 +168,7 @@ impl LiveSnapshot {
             nb: self.nb.clone(),
             sb: self.sb.index.clone(),
             warnings: self.warnings.clone(),
+            journal: self.journal.clone(),
         }
     }
 
@@ -175,6 +181,10 @@ impl LiveSnapshot {
         self.switches_of_port.clear();
         self.routers_of_nat.clear();
         self.nats_of_gateway.clear();
+        self.journal = NbJournal {
+            lineage: LINEAGES.fetch_add(1, Ordering::Relaxed),
+            ..NbJournal::default()
+        };
         let old_warnings = std::mem::take(&mut self.nb_warnings);
         let rows: Vec<(&str, Uuid, &Row)> = NB_TABLES
             .iter()
@@ -310,7 +320,23 @@ impl LiveSnapshot {
         log: bool,
     ) {
         let mut dirty = Dirty::default();
+        // A reset starts a new lineage with an empty journal: only changes
+        // applied to it afterwards are logged.
+        let journaled = log && self.journal.lineage != 0;
+        if journaled {
+            self.journal.batch += 1;
+        }
         for (table, uuid, row) in rows {
+            if journaled {
+                if let Some(t) = NB_TABLES.iter().find(|t| **t == table) {
+                    self.journal
+                        .entries
+                        .push_back((self.journal.batch, *t, uuid));
+                    if self.journal.entries.len() > JOURNAL_LEN {
+                        self.journal.entries.pop_front();
+                    }
+                }
+            }
             match table {
                 LogicalSwitchPort::TABLE => self.set_lsp(uuid, row, &mut dirty, log),
                 LogicalSwitch::TABLE => self.set_switch(uuid, row, &mut dirty, log),
@@ -826,5 +852,109 @@ mod tests {
         assert_eq!(live.snapshot().active_vifs_on_chassis("c1").count(), 1);
         live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]);
         assert_eq!(live.snapshot(), Snapshot::default());
+    }
+
+    fn vm(up: bool) -> Row {
+        row(
+            json!({"name": "vm1", "up": up, "addresses": "fa:16:3e:00:00:21 10.0.0.21",
+                   "options": ["map", [["requested-chassis", "host-1"]]]}),
+        )
+    }
+
+    /// A live snapshot reset to a switch with its localnet and a VM port.
+    fn started() -> LiveSnapshot {
+        let mut nb: crate::Tables = Default::default();
+        nb.entry(LogicalSwitch::TABLE.into())
+            .or_default()
+            .insert(SW, switch(&[LOCALNET, VM]));
+        let ports = nb.entry(LogicalSwitchPort::TABLE.into()).or_default();
+        ports.insert(LOCALNET, localnet());
+        ports.insert(VM, vm(false));
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(&nb);
+        live
+    }
+
+    #[test]
+    fn the_journal_names_the_rows_changed_since_an_earlier_snapshot() {
+        let mut live = started();
+        let s0 = live.snapshot();
+        assert_eq!(s0.nb_changes_since(&s0), Some(vec![]));
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(true)))]);
+        let s1 = live.snapshot();
+        live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
+        let s2 = live.snapshot();
+        assert_eq!(
+            s2.nb_changes_since(&s0),
+            Some(vec![
+                (LogicalSwitchPort::TABLE, VM),
+                (LogicalSwitch::TABLE, SW)
+            ])
+        );
+        assert_eq!(
+            s2.nb_changes_since(&s1),
+            Some(vec![(LogicalSwitch::TABLE, SW)])
+        );
+        // Not the other way round, not across resets, not from nowhere.
+        assert_eq!(s0.nb_changes_since(&s2), None);
+        assert_eq!(s2.nb_changes_since(&Snapshot::default()), None);
+        assert_eq!(started().snapshot().nb_changes_since(&s0), None);
+        // History is not content.
+        assert_eq!(s0, started().snapshot());
+    }
+
+    #[test]
+    fn a_journal_that_no_longer_reaches_back_answers_none() {
+        let mut live = started();
+        let s0 = live.snapshot();
+        for i in 0..=JOURNAL_LEN {
+            live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(i % 2 == 0)))]);
+        }
+        assert_eq!(live.snapshot().nb_changes_since(&s0), None);
+        let s1 = live.snapshot();
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(false)))]);
+        assert_eq!(
+            live.snapshot().nb_changes_since(&s1).map(|c| c.len()),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn port_changes_are_reported_only_when_nothing_else_changed() {
+        let mut live = started();
+        let s0 = live.snapshot();
+        // A VM port comes up and its switch lists it again: ports only.
+        live.apply_nb([
+            (LogicalSwitchPort::TABLE, VM, Some(&vm(true))),
+            (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+        ]);
+        let s1 = live.snapshot();
+        let changes = s1.port_changes_since(&s0).expect("ports only");
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].uuid, VM);
+        assert!(!changes[0].old.as_ref().unwrap().up);
+        assert!(changes[0].new.as_ref().unwrap().up);
+        assert!(s1.is_active_vif_on("host-1", VM));
+        assert!(!s0.is_active_vif_on("host-1", VM));
+
+        // A localnet change moves provider wiring: not ports only.
+        let mut tagged = localnet();
+        tagged
+            .columns
+            .insert("tag", obgp_ovsdb::Datum::from_wire(&json!(100)).unwrap());
+        live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&tagged))]);
+        assert!(live.snapshot().port_changes_since(&s1).is_none());
+
+        // Nor is a renamed switch, or a row of another table.
+        let s2 = live.snapshot();
+        let renamed = row(json!({"name": "neutron-net2",
+            "ports": ["set", [["uuid", LOCALNET.to_string()], ["uuid", VM.to_string()]]]}));
+        live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&renamed))]);
+        assert!(live.snapshot().port_changes_since(&s2).is_none());
+        let s3 = live.snapshot();
+        let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
+                             "networks": "172.24.4.1/24"}));
+        live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
+        assert!(live.snapshot().port_changes_since(&s3).is_none());
     }
 }

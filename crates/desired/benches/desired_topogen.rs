@@ -10,6 +10,10 @@
 //! - `plan -1`: a VM port went away. The node is converged on the full
 //!   desired state, the new desired state lacks the exposure.
 //!
+//! `patched` is `DesiredCache::compute` after one local VM port went down or
+//! came up (alternately) in a live snapshot: what an event's desired state
+//! costs now, against `desired` (the full computation).
+//!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
 //! is applied to an `obgp_node::ModelNode`, which must then plan nothing.
@@ -23,11 +27,12 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_state, Desired, NodeFacts};
+use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_node::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{Snapshot, NB_DB, OVS_DB};
+use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
+use obgp_ovsdb::Datum;
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
@@ -46,8 +51,9 @@ fn cpu_ns() -> u64 {
 
 /// The NB topology of `vms` VM ports plus this node's OVS database
 /// (`host-000`/`chassis-000`, physnet1 on br-ex with the provnet patch
-/// port). Returns the snapshot and the patch port's name.
-fn load(vms: usize, distributed: bool) -> (Snapshot, String) {
+/// port). Returns the snapshot, the patch port's name, and both databases'
+/// rows.
+fn load(vms: usize, distributed: bool) -> (Snapshot, String, Tables, Tables) {
     let topo = Topology::generate(Params {
         vms,
         distributed,
@@ -75,7 +81,58 @@ fn load(vms: usize, distributed: bool) -> (Snapshot, String) {
     }}))
     .expect("ovs fixture");
     db.dbs.insert(OVS_DB.to_string(), ovs.dbs[OVS_DB].clone());
-    (db.snapshot(), patch)
+    (
+        db.snapshot(),
+        patch,
+        db.dbs[NB_DB].clone(),
+        db.dbs[OVS_DB].clone(),
+    )
+}
+
+/// On-CPU ns of `DesiredCache::compute` after a local VM port (the source
+/// of a wired VM exposure) flips `up`, once per iteration.
+fn patched_cpu_ns(
+    nb: &Tables,
+    ovs: &Tables,
+    d: &Desired,
+    config: &Config,
+    facts: &NodeFacts,
+    iters: usize,
+) -> Vec<u64> {
+    let lsp = "Logical_Switch_Port";
+    let vms: Vec<_> = d
+        .exposed
+        .values()
+        .filter(|e| e.class == Class::Vm && e.source.table == lsp)
+        .map(|e| e.source.uuid)
+        .collect();
+    let vm = vms[vms.len() / 2];
+    let up = nb[lsp][&vm].clone();
+    let mut down = up.clone();
+    down.columns
+        .insert("up", Datum::from_wire(&json!(false)).expect("boolean"));
+    let mut live = LiveSnapshot::default();
+    live.reset_nb(nb);
+    live.reset_ovs(ovs);
+    let mut cache = DesiredCache::default();
+    cache
+        .compute(&live.snapshot(), config, facts)
+        .expect("supported");
+    (0..iters)
+        .map(|i| {
+            let row = if i % 2 == 0 { &down } else { &up };
+            live.apply_nb([(lsp, vm, Some(row))]);
+            let snap = live.snapshot();
+            let c0 = cpu_ns();
+            let (d, how) = cache
+                .compute(black_box(&snap), config, facts)
+                .expect("supported");
+            let c1 = cpu_ns();
+            assert_eq!(how, Computed::Patched { ports: 1 });
+            drop(d);
+            c1 - c0
+        })
+        .collect()
 }
 
 /// A node before the agent touched it: br-ex (an OVS bridge with a MAC and
@@ -191,12 +248,13 @@ fn main() {
     let facts = NodeFacts::default();
     println!("median on-CPU ms per phase, and wall ms of the +1 pipeline ({iters} iterations)");
     println!(
-        "{:>7} {:>11} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "{:>7} {:>11} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
         "vms",
         "fip mode",
         "exposed",
         "objects",
         "desired",
+        "patched",
         "to_node",
         "plan +1",
         "plan -1",
@@ -206,10 +264,11 @@ fn main() {
     );
     for n in sizes {
         for distributed in [false, true] {
-            let (snap, patch) = load(n, distributed);
+            let (snap, patch, nb, ovs) = load(n, distributed);
             assert!(snap.warnings().is_empty(), "{:?}", &snap.warnings()[..1]);
             let desired = desired_state(&snap, &config, &facts).expect("supported");
             let full = desired.to_node();
+            let c_patched = patched_cpu_ns(&nb, &ovs, &desired, &config, &facts, iters);
             let (less, gone) = without_one_vm(&desired);
             let less = less.to_node();
             let before = converge(&less, bare_node(&patch));
@@ -269,9 +328,10 @@ fn main() {
                 + full.neighbours.len()
                 + full.proxy_neighbours.len();
             println!(
-                "{n:>7} {mode:>11} {:>7} {objects:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+                "{n:>7} {mode:>11} {:>7} {objects:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
                 desired.exposed.len(),
                 ms(median(c_desired)),
+                ms(median(c_patched)),
                 ms(median(c_node)),
                 ms(median(c_add)),
                 ms(median(c_del)),

@@ -3,7 +3,6 @@
 //! how long each phase took.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
@@ -50,10 +49,10 @@ pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
     }
 }
 
-/// A computed plan with what it was computed from.
+/// A computed plan with the node state it was computed against (the
+/// desired state and its node objects: [`Reconciler::last_desired`],
+/// [`Reconciler::desired_node`]).
 pub struct Planned {
-    pub desired: Arc<Desired>,
-    pub node: DesiredNode,
     pub actual: Actual,
     pub plan: Plan,
 }
@@ -96,8 +95,8 @@ pub struct Reconciler {
     config: Config,
     node: KernelNode,
     kernel: KernelConfig,
-    previous: Option<DesiredNode>,
-    /// The last desired state, patched when only ports changed.
+    /// The last desired state and its node objects (patched when only ports
+    /// changed), and those the last reconcile planned with.
     desired: DesiredCache,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
@@ -123,7 +122,6 @@ impl Reconciler {
             config,
             node,
             kernel,
-            previous: None,
             desired: DesiredCache::default(),
             frr_applied: None,
             facts,
@@ -159,7 +157,12 @@ impl Reconciler {
 
     /// The desired state of the last reconcile, if any.
     pub fn last_desired(&self) -> Option<&Desired> {
-        self.desired.last()
+        self.desired.desired()
+    }
+
+    /// The node objects of the last desired state.
+    pub fn desired_node(&self) -> Option<&DesiredNode> {
+        self.desired.node()
     }
 
     /// This node's name in the rows the driver reads: the OVS `system-id`
@@ -191,15 +194,17 @@ impl Reconciler {
         }
 
         let t = Instant::now();
-        let (desired, computed) = self.desired.compute(snap, &self.config, &self.facts)?;
+        let computed = self.desired.compute(snap, &self.config, &self.facts)?;
         report.desired_patched = matches!(computed, Computed::Patched { .. });
-        let node = desired.to_node();
+        let (Some(desired), Some(node)) = (self.desired.desired(), self.desired.node()) else {
+            unreachable!("a successful compute leaves a result");
+        };
         report.desired_time = t.elapsed();
         report.exposed = desired.exposed.len();
 
         let t = Instant::now();
-        let mut scope = Scope::for_desired(&node);
-        if let Some(prev) = &self.previous {
+        let mut scope = Scope::for_desired(node);
+        if let Some(prev) = self.desired.settled() {
             // Tables and bridges the last reconcile used are read too, so
             // their leftovers are seen when a bridge mapping goes away.
             scope
@@ -231,17 +236,9 @@ impl Reconciler {
         report.observe_time = t.elapsed();
 
         let t = Instant::now();
-        let plan = obgp_node::plan_after(&node, self.previous.as_ref(), &actual)?;
+        let plan = obgp_node::plan_after(node, self.desired.settled(), &actual)?;
         report.plan_time = t.elapsed();
-        Ok((
-            Planned {
-                desired,
-                node,
-                actual,
-                plan,
-            },
-            report,
-        ))
+        Ok((Planned { actual, plan }, report))
     }
 
     /// One full reconcile.
@@ -277,9 +274,9 @@ impl Reconciler {
             .any(|(op, _)| matches!(op, obgp_node::Op::ApplyFrr { .. }));
         // A stopped apply may not have reached the FRR op.
         if !frr_failed && applied.not_started == 0 {
-            self.frr_applied = planned.node.frr_config.clone();
+            self.frr_applied = self.desired.node().and_then(|n| n.frr_config.clone());
         }
-        self.previous = Some(planned.node);
+        self.desired.settle();
         Ok(report)
     }
 }

@@ -11,8 +11,9 @@
 //!   desired state, the new desired state lacks the exposure.
 //!
 //! `patched` is `DesiredCache::compute` after one local VM port went down or
-//! came up (alternately) in a live snapshot: what an event's desired state
-//! costs now, against `desired` (the full computation).
+//! came up (alternately) in a live snapshot, desired state and node objects
+//! both: what an event costs now, against `desired` + `to_node` (the full
+//! computation).
 //!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
@@ -118,18 +119,20 @@ fn patched_cpu_ns(
     cache
         .compute(&live.snapshot(), config, facts)
         .expect("supported");
+    cache.settle();
     (0..iters)
         .map(|i| {
             let row = if i % 2 == 0 { &down } else { &up };
             live.apply_nb([(lsp, vm, Some(row))]);
             let snap = live.snapshot();
             let c0 = cpu_ns();
-            let (d, how) = cache
+            let how = cache
                 .compute(black_box(&snap), config, facts)
                 .expect("supported");
+            black_box(cache.node());
             let c1 = cpu_ns();
             assert_eq!(how, Computed::Patched { ports: 1 });
-            drop(d);
+            cache.settle();
             c1 - c0
         })
         .collect()

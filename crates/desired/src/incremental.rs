@@ -21,13 +21,22 @@
 //! - asking for the provider's MAC-tweak flow changes nothing, because the
 //!   bridge's base wiring lists the patch port anyway.
 //!
+//! The node objects ([`DesiredNode`]) are patched the same way: the changed
+//! exposures' address, rule, route and neighbour are unique to their IP
+//! (checked: no base or tenant-subnet object has the same key), and the
+//! proxy NDP entries, which exposures share, are recomputed from the
+//! exposures when a changed one has any. The cache also keeps the node
+//! objects of the last result the caller *settled* (the planner's
+//! "previous desired state"), brought forward by replaying the same
+//! patches, so that no reconcile copies the whole node.
+//!
 //! Tests compare every patched result with a full computation.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use obgp_config::{Config, Driver, ExposingMethod};
+use obgp_netmodel::{Class, DesiredNode, ProxyNeighbour};
 use obgp_ovn::{LogicalSwitchPort, PortChange, Snapshot};
 
 use crate::nb_underlay::{NbUnderlay, PortExposures, Reads};
@@ -43,59 +52,153 @@ pub enum Computed {
     Patched { ports: usize },
 }
 
-/// The last desired state, the snapshot and inputs it came from, and what
-/// computing it read.
+/// One patch of the node objects: objects set (`Some(class)`) or removed
+/// (`None`), in order; the proxy NDP entries replaced whole when touched.
+#[derive(Debug, Default)]
+struct NodeDelta {
+    addresses: Vec<(obgp_netmodel::Address, Option<Class>)>,
+    rules: Vec<(obgp_netmodel::Rule, Option<Class>)>,
+    routes: Vec<(obgp_netmodel::Route, Option<Class>)>,
+    neighbours: Vec<(obgp_netmodel::Neighbour, Option<Class>)>,
+    proxy_neighbours: Option<BTreeMap<ProxyNeighbour, Class>>,
+}
+
+fn set<K: Ord + Clone>(map: &mut BTreeMap<K, Class>, changes: &[(K, Option<Class>)]) {
+    for (k, class) in changes {
+        match class {
+            Some(c) => {
+                map.insert(k.clone(), *c);
+            }
+            None => {
+                map.remove(k);
+            }
+        }
+    }
+}
+
+impl NodeDelta {
+    fn apply(&self, node: &mut DesiredNode) {
+        set(&mut node.addresses, &self.addresses);
+        set(&mut node.rules, &self.rules);
+        set(&mut node.routes, &self.routes);
+        set(&mut node.neighbours, &self.neighbours);
+        if let Some(p) = &self.proxy_neighbours {
+            node.proxy_neighbours = p.clone();
+        }
+    }
+}
+
+/// What the settled node objects lack to be the current ones.
+#[derive(Debug)]
+enum Pending {
+    /// Nothing: they are the current ones.
+    Nothing,
+    /// These patches, in order.
+    Deltas(Vec<NodeDelta>),
+    /// Everything: a full computation happened since.
+    Full,
+}
+
+/// The last desired state, its node objects, the snapshot and inputs it
+/// came from, and what computing it read.
 struct Last {
     snap: Snapshot,
     config: Config,
     facts: NodeFacts,
-    desired: Arc<Desired>,
+    desired: Desired,
+    node: DesiredNode,
+    /// The node objects of the base wiring and tenant subnets alone: keys
+    /// an exposure's objects must not share to be patched.
+    fixed: DesiredNode,
     /// `None` for the SB driver (never patched).
     reads: Option<Reads>,
+    settled: Option<DesiredNode>,
+    pending: Pending,
 }
 
-/// Computes the desired state like [`crate::desired_state`], reusing the
-/// previous result when only ports changed (see the module doc).
+/// Computes the desired state like [`crate::desired_state`] and its node
+/// objects like [`Desired::to_node`], reusing the previous results when
+/// only ports changed (see the module doc).
 #[derive(Default)]
 pub struct DesiredCache {
     last: Option<Last>,
 }
 
 impl DesiredCache {
-    /// The desired state for `snap`. The result is shared with the cache:
-    /// drop it before the next call, or that call copies it to patch it.
+    /// Brings the desired state and node objects to `snap`; read them with
+    /// [`DesiredCache::desired`] and [`DesiredCache::node`].
     pub fn compute(
         &mut self,
         snap: &Snapshot,
         config: &Config,
         facts: &NodeFacts,
-    ) -> Result<(Arc<Desired>, Computed), DesiredError> {
+    ) -> Result<Computed, DesiredError> {
         if let Some(last) = &mut self.last {
             if let Some(ports) = patch(last, snap, config, facts) {
-                return Ok((last.desired.clone(), Computed::Patched { ports }));
+                return Ok(Computed::Patched { ports });
             }
         }
-        self.last = None;
-        let (desired, reads) = compute(snap, config, facts)?;
-        let desired = Arc::new(desired);
+        let settled = self.last.take().and_then(|l| l.settled);
+        let (mut desired, reads) = compute(snap, config, facts)?;
+        let node = desired.to_node();
+        let exposed = std::mem::take(&mut desired.exposed);
+        let fixed = desired.to_node();
+        desired.exposed = exposed;
         self.last = Some(Last {
             snap: snap.clone(),
             config: config.clone(),
             facts: facts.clone(),
-            desired: desired.clone(),
+            desired,
+            node,
+            fixed,
             reads,
+            settled,
+            pending: Pending::Full,
         });
-        Ok((desired, Computed::Full))
+        Ok(Computed::Full)
     }
 
     /// The last result, if any.
-    pub fn last(&self) -> Option<&Desired> {
-        self.last.as_ref().map(|l| &*l.desired)
+    pub fn desired(&self) -> Option<&Desired> {
+        self.last.as_ref().map(|l| &l.desired)
     }
 
-    /// Forgets the last result: the next computation is a full one.
+    /// The node objects of the last result (`to_node` of it).
+    pub fn node(&self) -> Option<&DesiredNode> {
+        self.last.as_ref().map(|l| &l.node)
+    }
+
+    /// The node objects of the last settled result: what the previous
+    /// reconcile planned with.
+    pub fn settled(&self) -> Option<&DesiredNode> {
+        self.last.as_ref().and_then(|l| l.settled.as_ref())
+    }
+
+    /// Marks the last result as the one a reconcile planned with: it
+    /// becomes [`DesiredCache::settled`].
+    pub fn settle(&mut self) {
+        let Some(last) = &mut self.last else { return };
+        match std::mem::replace(&mut last.pending, Pending::Nothing) {
+            Pending::Nothing => {}
+            Pending::Deltas(deltas) => {
+                let settled = last
+                    .settled
+                    .as_mut()
+                    .expect("patches apply to a settled node");
+                for d in &deltas {
+                    d.apply(settled);
+                }
+            }
+            Pending::Full => last.settled = Some(last.node.clone()),
+        }
+    }
+
+    /// The next computation is a full one (the settled node objects stay).
     pub fn clear(&mut self) {
-        self.last = None;
+        if let Some(last) = &mut self.last {
+            // Without what the last run read, `patch` declines.
+            last.reads = None;
+        }
     }
 }
 
@@ -155,18 +258,124 @@ fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -
         }
     }
 
-    let desired = Arc::make_mut(&mut last.desired);
+    let delta = node_delta(last, &removed, &added);
     for e in &removed {
-        desired.exposed.remove(&e.ip);
+        last.desired.exposed.remove(&e.ip);
     }
     for e in added {
-        desired.exposed.insert(e.ip, e);
+        last.desired.exposed.insert(e.ip, e);
     }
     if let Some(reads) = &mut last.reads {
         reads.contested.extend(contested);
     }
+    match delta {
+        Some(mut delta) => {
+            if delta.proxy_neighbours.is_some() {
+                delta.proxy_neighbours = Some(proxy_neighbours(&last.desired));
+            }
+            delta.apply(&mut last.node);
+            match &mut last.pending {
+                Pending::Deltas(ds) => ds.push(delta),
+                Pending::Nothing if last.settled.is_some() => {
+                    last.pending = Pending::Deltas(vec![delta])
+                }
+                p => *p = Pending::Full,
+            }
+        }
+        None => {
+            last.node = last.desired.to_node();
+            last.pending = Pending::Full;
+        }
+    }
     last.snap = snap.clone();
     Some(changes.len())
+}
+
+/// The node-object patch for exposures `removed` then `added` (IPs already
+/// checked unique), or `None` when one of their objects shares its key with
+/// another object (then the objects are rebuilt from the desired state).
+/// A touched proxy NDP entry is marked with an empty replacement map.
+fn node_delta(last: &Last, removed: &[ExposedIp], added: &[ExposedIp]) -> Option<NodeDelta> {
+    let (node, fixed) = (&last.node, &last.fixed);
+    let mut delta = NodeDelta::default();
+    let mut proxies = false;
+    for (e, class) in removed
+        .iter()
+        .map(|e| (e, None))
+        .chain(added.iter().map(|e| (e, Some(e.class))))
+    {
+        let o = last.desired.exposure_objects(e);
+        proxies |= !o.proxy_neighbours.is_empty();
+        // Removed: held with this exposure's class. Added: held by nothing
+        // else, unless a removed exposure of the same IP held it.
+        let ok = |held: Option<&Class>, is_fixed: bool, removed_here: bool| {
+            !is_fixed
+                && match class {
+                    None => held == Some(&e.class),
+                    Some(_) => held.is_none() || removed_here,
+                }
+        };
+        let was = |key_removed: bool| class.is_some() && key_removed;
+        if !ok(
+            node.addresses.get(&o.address),
+            fixed.addresses.contains_key(&o.address),
+            was(delta
+                .addresses
+                .iter()
+                .any(|(k, c)| k == &o.address && c.is_none())),
+        ) {
+            return None;
+        }
+        delta.addresses.push((o.address, class));
+        if let Some(rule) = o.rule {
+            if !ok(
+                node.rules.get(&rule),
+                fixed.rules.contains_key(&rule),
+                was(delta.rules.iter().any(|(k, c)| k == &rule && c.is_none())),
+            ) {
+                return None;
+            }
+            delta.rules.push((rule, class));
+        }
+        if let Some(route) = o.route {
+            if !ok(
+                node.routes.get(&route),
+                fixed.routes.contains_key(&route),
+                was(delta.routes.iter().any(|(k, c)| k == &route && c.is_none())),
+            ) {
+                return None;
+            }
+            delta.routes.push((route, class));
+        }
+        if let Some(n) = o.neighbour {
+            if !ok(
+                node.neighbours.get(&n),
+                fixed.neighbours.contains_key(&n),
+                was(delta.neighbours.iter().any(|(k, c)| k == &n && c.is_none())),
+            ) {
+                return None;
+            }
+            delta.neighbours.push((n, class));
+        }
+    }
+    if proxies {
+        delta.proxy_neighbours = Some(BTreeMap::new());
+    }
+    Some(delta)
+}
+
+/// The proxy NDP entries of all exposures, with the class of the first (by
+/// IP) asking for each, as [`Desired::to_node`] gives them.
+fn proxy_neighbours(d: &Desired) -> BTreeMap<ProxyNeighbour, Class> {
+    let mut map = BTreeMap::new();
+    for e in d.exposed.values() {
+        if e.wiring.as_ref().is_some_and(|w| !w.proxy_ndp.is_empty()) {
+            for p in d.exposure_objects(e).proxy_neighbours {
+                map.entry(p).or_insert(e.class);
+            }
+        }
+    }
+    map
 }
 
 /// Whether an exposure other than the port's own may depend on `port`.

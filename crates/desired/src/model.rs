@@ -318,52 +318,20 @@ impl Desired {
         }
 
         for e in self.exposed.values() {
-            let net = host_net(e.ip);
-            if let Some(w) = &e.wiring {
-                rules
-                    .entry(Rule {
-                        dst: net,
-                        table: bridge_table(&w.target.bridge),
-                        priority: None,
-                    })
-                    .or_insert(e.class);
-                routes
-                    .entry(Route {
-                        table: bridge_table(&w.target.bridge),
-                        v6: e.ip.is_ipv6(),
-                        dst: Some(net),
-                        dev: Some(w.target.dev.clone()),
-                        via: None,
-                        proto: proto::BOOT,
-                        scope: link_scope(e.ip.is_ipv6()),
-                        kind: RouteType::Unicast,
-                        metric: None,
-                    })
-                    .or_insert(e.class);
-                if let Some(mac) = w.lladdr {
-                    neighbours
-                        .entry(Neighbour {
-                            dev: w.target.dev.clone(),
-                            dst: e.ip,
-                            lladdr: mac,
-                        })
-                        .or_insert(e.class);
-                }
-                for p in &w.proxy_ndp {
-                    proxy_neighbours
-                        .entry(ProxyNeighbour {
-                            dev: w.target.dev.clone(),
-                            dst: IpAddr::V6(*p),
-                        })
-                        .or_insert(e.class);
-                }
+            let o = self.exposure_objects(e);
+            if let Some(rule) = o.rule {
+                rules.entry(rule).or_insert(e.class);
             }
-            addresses
-                .entry(Address {
-                    dev: self.bgp_nic.clone(),
-                    net,
-                })
-                .or_insert(e.class);
+            if let Some(route) = o.route {
+                routes.entry(route).or_insert(e.class);
+            }
+            if let Some(neighbour) = o.neighbour {
+                neighbours.entry(neighbour).or_insert(e.class);
+            }
+            for p in o.proxy_neighbours {
+                proxy_neighbours.entry(p).or_insert(e.class);
+            }
+            addresses.entry(o.address).or_insert(e.class);
         }
 
         for s in &self.tenant_subnets {
@@ -412,6 +380,66 @@ impl Desired {
         n.neighbours = neighbours.into_map();
         n.proxy_neighbours = proxy_neighbours.into_map();
         n
+    }
+}
+
+/// The node objects one exposure asks for (all with its class).
+pub(crate) struct ExposureObjects {
+    /// The /32 or /128 on the announcement device.
+    pub address: Address,
+    /// With a wiring: the rule to the bridge table, the route there, the
+    /// permanent neighbour (with a MAC) and proxy NDP entries.
+    pub rule: Option<Rule>,
+    pub route: Option<Route>,
+    pub neighbour: Option<Neighbour>,
+    pub proxy_neighbours: Vec<ProxyNeighbour>,
+}
+
+impl Desired {
+    pub(crate) fn exposure_objects(&self, e: &ExposedIp) -> ExposureObjects {
+        let net = host_net(e.ip);
+        let mut o = ExposureObjects {
+            address: Address {
+                dev: self.bgp_nic.clone(),
+                net,
+            },
+            rule: None,
+            route: None,
+            neighbour: None,
+            proxy_neighbours: Vec::new(),
+        };
+        if let Some(w) = &e.wiring {
+            o.rule = Some(Rule {
+                dst: net,
+                table: bridge_table(&w.target.bridge),
+                priority: None,
+            });
+            o.route = Some(Route {
+                table: bridge_table(&w.target.bridge),
+                v6: e.ip.is_ipv6(),
+                dst: Some(net),
+                dev: Some(w.target.dev.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: link_scope(e.ip.is_ipv6()),
+                kind: RouteType::Unicast,
+                metric: None,
+            });
+            o.neighbour = w.lladdr.map(|mac| Neighbour {
+                dev: w.target.dev.clone(),
+                dst: e.ip,
+                lladdr: mac,
+            });
+            o.proxy_neighbours = w
+                .proxy_ndp
+                .iter()
+                .map(|p| ProxyNeighbour {
+                    dev: w.target.dev.clone(),
+                    dst: IpAddr::V6(*p),
+                })
+                .collect();
+        }
+        o
     }
 }
 

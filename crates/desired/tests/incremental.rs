@@ -191,7 +191,7 @@ impl World {
         };
         let mut row = self.wire(LSP, port);
         let host = || format!("host-{:03}", 0);
-        match self.rng.below(12) {
+        match self.rng.below(14) {
             0 | 1 => {
                 let up = row["up"].as_bool().unwrap_or(false);
                 row["up"] = json!(!up);
@@ -281,6 +281,21 @@ impl World {
                 ) {
                     set_map(&mut row, "external_ids", "neutron:network_name", &net);
                 }
+            }
+            12 | 13 => {
+                // Dual stack: an IPv6 address in one of two /64s, whose
+                // proxy NDP entry other ports may share.
+                let v4 = first_ip(&row).unwrap_or_else(|| "10.98.0.1".into());
+                let net = self.rng.below(2);
+                let host = 1 + self.rng.below(200);
+                let mac = format!("fa:16:3e:00:02:{:02x}", self.rng.below(256));
+                row["addresses"] = json!(format!("{mac} {v4} 2001:db8:{net}::{host:x}"));
+                set_map(
+                    &mut row,
+                    "external_ids",
+                    "neutron:cidrs",
+                    &format!("{v4}/24 2001:db8:{net}::{host:x}/64"),
+                );
             }
             9 => {
                 // A FIP on the port, or none.
@@ -416,8 +431,10 @@ fn history(
     let mut w = World::new(seed, distributed);
     let mut cache = DesiredCache::default();
     let first = w.live.snapshot();
-    let (_, how) = cache.compute(&first, &config, &facts).expect("supported");
+    let how = cache.compute(&first, &config, &facts).expect("supported");
     assert_eq!(how, Computed::Full);
+    cache.settle();
+    let mut settled = cache.node().cloned();
     let (mut patched, mut port_only_runs) = (0, 0);
     let mut port_only = true;
     for step in 0..steps {
@@ -427,9 +444,25 @@ fn history(
             continue;
         }
         let snap: Snapshot = w.live.snapshot();
-        let (got, how) = cache.compute(&snap, &config, &facts).expect("supported");
+        let how = cache.compute(&snap, &config, &facts).expect("supported");
         let want = desired_state(&snap, &config, &facts).expect("supported");
-        assert_same(&got, &want, &format!("step {step} ({how:?}), seed {seed}"));
+        let what = format!("step {step} ({how:?}), seed {seed}");
+        assert_same(cache.desired().unwrap(), &want, &what);
+        assert!(
+            cache.node() == Some(&want.to_node()),
+            "{what}: node objects differ"
+        );
+        // The settled node objects are those of the last settled result,
+        // whether or not results were settled in between (a reconcile
+        // that failed before applying does not settle).
+        assert!(
+            cache.settled() == settled.as_ref(),
+            "{what}: settled objects differ"
+        );
+        if w.rng.below(4) != 0 {
+            cache.settle();
+            settled = cache.node().cloned();
+        }
         if port_only {
             port_only_runs += 1;
         }
@@ -471,22 +504,20 @@ fn a_fresh_cache_or_another_config_computes_in_full() {
     let facts = NodeFacts::default();
     let mut cache = DesiredCache::default();
     let host = config(AdvertisementMethod::Host);
+    assert_eq!(cache.compute(&snap, &host, &facts).unwrap(), Computed::Full);
     assert_eq!(
-        cache.compute(&snap, &host, &facts).unwrap().1,
-        Computed::Full
-    );
-    assert_eq!(
-        cache.compute(&snap, &host, &facts).unwrap().1,
+        cache.compute(&snap, &host, &facts).unwrap(),
         Computed::Patched { ports: 0 }
     );
+    cache.clear();
+    assert_eq!(cache.compute(&snap, &host, &facts).unwrap(), Computed::Full);
     let subnet = config(AdvertisementMethod::Subnet);
-    let (got, how) = cache.compute(&snap, &subnet, &facts).unwrap();
-    assert_eq!(how, Computed::Full);
-    assert_same(
-        &got,
-        &desired_state(&snap, &subnet, &facts).unwrap(),
-        "other config",
+    assert_eq!(
+        cache.compute(&snap, &subnet, &facts).unwrap(),
+        Computed::Full
     );
+    let want = desired_state(&snap, &subnet, &facts).unwrap();
+    assert_same(cache.desired().unwrap(), &want, "other config");
 }
 
 #[test]
@@ -509,9 +540,17 @@ fn two_ports_with_the_same_ip_and_mac_are_recomputed_in_full() {
     let mut cache = DesiredCache::default();
     let mut check = |w: &World, what: &str| {
         let snap = w.live.snapshot();
-        let (got, how) = cache.compute(&snap, &config, &facts).expect("supported");
+        let how = cache.compute(&snap, &config, &facts).expect("supported");
         let want = desired_state(&snap, &config, &facts).unwrap();
-        assert_same(&got, &want, &format!("{what} ({how:?})"));
+        assert_same(
+            cache.desired().unwrap(),
+            &want,
+            &format!("{what} ({how:?})"),
+        );
+        assert!(
+            cache.node() == Some(&want.to_node()),
+            "{what}: node objects differ"
+        );
         how
     };
     check(&w, "start");

@@ -490,6 +490,37 @@ fn report(o: &Outcome) {
         print!(" {key} {:.2}", median(v));
     }
     println!();
+    // The tails, and the periodic reconciles on their own (an event that
+    // arrives during one waits for it).
+    for (label, periodic_only, pct) in [
+        ("p95 per reconcile", false, 95.0),
+        ("periodic ones, median", true, 50.0),
+    ] {
+        let picked: Vec<&Phases> = o
+            .phases
+            .iter()
+            .filter(|p| !periodic_only || p.reasons.contains("eriodic"))
+            .collect();
+        if picked.is_empty() {
+            continue;
+        }
+        print!("    {label}:");
+        for key in [
+            "snapshot_ms",
+            "desired_ms",
+            "observe_ms",
+            "plan_ms",
+            "apply_ms",
+        ] {
+            let mut v: Vec<f64> = picked
+                .iter()
+                .filter_map(|p| p.fields.get(key).copied())
+                .collect();
+            v.sort_by(f64::total_cmp);
+            print!(" {key} {:.2}", percentile(&v, pct));
+        }
+        println!();
+    }
     if let Some(p) = o.phases.last() {
         println!("    last reconcile: {:?} reasons={}", p.fields, p.reasons);
     }

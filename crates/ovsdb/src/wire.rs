@@ -11,10 +11,16 @@
 //! one [`Str`] per distinct string instead of allocating one per use. Tags
 //! (`"set"`, `"map"`, `"uuid"`) and UUIDs are read from the frame's bytes
 //! without allocating at all.
+//!
+//! A [`KeyProjection`] keeps only some keys of some map columns: the decoder
+//! skips the other pairs in the frame's bytes, so a dropped key or value is
+//! never allocated. Map diffs (`modify`) are per key, so projecting every
+//! message gives the cache exactly the projection of the server's rows.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -24,6 +30,76 @@ use crate::datum::{Atom, Datum, Str, Uuid};
 thread_local! {
     /// The strings of the message being decoded on this thread, if any.
     static INTERNER: RefCell<Option<HashSet<Str>>> = const { RefCell::new(None) };
+    /// The key projection of the messages decoded on this thread, if any.
+    static PROJECTION: RefCell<Option<KeyProjection>> = const { RefCell::new(None) };
+}
+
+/// Which keys of which map columns a monitor keeps, per table. Columns not
+/// named here are decoded whole.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyProjection {
+    tables: Arc<HashMap<String, Vec<ColumnKeys>>>,
+}
+
+impl KeyProjection {
+    /// Keeps only `keys` of map column `column` of `table` (replacing any
+    /// earlier list for that column).
+    pub fn keep<S: Into<String>>(
+        mut self,
+        table: &str,
+        column: &str,
+        keys: impl IntoIterator<Item = S>,
+    ) -> KeyProjection {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        let columns = Arc::make_mut(&mut self.tables)
+            .entry(table.to_string())
+            .or_default();
+        columns.retain(|(c, _)| c != column);
+        columns.push((column.to_string(), keys));
+        self
+    }
+
+    /// Whether every column is decoded whole.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// The keys kept of `table`.`column`, or `None` if it is decoded whole.
+    pub fn keys(&self, table: &str, column: &str) -> Option<&[String]> {
+        self.tables
+            .get(table)?
+            .iter()
+            .find(|(c, _)| c == column)
+            .map(|(_, k)| k.as_slice())
+    }
+
+    /// Runs `decode` with this projection applied to every
+    /// [`TableUpdates`] it decodes on this thread.
+    pub fn apply_to<R>(&self, decode: impl FnOnce() -> R) -> R {
+        struct Restore(Option<KeyProjection>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                PROJECTION.with(|p| *p.borrow_mut() = previous);
+            }
+        }
+        let previous = PROJECTION.with(|p| p.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        decode()
+    }
+}
+
+/// A projected map column and the keys kept of it.
+type ColumnKeys = (String, Vec<String>);
+
+/// The kept keys of each projected column of one table.
+type TableKeys = [ColumnKeys];
+
+fn column_keys<'k>(table: Option<&'k TableKeys>, column: &str) -> Option<&'k [String]> {
+    table?
+        .iter()
+        .find(|(c, _)| c == column)
+        .map(|(_, k)| k.as_slice())
 }
 
 /// Interns strings on this thread until dropped (nested scopes share the
@@ -288,9 +364,21 @@ impl<'de> Deserialize<'de> for WirePair {
     }
 }
 
-struct DatumVisitor;
+/// Decodes a datum; in a map, only string keys in `keys` are kept (all
+/// keys when `None`).
+#[derive(Clone, Copy)]
+struct DatumVisitor<'k> {
+    keys: Option<&'k [String]>,
+}
 
-impl<'de> Visitor<'de> for DatumVisitor {
+impl<'de> DeserializeSeed<'de> for DatumVisitor<'_> {
+    type Value = Datum;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Datum, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DatumVisitor<'_> {
     type Value = Datum;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an OVSDB datum")
@@ -321,12 +409,18 @@ impl<'de> Visitor<'de> for DatumVisitor {
                     .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
                 Datum::Set(exact(items.into_iter().map(|a| a.0).collect()))
             }
-            Tag::Map => {
-                let pairs: Vec<WirePair> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
-                Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
-            }
+            Tag::Map => match self.keys {
+                None => {
+                    let pairs: Vec<WirePair> = seq
+                        .next_element()?
+                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
+                    Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
+                }
+                Some(keys) => Datum::Map(exact(
+                    seq.next_element_seed(ProjectedPairs(keys))?
+                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?,
+                )),
+            },
             Tag::Uuid => Datum::scalar(Atom::Uuid(
                 seq.next_element::<UuidText>()?
                     .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?
@@ -349,13 +443,127 @@ impl<'de> Visitor<'de> for DatumVisitor {
 
 impl<'de> Deserialize<'de> for WireDatum {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(DatumVisitor).map(WireDatum)
+        d.deserialize_any(DatumVisitor { keys: None })
+            .map(WireDatum)
     }
 }
 
-struct ColumnsVisitor;
+/// The pairs of a map whose string keys are in `.0`; the others are
+/// skipped in the frame without allocating.
+struct ProjectedPairs<'k>(&'k [String]);
 
-impl<'de> Visitor<'de> for ColumnsVisitor {
+impl<'de> DeserializeSeed<'de> for ProjectedPairs<'_> {
+    type Value = Vec<(Atom, Atom)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedPairs<'_> {
+    type Value = Vec<(Atom, Atom)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of [key, value] pairs")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some(pair) = seq.next_element_seed(ProjectedPair(self.0))? {
+            pairs.extend(pair);
+        }
+        Ok(pairs)
+    }
+}
+
+/// One `[key, value]` pair: `None` when the key is not kept (the value is
+/// then skipped, but must still be there).
+struct ProjectedPair<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for ProjectedPair<'_> {
+    type Value = Option<(Atom, Atom)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedPair<'_> {
+    type Value = Option<(Atom, Atom)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a [key, value] pair")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let key = seq
+            .next_element_seed(ProjectedKey(self.0))?
+            .ok_or_else(|| de::Error::custom("map pair without key"))?;
+        let pair = match key {
+            Some(k) => {
+                let v: WireAtom = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("map pair without value"))?;
+                Some((k, v.0))
+            }
+            None => {
+                seq.next_element::<IgnoredAny>()?
+                    .ok_or_else(|| de::Error::custom("map pair without value"))?;
+                None
+            }
+        };
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom("map pair with more than 2 elements"));
+        }
+        Ok(pair)
+    }
+}
+
+/// A map key: `None` for a string key not in `.0` (never allocated);
+/// keys of other types are kept.
+struct ProjectedKey<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for ProjectedKey<'_> {
+    type Value = Option<Atom>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedKey<'_> {
+    type Value = Option<Atom>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an OVSDB atom")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Atom>, E> {
+        Ok(self
+            .0
+            .iter()
+            .any(|k| k == v)
+            .then(|| Atom::String(intern(v))))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_bool(v).map(Some)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_i64(v).map(Some)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_u64(v).map(Some)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_f64(v).map(Some)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Atom>, A::Error> {
+        AtomVisitor.visit_seq(seq).map(Some)
+    }
+}
+
+/// The columns of a row update; `.0` is the table's key projection.
+struct ColumnsSeed<'k>(Option<&'k TableKeys>);
+
+impl<'de> DeserializeSeed<'de> for ColumnsSeed<'_> {
+    type Value = Vec<(Str, Datum)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ColumnsSeed<'_> {
     type Value = Vec<(Str, Datum)>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of columns")
@@ -363,20 +571,13 @@ impl<'de> Visitor<'de> for ColumnsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
         while let Some(Interned(k)) = map.next_key::<Interned>()? {
-            let v: WireDatum = map
-                .next_value()
+            let keys = column_keys(self.0, &k);
+            let v = map
+                .next_value_seed(DatumVisitor { keys })
                 .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
-            out.push((k, v.0));
+            out.push((k, v));
         }
         Ok(exact(out))
-    }
-}
-
-struct Columns(Vec<(Str, Datum)>);
-
-impl<'de> Deserialize<'de> for Columns {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ColumnsVisitor).map(Columns)
     }
 }
 
@@ -407,16 +608,16 @@ impl<'de> Deserialize<'de> for OpName {
 }
 
 /// Visits `{"initial"|"insert"|"modify": {...}}` or `{"delete": null}`.
-struct RowUpdateSeed(Uuid);
+struct RowUpdateSeed<'k>(Uuid, Option<&'k TableKeys>);
 
-impl<'de> DeserializeSeed<'de> for RowUpdateSeed {
+impl<'de> DeserializeSeed<'de> for RowUpdateSeed<'_> {
     type Value = RowUpdate;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RowUpdate, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for RowUpdateSeed {
+impl<'de> Visitor<'de> for RowUpdateSeed<'_> {
     type Value = RowUpdate;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a row-update2 object")
@@ -443,9 +644,8 @@ impl<'de> Visitor<'de> for RowUpdateSeed {
                 map.next_value::<IgnoredAny>()?;
                 Vec::new()
             } else {
-                map.next_value::<Columns>()
+                map.next_value_seed(ColumnsSeed(self.1))
                     .map_err(|e| de::Error::custom(format!("row {}: {e}", self.0)))?
-                    .0
             };
             found = Some(RowUpdate {
                 uuid: self.0,
@@ -457,16 +657,16 @@ impl<'de> Visitor<'de> for RowUpdateSeed {
     }
 }
 
-struct RowsSeed;
+struct RowsSeed<'k>(Option<&'k TableKeys>);
 
-impl<'de> DeserializeSeed<'de> for RowsSeed {
+impl<'de> DeserializeSeed<'de> for RowsSeed<'_> {
     type Value = Vec<RowUpdate>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for RowsSeed {
+impl<'de> Visitor<'de> for RowsSeed<'_> {
     type Value = Vec<RowUpdate>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of row updates keyed by UUID")
@@ -474,7 +674,7 @@ impl<'de> Visitor<'de> for RowsSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
         while let Some(UuidText(uuid)) = map.next_key::<UuidText>()? {
-            rows.push(map.next_value_seed(RowUpdateSeed(uuid))?);
+            rows.push(map.next_value_seed(RowUpdateSeed(uuid, self.0))?);
         }
         Ok(rows)
     }
@@ -488,10 +688,15 @@ impl<'de> Visitor<'de> for TablesVisitor {
         f.write_str("a table-updates2 object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TableUpdates, A::Error> {
+        let projection = PROJECTION.with(|p| p.borrow().clone());
         let mut tables = Vec::new();
         while let Some(table) = map.next_key::<String>()? {
+            let keys = projection
+                .as_ref()
+                .and_then(|p| p.tables.get(&table))
+                .map(Vec::as_slice);
             let rows = map
-                .next_value_seed(RowsSeed)
+                .next_value_seed(RowsSeed(keys))
                 .map_err(|e| de::Error::custom(format!("table {table}: {e}")))?;
             tables.push(TableUpdate { table, rows });
         }
@@ -597,12 +802,120 @@ mod tests {
         }
     }
 
+    fn projected(p: &KeyProjection, text: &str) -> serde_json::Result<TableUpdates> {
+        p.apply_to(|| serde_json::from_str(text))
+    }
+
+    #[test]
+    fn a_key_projection_keeps_only_the_listed_keys_of_its_columns() {
+        let text = json!({
+            "Logical_Switch_Port": {
+                "22222222-2222-4222-8222-222222222222": {"initial": {
+                    "external_ids": ["map", [["neutron:cidrs", "10.0.0.5/24"],
+                                             ["neutron:project_id", "p1"],
+                                             ["neutron:revision_number", "3"],
+                                             ["esc\"aped", "x"]]],
+                    "options": ["map", [["requested-chassis", "h1"], ["mcast_flood", "true"]]],
+                    "addresses": ["set", ["fa:16:3e:11:11:11 10.0.0.5"]]}},
+                "33333333-2222-4222-8222-222222222222": {"modify": {
+                    "external_ids": ["map", [["neutron:revision_number", "4"]]]}}
+            },
+            "Logical_Router_Port": {
+                "44444444-2222-4222-8222-222222222222": {"initial": {
+                    "external_ids": ["map", [["neutron:project_id", "p1"]]]}}
+            }
+        })
+        .to_string();
+        let p = KeyProjection::default().keep(
+            "Logical_Switch_Port",
+            "external_ids",
+            ["neutron:cidrs", "esc\"aped"],
+        );
+        let u = projected(&p, &text).unwrap();
+        let lsp =
+            &u.0.iter()
+                .find(|t| t.table == "Logical_Switch_Port")
+                .unwrap()
+                .rows;
+        let col = |r: &RowUpdate, c: &str| {
+            r.columns
+                .iter()
+                .find(|(n, _)| n.as_str() == c)
+                .map(|(_, d)| d.clone())
+        };
+        let ids = col(&lsp[0], "external_ids").unwrap();
+        let keys: Vec<&str> = ids.pairs().iter().filter_map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["neutron:cidrs", "esc\"aped"]);
+        // Columns and tables without a list are whole.
+        assert_eq!(col(&lsp[0], "options").unwrap().pairs().len(), 2);
+        assert_eq!(col(&lsp[0], "addresses").unwrap().atoms().len(), 1);
+        let lrp =
+            &u.0.iter()
+                .find(|t| t.table == "Logical_Router_Port")
+                .unwrap()
+                .rows;
+        assert_eq!(col(&lrp[0], "external_ids").unwrap().pairs().len(), 1);
+        // A diff touching only dropped keys is an empty diff.
+        assert_eq!(col(&lsp[1], "external_ids"), Some(Datum::Map(Vec::new())));
+        // Outside `apply_to` nothing is projected.
+        let whole: TableUpdates = serde_json::from_str(&text).unwrap();
+        let whole_lsp = &whole
+            .0
+            .iter()
+            .find(|t| t.table == "Logical_Switch_Port")
+            .unwrap()
+            .rows;
+        assert_eq!(col(&whole_lsp[0], "external_ids").unwrap().pairs().len(), 4);
+    }
+
+    #[test]
+    fn a_projected_map_is_still_checked_for_shape() {
+        let p = KeyProjection::default().keep("T", "c", ["kept"]);
+        for bad in [
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["dropped"]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["dropped", "v", "x"]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [[]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", {"dropped": 1}]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["kept"]]]}}}}"#,
+        ] {
+            assert!(projected(&p, bad).is_err(), "{bad}");
+        }
+    }
+
+    fn map_message(pairs: &[(String, String)]) -> String {
+        json!({"T": {"22222222-2222-4222-8222-222222222222": {"modify": {
+            "c": ["map", pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()],
+            "d": ["map", pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()]}}}})
+        .to_string()
+    }
+
     proptest! {
+        #[test]
+        fn projecting_while_decoding_equals_filtering_after(
+            pairs in prop::collection::vec(("[a-e\\\\\"é]{0,3}", "[a-z]{0,3}"), 0..12),
+            kept in prop::collection::vec("[a-e\\\\\"é]{0,3}", 0..4),
+        ) {
+            let text = map_message(&pairs);
+            let p = KeyProjection::default().keep("T", "c", kept.clone());
+            let got = projected(&p, &text).unwrap();
+            let mut want: TableUpdates = serde_json::from_str(&text).unwrap();
+            for (name, d) in &mut want.0[0].rows[0].columns {
+                if name.as_str() == "c" {
+                    if let Datum::Map(pairs) = d {
+                        pairs.retain(|(k, _)| kept.iter().any(|s| Some(s.as_str()) == k.as_str()));
+                    }
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn datum_decoder_never_panics(text in ".{0,64}", bytes in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = serde_json::from_str::<WireDatum>(&text);
             let _ = serde_json::from_slice::<TableUpdates>(&bytes);
             let _ = serde_json::from_str::<TableUpdates>(&format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
+            let p = KeyProjection::default().keep("T", "c", ["a"]);
+            let _ = projected(&p, &format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
         }
     }
 }

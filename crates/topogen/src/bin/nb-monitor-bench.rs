@@ -1,6 +1,6 @@
 //! Benchmark: initial monitor of an OVN_Northbound database holding N VM
 //! ports, from connect until the cache is synced, monitoring exactly what
-//! the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`). Reports wall time and peak RSS of a fresh measuring
+//! the agent's NB driver monitors (`obgp_ovn::nb::monitor_spec()`). Reports wall time and peak RSS of a fresh measuring
 //! process, to set beside the Python IDL figures.
 //!
 //! `nb-monitor-bench --vms 10000,50000` creates a database per size, starts
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig, TableMonitor};
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
 use obgp_topogen::{Params, Topology};
 
 /// Counts live and peak heap bytes, to tell the cache's own size from what
@@ -61,21 +61,19 @@ fn nb_driver_tables() -> impl Iterator<Item = &'static str> + Clone {
     obgp_ovn::nb::MONITORED_COLUMNS.iter().map(|(t, _)| *t)
 }
 
-/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`,
+/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::monitor_spec`,
 /// used by the controller's sources): the tables and, in each, only the
-/// columns the parsers and event predicates read.
+/// columns the parsers and event predicates read, with `external_ids` and
+/// `options` projected to the keys they read (`nb::MONITORED_KEYS`).
+/// `NB_BENCH_WHOLE_MAPS=1` keeps every map whole, to compare.
 fn nb_driver_monitor() -> MonitorSpec {
-    obgp_ovn::nb::MONITORED_COLUMNS
-        .iter()
-        .fold(MonitorSpec::default(), |m, (table, cols)| {
-            m.table(
-                table,
-                TableMonitor {
-                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
-                    conditions: None,
-                },
-            )
-        })
+    let mut spec = obgp_ovn::nb::monitor_spec();
+    if std::env::var_os("NB_BENCH_WHOLE_MAPS").is_some() {
+        for tm in spec.tables.values_mut() {
+            tm.map_keys.clear();
+        }
+    }
+    spec
 }
 
 /// A `/proc/self/status` field in KiB.
@@ -153,7 +151,8 @@ async fn breakdown(remote: &str) -> Result<()> {
         .await?;
     let t_reply = t0.elapsed();
     let hwm_reply = status_kib("VmHWM:")?;
-    let updates: obgp_ovsdb::wire::TableUpdates = reply.result()?;
+    let updates: obgp_ovsdb::wire::TableUpdates =
+        spec.key_projection().apply_to(|| reply.result())?;
     let t_decode = t0.elapsed();
     let bytes = reply.len();
     drop(reply);

@@ -246,7 +246,8 @@ fn decode_update_whole(method: &str, frame: &[u8]) -> Result<Update> {
 }
 
 impl Session {
-    /// `monitor_cond`: starts a monitor and returns the initial contents.
+    /// `monitor_cond`: starts a monitor and returns the initial contents
+    /// (decoded while they arrive when large, see [`Session::call_streamed`]).
     pub async fn monitor_cond(
         &self,
         db: &str,
@@ -254,13 +255,12 @@ impl Session {
         spec: &MonitorSpec,
         schema: &DatabaseSchema,
     ) -> Result<TableUpdates> {
-        let reply = self
-            .call(
-                "monitor_cond",
-                json!([db, monitor_id, spec.requests(schema)]),
-            )
-            .await?;
-        spec.key_projection().apply_to(|| reply.result())
+        self.call_streamed(
+            "monitor_cond",
+            json!([db, monitor_id, spec.requests(schema)]),
+            &spec.key_projection(),
+        )
+        .await
     }
 
     /// `monitor_cond_since`: like [`Session::monitor_cond`], but when the
@@ -275,8 +275,8 @@ impl Session {
         schema: &DatabaseSchema,
         last_txn_id: Option<&str>,
     ) -> Result<SinceReply> {
-        let reply = self
-            .call(
+        let (found, last_txn_id, updates): (bool, String, TableUpdates) = self
+            .call_streamed(
                 "monitor_cond_since",
                 json!([
                     db,
@@ -284,10 +284,9 @@ impl Session {
                     spec.requests(schema),
                     last_txn_id.unwrap_or(ZERO_TXN_ID)
                 ]),
+                &spec.key_projection(),
             )
             .await?;
-        let (found, last_txn_id, updates): (bool, String, TableUpdates) =
-            spec.key_projection().apply_to(|| reply.result())?;
         Ok(SinceReply {
             found,
             last_txn_id,

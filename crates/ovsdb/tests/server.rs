@@ -336,6 +336,63 @@ async fn a_key_projected_cache_follows_the_projection_of_the_server() -> Result<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dump_decoded_while_it_arrives_equals_the_buffered_one() -> Result<()> {
+    init_tracing();
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    // ~350 kB: more than one read of the session's 64 KiB buffer.
+    let ports: Vec<Value> = (0..1500)
+        .map(|i| {
+            json!({"op": "insert", "table": "Logical_Switch_Port", "row": {
+                "name": format!("p{i}"), "up": i % 2 == 0,
+                "addresses": ["set", [format!("fa:16:3e:00:{:02x}:{:02x} 10.0.{}.{}", i / 256, i % 256, i / 256, i % 256)]],
+                "external_ids": ["map", [["neutron:cidrs", format!("10.0.0.{i}/24")], ["neutron:project_id", "p"]]]}})
+        })
+        .collect();
+    // ovsdb-client takes the operations on its command line: in batches,
+    // each with a switch referencing its ports (unreferenced ports are
+    // garbage collected).
+    for (b, batch) in ports.chunks(250).enumerate() {
+        let mut ops = batch.to_vec();
+        let names: Vec<Value> = (0..batch.len())
+            .map(|i| {
+                ops[i]["uuid-name"] = json!(format!("p{i}"));
+                json!(["named-uuid", format!("p{i}")])
+            })
+            .collect();
+        ops.push(json!({"op": "insert", "table": "Logical_Switch",
+                        "row": {"name": format!("ls{b}"), "ports": ["set", names]}}));
+        server.transact(&ops)?;
+    }
+    let remote: Remote = server.unix_remote().parse()?;
+    let schema = nb_schema();
+    let mut spec = MonitorSpec::all(NB_TABLES);
+    spec.tables
+        .get_mut("Logical_Switch_Port")
+        .unwrap()
+        .map_keys
+        .insert("external_ids".into(), vec!["neutron:cidrs".into()]);
+    let mut dumps = Vec::new();
+    for stream_above in [Some(4096), None] {
+        let config = SessionConfig {
+            stream_above,
+            ..SessionConfig::default()
+        };
+        let (session, _notes) = Session::connect(&remote, None, config).await?;
+        let dump = session
+            .monitor_cond("OVN_Northbound", &json!("m"), &spec, &schema)
+            .await?;
+        assert_eq!(
+            session.streamed_replies(),
+            u64::from(stream_above.is_some())
+        );
+        assert_eq!(dump.row_count(), 1500 + 6); // ports and their switches
+        dumps.push(dump);
+    }
+    assert_eq!(dumps[0], dumps[1]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_through_the_client_are_seen_by_its_own_cache() -> Result<()> {
     let server = OvsdbServer::start("ovn-nb.ovsschema")?;
     let client = client(&server.tcp_remote());

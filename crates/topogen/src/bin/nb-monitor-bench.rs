@@ -65,7 +65,8 @@ fn nb_driver_tables() -> impl Iterator<Item = &'static str> + Clone {
 /// used by the controller's sources): the tables and, in each, only the
 /// columns the parsers and event predicates read, with `external_ids` and
 /// `options` projected to the keys they read (`nb::MONITORED_KEYS`).
-/// `NB_BENCH_WHOLE_MAPS=1` keeps every map whole, to compare.
+/// `NB_BENCH_WHOLE_MAPS=1` keeps every map whole, to compare (the
+/// environment reaches the measuring process).
 fn nb_driver_monitor() -> MonitorSpec {
     let mut spec = obgp_ovn::nb::monitor_spec();
     if std::env::var_os("NB_BENCH_WHOLE_MAPS").is_some() {
@@ -142,6 +143,8 @@ async fn breakdown(remote: &str) -> Result<()> {
             tokio::task::spawn_blocking(move || reply_timing(&path, &request)).await??;
         print!("raw socket: first byte {first:.3}s last byte {last:.3}s ({bytes} bytes); ");
     }
+    let mib = |v: &AtomicUsize| v.load(Relaxed) as f64 / (1 << 20) as f64;
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
     let t0 = Instant::now();
     let reply = session
         .call(
@@ -154,11 +157,19 @@ async fn breakdown(remote: &str) -> Result<()> {
     let updates: obgp_ovsdb::wire::TableUpdates =
         spec.key_projection().apply_to(|| reply.result())?;
     let t_decode = t0.elapsed();
+    let heap_decoded = (mib(&LIVE), mib(&PEAK));
     let bytes = reply.len();
     drop(reply);
     let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), nb_driver_tables());
     let (snap, _) = empty.apply(updates)?;
     let t_apply = t0.elapsed();
+    print!(
+        "heap live/peak MiB: decoded {:.1}/{:.1} applied {:.1}/{:.1}; ",
+        heap_decoded.0,
+        heap_decoded.1,
+        mib(&LIVE),
+        mib(&PEAK)
+    );
     println!(
         "reply {:.3}s ({} MB, hwm {} MiB) decode {:.3}s apply {:.3}s rows {} hwm {} MiB",
         t_reply.as_secs_f64(),
@@ -235,6 +246,11 @@ async fn measure(remote: &str) -> Result<()> {
     let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
     // The 100k-port dump is ~125 MB, past the 64 MiB default.
     config.session.max_message = 512 << 20;
+    // The reply is decoded while it arrives (the default);
+    // `NB_BENCH_BUFFERED=1` buffers it whole first, to compare.
+    if std::env::var_os("NB_BENCH_BUFFERED").is_some() {
+        config.session.stream_above = None;
+    }
     let client = Client::start(config);
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
     let wall = t0.elapsed();

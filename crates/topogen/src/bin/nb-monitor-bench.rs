@@ -160,8 +160,9 @@ async fn breakdown(remote: &str) -> Result<()> {
     let heap_decoded = (mib(&LIVE), mib(&PEAK));
     let bytes = reply.len();
     drop(reply);
-    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), nb_driver_tables());
-    let (snap, _) = empty.apply(updates)?;
+    let schema = std::sync::Arc::new(schema);
+    let empty = obgp_ovsdb::Snapshot::empty(schema.clone(), nb_driver_tables());
+    let (snap, _) = empty.clone().apply(updates)?;
     let t_apply = t0.elapsed();
     print!(
         "heap live/peak MiB: decoded {:.1}/{:.1} applied {:.1}/{:.1}; ",
@@ -179,6 +180,26 @@ async fn breakdown(remote: &str) -> Result<()> {
         (t_apply - t_decode).as_secs_f64(),
         snap.table("Logical_Switch_Port").len(),
         status_kib("VmHWM:")? / 1024
+    );
+    drop(snap);
+    // The agent's path: the reply decoded while it arrives. Its time minus
+    // the raw socket's last byte is what the client adds after the server.
+    let t0 = Instant::now();
+    let updates: obgp_ovsdb::wire::TableUpdates = session
+        .call_streamed(
+            "monitor_cond",
+            serde_json::json!(["OVN_Northbound", "streamed", spec.requests(&schema)]),
+            &spec.key_projection(),
+        )
+        .await?;
+    let t_streamed = t0.elapsed();
+    let (snap, _) = empty.apply(updates)?;
+    println!(
+        "\n  agent path: reply decoded while it arrives {:.3}s (streamed: {}) snapshot {:.3}s rows {}",
+        t_streamed.as_secs_f64(),
+        session.streamed_replies(),
+        (t0.elapsed() - t_streamed).as_secs_f64(),
+        snap.table("Logical_Switch_Port").len()
     );
     Ok(())
 }

@@ -225,6 +225,12 @@ impl Decoder for JsonFramer {
         if let Some(frame) = self.decode(buf)? {
             return Ok(Some(frame));
         }
+        if self.taken > 0 {
+            // Closed in the middle of a message whose start was taken.
+            return Err(FrameError::Truncated {
+                pending: self.pending_len(),
+            });
+        }
         skip_whitespace(buf);
         if buf.is_empty() {
             Ok(None)
@@ -254,6 +260,18 @@ mod tests {
             out.push(serde_json::from_slice(&frame).expect("framer cut a valid message"));
         }
         Ok(out)
+    }
+
+    #[test]
+    fn a_close_after_taken_bytes_is_truncated() {
+        let mut framer = JsonFramer::default();
+        let mut buf = BytesMut::from(&br#"{"a":"0123"#[..]);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        framer.take_scanned(&mut buf);
+        assert!(matches!(
+            framer.decode_eof(&mut buf),
+            Err(FrameError::Truncated { pending: 10 })
+        ));
     }
 
     #[test]

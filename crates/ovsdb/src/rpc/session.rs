@@ -882,6 +882,39 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_close_in_the_middle_of_a_streamed_reply_fails_the_call() {
+        let config = SessionConfig {
+            stream_above: Some(256),
+            ..SessionConfig::default()
+        };
+        let (session, mut notes, server) = pair(config);
+        let server = serve_one(server, |id| {
+            let whole = big_reply(id, 300, None);
+            whole[..whole.len() / 2].to_string()
+        });
+        let call = tokio::spawn({
+            let session = session.clone();
+            async move {
+                session
+                    .call_streamed::<crate::wire::TableUpdates>(
+                        "monitor_cond",
+                        json!([{}]),
+                        &KeyProjection::default(),
+                    )
+                    .await
+            }
+        });
+        drop(server.await.unwrap()); // the server goes away mid-reply
+        let err = call.await.unwrap().unwrap_err();
+        assert!(
+            err.to_string().contains("in the middle of a message"),
+            "{err}"
+        );
+        assert_eq!(session.streamed_replies(), 1);
+        assert!(matches!(notes.recv().await, Some(Notification::Closed(_))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_large_message_that_is_not_the_awaited_reply_ends_the_session() {
         let config = SessionConfig {
             stream_above: Some(256),

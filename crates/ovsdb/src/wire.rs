@@ -711,6 +711,351 @@ impl<'de> Deserialize<'de> for TableUpdates {
     }
 }
 
+/// The `result` of a monitor request: `monitor_cond`'s table updates, or
+/// `monitor_cond_since`'s `[found, last-txn-id, table-updates]`.
+#[derive(Debug, PartialEq)]
+pub enum MonitorResult {
+    /// `monitor_cond`.
+    Updates(TableUpdates),
+    /// `monitor_cond_since`.
+    Since(bool, String, TableUpdates),
+}
+
+/// The members of a reply message decoded by [`decode_streamed_reply`].
+#[derive(Debug)]
+pub struct StreamedReply {
+    /// The reply's `id`.
+    pub id: serde_json::Value,
+    /// The reply's `error` (`null` on success).
+    pub error: serde_json::Value,
+    /// The reply's `result`, when not `null`.
+    pub result: Option<MonitorResult>,
+}
+
+/// The bytes of one message as they arrive, for [`decode_streamed_reply`]:
+/// `next` returns the next chunk, `None` at the end of the message.
+struct Feed<F> {
+    next: F,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+/// Bytes already decoded are dropped from the front once this many pile up.
+const COMPACT_ABOVE: usize = 1 << 20;
+
+impl<F: FnMut() -> Option<bytes::Bytes>> Feed<F> {
+    /// Appends the next chunk; false at the end of the message.
+    fn more(&mut self) -> bool {
+        if self.done {
+            return false;
+        }
+        match (self.next)() {
+            Some(chunk) => {
+                self.buf.extend_from_slice(&chunk);
+                true
+            }
+            None => {
+                self.done = true;
+                false
+            }
+        }
+    }
+
+    fn truncated(&self) -> String {
+        format!("message ends after {} bytes", self.buf.len())
+    }
+
+    /// The next byte that is not whitespace (not consumed).
+    fn peek(&mut self) -> Result<u8, String> {
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if !matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+                    return Ok(b);
+                }
+                self.pos += 1;
+            }
+            if !self.more() {
+                return Err(self.truncated());
+            }
+        }
+    }
+
+    fn expect(&mut self, want: u8) -> Result<(), String> {
+        let got = self.peek()?;
+        if got != want {
+            return Err(format!(
+                "expected {:?}, found {:?} at byte {}",
+                want as char, got as char, self.pos
+            ));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// `,` (true) or the closing `close` (false) after an element.
+    fn next_or_end(&mut self, close: u8) -> Result<bool, String> {
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                Ok(true)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            b => Err(format!(
+                "expected ',' or {:?}, found {:?}",
+                close as char, b as char
+            )),
+        }
+    }
+
+    /// The bytes of the next complete JSON value (its structure only;
+    /// serde checks the rest), consumed.
+    fn value(&mut self) -> Result<std::ops::Range<usize>, String> {
+        self.peek()?;
+        let start = self.pos;
+        let (mut i, mut depth, mut in_string, mut escaped) = (start, 0u32, false, false);
+        loop {
+            while i < self.buf.len() {
+                let b = self.buf[i];
+                i += 1;
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        in_string = false;
+                        if depth == 0 {
+                            self.pos = i;
+                            return Ok(start..i);
+                        }
+                    } else if let Some(off) = memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                        i += off;
+                    } else {
+                        i = self.buf.len();
+                    }
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' if depth == 0 => {
+                        // The end of a scalar at the end of its container.
+                        self.pos = i - 1;
+                        return Ok(start..i - 1);
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            self.pos = i;
+                            return Ok(start..i);
+                        }
+                    }
+                    b',' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => {
+                        self.pos = i - 1;
+                        return Ok(start..i - 1);
+                    }
+                    _ => {}
+                }
+            }
+            if !self.more() {
+                if depth == 0 && !in_string && i > start {
+                    self.pos = i;
+                    return Ok(start..i);
+                }
+                return Err(self.truncated());
+            }
+        }
+    }
+
+    /// The next value, decoded as `T` with `seed`.
+    fn decode<T>(
+        &mut self,
+        seed: impl for<'a> DeserializeSeed<'a, Value = T>,
+    ) -> Result<T, String> {
+        let range = self.value()?;
+        let mut de = serde_json::Deserializer::from_slice(&self.buf[range]);
+        let v = seed.deserialize(&mut de).map_err(|e| e.to_string())?;
+        de.end().map_err(|e| e.to_string())?;
+        Ok(v)
+    }
+
+    /// Drops the decoded bytes from the front of the buffer.
+    fn compact(&mut self) {
+        if self.pos > COMPACT_ABOVE {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+/// `T`'s plain `Deserialize` as a seed.
+fn plain<T: for<'a> Deserialize<'a>>() -> std::marker::PhantomData<T> {
+    std::marker::PhantomData
+}
+
+/// Decodes a reply to a monitor request from its bytes as they arrive,
+/// one row at a time: each row update is decoded from its own bytes with
+/// the `from_slice` decoder (as fast as for a buffered frame) as soon as
+/// they are complete, then dropped, so the message is never held whole.
+/// Interning and the current [`KeyProjection`] apply as for a buffered
+/// message. Errors name the table and row like the buffered decoder's.
+pub fn decode_streamed_reply(
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<StreamedReply, String> {
+    let _interning = InternScope::enter();
+    let projection = PROJECTION.with(|p| p.borrow().clone());
+    let mut feed = Feed {
+        next: next_chunk,
+        buf: Vec::new(),
+        pos: 0,
+        done: false,
+    };
+    let mut reply = StreamedReply {
+        id: serde_json::Value::Null,
+        error: serde_json::Value::Null,
+        result: None,
+    };
+    feed.expect(b'{')?;
+    if feed.peek()? != b'}' {
+        loop {
+            let member: String = feed.decode(plain())?;
+            feed.expect(b':')?;
+            match member.as_str() {
+                "id" => reply.id = feed.decode(plain())?,
+                "error" => reply.error = feed.decode(plain())?,
+                "result" => {
+                    reply.result = match feed.peek()? {
+                        b'{' => Some(MonitorResult::Updates(table_updates(
+                            &mut feed,
+                            projection.as_ref(),
+                        )?)),
+                        b'[' => {
+                            feed.expect(b'[')?;
+                            let found: bool = feed.decode(plain())?;
+                            feed.expect(b',')?;
+                            let last: String = feed.decode(plain())?;
+                            feed.expect(b',')?;
+                            let updates = table_updates(&mut feed, projection.as_ref())?;
+                            feed.expect(b']')?;
+                            Some(MonitorResult::Since(found, last, updates))
+                        }
+                        _ => {
+                            let _: IgnoredAny = feed.decode(plain())?;
+                            None
+                        }
+                    }
+                }
+                _ => {
+                    let _: IgnoredAny = feed.decode(plain())?;
+                }
+            }
+            if !feed.next_or_end(b'}')? {
+                break;
+            }
+        }
+    } else {
+        feed.pos += 1;
+    }
+    // Nothing but whitespace may follow.
+    loop {
+        if feed.buf[feed.pos..]
+            .iter()
+            .any(|b| !b.is_ascii_whitespace())
+        {
+            return Err(format!(
+                "trailing bytes after the message at byte {}",
+                feed.pos
+            ));
+        }
+        feed.pos = feed.buf.len();
+        if !feed.more() {
+            return Ok(reply);
+        }
+    }
+}
+
+/// A `table-updates2` object, row by row.
+fn table_updates<F: FnMut() -> Option<bytes::Bytes>>(
+    feed: &mut Feed<F>,
+    projection: Option<&KeyProjection>,
+) -> Result<TableUpdates, String> {
+    let mut tables = Vec::new();
+    feed.expect(b'{')?;
+    if feed.peek()? == b'}' {
+        feed.pos += 1;
+        return Ok(TableUpdates(tables));
+    }
+    loop {
+        let table: String = feed.decode(plain())?;
+        feed.expect(b':')?;
+        let keys = projection
+            .and_then(|p| p.tables.get(&table))
+            .map(Vec::as_slice);
+        let mut rows = Vec::new();
+        feed.expect(b'{')?;
+        if feed.peek()? == b'}' {
+            feed.pos += 1;
+        } else {
+            loop {
+                let UuidText(uuid) = feed
+                    .decode(plain())
+                    .map_err(|e| format!("table {table}: {e}"))?;
+                feed.expect(b':')?;
+                let row = feed
+                    .decode(RowUpdateSeed(uuid, keys))
+                    .map_err(|e| format!("table {table}: {e}"))?;
+                rows.push(row);
+                feed.compact();
+                if !feed.next_or_end(b'}')? {
+                    break;
+                }
+            }
+        }
+        tables.push(TableUpdate { table, rows });
+        if !feed.next_or_end(b'}')? {
+            return Ok(TableUpdates(tables));
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MonitorResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MonitorResult;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("table updates or [found, last-txn-id, table updates]")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MonitorResult, A::Error> {
+                let _interning = InternScope::enter();
+                TablesVisitor.visit_map(map).map(MonitorResult::Updates)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MonitorResult, A::Error> {
+                let found: bool = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("monitor_cond_since result without found"))?;
+                let last: String = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("monitor_cond_since result without txn id"))?;
+                let updates: TableUpdates = seq.next_element()?.ok_or_else(|| {
+                    de::Error::custom("monitor_cond_since result without updates")
+                })?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::custom(
+                        "monitor_cond_since result with more than 3 elements",
+                    ));
+                }
+                Ok(MonitorResult::Since(found, last, updates))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -889,7 +1234,89 @@ mod tests {
         .to_string()
     }
 
+    /// `text` handed out in pieces cut at `cuts`.
+    fn pieces(text: &[u8], cuts: &[usize]) -> impl FnMut() -> Option<bytes::Bytes> {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+        points.push(0);
+        points.push(text.len());
+        points.sort_unstable();
+        let chunks: Vec<bytes::Bytes> = points
+            .windows(2)
+            .map(|w| bytes::Bytes::copy_from_slice(&text[w[0]..w[1]]))
+            .collect();
+        let mut chunks = chunks.into_iter();
+        move || chunks.next()
+    }
+
+    fn rows_json(rows: &[(String, Vec<(String, String)>)]) -> serde_json::Value {
+        let rows: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (name, pairs))| {
+                let pairs: Vec<serde_json::Value> =
+                    pairs.iter().map(|(k, v)| json!([k, v])).collect();
+                (
+                    format!("{i:08x}-2222-4222-8222-222222222222"),
+                    json!({"initial": {"name": name, "external_ids": ["map", pairs]}}),
+                )
+            })
+            .collect();
+        json!({"Logical_Switch_Port": rows, "NB_Global": {}})
+    }
+
+    #[test]
+    fn a_streamed_reply_with_an_error_or_no_result_keeps_its_members() {
+        let text = br#"{"error": {"error": "unknown database"}, "id": 4, "result": null}"#;
+        let r = decode_streamed_reply(pieces(text, &[3, 30])).unwrap();
+        assert_eq!((r.id, r.result), (json!(4), None));
+        assert_eq!(r.error, json!({"error": "unknown database"}));
+        for bad in [
+            &br#"{"id": 4, "result": {"T": {"not-a-uuid": {}}}}"#[..],
+            br#"{"id": 4} x"#,
+            br#"{"id": 4"#,
+            b"[1]",
+        ] {
+            assert!(
+                decode_streamed_reply(pieces(bad, &[5])).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
     proptest! {
+        #[test]
+        fn a_reply_decoded_row_by_row_equals_the_buffered_decode(
+            rows in prop::collection::vec(("[a-z\\\\\" ]{0,4}", prop::collection::vec(("[a-c\\\\\"]{0,2}", "[a-z{}\\[\\], ]{0,3}"), 0..4)), 0..6),
+            since in any::<bool>(),
+            pretty in any::<bool>(),
+            result_first in any::<bool>(),
+            cuts in prop::collection::vec(any::<usize>(), 0..10),
+            kept in prop::collection::vec("[a-c]{0,2}", 0..3),
+        ) {
+            let updates = rows_json(&rows);
+            let result = if since { json!([true, "7a3b8c2e-0000-4000-8000-000000000001", updates]) } else { updates };
+            let show = |v: &serde_json::Value| if pretty { serde_json::to_string_pretty(v).unwrap() } else { v.to_string() };
+            let text = if result_first {
+                format!("{{\"result\": {}, \"id\": 7, \"error\": null}}", show(&result))
+            } else {
+                format!("{{\"id\":7,\"result\":{},\"error\":null}}", show(&result))
+            };
+            let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", kept);
+            let want: MonitorResult = p.apply_to(|| serde_json::from_str(&result.to_string())).unwrap();
+            let got = p.apply_to(|| decode_streamed_reply(pieces(text.as_bytes(), &cuts))).unwrap();
+            prop_assert_eq!(got.id, json!(7));
+            prop_assert_eq!(got.result, Some(want));
+        }
+
+        #[test]
+        fn a_streamed_reply_decoder_never_panics(
+            data in prop::collection::vec(any::<u8>(), 0..256),
+            cuts in prop::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let _ = decode_streamed_reply(pieces(&data, &cuts));
+        }
+
         #[test]
         fn projecting_while_decoding_equals_filtering_after(
             pairs in prop::collection::vec(("[a-e\\\\\"é]{0,3}", "[a-z]{0,3}"), 0..12),

@@ -12,10 +12,10 @@
 //! type it expects in one pass (see [`crate::wire`]). The exception is the
 //! reply to [`Session::call_streamed`] (a monitor's initial contents, tens
 //! of megabytes): once it outgrows [`SessionConfig::stream_above`] its bytes
-//! go, as they arrive, to a blocking thread that decodes it, so it is never
-//! held whole beside the rows decoded from it.
+//! go, as they arrive, to a blocking thread that decodes it row by row
+//! ([`crate::wire::decode_streamed_reply`]), so it is never held whole
+//! beside the rows decoded from it.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,7 +36,9 @@ use crate::framing::{JsonFramer, DEFAULT_MAX_MESSAGE};
 use crate::rpc::transport::{Remote, Stream};
 use crate::schema::DatabaseSchema;
 use crate::tls::TlsSettings;
-use crate::wire::KeyProjection;
+use crate::wire::{
+    decode_streamed_reply, KeyProjection, MonitorResult, StreamedReply, TableUpdates,
+};
 
 /// Session tuning.
 #[derive(Clone, Debug)]
@@ -95,7 +97,7 @@ pub struct Response {
 }
 
 /// A result decoded while it arrived.
-struct Decoded(Box<dyn Any + Send>);
+struct Decoded(MonitorResult);
 
 impl std::fmt::Debug for Decoded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,46 +105,32 @@ impl std::fmt::Debug for Decoded {
     }
 }
 
-/// Decodes a whole reply message from a byte stream (run in a blocking
+/// Decodes a whole reply message from its chunks (run in a blocking
 /// thread while the message arrives).
-type StreamDecoder = Box<dyn FnOnce(ChunkReader) -> Result<StreamedReply> + Send>;
+type StreamDecoder = Box<dyn FnOnce(mpsc::Receiver<Bytes>) -> Result<StreamedReply> + Send>;
 
-/// The members of a streamed reply.
-struct StreamedReply {
-    id: Value,
-    error: Value,
-    result: Option<Box<dyn Any + Send>>,
+/// A result [`Session::call_streamed`] returns: the `result` of
+/// `monitor_cond` or of `monitor_cond_since`.
+pub trait MonitorReply: DeserializeOwned + Send + 'static {
+    /// This result from a decoded monitor result of the right shape.
+    fn from_monitor(result: MonitorResult) -> Option<Self>;
 }
 
-/// A reply's members, with the result typed.
-#[derive(Deserialize)]
-struct ReplyOf<T> {
-    #[serde(default)]
-    id: Value,
-    #[serde(default = "Option::default")]
-    result: Option<T>,
-    #[serde(default)]
-    error: Value,
-}
-
-/// The bytes of a message handed over chunk by chunk, as `io::Read`
-/// (blocking: only for a `spawn_blocking` thread).
-struct ChunkReader {
-    chunks: mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl std::io::Read for ChunkReader {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.chunks.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
+impl MonitorReply for TableUpdates {
+    fn from_monitor(result: MonitorResult) -> Option<Self> {
+        match result {
+            MonitorResult::Updates(u) => Some(u),
+            MonitorResult::Since(..) => None,
         }
-        let n = out.len().min(self.current.len());
-        out[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
+    }
+}
+
+impl MonitorReply for (bool, String, TableUpdates) {
+    fn from_monitor(result: MonitorResult) -> Option<Self> {
+        match result {
+            MonitorResult::Since(found, last, u) => Some((found, last, u)),
+            MonitorResult::Updates(_) => None,
+        }
     }
 }
 
@@ -336,33 +324,23 @@ impl Session {
     /// threshold is taken for its reply; one that turns out to be another
     /// message ends the session with a protocol error. The session's own
     /// users keep it the only request in flight that can get a large reply.
-    pub async fn call_streamed<T: DeserializeOwned + Send + 'static>(
+    pub async fn call_streamed<T: MonitorReply>(
         &self,
         method: &'static str,
         params: Value,
         projection: &KeyProjection,
     ) -> Result<T> {
         let in_thread = projection.clone();
-        let decode: StreamDecoder = Box::new(move |chunks: ChunkReader| {
-            // `io::Bytes` reads a byte at a time: through a BufReader it
-            // takes them from its buffer (std specialises that path).
-            let reader = std::io::BufReader::with_capacity(64 * 1024, chunks);
-            let reply: ReplyOf<T> = in_thread
-                .apply_to(|| serde_json::from_reader(reader))
-                .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))?;
-            Ok(StreamedReply {
-                id: reply.id,
-                error: reply.error,
-                result: reply.result.map(|r| Box::new(r) as Box<dyn Any + Send>),
-            })
+        let decode: StreamDecoder = Box::new(move |mut chunks: mpsc::Receiver<Bytes>| {
+            in_thread
+                .apply_to(|| decode_streamed_reply(|| chunks.blocking_recv()))
+                .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
         });
         let response = self.send(method, params, Some(decode)).await?;
         match response.streamed {
             None => projection.apply_to(|| response.result()),
-            Some((_, Decoded(result))) => result
-                .downcast::<T>()
-                .map(|r| *r)
-                .map_err(|_| Error::Protocol("streamed result of another type".into())),
+            Some((_, Decoded(result))) => T::from_monitor(result)
+                .ok_or_else(|| Error::Protocol(format!("{method} result of an unexpected shape"))),
         }
     }
 
@@ -557,16 +535,12 @@ impl Task {
         // A few chunks in flight: the socket is read no faster than the
         // decoder goes, so the bytes buffered stay bounded.
         let (tx, rx) = mpsc::channel(8);
-        let reader = ChunkReader {
-            chunks: rx,
-            current: Bytes::new(),
-        };
         tracing::debug!(remote = %self.remote, id, pending_len, "decoding a large reply while it arrives");
         self.streamed.fetch_add(1, Ordering::Relaxed);
         Some(Streaming {
             id,
             chunks: tx,
-            decoder: tokio::task::spawn_blocking(move || decode(reader)),
+            decoder: tokio::task::spawn_blocking(move || decode(rx)),
             bytes: 0,
         })
     }

@@ -133,7 +133,7 @@ fn columns(spec: &[(&str, &[&str])]) -> MonitorSpec {
                 table,
                 TableMonitor {
                     columns: Some(cols.iter().map(|c| c.to_string()).collect()),
-                    conditions: None,
+                    ..TableMonitor::default()
                 },
             )
         })
@@ -241,7 +241,7 @@ impl OvnSources {
                     .as_deref()
                     .ok_or(SourceError::NoNbConnection)?,
                 obgp_ovn::NB_DB,
-                columns(NB_COLUMNS),
+                obgp_ovn::nb::monitor_spec(),
                 (
                     &o.ovn_nb_private_key,
                     &o.ovn_nb_certificate,

@@ -30,6 +30,10 @@ pub mod key {
     pub const LOCALNET_NETWORK_NAME: &str = "network_name";
     /// `status` key of an LRP naming the chassis (system-id) hosting it.
     pub const HOSTING_CHASSIS: &str = "hosting-chassis";
+    /// networking-bgpvpn's keys on ports (read by the EVPN predicates).
+    pub const EVPN_TYPE: &str = "neutron_bgpvpn:type";
+    pub const EVPN_VNI: &str = "neutron_bgpvpn:vni";
+    pub const EVPN_AS: &str = "neutron_bgpvpn:as";
 }
 
 /// `device_owner` of a router interface LSP.

@@ -307,18 +307,26 @@ fn apply_row(
                     .ty
                     .apply_diff(old.columns.get(&col), diff)
                     .map_err(|e| bad(format!("column {col}: {e}")))?;
-                previous.columns.insert(
-                    col.clone(),
-                    old.columns
-                        .get(&col)
-                        .cloned()
-                        .unwrap_or_else(|| cs.ty.default_datum()),
-                );
+                let before = old
+                    .columns
+                    .get(&col)
+                    .cloned()
+                    .unwrap_or_else(|| cs.ty.default_datum());
+                // The server only sends columns that changed, but with a
+                // key projection a change of dropped keys arrives as an
+                // empty map diff: nothing changed for this cache.
+                if before == new {
+                    continue;
+                }
+                previous.columns.insert(col.clone(), before);
                 if cs.ty.is_default(&new) {
                     row.columns.remove(&col);
                 } else {
                     row.columns.insert(col, new);
                 }
+            }
+            if previous.columns.is_empty() {
+                return Ok(None);
             }
             row.columns.shrink_to_fit();
             let new = Arc::new(row);
@@ -510,6 +518,43 @@ mod tests {
             .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
             .unwrap();
         assert_eq!(before.map_str("external_ids", "a"), Some("1"));
+    }
+
+    #[test]
+    fn a_projected_modify_of_dropped_keys_only_changes_nothing() {
+        let s = base();
+        let projection = crate::wire::KeyProjection::default().keep(
+            "Logical_Switch_Port",
+            "external_ids",
+            ["a"],
+        );
+        // The server changed `b` and added `z`, both dropped by the projection.
+        let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
+            "external_ids": ["map", [["b", "3"], ["z", "9"]]]}}}})
+        .to_string();
+        let u: TableUpdates = projection.apply_to(|| serde_json::from_str(&text)).unwrap();
+        let (next, changes) = s.apply(u).unwrap();
+        assert!(changes.is_empty(), "{changes:?}");
+        assert_eq!(
+            next.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap()),
+            s.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
+        );
+        // With a kept key in the diff only that column is reported.
+        let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
+            "external_ids": ["map", [["a", "5"], ["b", "3"]]], "up": true}}}})
+        .to_string();
+        let u: TableUpdates = projection.apply_to(|| serde_json::from_str(&text)).unwrap();
+        let (next, changes) = s.apply(u).unwrap();
+        let row = next
+            .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
+            .unwrap();
+        assert_eq!(row.map_str("external_ids", "a"), Some("5"));
+        assert_eq!(row.map_str("external_ids", "b"), Some("2"));
+        let old = changes[0].old.as_ref().unwrap();
+        assert_eq!(
+            old.columns.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            ["external_ids", "up"]
+        );
     }
 
     #[test]

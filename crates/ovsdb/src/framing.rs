@@ -66,8 +66,10 @@ impl From<std::io::Error> for FrameError {
 #[derive(Debug, Clone)]
 pub struct JsonFramer {
     max_message: usize,
-    /// Bytes of the current message already scanned.
+    /// Bytes of the current message already scanned (still in the buffer).
     scanned: usize,
+    /// Bytes of the current message handed out by [`JsonFramer::take_scanned`].
+    taken: usize,
     depth: u32,
     in_string: bool,
     escaped: bool,
@@ -85,6 +87,7 @@ impl JsonFramer {
         JsonFramer {
             max_message,
             scanned: 0,
+            taken: 0,
             depth: 0,
             in_string: false,
             escaped: false,
@@ -136,7 +139,14 @@ impl JsonFramer {
                     }
                     self.depth -= 1;
                     if self.depth == 0 {
+                        let total = self.taken + i + 1;
                         self.scanned = 0;
+                        self.taken = 0;
+                        if total > self.max_message {
+                            return Err(FrameError::TooLarge {
+                                limit: self.max_message,
+                            });
+                        }
                         return Ok(Some(i + 1));
                     }
                 }
@@ -148,12 +158,30 @@ impl JsonFramer {
             i += 1;
         }
         self.scanned = i;
-        if i > self.max_message {
+        if self.taken + i > self.max_message {
             return Err(FrameError::TooLarge {
                 limit: self.max_message,
             });
         }
         Ok(None)
+    }
+
+    /// Bytes of the message in progress seen so far (scanned and taken);
+    /// 0 between messages.
+    pub fn pending_len(&self) -> usize {
+        self.taken + self.scanned
+    }
+
+    /// Splits the scanned bytes of the message in progress off the front
+    /// of `buf`, for a consumer that decodes a large message while it
+    /// arrives. The framer keeps its place: the next [`Decoder::decode`]
+    /// returns the rest of the message (only the bytes after these), and
+    /// `max_message` still bounds the whole message.
+    pub fn take_scanned(&mut self, buf: &mut BytesMut) -> BytesMut {
+        let part = buf.split_to(self.scanned.min(buf.len()));
+        self.taken += part.len();
+        self.scanned = 0;
+        part
     }
 }
 
@@ -170,7 +198,7 @@ impl Decoder for JsonFramer {
     type Error = FrameError;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
-        if self.scanned == 0 {
+        if self.scanned == 0 && self.taken == 0 {
             skip_whitespace(buf);
         }
         match self.scan(buf)? {
@@ -196,6 +224,12 @@ impl Decoder for JsonFramer {
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
         if let Some(frame) = self.decode(buf)? {
             return Ok(Some(frame));
+        }
+        if self.taken > 0 {
+            // Closed in the middle of a message whose start was taken.
+            return Err(FrameError::Truncated {
+                pending: self.pending_len(),
+            });
         }
         skip_whitespace(buf);
         if buf.is_empty() {
@@ -226,6 +260,33 @@ mod tests {
             out.push(serde_json::from_slice(&frame).expect("framer cut a valid message"));
         }
         Ok(out)
+    }
+
+    #[test]
+    fn a_close_after_taken_bytes_is_truncated() {
+        let mut framer = JsonFramer::default();
+        let mut buf = BytesMut::from(&br#"{"a":"0123"#[..]);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        framer.take_scanned(&mut buf);
+        assert!(matches!(
+            framer.decode_eof(&mut buf),
+            Err(FrameError::Truncated { pending: 10 })
+        ));
+    }
+
+    #[test]
+    fn taken_bytes_count_toward_the_limit() {
+        let mut framer = JsonFramer::new(16);
+        let mut buf = BytesMut::from(&br#"{"a":"0123"#[..]);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        assert_eq!(framer.take_scanned(&mut buf).len(), 10);
+        buf.extend_from_slice(br#"4567"#);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(br#"89"}"#);
+        assert!(matches!(
+            framer.decode(&mut buf),
+            Err(FrameError::TooLarge { limit: 16 })
+        ));
     }
 
     #[test]
@@ -339,6 +400,41 @@ mod tests {
             points.sort_unstable();
             let chunks: Vec<&[u8]> = points.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
             let got = feed(&mut JsonFramer::default(), &chunks).unwrap();
+            prop_assert_eq!(got, msgs);
+        }
+
+        #[test]
+        fn taking_scanned_bytes_midway_loses_and_reorders_nothing(
+            msgs in prop::collection::vec(json_object(), 1..5),
+            ws in prop::collection::vec("[ \n\t]{0,2}", 5),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+            takes in prop::collection::vec(any::<bool>(), 9),
+        ) {
+            let mut text = String::new();
+            for (m, w) in msgs.iter().zip(ws.iter().cycle()) {
+                text.push_str(&m.to_string());
+                text.push_str(w);
+            }
+            let bytes = text.as_bytes();
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+            points.push(0);
+            points.push(bytes.len());
+            points.sort_unstable();
+            let mut framer = JsonFramer::default();
+            let (mut buf, mut taken, mut got) = (BytesMut::new(), Vec::new(), Vec::new());
+            for (w, take) in points.windows(2).zip(takes.iter().cycle()) {
+                buf.extend_from_slice(&bytes[w[0]..w[1]]);
+                while let Some(frame) = framer.decode(&mut buf).unwrap() {
+                    taken.extend_from_slice(&frame);
+                    got.push(serde_json::from_slice::<Value>(&taken).expect("a whole message"));
+                    taken.clear();
+                }
+                if *take && framer.pending_len() > 0 {
+                    let before = framer.pending_len();
+                    taken.extend_from_slice(&framer.take_scanned(&mut buf));
+                    prop_assert_eq!(framer.pending_len(), before);
+                }
+            }
             prop_assert_eq!(got, msgs);
         }
 

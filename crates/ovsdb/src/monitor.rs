@@ -15,7 +15,7 @@ use crate::datum::Datum;
 use crate::error::{Error, Result};
 use crate::rpc::session::{notification_params, Session};
 use crate::schema::DatabaseSchema;
-use crate::wire::TableUpdates;
+use crate::wire::{KeyProjection, TableUpdates};
 
 /// The transaction id meaning "no history": asks for a full initial dump.
 pub const ZERO_TXN_ID: &str = "00000000-0000-0000-0000-000000000000";
@@ -81,6 +81,12 @@ pub struct TableMonitor {
     /// Rows to receive: those matching any clause (the server ORs them);
     /// `None` means all rows.
     pub conditions: Option<Vec<Condition>>,
+    /// Map columns of which only some keys are kept: column name to the
+    /// string keys to keep. The server still sends the whole map; the
+    /// decoder drops the other pairs before they are allocated, so the
+    /// cache holds exactly the projection of the server's rows. Columns
+    /// not named here are kept whole.
+    pub map_keys: BTreeMap<String, Vec<String>>,
 }
 
 /// What to monitor in one database.
@@ -165,6 +171,17 @@ impl MonitorSpec {
         Value::Object(out)
     }
 
+    /// The map-key projection of every table (see [`TableMonitor::map_keys`]).
+    pub fn key_projection(&self) -> KeyProjection {
+        let mut p = KeyProjection::default();
+        for (table, tm) in &self.tables {
+            for (column, keys) in &tm.map_keys {
+                p = p.keep(table, column, keys.iter().map(String::as_str));
+            }
+        }
+        p
+    }
+
     /// Tables of this spec that `schema` has.
     pub fn tables_in<'a>(&'a self, schema: &'a DatabaseSchema) -> impl Iterator<Item = &'a str> {
         self.tables
@@ -197,8 +214,13 @@ pub struct Update {
     pub updates: TableUpdates,
 }
 
-/// Decodes an `update2` or `update3` notification frame.
-pub fn decode_update(method: &str, frame: &[u8]) -> Result<Update> {
+/// Decodes an `update2` or `update3` notification frame, keeping only the
+/// map keys `projection` keeps.
+pub fn decode_update(method: &str, frame: &[u8], projection: &KeyProjection) -> Result<Update> {
+    projection.apply_to(|| decode_update_whole(method, frame))
+}
+
+fn decode_update_whole(method: &str, frame: &[u8]) -> Result<Update> {
     match method {
         "update2" => {
             let (monitor_id, updates): (Value, TableUpdates) = notification_params(frame)?;
@@ -224,7 +246,8 @@ pub fn decode_update(method: &str, frame: &[u8]) -> Result<Update> {
 }
 
 impl Session {
-    /// `monitor_cond`: starts a monitor and returns the initial contents.
+    /// `monitor_cond`: starts a monitor and returns the initial contents
+    /// (decoded while they arrive when large, see [`Session::call_streamed`]).
     pub async fn monitor_cond(
         &self,
         db: &str,
@@ -232,12 +255,12 @@ impl Session {
         spec: &MonitorSpec,
         schema: &DatabaseSchema,
     ) -> Result<TableUpdates> {
-        self.call(
+        self.call_streamed(
             "monitor_cond",
             json!([db, monitor_id, spec.requests(schema)]),
+            &spec.key_projection(),
         )
-        .await?
-        .result()
+        .await
     }
 
     /// `monitor_cond_since`: like [`Session::monitor_cond`], but when the
@@ -253,7 +276,7 @@ impl Session {
         last_txn_id: Option<&str>,
     ) -> Result<SinceReply> {
         let (found, last_txn_id, updates): (bool, String, TableUpdates) = self
-            .call(
+            .call_streamed(
                 "monitor_cond_since",
                 json!([
                     db,
@@ -261,9 +284,9 @@ impl Session {
                     spec.requests(schema),
                     last_txn_id.unwrap_or(ZERO_TXN_ID)
                 ]),
+                &spec.key_projection(),
             )
-            .await?
-            .result()?;
+            .await?;
         Ok(SinceReply {
             found,
             last_txn_id,
@@ -313,6 +336,7 @@ mod tests {
                     "type",
                     Datum::scalar(Atom::String("localnet".into())),
                 )]),
+                ..TableMonitor::default()
             },
         );
         let req = spec.requests(&nb());
@@ -328,12 +352,14 @@ mod tests {
     #[test]
     fn update3_carries_the_transaction_id() {
         let frame = br#"{"id":null,"method":"update3","params":["m","7a3b8c2e-0000-4000-8000-000000000001",{"NB_Global":{"11111111-1111-4111-8111-111111111111":{"delete":null}}}]}"#;
-        let u = decode_update("update3", frame).unwrap();
+        let u = decode_update("update3", frame, &KeyProjection::default()).unwrap();
         assert_eq!(
             u.last_txn_id.as_deref(),
             Some("7a3b8c2e-0000-4000-8000-000000000001")
         );
         assert_eq!(u.updates.row_count(), 1);
-        assert!(decode_update("update2", br#"{"params": [1]}"#).is_err());
+        assert!(
+            decode_update("update2", br#"{"params": [1]}"#, &KeyProjection::default()).is_err()
+        );
     }
 }

@@ -323,6 +323,7 @@ impl Runner {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let monitor_id = json!(MONITOR_ID);
+        let projection = spec.key_projection();
         let current = self.publisher.current();
         let empty = Snapshot::empty(schema.clone(), spec.tables_in(&schema));
         // A resume only makes sense on the same schema we cached with.
@@ -395,7 +396,7 @@ impl Runner {
                     if method != "update2" && method != "update3" {
                         continue;
                     }
-                    let update = decode_update(&method, &frame).map_err(synced)?;
+                    let update = decode_update(&method, &frame, &projection).map_err(synced)?;
                     drop(frame);
                     if watches_server && update.monitor_id == json!(SERVER_MONITOR_ID) {
                         self.check_server_update(&update.updates).map_err(synced)?;
@@ -444,6 +445,7 @@ impl Runner {
                     "name",
                     crate::Datum::scalar(crate::Atom::String(self.config.database.as_str().into())),
                 )]),
+                ..Default::default()
             },
         );
         let dump = session

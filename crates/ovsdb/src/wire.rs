@@ -11,10 +11,16 @@
 //! one [`Str`] per distinct string instead of allocating one per use. Tags
 //! (`"set"`, `"map"`, `"uuid"`) and UUIDs are read from the frame's bytes
 //! without allocating at all.
+//!
+//! A [`KeyProjection`] keeps only some keys of some map columns: the decoder
+//! skips the other pairs in the frame's bytes, so a dropped key or value is
+//! never allocated. Map diffs (`modify`) are per key, so projecting every
+//! message gives the cache exactly the projection of the server's rows.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -24,6 +30,76 @@ use crate::datum::{Atom, Datum, Str, Uuid};
 thread_local! {
     /// The strings of the message being decoded on this thread, if any.
     static INTERNER: RefCell<Option<HashSet<Str>>> = const { RefCell::new(None) };
+    /// The key projection of the messages decoded on this thread, if any.
+    static PROJECTION: RefCell<Option<KeyProjection>> = const { RefCell::new(None) };
+}
+
+/// Which keys of which map columns a monitor keeps, per table. Columns not
+/// named here are decoded whole.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyProjection {
+    tables: Arc<HashMap<String, Vec<ColumnKeys>>>,
+}
+
+impl KeyProjection {
+    /// Keeps only `keys` of map column `column` of `table` (replacing any
+    /// earlier list for that column).
+    pub fn keep<S: Into<String>>(
+        mut self,
+        table: &str,
+        column: &str,
+        keys: impl IntoIterator<Item = S>,
+    ) -> KeyProjection {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        let columns = Arc::make_mut(&mut self.tables)
+            .entry(table.to_string())
+            .or_default();
+        columns.retain(|(c, _)| c != column);
+        columns.push((column.to_string(), keys));
+        self
+    }
+
+    /// Whether every column is decoded whole.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// The keys kept of `table`.`column`, or `None` if it is decoded whole.
+    pub fn keys(&self, table: &str, column: &str) -> Option<&[String]> {
+        self.tables
+            .get(table)?
+            .iter()
+            .find(|(c, _)| c == column)
+            .map(|(_, k)| k.as_slice())
+    }
+
+    /// Runs `decode` with this projection applied to every
+    /// [`TableUpdates`] it decodes on this thread.
+    pub fn apply_to<R>(&self, decode: impl FnOnce() -> R) -> R {
+        struct Restore(Option<KeyProjection>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                PROJECTION.with(|p| *p.borrow_mut() = previous);
+            }
+        }
+        let previous = PROJECTION.with(|p| p.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        decode()
+    }
+}
+
+/// A projected map column and the keys kept of it.
+type ColumnKeys = (String, Vec<String>);
+
+/// The kept keys of each projected column of one table.
+type TableKeys = [ColumnKeys];
+
+fn column_keys<'k>(table: Option<&'k TableKeys>, column: &str) -> Option<&'k [String]> {
+    table?
+        .iter()
+        .find(|(c, _)| c == column)
+        .map(|(_, k)| k.as_slice())
 }
 
 /// Interns strings on this thread until dropped (nested scopes share the
@@ -288,9 +364,21 @@ impl<'de> Deserialize<'de> for WirePair {
     }
 }
 
-struct DatumVisitor;
+/// Decodes a datum; in a map, only string keys in `keys` are kept (all
+/// keys when `None`).
+#[derive(Clone, Copy)]
+struct DatumVisitor<'k> {
+    keys: Option<&'k [String]>,
+}
 
-impl<'de> Visitor<'de> for DatumVisitor {
+impl<'de> DeserializeSeed<'de> for DatumVisitor<'_> {
+    type Value = Datum;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Datum, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DatumVisitor<'_> {
     type Value = Datum;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an OVSDB datum")
@@ -321,12 +409,18 @@ impl<'de> Visitor<'de> for DatumVisitor {
                     .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
                 Datum::Set(exact(items.into_iter().map(|a| a.0).collect()))
             }
-            Tag::Map => {
-                let pairs: Vec<WirePair> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
-                Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
-            }
+            Tag::Map => match self.keys {
+                None => {
+                    let pairs: Vec<WirePair> = seq
+                        .next_element()?
+                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
+                    Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
+                }
+                Some(keys) => Datum::Map(exact(
+                    seq.next_element_seed(ProjectedPairs(keys))?
+                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?,
+                )),
+            },
             Tag::Uuid => Datum::scalar(Atom::Uuid(
                 seq.next_element::<UuidText>()?
                     .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?
@@ -349,13 +443,127 @@ impl<'de> Visitor<'de> for DatumVisitor {
 
 impl<'de> Deserialize<'de> for WireDatum {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(DatumVisitor).map(WireDatum)
+        d.deserialize_any(DatumVisitor { keys: None })
+            .map(WireDatum)
     }
 }
 
-struct ColumnsVisitor;
+/// The pairs of a map whose string keys are in `.0`; the others are
+/// skipped in the frame without allocating.
+struct ProjectedPairs<'k>(&'k [String]);
 
-impl<'de> Visitor<'de> for ColumnsVisitor {
+impl<'de> DeserializeSeed<'de> for ProjectedPairs<'_> {
+    type Value = Vec<(Atom, Atom)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedPairs<'_> {
+    type Value = Vec<(Atom, Atom)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of [key, value] pairs")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some(pair) = seq.next_element_seed(ProjectedPair(self.0))? {
+            pairs.extend(pair);
+        }
+        Ok(pairs)
+    }
+}
+
+/// One `[key, value]` pair: `None` when the key is not kept (the value is
+/// then skipped, but must still be there).
+struct ProjectedPair<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for ProjectedPair<'_> {
+    type Value = Option<(Atom, Atom)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedPair<'_> {
+    type Value = Option<(Atom, Atom)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a [key, value] pair")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let key = seq
+            .next_element_seed(ProjectedKey(self.0))?
+            .ok_or_else(|| de::Error::custom("map pair without key"))?;
+        let pair = match key {
+            Some(k) => {
+                let v: WireAtom = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("map pair without value"))?;
+                Some((k, v.0))
+            }
+            None => {
+                seq.next_element::<IgnoredAny>()?
+                    .ok_or_else(|| de::Error::custom("map pair without value"))?;
+                None
+            }
+        };
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom("map pair with more than 2 elements"));
+        }
+        Ok(pair)
+    }
+}
+
+/// A map key: `None` for a string key not in `.0` (never allocated);
+/// keys of other types are kept.
+struct ProjectedKey<'k>(&'k [String]);
+
+impl<'de> DeserializeSeed<'de> for ProjectedKey<'_> {
+    type Value = Option<Atom>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProjectedKey<'_> {
+    type Value = Option<Atom>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an OVSDB atom")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Atom>, E> {
+        Ok(self
+            .0
+            .iter()
+            .any(|k| k == v)
+            .then(|| Atom::String(intern(v))))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_bool(v).map(Some)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_i64(v).map(Some)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_u64(v).map(Some)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Atom>, E> {
+        AtomVisitor.visit_f64(v).map(Some)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Atom>, A::Error> {
+        AtomVisitor.visit_seq(seq).map(Some)
+    }
+}
+
+/// The columns of a row update; `.0` is the table's key projection.
+struct ColumnsSeed<'k>(Option<&'k TableKeys>);
+
+impl<'de> DeserializeSeed<'de> for ColumnsSeed<'_> {
+    type Value = Vec<(Str, Datum)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ColumnsSeed<'_> {
     type Value = Vec<(Str, Datum)>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of columns")
@@ -363,20 +571,13 @@ impl<'de> Visitor<'de> for ColumnsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
         while let Some(Interned(k)) = map.next_key::<Interned>()? {
-            let v: WireDatum = map
-                .next_value()
+            let keys = column_keys(self.0, &k);
+            let v = map
+                .next_value_seed(DatumVisitor { keys })
                 .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
-            out.push((k, v.0));
+            out.push((k, v));
         }
         Ok(exact(out))
-    }
-}
-
-struct Columns(Vec<(Str, Datum)>);
-
-impl<'de> Deserialize<'de> for Columns {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ColumnsVisitor).map(Columns)
     }
 }
 
@@ -407,16 +608,16 @@ impl<'de> Deserialize<'de> for OpName {
 }
 
 /// Visits `{"initial"|"insert"|"modify": {...}}` or `{"delete": null}`.
-struct RowUpdateSeed(Uuid);
+struct RowUpdateSeed<'k>(Uuid, Option<&'k TableKeys>);
 
-impl<'de> DeserializeSeed<'de> for RowUpdateSeed {
+impl<'de> DeserializeSeed<'de> for RowUpdateSeed<'_> {
     type Value = RowUpdate;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RowUpdate, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for RowUpdateSeed {
+impl<'de> Visitor<'de> for RowUpdateSeed<'_> {
     type Value = RowUpdate;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a row-update2 object")
@@ -443,9 +644,8 @@ impl<'de> Visitor<'de> for RowUpdateSeed {
                 map.next_value::<IgnoredAny>()?;
                 Vec::new()
             } else {
-                map.next_value::<Columns>()
+                map.next_value_seed(ColumnsSeed(self.1))
                     .map_err(|e| de::Error::custom(format!("row {}: {e}", self.0)))?
-                    .0
             };
             found = Some(RowUpdate {
                 uuid: self.0,
@@ -457,16 +657,16 @@ impl<'de> Visitor<'de> for RowUpdateSeed {
     }
 }
 
-struct RowsSeed;
+struct RowsSeed<'k>(Option<&'k TableKeys>);
 
-impl<'de> DeserializeSeed<'de> for RowsSeed {
+impl<'de> DeserializeSeed<'de> for RowsSeed<'_> {
     type Value = Vec<RowUpdate>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for RowsSeed {
+impl<'de> Visitor<'de> for RowsSeed<'_> {
     type Value = Vec<RowUpdate>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of row updates keyed by UUID")
@@ -474,7 +674,7 @@ impl<'de> Visitor<'de> for RowsSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
         while let Some(UuidText(uuid)) = map.next_key::<UuidText>()? {
-            rows.push(map.next_value_seed(RowUpdateSeed(uuid))?);
+            rows.push(map.next_value_seed(RowUpdateSeed(uuid, self.0))?);
         }
         Ok(rows)
     }
@@ -488,10 +688,15 @@ impl<'de> Visitor<'de> for TablesVisitor {
         f.write_str("a table-updates2 object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TableUpdates, A::Error> {
+        let projection = PROJECTION.with(|p| p.borrow().clone());
         let mut tables = Vec::new();
         while let Some(table) = map.next_key::<String>()? {
+            let keys = projection
+                .as_ref()
+                .and_then(|p| p.tables.get(&table))
+                .map(Vec::as_slice);
             let rows = map
-                .next_value_seed(RowsSeed)
+                .next_value_seed(RowsSeed(keys))
                 .map_err(|e| de::Error::custom(format!("table {table}: {e}")))?;
             tables.push(TableUpdate { table, rows });
         }
@@ -503,6 +708,351 @@ impl<'de> Deserialize<'de> for TableUpdates {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let _interning = InternScope::enter();
         d.deserialize_map(TablesVisitor)
+    }
+}
+
+/// The `result` of a monitor request: `monitor_cond`'s table updates, or
+/// `monitor_cond_since`'s `[found, last-txn-id, table-updates]`.
+#[derive(Debug, PartialEq)]
+pub enum MonitorResult {
+    /// `monitor_cond`.
+    Updates(TableUpdates),
+    /// `monitor_cond_since`.
+    Since(bool, String, TableUpdates),
+}
+
+/// The members of a reply message decoded by [`decode_streamed_reply`].
+#[derive(Debug)]
+pub struct StreamedReply {
+    /// The reply's `id`.
+    pub id: serde_json::Value,
+    /// The reply's `error` (`null` on success).
+    pub error: serde_json::Value,
+    /// The reply's `result`, when not `null`.
+    pub result: Option<MonitorResult>,
+}
+
+/// The bytes of one message as they arrive, for [`decode_streamed_reply`]:
+/// `next` returns the next chunk, `None` at the end of the message.
+struct Feed<F> {
+    next: F,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+/// Bytes already decoded are dropped from the front once this many pile up.
+const COMPACT_ABOVE: usize = 1 << 20;
+
+impl<F: FnMut() -> Option<bytes::Bytes>> Feed<F> {
+    /// Appends the next chunk; false at the end of the message.
+    fn more(&mut self) -> bool {
+        if self.done {
+            return false;
+        }
+        match (self.next)() {
+            Some(chunk) => {
+                self.buf.extend_from_slice(&chunk);
+                true
+            }
+            None => {
+                self.done = true;
+                false
+            }
+        }
+    }
+
+    fn truncated(&self) -> String {
+        format!("message ends after {} bytes", self.buf.len())
+    }
+
+    /// The next byte that is not whitespace (not consumed).
+    fn peek(&mut self) -> Result<u8, String> {
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if !matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+                    return Ok(b);
+                }
+                self.pos += 1;
+            }
+            if !self.more() {
+                return Err(self.truncated());
+            }
+        }
+    }
+
+    fn expect(&mut self, want: u8) -> Result<(), String> {
+        let got = self.peek()?;
+        if got != want {
+            return Err(format!(
+                "expected {:?}, found {:?} at byte {}",
+                want as char, got as char, self.pos
+            ));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// `,` (true) or the closing `close` (false) after an element.
+    fn next_or_end(&mut self, close: u8) -> Result<bool, String> {
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                Ok(true)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            b => Err(format!(
+                "expected ',' or {:?}, found {:?}",
+                close as char, b as char
+            )),
+        }
+    }
+
+    /// The bytes of the next complete JSON value (its structure only;
+    /// serde checks the rest), consumed.
+    fn value(&mut self) -> Result<std::ops::Range<usize>, String> {
+        self.peek()?;
+        let start = self.pos;
+        let (mut i, mut depth, mut in_string, mut escaped) = (start, 0u32, false, false);
+        loop {
+            while i < self.buf.len() {
+                let b = self.buf[i];
+                i += 1;
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        in_string = false;
+                        if depth == 0 {
+                            self.pos = i;
+                            return Ok(start..i);
+                        }
+                    } else if let Some(off) = memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                        i += off;
+                    } else {
+                        i = self.buf.len();
+                    }
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' if depth == 0 => {
+                        // The end of a scalar at the end of its container.
+                        self.pos = i - 1;
+                        return Ok(start..i - 1);
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            self.pos = i;
+                            return Ok(start..i);
+                        }
+                    }
+                    b',' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => {
+                        self.pos = i - 1;
+                        return Ok(start..i - 1);
+                    }
+                    _ => {}
+                }
+            }
+            if !self.more() {
+                if depth == 0 && !in_string && i > start {
+                    self.pos = i;
+                    return Ok(start..i);
+                }
+                return Err(self.truncated());
+            }
+        }
+    }
+
+    /// The next value, decoded as `T` with `seed`.
+    fn decode<T>(
+        &mut self,
+        seed: impl for<'a> DeserializeSeed<'a, Value = T>,
+    ) -> Result<T, String> {
+        let range = self.value()?;
+        let mut de = serde_json::Deserializer::from_slice(&self.buf[range]);
+        let v = seed.deserialize(&mut de).map_err(|e| e.to_string())?;
+        de.end().map_err(|e| e.to_string())?;
+        Ok(v)
+    }
+
+    /// Drops the decoded bytes from the front of the buffer.
+    fn compact(&mut self) {
+        if self.pos > COMPACT_ABOVE {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+/// `T`'s plain `Deserialize` as a seed.
+fn plain<T: for<'a> Deserialize<'a>>() -> std::marker::PhantomData<T> {
+    std::marker::PhantomData
+}
+
+/// Decodes a reply to a monitor request from its bytes as they arrive,
+/// one row at a time: each row update is decoded from its own bytes with
+/// the `from_slice` decoder (as fast as for a buffered frame) as soon as
+/// they are complete, then dropped, so the message is never held whole.
+/// Interning and the current [`KeyProjection`] apply as for a buffered
+/// message. Errors name the table and row like the buffered decoder's.
+pub fn decode_streamed_reply(
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<StreamedReply, String> {
+    let _interning = InternScope::enter();
+    let projection = PROJECTION.with(|p| p.borrow().clone());
+    let mut feed = Feed {
+        next: next_chunk,
+        buf: Vec::new(),
+        pos: 0,
+        done: false,
+    };
+    let mut reply = StreamedReply {
+        id: serde_json::Value::Null,
+        error: serde_json::Value::Null,
+        result: None,
+    };
+    feed.expect(b'{')?;
+    if feed.peek()? != b'}' {
+        loop {
+            let member: String = feed.decode(plain())?;
+            feed.expect(b':')?;
+            match member.as_str() {
+                "id" => reply.id = feed.decode(plain())?,
+                "error" => reply.error = feed.decode(plain())?,
+                "result" => {
+                    reply.result = match feed.peek()? {
+                        b'{' => Some(MonitorResult::Updates(table_updates(
+                            &mut feed,
+                            projection.as_ref(),
+                        )?)),
+                        b'[' => {
+                            feed.expect(b'[')?;
+                            let found: bool = feed.decode(plain())?;
+                            feed.expect(b',')?;
+                            let last: String = feed.decode(plain())?;
+                            feed.expect(b',')?;
+                            let updates = table_updates(&mut feed, projection.as_ref())?;
+                            feed.expect(b']')?;
+                            Some(MonitorResult::Since(found, last, updates))
+                        }
+                        _ => {
+                            let _: IgnoredAny = feed.decode(plain())?;
+                            None
+                        }
+                    }
+                }
+                _ => {
+                    let _: IgnoredAny = feed.decode(plain())?;
+                }
+            }
+            if !feed.next_or_end(b'}')? {
+                break;
+            }
+        }
+    } else {
+        feed.pos += 1;
+    }
+    // Nothing but whitespace may follow.
+    loop {
+        if feed.buf[feed.pos..]
+            .iter()
+            .any(|b| !b.is_ascii_whitespace())
+        {
+            return Err(format!(
+                "trailing bytes after the message at byte {}",
+                feed.pos
+            ));
+        }
+        feed.pos = feed.buf.len();
+        if !feed.more() {
+            return Ok(reply);
+        }
+    }
+}
+
+/// A `table-updates2` object, row by row.
+fn table_updates<F: FnMut() -> Option<bytes::Bytes>>(
+    feed: &mut Feed<F>,
+    projection: Option<&KeyProjection>,
+) -> Result<TableUpdates, String> {
+    let mut tables = Vec::new();
+    feed.expect(b'{')?;
+    if feed.peek()? == b'}' {
+        feed.pos += 1;
+        return Ok(TableUpdates(tables));
+    }
+    loop {
+        let table: String = feed.decode(plain())?;
+        feed.expect(b':')?;
+        let keys = projection
+            .and_then(|p| p.tables.get(&table))
+            .map(Vec::as_slice);
+        let mut rows = Vec::new();
+        feed.expect(b'{')?;
+        if feed.peek()? == b'}' {
+            feed.pos += 1;
+        } else {
+            loop {
+                let UuidText(uuid) = feed
+                    .decode(plain())
+                    .map_err(|e| format!("table {table}: {e}"))?;
+                feed.expect(b':')?;
+                let row = feed
+                    .decode(RowUpdateSeed(uuid, keys))
+                    .map_err(|e| format!("table {table}: {e}"))?;
+                rows.push(row);
+                feed.compact();
+                if !feed.next_or_end(b'}')? {
+                    break;
+                }
+            }
+        }
+        tables.push(TableUpdate { table, rows });
+        if !feed.next_or_end(b'}')? {
+            return Ok(TableUpdates(tables));
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MonitorResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MonitorResult;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("table updates or [found, last-txn-id, table updates]")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MonitorResult, A::Error> {
+                let _interning = InternScope::enter();
+                TablesVisitor.visit_map(map).map(MonitorResult::Updates)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MonitorResult, A::Error> {
+                let found: bool = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("monitor_cond_since result without found"))?;
+                let last: String = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::custom("monitor_cond_since result without txn id"))?;
+                let updates: TableUpdates = seq.next_element()?.ok_or_else(|| {
+                    de::Error::custom("monitor_cond_since result without updates")
+                })?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::custom(
+                        "monitor_cond_since result with more than 3 elements",
+                    ));
+                }
+                Ok(MonitorResult::Since(found, last, updates))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -597,12 +1147,202 @@ mod tests {
         }
     }
 
+    fn projected(p: &KeyProjection, text: &str) -> serde_json::Result<TableUpdates> {
+        p.apply_to(|| serde_json::from_str(text))
+    }
+
+    #[test]
+    fn a_key_projection_keeps_only_the_listed_keys_of_its_columns() {
+        let text = json!({
+            "Logical_Switch_Port": {
+                "22222222-2222-4222-8222-222222222222": {"initial": {
+                    "external_ids": ["map", [["neutron:cidrs", "10.0.0.5/24"],
+                                             ["neutron:project_id", "p1"],
+                                             ["neutron:revision_number", "3"],
+                                             ["esc\"aped", "x"]]],
+                    "options": ["map", [["requested-chassis", "h1"], ["mcast_flood", "true"]]],
+                    "addresses": ["set", ["fa:16:3e:11:11:11 10.0.0.5"]]}},
+                "33333333-2222-4222-8222-222222222222": {"modify": {
+                    "external_ids": ["map", [["neutron:revision_number", "4"]]]}}
+            },
+            "Logical_Router_Port": {
+                "44444444-2222-4222-8222-222222222222": {"initial": {
+                    "external_ids": ["map", [["neutron:project_id", "p1"]]]}}
+            }
+        })
+        .to_string();
+        let p = KeyProjection::default().keep(
+            "Logical_Switch_Port",
+            "external_ids",
+            ["neutron:cidrs", "esc\"aped"],
+        );
+        let u = projected(&p, &text).unwrap();
+        let lsp =
+            &u.0.iter()
+                .find(|t| t.table == "Logical_Switch_Port")
+                .unwrap()
+                .rows;
+        let col = |r: &RowUpdate, c: &str| {
+            r.columns
+                .iter()
+                .find(|(n, _)| n.as_str() == c)
+                .map(|(_, d)| d.clone())
+        };
+        let ids = col(&lsp[0], "external_ids").unwrap();
+        let keys: Vec<&str> = ids.pairs().iter().filter_map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["neutron:cidrs", "esc\"aped"]);
+        // Columns and tables without a list are whole.
+        assert_eq!(col(&lsp[0], "options").unwrap().pairs().len(), 2);
+        assert_eq!(col(&lsp[0], "addresses").unwrap().atoms().len(), 1);
+        let lrp =
+            &u.0.iter()
+                .find(|t| t.table == "Logical_Router_Port")
+                .unwrap()
+                .rows;
+        assert_eq!(col(&lrp[0], "external_ids").unwrap().pairs().len(), 1);
+        // A diff touching only dropped keys is an empty diff.
+        assert_eq!(col(&lsp[1], "external_ids"), Some(Datum::Map(Vec::new())));
+        // Outside `apply_to` nothing is projected.
+        let whole: TableUpdates = serde_json::from_str(&text).unwrap();
+        let whole_lsp = &whole
+            .0
+            .iter()
+            .find(|t| t.table == "Logical_Switch_Port")
+            .unwrap()
+            .rows;
+        assert_eq!(col(&whole_lsp[0], "external_ids").unwrap().pairs().len(), 4);
+    }
+
+    #[test]
+    fn a_projected_map_is_still_checked_for_shape() {
+        let p = KeyProjection::default().keep("T", "c", ["kept"]);
+        for bad in [
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["dropped"]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["dropped", "v", "x"]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [[]]]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", {"dropped": 1}]}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["kept"]]]}}}}"#,
+        ] {
+            assert!(projected(&p, bad).is_err(), "{bad}");
+        }
+    }
+
+    fn map_message(pairs: &[(String, String)]) -> String {
+        json!({"T": {"22222222-2222-4222-8222-222222222222": {"modify": {
+            "c": ["map", pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()],
+            "d": ["map", pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()]}}}})
+        .to_string()
+    }
+
+    /// `text` handed out in pieces cut at `cuts`.
+    fn pieces(text: &[u8], cuts: &[usize]) -> impl FnMut() -> Option<bytes::Bytes> {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+        points.push(0);
+        points.push(text.len());
+        points.sort_unstable();
+        let chunks: Vec<bytes::Bytes> = points
+            .windows(2)
+            .map(|w| bytes::Bytes::copy_from_slice(&text[w[0]..w[1]]))
+            .collect();
+        let mut chunks = chunks.into_iter();
+        move || chunks.next()
+    }
+
+    fn rows_json(rows: &[(String, Vec<(String, String)>)]) -> serde_json::Value {
+        let rows: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (name, pairs))| {
+                let pairs: Vec<serde_json::Value> =
+                    pairs.iter().map(|(k, v)| json!([k, v])).collect();
+                (
+                    format!("{i:08x}-2222-4222-8222-222222222222"),
+                    json!({"initial": {"name": name, "external_ids": ["map", pairs]}}),
+                )
+            })
+            .collect();
+        json!({"Logical_Switch_Port": rows, "NB_Global": {}})
+    }
+
+    #[test]
+    fn a_streamed_reply_with_an_error_or_no_result_keeps_its_members() {
+        let text = br#"{"error": {"error": "unknown database"}, "id": 4, "result": null}"#;
+        let r = decode_streamed_reply(pieces(text, &[3, 30])).unwrap();
+        assert_eq!((r.id, r.result), (json!(4), None));
+        assert_eq!(r.error, json!({"error": "unknown database"}));
+        for bad in [
+            &br#"{"id": 4, "result": {"T": {"not-a-uuid": {}}}}"#[..],
+            br#"{"id": 4} x"#,
+            br#"{"id": 4"#,
+            b"[1]",
+        ] {
+            assert!(
+                decode_streamed_reply(pieces(bad, &[5])).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
     proptest! {
+        #[test]
+        fn a_reply_decoded_row_by_row_equals_the_buffered_decode(
+            rows in prop::collection::vec(("[a-z\\\\\" ]{0,4}", prop::collection::vec(("[a-c\\\\\"]{0,2}", "[a-z{}\\[\\], ]{0,3}"), 0..4)), 0..6),
+            since in any::<bool>(),
+            pretty in any::<bool>(),
+            result_first in any::<bool>(),
+            cuts in prop::collection::vec(any::<usize>(), 0..10),
+            kept in prop::collection::vec("[a-c]{0,2}", 0..3),
+        ) {
+            let updates = rows_json(&rows);
+            let result = if since { json!([true, "7a3b8c2e-0000-4000-8000-000000000001", updates]) } else { updates };
+            let show = |v: &serde_json::Value| if pretty { serde_json::to_string_pretty(v).unwrap() } else { v.to_string() };
+            let text = if result_first {
+                format!("{{\"result\": {}, \"id\": 7, \"error\": null}}", show(&result))
+            } else {
+                format!("{{\"id\":7,\"result\":{},\"error\":null}}", show(&result))
+            };
+            let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", kept);
+            let want: MonitorResult = p.apply_to(|| serde_json::from_str(&result.to_string())).unwrap();
+            let got = p.apply_to(|| decode_streamed_reply(pieces(text.as_bytes(), &cuts))).unwrap();
+            prop_assert_eq!(got.id, json!(7));
+            prop_assert_eq!(got.result, Some(want));
+        }
+
+        #[test]
+        fn a_streamed_reply_decoder_never_panics(
+            data in prop::collection::vec(any::<u8>(), 0..256),
+            cuts in prop::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let _ = decode_streamed_reply(pieces(&data, &cuts));
+        }
+
+        #[test]
+        fn projecting_while_decoding_equals_filtering_after(
+            pairs in prop::collection::vec(("[a-e\\\\\"é]{0,3}", "[a-z]{0,3}"), 0..12),
+            kept in prop::collection::vec("[a-e\\\\\"é]{0,3}", 0..4),
+        ) {
+            let text = map_message(&pairs);
+            let p = KeyProjection::default().keep("T", "c", kept.clone());
+            let got = projected(&p, &text).unwrap();
+            let mut want: TableUpdates = serde_json::from_str(&text).unwrap();
+            for (name, d) in &mut want.0[0].rows[0].columns {
+                if name.as_str() == "c" {
+                    if let Datum::Map(pairs) = d {
+                        pairs.retain(|(k, _)| kept.iter().any(|s| Some(s.as_str()) == k.as_str()));
+                    }
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn datum_decoder_never_panics(text in ".{0,64}", bytes in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = serde_json::from_str::<WireDatum>(&text);
             let _ = serde_json::from_slice::<TableUpdates>(&bytes);
             let _ = serde_json::from_str::<TableUpdates>(&format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
+            let p = KeyProjection::default().keep("T", "c", ["a"]);
+            let _ = projected(&p, &format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
         }
     }
 }

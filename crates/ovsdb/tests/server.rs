@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::cache::CacheReader;
 use obgp_ovsdb::rpc::transport::parse_remotes;
+use obgp_ovsdb::wire::KeyProjection;
 use obgp_ovsdb::{
     Atom, ChangeKind, Client, ClientConfig, Condition, DatabaseSchema, Datum, MonitorSpec, Remote,
     Row, Session, SessionConfig, TableMonitor, TlsFiles, TlsSettings, Uuid,
@@ -186,6 +187,208 @@ async fn cache_follows_inserts_modifies_and_deletes_exactly() -> Result<()> {
     server.transact(&[json!({"op": "delete", "table": "Logical_Switch", "where": []})])?;
     cache_matches_server(&client, &server).await?;
     assert!(client.cache().snapshot().table("Logical_Switch").is_empty());
+    Ok(())
+}
+
+/// `rows` with only the keys `projection` keeps of its map columns; a map
+/// left empty is dropped, as the cache stores no default.
+fn project(
+    rows: BTreeMap<Uuid, Row>,
+    table: &str,
+    projection: &KeyProjection,
+) -> BTreeMap<Uuid, Row> {
+    rows.into_iter()
+        .map(|(uuid, mut row)| {
+            row.columns.retain(|column, datum| {
+                if let (Some(keys), Datum::Map(pairs)) =
+                    (projection.keys(table, column), &mut *datum)
+                {
+                    pairs.retain(|(k, _)| {
+                        k.as_str()
+                            .is_some_and(|k| keys.iter().any(|kept| kept == k))
+                    });
+                    return !pairs.is_empty();
+                }
+                true
+            });
+            (uuid, row)
+        })
+        .collect()
+}
+
+/// Waits until the cache holds exactly the projection of the server's rows.
+async fn cache_matches_projected_server(
+    client: &Client,
+    server: &OvsdbServer,
+    projection: &KeyProjection,
+) -> Result<()> {
+    let schema = nb_schema();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut diff = None;
+        for t in NB_TABLES {
+            let want = project(server_rows(server, &schema, t)?, t, projection);
+            let got = cache_rows(client.cache(), t);
+            if want != got {
+                diff = Some(format!("{t}:\n server {want:#?}\n cache {got:#?}"));
+                break;
+            }
+        }
+        match diff {
+            None => return Ok(()),
+            Some(d) if Instant::now() > deadline => {
+                bail!("cache differs from the projected server: {d}")
+            }
+            Some(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_projected_cache_follows_the_projection_of_the_server() -> Result<()> {
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    let mut spec = MonitorSpec::all(NB_TABLES);
+    let lsp = spec.tables.get_mut("Logical_Switch_Port").unwrap();
+    lsp.map_keys.insert(
+        "external_ids".into(),
+        vec!["neutron:cidrs".into(), "neutron:host_id".into()],
+    );
+    lsp.map_keys
+        .insert("options".into(), vec!["requested-chassis".into()]);
+    let projection = spec.key_projection();
+    let mut config = ClientConfig::new(
+        parse_remotes(&server.unix_remote())?,
+        "OVN_Northbound",
+        spec,
+    );
+    config.backoff = (Duration::from_millis(50), Duration::from_millis(500));
+    init_tracing();
+    let projected = Client::start(config);
+    let plain = client(&server.unix_remote());
+    wait_resynced(&projected, 1).await?;
+    wait_resynced(&plain, 1).await?;
+
+    let r = server.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p1", "row": {
+            "name": "p1",
+            "external_ids": ["map", [["neutron:cidrs", "10.0.0.5/24"], ["neutron:project_id", "p"],
+                                     ["neutron:revision_number", "1"]]],
+            "options": ["map", [["requested-chassis", "host-0"], ["mcast_flood", "true"]]]}}),
+        json!({"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "ls1", "ports": ["set", [["named-uuid", "p1"]]],
+            "external_ids": ["map", [["neutron:network_name", "n1"]]]}}),
+    ])?;
+    let p1 = uuid_of(&r[0]);
+    cache_matches_projected_server(&projected, &server, &projection).await?;
+    cache_matches_server(&plain, &server).await?;
+    let mut changes = projected.cache().subscribe();
+
+    // Only dropped keys change: the projected cache sees no change at all
+    // (the next change it reports is the one of the transaction after).
+    server.transact(&[json!({"op": "mutate", "table": "Logical_Switch_Port", "where": [["name", "==", "p1"]],
+        "mutations": [["external_ids", "delete", ["set", ["neutron:revision_number"]]],
+                      ["external_ids", "insert", ["map", [["neutron:revision_number", "2"], ["neutron:mtu", "1442"]]]],
+                      ["options", "insert", ["map", [["mcast_flood_reports", "true"]]]]]})])?;
+    cache_matches_server(&plain, &server).await?;
+    cache_matches_projected_server(&projected, &server, &projection).await?;
+
+    // Kept and dropped keys change together; then the kept ones go away.
+    server.transact(&[
+        json!({"op": "mutate", "table": "Logical_Switch_Port", "where": [["name", "==", "p1"]],
+        "mutations": [["external_ids", "delete", ["set", ["neutron:cidrs", "neutron:project_id"]]],
+                      ["external_ids", "insert", ["map", [["neutron:host_id", "host-1"]]]]]}),
+    ])?;
+    cache_matches_server(&plain, &server).await?;
+    cache_matches_projected_server(&projected, &server, &projection).await?;
+    let first = tokio::time::timeout(Duration::from_secs(5), changes.recv()).await??;
+    assert_eq!(
+        (first.uuid, first.kind),
+        (p1, ChangeKind::Update),
+        "{first:?}"
+    );
+    let old = first.old.unwrap();
+    assert_eq!(
+        old.map_str("external_ids", "neutron:cidrs"),
+        Some("10.0.0.5/24")
+    );
+    assert!(
+        old.get("options").is_none(),
+        "options did not change in the projection: {old:?}"
+    );
+
+    server.transact(&[
+        json!({"op": "update", "table": "Logical_Switch_Port", "where": [["name", "==", "p1"]],
+        "row": {"external_ids": ["map", [["neutron:project_id", "q"]]], "options": ["map", []]}}),
+    ])?;
+    cache_matches_server(&plain, &server).await?;
+    cache_matches_projected_server(&projected, &server, &projection).await?;
+    let row = projected
+        .cache()
+        .snapshot()
+        .get("Logical_Switch_Port", p1)
+        .cloned()
+        .unwrap();
+    assert!(
+        row.get("external_ids").is_none() && row.get("options").is_none(),
+        "{row:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dump_decoded_while_it_arrives_equals_the_buffered_one() -> Result<()> {
+    init_tracing();
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    // ~350 kB: more than one read of the session's 64 KiB buffer.
+    let ports: Vec<Value> = (0..1500)
+        .map(|i| {
+            json!({"op": "insert", "table": "Logical_Switch_Port", "row": {
+                "name": format!("p{i}"), "up": i % 2 == 0,
+                "addresses": ["set", [format!("fa:16:3e:00:{:02x}:{:02x} 10.0.{}.{}", i / 256, i % 256, i / 256, i % 256)]],
+                "external_ids": ["map", [["neutron:cidrs", format!("10.0.0.{i}/24")], ["neutron:project_id", "p"]]]}})
+        })
+        .collect();
+    // ovsdb-client takes the operations on its command line: in batches,
+    // each with a switch referencing its ports (unreferenced ports are
+    // garbage collected).
+    for (b, batch) in ports.chunks(250).enumerate() {
+        let mut ops = batch.to_vec();
+        let names: Vec<Value> = (0..batch.len())
+            .map(|i| {
+                ops[i]["uuid-name"] = json!(format!("p{i}"));
+                json!(["named-uuid", format!("p{i}")])
+            })
+            .collect();
+        ops.push(json!({"op": "insert", "table": "Logical_Switch",
+                        "row": {"name": format!("ls{b}"), "ports": ["set", names]}}));
+        server.transact(&ops)?;
+    }
+    let remote: Remote = server.unix_remote().parse()?;
+    let schema = nb_schema();
+    let mut spec = MonitorSpec::all(NB_TABLES);
+    spec.tables
+        .get_mut("Logical_Switch_Port")
+        .unwrap()
+        .map_keys
+        .insert("external_ids".into(), vec!["neutron:cidrs".into()]);
+    let mut dumps = Vec::new();
+    for stream_above in [Some(4096), None] {
+        let config = SessionConfig {
+            stream_above,
+            ..SessionConfig::default()
+        };
+        let (session, _notes) = Session::connect(&remote, None, config).await?;
+        let dump = session
+            .monitor_cond("OVN_Northbound", &json!("m"), &spec, &schema)
+            .await?;
+        assert_eq!(
+            session.streamed_replies(),
+            u64::from(stream_above.is_some())
+        );
+        assert_eq!(dump.row_count(), 1500 + 6); // ports and their switches
+        dumps.push(dump);
+    }
+    assert_eq!(dumps[0], dumps[1]);
     Ok(())
 }
 
@@ -407,6 +610,7 @@ async fn monitor_conditions_select_rows_and_can_be_changed_live() -> Result<()> 
                 "type",
                 Datum::scalar(Atom::String("localnet".into())),
             )]),
+            ..TableMonitor::default()
         },
     );
     let client = Client::start(ClientConfig::new(

@@ -9,9 +9,16 @@
 //! arrive is not mistaken for a dead peer.
 //!
 //! Frames are handed on as raw bytes: the receiver decodes them into the
-//! type it expects in one pass (see [`crate::wire`]).
+//! type it expects in one pass (see [`crate::wire`]). The exception is the
+//! reply to [`Session::call_streamed`] (a monitor's initial contents, tens
+//! of megabytes): once it outgrows [`SessionConfig::stream_above`] its bytes
+//! go, as they arrive, to a blocking thread that decodes it row by row
+//! ([`crate::wire::decode_streamed_reply`]), so it is never held whole
+//! beside the rows decoded from it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -29,6 +36,9 @@ use crate::framing::{JsonFramer, DEFAULT_MAX_MESSAGE};
 use crate::rpc::transport::{Remote, Stream};
 use crate::schema::DatabaseSchema;
 use crate::tls::TlsSettings;
+use crate::wire::{
+    decode_streamed_reply, KeyProjection, MonitorResult, StreamedReply, TableUpdates,
+};
 
 /// Session tuning.
 #[derive(Clone, Debug)]
@@ -42,6 +52,11 @@ pub struct SessionConfig {
     /// transaction (over 10 s for a 100k-port NB dump on a busy host), so
     /// OVS's 5 s would drop exactly the sessions that matter at scale.
     pub probe_interval: Option<Duration>,
+    /// A reply to [`Session::call_streamed`] longer than this is decoded
+    /// while it arrives, in a blocking thread fed chunk by chunk, instead
+    /// of being buffered whole first: the memory peak of an initial dump
+    /// drops by the message's size. `None` always buffers.
+    pub stream_above: Option<usize>,
 }
 
 impl Default for SessionConfig {
@@ -49,9 +64,13 @@ impl Default for SessionConfig {
         SessionConfig {
             max_message: DEFAULT_MAX_MESSAGE,
             probe_interval: Some(Duration::from_secs(60)),
+            stream_above: Some(STREAM_ABOVE),
         }
     }
 }
+
+/// Default of [`SessionConfig::stream_above`].
+pub const STREAM_ABOVE: usize = 1 << 20;
 
 /// A message the server sent without being asked.
 #[derive(Debug)]
@@ -68,10 +87,59 @@ pub enum Notification {
     Closed(Error),
 }
 
-/// The raw bytes of a successful response.
+/// A successful response: its raw bytes, or its result already decoded
+/// (a streamed reply, see [`Session::call_streamed`]).
 #[derive(Debug)]
 pub struct Response {
     frame: Bytes,
+    /// The length of a streamed reply and its decoded result.
+    streamed: Option<(usize, Decoded)>,
+}
+
+/// A result decoded while it arrived.
+struct Decoded(MonitorResult);
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decoded(..)")
+    }
+}
+
+/// Decodes a whole reply message from its chunks (run in a blocking
+/// thread while the message arrives).
+type StreamDecoder = Box<dyn FnOnce(mpsc::Receiver<Bytes>) -> Result<StreamedReply> + Send>;
+
+/// A result [`Session::call_streamed`] returns: the `result` of
+/// `monitor_cond` or of `monitor_cond_since`.
+pub trait MonitorReply: DeserializeOwned + Send + 'static {
+    /// This result from a decoded monitor result of the right shape.
+    fn from_monitor(result: MonitorResult) -> Option<Self>;
+}
+
+impl MonitorReply for TableUpdates {
+    fn from_monitor(result: MonitorResult) -> Option<Self> {
+        match result {
+            MonitorResult::Updates(u) => Some(u),
+            MonitorResult::Since(..) => None,
+        }
+    }
+}
+
+impl MonitorReply for (bool, String, TableUpdates) {
+    fn from_monitor(result: MonitorResult) -> Option<Self> {
+        match result {
+            MonitorResult::Since(found, last, u) => Some((found, last, u)),
+            MonitorResult::Updates(_) => None,
+        }
+    }
+}
+
+/// A reply being decoded while it arrives.
+struct Streaming {
+    id: u64,
+    chunks: mpsc::Sender<Bytes>,
+    decoder: tokio::task::JoinHandle<Result<StreamedReply>>,
+    bytes: usize,
 }
 
 /// A response's `result` member, decoded in the same pass that walks the
@@ -90,16 +158,23 @@ struct ParamsOnly<'a> {
 impl Response {
     /// Size of the whole response message in bytes.
     pub fn len(&self) -> usize {
-        self.frame.len()
+        self.streamed
+            .as_ref()
+            .map_or(self.frame.len(), |(len, _)| *len)
     }
 
     /// Whether the message is empty (never, for a parsed response).
     pub fn is_empty(&self) -> bool {
-        self.frame.is_empty()
+        self.len() == 0
     }
 
     /// Decodes the `result` member as `T`.
     pub fn result<T: DeserializeOwned>(&self) -> Result<T> {
+        if self.streamed.is_some() {
+            return Err(Error::Protocol(
+                "a streamed reply is decoded by call_streamed".into(),
+            ));
+        }
         // One pass over the message: a 50 MB monitor reply is not first
         // scanned for the bounds of `result` and then decoded.
         serde_json::from_slice::<ResultOf<T>>(&self.frame)
@@ -120,6 +195,7 @@ struct Request {
     method: &'static str,
     params: Value,
     reply: oneshot::Sender<Result<Response>>,
+    stream: Option<StreamDecoder>,
 }
 
 /// A handle to a live session; cheap to clone. The connection closes when
@@ -128,6 +204,7 @@ struct Request {
 pub struct Session {
     requests: mpsc::Sender<Request>,
     remote: String,
+    streamed: Arc<AtomicU64>,
 }
 
 /// The envelope of any incoming message: enough to route it.
@@ -144,6 +221,11 @@ struct Envelope<'a> {
 }
 
 const PROBE_ID: &str = "obgp-inactivity-probe";
+
+/// A response id as our numeric request ids (`u64::MAX` for anything else).
+fn n_id(id: &Value) -> u64 {
+    id.as_u64().unwrap_or(u64::MAX)
+}
 
 /// A frame larger than this gets the read buffer replaced after it, so its
 /// memory goes back once the frame is decoded.
@@ -170,12 +252,15 @@ impl Session {
     ) -> (Session, mpsc::Receiver<Notification>) {
         let (req_tx, req_rx) = mpsc::channel(64);
         let (note_tx, note_rx) = mpsc::channel(1024);
+        let streamed = Arc::new(AtomicU64::new(0));
         let task = Task {
+            streamed: streamed.clone(),
             remote: remote.clone(),
             config,
             requests: req_rx,
             notifications: note_tx,
             pending: HashMap::new(),
+            streamable: std::collections::BTreeMap::new(),
             next_id: 1,
         };
         tokio::spawn(task.run(stream));
@@ -183,6 +268,7 @@ impl Session {
             Session {
                 requests: req_tx,
                 remote,
+                streamed,
             },
             note_rx,
         )
@@ -193,6 +279,12 @@ impl Session {
         &self.remote
     }
 
+    /// How many replies were decoded while they arrived (see
+    /// [`Session::call_streamed`]).
+    pub fn streamed_replies(&self) -> u64 {
+        self.streamed.load(Ordering::Relaxed)
+    }
+
     /// Whether the session task has ended.
     pub fn is_closed(&self) -> bool {
         self.requests.is_closed()
@@ -200,16 +292,56 @@ impl Session {
 
     /// Sends a request and waits for its response.
     pub async fn call(&self, method: &'static str, params: Value) -> Result<Response> {
+        self.send(method, params, None).await
+    }
+
+    async fn send(
+        &self,
+        method: &'static str,
+        params: Value,
+        stream: Option<StreamDecoder>,
+    ) -> Result<Response> {
         let (tx, rx) = oneshot::channel();
         self.requests
             .send(Request {
                 method,
                 params,
                 reply: tx,
+                stream,
             })
             .await
             .map_err(|_| Error::SessionClosed)?;
         rx.await.map_err(|_| Error::SessionClosed)?
+    }
+
+    /// Sends a request whose reply may be large (a monitor's initial
+    /// contents) and decodes its `result` as `T`, with `projection`'s map
+    /// keys. A reply over [`SessionConfig::stream_above`] is decoded while
+    /// it arrives, so it is never held whole; a smaller one is decoded from
+    /// its frame. Either way the result is the same.
+    ///
+    /// While such a call is pending, the first message to outgrow the
+    /// threshold is taken for its reply; one that turns out to be another
+    /// message ends the session with a protocol error. The session's own
+    /// users keep it the only request in flight that can get a large reply.
+    pub async fn call_streamed<T: MonitorReply>(
+        &self,
+        method: &'static str,
+        params: Value,
+        projection: &KeyProjection,
+    ) -> Result<T> {
+        let in_thread = projection.clone();
+        let decode: StreamDecoder = Box::new(move |mut chunks: mpsc::Receiver<Bytes>| {
+            in_thread
+                .apply_to(|| decode_streamed_reply(|| chunks.blocking_recv()))
+                .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
+        });
+        let response = self.send(method, params, Some(decode)).await?;
+        match response.streamed {
+            None => projection.apply_to(|| response.result()),
+            Some((_, Decoded(result))) => T::from_monitor(result)
+                .ok_or_else(|| Error::Protocol(format!("{method} result of an unexpected shape"))),
+        }
     }
 
     /// `list_dbs`: the databases the server holds.
@@ -260,11 +392,14 @@ impl Session {
 }
 
 struct Task {
+    streamed: Arc<AtomicU64>,
     remote: String,
     config: SessionConfig,
     requests: mpsc::Receiver<Request>,
     notifications: mpsc::Sender<Notification>,
     pending: HashMap<u64, (&'static str, oneshot::Sender<Result<Response>>)>,
+    /// Decoders of pending requests that asked for a streamed reply.
+    streamable: std::collections::BTreeMap<u64, StreamDecoder>,
     next_id: u64,
 }
 
@@ -291,6 +426,7 @@ impl Task {
     ) -> Error {
         let mut framer = JsonFramer::new(self.config.max_message);
         let mut buf = BytesMut::with_capacity(64 * 1024);
+        let mut streaming: Option<Streaming> = None;
         let far = Duration::from_secs(86400 * 365);
         let interval = self.config.probe_interval;
         let mut deadline = Instant::now() + interval.unwrap_or(far);
@@ -307,6 +443,29 @@ impl Task {
                     loop {
                         let frame = if n == 0 { framer.decode_eof(&mut buf) } else { framer.decode(&mut buf) };
                         match frame {
+                            Ok(None) if n > 0 => {
+                                if streaming.is_none() {
+                                    streaming = self.start_streaming(framer.pending_len());
+                                }
+                                if let Some(mut s) = streaming.take() {
+                                    let part = framer.take_scanned(&mut buf);
+                                    s.bytes += part.len();
+                                    if !part.is_empty() && s.chunks.send(part.freeze()).await.is_err() {
+                                        // The decoder stopped early: a bad message.
+                                        return self.failed_streaming(s).await;
+                                    }
+                                    streaming = Some(s);
+                                }
+                                break;
+                            }
+                            Ok(Some(frame)) if streaming.is_some() => {
+                                if let Some(s) = streaming.take() {
+                                    tracing::debug!(remote = %self.remote, id = s.id, "streamed reply complete");
+                                    if let Err(e) = self.finish_streaming(s, frame.freeze()).await {
+                                        return e;
+                                    }
+                                }
+                            }
                             Ok(Some(frame)) => {
                                 let large = frame.len() > RELEASE_ABOVE;
                                 if let Err(e) = self.dispatch(frame.freeze(), out).await {
@@ -339,6 +498,9 @@ impl Task {
                     self.next_id += 1;
                     let msg = json!({"method": req.method, "params": req.params, "id": id});
                     self.pending.insert(id, (req.method, req.reply));
+                    if let Some(decoder) = req.stream {
+                        self.streamable.insert(id, decoder);
+                    }
                     let _ = out.send(Bytes::from(msg.to_string()));
                 }
                 _ = tokio::time::sleep_until(deadline), if interval.is_some() => {
@@ -360,6 +522,87 @@ impl Task {
                 }
             }
         }
+    }
+
+    /// Starts decoding the message in progress while it arrives, if it has
+    /// outgrown the threshold and a pending request asked for that.
+    fn start_streaming(&mut self, pending_len: usize) -> Option<Streaming> {
+        let threshold = self.config.stream_above?;
+        if pending_len <= threshold {
+            return None;
+        }
+        let (id, decode) = self.streamable.pop_first()?;
+        // A few chunks in flight: the socket is read no faster than the
+        // decoder goes, so the bytes buffered stay bounded.
+        let (tx, rx) = mpsc::channel(8);
+        tracing::debug!(remote = %self.remote, id, pending_len, "decoding a large reply while it arrives");
+        self.streamed.fetch_add(1, Ordering::Relaxed);
+        Some(Streaming {
+            id,
+            chunks: tx,
+            decoder: tokio::task::spawn_blocking(move || decode(rx)),
+            bytes: 0,
+        })
+    }
+
+    /// Hands the last bytes of a streamed reply to its decoder and routes
+    /// the decoded reply like [`Task::dispatch`] routes a frame.
+    async fn finish_streaming(&mut self, s: Streaming, tail: Bytes) -> Result<()> {
+        let len = s.bytes + tail.len();
+        // A send error means the decoder already stopped; its error follows.
+        let _ = s.chunks.send(tail).await;
+        drop(s.chunks);
+        let decoded = match s.decoder.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::Protocol(format!("reply decoder failed: {e}"))),
+        };
+        let reply = match decoded {
+            Ok(reply) => reply,
+            Err(e) => {
+                if let Some((_, tx)) = self.pending.remove(&s.id) {
+                    let _ = tx.send(Err(Error::Protocol(e.to_string())));
+                }
+                return Err(e);
+            }
+        };
+        if reply.id.as_u64() != Some(s.id) {
+            return Err(Error::Protocol(format!(
+                "a {len}-byte message with id {} arrived while the reply to request {} was awaited",
+                reply.id, s.id
+            )));
+        }
+        let Some((method, tx)) = self.pending.remove(&s.id) else {
+            return Err(Error::Protocol(format!(
+                "response with unknown id {}",
+                s.id
+            )));
+        };
+        let result = match (reply.error.is_null(), reply.result) {
+            (true, Some(result)) => Ok(Response {
+                frame: Bytes::new(),
+                streamed: Some((len, Decoded(result))),
+            }),
+            (true, None) => Err(Error::Protocol(format!("{method} reply without result"))),
+            (false, _) => Err(Error::Rpc {
+                method: method.to_string(),
+                error: reply.error,
+            }),
+        };
+        let _ = tx.send(result);
+        Ok(())
+    }
+
+    /// The decoder of a streamed reply stopped before its end: its error.
+    async fn failed_streaming(&mut self, s: Streaming) -> Error {
+        let e = match s.decoder.await {
+            Ok(Err(e)) => e,
+            Ok(Ok(_)) => Error::Protocol("a streamed reply ended before its last byte".into()),
+            Err(e) => Error::Protocol(format!("reply decoder failed: {e}")),
+        };
+        if let Some((_, tx)) = self.pending.remove(&s.id) {
+            let _ = tx.send(Err(Error::Protocol(e.to_string())));
+        }
+        e
     }
 
     /// Routes one complete message.
@@ -399,8 +642,12 @@ impl Task {
                 else {
                     return Err(Error::Protocol(format!("response with unknown id {id}")));
                 };
+                self.streamable.remove(&n_id(id));
                 let result = if env.error.is_null() {
-                    Ok(Response { frame })
+                    Ok(Response {
+                        frame,
+                        streamed: None,
+                    })
                 } else {
                     Err(Error::Rpc {
                         method: method.to_string(),
@@ -475,6 +722,193 @@ mod tests {
         assert_eq!(r1.unwrap(), ["first"]);
         assert_eq!(r2.unwrap(), ["second"]);
         drop(server.await.unwrap());
+    }
+
+    /// A monitor reply of `rows` ports, each with a kept and a dropped key;
+    /// row `bad_row` has a map pair without a value.
+    fn big_reply(id: &Value, rows: usize, bad_row: Option<usize>) -> String {
+        let ports: serde_json::Map<String, Value> = (0..rows)
+            .map(|i| {
+                let kept = if bad_row == Some(i) {
+                    json!(["kept"])
+                } else {
+                    json!(["kept", format!("k{i}")])
+                };
+                (
+                    format!("{i:08x}-2222-4222-8222-222222222222"),
+                    json!({"initial": {"name": format!("p{i}"), "up": true,
+                        "external_ids": ["map", [kept, ["dropped", "x\\\"}y"]]]}}),
+                )
+            })
+            .collect();
+        json!({"id": id, "result": {"Logical_Switch_Port": ports}, "error": null}).to_string()
+    }
+
+    type ServerHalves = (
+        BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    );
+
+    /// Serves one request with `reply(id)`, written in small pieces.
+    fn serve_one(
+        server: tokio::io::DuplexStream,
+        reply: impl FnOnce(&Value) -> String + Send + 'static,
+    ) -> tokio::task::JoinHandle<ServerHalves> {
+        tokio::spawn(async move {
+            let (rd, mut wr) = tokio::io::split(server);
+            let mut lines = BufReader::new(rd);
+            // The request's params hold nested objects: frame it properly.
+            let mut framer = JsonFramer::default();
+            let mut buf = BytesMut::new();
+            let frame = loop {
+                let mut part = Vec::new();
+                lines.read_until(b'}', &mut part).await.unwrap();
+                buf.extend_from_slice(&part);
+                if let Some(f) = framer.decode(&mut buf).unwrap() {
+                    break f;
+                }
+            };
+            let v: Value = serde_json::from_slice(&frame).unwrap();
+            let text = reply(&v["id"]);
+            for piece in text.as_bytes().chunks(97) {
+                wr.write_all(piece).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+            (lines, wr)
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_reply_is_decoded_while_it_arrives_like_a_buffered_one() {
+        let projection =
+            KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["kept"]);
+        let want: crate::wire::TableUpdates = {
+            let v: Value = serde_json::from_str(&big_reply(&json!(1), 300, None)).unwrap();
+            projection
+                .apply_to(|| serde_json::from_str(&v["result"].to_string()))
+                .unwrap()
+        };
+        for stream_above in [Some(256), None] {
+            let config = SessionConfig {
+                stream_above,
+                ..SessionConfig::default()
+            };
+            let (session, _notes, server) = pair(config);
+            let server = serve_one(server, |id| big_reply(id, 300, None));
+            let got: crate::wire::TableUpdates = session
+                .call_streamed("monitor_cond", json!([{}]), &projection)
+                .await
+                .unwrap();
+            assert_eq!(got, want);
+            let (_, ids) = got.0[0].rows[0]
+                .columns
+                .iter()
+                .find(|(c, _)| c.as_str() == "external_ids")
+                .unwrap();
+            assert_eq!(ids.pairs().len(), 1, "the dropped key was kept: {ids:?}");
+            assert_eq!(
+                session.streamed_replies(),
+                u64::from(stream_above.is_some())
+            );
+            // The session goes on: a small reply to a streamed call too.
+            let server = server.await.unwrap();
+            let server = serve_one(server.0.into_inner().unsplit(server.1), |id| {
+                json!({"id": id, "result": {"NB_Global": {}}, "error": null}).to_string()
+            });
+            let small: crate::wire::TableUpdates = session
+                .call_streamed("monitor_cond", json!([{}]), &projection)
+                .await
+                .unwrap();
+            assert_eq!(small.row_count(), 0);
+            drop(server.await.unwrap());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bad_streamed_reply_is_an_error_naming_the_row_and_ends_the_session() {
+        let config = SessionConfig {
+            stream_above: Some(256),
+            ..SessionConfig::default()
+        };
+        let (session, mut notes, server) = pair(config);
+        let _server = serve_one(server, |id| big_reply(id, 300, Some(250)));
+        let err = session
+            .call_streamed::<crate::wire::TableUpdates>(
+                "monitor_cond",
+                json!([{}]),
+                &KeyProjection::default(),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("row 000000fa-2222-4222-8222-222222222222")
+                && err.contains("without value"),
+            "{err}"
+        );
+        assert_eq!(session.streamed_replies(), 1);
+        match notes.recv().await {
+            Some(Notification::Closed(e)) => {
+                assert!(e.to_string().contains("without value"), "{e}")
+            }
+            other => panic!("session not closed: {other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_close_in_the_middle_of_a_streamed_reply_fails_the_call() {
+        let config = SessionConfig {
+            stream_above: Some(256),
+            ..SessionConfig::default()
+        };
+        let (session, mut notes, server) = pair(config);
+        let server = serve_one(server, |id| {
+            let whole = big_reply(id, 300, None);
+            whole[..whole.len() / 2].to_string()
+        });
+        let call = tokio::spawn({
+            let session = session.clone();
+            async move {
+                session
+                    .call_streamed::<crate::wire::TableUpdates>(
+                        "monitor_cond",
+                        json!([{}]),
+                        &KeyProjection::default(),
+                    )
+                    .await
+            }
+        });
+        drop(server.await.unwrap()); // the server goes away mid-reply
+        let err = call.await.unwrap().unwrap_err();
+        assert!(
+            err.to_string().contains("in the middle of a message"),
+            "{err}"
+        );
+        assert_eq!(session.streamed_replies(), 1);
+        assert!(matches!(notes.recv().await, Some(Notification::Closed(_))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_message_that_is_not_the_awaited_reply_ends_the_session() {
+        let config = SessionConfig {
+            stream_above: Some(256),
+            ..SessionConfig::default()
+        };
+        let (session, mut notes, server) = pair(config);
+        let _server = serve_one(server, |_| big_reply(&json!(777), 300, None));
+        let err = session
+            .call_streamed::<crate::wire::TableUpdates>(
+                "monitor_cond",
+                json!([{}]),
+                &KeyProjection::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Disconnected(_)), "{err}");
+        match notes.recv().await {
+            Some(Notification::Closed(e)) => assert!(e.to_string().contains("id 777"), "{e}"),
+            other => panic!("session not closed: {other:?}"),
+        }
     }
 
     #[tokio::test]

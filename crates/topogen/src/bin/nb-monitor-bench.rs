@@ -1,6 +1,6 @@
 //! Benchmark: initial monitor of an OVN_Northbound database holding N VM
 //! ports, from connect until the cache is synced, monitoring exactly what
-//! the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`). Reports wall time and peak RSS of a fresh measuring
+//! the agent's NB driver monitors (`obgp_ovn::nb::monitor_spec()`). Reports wall time and peak RSS of a fresh measuring
 //! process, to set beside the Python IDL figures.
 //!
 //! `nb-monitor-bench --vms 10000,50000` creates a database per size, starts
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig, TableMonitor};
+use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
 use obgp_topogen::{Params, Topology};
 
 /// Counts live and peak heap bytes, to tell the cache's own size from what
@@ -61,21 +61,20 @@ fn nb_driver_tables() -> impl Iterator<Item = &'static str> + Clone {
     obgp_ovn::nb::MONITORED_COLUMNS.iter().map(|(t, _)| *t)
 }
 
-/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::MONITORED_COLUMNS`,
+/// Exactly what the agent's NB driver monitors (`obgp_ovn::nb::monitor_spec`,
 /// used by the controller's sources): the tables and, in each, only the
-/// columns the parsers and event predicates read.
+/// columns the parsers and event predicates read, with `external_ids` and
+/// `options` projected to the keys they read (`nb::MONITORED_KEYS`).
+/// `NB_BENCH_WHOLE_MAPS=1` keeps every map whole, to compare (the
+/// environment reaches the measuring process).
 fn nb_driver_monitor() -> MonitorSpec {
-    obgp_ovn::nb::MONITORED_COLUMNS
-        .iter()
-        .fold(MonitorSpec::default(), |m, (table, cols)| {
-            m.table(
-                table,
-                TableMonitor {
-                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
-                    conditions: None,
-                },
-            )
-        })
+    let mut spec = obgp_ovn::nb::monitor_spec();
+    if std::env::var_os("NB_BENCH_WHOLE_MAPS").is_some() {
+        for tm in spec.tables.values_mut() {
+            tm.map_keys.clear();
+        }
+    }
+    spec
 }
 
 /// A `/proc/self/status` field in KiB.
@@ -144,6 +143,8 @@ async fn breakdown(remote: &str) -> Result<()> {
             tokio::task::spawn_blocking(move || reply_timing(&path, &request)).await??;
         print!("raw socket: first byte {first:.3}s last byte {last:.3}s ({bytes} bytes); ");
     }
+    let mib = |v: &AtomicUsize| v.load(Relaxed) as f64 / (1 << 20) as f64;
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
     let t0 = Instant::now();
     let reply = session
         .call(
@@ -153,13 +154,23 @@ async fn breakdown(remote: &str) -> Result<()> {
         .await?;
     let t_reply = t0.elapsed();
     let hwm_reply = status_kib("VmHWM:")?;
-    let updates: obgp_ovsdb::wire::TableUpdates = reply.result()?;
+    let updates: obgp_ovsdb::wire::TableUpdates =
+        spec.key_projection().apply_to(|| reply.result())?;
     let t_decode = t0.elapsed();
+    let heap_decoded = (mib(&LIVE), mib(&PEAK));
     let bytes = reply.len();
     drop(reply);
-    let empty = obgp_ovsdb::Snapshot::empty(std::sync::Arc::new(schema), nb_driver_tables());
-    let (snap, _) = empty.apply(updates)?;
+    let schema = std::sync::Arc::new(schema);
+    let empty = obgp_ovsdb::Snapshot::empty(schema.clone(), nb_driver_tables());
+    let (snap, _) = empty.clone().apply(updates)?;
     let t_apply = t0.elapsed();
+    print!(
+        "heap live/peak MiB: decoded {:.1}/{:.1} applied {:.1}/{:.1}; ",
+        heap_decoded.0,
+        heap_decoded.1,
+        mib(&LIVE),
+        mib(&PEAK)
+    );
     println!(
         "reply {:.3}s ({} MB, hwm {} MiB) decode {:.3}s apply {:.3}s rows {} hwm {} MiB",
         t_reply.as_secs_f64(),
@@ -169,6 +180,26 @@ async fn breakdown(remote: &str) -> Result<()> {
         (t_apply - t_decode).as_secs_f64(),
         snap.table("Logical_Switch_Port").len(),
         status_kib("VmHWM:")? / 1024
+    );
+    drop(snap);
+    // The agent's path: the reply decoded while it arrives. Its time minus
+    // the raw socket's last byte is what the client adds after the server.
+    let t0 = Instant::now();
+    let updates: obgp_ovsdb::wire::TableUpdates = session
+        .call_streamed(
+            "monitor_cond",
+            serde_json::json!(["OVN_Northbound", "streamed", spec.requests(&schema)]),
+            &spec.key_projection(),
+        )
+        .await?;
+    let t_streamed = t0.elapsed();
+    let (snap, _) = empty.apply(updates)?;
+    println!(
+        "\n  agent path: reply decoded while it arrives {:.3}s (streamed: {}) snapshot {:.3}s rows {}",
+        t_streamed.as_secs_f64(),
+        session.streamed_replies(),
+        (t0.elapsed() - t_streamed).as_secs_f64(),
+        snap.table("Logical_Switch_Port").len()
     );
     Ok(())
 }
@@ -236,6 +267,11 @@ async fn measure(remote: &str) -> Result<()> {
     let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
     // The 100k-port dump is ~125 MB, past the 64 MiB default.
     config.session.max_message = 512 << 20;
+    // The reply is decoded while it arrives (the default);
+    // `NB_BENCH_BUFFERED=1` buffers it whole first, to compare.
+    if std::env::var_os("NB_BENCH_BUFFERED").is_some() {
+        config.session.stream_above = None;
+    }
     let client = Client::start(config);
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
     let wall = t0.elapsed();

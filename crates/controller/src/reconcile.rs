@@ -160,6 +160,11 @@ impl Reconciler {
         self.desired.desired()
     }
 
+    /// The IPs the last desired state exposes (a cheap copy).
+    pub fn exposed_ips(&self) -> obgp_desired::ExposedIps {
+        self.desired.exposed_ips()
+    }
+
     /// The node objects of the last desired state.
     pub fn desired_node(&self) -> Option<&DesiredNode> {
         self.desired.node()

@@ -165,7 +165,12 @@ pub async fn run(
 
     let inputs = sources.inputs();
     let chassis = reconciler.chassis_name(&inputs.snapshot);
-    let view0 = SnapshotView::new(inputs.raw_ovn, Arc::new(inputs.snapshot), chassis, None);
+    let view0 = SnapshotView::new(
+        inputs.raw_ovn,
+        Arc::new(inputs.snapshot),
+        chassis,
+        Default::default(),
+    );
     let (view_tx, view_rx) = watch::channel(Arc::new(view0));
     let filters = Filters::for_config(&config.default);
 
@@ -234,7 +239,7 @@ pub async fn run(
             inputs.raw_ovn,
             Arc::new(inputs.snapshot),
             chassis,
-            reconciler.last_desired(),
+            reconciler.exposed_ips(),
         );
         view_tx.send_replace(Arc::new(view));
     };

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use obgp_desired::Desired;
+use obgp_desired::ExposedIps;
 use obgp_events::view::RowView;
 use obgp_events::AgentView;
 use obgp_ovn::Snapshot;
@@ -25,19 +25,20 @@ pub struct SnapshotView {
     local_cr_lrps: HashSet<String>,
     /// Logical switches (`neutron-<id>`) behind those gateways.
     local_lrp_networks: HashSet<String>,
-    /// Every announced IP.
-    exposed: HashSet<IpAddr>,
+    /// Every announced IP (shared with the reconciler's desired state, not copied).
+    exposed: ExposedIps,
 }
 
 impl SnapshotView {
     /// `raw` is the cache of the OVN database the driver reads (NB or SB);
     /// `chassis` this node's name in its rows (see
-    /// `Reconciler::chassis_name`); `desired` the last desired state.
+    /// `Reconciler::chassis_name`); `exposed` the IPs of the last desired
+    /// state.
     pub fn new(
         raw: obgp_ovsdb::Snapshot,
         snap: Arc<Snapshot>,
         chassis: String,
-        desired: Option<&Desired>,
+        exposed: ExposedIps,
     ) -> SnapshotView {
         let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
         let mut local_cr_lrps = HashSet::new();
@@ -54,9 +55,6 @@ impl SnapshotView {
                 }
             }
         }
-        let exposed = desired
-            .map(|d| d.exposed.keys().copied().collect())
-            .unwrap_or_default();
         SnapshotView {
             raw,
             snap,

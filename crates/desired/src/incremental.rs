@@ -42,6 +42,32 @@ use obgp_ovn::{LogicalSwitchPort, PortChange, Snapshot};
 use crate::nb_underlay::{NbUnderlay, PortExposures, Reads};
 use crate::{chassis_hostname, compute, Desired, DesiredError, ExposedIp, NodeFacts};
 
+/// Every exposed IP, as a persistent set: a copy costs a reference count,
+/// so the event filters can hold the last one while the cache patches its
+/// own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExposedIps(imbl::OrdSet<IpAddr>);
+
+impl ExposedIps {
+    pub fn contains(&self, ip: &IpAddr) -> bool {
+        self.0.contains(ip)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<IpAddr> for ExposedIps {
+    fn from_iter<I: IntoIterator<Item = IpAddr>>(iter: I) -> Self {
+        ExposedIps(iter.into_iter().collect())
+    }
+}
+
 /// How [`DesiredCache::compute`] got its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Computed {
@@ -106,6 +132,8 @@ struct Last {
     config: Config,
     facts: NodeFacts,
     desired: Desired,
+    /// The keys of `desired.exposed`.
+    exposed_ips: ExposedIps,
     node: DesiredNode,
     /// The node objects of the base wiring and tenant subnets alone: keys
     /// an exposure's objects must not share to be patched.
@@ -144,11 +172,13 @@ impl DesiredCache {
         let exposed = std::mem::take(&mut desired.exposed);
         let fixed = desired.to_node();
         desired.exposed = exposed;
+        let exposed_ips = desired.exposed.keys().copied().collect();
         self.last = Some(Last {
             snap: snap.clone(),
             config: config.clone(),
             facts: facts.clone(),
             desired,
+            exposed_ips,
             node,
             fixed,
             reads,
@@ -161,6 +191,14 @@ impl DesiredCache {
     /// The last result, if any.
     pub fn desired(&self) -> Option<&Desired> {
         self.last.as_ref().map(|l| &l.desired)
+    }
+
+    /// The IPs the last result exposes (a cheap copy).
+    pub fn exposed_ips(&self) -> ExposedIps {
+        self.last
+            .as_ref()
+            .map(|l| l.exposed_ips.clone())
+            .unwrap_or_default()
     }
 
     /// The node objects of the last result (`to_node` of it).
@@ -261,8 +299,10 @@ fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -
     let delta = node_delta(last, &removed, &added);
     for e in &removed {
         last.desired.exposed.remove(&e.ip);
+        last.exposed_ips.0.remove(&e.ip);
     }
     for e in added {
+        last.exposed_ips.0.insert(e.ip);
         last.desired.exposed.insert(e.ip, e);
     }
     if let Some(reads) = &mut last.reads {

@@ -937,6 +937,23 @@ mod tests {
         assert!(s1.is_active_vif_on("host-1", VM));
         assert!(!s0.is_active_vif_on("host-1", VM));
 
+        // NB_Global's liveness bumps change nothing the agent reads; its
+        // FIP mode does.
+        let global = |fip: &str| {
+            row(json!({"external_ids": ["map", [
+                ["neutron:liveness_check_at", "now"], [crate::neutron::key::FIP_DISTRIBUTED, fip]]]}))
+        };
+        const GLOBAL: Uuid = Uuid(0x50);
+        live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("True")))]);
+        assert_eq!(
+            live.snapshot().port_changes_since(&s1).map(|c| c.len()),
+            Some(0)
+        );
+        live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("False")))]);
+        assert!(live.snapshot().port_changes_since(&s1).is_none());
+        live.apply_nb([(NbGlobal::TABLE, GLOBAL, None)]);
+        let s1 = live.snapshot();
+
         // A localnet change moves provider wiring: not ports only.
         let mut tagged = localnet();
         tagged

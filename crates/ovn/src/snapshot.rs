@@ -522,9 +522,9 @@ impl Snapshot {
     }
 
     /// The ports that changed since `earlier`, when nothing else the NB
-    /// driver reads did: the only NB rows changed are logical switch ports
-    /// and switches whose name stayed (their port lists change with every
-    /// port), no localnet or router-interface port was among them (their
+    /// driver reads did: the only NB rows changed are logical switch ports,
+    /// switches whose name stayed (their port lists change with every
+    /// port) and NB_Global rows that read the same, no localnet or router-interface port was among them (their
     /// indexes are the very same maps), and NB_Global and the local OVS
     /// view are equal. `None` otherwise, or when the changes are unknown
     /// ([`Snapshot::nb_changes_since`]). Under `Some`, every NB query but
@@ -553,6 +553,9 @@ impl Snapshot {
         for (table, uuid) in changed {
             match table {
                 LogicalSwitchPort::TABLE => ports.push(uuid),
+                // Bumped by Neutron's liveness checks; what the agent reads
+                // of it (`nb_global`) is compared above.
+                NbGlobal::TABLE => {}
                 LogicalSwitch::TABLE => {
                     let (Some(old), Some(new)) = (a.switches.get(&uuid), b.switches.get(&uuid))
                     else {

@@ -41,15 +41,25 @@ struct Phases {
     fields: HashMap<&'static str, f64>,
 }
 
-/// Collects the controller's "reconciled" events (per-phase timings) and
-/// its warnings (failed ops).
+/// Collects the controller's "reconciled" events (per-phase timings), its
+/// warnings (failed ops) and the applier's per-op times.
 struct PhaseLog {
     phases: Shared<Phases>,
     warnings: Shared<String>,
+    ops: Shared<OpTime>,
 }
 
-/// The event's fields, and its message.
-struct PhaseVisitor<'a>(&'a mut Phases, String);
+/// One applied (or failed) op: its kind (`+ address`, `+ link`...), whether
+/// it failed, and how long it took.
+#[derive(Clone, Debug)]
+struct OpTime {
+    kind: String,
+    failed: bool,
+    us: f64,
+}
+
+/// The event's fields, its message and its `op` field.
+struct PhaseVisitor<'a>(&'a mut Phases, String, String);
 
 impl tracing::field::Visit for PhaseVisitor<'_> {
     fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
@@ -66,6 +76,8 @@ impl tracing::field::Visit for PhaseVisitor<'_> {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
         if field.name() == "message" {
             self.1 = format!("{value:?}");
+        } else if field.name() == "op" {
+            self.2 = format!("{value:?}");
         }
     }
 }
@@ -73,9 +85,17 @@ impl tracing::field::Visit for PhaseVisitor<'_> {
 impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: LayerContext<'_, S>) {
         let mut p = Phases::default();
-        let mut v = PhaseVisitor(&mut p, String::new());
+        let mut v = PhaseVisitor(&mut p, String::new(), String::new());
         event.record(&mut v);
-        let message = v.1;
+        let (message, op) = (v.1, v.2);
+        if message == "applied" || message == "failed" {
+            let kind: Vec<&str> = op.split_whitespace().take(2).collect();
+            self.ops.lock().expect("op log").push(OpTime {
+                kind: kind.join(" "),
+                failed: message == "failed",
+                us: p.fields.get("us").copied().unwrap_or(f64::NAN),
+            });
+        }
         if message == "reconciled" {
             self.phases.lock().expect("phase log").push(p);
         } else if message == "observed" && std::env::var_os("OBGP_BENCH_TRACE").is_some() {
@@ -178,16 +198,18 @@ fn parse_newaddr(mut buf: &[u8]) -> Vec<(Ipv4Addr, u32)> {
 }
 
 type Shared<T> = Arc<Mutex<Vec<T>>>;
+type Logs = (Shared<Phases>, Shared<String>, Shared<OpTime>);
 
 /// The process-wide phase log: the daemon's tasks log from tokio's worker
 /// threads, so the collecting subscriber must be the global one.
-fn logs() -> (Shared<Phases>, Shared<String>) {
-    static LOGS: OnceLock<(Shared<Phases>, Shared<String>)> = OnceLock::new();
+fn logs() -> Logs {
+    static LOGS: OnceLock<Logs> = OnceLock::new();
     LOGS.get_or_init(|| {
-        let logs = (Arc::default(), Arc::default());
+        let logs: Logs = (Arc::default(), Arc::default(), Arc::default());
         let layer = PhaseLog {
             phases: Arc::clone(&logs.0),
             warnings: Arc::clone(&logs.1),
+            ops: Arc::clone(&logs.2),
         };
         tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
             .expect("the first global subscriber");
@@ -214,6 +236,7 @@ struct Outcome {
     exposed_initial: usize,
     phases: Vec<Phases>,
     failed_ops: Vec<String>,
+    op_times: Vec<OpTime>,
 }
 
 async fn connect(remote: &str) -> Result<Session> {
@@ -323,7 +346,7 @@ async fn bench_one(
         },
         queue,
     };
-    let (phase_log, warnings) = logs();
+    let (phase_log, warnings, op_log) = logs();
     phase_log.lock().expect("log").clear();
     warnings.lock().expect("warnings").clear();
 
@@ -354,6 +377,7 @@ async fn bench_one(
     let exposed_initial = last.0;
     while monitor.try_recv().is_ok() {}
     let first_phase = phase_log.lock().expect("log").len();
+    op_log.lock().expect("op log").clear();
     eprintln!(
         "  N={vms}: converged, {exposed_initial} addresses on bgp-nic after ~{initial_s:.1} s"
     );
@@ -419,6 +443,7 @@ async fn bench_one(
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(60), daemon).await;
     let phases: Vec<Phases> = phase_log.lock().expect("log")[first_phase..].to_vec();
+    let op_times = op_log.lock().expect("op log").clone();
     // Distinct warnings (the failing ops repeat every reconcile).
     let mut failed_ops: Vec<String> = warnings.lock().expect("warnings").clone();
     failed_ops.sort();
@@ -432,6 +457,7 @@ async fn bench_one(
         exposed_initial,
         phases,
         failed_ops,
+        op_times,
     })
 }
 
@@ -484,6 +510,32 @@ fn report(o: &Outcome) {
         print!(" {key} {:.2}", median(v));
     }
     println!();
+    // Per op kind over the reconciles during the events.
+    let mut kinds: Vec<(&str, bool)> = o
+        .op_times
+        .iter()
+        .map(|t| (t.kind.as_str(), t.failed))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    for (kind, failed) in kinds {
+        let us: Vec<f64> = o
+            .op_times
+            .iter()
+            .filter(|t| t.kind == kind && t.failed == failed)
+            .map(|t| t.us)
+            .collect();
+        let n = us.len();
+        let mut sorted = us.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "    op `{kind}`{}: {n} applied, median {:.0} us, p95 {:.0} us, max {:.0} us",
+            if failed { " (failed)" } else { "" },
+            median(us),
+            percentile(&sorted, 95.0),
+            sorted.last().copied().unwrap_or(f64::NAN),
+        );
+    }
     if let Some(p) = o.phases.last() {
         println!("    last reconcile: {:?} reasons={}", p.fields, p.reasons);
     }

@@ -3,6 +3,7 @@
 //! how long each phase took.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
@@ -93,7 +94,8 @@ pub struct Reconciler {
     node: KernelNode,
     kernel: KernelConfig,
     previous: Option<DesiredNode>,
-    last_desired: Option<Desired>,
+    /// Shared with the event filters' view (no copy per reconcile).
+    last_desired: Option<Arc<Desired>>,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
     facts: NodeFacts,
@@ -151,8 +153,8 @@ impl Reconciler {
     }
 
     /// The desired state of the last reconcile, if any.
-    pub fn last_desired(&self) -> Option<&Desired> {
-        self.last_desired.as_ref()
+    pub fn last_desired(&self) -> Option<Arc<Desired>> {
+        self.last_desired.clone()
     }
 
     /// This node's name in the rows the driver reads: the OVS `system-id`
@@ -272,7 +274,7 @@ impl Reconciler {
             self.frr_applied = planned.node.frr_config.clone();
         }
         self.previous = Some(planned.node);
-        self.last_desired = Some(planned.desired);
+        self.last_desired = Some(Arc::new(planned.desired));
         Ok(report)
     }
 }

@@ -25,8 +25,10 @@ pub struct SnapshotView {
     local_cr_lrps: HashSet<String>,
     /// Logical switches (`neutron-<id>`) behind those gateways.
     local_lrp_networks: HashSet<String>,
-    /// Every announced IP.
-    exposed: HashSet<IpAddr>,
+    /// The last desired state (its `exposed` keys are every announced IP),
+    /// shared with the reconciler rather than copied into a set: that copy
+    /// (7k IPs at 50k ports) was built and dropped after every reconcile.
+    desired: Option<Arc<Desired>>,
 }
 
 impl SnapshotView {
@@ -37,7 +39,7 @@ impl SnapshotView {
         raw: obgp_ovsdb::Snapshot,
         snap: Arc<Snapshot>,
         chassis: String,
-        desired: Option<&Desired>,
+        desired: Option<Arc<Desired>>,
     ) -> SnapshotView {
         let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
         let mut local_cr_lrps = HashSet::new();
@@ -54,9 +56,6 @@ impl SnapshotView {
                 }
             }
         }
-        let exposed = desired
-            .map(|d| d.exposed.keys().copied().collect())
-            .unwrap_or_default();
         SnapshotView {
             raw,
             snap,
@@ -64,7 +63,7 @@ impl SnapshotView {
             chassis_id,
             local_cr_lrps,
             local_lrp_networks,
-            exposed,
+            desired,
         }
     }
 
@@ -106,7 +105,11 @@ impl AgentView for SnapshotView {
     fn is_ip_exposed(&self, _logical_switch: Option<&str>, ips: &[&str]) -> bool {
         ips.iter()
             .filter_map(|ip| ip.split('/').next()?.parse::<IpAddr>().ok())
-            .any(|ip| self.exposed.contains(&ip))
+            .any(|ip| {
+                self.desired
+                    .as_ref()
+                    .is_some_and(|d| d.exposed.contains_key(&ip))
+            })
     }
 
     fn is_ls_provider(&self, logical_switch: Option<&str>) -> bool {
@@ -136,5 +139,70 @@ impl AgentView for SnapshotView {
             .tables()
             .find_map(|t| self.raw.get(t, uuid))
             .map(|row| RowView::complete(row))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use obgp_desired::{ExposedIp, RowRef};
+    use obgp_netmodel::{Class, DevName};
+
+    use super::*;
+
+    fn desired(ips: &[&str]) -> Desired {
+        let exposed: BTreeMap<IpAddr, ExposedIp> = ips
+            .iter()
+            .map(|ip| {
+                let ip: IpAddr = ip.parse().unwrap();
+                let source = RowRef {
+                    table: "Logical_Switch_Port",
+                    uuid: Uuid(1),
+                };
+                let class = Class::Vm;
+                let e = ExposedIp {
+                    ip,
+                    class,
+                    wiring: None,
+                    source,
+                };
+                (ip, e)
+            })
+            .collect();
+        Desired {
+            vrf: DevName::new("bgp-vrf").unwrap(),
+            vrf_table: 10,
+            bgp_nic: DevName::new("bgp-nic").unwrap(),
+            bridges: vec![],
+            exposed,
+            tenant_subnets: vec![],
+            frr_config: None,
+            notes: vec![],
+        }
+    }
+
+    fn view(desired: Option<Arc<Desired>>) -> SnapshotView {
+        let raw = obgp_ovsdb::Snapshot::empty(
+            Arc::new(
+                obgp_ovsdb::DatabaseSchema::from_file(&format!(
+                    "{}/../../fixtures/schemas/ovn-nb.ovsschema",
+                    env!("CARGO_MANIFEST_DIR")
+                ))
+                .unwrap(),
+            ),
+            ["Logical_Switch_Port"],
+        );
+        SnapshotView::new(raw, Arc::default(), "host-000".into(), desired)
+    }
+
+    #[test]
+    fn an_ip_is_exposed_exactly_when_the_last_desired_state_announces_it() {
+        let v = view(Some(Arc::new(desired(&["10.0.0.5", "2001:db8::5"]))));
+        assert!(v.is_ip_exposed(None, &["10.0.0.5"]));
+        assert!(v.is_ip_exposed(Some("neutron-x"), &["10.0.0.9/24", "2001:db8::5/64"]));
+        assert!(!v.is_ip_exposed(None, &["10.0.0.6", "not-an-ip"]));
+        // Before the first reconcile nothing is exposed.
+        assert!(!view(None).is_ip_exposed(None, &["10.0.0.5"]));
     }
 }

@@ -185,7 +185,7 @@ mod tests {
     fn view(desired: Option<Arc<Desired>>) -> SnapshotView {
         let raw = obgp_ovsdb::Snapshot::empty(
             Arc::new(
-                obgp_ovsdb::DatabaseSchema::from_file(&format!(
+                obgp_ovsdb::DatabaseSchema::from_file(format!(
                     "{}/../../fixtures/schemas/ovn-nb.ovsschema",
                     env!("CARGO_MANIFEST_DIR")
                 ))

@@ -39,6 +39,25 @@ use tracing_subscriber::Layer;
 struct Phases {
     reasons: String,
     fields: HashMap<&'static str, f64>,
+    /// When the event was logged (right after the reconcile's apply).
+    at: Option<Instant>,
+}
+
+impl Phases {
+    /// When the reconcile started: its log time minus its phases.
+    fn started(&self) -> Option<Instant> {
+        let ms: f64 = [
+            "snapshot_ms",
+            "desired_ms",
+            "observe_ms",
+            "plan_ms",
+            "apply_ms",
+        ]
+        .iter()
+        .filter_map(|k| self.fields.get(k))
+        .sum();
+        self.at?.checked_sub(Duration::from_secs_f64(ms / 1e3))
+    }
 }
 
 /// Collects the controller's "reconciled" events (per-phase timings), its
@@ -97,6 +116,7 @@ impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
             });
         }
         if message == "reconciled" {
+            p.at = Some(Instant::now());
             self.phases.lock().expect("phase log").push(p);
         } else if message == "observed" && std::env::var_os("OBGP_BENCH_TRACE").is_some() {
             // The node's own split of observe (refresh, netlink, total ms).
@@ -237,6 +257,8 @@ struct Outcome {
     phases: Vec<Phases>,
     failed_ops: Vec<String>,
     op_times: Vec<OpTime>,
+    /// Per event: commit to reconcile start, and reconcile start to address.
+    split_ms: (Vec<f64>, Vec<f64>),
 }
 
 async fn connect(remote: &str) -> Result<Session> {
@@ -257,6 +279,31 @@ fn addresses_on(ns: &Netns, dev: &str) -> usize {
     ns.ip(&["-4", "-o", "addr", "show", "dev", dev])
         .map(|s| s.lines().count())
         .unwrap_or(0)
+}
+
+/// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the
+/// file's lines as the running configuration, `-c "show running-config"`
+/// prints them, anything else succeeds silently. With plain `true`, every
+/// FRR check (periodic, retry) found no config and re-applied it, a cost
+/// (two process spawns) a node with a running FRR does not pay.
+fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
+    let script = dir.join("vtysh");
+    let running = dir.join("frr-running.conf");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             case \"$1 $2\" in\n\
+             \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
+             \"-c show running-config\") cat '{r}' 2>/dev/null ;;\n\
+             esac\n\
+             exit 0\n",
+            r = running.display()
+        ),
+    )?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    Ok(script.display().to_string())
 }
 
 async fn bench_one(
@@ -337,9 +384,9 @@ async fn bench_one(
             // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
             // run dir, so the bridge counts as absent (one spawn per observe).
             ovs_rundir: Some(ovs_run.clone()),
-            // No FRR: `true` stands in for vtysh, so the FRR text counts as
-            // applied after the first reconcile (as with a healthy FRR).
-            vtysh: "true".into(),
+            // No FRR: a script stands in for vtysh and answers like a
+            // healthy FRR (see `fake_vtysh`).
+            vtysh: fake_vtysh(dir.path())?.into(),
             vty_socket: None,
             frr_config_dir: dir.path().to_path_buf(),
             ..KernelConfig::default()
@@ -384,6 +431,7 @@ async fn bench_one(
 
     let provider = topo.provider_switch();
     let mut latencies = Vec::with_capacity(events);
+    let mut seen_at = Vec::with_capacity(events);
     let mut lost = 0;
     for i in 0..events {
         let ip = Ipv4Addr::new(172, 30, (i / 250) as u8, (i % 250 + 1) as u8);
@@ -427,7 +475,10 @@ async fn bench_one(
             }
         };
         match seen {
-            Some(at) => latencies.push(at.duration_since(committed).as_secs_f64() * 1e3),
+            Some(at) => {
+                latencies.push(at.duration_since(committed).as_secs_f64() * 1e3);
+                seen_at.push((committed, at));
+            }
             None => {
                 let phases = phase_log.lock().expect("log");
                 let last: Vec<_> = phases.iter().rev().take(2).collect();
@@ -444,6 +495,29 @@ async fn bench_one(
     let _ = tokio::time::timeout(Duration::from_secs(60), daemon).await;
     let phases: Vec<Phases> = phase_log.lock().expect("log")[first_phase..].to_vec();
     let op_times = op_log.lock().expect("op log").clone();
+    // Split each latency at the start of the reconcile that wrote the
+    // address (the one running when it appeared): before it (OVSDB
+    // delivery, event filter, work queue, a reconcile in flight) and from
+    // it to the address (the reconcile up to that op).
+    let (mut before, mut within) = (Vec::new(), Vec::new());
+    for (committed, seen) in seen_at {
+        let started = phases
+            .iter()
+            .filter(|p| p.at.is_some_and(|at| at >= seen))
+            .filter_map(Phases::started)
+            .find(|started| *started <= seen);
+        if let Some(started) = started {
+            let signed_ms = |a: Instant, b: Instant| {
+                if a >= b {
+                    a.duration_since(b).as_secs_f64() * 1e3
+                } else {
+                    -(b.duration_since(a).as_secs_f64() * 1e3)
+                }
+            };
+            before.push(signed_ms(started, committed));
+            within.push(signed_ms(seen, started));
+        }
+    }
     // Distinct warnings (the failing ops repeat every reconcile).
     let mut failed_ops: Vec<String> = warnings.lock().expect("warnings").clone();
     failed_ops.sort();
@@ -458,6 +532,7 @@ async fn bench_one(
         phases,
         failed_ops,
         op_times,
+        split_ms: (before, within),
     })
 }
 
@@ -510,6 +585,20 @@ fn report(o: &Outcome) {
         print!(" {key} {:.2}", median(v));
     }
     println!();
+    let p95 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        percentile(&v, 95.0)
+    };
+    let (before, within) = &o.split_ms;
+    println!(
+        "    commit -> reconcile start: median {:.2} ms, p95 {:.2}; reconcile start -> address: median {:.2} ms, p95 {:.2} ({} events)",
+        median(before.clone()),
+        p95(before),
+        median(within.clone()),
+        p95(within),
+        before.len()
+    );
     // Per op kind over the reconciles during the events.
     let mut kinds: Vec<(&str, bool)> = o
         .op_times

@@ -39,17 +39,46 @@ use tracing_subscriber::Layer;
 struct Phases {
     reasons: String,
     fields: HashMap<&'static str, f64>,
+    /// When the event was logged (right after the reconcile's apply).
+    at: Option<Instant>,
 }
 
-/// Collects the controller's "reconciled" events (per-phase timings) and
-/// its warnings (failed ops).
+impl Phases {
+    /// When the reconcile started: its log time minus its phases.
+    fn started(&self) -> Option<Instant> {
+        let ms: f64 = [
+            "snapshot_ms",
+            "desired_ms",
+            "observe_ms",
+            "plan_ms",
+            "apply_ms",
+        ]
+        .iter()
+        .filter_map(|k| self.fields.get(k))
+        .sum();
+        self.at?.checked_sub(Duration::from_secs_f64(ms / 1e3))
+    }
+}
+
+/// Collects the controller's "reconciled" events (per-phase timings), its
+/// warnings (failed ops) and the applier's per-op times.
 struct PhaseLog {
     phases: Shared<Phases>,
     warnings: Shared<String>,
+    ops: Shared<OpTime>,
 }
 
-/// The event's fields, and its message.
-struct PhaseVisitor<'a>(&'a mut Phases, String);
+/// One applied (or failed) op: its kind (`+ address`, `+ link`...), whether
+/// it failed, and how long it took.
+#[derive(Clone, Debug)]
+struct OpTime {
+    kind: String,
+    failed: bool,
+    us: f64,
+}
+
+/// The event's fields, its message and its `op` field.
+struct PhaseVisitor<'a>(&'a mut Phases, String, String);
 
 impl tracing::field::Visit for PhaseVisitor<'_> {
     fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
@@ -71,6 +100,8 @@ impl tracing::field::Visit for PhaseVisitor<'_> {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
         if field.name() == "message" {
             self.1 = format!("{value:?}");
+        } else if field.name() == "op" {
+            self.2 = format!("{value:?}");
         }
     }
 }
@@ -78,10 +109,19 @@ impl tracing::field::Visit for PhaseVisitor<'_> {
 impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: LayerContext<'_, S>) {
         let mut p = Phases::default();
-        let mut v = PhaseVisitor(&mut p, String::new());
+        let mut v = PhaseVisitor(&mut p, String::new(), String::new());
         event.record(&mut v);
-        let message = v.1;
+        let (message, op) = (v.1, v.2);
+        if message == "applied" || message == "failed" {
+            let kind: Vec<&str> = op.split_whitespace().take(2).collect();
+            self.ops.lock().expect("op log").push(OpTime {
+                kind: kind.join(" "),
+                failed: message == "failed",
+                us: p.fields.get("us").copied().unwrap_or(f64::NAN),
+            });
+        }
         if message == "reconciled" {
+            p.at = Some(Instant::now());
             self.phases.lock().expect("phase log").push(p);
         } else if message == "observed" && std::env::var_os("OBGP_BENCH_TRACE").is_some() {
             // The node's own split of observe (refresh, netlink, total ms).
@@ -183,16 +223,18 @@ fn parse_newaddr(mut buf: &[u8]) -> Vec<(Ipv4Addr, u32)> {
 }
 
 type Shared<T> = Arc<Mutex<Vec<T>>>;
+type Logs = (Shared<Phases>, Shared<String>, Shared<OpTime>);
 
 /// The process-wide phase log: the daemon's tasks log from tokio's worker
 /// threads, so the collecting subscriber must be the global one.
-fn logs() -> (Shared<Phases>, Shared<String>) {
-    static LOGS: OnceLock<(Shared<Phases>, Shared<String>)> = OnceLock::new();
+fn logs() -> Logs {
+    static LOGS: OnceLock<Logs> = OnceLock::new();
     LOGS.get_or_init(|| {
-        let logs = (Arc::default(), Arc::default());
+        let logs: Logs = (Arc::default(), Arc::default(), Arc::default());
         let layer = PhaseLog {
             phases: Arc::clone(&logs.0),
             warnings: Arc::clone(&logs.1),
+            ops: Arc::clone(&logs.2),
         };
         tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
             .expect("the first global subscriber");
@@ -219,6 +261,9 @@ struct Outcome {
     exposed_initial: usize,
     phases: Vec<Phases>,
     failed_ops: Vec<String>,
+    op_times: Vec<OpTime>,
+    /// Per event: commit to reconcile start, and reconcile start to address.
+    split_ms: (Vec<f64>, Vec<f64>),
 }
 
 async fn connect(remote: &str) -> Result<Session> {
@@ -239,6 +284,31 @@ fn addresses_on(ns: &Netns, dev: &str) -> usize {
     ns.ip(&["-4", "-o", "addr", "show", "dev", dev])
         .map(|s| s.lines().count())
         .unwrap_or(0)
+}
+
+/// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the
+/// file's lines as the running configuration, `-c "show running-config"`
+/// prints them, anything else succeeds silently. With plain `true`, every
+/// FRR check (periodic, retry) found no config and re-applied it, a cost
+/// (two process spawns) a node with a running FRR does not pay.
+fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
+    let script = dir.join("vtysh");
+    let running = dir.join("frr-running.conf");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             case \"$1 $2\" in\n\
+             \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
+             \"-c show running-config\") cat '{r}' 2>/dev/null ;;\n\
+             esac\n\
+             exit 0\n",
+            r = running.display()
+        ),
+    )?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    Ok(script.display().to_string())
 }
 
 async fn bench_one(
@@ -319,16 +389,16 @@ async fn bench_one(
             // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
             // run dir, so the bridge counts as absent (one spawn per observe).
             ovs_rundir: Some(ovs_run.clone()),
-            // No FRR: `true` stands in for vtysh, so the FRR text counts as
-            // applied after the first reconcile (as with a healthy FRR).
-            vtysh: "true".into(),
+            // No FRR: a script stands in for vtysh and answers like a
+            // healthy FRR (see `fake_vtysh`).
+            vtysh: fake_vtysh(dir.path())?.into(),
             vty_socket: None,
             frr_config_dir: dir.path().to_path_buf(),
             ..KernelConfig::default()
         },
         queue,
     };
-    let (phase_log, warnings) = logs();
+    let (phase_log, warnings, op_log) = logs();
     phase_log.lock().expect("log").clear();
     warnings.lock().expect("warnings").clear();
 
@@ -359,12 +429,14 @@ async fn bench_one(
     let exposed_initial = last.0;
     while monitor.try_recv().is_ok() {}
     let first_phase = phase_log.lock().expect("log").len();
+    op_log.lock().expect("op log").clear();
     eprintln!(
         "  N={vms}: converged, {exposed_initial} addresses on bgp-nic after ~{initial_s:.1} s"
     );
 
     let provider = topo.provider_switch();
     let mut latencies = Vec::with_capacity(events);
+    let mut seen_at = Vec::with_capacity(events);
     let mut lost = 0;
     for i in 0..events {
         let ip = Ipv4Addr::new(172, 30, (i / 250) as u8, (i % 250 + 1) as u8);
@@ -408,7 +480,10 @@ async fn bench_one(
             }
         };
         match seen {
-            Some(at) => latencies.push(at.duration_since(committed).as_secs_f64() * 1e3),
+            Some(at) => {
+                latencies.push(at.duration_since(committed).as_secs_f64() * 1e3);
+                seen_at.push((committed, at));
+            }
             None => {
                 let phases = phase_log.lock().expect("log");
                 let last: Vec<_> = phases.iter().rev().take(2).collect();
@@ -424,6 +499,30 @@ async fn bench_one(
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(60), daemon).await;
     let phases: Vec<Phases> = phase_log.lock().expect("log")[first_phase..].to_vec();
+    let op_times = op_log.lock().expect("op log").clone();
+    // Split each latency at the start of the reconcile that wrote the
+    // address (the one running when it appeared): before it (OVSDB
+    // delivery, event filter, work queue, a reconcile in flight) and from
+    // it to the address (the reconcile up to that op).
+    let (mut before, mut within) = (Vec::new(), Vec::new());
+    for (committed, seen) in seen_at {
+        let started = phases
+            .iter()
+            .filter(|p| p.at.is_some_and(|at| at >= seen))
+            .filter_map(Phases::started)
+            .find(|started| *started <= seen);
+        if let Some(started) = started {
+            let signed_ms = |a: Instant, b: Instant| {
+                if a >= b {
+                    a.duration_since(b).as_secs_f64() * 1e3
+                } else {
+                    -(b.duration_since(a).as_secs_f64() * 1e3)
+                }
+            };
+            before.push(signed_ms(started, committed));
+            within.push(signed_ms(seen, started));
+        }
+    }
     // Distinct warnings (the failing ops repeat every reconcile).
     let mut failed_ops: Vec<String> = warnings.lock().expect("warnings").clone();
     failed_ops.sort();
@@ -437,6 +536,8 @@ async fn bench_one(
         exposed_initial,
         phases,
         failed_ops,
+        op_times,
+        split_ms: (before, within),
     })
 }
 
@@ -520,6 +621,46 @@ fn report(o: &Outcome) {
             print!(" {key} {:.2}", percentile(&v, pct));
         }
         println!();
+    }
+    let p95 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        percentile(&v, 95.0)
+    };
+    let (before, within) = &o.split_ms;
+    println!(
+        "    commit -> reconcile start: median {:.2} ms, p95 {:.2}; reconcile start -> address: median {:.2} ms, p95 {:.2} ({} events)",
+        median(before.clone()),
+        p95(before),
+        median(within.clone()),
+        p95(within),
+        before.len()
+    );
+    // Per op kind over the reconciles during the events.
+    let mut kinds: Vec<(&str, bool)> = o
+        .op_times
+        .iter()
+        .map(|t| (t.kind.as_str(), t.failed))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    for (kind, failed) in kinds {
+        let us: Vec<f64> = o
+            .op_times
+            .iter()
+            .filter(|t| t.kind == kind && t.failed == failed)
+            .map(|t| t.us)
+            .collect();
+        let n = us.len();
+        let mut sorted = us.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "    op `{kind}`{}: {n} applied, median {:.0} us, p95 {:.0} us, max {:.0} us",
+            if failed { " (failed)" } else { "" },
+            median(us),
+            percentile(&sorted, 95.0),
+            sorted.last().copied().unwrap_or(f64::NAN),
+        );
     }
     if let Some(p) = o.phases.last() {
         println!("    last reconcile: {:?} reasons={}", p.fields, p.reasons);

@@ -136,3 +136,36 @@ impl AgentView for SnapshotView {
             .map(|row| RowView::complete(row))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exposed(ips: &[&str]) -> ExposedIps {
+        ips.iter().map(|ip| ip.parse::<IpAddr>().unwrap()).collect()
+    }
+
+    fn view(exposed: ExposedIps) -> SnapshotView {
+        let raw = obgp_ovsdb::Snapshot::empty(
+            Arc::new(
+                obgp_ovsdb::DatabaseSchema::from_file(format!(
+                    "{}/../../fixtures/schemas/ovn-nb.ovsschema",
+                    env!("CARGO_MANIFEST_DIR")
+                ))
+                .unwrap(),
+            ),
+            ["Logical_Switch_Port"],
+        );
+        SnapshotView::new(raw, Arc::default(), "host-000".into(), exposed)
+    }
+
+    #[test]
+    fn an_ip_is_exposed_exactly_when_the_last_desired_state_announces_it() {
+        let v = view(exposed(&["10.0.0.5", "2001:db8::5"]));
+        assert!(v.is_ip_exposed(None, &["10.0.0.5"]));
+        assert!(v.is_ip_exposed(Some("neutron-x"), &["10.0.0.9/24", "2001:db8::5/64"]));
+        assert!(!v.is_ip_exposed(None, &["10.0.0.6", "not-an-ip"]));
+        // Before the first reconcile nothing is exposed.
+        assert!(!view(ExposedIps::default()).is_ip_exposed(None, &["10.0.0.5"]));
+    }
+}

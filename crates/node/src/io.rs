@@ -131,13 +131,17 @@ pub async fn apply_plan_until(
             report.held_back.push(step.op.clone());
             continue;
         }
-        match node.apply_op(&step.op).await {
+        let started = std::time::Instant::now();
+        let result = node.apply_op(&step.op).await;
+        // Per op, so that a slow kind of write shows in the log.
+        let us = started.elapsed().as_micros() as u64;
+        match result {
             Ok(()) => {
-                tracing::info!(op = %step.op, "applied");
+                tracing::info!(op = %step.op, us, "applied");
                 report.applied += 1;
             }
             Err(e) => {
-                tracing::warn!(op = %step.op, error = %e, "failed");
+                tracing::warn!(op = %step.op, us, error = %e, "failed");
                 if matches!(step.group, Group::Wire | Group::Base) {
                     failed_wiring.push(step.op.subject());
                 }

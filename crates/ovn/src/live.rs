@@ -71,7 +71,9 @@ enum WarningGroup {
 /// Owners whose cross-row state a batch may have changed.
 #[derive(Default)]
 struct Dirty {
-    switches: BTreeSet<Uuid>,
+    /// Switches to re-derive, each with the ports whose standing in it
+    /// (listed or not, localnet or not, row present or not) may have changed.
+    switches: BTreeMap<Uuid, Vec<Uuid>>,
     routers: BTreeSet<Uuid>,
     nats: BTreeSet<Uuid>,
 }
@@ -91,6 +93,11 @@ pub struct LiveSnapshot {
     /// NATs as parsed, before the `gateway_port` check.
     nats_parsed: HashMap<Uuid, Nat, FastHash>,
     switches_of_port: Referrers,
+    /// Per switch, the ports it lists that are localnets or name no row:
+    /// the only ports [`LiveSnapshot::derive_switch`] reports. Kept port by
+    /// port, so that a one-port change of a 5k-port switch looks up that
+    /// port, not all 5k. Switches without any are absent.
+    notable_ports: HashMap<Uuid, HashSet<Uuid, FastHash>, FastHash>,
     routers_of_nat: Referrers,
     nats_of_gateway: Referrers,
     /// Every NB row's current warnings (rows without any are absent).
@@ -138,19 +145,59 @@ pub(crate) fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
 }
 
 /// Updates `map` from the references `old` to those `new` of row `from`,
-/// touching only the difference (a switch lists thousands of ports).
-fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) {
+/// touching only the difference (a switch lists thousands of ports), and
+/// returns that difference: the uuids `from` started or stopped naming.
+fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) -> Vec<Uuid> {
     if old == new {
-        return;
+        return Vec::new();
     }
-    let old_set: HashSet<Uuid, FastHash> = old.iter().copied().collect();
-    let new_set: HashSet<Uuid, FastHash> = new.iter().copied().collect();
-    for u in old_set.difference(&new_set) {
+    let (gone, added) = set_difference(old, new);
+    for u in &gone {
         refer(map, *u, from, false);
     }
-    for u in new_set.difference(&old_set) {
+    for u in &added {
         refer(map, *u, from, true);
     }
+    let mut changed = gone;
+    changed.extend(added);
+    changed
+}
+
+/// What `old` has that `new` lacks, and the reverse, each without
+/// duplicates. OVSDB sets arrive sorted, so the common case is one merge
+/// pass with no hashing: at 50k ports, hashing both sides of a 5k-port
+/// switch's `ports` was most of an LSP insert's cost.
+fn set_difference(old: &[Uuid], new: &[Uuid]) -> (Vec<Uuid>, Vec<Uuid>) {
+    let strictly_sorted = |v: &[Uuid]| v.windows(2).all(|w| w[0] < w[1]);
+    if !(strictly_sorted(old) && strictly_sorted(new)) {
+        let old_set: HashSet<Uuid, FastHash> = old.iter().copied().collect();
+        let new_set: HashSet<Uuid, FastHash> = new.iter().copied().collect();
+        return (
+            old_set.difference(&new_set).copied().collect(),
+            new_set.difference(&old_set).copied().collect(),
+        );
+    }
+    let (mut gone, mut added) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() && j < new.len() {
+        match old[i].cmp(&new[j]) {
+            std::cmp::Ordering::Less => {
+                gone.push(old[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                added.push(new[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    gone.extend_from_slice(&old[i..]);
+    added.extend_from_slice(&new[j..]);
+    (gone, added)
 }
 
 pub(crate) fn log_warnings(ws: &[RowError]) {
@@ -179,6 +226,7 @@ impl LiveSnapshot {
         self.nb_globals.clear();
         self.nats_parsed.clear();
         self.switches_of_port.clear();
+        self.notable_ports.clear();
         self.routers_of_nat.clear();
         self.nats_of_gateway.clear();
         self.journal = NbJournal {
@@ -355,8 +403,8 @@ impl LiveSnapshot {
                 _ => {}
             }
         }
-        for sw in dirty.switches {
-            self.derive_switch(sw, log);
+        for (sw, ports) in dirty.switches {
+            self.derive_switch(sw, &ports, log);
         }
         for r in dirty.routers {
             self.derive_router(r, log);
@@ -392,7 +440,9 @@ impl LiveSnapshot {
         // must replace the row their localnet lists hold.
         if was_present != row.is_some() || localnet_touched {
             if let Some(sws) = self.switches_of_port.get(&uuid) {
-                dirty.switches.extend(sws);
+                for sw in sws {
+                    dirty.switches.entry(*sw).or_default().push(uuid);
+                }
             }
         }
     }
@@ -416,7 +466,7 @@ impl LiveSnapshot {
             log,
         );
         let no_ports: &[Uuid] = &[];
-        rerefer(
+        let changed_ports = rerefer(
             &mut self.switches_of_port,
             uuid,
             old.as_ref().map_or(no_ports, |s| &s.ports),
@@ -433,7 +483,12 @@ impl LiveSnapshot {
             );
             self.nb.switches.insert(uuid, new);
         }
-        dirty.switches.insert(uuid);
+        // Re-derived even when no port changed: the order of `ports` may have.
+        dirty
+            .switches
+            .entry(uuid)
+            .or_default()
+            .extend(changed_ports);
     }
 
     fn set_router(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
@@ -547,11 +602,32 @@ impl LiveSnapshot {
     }
 
     /// A switch's localnets (in port order) and dangling port references.
-    fn derive_switch(&mut self, uuid: Uuid, log: bool) {
+    /// `recheck`: the ports whose standing may have changed since the last
+    /// derive (all of them for a switch seen for the first time).
+    fn derive_switch(&mut self, uuid: Uuid, recheck: &[Uuid], log: bool) {
+        let mut notable = self.notable_ports.remove(&uuid).unwrap_or_default();
+        for port in recheck {
+            let listed = self
+                .switches_of_port
+                .get(port)
+                .is_some_and(|sws| sws.contains(&uuid));
+            let is_notable = listed
+                && match self.nb.lsps.get(port) {
+                    Some(p) => p.kind == LspType::Localnet,
+                    None => !self.present(WarningGroup::LspRow, *port),
+                };
+            if is_notable {
+                notable.insert(*port);
+            } else {
+                notable.remove(port);
+            }
+        }
         let mut localnets = Vec::new();
         let mut ws = Vec::new();
-        if let Some(sw) = self.nb.switches.get(&uuid).cloned() {
-            for port in &sw.ports {
+        if let (false, Some(sw)) = (notable.is_empty(), self.nb.switches.get(&uuid)) {
+            // In the row's port order: one pass over uuids, lookups only
+            // for the few notable ports.
+            for port in sw.ports.iter().filter(|p| notable.contains(*p)) {
                 match self.nb.lsps.get(port) {
                     Some(p) if p.kind == LspType::Localnet => localnets.push(p.clone()),
                     Some(_) => {}
@@ -563,6 +639,9 @@ impl LiveSnapshot {
                     }),
                 }
             }
+        }
+        if !notable.is_empty() {
+            self.notable_ports.insert(uuid, notable);
         }
         if localnets.is_empty() {
             self.nb.localnets_of_switch.remove(&uuid);
@@ -841,6 +920,65 @@ mod tests {
             before.localnet_of_switch("neutron-net1").unwrap().tag,
             Some(100)
         );
+    }
+
+    #[test]
+    fn set_difference_is_the_same_on_sorted_and_unsorted_sets() {
+        let u = |v: &[u128]| v.iter().map(|i| Uuid(*i)).collect::<Vec<_>>();
+        let sorted = |mut v: Vec<Uuid>| {
+            v.sort();
+            v
+        };
+        // Sorted: the merge pass.
+        let (gone, added) = set_difference(&u(&[1, 2, 4, 7]), &u(&[2, 3, 4, 8, 9]));
+        assert_eq!((gone, added), (u(&[1, 7]), u(&[3, 8, 9])));
+        // Unsorted, or with duplicates: the hashing fallback, same answer.
+        let (gone, added) = set_difference(&u(&[7, 4, 2, 1, 4]), &u(&[9, 2, 3, 8, 4]));
+        assert_eq!((sorted(gone), sorted(added)), (u(&[1, 7]), u(&[3, 8, 9])));
+        assert_eq!(set_difference(&[], &u(&[5])), (vec![], u(&[5])));
+    }
+
+    #[test]
+    fn a_big_switch_gaining_and_losing_ports_keeps_its_localnet_and_dangling_refs() {
+        let mut live = LiveSnapshot::default();
+        let vm = |i: u128| (LogicalSwitchPort::TABLE, Uuid(0x1000 + i));
+        let vm_row = row(json!({"name": "vm", "up": true}));
+        let mut ports: Vec<Uuid> = (0..200).map(|i| vm(i).1).collect();
+        ports.push(LOCALNET);
+        let mut rows: Vec<(&str, Uuid, Option<&Row>)> = (0..200)
+            .map(|i| (vm(i).0, vm(i).1, Some(&vm_row)))
+            .collect();
+        let (localnet_row, sw) = (localnet(), switch(&ports));
+        rows.push((LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet_row)));
+        rows.push((LogicalSwitch::TABLE, SW, Some(&sw)));
+        live.apply_nb(rows);
+        // One more port, listed before its row exists: a dangling reference.
+        ports.push(VM);
+        let sw = switch(&ports);
+        live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&sw))]);
+        let s = live.snapshot();
+        assert_eq!(s.localnet_of_switch("neutron-net1").unwrap().uuid, LOCALNET);
+        assert_eq!(s.warnings().len(), 1, "{:?}", s.warnings());
+        // The row arrives; then the localnet leaves the switch.
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm_row))]);
+        assert!(live.snapshot().warnings().is_empty());
+        ports.retain(|p| *p != LOCALNET);
+        let sw = switch(&ports);
+        live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&sw))]);
+        let s = live.snapshot();
+        assert!(s.localnet_of_switch("neutron-net1").is_none());
+        assert!(s.warnings().is_empty());
+        // Each step equals a fresh build of the same rows.
+        let mut fresh = LiveSnapshot::default();
+        let mut all: Vec<(&str, Uuid, Option<&Row>)> = (0..200)
+            .map(|i| (vm(i).0, vm(i).1, Some(&vm_row)))
+            .collect();
+        all.push((LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet_row)));
+        all.push((LogicalSwitchPort::TABLE, VM, Some(&vm_row)));
+        all.push((LogicalSwitch::TABLE, SW, Some(&sw)));
+        fresh.apply_nb(all);
+        assert_eq!(s, fresh.snapshot());
+        assert_eq!(live.notable_ports, fresh.notable_ports);
     }
 
     #[test]

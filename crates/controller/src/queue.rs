@@ -69,6 +69,11 @@ impl Batch {
         self.reasons.keys().any(Reason::rereads_node)
     }
 
+    /// Whether any reason asks for the desired state to be computed in full.
+    pub fn recomputes_desired(&self) -> bool {
+        self.reasons.keys().any(Reason::recomputes_desired)
+    }
+
     /// Whether any reason asks for the OVS ports and flows to be re-read.
     pub fn rereads_flows(&self) -> bool {
         self.reasons.keys().any(Reason::rereads_flows)

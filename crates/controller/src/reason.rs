@@ -61,6 +61,21 @@ impl Reason {
         }
     }
 
+    /// Whether the desired state must be computed from every row rather
+    /// than patched from the last one: a full reconcile (start-up, periodic,
+    /// by hand, a retry, an overrun) rebuilds it as upstream's sync does,
+    /// so that nothing the patching missed could outlive `reconcile_interval`.
+    pub fn recomputes_desired(&self) -> bool {
+        matches!(
+            self,
+            Reason::Startup
+                | Reason::Periodic
+                | Reason::NetlinkOverrun
+                | Reason::Manual
+                | Reason::Retry
+        )
+    }
+
     /// Whether this reason needs FRR's running configuration re-checked even
     /// when nothing else changed.
     pub fn checks_frr(&self) -> bool {
@@ -133,5 +148,26 @@ mod tests {
         assert!(!Reason::FrrCheck.rereads_flows());
         assert!(Reason::NetlinkOverrun.rereads_node());
         assert!(!Reason::Periodic.rereads_node());
+    }
+
+    #[test]
+    fn full_reconciles_recompute_the_desired_state_and_events_patch_it() {
+        for full in [
+            Reason::Startup,
+            Reason::Periodic,
+            Reason::NetlinkOverrun,
+            Reason::Manual,
+            Reason::Retry,
+        ] {
+            assert!(full.recomputes_desired(), "{full}");
+        }
+        assert!(!event("LogicalSwitchPortProviderCreateEvent").recomputes_desired());
+        assert!(!Reason::FrrCheck.recomputes_desired());
+        // A database resync starts a new snapshot lineage: the cache
+        // computes in full by itself.
+        assert!(!Reason::Resync {
+            database: obgp_ovn::NB_DB.into()
+        }
+        .recomputes_desired());
     }
 }

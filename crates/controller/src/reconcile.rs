@@ -137,10 +137,14 @@ impl Reconciler {
     }
 
     /// The next reconcile reads the node afresh (full netlink dumps, OVS
-    /// ports and flows) instead of trusting the netlink mirror, and computes
-    /// the desired state from every row instead of patching the last one.
+    /// ports and flows) instead of trusting the netlink mirror.
     pub fn resync_node(&mut self) {
         self.node.resync();
+    }
+
+    /// The next reconcile computes the desired state from every row instead
+    /// of patching the last one.
+    pub fn recompute_desired(&mut self) {
         self.desired.clear();
     }
 

@@ -206,6 +206,9 @@ pub async fn run(
         } else if batch.rereads_flows() {
             reconciler.invalidate_flows();
         }
+        if batch.recomputes_desired() {
+            reconciler.recompute_desired();
+        }
         match reconciler
             .reconcile(snap, &inputs.ofports, batch.checks_frr())
             .await

@@ -69,6 +69,12 @@ impl Batch {
         self.reasons.keys().any(Reason::rereads_node)
     }
 
+    /// Whether every reason lets OVS and FRR be re-read in the background
+    /// after the reconcile (see [`Reason::rereads_in_background`]).
+    pub fn rereads_in_background(&self) -> bool {
+        self.reasons.keys().all(Reason::rereads_in_background)
+    }
+
     /// Whether any reason asks for the desired state to be computed in full.
     pub fn recomputes_desired(&self) -> bool {
         self.reasons.keys().any(Reason::recomputes_desired)

@@ -24,6 +24,9 @@ pub enum Reason {
     Manual,
     /// The previous reconcile failed or left ops failed: retried after a backoff.
     Retry,
+    /// A background re-read after a timer-driven reconcile found OVS's
+    /// ports or agent flows, or FRR's configuration, changed.
+    Drift,
 }
 
 /// The event class of a change in the local Open_vSwitch database.
@@ -44,6 +47,15 @@ impl Reason {
         matches!(self, Reason::NetlinkOverrun)
     }
 
+    /// Whether this reason only asks to look for changes nobody notifies
+    /// (timers and retries): such a reconcile plans with the OVS and FRR
+    /// state already read, and re-reads them in the background afterwards
+    /// (`ovs-ofctl`, `vtysh`: tens of milliseconds an event would otherwise
+    /// wait for), reconciling again only if they drifted ([`Reason::Drift`]).
+    pub fn rereads_in_background(&self) -> bool {
+        matches!(self, Reason::Periodic | Reason::FrrCheck | Reason::Retry)
+    }
+
     /// Whether the OVS ports and flows must be re-read (`ovs-ofctl`) rather
     /// than reused: the OVS database changed or reconnected, or a full
     /// reconcile is due (periodic, start-up, by hand, a retry, an overrun),
@@ -53,7 +65,8 @@ impl Reason {
             Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
             Reason::Resync { database } => database == obgp_ovn::OVS_DB,
             Reason::FrrCheck => false,
-            Reason::Startup
+            Reason::Drift
+            | Reason::Startup
             | Reason::Periodic
             | Reason::NetlinkOverrun
             | Reason::Manual
@@ -81,7 +94,12 @@ impl Reason {
     pub fn checks_frr(&self) -> bool {
         matches!(
             self,
-            Reason::FrrCheck | Reason::Startup | Reason::Periodic | Reason::Manual | Reason::Retry
+            Reason::FrrCheck
+                | Reason::Startup
+                | Reason::Periodic
+                | Reason::Manual
+                | Reason::Retry
+                | Reason::Drift
         )
     }
 }
@@ -97,6 +115,7 @@ impl fmt::Display for Reason {
             Reason::NetlinkOverrun => f.write_str("netlink overrun"),
             Reason::Manual => f.write_str("manual"),
             Reason::Retry => f.write_str("retry after a failure"),
+            Reason::Drift => f.write_str("OVS or FRR drifted"),
         }
     }
 }
@@ -148,6 +167,24 @@ mod tests {
         assert!(!Reason::FrrCheck.rereads_flows());
         assert!(Reason::NetlinkOverrun.rereads_node());
         assert!(!Reason::Periodic.rereads_node());
+    }
+
+    #[test]
+    fn timers_reread_ovs_and_frr_in_the_background_and_drift_reads_them_at_once() {
+        for timer in [Reason::Periodic, Reason::FrrCheck, Reason::Retry] {
+            assert!(timer.rereads_in_background(), "{timer}");
+        }
+        for now in [
+            Reason::Drift,
+            Reason::Startup,
+            Reason::Manual,
+            Reason::NetlinkOverrun,
+            event(LOCAL_OVS_CHANGE),
+        ] {
+            assert!(!now.rereads_in_background(), "{now}");
+        }
+        assert!(Reason::Drift.rereads_flows() && Reason::Drift.checks_frr());
+        assert!(!Reason::Drift.opens_merge_window() && !Reason::Drift.recomputes_desired());
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, Desired, DesiredCache, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
-use obgp_node::{apply_plan_until, Actual, KernelConfig, KernelNode, Plan, PlanError, Scope};
+use obgp_node::{
+    apply_plan_until, Actual, DriftProbe, KernelConfig, KernelNode, Plan, PlanError, Scope,
+};
 use obgp_ovn::Snapshot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -174,6 +176,27 @@ impl Reconciler {
         self.desired.node()
     }
 
+    /// What to read of the node for desired objects `node`.
+    fn scope(&self, node: &DesiredNode) -> Scope {
+        let mut scope = Scope::for_desired(node);
+        if let Some(prev) = self.desired.settled() {
+            // Tables and bridges the last reconcile used are read too, so
+            // their leftovers are seen when a bridge mapping goes away.
+            scope
+                .bridge_tables
+                .extend(prev.bridge_tables.iter().cloned());
+            scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+        }
+        scope
+    }
+
+    /// A background re-read of the OVS bridges and FRR configuration the
+    /// last reconcile relied on; `None` before the first one.
+    pub fn drift_probe(&self) -> Option<DriftProbe> {
+        let node = self.desired.node()?;
+        Some(self.node.drift_probe(&self.scope(node)))
+    }
+
     /// This node's name in the rows the driver reads: the OVS `system-id`
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
@@ -212,15 +235,7 @@ impl Reconciler {
         report.exposed = desired.exposed.len();
 
         let t = Instant::now();
-        let mut scope = Scope::for_desired(node);
-        if let Some(prev) = self.desired.settled() {
-            // Tables and bridges the last reconcile used are read too, so
-            // their leftovers are seen when a bridge mapping goes away.
-            scope
-                .bridge_tables
-                .extend(prev.bridge_tables.iter().cloned());
-            scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
-        }
+        let mut scope = self.scope(node);
         let frr_known =
             !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
         if frr_known {

@@ -192,6 +192,7 @@ pub async fn run(
     sched.trigger(Reason::Startup);
 
     let mut retry = Retry::default();
+    let drift = DriftCheck::default();
     let result = loop {
         let batch = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -201,16 +202,19 @@ pub async fn run(
         let inputs = sources.inputs();
         let snapshot_time = started.elapsed();
         let snap = &inputs.snapshot;
+        // Timers only look for changes nobody notifies: OVS and FRR are
+        // re-read after the reconcile, off this loop (see `Reason::Drift`).
+        let background = batch.rereads_in_background();
         if batch.rereads_node() {
             reconciler.resync_node();
-        } else if batch.rereads_flows() {
+        } else if batch.rereads_flows() && !background {
             reconciler.invalidate_flows();
         }
         if batch.recomputes_desired() {
             reconciler.recompute_desired();
         }
         match reconciler
-            .reconcile(snap, &inputs.ofports, batch.checks_frr())
+            .reconcile(snap, &inputs.ofports, batch.checks_frr() && !background)
             .await
         {
             Ok(report) if shutdown.is_cancelled() => {
@@ -229,6 +233,9 @@ pub async fn run(
                     retry.reset();
                 } else {
                     retry.schedule(&sched);
+                }
+                if background {
+                    drift.check(&reconciler, &sched);
                 }
             }
             Err(e) if e.is_fatal() => break Err(e.into()),
@@ -250,6 +257,34 @@ pub async fn run(
         t.abort();
     }
     result
+}
+
+/// The background re-read after timer-driven reconciles: at most one runs
+/// at a time; when it finds drift it triggers [`Reason::Drift`], whose
+/// reconcile re-reads OVS and FRR before planning.
+#[derive(Default)]
+struct DriftCheck {
+    running: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DriftCheck {
+    fn check(&self, reconciler: &Reconciler, sched: &Scheduler) {
+        use std::sync::atomic::Ordering;
+        let Some(probe) = reconciler.drift_probe() else {
+            return;
+        };
+        if self.running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (running, sched) = (self.running.clone(), sched.clone());
+        tokio::task::spawn_blocking(move || {
+            if let Some(why) = probe.drift() {
+                tracing::info!(why = %why, "background re-read found drift; reconciling");
+                sched.trigger(Reason::Drift);
+            }
+            running.store(false, Ordering::Release);
+        });
+    }
 }
 
 /// Retries of failed reconciles, as kube-runtime's controller requeues on

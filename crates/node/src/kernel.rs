@@ -546,71 +546,30 @@ impl KernelNode {
         Ok(out)
     }
 
-    /// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
-    /// is not in OVS (or OVS is not reachable: then nothing is planned on it).
     fn ovs_bridge(&self, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
-        let run = |args: &[&str]| self.ofctl_command().args(args).output();
-        let Ok(show) = run(&["show", br.as_str()]) else {
-            return Ok(None);
-        };
-        if !show.status.success() {
-            return Ok(None);
-        }
-        let mut bridge = OvsBridge {
-            ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
-            flows: BTreeSet::new(),
-        };
-        for cookie in [
-            obgp_netmodel::cookie::MAC_TWEAK,
-            obgp_netmodel::cookie::EVPN,
-        ] {
-            let filter = format!("cookie={cookie:#x}/-1");
-            let out = run(&[
-                "--no-names",
-                "--no-stats",
-                "dump-flows",
-                br.as_str(),
-                &filter,
-            ])
-            .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
-            if !out.status.success() {
-                return Err(IoError::Command {
-                    cmd: format!("ovs-ofctl dump-flows {br}"),
-                    detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                });
-            }
-            bridge
-                .flows
-                .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
-        }
-        Ok(Some(bridge))
+        read_ovs_bridge(&self.config, br)
     }
 
     fn vtysh(&self) -> Command {
-        let mut c = Command::new(&self.config.vtysh);
-        if let Some(dir) = &self.config.vty_socket {
-            c.arg("--vty_socket").arg(dir);
-        }
-        c
+        vtysh_command(&self.config)
     }
 
-    /// Whether FRR's running configuration holds every line of `lines`.
     fn frr_state(&self, lines: &[String]) -> FrrState {
-        if lines.is_empty() {
-            return FrrState::default();
-        }
-        let out = self.vtysh().args(["-c", "show running-config"]).output();
-        let has = match out {
-            Ok(o) if o.status.success() => {
-                let text = String::from_utf8_lossy(&o.stdout);
-                let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
-                lines.iter().all(|l| running.contains(l.as_str()))
-            }
-            _ => false,
-        };
-        FrrState {
-            has_our_config: has,
-            ..FrrState::default()
+        read_frr_state(&self.config, lines)
+    }
+
+    /// What a background check needs to tell whether OVS's flows and ports
+    /// or FRR's configuration drifted from what the last observe saw, for
+    /// `scope`'s bridges and FRR lines (see [`DriftProbe`]).
+    pub fn drift_probe(&self, scope: &Scope) -> DriftProbe {
+        DriftProbe {
+            config: self.config.clone(),
+            bridges: scope
+                .ovs_bridges
+                .iter()
+                .map(|b| (b.clone(), self.ovs.get(b).cloned().flatten()))
+                .collect(),
+            frr_lines: scope.frr_lines.clone(),
         }
     }
 
@@ -867,11 +826,7 @@ impl KernelNode {
     }
 
     fn ofctl_command(&self) -> Command {
-        let mut c = Command::new(&self.config.ovs_ofctl);
-        if let Some(dir) = &self.config.ovs_rundir {
-            c.env("OVS_RUNDIR", dir);
-        }
-        c
+        ofctl_command(&self.config)
     }
 
     fn ofctl(&self, args: &[&str]) -> Result<(), IoError> {
@@ -1037,9 +992,167 @@ pub fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
     out
 }
 
+/// Re-reads, off the reconcile loop, what periodic reconciles would
+/// otherwise re-read synchronously by running `ovs-ofctl` and `vtysh` (tens
+/// of milliseconds an event would wait for): the OVS ports and agent flows
+/// of the bridges, and whether FRR still holds our configuration.
+#[derive(Clone, Debug)]
+pub struct DriftProbe {
+    config: KernelConfig,
+    /// Each bridge with what the last observe saw of it.
+    bridges: Vec<(DevName, Option<OvsBridge>)>,
+    frr_lines: Vec<String>,
+}
+
+impl DriftProbe {
+    /// What drifted, if anything: a bridge whose ports or agent flows differ
+    /// from the last observe's, or FRR lacking a line of our configuration.
+    /// Blocking (runs the commands); a read that fails counts as drift, so
+    /// that the reconcile it triggers reads again and reports the error.
+    pub fn drift(&self) -> Option<String> {
+        for (br, seen) in &self.bridges {
+            match read_ovs_bridge(&self.config, br) {
+                Ok(now) if &now == seen => {}
+                Ok(_) => return Some(format!("OVS ports or agent flows of {br} changed")),
+                Err(e) => return Some(format!("reading OVS bridge {br}: {e}")),
+            }
+        }
+        if !self.frr_lines.is_empty()
+            && !read_frr_state(&self.config, &self.frr_lines).has_our_config
+        {
+            return Some("FRR's running configuration lacks our lines".into());
+        }
+        None
+    }
+}
+
+fn ofctl_command(config: &KernelConfig) -> Command {
+    let mut c = Command::new(&config.ovs_ofctl);
+    if let Some(dir) = &config.ovs_rundir {
+        c.env("OVS_RUNDIR", dir);
+    }
+    c
+}
+
+fn vtysh_command(config: &KernelConfig) -> Command {
+    let mut c = Command::new(&config.vtysh);
+    if let Some(dir) = &config.vty_socket {
+        c.arg("--vty_socket").arg(dir);
+    }
+    c
+}
+
+/// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
+/// is not in OVS (or OVS is not reachable: then nothing is planned on it).
+fn read_ovs_bridge(config: &KernelConfig, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
+    let run = |args: &[&str]| ofctl_command(config).args(args).output();
+    let Ok(show) = run(&["show", br.as_str()]) else {
+        return Ok(None);
+    };
+    if !show.status.success() {
+        return Ok(None);
+    }
+    let mut bridge = OvsBridge {
+        ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
+        flows: BTreeSet::new(),
+    };
+    for cookie in [
+        obgp_netmodel::cookie::MAC_TWEAK,
+        obgp_netmodel::cookie::EVPN,
+    ] {
+        let filter = format!("cookie={cookie:#x}/-1");
+        let out = run(&[
+            "--no-names",
+            "--no-stats",
+            "dump-flows",
+            br.as_str(),
+            &filter,
+        ])
+        .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
+        if !out.status.success() {
+            return Err(IoError::Command {
+                cmd: format!("ovs-ofctl dump-flows {br}"),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        bridge
+            .flows
+            .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
+    }
+    Ok(Some(bridge))
+}
+
+/// Whether FRR's running configuration holds every line of `lines`.
+fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
+    if lines.is_empty() {
+        return FrrState::default();
+    }
+    let out = vtysh_command(config)
+        .args(["-c", "show running-config"])
+        .output();
+    let has = match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
+            lines.iter().all(|l| running.contains(l.as_str()))
+        }
+        _ => false,
+    };
+    FrrState {
+        has_our_config: has,
+        ..FrrState::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An executable shell script in `dir` printing `output` (whatever
+    /// arguments it gets), standing in for ovs-ofctl or vtysh.
+    fn stand_in(dir: &std::path::Path, name: &str, output: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        let text = format!("#!/bin/sh\ncat <<'EOF'\n{output}EOF\n");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_drift_probe_reports_changed_flows_and_missing_frr_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let show = " 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n";
+        let flow = " cookie=0x3e7, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n";
+        let frr = "router bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n";
+        // The same script answers `show` and `dump-flows`: both parsers
+        // skip what is not theirs.
+        let config = |ofctl: &str, vtysh: &str| KernelConfig {
+            ovs_ofctl: stand_in(dir.path(), "ofctl", ofctl),
+            vtysh: stand_in(dir.path(), "vtysh", vtysh),
+            vty_socket: None,
+            ..KernelConfig::default()
+        };
+        let br = DevName::new("br-ex").unwrap();
+        let seen = read_ovs_bridge(&config(&format!("{show}{flow}"), frr), &br)
+            .unwrap()
+            .expect("the stand-in answers show");
+        assert_eq!(seen.flows.len(), 1, "{seen:?}");
+        let probe = |c: KernelConfig| DriftProbe {
+            config: c,
+            bridges: vec![(br.clone(), Some(seen.clone()))],
+            frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+        };
+        assert_eq!(probe(config(&format!("{show}{flow}"), frr)).drift(), None);
+        // A flow deleted by hand.
+        let why = probe(config(show, frr)).drift().expect("drift");
+        assert!(why.contains("br-ex"), "{why}");
+        // FRR restarted without our configuration.
+        let why = probe(config(&format!("{show}{flow}"), "router bgp 64999\n"))
+            .drift()
+            .expect("drift");
+        assert!(why.contains("FRR"), "{why}");
+    }
 
     #[test]
     fn sysctl_keys_map_to_proc_paths_with_vlan_dots() {

@@ -20,7 +20,7 @@ pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
 pub use io::{
     apply_plan, apply_plan_until, pending, reconcile, ApplyReport, NodeIo, ReconcileError,
 };
-pub use kernel::{KernelConfig, KernelNode, Scope};
+pub use kernel::{DriftProbe, KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;
 pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};

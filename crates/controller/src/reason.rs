@@ -27,6 +27,9 @@ pub enum Reason {
     /// A background re-read after a timer-driven reconcile found OVS's
     /// ports or agent flows, or FRR's configuration, changed.
     Drift,
+    /// A background full computation of the desired state differed from
+    /// the patched one (a bug in the patching; logged as an error).
+    DesiredMismatch,
 }
 
 /// The event class of a change in the local Open_vSwitch database.
@@ -64,7 +67,7 @@ impl Reason {
         match self {
             Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
             Reason::Resync { database } => database == obgp_ovn::OVS_DB,
-            Reason::FrrCheck => false,
+            Reason::FrrCheck | Reason::DesiredMismatch => false,
             Reason::Drift
             | Reason::Startup
             | Reason::Periodic
@@ -78,6 +81,9 @@ impl Reason {
     /// than patched from the last one: a full reconcile (start-up, periodic,
     /// by hand, a retry, an overrun) rebuilds it as upstream's sync does,
     /// so that nothing the patching missed could outlive `reconcile_interval`.
+    /// Timer-driven ones ([`Reason::rereads_in_background`]) do it in the
+    /// background and compare; a difference triggers
+    /// [`Reason::DesiredMismatch`], which recomputes at once.
     pub fn recomputes_desired(&self) -> bool {
         matches!(
             self,
@@ -86,6 +92,7 @@ impl Reason {
                 | Reason::NetlinkOverrun
                 | Reason::Manual
                 | Reason::Retry
+                | Reason::DesiredMismatch
         )
     }
 
@@ -116,6 +123,9 @@ impl fmt::Display for Reason {
             Reason::Manual => f.write_str("manual"),
             Reason::Retry => f.write_str("retry after a failure"),
             Reason::Drift => f.write_str("OVS or FRR drifted"),
+            Reason::DesiredMismatch => {
+                f.write_str("patched desired state differed from a full one")
+            }
         }
     }
 }
@@ -200,6 +210,8 @@ mod tests {
         }
         assert!(!event("LogicalSwitchPortProviderCreateEvent").recomputes_desired());
         assert!(!Reason::FrrCheck.recomputes_desired());
+        assert!(Reason::DesiredMismatch.recomputes_desired());
+        assert!(!Reason::DesiredMismatch.rereads_in_background());
         // A database resync starts a new snapshot lineage: the cache
         // computes in full by itself.
         assert!(!Reason::Resync {

@@ -197,6 +197,12 @@ impl Reconciler {
         Some(self.node.drift_probe(&self.scope(node)))
     }
 
+    /// A full computation of the desired state to compare with the last
+    /// (patched) one, off the reconcile loop.
+    pub fn desired_check(&self) -> Option<obgp_desired::DesiredCheck> {
+        self.desired.check()
+    }
+
     /// This node's name in the rows the driver reads: the OVS `system-id`
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.

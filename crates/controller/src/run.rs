@@ -210,7 +210,7 @@ pub async fn run(
         } else if batch.rereads_flows() && !background {
             reconciler.invalidate_flows();
         }
-        if batch.recomputes_desired() {
+        if batch.recomputes_desired() && !background {
             reconciler.recompute_desired();
         }
         match reconciler
@@ -236,6 +236,9 @@ pub async fn run(
                 }
                 if background {
                     drift.check(&reconciler, &sched);
+                    if batch.recomputes_desired() {
+                        drift.check_desired(&reconciler, &sched);
+                    }
                 }
             }
             Err(e) if e.is_fatal() => break Err(e.into()),
@@ -259,12 +262,15 @@ pub async fn run(
     result
 }
 
-/// The background re-read after timer-driven reconciles: at most one runs
-/// at a time; when it finds drift it triggers [`Reason::Drift`], whose
-/// reconcile re-reads OVS and FRR before planning.
+/// The background checks after timer-driven reconciles, at most one of
+/// each kind at a time: the OVS/FRR re-read (drift triggers
+/// [`Reason::Drift`], whose reconcile re-reads them before planning) and the
+/// full desired-state computation (a difference triggers
+/// [`Reason::DesiredMismatch`]).
 #[derive(Default)]
 struct DriftCheck {
     running: Arc<std::sync::atomic::AtomicBool>,
+    desired_running: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl DriftCheck {
@@ -281,6 +287,28 @@ impl DriftCheck {
             if let Some(why) = probe.drift() {
                 tracing::info!(why = %why, "background re-read found drift; reconciling");
                 sched.trigger(Reason::Drift);
+            }
+            running.store(false, Ordering::Release);
+        });
+    }
+
+    /// Computes the desired state in full in the background and compares
+    /// it with the patched one the reconcile used.
+    fn check_desired(&self, reconciler: &Reconciler, sched: &Scheduler) {
+        use std::sync::atomic::Ordering;
+        let Some(check) = reconciler.desired_check() else {
+            return;
+        };
+        if self.desired_running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (running, sched) = (self.desired_running.clone(), sched.clone());
+        tokio::task::spawn_blocking(move || {
+            if check.agrees() == Some(false) {
+                tracing::error!(
+                    "the patched desired state differs from a full computation; recomputing"
+                );
+                sched.trigger(Reason::DesiredMismatch);
             }
             running.store(false, Ordering::Release);
         });

@@ -240,6 +240,39 @@ impl DesiredCache {
     }
 }
 
+/// A full computation to compare with the cached (patched) result, off the
+/// caller's thread: a safety net for the patching, run at periodic
+/// reconciles without making them as slow as a full computation.
+pub struct DesiredCheck {
+    snap: Snapshot,
+    config: Config,
+    facts: NodeFacts,
+    desired: Desired,
+}
+
+impl DesiredCheck {
+    /// Whether a full computation gives the cached result (`None` when it
+    /// could not be computed: the cache could not have been either).
+    pub fn agrees(&self) -> Option<bool> {
+        let (full, _) = compute(&self.snap, &self.config, &self.facts).ok()?;
+        Some(full == self.desired)
+    }
+}
+
+impl DesiredCache {
+    /// A check of the last result against a full computation (a copy of
+    /// the result: O(exposed IPs)); `None` before the first computation.
+    pub fn check(&self) -> Option<DesiredCheck> {
+        let last = self.last.as_ref()?;
+        Some(DesiredCheck {
+            snap: last.snap.clone(),
+            config: last.config.clone(),
+            facts: last.facts.clone(),
+            desired: last.desired.clone(),
+        })
+    }
+}
+
 /// Patches `last` to `snap` and returns how many ports changed, or `None`
 /// (leaving `last` as it was) when only a full computation is right.
 fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -> Option<usize> {
@@ -445,4 +478,28 @@ fn exposures_of(
         notes: Vec::new(),
     };
     NbUnderlay::new(snap, config, base).port_exposures(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_disagrees_exactly_when_the_cached_result_is_not_the_full_one() {
+        let mut config = Config::default();
+        config.default.driver = Driver::NbOvnBgpDriver;
+        config.default.exposing_method = ExposingMethod::Underlay;
+        config.default.bgp_router_id = Some("192.0.2.1".into());
+        let facts = NodeFacts::default();
+        let mut cache = DesiredCache::default();
+        assert!(cache.check().is_none());
+        cache
+            .compute(&Snapshot::default(), &config, &facts)
+            .expect("supported");
+        let check = cache.check().expect("computed");
+        assert_eq!(check.agrees(), Some(true));
+        let mut wrong = check;
+        wrong.desired.notes.push("a patch gone wrong".into());
+        assert_eq!(wrong.agrees(), Some(false));
+    }
 }

@@ -19,7 +19,7 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
 use obgp_ovn::Snapshot;
 
-pub use incremental::{Computed, DesiredCache, ExposedIps};
+pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };

@@ -275,44 +275,48 @@ struct DriftCheck {
 
 impl DriftCheck {
     fn check(&self, reconciler: &Reconciler, sched: &Scheduler) {
-        use std::sync::atomic::Ordering;
         let Some(probe) = reconciler.drift_probe() else {
             return;
         };
-        if self.running.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (running, sched) = (self.running.clone(), sched.clone());
-        tokio::task::spawn_blocking(move || {
+        let sched = sched.clone();
+        spawn_one(&self.running, move || {
             if let Some(why) = probe.drift() {
                 tracing::info!(why = %why, "background re-read found drift; reconciling");
                 sched.trigger(Reason::Drift);
             }
-            running.store(false, Ordering::Release);
         });
     }
 
     /// Computes the desired state in full in the background and compares
     /// it with the patched one the reconcile used.
     fn check_desired(&self, reconciler: &Reconciler, sched: &Scheduler) {
-        use std::sync::atomic::Ordering;
         let Some(check) = reconciler.desired_check() else {
             return;
         };
-        if self.desired_running.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (running, sched) = (self.desired_running.clone(), sched.clone());
-        tokio::task::spawn_blocking(move || {
+        let sched = sched.clone();
+        spawn_one(&self.desired_running, move || {
             if check.agrees() == Some(false) {
                 tracing::error!(
                     "the patched desired state differs from a full computation; recomputing"
                 );
                 sched.trigger(Reason::DesiredMismatch);
             }
-            running.store(false, Ordering::Release);
         });
     }
+}
+
+/// Runs `job` on a blocking thread unless the previous job of `running`
+/// is still at work.
+fn spawn_one(running: &Arc<std::sync::atomic::AtomicBool>, job: impl FnOnce() + Send + 'static) {
+    use std::sync::atomic::Ordering;
+    if running.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let running = running.clone();
+    tokio::task::spawn_blocking(move || {
+        job();
+        running.store(false, Ordering::Release);
+    });
 }
 
 /// Retries of failed reconciles, as kube-runtime's controller requeues on

@@ -379,62 +379,70 @@ fn node_delta(last: &Last, removed: &[ExposedIp], added: &[ExposedIp]) -> Option
     {
         let o = last.desired.exposure_objects(e);
         proxies |= !o.proxy_neighbours.is_empty();
-        // Removed: held with this exposure's class. Added: held by nothing
-        // else, unless a removed exposure of the same IP held it.
-        let ok = |held: Option<&Class>, is_fixed: bool, removed_here: bool| {
-            !is_fixed
-                && match class {
-                    None => held == Some(&e.class),
-                    Some(_) => held.is_none() || removed_here,
-                }
-        };
-        let was = |key_removed: bool| class.is_some() && key_removed;
-        if !ok(
-            node.addresses.get(&o.address),
-            fixed.addresses.contains_key(&o.address),
-            was(delta
-                .addresses
-                .iter()
-                .any(|(k, c)| k == &o.address && c.is_none())),
-        ) {
+        let ok = push_checked(
+            &mut delta.addresses,
+            &node.addresses,
+            &fixed.addresses,
+            Some(o.address),
+            e.class,
+            class,
+        ) && push_checked(
+            &mut delta.rules,
+            &node.rules,
+            &fixed.rules,
+            o.rule,
+            e.class,
+            class,
+        ) && push_checked(
+            &mut delta.routes,
+            &node.routes,
+            &fixed.routes,
+            o.route,
+            e.class,
+            class,
+        ) && push_checked(
+            &mut delta.neighbours,
+            &node.neighbours,
+            &fixed.neighbours,
+            o.neighbour,
+            e.class,
+            class,
+        );
+        if !ok {
             return None;
-        }
-        delta.addresses.push((o.address, class));
-        if let Some(rule) = o.rule {
-            if !ok(
-                node.rules.get(&rule),
-                fixed.rules.contains_key(&rule),
-                was(delta.rules.iter().any(|(k, c)| k == &rule && c.is_none())),
-            ) {
-                return None;
-            }
-            delta.rules.push((rule, class));
-        }
-        if let Some(route) = o.route {
-            if !ok(
-                node.routes.get(&route),
-                fixed.routes.contains_key(&route),
-                was(delta.routes.iter().any(|(k, c)| k == &route && c.is_none())),
-            ) {
-                return None;
-            }
-            delta.routes.push((route, class));
-        }
-        if let Some(n) = o.neighbour {
-            if !ok(
-                node.neighbours.get(&n),
-                fixed.neighbours.contains_key(&n),
-                was(delta.neighbours.iter().any(|(k, c)| k == &n && c.is_none())),
-            ) {
-                return None;
-            }
-            delta.neighbours.push((n, class));
         }
     }
     if proxies {
         delta.proxy_neighbours = Some(BTreeMap::new());
     }
     Some(delta)
+}
+
+/// Adds to `changes` the removal (`set: None`) or addition (`set:
+/// Some(class)`) of `key`, an object of one exposure whose class is `own`,
+/// if that is a patch of `held` (the node's objects of that kind): a removed
+/// object must be held with the exposure's class, an added one by nothing
+/// else (unless this patch removed it); neither may be a base or
+/// tenant-subnet object (`fixed`). `false` when it is not.
+fn push_checked<K: Ord + Clone>(
+    changes: &mut Vec<(K, Option<Class>)>,
+    held: &BTreeMap<K, Class>,
+    fixed: &BTreeMap<K, Class>,
+    key: Option<K>,
+    own: Class,
+    set: Option<Class>,
+) -> bool {
+    let Some(key) = key else { return true };
+    let removed_here = || changes.iter().any(|(k, c)| k == &key && c.is_none());
+    let ok = !fixed.contains_key(&key)
+        && match set {
+            None => held.get(&key) == Some(&own),
+            Some(_) => !held.contains_key(&key) || removed_here(),
+        };
+    if ok {
+        changes.push((key, set));
+    }
+    ok
 }
 
 /// The proxy NDP entries of all exposures, with the class of the first (by

@@ -229,6 +229,7 @@ async fn breakdown(remote: &str) -> Result<()> {
         .await??;
         let projection = spec.key_projection();
         let mut times = Vec::new();
+        let cpu0 = cpu_s("self")?;
         for _ in 0..3 {
             let mut chunks = text.chunks(128 << 10);
             let t0 = Instant::now();
@@ -240,8 +241,9 @@ async fn breakdown(remote: &str) -> Result<()> {
             times.push(t0.elapsed().as_secs_f64());
             reply.map_err(|e| anyhow::anyhow!("in-memory reply: {e}"))?;
         }
+        let cpu = (cpu_s("self")? - cpu0) / times.len() as f64;
         println!(
-            "  client alone: in-memory reply ({} MB) decoded streamed in {}",
+            "  client alone: in-memory reply ({} MB) decoded streamed in {} (CPU {cpu:.2}s each)",
             text.len() / 1_000_000,
             times
                 .iter()

@@ -31,7 +31,7 @@ use crate::datum::{Atom, Datum, Str, Uuid};
 
 thread_local! {
     /// The strings of the message being decoded on this thread, if any.
-    static INTERNER: RefCell<Option<HashSet<Str>>> = const { RefCell::new(None) };
+    static INTERNER: RefCell<Option<HashSet<Str, InternHasher>>> = const { RefCell::new(None) };
     /// The key projection of the messages decoded on this thread, if any.
     static PROJECTION: RefCell<Option<KeyProjection>> = const { RefCell::new(None) };
 }
@@ -104,6 +104,11 @@ fn column_keys<'k>(table: Option<&'k TableKeys>, column: &str) -> Option<&'k [St
         .map(|(_, k)| k.as_slice())
 }
 
+/// The interning table's hasher: every string of a reply is hashed once,
+/// and SipHash was a third of the row decoder's time. foldhash is seeded
+/// at random per process, so colliding strings cannot be prepared ahead.
+type InternHasher = foldhash::fast::RandomState;
+
 /// Interns strings on this thread until dropped (nested scopes share the
 /// outer one). The table is dropped with the scope: strings are shared
 /// within a message, and live as long as the rows holding them.
@@ -116,7 +121,7 @@ impl InternScope {
         let owner = INTERNER.with(|i| {
             let mut i = i.borrow_mut();
             if i.is_none() {
-                *i = Some(HashSet::new());
+                *i = Some(HashSet::with_hasher(InternHasher::default()));
                 true
             } else {
                 false

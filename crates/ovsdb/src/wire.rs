@@ -20,7 +20,9 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -29,7 +31,7 @@ use crate::datum::{Atom, Datum, Str, Uuid};
 
 thread_local! {
     /// The strings of the message being decoded on this thread, if any.
-    static INTERNER: RefCell<Option<HashSet<Str>>> = const { RefCell::new(None) };
+    static INTERNER: RefCell<Option<HashSet<Str, InternHasher>>> = const { RefCell::new(None) };
     /// The key projection of the messages decoded on this thread, if any.
     static PROJECTION: RefCell<Option<KeyProjection>> = const { RefCell::new(None) };
 }
@@ -102,6 +104,11 @@ fn column_keys<'k>(table: Option<&'k TableKeys>, column: &str) -> Option<&'k [St
         .map(|(_, k)| k.as_slice())
 }
 
+/// The interning table's hasher: every string of a reply is hashed once,
+/// and SipHash was a third of the row decoder's time. foldhash is seeded
+/// at random per process, so colliding strings cannot be prepared ahead.
+type InternHasher = foldhash::fast::RandomState;
+
 /// Interns strings on this thread until dropped (nested scopes share the
 /// outer one). The table is dropped with the scope: strings are shared
 /// within a message, and live as long as the rows holding them.
@@ -114,7 +121,7 @@ impl InternScope {
         let owner = INTERNER.with(|i| {
             let mut i = i.borrow_mut();
             if i.is_none() {
-                *i = Some(HashSet::new());
+                *i = Some(HashSet::with_hasher(InternHasher::default()));
                 true
             } else {
                 false
@@ -877,10 +884,7 @@ impl<F: FnMut() -> Option<bytes::Bytes>> Feed<F> {
         seed: impl for<'a> DeserializeSeed<'a, Value = T>,
     ) -> Result<T, String> {
         let range = self.value()?;
-        let mut de = serde_json::Deserializer::from_slice(&self.buf[range]);
-        let v = seed.deserialize(&mut de).map_err(|e| e.to_string())?;
-        de.end().map_err(|e| e.to_string())?;
-        Ok(v)
+        from_bytes(&self.buf[range], seed)
     }
 
     /// Drops the decoded bytes from the front of the buffer.
@@ -897,24 +901,301 @@ fn plain<T: for<'a> Deserialize<'a>>() -> std::marker::PhantomData<T> {
     std::marker::PhantomData
 }
 
-/// Decodes a reply to a monitor request from its bytes as they arrive,
-/// one row at a time: each row update is decoded from its own bytes with
-/// the `from_slice` decoder (as fast as for a buffered frame) as soon as
-/// they are complete, then dropped, so the message is never held whole.
-/// Interning and the current [`KeyProjection`] apply as for a buffered
-/// message. Errors name the table and row like the buffered decoder's.
+/// Decodes a reply to a monitor request from its bytes as they arrive: this
+/// thread frames the row updates (brackets and strings only, the cheap
+/// part) as soon as their bytes are complete and hands them in batches to
+/// decoding threads, one per core (at most [`MAX_DECODERS`]), each running
+/// the `from_slice` decoder of a buffered frame. Rows are reassembled in
+/// the message's order, and the bytes are dropped once decoded, so the
+/// message is never held whole. Interning (per decoding thread) and the
+/// current [`KeyProjection`] apply as for a buffered message. Errors name
+/// the table and row like the buffered decoder's; of several bad rows, the
+/// first in the message is reported.
 pub fn decode_streamed_reply(
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<StreamedReply, String> {
-    let _interning = InternScope::enter();
+    let decoders = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, MAX_DECODERS);
+    decode_streamed_reply_on(decoders, BATCH_BYTES, next_chunk)
+}
+
+/// At most this many threads decode one reply's rows.
+pub const MAX_DECODERS: usize = 4;
+
+/// Rows are handed to the decoding threads in batches of about this many
+/// bytes: large enough that handing over costs nothing next to decoding,
+/// small enough that the batches in flight stay a few hundred KiB.
+const BATCH_BYTES: usize = 64 << 10;
+
+/// Batches waiting for a decoding thread, per thread: bounds the bytes in
+/// flight when the decoders fall behind the socket.
+const QUEUED_PER_DECODER: usize = 2;
+
+/// [`decode_streamed_reply`] with `decoders` decoding threads (at least
+/// one) and batches of about `batch_bytes`.
+fn decode_streamed_reply_on(
+    decoders: usize,
+    batch_bytes: usize,
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<StreamedReply, String> {
     let projection = PROJECTION.with(|p| p.borrow().clone());
+    let first_failed = AtomicUsize::new(NO_FAILURE);
+    let (tx, rx) = mpsc::sync_channel::<Batch>(decoders.max(1) * QUEUED_PER_DECODER);
+    let rx = Mutex::new(rx);
+    let (framed, decoded) = std::thread::scope(|scope| {
+        let mut workers = Vec::new();
+        for i in 0..decoders.max(1) {
+            let (rx, projection, first_failed) = (&rx, projection.as_ref(), &first_failed);
+            let spawned = std::thread::Builder::new()
+                .name(format!("ovsdb-decode-{i}"))
+                .spawn_scoped(scope, move || decode_batches(rx, projection, first_failed));
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                // Fewer decoders only cost time; none at all is an error.
+                Err(e) if workers.is_empty() => {
+                    return (
+                        Err(format!("cannot start a decoding thread: {e}")),
+                        Vec::new(),
+                    )
+                }
+                Err(_) => break,
+            }
+        }
+        let mut pool = RowPool {
+            tx,
+            batch_bytes,
+            batch: None,
+            seq: 0,
+            first_failed: &first_failed,
+        };
+        let framed = frame_reply(&mut pool, next_chunk);
+        // Closing the queue lets the decoders finish what is left.
+        drop(pool);
+        let mut decoded: Vec<(usize, RowsResult)> = Vec::new();
+        for worker in workers {
+            match worker.join() {
+                Ok(batches) => decoded.extend(batches),
+                Err(_) => return (Err("a decoding thread panicked".to_string()), Vec::new()),
+            }
+        }
+        (framed, decoded)
+    });
+    let mut batches: Vec<Option<Vec<RowUpdate>>> = Vec::new();
+    let mut first_error: Option<(usize, String)> = None;
+    for (seq, rows) in decoded {
+        match rows {
+            Ok(rows) => {
+                if batches.len() <= seq {
+                    batches.resize_with(seq + 1, || None);
+                }
+                batches[seq] = Some(rows);
+            }
+            Err(e) => {
+                if first_error.as_ref().is_none_or(|(s, _)| seq < *s) {
+                    first_error = Some((seq, e));
+                }
+            }
+        }
+    }
+    // A bad row comes before whatever stopped the framer.
+    if let Some((_, e)) = first_error {
+        return Err(e);
+    }
+    let framed = framed?;
+    let mut take = |tables: PendingTables| -> Result<TableUpdates, String> {
+        let mut out = Vec::with_capacity(tables.len());
+        for (table, seqs) in tables {
+            let count = seqs
+                .clone()
+                .map(|s| batches.get(s).and_then(Option::as_ref).map_or(0, Vec::len))
+                .sum();
+            let mut rows = Vec::with_capacity(count);
+            for s in seqs {
+                let batch = batches
+                    .get_mut(s)
+                    .and_then(Option::take)
+                    .ok_or_else(|| format!("table {table}: batch {s} of rows was never decoded"))?;
+                rows.extend(batch);
+            }
+            out.push(TableUpdate { table, rows });
+        }
+        Ok(TableUpdates(out))
+    };
+    Ok(StreamedReply {
+        id: framed.id,
+        error: framed.error,
+        result: match framed.result {
+            None => None,
+            Some(PendingResult::Updates(t)) => Some(MonitorResult::Updates(take(t)?)),
+            Some(PendingResult::Since(found, last, t)) => {
+                Some(MonitorResult::Since(found, last, take(t)?))
+            }
+        },
+    })
+}
+
+/// `first_failed` before any batch failed.
+const NO_FAILURE: usize = usize::MAX;
+
+/// The rows of one batch, or the error of its first bad row.
+type RowsResult = Result<Vec<RowUpdate>, String>;
+
+/// Row updates of one table, framed but not decoded: `bytes` holds each
+/// row's UUID key and value, `rows` their places in it.
+struct Batch {
+    /// Order in the message.
+    seq: usize,
+    table: Arc<str>,
+    bytes: Vec<u8>,
+    rows: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Batch {
+    /// Decodes the rows in order; the first bad one fails the batch,
+    /// named by table and row like the buffered decoder does.
+    fn decode(&self, keys: Option<&TableKeys>) -> RowsResult {
+        let table = &self.table;
+        let mut rows = Vec::with_capacity(self.rows.len());
+        for (key, value) in &self.rows {
+            let UuidText(uuid) = from_bytes(&self.bytes[key.clone()], plain())
+                .map_err(|e| format!("table {table}: {e}"))?;
+            let row = from_bytes(&self.bytes[value.clone()], RowUpdateSeed(uuid, keys))
+                .map_err(|e| format!("table {table}: {e}"))?;
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+}
+
+/// `bytes`, a whole JSON value, decoded with `seed`.
+fn from_bytes<'a, T>(
+    bytes: &'a [u8],
+    seed: impl DeserializeSeed<'a, Value = T>,
+) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = seed.deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+/// A decoding thread: decodes batches until the queue closes, with its own
+/// interning table (live until the reply is decoded). Batches after the
+/// first failed one are skipped; earlier ones are still decoded, so the
+/// error reported is the first in the message whatever the timing.
+fn decode_batches(
+    queue: &Mutex<mpsc::Receiver<Batch>>,
+    projection: Option<&KeyProjection>,
+    first_failed: &AtomicUsize,
+) -> Vec<(usize, RowsResult)> {
+    let _interning = InternScope::enter();
+    let mut decoded = Vec::new();
+    loop {
+        // A poisoned lock only means another decoder panicked, which the
+        // join reports.
+        let next = match queue.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return decoded,
+        };
+        let Ok(batch) = next else {
+            return decoded;
+        };
+        if batch.seq > first_failed.load(Ordering::Acquire) {
+            continue;
+        }
+        let keys = projection
+            .and_then(|p| p.tables.get(&*batch.table))
+            .map(Vec::as_slice);
+        let rows = batch.decode(keys);
+        if rows.is_err() {
+            first_failed.fetch_min(batch.seq, Ordering::AcqRel);
+        }
+        decoded.push((batch.seq, rows));
+    }
+}
+
+/// The framer's side of the decoding threads: fills a batch per table and
+/// queues it once it holds `batch_bytes`.
+struct RowPool<'f> {
+    tx: mpsc::SyncSender<Batch>,
+    batch_bytes: usize,
+    batch: Option<Batch>,
+    /// The next batch's order in the message.
+    seq: usize,
+    first_failed: &'f AtomicUsize,
+}
+
+impl RowPool<'_> {
+    /// Adds a row (its UUID key and value bytes) of `table`.
+    fn push(&mut self, table: &Arc<str>, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let batch = self.batch.get_or_insert_with(|| Batch {
+            seq: self.seq,
+            table: table.clone(),
+            bytes: Vec::with_capacity(self.batch_bytes + value.len()),
+            rows: Vec::new(),
+        });
+        let k = batch.bytes.len();
+        batch.bytes.extend_from_slice(key);
+        let v = batch.bytes.len();
+        batch.bytes.extend_from_slice(value);
+        batch.rows.push((k..v, v..batch.bytes.len()));
+        if batch.bytes.len() >= self.batch_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Queues the batch being filled, if any; fails once a decoder failed
+    /// (the framer stops: its error is replaced by the decoder's).
+    fn flush(&mut self) -> Result<(), String> {
+        if self.first_failed.load(Ordering::Acquire) != NO_FAILURE {
+            return Err("a row failed to decode".to_string());
+        }
+        if let Some(batch) = self.batch.take() {
+            self.seq += 1;
+            self.tx
+                .send(batch)
+                .map_err(|_| "the decoding threads stopped".to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The order of the next batch to be queued.
+    fn next_seq(&self) -> usize {
+        self.seq + usize::from(self.batch.is_some())
+    }
+}
+
+/// The tables of a `table-updates2` object and the batches holding their
+/// rows, in order.
+type PendingTables = Vec<(String, Range<usize>)>;
+
+/// A monitor result whose rows are still being decoded.
+enum PendingResult {
+    Updates(PendingTables),
+    Since(bool, String, PendingTables),
+}
+
+/// A reply as framed: `id` and `error` decoded, the rows queued.
+struct FramedReply {
+    id: serde_json::Value,
+    error: serde_json::Value,
+    result: Option<PendingResult>,
+}
+
+/// Walks the reply's envelope, decoding its small members and queueing the
+/// rows of its `result` on `pool`.
+fn frame_reply(
+    pool: &mut RowPool<'_>,
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<FramedReply, String> {
     let mut feed = Feed {
         next: next_chunk,
         buf: Vec::new(),
         pos: 0,
         done: false,
     };
-    let mut reply = StreamedReply {
+    let mut reply = FramedReply {
         id: serde_json::Value::Null,
         error: serde_json::Value::Null,
         result: None,
@@ -929,19 +1210,16 @@ pub fn decode_streamed_reply(
                 "error" => reply.error = feed.decode(plain())?,
                 "result" => {
                     reply.result = match feed.peek()? {
-                        b'{' => Some(MonitorResult::Updates(table_updates(
-                            &mut feed,
-                            projection.as_ref(),
-                        )?)),
+                        b'{' => Some(PendingResult::Updates(table_updates(&mut feed, pool)?)),
                         b'[' => {
                             feed.expect(b'[')?;
                             let found: bool = feed.decode(plain())?;
                             feed.expect(b',')?;
                             let last: String = feed.decode(plain())?;
                             feed.expect(b',')?;
-                            let updates = table_updates(&mut feed, projection.as_ref())?;
+                            let updates = table_updates(&mut feed, pool)?;
                             feed.expect(b']')?;
-                            Some(MonitorResult::Since(found, last, updates))
+                            Some(PendingResult::Since(found, last, updates))
                         }
                         _ => {
                             let _: IgnoredAny = feed.decode(plain())?;
@@ -978,46 +1256,42 @@ pub fn decode_streamed_reply(
     }
 }
 
-/// A `table-updates2` object, row by row.
+/// A `table-updates2` object, framed row by row; the rows go to `pool`.
 fn table_updates<F: FnMut() -> Option<bytes::Bytes>>(
     feed: &mut Feed<F>,
-    projection: Option<&KeyProjection>,
-) -> Result<TableUpdates, String> {
+    pool: &mut RowPool<'_>,
+) -> Result<PendingTables, String> {
     let mut tables = Vec::new();
     feed.expect(b'{')?;
     if feed.peek()? == b'}' {
         feed.pos += 1;
-        return Ok(TableUpdates(tables));
+        return Ok(tables);
     }
     loop {
         let table: String = feed.decode(plain())?;
         feed.expect(b':')?;
-        let keys = projection
-            .and_then(|p| p.tables.get(&table))
-            .map(Vec::as_slice);
-        let mut rows = Vec::new();
+        let shared: Arc<str> = Arc::from(table.as_str());
+        let first = pool.next_seq();
         feed.expect(b'{')?;
         if feed.peek()? == b'}' {
             feed.pos += 1;
         } else {
             loop {
-                let UuidText(uuid) = feed
-                    .decode(plain())
-                    .map_err(|e| format!("table {table}: {e}"))?;
+                let key = feed.value()?;
                 feed.expect(b':')?;
-                let row = feed
-                    .decode(RowUpdateSeed(uuid, keys))
-                    .map_err(|e| format!("table {table}: {e}"))?;
-                rows.push(row);
+                let value = feed.value()?;
+                pool.push(&shared, &feed.buf[key], &feed.buf[value])?;
                 feed.compact();
                 if !feed.next_or_end(b'}')? {
                     break;
                 }
             }
         }
-        tables.push(TableUpdate { table, rows });
+        // A batch holds one table's rows.
+        pool.flush()?;
+        tables.push((table, first..pool.next_seq()));
         if !feed.next_or_end(b'}')? {
-            return Ok(TableUpdates(tables));
+            return Ok(tables);
         }
     }
 }
@@ -1248,20 +1522,85 @@ mod tests {
         move || chunks.next()
     }
 
+    /// Rows spread over two tables (every third in Logical_Switch, whose
+    /// maps are never projected), then an empty table.
     fn rows_json(rows: &[(String, Vec<(String, String)>)]) -> serde_json::Value {
-        let rows: serde_json::Map<String, serde_json::Value> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (name, pairs))| {
-                let pairs: Vec<serde_json::Value> =
-                    pairs.iter().map(|(k, v)| json!([k, v])).collect();
+        let mut ports = serde_json::Map::new();
+        let mut switches = serde_json::Map::new();
+        for (i, (name, pairs)) in rows.iter().enumerate() {
+            let pairs: Vec<serde_json::Value> = pairs.iter().map(|(k, v)| json!([k, v])).collect();
+            let table = if i % 3 == 2 {
+                &mut switches
+            } else {
+                &mut ports
+            };
+            table.insert(
+                format!("{i:08x}-2222-4222-8222-222222222222"),
+                json!({"initial": {"name": name, "external_ids": ["map", pairs]}}),
+            );
+        }
+        json!({"Logical_Switch_Port": ports, "Logical_Switch": switches, "NB_Global": {}})
+    }
+
+    #[test]
+    fn of_several_bad_rows_the_first_in_the_message_is_reported() {
+        let rows: serde_json::Map<String, serde_json::Value> = (0..300)
+            .map(|i| {
+                let name = if i == 60 || i == 200 {
+                    json!(["set"])
+                } else {
+                    json!("p")
+                };
                 (
                     format!("{i:08x}-2222-4222-8222-222222222222"),
-                    json!({"initial": {"name": name, "external_ids": ["map", pairs]}}),
+                    json!({"initial": {"name": name}}),
                 )
             })
             .collect();
-        json!({"Logical_Switch_Port": rows, "NB_Global": {}})
+        let text = json!({"id": 1, "result": {"Logical_Switch_Port": rows}}).to_string();
+        // Several decoders racing over small batches, many times: the
+        // timing must never change which error is reported.
+        for round in 0..30 {
+            let err = decode_streamed_reply_on(3, 40 + round, pieces(text.as_bytes(), &[777]))
+                .unwrap_err();
+            assert!(
+                err.starts_with("table Logical_Switch_Port: row 0000003c-2222-4222-8222-222222222222: column name:"),
+                "{err}"
+            );
+        }
+        // The buffered decoder reports the same row.
+        let buffered = serde_json::from_str::<MonitorResult>(
+            &serde_json::from_str::<serde_json::Value>(&text).unwrap()["result"].to_string(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            buffered.contains("row 0000003c-2222-4222-8222-222222222222"),
+            "{buffered}"
+        );
+    }
+
+    #[test]
+    fn decoding_threads_share_strings_within_their_batches() {
+        let rows: serde_json::Map<String, serde_json::Value> = (0..4)
+            .map(|i| {
+                (
+                    format!("{i:08x}-2222-4222-8222-222222222222"),
+                    json!({"initial": {"type": "compute:nova"}}),
+                )
+            })
+            .collect();
+        let text = json!({"id": 1, "result": {"T": rows}}).to_string();
+        let reply = decode_streamed_reply_on(2, 1 << 20, pieces(text.as_bytes(), &[50])).unwrap();
+        let Some(MonitorResult::Updates(u)) = reply.result else {
+            panic!("no updates: {:?}", reply.result);
+        };
+        let values: Vec<&Datum> = u.0[0].rows.iter().map(|r| &r.columns[0].1).collect();
+        let (Atom::String(a), Atom::String(b)) = (&values[0].atoms()[0], &values[3].atoms()[0])
+        else {
+            panic!("not strings: {values:?}");
+        };
+        assert!(a.shares_storage_with(b), "one batch, one decoder: one copy");
     }
 
     #[test]
@@ -1293,6 +1632,8 @@ mod tests {
             result_first in any::<bool>(),
             cuts in prop::collection::vec(any::<usize>(), 0..10),
             kept in prop::collection::vec("[a-c]{0,2}", 0..3),
+            decoders in 1usize..4,
+            batch_bytes in 1usize..300,
         ) {
             let updates = rows_json(&rows);
             let result = if since { json!([true, "7a3b8c2e-0000-4000-8000-000000000001", updates]) } else { updates };
@@ -1304,7 +1645,7 @@ mod tests {
             };
             let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", kept);
             let want: MonitorResult = p.apply_to(|| serde_json::from_str(&result.to_string())).unwrap();
-            let got = p.apply_to(|| decode_streamed_reply(pieces(text.as_bytes(), &cuts))).unwrap();
+            let got = p.apply_to(|| decode_streamed_reply_on(decoders, batch_bytes, pieces(text.as_bytes(), &cuts))).unwrap();
             prop_assert_eq!(got.id, json!(7));
             prop_assert_eq!(got.result, Some(want));
         }
@@ -1313,8 +1654,9 @@ mod tests {
         fn a_streamed_reply_decoder_never_panics(
             data in prop::collection::vec(any::<u8>(), 0..256),
             cuts in prop::collection::vec(any::<usize>(), 0..6),
+            decoders in 1usize..3,
         ) {
-            let _ = decode_streamed_reply(pieces(&data, &cuts));
+            let _ = decode_streamed_reply_on(decoders, 16, pieces(&data, &cuts));
         }
 
         #[test]

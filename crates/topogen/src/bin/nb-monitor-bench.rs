@@ -91,6 +91,15 @@ fn status_kib(field: &str) -> Result<u64> {
 /// and last byte: whether the server streams its reply while building it
 /// (then decoding could overlap with building) or builds it whole first.
 fn reply_timing(path: &str, request: &serde_json::Value) -> Result<(f64, f64, usize)> {
+    reply_bytes(path, request, None)
+}
+
+/// [`reply_timing`], keeping the reply's bytes in `keep` if given.
+fn reply_bytes(
+    path: &str,
+    request: &serde_json::Value,
+    mut keep: Option<&mut Vec<u8>>,
+) -> Result<(f64, f64, usize)> {
     use std::io::{Read, Write};
     let mut sock = std::os::unix::net::UnixStream::connect(path)?;
     let t0 = Instant::now();
@@ -106,6 +115,9 @@ fn reply_timing(path: &str, request: &serde_json::Value) -> Result<(f64, f64, us
         }
         first.get_or_insert_with(|| t0.elapsed().as_secs_f64());
         total += n;
+        if let Some(keep) = keep.as_deref_mut() {
+            keep.extend_from_slice(&buf[..n]);
+        }
         for &b in &buf[..n] {
             match (in_string, escaped, b) {
                 (true, true, _) => escaped = false,
@@ -128,6 +140,7 @@ fn reply_timing(path: &str, request: &serde_json::Value) -> Result<(f64, f64, us
 /// on the wire, decoding it, and building the snapshot.
 async fn breakdown(remote: &str) -> Result<()> {
     let path = remote.strip_prefix("unix:").map(str::to_string);
+    let remote_path = path.clone();
     let remote: Remote = remote.parse()?;
     let config = SessionConfig {
         max_message: 512 << 20,
@@ -201,6 +214,44 @@ async fn breakdown(remote: &str) -> Result<()> {
         (t0.elapsed() - t_streamed).as_secs_f64(),
         snap.table("Logical_Switch_Port").len()
     );
+    drop(snap);
+    // The client alone: the same reply fed from memory to the streamed
+    // decoder in socket-read-sized chunks, as fast as it can take them
+    // (what the client adds after the server's last byte, without the
+    // server's timing noise).
+    if let Some(path) = remote_path {
+        let request = serde_json::json!({"id": 0, "method": "monitor_cond",
+            "params": ["OVN_Northbound", "raw2", spec.requests(&schema)]});
+        let text = tokio::task::spawn_blocking(move || {
+            let mut text = Vec::new();
+            reply_bytes(&path, &request, Some(&mut text)).map(|_| text)
+        })
+        .await??;
+        let projection = spec.key_projection();
+        let mut times = Vec::new();
+        let cpu0 = cpu_s("self")?;
+        for _ in 0..3 {
+            let mut chunks = text.chunks(128 << 10);
+            let t0 = Instant::now();
+            let reply = projection.apply_to(|| {
+                obgp_ovsdb::wire::decode_streamed_reply(|| {
+                    chunks.next().map(bytes::Bytes::copy_from_slice)
+                })
+            });
+            times.push(t0.elapsed().as_secs_f64());
+            reply.map_err(|e| anyhow::anyhow!("in-memory reply: {e}"))?;
+        }
+        let cpu = (cpu_s("self")? - cpu0) / times.len() as f64;
+        println!(
+            "  client alone: in-memory reply ({} MB) decoded streamed in {} (CPU {cpu:.2}s each)",
+            text.len() / 1_000_000,
+            times
+                .iter()
+                .map(|t| format!("{t:.3}s"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+    }
     Ok(())
 }
 

@@ -305,18 +305,38 @@ impl DriftCheck {
     }
 }
 
-/// Runs `job` on a blocking thread unless the previous job of `running`
-/// is still at work.
+/// Runs `job` on a thread of its own, at the lowest CPU priority, unless
+/// the previous job of `running` is still at work.
 fn spawn_one(running: &Arc<std::sync::atomic::AtomicBool>, job: impl FnOnce() + Send + 'static) {
     use std::sync::atomic::Ordering;
     if running.swap(true, Ordering::AcqRel) {
         return;
     }
-    let running = running.clone();
-    tokio::task::spawn_blocking(move || {
-        job();
+    let done = running.clone();
+    let spawned = std::thread::Builder::new()
+        .name("obgp-check".into())
+        .spawn(move || {
+            lowest_priority();
+            job();
+            done.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("background check not started: {e}");
         running.store(false, Ordering::Release);
-    });
+    }
+}
+
+/// Puts the calling thread (and the processes it starts) in `SCHED_IDLE`:
+/// a background check must only use CPU time that the event path, the
+/// OVSDB client and the reconcile loop leave idle, or on a small node an
+/// event's reconcile waits for it.
+fn lowest_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if rc != 0 {
+        tracing::debug!("SCHED_IDLE refused: {}", std::io::Error::last_os_error());
+    }
 }
 
 /// Retries of failed reconciles, as kube-runtime's controller requeues on

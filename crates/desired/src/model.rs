@@ -15,7 +15,7 @@ use obgp_ovsdb::Uuid;
 use serde::{Serialize, Serializer};
 
 /// Everything the agent wants on this node, in the driver's terms.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Desired {
     /// The VRF holding the announcement device (`bgp_vrf`).
     pub vrf: DevName,
@@ -38,7 +38,7 @@ pub struct Desired {
 }
 
 /// Base wiring of one provider bridge.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct BridgeWiring {
     pub bridge: DevName,
     /// 1-based position in `ovn-bridge-mappings` (drives the ARP/NDP addresses).
@@ -52,7 +52,7 @@ pub struct BridgeWiring {
 }
 
 /// A VLAN device on a provider bridge.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct VlanDevice {
     /// `<bridge[:10]>.<vlan>`.
     pub dev: DevName,
@@ -60,7 +60,7 @@ pub struct VlanDevice {
 }
 
 /// One announced IP.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct ExposedIp {
     pub ip: IpAddr,
     pub class: Class,
@@ -92,7 +92,7 @@ impl Serialize for RowRef {
 
 /// Where a provider network lands on this node: shared by every IP wired
 /// through it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct WireTarget {
     pub bridge: DevName,
     pub vlan: Option<u16>,
@@ -107,7 +107,7 @@ fn ser_target<S: Serializer>(t: &Arc<WireTarget>, s: S) -> Result<S::Ok, S::Erro
 /// The underlay wiring of an exposed IP: rule to the bridge table, a /32 or
 /// /128 route to the bridge (or its VLAN device), optionally a permanent
 /// neighbour and proxy-NDP entries.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct IpWiring {
     #[serde(serialize_with = "ser_target")]
     pub target: Arc<WireTarget>,
@@ -118,7 +118,7 @@ pub struct IpWiring {
 }
 
 /// A tenant subnet behind a gateway hosted here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct TenantSubnet {
     /// The rule destination as upstream writes it: the router interface
     /// address with its prefix length (host method) or the network (subnet

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
-use obgp_desired::{desired_state, Computed, Desired, DesiredCache, DesiredError, NodeFacts};
+use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
 use obgp_node::{
     apply_plan_until, Actual, DriftProbe, KernelConfig, KernelNode, Plan, PlanError, Scope,
@@ -51,9 +51,7 @@ pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
     }
 }
 
-/// A computed plan with the node state it was computed against (the
-/// desired state and its node objects: [`Reconciler::last_desired`],
-/// [`Reconciler::desired_node`]).
+/// A computed plan with the node state it was computed against.
 pub struct Planned {
     pub actual: Actual,
     pub plan: Plan,
@@ -161,19 +159,9 @@ impl Reconciler {
         self.node.overruns()
     }
 
-    /// The desired state of the last reconcile, if any.
-    pub fn last_desired(&self) -> Option<&Desired> {
-        self.desired.desired()
-    }
-
     /// The IPs the last desired state exposes (a cheap copy).
     pub fn exposed_ips(&self) -> obgp_desired::ExposedIps {
         self.desired.exposed_ips()
-    }
-
-    /// The node objects of the last desired state.
-    pub fn desired_node(&self) -> Option<&DesiredNode> {
-        self.desired.node()
     }
 
     /// What to read of the node for desired objects `node`.

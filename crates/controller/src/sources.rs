@@ -25,10 +25,6 @@ use tokio::sync::{broadcast, watch};
 use crate::maintained::MaintainedSnapshot;
 use crate::ofports::{ofports, OfPorts};
 
-/// The NB tables and columns the NB driver reads: the parsers' and the NB
-/// event predicates' columns, kept next to the parsers.
-pub const NB_COLUMNS: &[(&str, &[&str])] = obgp_ovn::nb::MONITORED_COLUMNS;
-
 /// The SB tables and columns the SB driver reads.
 pub const SB_COLUMNS: &[(&str, &[&str])] = &[
     (

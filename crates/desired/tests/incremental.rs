@@ -9,26 +9,19 @@ use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb::{Row, Uuid};
-use obgp_topogen::{Params, Topology};
+use obgp_topogen::{Params, Rng, Topology};
 use serde_json::{json, Value};
 
 const LSP: &str = "Logical_Switch_Port";
 const LS: &str = "Logical_Switch";
 
-/// splitmix64: a fixed seed gives the same history on every run.
-struct Rng(u64);
+/// Picks from a slice with topogen's seeded generator: a fixed seed gives
+/// the same history on every run.
+trait Pick {
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+impl Pick for Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }

@@ -67,7 +67,9 @@ impl Default for Params {
 
 /// splitmix64: small, fast, and stable across versions (unlike a crate's
 /// default RNG), so a seed names the same topology forever.
-struct Rng(u64);
+/// splitmix64: the generator's randomness, also for tests that want a
+/// seeded history of their own.
+pub struct Rng(pub u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -77,6 +79,11 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }

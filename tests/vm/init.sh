@@ -28,9 +28,10 @@ for d in tmp run var/tmp; do mount -t tmpfs tmpfs "/newroot/$d"; done
 mkdir -p /newroot/run/obgp-vm
 mount -t 9p -o "$p9" run /newroot/run/obgp-vm || die "mount run directory"
 # the guest kernel's modules (unpacked on the host) for every later modprobe,
-# including the kernel's own auto-loading
+# including the kernel's own auto-loading; bound from the host root itself,
+# since a cache under /tmp is hidden by the tmpfs above
 mkdir -p "/newroot/lib/modules/$KVER"
-mount --bind "/newroot$HOST_MODULES" "/newroot/lib/modules/$KVER" || die "bind modules"
+mount --bind "/lower$HOST_MODULES" "/newroot/lib/modules/$KVER" || die "bind modules"
 # extra read-write shares: lines "TAG PATH", mounted at the same path
 while read -r tag path; do
   [ -n "$tag" ] || continue

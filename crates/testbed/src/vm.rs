@@ -145,6 +145,23 @@ impl VmRun {
     }
 }
 
+/// The guest's fresh, empty volatile directories (tests/vm/init.sh): the
+/// host's content below them is not visible in the guest.
+const VOLATILE: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
+
+/// The shares a run needs: the asked ones, plus the working directory when
+/// it lies below a volatile directory (a checkout under `mktemp -d`), which
+/// the guest would otherwise not see.
+fn shares_for(asked: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
+    let mut shares = asked.to_vec();
+    let hidden = VOLATILE.iter().any(|v| cwd.starts_with(v));
+    let covered = asked.iter().any(|s| cwd.starts_with(s));
+    if hidden && !covered {
+        shares.push(cwd.to_path_buf());
+    }
+    shares
+}
+
 /// A prepared guest: kernel, modules and initramfs in a cache directory.
 #[derive(Clone, Debug)]
 pub struct Vm {
@@ -240,7 +257,7 @@ impl Vm {
             .arg("local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap")
             .arg("-virtfs")
             .arg(virtfs(&run_dir.path, "run")?);
-        for (i, share) in opts.shares.iter().enumerate() {
+        for (i, share) in shares_for(&opts.shares, &cwd).iter().enumerate() {
             let share = share
                 .canonicalize()
                 .with_context(|| format!("share {} does not exist", share.display()))?;
@@ -822,6 +839,25 @@ impl Cpio {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_working_directory_the_guest_hides_is_shared() {
+        let p = |s: &str| PathBuf::from(s);
+        // A checkout under mktemp -d: hidden by the guest's fresh /tmp.
+        assert_eq!(
+            shares_for(&[], &p("/tmp/tmp.x/repo")),
+            [p("/tmp/tmp.x/repo")]
+        );
+        assert_eq!(shares_for(&[], &p("/var/tmp/repo")), [p("/var/tmp/repo")]);
+        // Visible through the overlay: nothing added.
+        assert!(shares_for(&[], &p("/work/repo")).is_empty());
+        assert!(
+            shares_for(&[], &p("/tmpfoo/repo")).is_empty(),
+            "a prefix of a name is not a parent"
+        );
+        // Already shared by the caller, itself or a parent: not twice.
+        assert_eq!(shares_for(&[p("/tmp/a")], &p("/tmp/a/repo")), [p("/tmp/a")]);
+    }
 
     #[test]
     fn image_dependency_is_the_versioned_package() {

@@ -43,10 +43,16 @@ impl Default for QueueConfig {
     }
 }
 
-/// The reasons of one reconcile, each with how many triggers carried it.
+/// The reasons of one reconcile, each with how many triggers carried it,
+/// and how long its first trigger was held back, by which rule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Batch {
     pub reasons: BTreeMap<Reason, usize>,
+    /// Held back because the first trigger came within the merge window of
+    /// the previous event-driven reconcile.
+    pub window_wait: Duration,
+    /// Held back by the rate limit.
+    pub rate_wait: Duration,
 }
 
 impl Batch {
@@ -192,15 +198,19 @@ impl WorkQueue {
         let mut batch = Batch::default();
         batch.add(self.rx.recv().await?);
 
+        let arrived = Instant::now();
         if let Some(last) = self.last_start {
             let due = last + self.window;
-            if Instant::now() < due {
+            if arrived < due {
                 tokio::time::sleep_until(due).await;
             }
         }
+        let limited = Instant::now();
+        batch.window_wait = limited - arrived;
         while let Err(not_until) = self.limiter.check() {
             let wait = not_until.wait_time_from(self.clock.now());
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+            batch.rate_wait = limited.elapsed();
         }
         while let Ok(reason) = self.rx.try_recv() {
             batch.add(reason);
@@ -231,6 +241,7 @@ mod tests {
         let batch = queue.next().await.unwrap();
         assert_eq!(t0.elapsed(), Duration::ZERO);
         assert_eq!(batch.triggers(), 1);
+        assert_eq!((batch.window_wait, batch.rate_wait), Default::default());
     }
 
     #[tokio::test(start_paused = true)]
@@ -254,6 +265,12 @@ mod tests {
             "waits for the end of the window"
         );
         assert_eq!(batch.triggers(), 3);
+        assert_eq!(
+            batch.window_wait,
+            Duration::from_millis(80),
+            "held from A on"
+        );
+        assert_eq!(batch.rate_wait, Duration::ZERO);
         assert_eq!(
             batch.reasons.len(),
             2,
@@ -317,13 +334,23 @@ mod tests {
         let (sched, mut queue) = WorkQueue::new(config);
         let t0 = Instant::now();
         let mut reconciles = 0;
+        let mut rate_waits = Vec::new();
         for _ in 0..9 {
             sched.trigger(Reason::Periodic);
-            queue.next().await.unwrap();
+            let batch = queue.next().await.unwrap();
+            assert_eq!(batch.window_wait, Duration::ZERO);
+            rate_waits.push(batch.rate_wait);
             reconciles += 1;
         }
         // 1 immediately, then one every 250 ms.
         assert_eq!(reconciles, 9);
+        assert_eq!(rate_waits[0], Duration::ZERO);
+        assert!(
+            rate_waits[1..]
+                .iter()
+                .all(|w| (Duration::from_millis(249)..=Duration::from_millis(251)).contains(w)),
+            "{rate_waits:?}"
+        );
         assert!(
             t0.elapsed() >= Duration::from_millis(2000),
             "{:?}",

@@ -89,8 +89,22 @@ pub async fn reconcile_once(
 }
 
 fn log_report(report: &ReconcileReport, why: &str) {
+    log_report_queued(report, why, Duration::ZERO, Duration::ZERO)
+}
+
+/// `window_wait`/`rate_wait`: how long the work queue held the first
+/// trigger back (merge window, rate limit), so a slow event can be told
+/// apart from a slow reconcile.
+fn log_report_queued(
+    report: &ReconcileReport,
+    why: &str,
+    window_wait: Duration,
+    rate_wait: Duration,
+) {
     tracing::info!(
         reasons = why,
+        window_wait_ms = ms(window_wait),
+        rate_wait_ms = ms(rate_wait),
         exposed = report.exposed,
         ops = report.ops_applied(),
         failed = report.failed.len(),
@@ -227,7 +241,12 @@ pub async fn run(
             }
             Ok(mut report) => {
                 report.snapshot_time = snapshot_time;
-                log_report(&report, &batch.to_string());
+                log_report_queued(
+                    &report,
+                    &batch.to_string(),
+                    batch.window_wait,
+                    batch.rate_wait,
+                );
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
                 if report.failed.is_empty() && report.held_back == 0 {
                     retry.reset();

@@ -482,6 +482,15 @@ impl Bench {
             .arg(format!("cookie={cookie}/-1")))
     }
 
+    /// `ovs-ofctl del-flows BRIDGE cookie=C/-1`: an operator's mistake,
+    /// for the repair tests.
+    pub fn del_flows(&self, bridge: &str, cookie: u32) -> Result<String> {
+        run(Command::new("ovs-ofctl")
+            .env("OVS_RUNDIR", &self.ovs_run)
+            .args(["del-flows", bridge])
+            .arg(format!("cookie={cookie}/-1")))
+    }
+
     /// The prefixes the peer has in its BGP table (IPv4 and IPv6).
     pub fn peer_prefixes(&self) -> Result<Vec<String>> {
         let mut all = Vec::new();

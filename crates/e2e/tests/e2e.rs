@@ -330,6 +330,34 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
             took.as_secs_f64()
         ),
     );
+    // 4b. someone deletes the agent's MAC-tweak flows: nothing notifies
+    // that, so a periodic reconcile's background re-read of OVS finds the
+    // drift and the reconcile it triggers puts them back
+    b.del_flows("br-ex", 999)?;
+    let took = wait_node("the cookie-999 flows to be repaired", || {
+        Ok(b.flows("br-ex", 999)?
+            .lines()
+            .filter(|l| l.contains("cookie=0x3e7"))
+            .count()
+            == 2)
+    })
+    .with_context(|| b.agent_log())?;
+    let drift = reconcile_lines(&b)
+        .into_iter()
+        .filter(|l| l.contains("OVS or FRR drifted"))
+        .count();
+    ensure!(
+        drift > 0,
+        "flows came back without a drift reconcile:\n{}",
+        b.agent_log()
+    );
+    step(
+        t0,
+        &format!(
+            "MAC-tweak flows deleted by hand: repaired after {:.1} s by a drift reconcile",
+            took.as_secs_f64()
+        ),
+    );
     let mut touched = Vec::new();
     if !has_rule_to(&b, "-4", "192.0.2.0/24")? {
         touched.push("rule to 192.0.2.0/24 lookup 200");

@@ -266,14 +266,18 @@ impl Reconciler {
         ofports: &OfPorts,
         check_frr: bool,
     ) -> Result<ReconcileReport, ReconcileError> {
-        let (planned, mut report) = self.plan(snap, ofports, check_frr).await?;
+        let (Planned { actual, plan }, mut report) = self.plan(snap, ofports, check_frr).await?;
+        // The observed sets are shared with the node's netlink mirror:
+        // released before the writes, the notifications those cause update
+        // the mirror in place instead of copying it.
+        drop(actual);
         let t = Instant::now();
         let stop = self.stop.clone();
-        let applied = apply_plan_until(&mut self.node, &planned.plan, || stop.is_cancelled()).await;
+        let applied = apply_plan_until(&mut self.node, &plan, || stop.is_cancelled()).await;
         report.apply_time = t.elapsed();
         report.not_started = applied.not_started;
-        let started = planned.plan.steps.len() - applied.not_started;
-        for step in &planned.plan.steps[..started] {
+        let started = plan.steps.len() - applied.not_started;
+        for step in &plan.steps[..started] {
             if !applied.failed.iter().any(|(op, _)| op == &step.op)
                 && !applied.held_back.contains(&step.op)
             {

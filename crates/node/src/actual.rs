@@ -15,16 +15,20 @@ use obgp_netmodel::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::shared::SharedSet;
+
 /// The observed node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "state::NodeState", into = "state::NodeState")]
 pub struct Actual {
     /// Links by name.
     pub links: BTreeMap<DevName, ActualLink>,
-    pub addresses: BTreeSet<Address>,
-    pub rules: BTreeSet<KernelRule>,
+    /// The large sets are shared with the netlink mirror, not copied
+    /// ([`SharedSet`]).
+    pub addresses: SharedSet<Address>,
+    pub rules: SharedSet<KernelRule>,
     /// Routes of the tables the agent reads (per-bridge tables and the VRF table).
-    pub routes: BTreeSet<KernelRoute>,
+    pub routes: SharedSet<KernelRoute>,
     /// Permanent neighbours (other states are the kernel's, never read).
     pub neighbours: BTreeSet<Neighbour>,
     pub proxy_neighbours: BTreeSet<ProxyNeighbour>,

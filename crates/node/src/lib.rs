@@ -15,6 +15,7 @@ pub mod mirror;
 pub mod model;
 pub mod op;
 pub mod plan;
+pub mod shared;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
 pub use io::{
@@ -24,3 +25,4 @@ pub use kernel::{DriftProbe, KernelConfig, KernelNode, Scope};
 pub use model::ModelNode;
 pub use op::Op;
 pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};
+pub use shared::SharedSet;

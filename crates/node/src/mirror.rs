@@ -58,6 +58,7 @@ use tokio::sync::watch;
 
 use crate::actual::{ActualLink, KernelRoute, KernelRule};
 use crate::kernel::IoError;
+use crate::shared::SharedSet;
 
 /// Which parts of the mirror must be re-read by a dump before they can be
 /// trusted again.
@@ -106,24 +107,50 @@ struct LinkEntry {
 pub struct MirrorState {
     links: BTreeMap<u32, LinkEntry>,
     by_name: BTreeMap<DevName, u32>,
-    addresses: BTreeSet<Address>,
-    rules: BTreeSet<KernelRule>,
-    /// Routes by table, with the preferred source address the kernel holds
+    addresses: SharedSet<Address>,
+    rules: SharedSet<KernelRule>,
+    /// Routes by table, and the preferred source address the kernel holds
     /// for each (an IPv4 route goes silently with its preferred source).
-    routes: BTreeMap<u32, BTreeMap<KernelRoute, Option<IpAddr>>>,
+    routes: BTreeMap<u32, TableRoutes>,
     /// Permanent neighbours by (device, address).
     neighbours: BTreeMap<(DevName, IpAddr), MacAddr>,
     /// What must be re-dumped before the next read.
     pub stale: Stale,
 }
 
+/// One routing table's mirrored routes.
+#[derive(Clone, Debug, Default)]
+struct TableRoutes {
+    /// What [`MirrorState::read`] shares with `Actual`.
+    routes: SharedSet<KernelRoute>,
+    /// The preferred source of the routes that have one (an IPv4 route
+    /// goes silently with its preferred source address).
+    prefsrc: BTreeMap<KernelRoute, IpAddr>,
+}
+
+impl TableRoutes {
+    fn insert(&mut self, route: KernelRoute, prefsrc: Option<IpAddr>) {
+        match prefsrc {
+            Some(src) => self.prefsrc.insert(route.clone(), src),
+            None => self.prefsrc.remove(&route),
+        };
+        self.routes.insert(route);
+    }
+
+    /// Whether `route` was there.
+    fn remove(&mut self, route: &KernelRoute) -> bool {
+        self.prefsrc.remove(route);
+        self.routes.remove(route)
+    }
+}
+
 /// What [`MirrorState::read`] hands out: the parts of `Actual` the mirror holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MirrorView {
     pub links: BTreeMap<DevName, ActualLink>,
-    pub addresses: BTreeSet<Address>,
-    pub rules: BTreeSet<KernelRule>,
-    pub routes: BTreeSet<KernelRoute>,
+    pub addresses: SharedSet<Address>,
+    pub rules: SharedSet<KernelRule>,
+    pub routes: SharedSet<KernelRoute>,
     pub neighbours: BTreeSet<Neighbour>,
 }
 
@@ -158,11 +185,18 @@ impl MirrorState {
                 (e.name.clone(), link)
             })
             .collect();
-        let routes = tables
+        let mut read: Vec<&SharedSet<KernelRoute>> = tables
             .iter()
             .filter_map(|t| self.routes.get(t))
-            .flat_map(|r| r.keys().cloned())
+            .map(|t| &t.routes)
+            .filter(|r| !r.is_empty())
             .collect();
+        // Usually one table holds routes (the provider bridge's): shared.
+        let routes = match read.len() {
+            0 => SharedSet::new(),
+            1 => read.pop().expect("one").clone(),
+            _ => read.into_iter().flatten().cloned().collect(),
+        };
         MirrorView {
             links,
             addresses: self.addresses.clone(),
@@ -315,8 +349,12 @@ impl MirrorState {
                 let table = self.routes.entry(route.table).or_default();
                 if replace {
                     let key = route.key();
-                    let replaced: Vec<KernelRoute> =
-                        table.keys().filter(|r| r.key() == key).cloned().collect();
+                    let replaced: Vec<KernelRoute> = table
+                        .routes
+                        .iter()
+                        .filter(|r| r.key() == key)
+                        .cloned()
+                        .collect();
                     if replaced.len() > 1 {
                         // Which of the appended routes was replaced is not said.
                         self.stale.routes = true;
@@ -334,7 +372,7 @@ impl MirrorState {
                 let Some(table) = self.routes.get_mut(&route.table) else {
                     return;
                 };
-                if table.remove(&route).is_none() && table.keys().any(|r| r.key() == route.key()) {
+                if !table.remove(&route) && table.routes.iter().any(|r| r.key() == route.key()) {
                     self.stale.routes = true;
                 }
             }
@@ -376,8 +414,8 @@ impl MirrorState {
         let was_prefsrc = self
             .routes
             .values()
-            .flat_map(|t| t.iter())
-            .any(|(r, src)| r.proto != proto::KERNEL && *src == Some(removed.net.addr()));
+            .flat_map(|t| t.prefsrc.iter())
+            .any(|(r, src)| r.proto != proto::KERNEL && *src == removed.net.addr());
         if last_on_dev || was_prefsrc {
             self.stale.routes = true;
         }
@@ -1125,6 +1163,40 @@ mod tests {
         let v = s.read(&tables(&[10, 200, 7]));
         let got: Vec<u32> = v.routes.iter().map(|r| r.table).collect();
         assert_eq!(got, vec![10, 200]);
+    }
+
+    #[test]
+    fn reads_share_the_mirrored_sets_until_a_notification_changes_them() {
+        let mut s = mirror();
+        let m = route_msg(200, "203.0.113.0/24", 2, None, Some("192.0.2.1"));
+        s.apply(&RouteNetlinkMessage::NewRoute(m.clone()), false);
+        let (a, b) = (s.read(&tables(&[200, 10])), s.read(&tables(&[200, 10])));
+        assert!(a.addresses.shares_with(&b.addresses));
+        assert!(a.rules.shares_with(&b.rules));
+        assert!(
+            a.routes.shares_with(&b.routes),
+            "one table with routes: shared"
+        );
+
+        // A change while `a` is held: `a` keeps what it read.
+        s.apply(&address(3, "198.51.100.7/32", true), false);
+        s.apply(&RouteNetlinkMessage::DelRoute(m), false);
+        let c = s.read(&tables(&[200, 10]));
+        assert_eq!((a.addresses.len(), c.addresses.len()), (1, 2));
+        assert_eq!((a.routes.len(), c.routes.len()), (1, 0));
+        // The route's preferred source went with it: removing that address
+        // (br-ex keeps another IPv4 one) leaves the routes trusted; with the
+        // route there, the same removal marks them stale (the kernel drops
+        // such a route silently).
+        let first = |new| address(2, "192.0.2.1/24", new);
+        s.apply(&address(2, "192.0.2.2/24", true), false);
+        s.apply(&first(false), false);
+        assert!(!s.stale.routes);
+        s.apply(&first(true), false);
+        let with_src = route_msg(200, "203.0.113.0/24", 2, None, Some("192.0.2.1"));
+        s.apply(&RouteNetlinkMessage::NewRoute(with_src), false);
+        s.apply(&first(false), false);
+        assert!(s.stale.routes);
     }
 
     #[test]

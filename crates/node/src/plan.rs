@@ -310,7 +310,13 @@ impl<'a> Planner<'a> {
             .keys()
             .map(|r| &r.table)
             .chain(d.routes.keys().map(|r| &r.table));
+        // Thousands of routes and rules, in runs of the same table.
+        let mut last = None;
         for t in refs {
+            if last == Some(t) {
+                continue;
+            }
+            last = Some(t);
             if let TableRef::Bridge(b) = t {
                 if !bridges.contains(b) {
                     bridges.insert(b.clone());

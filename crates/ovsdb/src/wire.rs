@@ -243,7 +243,6 @@ fn exact<T, E>(
     fill: impl FnOnce(&mut Vec<T>) -> Result<(), E>,
 ) -> Result<Vec<T>, E> {
     let mut buf = scratch.take();
-    buf.clear();
     let filled = fill(&mut buf);
     let out = filled.map(|()| {
         let mut out = Vec::with_capacity(buf.len());
@@ -251,6 +250,8 @@ fn exact<T, E>(
         out.append(&mut buf);
         out
     });
+    // After an error, the elements pushed so far are dropped now.
+    buf.clear();
     scratch.set(buf);
     out
 }

@@ -659,6 +659,31 @@ mod tests {
         assert_eq!(Uuid::parse(s).unwrap().to_string(), s);
         assert!(Uuid::parse("not-a-uuid").is_err());
         assert!(Uuid::parse("22222222x2222-4222-8222-222222222222").is_err());
+        assert_eq!(
+            Uuid::parse("ABCDEF12-2222-4222-8222-22222222222F").unwrap(),
+            Uuid::parse("abcdef12-2222-4222-8222-22222222222f").unwrap()
+        );
+        // 36 bytes, but a two-byte character where a digit should be.
+        assert!(Uuid::parse("2222222é-2222-4222-8222-22222222222").is_err());
+        assert!(Uuid::parse("+2222222-2222-4222-8222-222222222222").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn uuid_parse_accepts_exactly_the_canonical_form(
+            s in "[0-9a-fA-F\\-xé+ ]{30,38}",
+            u in proptest::prelude::any::<u128>(),
+        ) {
+            let canonical = s.len() == 36
+                && s.bytes().enumerate().all(|(i, b)| match i {
+                    8 | 13 | 18 | 23 => b == b'-',
+                    _ => b.is_ascii_hexdigit(),
+                });
+            proptest::prop_assert_eq!(Uuid::parse(&s).is_ok(), canonical);
+            let text = Uuid(u).to_string();
+            proptest::prop_assert_eq!(Uuid::parse(&text).unwrap(), Uuid(u));
+            proptest::prop_assert_eq!(Uuid::parse(&text.to_uppercase()).unwrap(), Uuid(u));
+        }
     }
 
     #[test]

@@ -17,21 +17,25 @@
 //! never allocated. Map diffs (`modify`) are per key, so projecting every
 //! message gives the cache exactly the projection of the server's rows.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::thread::LocalKey;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::datum::{Atom, Datum, Str, Uuid};
 
+mod row_scan;
+
 thread_local! {
     /// The strings of the message being decoded on this thread, if any.
-    static INTERNER: RefCell<Option<HashSet<Str, InternHasher>>> = const { RefCell::new(None) };
+    static INTERNER: RefCell<Option<Interner>> = const { RefCell::new(None) };
     /// The key projection of the messages decoded on this thread, if any.
     static PROJECTION: RefCell<Option<KeyProjection>> = const { RefCell::new(None) };
 }
@@ -109,6 +113,73 @@ fn column_keys<'k>(table: Option<&'k TableKeys>, column: &str) -> Option<&'k [St
 /// at random per process, so colliding strings cannot be prepared ahead.
 type InternHasher = foldhash::fast::RandomState;
 
+/// The strings of a message, each stored once.
+///
+/// Every string of a reply goes through here, so the lookup is the decoder's
+/// hottest path. The table holds every distinct string of the message
+/// (~100k per decoding thread for the 50k-port reply, mostly UUIDs and
+/// addresses seen once), too large for the CPU caches: a probe was a cache
+/// miss or two. The strings that do repeat (column names, map keys,
+/// `compute:nova`, project, host and network names) are few, so a small
+/// direct-mapped `recent` array in front remembers the last repeated string
+/// per slot; a hit there skips the table. The string's hash is computed
+/// once for both.
+struct Interner {
+    hasher: InternHasher,
+    table: hashbrown::HashTable<Str>,
+    /// Indexed by the low bits of a string's hash; filled only with strings
+    /// seen twice, so strings that never repeat do not evict those that do.
+    recent: Vec<Option<Str>>,
+}
+
+/// Slots of the `recent` array of a large reply's interner (64 KiB).
+const RECENT_SLOTS_LARGE: usize = 4096;
+
+/// Slots of the `recent` array of a small message's interner.
+const RECENT_SLOTS_SMALL: usize = 64;
+
+impl Interner {
+    fn new(strings: usize) -> Interner {
+        let slots = if strings >= RECENT_SLOTS_LARGE {
+            RECENT_SLOTS_LARGE
+        } else {
+            RECENT_SLOTS_SMALL
+        };
+        Interner {
+            hasher: InternHasher::default(),
+            table: hashbrown::HashTable::with_capacity(strings),
+            recent: vec![None; slots],
+        }
+    }
+
+    fn intern(&mut self, s: &str) -> Str {
+        let hash = self.hasher.hash_one(s);
+        // `recent.len()` is a power of two.
+        let slot = hash as usize & (self.recent.len() - 1);
+        if let Some(seen) = &self.recent[slot] {
+            if **seen == *s {
+                return seen.clone();
+            }
+        }
+        let hasher = &self.hasher;
+        match self
+            .table
+            .entry(hash, |t| **t == *s, |t| hasher.hash_one(&**t))
+        {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let shared = e.get().clone();
+                self.recent[slot] = Some(shared.clone());
+                shared
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let new = Str::from(s);
+                e.insert(new.clone());
+                new
+            }
+        }
+    }
+}
+
 /// Interns strings on this thread until dropped (nested scopes share the
 /// outer one). The table is dropped with the scope: strings are shared
 /// within a message, and live as long as the rows holding them.
@@ -118,10 +189,16 @@ struct InternScope {
 
 impl InternScope {
     fn enter() -> InternScope {
+        InternScope::with_capacity(0)
+    }
+
+    /// A scope whose table starts with room for `strings` (a large reply's
+    /// table would otherwise be rehashed a dozen times while it grows).
+    fn with_capacity(strings: usize) -> InternScope {
         let owner = INTERNER.with(|i| {
             let mut i = i.borrow_mut();
             if i.is_none() {
-                *i = Some(HashSet::with_hasher(InternHasher::default()));
+                *i = Some(Interner::new(strings));
                 true
             } else {
                 false
@@ -142,24 +219,41 @@ impl Drop for InternScope {
 /// `s` as a shared string: the message's earlier copy if there is one.
 fn intern(s: &str) -> Str {
     INTERNER.with(|i| match i.borrow_mut().as_mut() {
-        Some(set) => match set.get(s) {
-            Some(shared) => shared.clone(),
-            None => {
-                let new = Str::from(s);
-                set.insert(new.clone());
-                new
-            }
-        },
+        Some(interner) => interner.intern(s),
         None => Str::from(s),
     })
 }
 
-/// `v` without its growth slack. A whole dump is decoded before it is
-/// applied, so a `Vec` grown to 16 for 14 map pairs would raise the peak
-/// by the slack of every map of every row.
-fn exact<T>(mut v: Vec<T>) -> Vec<T> {
-    v.shrink_to_fit();
-    v
+thread_local! {
+    /// Reused buffers for the elements of the set, map and column list
+    /// being decoded on this thread (atoms are never sets or maps, so one
+    /// of each is enough).
+    static SET_SCRATCH: Cell<Vec<Atom>> = const { Cell::new(Vec::new()) };
+    static MAP_SCRATCH: Cell<Vec<(Atom, Atom)>> = const { Cell::new(Vec::new()) };
+    static COLUMN_SCRATCH: Cell<Vec<(Str, Datum)>> = const { Cell::new(Vec::new()) };
+}
+
+/// The elements `fill` pushes, in a `Vec` allocated once at its exact
+/// length. A whole dump is decoded before it is applied, so a `Vec` grown
+/// to 16 for 14 map pairs would raise the peak by the slack of every map of
+/// every row; growing then shrinking it cost a `realloc` per value. The
+/// elements are collected in this thread's reusable `scratch` instead.
+fn exact<T, E>(
+    scratch: &'static LocalKey<Cell<Vec<T>>>,
+    fill: impl FnOnce(&mut Vec<T>) -> Result<(), E>,
+) -> Result<Vec<T>, E> {
+    let mut buf = scratch.take();
+    let filled = fill(&mut buf);
+    let out = filled.map(|()| {
+        let mut out = Vec::with_capacity(buf.len());
+        // Moves the elements, leaving `buf` empty with its capacity.
+        out.append(&mut buf);
+        out
+    });
+    // After an error, the elements pushed so far are dropped now.
+    buf.clear();
+    scratch.set(buf);
+    out
 }
 
 /// A string read through the interner.
@@ -410,24 +504,17 @@ impl<'de> Visitor<'de> for DatumVisitor<'_> {
             .next_element()?
             .ok_or_else(|| de::Error::custom("empty array where a datum was expected"))?;
         let datum = match tag {
-            Tag::Set => {
-                let items: Vec<WireAtom> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))?;
-                Datum::Set(exact(items.into_iter().map(|a| a.0).collect()))
-            }
-            Tag::Map => match self.keys {
-                None => {
-                    let pairs: Vec<WirePair> = seq
-                        .next_element()?
-                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?;
-                    Datum::Map(exact(pairs.into_iter().map(|p| p.0).collect()))
-                }
-                Some(keys) => Datum::Map(exact(
-                    seq.next_element_seed(ProjectedPairs(keys))?
-                        .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))?,
-                )),
-            },
+            Tag::Set => Datum::Set(exact(&SET_SCRATCH, |items| {
+                seq.next_element_seed(Atoms(items))?
+                    .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))
+            })?),
+            Tag::Map => Datum::Map(exact(&MAP_SCRATCH, |pairs| {
+                seq.next_element_seed(Pairs {
+                    keys: self.keys,
+                    pairs,
+                })?
+                .ok_or_else(|| de::Error::custom("[\"map\"] without pairs"))
+            })?),
             Tag::Uuid => Datum::scalar(Atom::Uuid(
                 seq.next_element::<UuidText>()?
                     .ok_or_else(|| de::Error::custom("[\"uuid\"] without a value"))?
@@ -455,28 +542,63 @@ impl<'de> Deserialize<'de> for WireDatum {
     }
 }
 
-/// The pairs of a map whose string keys are in `.0`; the others are
-/// skipped in the frame without allocating.
-struct ProjectedPairs<'k>(&'k [String]);
+/// The elements of a set, pushed onto `.0`.
+struct Atoms<'v>(&'v mut Vec<Atom>);
 
-impl<'de> DeserializeSeed<'de> for ProjectedPairs<'_> {
-    type Value = Vec<(Atom, Atom)>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+impl<'de> DeserializeSeed<'de> for Atoms<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for ProjectedPairs<'_> {
-    type Value = Vec<(Atom, Atom)>;
+impl<'de> Visitor<'de> for Atoms<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of atoms")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(WireAtom(atom)) = seq.next_element()? {
+            self.0.push(atom);
+        }
+        Ok(())
+    }
+}
+
+/// The pairs of a map, pushed onto `pairs`: with `keys`, only those whose
+/// string key is listed (the others are skipped in the frame without
+/// allocating); all of them without.
+struct Pairs<'k, 'v> {
+    keys: Option<&'k [String]>,
+    pairs: &'v mut Vec<(Atom, Atom)>,
+}
+
+impl<'de> DeserializeSeed<'de> for Pairs<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Pairs<'_, '_> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a list of [key, value] pairs")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut pairs = Vec::new();
-        while let Some(pair) = seq.next_element_seed(ProjectedPair(self.0))? {
-            pairs.extend(pair);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        match self.keys {
+            None => {
+                while let Some(WirePair(pair)) = seq.next_element()? {
+                    self.pairs.push(pair);
+                }
+            }
+            Some(keys) => {
+                while let Some(pair) = seq.next_element_seed(ProjectedPair(keys))? {
+                    self.pairs.extend(pair);
+                }
+            }
         }
-        Ok(pairs)
+        Ok(())
     }
 }
 
@@ -576,15 +698,16 @@ impl<'de> Visitor<'de> for ColumnsSeed<'_> {
         f.write_str("an object of columns")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
-        while let Some(Interned(k)) = map.next_key::<Interned>()? {
-            let keys = column_keys(self.0, &k);
-            let v = map
-                .next_value_seed(DatumVisitor { keys })
-                .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
-            out.push((k, v));
-        }
-        Ok(exact(out))
+        exact(&COLUMN_SCRATCH, |out| {
+            while let Some(Interned(k)) = map.next_key::<Interned>()? {
+                let keys = column_keys(self.0, &k);
+                let v = map
+                    .next_value_seed(DatumVisitor { keys })
+                    .map_err(|e| de::Error::custom(format!("column {k}: {e}")))?;
+                out.push((k, v));
+            }
+            Ok(())
+        })
     }
 }
 
@@ -1035,6 +1158,12 @@ fn decode_streamed_reply_on(
     })
 }
 
+/// Strings a decoding thread's interning table has room for from the start:
+/// a reply is only streamed when it is large (1 MiB by default), and one
+/// decoding thread of the 54 MB reply at 50k ports interns ~100k distinct
+/// strings. 64k entries cost ~1.1 MiB while the reply is decoded.
+const STREAMED_INTERN_CAPACITY: usize = 1 << 16;
+
 /// `first_failed` before any batch failed.
 const NO_FAILURE: usize = usize::MAX;
 
@@ -1056,16 +1185,52 @@ impl Batch {
     /// named by table and row like the buffered decoder does.
     fn decode(&self, keys: Option<&TableKeys>) -> RowsResult {
         let table = &self.table;
+        // UTF-8 is checked once for the whole batch (fast on ASCII), not
+        // string by string as `from_slice` does; a batch that is not UTF-8
+        // goes through `from_slice`, whose error names the bad row.
+        let text = std::str::from_utf8(&self.bytes).ok();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (key, value) in &self.rows {
-            let UuidText(uuid) = from_bytes(&self.bytes[key.clone()], plain())
-                .map_err(|e| format!("table {table}: {e}"))?;
-            let row = from_bytes(&self.bytes[value.clone()], RowUpdateSeed(uuid, keys))
-                .map_err(|e| format!("table {table}: {e}"))?;
+            let key_text = text.and_then(|t| t.get(key.clone()));
+            let uuid = match key_text.and_then(plain_uuid_key) {
+                Some(uuid) => uuid,
+                None => {
+                    from_bytes(&self.bytes[key.clone()], plain::<UuidText>())
+                        .map_err(|e| format!("table {table}: {e}"))?
+                        .0
+                }
+            };
+            let seed = RowUpdateSeed(uuid, keys);
+            // The plain rows (nearly all) are scanned directly; the serde
+            // visitors decode the others, and report the errors.
+            let row = match text.and_then(|t| t.get(value.clone())) {
+                Some(value) => match row_scan::decode_row(value, uuid, keys) {
+                    Some(row) => Ok(row),
+                    None => from_text(value, seed),
+                },
+                None => from_bytes(&self.bytes[value.clone()], seed),
+            }
+            .map_err(|e| format!("table {table}: {e}"))?;
             rows.push(row);
         }
         Ok(rows)
     }
+}
+
+/// The UUID of a row key written plainly (`"<36 characters>"`, no escapes),
+/// or `None` for anything else, which the JSON decoder then reads (and
+/// reports if bad).
+fn plain_uuid_key(key: &str) -> Option<Uuid> {
+    let inner = key.strip_prefix('"')?.strip_suffix('"')?;
+    Uuid::parse(inner).ok()
+}
+
+/// `text`, a whole JSON value, decoded with `seed` (see [`from_bytes`]).
+fn from_text<'a, T>(text: &'a str, seed: impl DeserializeSeed<'a, Value = T>) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = seed.deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(v)
 }
 
 /// `bytes`, a whole JSON value, decoded with `seed`.
@@ -1088,7 +1253,7 @@ fn decode_batches(
     projection: Option<&KeyProjection>,
     first_failed: &AtomicUsize,
 ) -> Vec<(usize, RowsResult)> {
-    let _interning = InternScope::enter();
+    let _interning = InternScope::with_capacity(STREAMED_INTERN_CAPACITY);
     let mut decoded = Vec::new();
     loop {
         // A poisoned lock only means another decoder panicked, which the

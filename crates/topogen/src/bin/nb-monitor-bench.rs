@@ -7,6 +7,8 @@
 //! ovsdb-server on it, loads the generated topology, then runs itself as
 //! `nb-monitor-bench measure --remote unix:...` (so loading leaves no trace
 //! in the measured process) and prints one line per run.
+//! `nb-monitor-bench decode-file --file reply.json` decodes a reply saved
+//! with `NB_BENCH_SAVE_REPLY` (profiling the streamed decoder alone).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::process::{Command, Stdio};
@@ -34,7 +36,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { INNER.alloc(layout) };
         if !p.is_null() {
             let now = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
-            PEAK.fetch_max(now, Relaxed);
+            raise_peak(now);
         }
         p
     }
@@ -47,9 +49,18 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !p.is_null() {
             LIVE.fetch_sub(layout.size(), Relaxed);
             let now = LIVE.fetch_add(new_size, Relaxed) + new_size;
-            PEAK.fetch_max(now, Relaxed);
+            raise_peak(now);
         }
         p
+    }
+}
+
+/// Records `live` as the peak if it is one. Reading first keeps the decoding
+/// threads from writing the shared counter on every allocation (a
+/// `fetch_max` each time was ~5% of the decoder's samples).
+fn raise_peak(live: usize) {
+    if live > PEAK.load(Relaxed) {
+        PEAK.fetch_max(live, Relaxed);
     }
 }
 
@@ -227,6 +238,11 @@ async fn breakdown(remote: &str) -> Result<()> {
             reply_bytes(&path, &request, Some(&mut text)).map(|_| text)
         })
         .await??;
+        // `NB_BENCH_SAVE_REPLY=<file>` keeps the raw reply for
+        // `nb-monitor-bench decode-file` (profiling the decoder alone).
+        if let Some(file) = std::env::var_os("NB_BENCH_SAVE_REPLY") {
+            std::fs::write(&file, &text)?;
+        }
         let projection = spec.key_projection();
         let mut times = Vec::new();
         let cpu0 = cpu_s("self")?;
@@ -250,6 +266,40 @@ async fn breakdown(remote: &str) -> Result<()> {
                 .map(|t| format!("{t:.3}s"))
                 .collect::<Vec<_>>()
                 .join(" / ")
+        );
+    }
+    Ok(())
+}
+
+/// Decodes a reply saved with `NB_BENCH_SAVE_REPLY` `runs` times with the
+/// streamed decoder, fed from memory in 128 KiB chunks, and prints the wall
+/// and CPU seconds of each decode, then the CPU seconds including dropping
+/// the rows (what the breakdown's "client alone" line counts).
+fn decode_file(file: &str, runs: usize) -> Result<()> {
+    let text = std::fs::read(file).with_context(|| format!("reading {file}"))?;
+    let projection = nb_driver_monitor().key_projection();
+    for run in 1..=runs {
+        let mut chunks = text.chunks(128 << 10);
+        let cpu0 = cpu_s("self")?;
+        let t0 = Instant::now();
+        let reply = projection.apply_to(|| {
+            obgp_ovsdb::wire::decode_streamed_reply(|| {
+                chunks.next().map(bytes::Bytes::copy_from_slice)
+            })
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        let reply = reply.map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+        let rows = match &reply.result {
+            Some(obgp_ovsdb::wire::MonitorResult::Updates(u)) => u.row_count(),
+            Some(obgp_ovsdb::wire::MonitorResult::Since(_, _, u)) => u.row_count(),
+            None => 0,
+        };
+        let cpu_decoded = cpu_s("self")? - cpu0;
+        drop(reply);
+        println!(
+            "run={run} bytes={} rows={rows} decode_wall_s={wall:.3} decode_cpu_s={cpu_decoded:.2} with_drop_cpu_s={:.2}",
+            text.len(),
+            cpu_s("self")? - cpu0
         );
     }
     Ok(())
@@ -469,6 +519,10 @@ async fn main() -> Result<()> {
             small_batches(rows)?;
         }
         return Ok(());
+    }
+    if args.get(1).map(String::as_str) == Some("decode-file") {
+        let runs = arg("--runs").map(|r| r.parse()).transpose()?.unwrap_or(5);
+        return decode_file(&arg("--file").context("decode-file needs --file")?, runs);
     }
     if args.get(1).map(String::as_str) == Some("measure") {
         return measure(&arg("--remote").context("measure needs --remote")?).await;

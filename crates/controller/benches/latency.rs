@@ -266,6 +266,8 @@ struct Outcome {
     split_ms: (Vec<f64>, Vec<f64>),
     /// Per event: how long the work queue held its reconcile back.
     queued: Vec<QueueWait>,
+    /// Steal time during the events and their duration, ms.
+    steal: Option<(f64, f64)>,
 }
 
 /// An event's latency and what the work queue added to it: the merge
@@ -275,6 +277,8 @@ struct QueueWait {
     latency_ms: f64,
     window_ms: f64,
     rate_ms: f64,
+    /// Its reconcile's start and phases, and the reconcile before it.
+    detail: String,
 }
 
 async fn connect(remote: &str) -> Result<Session> {
@@ -450,6 +454,7 @@ async fn bench_one(
     let mut latencies = Vec::with_capacity(events);
     let mut seen_at = Vec::with_capacity(events);
     let mut lost = 0;
+    let (events_started, steal_before) = (Instant::now(), steal_ms());
     for i in 0..events {
         let ip = Ipv4Addr::new(172, 30, (i / 250) as u8, (i % 250 + 1) as u8);
         let name = format!("latency-vm-{i}");
@@ -509,6 +514,9 @@ async fn bench_one(
         // `gap` is the shortest pause (see `main`).
         tokio::time::sleep(gap + Duration::from_millis((i as u64 * 37) % 60)).await;
     }
+    let steal = steal_ms()
+        .zip(steal_before)
+        .map(|(after, before)| (after - before, events_started.elapsed().as_secs_f64() * 1e3));
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(60), daemon).await;
     let phases: Vec<Phases> = phase_log.lock().expect("log")[first_phase..].to_vec();
@@ -527,11 +535,6 @@ async fn bench_one(
             .find(|(started, _)| *started <= seen);
         if let Some((started, p)) = reconcile {
             let wait = |key| p.fields.get(key).copied().unwrap_or(0.0);
-            queued.push(QueueWait {
-                latency_ms: seen.duration_since(committed).as_secs_f64() * 1e3,
-                window_ms: wait("window_wait_ms"),
-                rate_ms: wait("rate_wait_ms"),
-            });
             let signed_ms = |a: Instant, b: Instant| {
                 if a >= b {
                     a.duration_since(b).as_secs_f64() * 1e3
@@ -539,6 +542,33 @@ async fn bench_one(
                     -(b.duration_since(a).as_secs_f64() * 1e3)
                 }
             };
+            // The reconcile before it: what it was, and when it ended.
+            let previous = phases
+                .iter()
+                .rfind(|q| q.at.is_some_and(|at| at < p.at.unwrap_or(at)))
+                .map(|q| {
+                    format!(
+                        "previous [{}] ended {:+.2} ms from the commit",
+                        q.reasons,
+                        signed_ms(q.at.unwrap_or(committed), committed)
+                    )
+                })
+                .unwrap_or_default();
+            let phase = |k| p.fields.get(k).copied().unwrap_or(f64::NAN);
+            queued.push(QueueWait {
+                latency_ms: seen.duration_since(committed).as_secs_f64() * 1e3,
+                window_ms: wait("window_wait_ms"),
+                rate_ms: wait("rate_wait_ms"),
+                detail: format!(
+                    "start {:+.2} ms; snapshot {:.2} desired {:.2} observe {:.2} plan {:.2} apply {:.2}; {previous}",
+                    signed_ms(started, committed),
+                    phase("snapshot_ms"),
+                    phase("desired_ms"),
+                    phase("observe_ms"),
+                    phase("plan_ms"),
+                    phase("apply_ms"),
+                ),
+            });
             before.push(signed_ms(started, committed));
             within.push(signed_ms(seen, started));
         }
@@ -559,7 +589,20 @@ async fn bench_one(
         op_times,
         split_ms: (before, within),
         queued,
+        steal,
     })
+}
+
+/// CPU time the hypervisor gave to others while this VM wanted it (the
+/// `steal` column of /proc/stat, all CPUs), in milliseconds. On a shared
+/// VM it comes in bursts that stall whatever runs, so the bench reports it.
+fn steal_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let steal: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(steal * 1e3 / hz)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -680,6 +723,19 @@ fn report(o: &Outcome) {
         percentile(&quiet, 99.0),
         quiet.last().copied().unwrap_or(f64::NAN),
     );
+    if let Some((steal, span)) = o.steal {
+        println!(
+            "    machine: {steal:.0} ms of CPU stolen by the hypervisor during the {:.1} s of events ({:.2}% of 2 CPUs)",
+            span / 1e3,
+            steal / (2.0 * span) * 100.0
+        );
+    }
+    // The slowest events, with what their reconcile and the one before did.
+    let mut slowest: Vec<&QueueWait> = o.queued.iter().collect();
+    slowest.sort_by(|a, b| b.latency_ms.total_cmp(&a.latency_ms));
+    for q in slowest.iter().take(4) {
+        println!("    slow: {:.2} ms: {}", q.latency_ms, q.detail);
+    }
     // Per op kind over the reconciles during the events.
     let mut kinds: Vec<(&str, bool)> = o
         .op_times

@@ -149,15 +149,21 @@ impl VmRun {
 /// host's content below them is not visible in the guest.
 const VOLATILE: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
 
-/// The shares a run needs: the asked ones, plus the working directory when
-/// it lies below a volatile directory (a checkout under `mktemp -d`), which
-/// the guest would otherwise not see.
+/// The shares a run needs: the asked ones, plus, when the working
+/// directory lies below a volatile directory (a checkout under `mktemp -d`,
+/// run from one of its crates), that directory's top entry there
+/// (`/tmp/tmp.X`): it holds the checkout and its `target/`, which the guest
+/// would otherwise not see.
 fn shares_for(asked: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
     let mut shares = asked.to_vec();
-    let hidden = VOLATILE.iter().any(|v| cwd.starts_with(v));
-    let covered = asked.iter().any(|s| cwd.starts_with(s));
-    if hidden && !covered {
-        shares.push(cwd.to_path_buf());
+    let top = VOLATILE.iter().find_map(|v| {
+        let first = cwd.strip_prefix(v).ok()?.components().next()?;
+        Some(Path::new(v).join(first))
+    });
+    if let Some(top) = top {
+        if !asked.iter().any(|s| top.starts_with(s)) {
+            shares.push(top);
+        }
     }
     shares
 }
@@ -843,10 +849,11 @@ mod tests {
     #[test]
     fn a_working_directory_the_guest_hides_is_shared() {
         let p = |s: &str| PathBuf::from(s);
-        // A checkout under mktemp -d: hidden by the guest's fresh /tmp.
+        // A checkout under mktemp -d, run from one of its crates: hidden by
+        // the guest's fresh /tmp; its top directory there is shared.
         assert_eq!(
-            shares_for(&[], &p("/tmp/tmp.x/repo")),
-            [p("/tmp/tmp.x/repo")]
+            shares_for(&[], &p("/tmp/tmp.x/repo/crates/testbed")),
+            [p("/tmp/tmp.x")]
         );
         assert_eq!(shares_for(&[], &p("/var/tmp/repo")), [p("/var/tmp/repo")]);
         // Visible through the overlay: nothing added.
@@ -854,6 +861,10 @@ mod tests {
         assert!(
             shares_for(&[], &p("/tmpfoo/repo")).is_empty(),
             "a prefix of a name is not a parent"
+        );
+        assert!(
+            shares_for(&[], &p("/tmp")).is_empty(),
+            "never the whole /tmp"
         );
         // Already shared by the caller, itself or a parent: not twice.
         assert_eq!(shares_for(&[p("/tmp/a")], &p("/tmp/a/repo")), [p("/tmp/a")]);

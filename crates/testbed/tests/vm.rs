@@ -226,12 +226,19 @@ fn vm_runs_host_built_tests_and_returns_exit_status() -> Result<()> {
     std::fs::write(&host_file, "host")?;
     let host_file = host_file.display().to_string();
     // a path on the host's root outside any share: the guest may write it
-    // (to its overlay), the host must never see it
-    let overlay_probe = format!(
-        "{}/obgp-vm-overlay-probe-{}",
-        env!("CARGO_MANIFEST_DIR"),
-        std::process::id()
-    );
+    // (to its overlay), the host must never see it. A checkout below /tmp
+    // is shared with the guest (and /tmp itself is the guest's own), so
+    // the probe goes to /var/cache then.
+    let manifest_dir = env!("CARGO_MANIFEST_DIR");
+    let probe_dir = if ["/tmp/", "/var/tmp/", "/run/"]
+        .iter()
+        .any(|v| manifest_dir.starts_with(v))
+    {
+        "/var/cache"
+    } else {
+        manifest_dir
+    };
+    let overlay_probe = format!("{probe_dir}/obgp-vm-overlay-probe-{}", std::process::id());
     let script = format!(
         "'{me}' --ignored --exact --test-threads=1 --color never agent_devices_can_be_created_on_the_vm_kernel; \
          echo \"inner status $?\"; echo \"OBGP_VM=$OBGP_VM kernel $(uname -r)\"; \

@@ -152,6 +152,7 @@ pub fn plan_after(
         want_routes: Vec::new(),
         prev_scans: 0,
         prev_index: None,
+        unwanted_on_nic: Vec::new(),
     };
     p.resolve_tables()?;
     p.want_rules = p.desired_rules();
@@ -186,6 +187,9 @@ struct Planner<'a> {
     /// desired state, and the index that answers after that.
     prev_scans: usize,
     prev_index: Option<HashMap<IpNet, Class, FastHash>>,
+    /// The kernel's host addresses on the announce device that the desired
+    /// state lacks, ascending (see [`Planner::addresses`]).
+    unwanted_on_nic: Vec<&'a obgp_netmodel::Address>,
 }
 
 /// Leftovers whose class is found by scanning the previous desired state
@@ -490,14 +494,38 @@ impl<'a> Planner<'a> {
         self.desired.announce_dev.as_ref() == Some(dev)
     }
 
+    /// Desired addresses the kernel lacks; and, in the same walk over both
+    /// sorted sets (thousands on `bgp-nic`), the kernel's host addresses on
+    /// the announce device that are not desired: withdrawn in
+    /// [`Self::leftovers`].
     fn addresses(&mut self) {
         let (desired, actual) = (self.desired, self.actual);
-        let have = &actual.addresses;
-        for ((a, class), present) in flag_present(&desired.addresses, have, |(w, _), h| (*w).cmp(h))
-        {
-            if present {
-                continue;
+        let nic = desired.announce_dev.as_ref();
+        let mut want = desired.addresses.iter().peekable();
+        let mut have = actual.addresses.iter().peekable();
+        let mut missing = Vec::new();
+        loop {
+            let order = match (want.peek(), have.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((w, _)), Some(h)) => (*w).cmp(h),
+            };
+            match order {
+                std::cmp::Ordering::Less => missing.extend(want.next()),
+                std::cmp::Ordering::Greater => {
+                    let h = have.next().expect("peeked");
+                    if Some(&h.dev) == nic && host_prefix(&h.net) {
+                        self.unwanted_on_nic.push(h);
+                    }
+                }
+                std::cmp::Ordering::Equal => {
+                    want.next();
+                    have.next();
+                }
             }
+        }
+        for (a, class) in missing {
             let a = a.clone();
             if !self.will_exist(&a.dev) {
                 self.skip(
@@ -866,14 +894,10 @@ impl<'a> Planner<'a> {
             .filter_map(|b| self.tables.get(b).copied())
             .collect();
 
-        // Withdrawals: bgp-nic host addresses and VRF-table routes (O2 first).
-        if let Some(nic) = &d.announce_dev {
-            let on_nic = a.addresses.iter().filter(|ad| &ad.dev == nic);
-            for (ad, wanted) in flag_present(on_nic, d.addresses.keys(), |h, w| (*h).cmp(w)) {
-                if host_prefix(&ad.net) && !wanted {
-                    self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
-                }
-            }
+        // Withdrawals: bgp-nic host addresses (found by `addresses`) and
+        // VRF-table routes (O2 first).
+        for ad in std::mem::take(&mut self.unwanted_on_nic) {
+            self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
         }
         // The kernel's routes in ascending key order, against the desired keys
         // in the same order (sorted here only if the desired order differs).
@@ -1254,6 +1278,7 @@ mod tests {
             want_routes: Vec::new(),
             prev_scans: 0,
             prev_index: None,
+            unwanted_on_nic: Vec::new(),
         };
         let mut subjects: Vec<IpNet> = (0..64u8)
             .map(|i| format!("172.24.4.{i}/32").parse().unwrap())

@@ -144,12 +144,12 @@ impl Scope {
             bridge_tables: d.bridge_tables.clone(),
             // Numbered tables the desired state writes to, so that its
             // routes there are seen (else they would be re-planned forever).
-            tables: numbered_tables(
-                d.routes
-                    .keys()
-                    .map(|r| &r.table)
-                    .chain(d.rules.keys().map(|r| &r.table)),
-            ),
+            tables: crate::plan::table_refs(d)
+                .filter_map(|t| match t {
+                    obgp_netmodel::TableRef::Id(n) => Some(*n),
+                    obgp_netmodel::TableRef::Bridge(_) => None,
+                })
+                .collect(),
             sysctl_keys: d.sysctls.iter().map(|s| s.key.clone()).collect(),
             ovs_bridges: d
                 .bridge_tables
@@ -167,24 +167,6 @@ impl Scope {
                 .collect(),
         }
     }
-}
-
-/// The numbered tables among `tables`. Runs of the same table (routes are
-/// sorted by table, and rules mostly name one) are looked at once: this
-/// runs every reconcile over thousands of routes and rules.
-fn numbered_tables<'a>(tables: impl Iterator<Item = &'a obgp_netmodel::TableRef>) -> BTreeSet<u32> {
-    let mut out = BTreeSet::new();
-    let mut last = None;
-    for t in tables {
-        if last == Some(t) {
-            continue;
-        }
-        last = Some(t);
-        if let obgp_netmodel::TableRef::Id(n) = t {
-            out.insert(*n);
-        }
-    }
-    out
 }
 
 /// Runs `f` on a thread that has entered the network namespace `netns`.
@@ -1121,15 +1103,6 @@ fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbered_tables_are_each_table_once_in_any_order() {
-        use obgp_netmodel::TableRef::{Bridge, Id};
-        let br = Bridge(obgp_netmodel::DevName::new("br-ex").unwrap());
-        let refs = [Id(200), Id(200), br.clone(), Id(10), Id(200), br, Id(5)];
-        assert_eq!(numbered_tables(refs.iter()), BTreeSet::from([5, 10, 200]));
-        assert!(numbered_tables([].iter()).is_empty());
-    }
 
     /// An executable shell script in `dir` printing `output` (whatever
     /// arguments it gets), standing in for ovs-ofctl or vtysh.

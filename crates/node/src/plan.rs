@@ -228,6 +228,24 @@ where
     })
 }
 
+/// The tables the desired routes and rules name, each run of the same
+/// table once: routes are sorted by table and rules mostly name one, so
+/// this looks at a few entries per table instead of thousands per
+/// reconcile. A table may still come more than once.
+pub(crate) fn table_refs(d: &DesiredNode) -> impl Iterator<Item = &TableRef> {
+    let all = d
+        .routes
+        .keys()
+        .map(|r| &r.table)
+        .chain(d.rules.keys().map(|r| &r.table));
+    let mut last = None;
+    all.filter(move |t| {
+        let repeat = last == Some(*t);
+        last = Some(*t);
+        !repeat
+    })
+}
+
 /// Ranks inside a group: the order of object kinds.
 mod rank {
     pub const LINK_VRF: u8 = 0;
@@ -309,18 +327,7 @@ impl<'a> Planner<'a> {
     fn resolve_tables(&mut self) -> Result<(), PlanError> {
         let d = self.desired;
         let mut bridges: BTreeSet<DevName> = d.bridge_tables.clone();
-        let refs = d
-            .rules
-            .keys()
-            .map(|r| &r.table)
-            .chain(d.routes.keys().map(|r| &r.table));
-        // Thousands of routes and rules, in runs of the same table.
-        let mut last = None;
-        for t in refs {
-            if last == Some(t) {
-                continue;
-            }
-            last = Some(t);
+        for t in table_refs(d) {
             if let TableRef::Bridge(b) = t {
                 if !bridges.contains(b) {
                     bridges.insert(b.clone());
@@ -1198,6 +1205,41 @@ pub fn order_violations(steps: &[Step]) -> Vec<String> {
 mod tests {
     use super::*;
     use obgp_netmodel::{Address, Neighbour, ProxyNeighbour, Route, Rule};
+
+    #[test]
+    fn table_refs_name_every_table_of_the_routes_and_rules() {
+        let br = || TableRef::Bridge(DevName::new("br-ex").unwrap());
+        let mut d = DesiredNode::default();
+        for (i, table) in [TableRef::Id(200), br(), TableRef::Id(10)]
+            .into_iter()
+            .enumerate()
+        {
+            for j in 0..3u8 {
+                let rule = Rule {
+                    dst: format!("10.{i}.{j}.0/24").parse().unwrap(),
+                    table: table.clone(),
+                    priority: None,
+                };
+                d.rules.insert(rule, Class::Vm);
+            }
+        }
+        d.rules.insert(
+            Rule {
+                dst: "10.9.9.9/32".parse().unwrap(),
+                table: TableRef::Id(5),
+                priority: None,
+            },
+            Class::Vm,
+        );
+        let got: BTreeSet<&TableRef> = table_refs(&d).collect();
+        let want = [TableRef::Id(5), TableRef::Id(10), TableRef::Id(200), br()];
+        assert_eq!(got, want.iter().collect());
+        assert!(
+            table_refs(&d).count() < d.rules.len(),
+            "runs looked at once"
+        );
+        assert_eq!(table_refs(&DesiredNode::default()).count(), 0);
+    }
 
     fn dev(s: &str) -> DevName {
         DevName::new(s).unwrap()

@@ -174,12 +174,7 @@ impl Desired {
     }
 }
 
-/// `<bridge[:10]>.<vlan>`, upstream's VLAN device name (15-byte limit).
-pub fn vlan_device(bridge: &DevName, vlan: u16) -> DevName {
-    let b = bridge.as_str();
-    let cut = b.char_indices().nth(10).map(|(i, _)| i).unwrap_or(b.len());
-    DevName::new(&format!("{}.{}", &b[..cut], vlan)).expect("10 valid bytes + '.' + 4 digits")
-}
+pub use obgp_netmodel::names::vlan_device;
 
 /// The bridge's ARP/NDP addresses: `169.254.<idx>.<idx>` and
 /// `fd53:d91e:400:7f17::<idx hex>:<idx hex>`; on a VLAN device the last
@@ -499,16 +494,6 @@ mod tests {
         assert_eq!(
             m.into_iter().collect::<Vec<_>>(),
             [(1, Class::Gateway), (2, Class::Vm)]
-        );
-    }
-
-    #[test]
-    fn vlan_device_name_truncates_the_bridge_to_ten_bytes() {
-        let b = DevName::new("br-provider1").unwrap();
-        assert_eq!(vlan_device(&b, 4094).as_str(), "br-provide.4094");
-        assert_eq!(
-            vlan_device(&DevName::new("br-ex").unwrap(), 100).as_str(),
-            "br-ex.100"
         );
     }
 

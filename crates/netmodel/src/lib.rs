@@ -16,6 +16,7 @@ pub use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 pub mod hash;
+pub mod names;
 
 /// Routing protocol numbers the agent writes or must recognise.
 pub mod proto {
@@ -134,6 +135,24 @@ impl DevName {
             })
         } else {
             Err(ModelError::BadDevName(s.to_string()))
+        }
+    }
+
+    /// A name a derivation in [`names`] built from a valid name and
+    /// characters [`DevName::new`] accepts, within the byte limit. The
+    /// checks are debug assertions; in release a longer name is cut on a
+    /// char boundary rather than panicking the agent.
+    pub(crate) fn from_valid(s: &str) -> DevName {
+        debug_assert!(DevName::new(s).is_ok(), "derived device name {s:?}");
+        let mut end = s.len().min(Self::MAX_LEN);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut bytes = [0u8; Self::MAX_LEN];
+        bytes[..end].copy_from_slice(&s.as_bytes()[..end]);
+        DevName {
+            bytes,
+            len: end as u8,
         }
     }
 

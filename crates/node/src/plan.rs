@@ -1061,13 +1061,9 @@ impl<'a> Planner<'a> {
             let (Some(parent), Some(vid)) = (&l.parent, l.vlan_id) else {
                 continue;
             };
-            let agent_name = format!(
-                "{}.{vid}",
-                &parent.as_str()[..parent.as_str().len().min(10)]
-            );
             if l.kind == "vlan"
                 && d.bridge_tables.contains(parent)
-                && name.as_str() == agent_name
+                && *name == obgp_netmodel::names::vlan_device(parent, vid)
                 && !want_links.contains(name)
             {
                 self.push(

@@ -63,6 +63,8 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "use_json") => b(l.use_json),
         ("DEFAULT", "use_stderr") => b(l.use_stderr),
         ("DEFAULT", "reconcile_interval") => u(d.reconcile_interval),
+        ("DEFAULT", "vtysh_timeout") => u(d.vtysh_timeout),
+        ("DEFAULT", "ovs_ofctl_timeout") => u(d.ovs_ofctl_timeout),
         ("DEFAULT", "frr_reconcile_interval") => u(d.frr_reconcile_interval),
         ("DEFAULT", "expose_tenant_networks") => b(d.expose_tenant_networks),
         ("DEFAULT", "advertisement_method_tenant_networks") => Some(Typed::Str(
@@ -145,6 +147,8 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
         ("DEFAULT", "use_json") => l.use_json = flag(&v)?,
         ("DEFAULT", "use_stderr") => l.use_stderr = flag(&v)?,
         ("DEFAULT", "reconcile_interval") => d.reconcile_interval = unsigned(&v)?,
+        ("DEFAULT", "vtysh_timeout") => d.vtysh_timeout = unsigned(&v)?,
+        ("DEFAULT", "ovs_ofctl_timeout") => d.ovs_ofctl_timeout = unsigned(&v)?,
         ("DEFAULT", "frr_reconcile_interval") => d.frr_reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "expose_tenant_networks") => d.expose_tenant_networks = flag(&v)?,
         ("DEFAULT", "advertisement_method_tenant_networks") => {

@@ -89,6 +89,10 @@ pub struct DefaultSection {
     pub bgp_vrf_table_id: u32,
     pub address_scopes: Option<Vec<String>>,
     pub exposing_method: ExposingMethod,
+    /// Deadline of one `vtysh` run, seconds (the agent's own option).
+    pub vtysh_timeout: u64,
+    /// Deadline of one `ovs-ofctl` run, seconds (the agent's own option).
+    pub ovs_ofctl_timeout: u64,
 }
 
 /// `[agent]`.
@@ -131,7 +135,8 @@ pub struct LogSection {
 }
 
 impl Default for Config {
-    /// Upstream's defaults (stable/2026.2 sample).
+    /// Upstream's defaults (stable/2026.2 sample), and the agent's own
+    /// options' defaults.
     fn default() -> Self {
         let pki_key = "/etc/pki/tls/private/ovn_bgp_agent.key".to_string();
         let pki_crt = "/etc/pki/tls/certs/ovn_bgp_agent.crt".to_string();
@@ -159,6 +164,10 @@ impl Default for Config {
                 bgp_vrf_table_id: 10,
                 address_scopes: None,
                 exposing_method: ExposingMethod::Underlay,
+                // Well under frr_reconcile_interval (15 s), so a wedged FRR
+                // is noticed and retried within one FRR check.
+                vtysh_timeout: 5,
+                ovs_ofctl_timeout: 5,
             },
             agent: AgentSection {
                 root_helper: "sudo".into(),

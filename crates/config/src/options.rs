@@ -83,6 +83,11 @@ pub struct OptSpec {
     pub deprecated: &'static [(&'static str, &'static str)],
     /// Where the agent is stricter than upstream, why (shown in the docs).
     pub stricter: Option<&'static str>,
+    /// `Some(why)` for an option of this agent's own, which upstream does not
+    /// have (so it is not in upstream's sample; the Python agent ignores it
+    /// in a shared file). Its default keeps upstream's behaviour or bounds
+    /// what upstream leaves unbounded.
+    pub agent_only: Option<&'static str>,
 }
 
 const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
@@ -92,7 +97,13 @@ const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
         kind,
         deprecated: &[],
         stricter: None,
+        agent_only: None,
     }
+}
+
+const fn agent_only(mut o: OptSpec, why: &'static str) -> OptSpec {
+    o.agent_only = Some(why);
+    o
 }
 
 const fn strict(mut o: OptSpec, why: &'static str) -> OptSpec {
@@ -112,6 +123,8 @@ const NON_NEGATIVE: Kind = Kind::Int {
     max: i64::MAX,
 };
 const PORT: Kind = Kind::Int { min: 0, max: 65535 };
+/// A deadline in whole seconds: at least one, at most an hour.
+const DEADLINE: Kind = Kind::Int { min: 1, max: 3600 };
 
 /// Every option the agent reads, in upstream's sample order (the oslo.log
 /// options the agent honours first, as oslo.log registers them first).
@@ -197,6 +210,15 @@ pub static OPTIONS: &[OptSpec] = &[
         "DEFAULT",
         "exposing_method",
         Kind::Choice(&["underlay", "l2vni", "vrf", "dynamic", "ovn"]),
+    ),
+    // The agent's own [DEFAULT] options.
+    agent_only(
+        opt("DEFAULT", "vtysh_timeout", DEADLINE),
+        "seconds a `vtysh` run may take before its process group is killed and the op or read counts as failed",
+    ),
+    agent_only(
+        opt("DEFAULT", "ovs_ofctl_timeout", DEADLINE),
+        "seconds an `ovs-ofctl` run may take before its process group is killed and the op or read counts as failed",
     ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),

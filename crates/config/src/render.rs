@@ -45,7 +45,7 @@ pub fn effective_text(config: &Config) -> String {
 }
 
 /// The option table of `docs/configuration.md`: section, option, type,
-/// default (upstream's, from [`Config::default`]) and notes (deprecated
+/// default (upstream's, or the agent's for its own options, from [`Config::default`]) and notes (deprecated
 /// names, checks stricter than upstream's).
 pub fn markdown_table() -> String {
     let defaults = Config::default();
@@ -71,6 +71,9 @@ pub fn markdown_table() -> String {
         }
         if let Some(why) = spec.stricter {
             notes.push(format!("stricter than upstream: {why}"));
+        }
+        if let Some(why) = spec.agent_only {
+            notes.push(format!("this agent's own option (not upstream's): {why}"));
         }
         out.push_str(&format!(
             "| {} | `{}` | {} | {} | {} |\n",

@@ -73,7 +73,7 @@ fn sample_defaults() -> BTreeMap<String, BTreeMap<String, String>> {
 fn every_default_equals_the_one_in_upstreams_sample() {
     let sample = sample_defaults();
     let ours = effective_json(&Config::default());
-    for spec in OPTIONS {
+    for spec in OPTIONS.iter().filter(|o| o.agent_only.is_none()) {
         let text = sample
             .get(spec.section)
             .and_then(|s| s.get(spec.name))
@@ -91,6 +91,26 @@ fn every_default_equals_the_one_in_upstreams_sample() {
             ours[spec.section][spec.name], expected,
             "[{}] {}",
             spec.section, spec.name
+        );
+    }
+}
+
+#[test]
+fn the_agents_own_options_are_not_upstreams() {
+    // An option marked as the agent's own must not shadow one of upstream's
+    // (whose default and meaning the sample fixes).
+    let sample = sample_defaults();
+    let own: Vec<_> = OPTIONS.iter().filter(|o| o.agent_only.is_some()).collect();
+    assert!(!own.is_empty());
+    for spec in own {
+        assert!(
+            sample
+                .get(spec.section)
+                .and_then(|s| s.get(spec.name))
+                .is_none(),
+            "[{}] {} is upstream's",
+            spec.section,
+            spec.name
         );
     }
 }

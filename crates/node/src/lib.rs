@@ -8,6 +8,7 @@
 //! Pure core, imperative shell: `plan` and `model` never touch the system.
 
 pub mod actual;
+pub mod command;
 pub mod compare;
 pub mod io;
 pub mod kernel;

@@ -1,0 +1,202 @@
+//! External commands (`vtysh`, `ovs-ofctl`) run with a deadline, so that a
+//! wedged child can never stall the reconcile loop.
+//!
+//! The child runs in a process group of its own; past the deadline the
+//! whole group is killed (a `vtysh` that forked a pager or a helper goes
+//! with it), and the run counts as [`CommandError::TimedOut`]. The caller
+//! decides what a failure means: for a read it is "unknown", never
+//! "absent".
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a killed child's group gets to be reaped before the run is
+/// reported anyway (the reaper thread keeps waiting in the background).
+const REAP_GRACE: Duration = Duration::from_millis(500);
+
+/// What a command printed and how it ended.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why a command gave no usable result.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{cmd}: cannot start: {source}")]
+    Spawn {
+        cmd: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{cmd}: no answer within {}s: killed", after.as_secs_f64())]
+    TimedOut { cmd: String, after: Duration },
+    #[error("{cmd}: {status}: {stderr}")]
+    Failed {
+        cmd: String,
+        status: ExitStatus,
+        stderr: String,
+    },
+}
+
+/// Runs `cmd` to completion within `deadline`, stdin closed. `what` names
+/// it in errors (for example `ovs-ofctl dump-flows br-ex`). A non-zero
+/// exit is [`CommandError::Failed`] with the child's stderr.
+pub fn run(mut cmd: Command, what: &str, deadline: Duration) -> Result<Finished, CommandError> {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| CommandError::Spawn {
+            cmd: what.to_string(),
+            source,
+        })?;
+    let pgid = child.id() as libc::pid_t;
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("obgp-command".into())
+        .spawn(move || {
+            let _ = tx.send(collect(child));
+        })
+        .map_err(|source| CommandError::Spawn {
+            cmd: what.to_string(),
+            source,
+        })?;
+    let finished = match rx.recv_timeout(deadline) {
+        Ok(r) => r,
+        Err(_) => {
+            // SAFETY: kill(2) with a negative pid signals the process group
+            // the child leads (process_group(0) above); no memory involved.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            let _ = rx.recv_timeout(REAP_GRACE);
+            return Err(CommandError::TimedOut {
+                cmd: what.to_string(),
+                after: deadline,
+            });
+        }
+    };
+    let finished = finished.map_err(|source| CommandError::Spawn {
+        cmd: what.to_string(),
+        source,
+    })?;
+    if finished.status.success() {
+        Ok(finished)
+    } else {
+        Err(CommandError::Failed {
+            cmd: what.to_string(),
+            status: finished.status,
+            stderr: String::from_utf8_lossy(&finished.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Reads both pipes to their end (stderr on a thread of its own, so a child
+/// filling one pipe never blocks on the other), then reaps the child.
+fn collect(mut child: Child) -> std::io::Result<Finished> {
+    let mut stderr_pipe = child.stderr.take();
+    let stderr = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(p) = stderr_pipe.as_mut() {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let mut stdout = Vec::new();
+    if let Some(mut p) = child.stdout.take() {
+        let _ = p.read_to_end(&mut stdout);
+    }
+    let stderr = stderr.join().unwrap_or_default();
+    let status = child.wait()?;
+    Ok(Finished {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(script);
+        c
+    }
+
+    #[test]
+    fn a_finished_command_gives_its_output() {
+        let out = run(sh("echo out; echo err >&2"), "sh", Duration::from_secs(5)).unwrap();
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_failing_command_names_itself_and_its_stderr() {
+        let e = run(
+            sh("echo no such bridge >&2; exit 3"),
+            "ovs-ofctl show br-x",
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, CommandError::Failed { .. }), "{msg}");
+        assert!(
+            msg.contains("ovs-ofctl show br-x") && msg.contains("no such bridge"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_wedged_command_and_its_children_are_killed_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        // The child forks a grandchild that holds the pipes open, then both hang.
+        let script = format!("sleep 60 & echo $! > {}; sleep 60", pidfile.display());
+        let start = Instant::now();
+        let e = run(sh(&script), "vtysh -f", Duration::from_millis(300)).unwrap_err();
+        let took = start.elapsed();
+        assert!(matches!(e, CommandError::TimedOut { .. }), "{e}");
+        assert!(e.to_string().contains("vtysh -f"), "{e}");
+        assert!(took < Duration::from_secs(5), "returned after {took:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild was in the child's group: it is gone (or a zombie
+        // about to be reaped by init), never still sleeping.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+            let alive = state
+                .as_deref()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+                .unwrap_or(false);
+            if !alive {
+                break;
+            }
+            assert!(Instant::now() < deadline, "grandchild {pid} still running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error() {
+        let e = run(
+            Command::new("/nonexistent/vtysh"),
+            "vtysh",
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(matches!(e, CommandError::Spawn { .. }), "{e}");
+    }
+}

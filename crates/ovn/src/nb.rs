@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
 
-use crate::neutron::{self, key};
+use crate::neutron::{self, key, port_type};
 
 /// The OVN_Northbound tables and columns the NB driver monitors: every
 /// column a parser of this module reads, plus every column the NB event
@@ -223,10 +223,10 @@ pub enum LspType {
 impl LspType {
     fn from_column(s: &str) -> LspType {
         match s {
-            "" => LspType::Vm,
-            "virtual" => LspType::Virtual,
-            "router" => LspType::Router,
-            "localnet" => LspType::Localnet,
+            port_type::VM => LspType::Vm,
+            port_type::VIRTUAL => LspType::Virtual,
+            port_type::ROUTER => LspType::Router,
+            port_type::LOCALNET => LspType::Localnet,
             other => LspType::Other(other.to_string()),
         }
     }

@@ -5,7 +5,7 @@
 //! Load_Balancer, NAT, NB_Global. "Chassis" is the host name (LSP bindings),
 //! "chassis id" the OVS system-id (LRP `status:hosting-chassis`).
 
-use obgp_ovn::neutron::{key, port_type, PF_LB_PREFIX, ROUTER_INTERFACE_OWNER};
+use obgp_ovn::neutron::{key, port_type, PF_LB_PREFIX, ROUTER_INTERFACE_OWNER, TRUE};
 
 use crate::agent::AgentView;
 use crate::neutron::*;
@@ -639,7 +639,7 @@ pub fn distributed_flag_changed<'a>(
         if previous.py_eq(&current) {
             return Ok(None);
         }
-        Ok(Some(current.is("True")))
+        Ok(Some(current.is(TRUE)))
     })();
     let distributed = match mode {
         Ok(None) => return Ok(false),

@@ -1,7 +1,8 @@
-//! Neutron's conventions inside OVN rows: the `external_ids`/`options` keys
-//! and port types the agent reads, Neutron's `neutron-<uuid>` naming, and
-//! the address-string formats. The one home of these strings: the parsers
-//! here and the event predicates (`obgp-events`) both name them from here.
+//! Neutron's conventions inside OVN rows: the `external_ids`/`options` keys,
+//! port and NAT types and boolean spelling the agent reads, the
+//! `neutron-<uuid>` naming, and the address-string formats. The one home of
+//! these strings: the parsers here and the event predicates (`obgp-events`)
+//! both name them from here.
 
 use std::net::IpAddr;
 
@@ -58,6 +59,17 @@ pub mod port_type {
     /// One end of a patch between datapaths (SB).
     pub const PATCH: &str = "patch";
 }
+
+/// The `type` values of NAT rows the agent tells apart.
+pub mod nat_type {
+    pub const SNAT: &str = "snat";
+    /// A floating IP.
+    pub const DNAT_AND_SNAT: &str = "dnat_and_snat";
+}
+
+/// A true boolean value as Neutron writes it (Python's `str(True)`), e.g.
+/// in [`key::FIP_DISTRIBUTED`].
+pub const TRUE: &str = "True";
 
 /// `device_owner` of a router interface LSP.
 pub const ROUTER_INTERFACE_OWNER: &str = "network:router_interface";

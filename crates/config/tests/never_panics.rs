@@ -5,6 +5,11 @@ use obgp_config::options::OPTIONS;
 use obgp_config::{ini, Loader};
 use proptest::prelude::*;
 
+/// Any characters, control characters included.
+fn any_text(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(any::<char>(), 0..max).prop_map(String::from_iter)
+}
+
 /// Text built from the characters that matter to the parser.
 fn ini_like() -> impl Strategy<Value = String> {
     proptest::collection::vec(
@@ -22,6 +27,7 @@ fn ini_like() -> impl Strategy<Value = String> {
             Just("}".to_string()),
             "[a-zA-Z_]{1,12}",
             "\\PC{0,8}",
+            any_text(8),
         ],
         0..40,
     )
@@ -35,7 +41,7 @@ proptest! {
     }
 
     #[test]
-    fn any_value_of_any_option_is_a_value_or_an_error(idx in 0..OPTIONS.len(), value in "\\PC{0,40}") {
+    fn any_value_of_any_option_is_a_value_or_an_error(idx in 0..OPTIONS.len(), value in any_text(40)) {
         let spec = &OPTIONS[idx];
         let _ = spec.parse(&value);
         let name = format!("OVN_BGP_AGENT_{}__{}", spec.section, spec.name);

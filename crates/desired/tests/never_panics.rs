@@ -1,12 +1,16 @@
 //! Property: whatever the OVN databases hold (random rows, garbled columns,
-//! dangling references, wrong types), building the snapshot and computing
-//! the desired state never panics, and what comes out is self-consistent.
+//! dangling references, wrong types, arbitrary Unicode in names, map keys,
+//! values and bridge mappings), building the snapshot and computing the
+//! desired state never panics, and what comes out is self-consistent.
+
+mod strategies;
 
 use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::{Snapshot, Tables};
 use obgp_ovsdb::{Atom, Datum, Row, Uuid};
 use proptest::prelude::*;
+use strategies::{unicode_list, unicode_text};
 
 /// A small uuid pool so that random references often hit real rows.
 fn uuid_strategy() -> impl Strategy<Value = Uuid> {
@@ -43,7 +47,13 @@ fn text_strategy() -> impl Strategy<Value = String> {
         Just("fa:16:3e:aa:aa:01".to_string()),
         Just("True".to_string()),
         Just("compute-2,compute-1".to_string()),
-        "[ -~]{0,24}",
+        Just("physnet1:br-éééééé".to_string()),
+        unicode_text().prop_map(|b| format!("physnet1:{b}")),
+        unicode_text().prop_map(|ip| format!("fa:16:3e:11:11:11 {ip}")),
+        unicode_text(),
+        unicode_text(),
+        unicode_list(),
+        unicode_list(),
     ]
 }
 
@@ -81,11 +91,19 @@ const MAP_KEYS: &[&str] = &[
     "ovn-bridge-mappings",
 ];
 
+/// A map key: one the agent reads, or any text.
+fn map_key_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(MAP_KEYS).prop_map(str::to_string),
+        1 => unicode_text(),
+    ]
+}
+
 fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
         3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
         2 => prop::collection::vec(
-            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.into())), atom_strategy()),
+            (map_key_strategy().prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..5
         )
         .prop_map(Datum::Map),
@@ -223,8 +241,129 @@ fn load_scenario_dbs() -> Vec<obgp_ovn::fixture::FixtureDb> {
     out
 }
 
+/// Sets `key` of the map column `column` of the row at `idx` among the rows
+/// of database `db_name` (adding the map or the key if absent), keeping
+/// the row's other keys: a scenario with one odd name in an otherwise sane
+/// row (a non-ASCII bridge in `ovn-bridge-mappings`, say).
+fn set_map_entry(
+    db: &mut obgp_ovn::fixture::FixtureDb,
+    db_name: &str,
+    (idx, column, key, value): (prop::sample::Index, &str, String, String),
+) {
+    let Some(tables) = db.dbs.get_mut(db_name) else {
+        return;
+    };
+    let mut rows: Vec<(String, Uuid)> = tables
+        .iter()
+        .flat_map(|(t, rows)| rows.keys().map(move |u| (t.clone(), *u)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort();
+    let (table, uuid) = idx.get(&rows).clone();
+    if let Some(row) = tables.get_mut(&table).and_then(|t| t.get_mut(&uuid)) {
+        set_key(row, column, &key, value);
+    }
+}
+
+/// Sets `key` of the map column `column` of `row`, keeping its other keys.
+fn set_key(row: &mut Row, column: &str, key: &str, value: String) {
+    let mut pairs = row
+        .get(column)
+        .map(|d| d.pairs().to_vec())
+        .unwrap_or_default();
+    pairs.retain(|(k, _)| k.as_str() != Some(key));
+    pairs.push((Atom::String(key.into()), Atom::String(value.into())));
+    row.columns.insert(column.to_string(), Datum::Map(pairs));
+}
+
+type MapEntryEdit = (prop::sample::Index, &'static str, String, String);
+
+fn map_entry_edit() -> impl Strategy<Value = MapEntryEdit> {
+    (
+        any::<prop::sample::Index>(),
+        prop::sample::select(&["external_ids", "options", "status"][..]),
+        map_key_strategy(),
+        text_strategy(),
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn odd_map_entries_in_real_scenarios_never_panic(
+        which in 0usize..4,
+        nb_edits in prop::collection::vec(map_entry_edit(), 0..4),
+        ovs_edits in prop::collection::vec(map_entry_edit(), 0..3),
+        config in config_strategy(),
+    ) {
+        let mut db = scenario_dbs()[which].clone();
+        for edit in nb_edits {
+            set_map_entry(&mut db, obgp_ovn::NB_DB, edit);
+        }
+        for edit in ovs_edits {
+            set_map_entry(&mut db, obgp_ovn::OVS_DB, edit);
+        }
+        let snap = db.snapshot();
+        let desired = desired_state(&snap, &config, &NodeFacts::default()).expect("supported driver, valid config");
+        let node = desired.to_node();
+        for e in desired.exposed.values() {
+            if let Some(w) = &e.wiring {
+                prop_assert!(node.bridge_tables.contains(&w.target.bridge), "{:?}", e);
+            }
+        }
+        // A VLAN device, whatever its bridge is called, has the one name
+        // the naming rule gives it.
+        for link in &node.links {
+            if let obgp_netmodel::LinkKind::Vlan { parent, vlan_id } = &link.kind {
+                prop_assert_eq!(&link.name, &obgp_netmodel::names::vlan_device(parent, *vlan_id));
+            }
+        }
+    }
+
+    #[test]
+    fn any_provider_bridge_name_never_panics_and_names_its_vlan_device_by_the_rule(
+        bridge in unicode_text().prop_map(|b| b.replace([',', ':'], "").trim().to_string()),
+        config in config_strategy(),
+    ) {
+        // (Without the mapping syntax's separators, so that the bridge the
+        // mapping names is `bridge` itself.)
+        // The VLAN provider scenario with its bridge renamed everywhere:
+        // the mapping, the Bridge row and the bridge's own Port.
+        let mut db = scenario_dbs()[3].clone();
+        let ovs = db.dbs.get_mut(obgp_ovn::OVS_DB).expect("ovs");
+        for table in ["Bridge", "Port", "Interface"] {
+            for row in ovs.get_mut(table).into_iter().flat_map(|t| t.values_mut()) {
+                if row.str("name") == Some("br-ex") {
+                    row.columns.insert("name", Datum::scalar(Atom::String(bridge.as_str().into())));
+                }
+            }
+        }
+        for root in ovs.get_mut("Open_vSwitch").into_iter().flat_map(|t| t.values_mut()) {
+            set_key(root, "external_ids", "ovn-bridge-mappings", format!("physnet1:{bridge}"));
+        }
+        let snap = db.snapshot();
+        let desired = desired_state(&snap, &config, &NodeFacts::default()).expect("supported driver, valid config");
+        let node = desired.to_node();
+        let vlans: Vec<_> = node
+            .links
+            .iter()
+            .filter_map(|l| match &l.kind {
+                obgp_netmodel::LinkKind::Vlan { parent, vlan_id } => Some((l, parent, *vlan_id)),
+                _ => None,
+            })
+            .collect();
+        for (link, parent, vlan_id) in &vlans {
+            prop_assert_eq!(parent.as_str(), bridge.as_str());
+            prop_assert_eq!(&link.name, &obgp_netmodel::names::vlan_device(parent, *vlan_id));
+        }
+        // A bridge the kernel could name is wired (the rule is exercised);
+        // one it could not is skipped.
+        let valid = obgp_netmodel::DevName::new(&bridge).is_ok();
+        prop_assert_eq!(!vlans.is_empty(), valid, "bridge {:?}", bridge);
+    }
 
     #[test]
     fn garbling_columns_of_real_scenarios_never_panics(

@@ -1,7 +1,10 @@
 //! Property: whatever the OVN_Southbound rows hold (garbled `mac`,
 //! `nat_addresses`, `options`, `tag`, dangling `chassis`/`datapath`
-//! references, wrong types), the SB driver's desired state never panics and
-//! stays self-consistent.
+//! references, wrong types, arbitrary Unicode in names, map keys and
+//! values), the SB driver's desired state never panics and stays
+//! self-consistent.
+
+mod strategies;
 
 use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
@@ -9,6 +12,7 @@ use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
 use obgp_ovsdb::{Atom, Datum, Uuid};
 use proptest::prelude::*;
+use strategies::{unicode_list, unicode_text};
 
 fn text_strategy() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -33,7 +37,12 @@ fn text_strategy() -> impl Strategy<Value = String> {
         Just("fa:16:3e:aa:aa:01 is_chassis_resident(\"\")".to_string()),
         Just("is_chassis_resident(".to_string()),
         Just("10.0.0.1/24 2620:52:0:10::1/64".to_string()),
-        "[ -~]{0,24}",
+        unicode_text().prop_map(|ip| format!("fa:16:3e:aa:aa:01 {ip}")),
+        unicode_text().prop_map(|p| format!("cr-lrp-{p}")),
+        unicode_text(),
+        unicode_text(),
+        unicode_list(),
+        unicode_list(),
     ]
 }
 
@@ -56,11 +65,19 @@ const MAP_KEYS: &[&str] = &[
     "neutron:subnet_pool_addr_scope6",
 ];
 
+/// A map key: one the agent reads, or any text.
+fn map_key_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(MAP_KEYS).prop_map(str::to_string),
+        1 => unicode_text(),
+    ]
+}
+
 fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
         3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
         2 => prop::collection::vec(
-            (prop::sample::select(MAP_KEYS).prop_map(|k| Atom::String(k.into())), atom_strategy()),
+            (map_key_strategy().prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..4
         )
         .prop_map(Datum::Map),

@@ -1,6 +1,8 @@
 //! The EVPN driver's predicates (upstream `evpn_watcher`), on SB
 //! Port_Binding. "Chassis" is the OVS system-id.
 
+use obgp_ovn::neutron::{key, port_type, LRP_PREFIX};
+
 use crate::agent::AgentView;
 use crate::nb::unless_index_or_attribute;
 use crate::neutron::*;
@@ -9,7 +11,7 @@ use crate::{Event, EventKind};
 
 /// `type == "chassisredirect"` and `mac[0]` carries an IP: a gateway port.
 fn is_gateway_port_with_ip(row: &RowView<'_>) -> Result<bool, Raised> {
-    Ok(row.text("type")?.is(CHASSISREDIRECT_PORT)
+    Ok(row.text("type")?.is(port_type::CHASSISREDIRECT)
         && has_ip_address_defined(&row.col("mac")?.first()?)?)
 }
 
@@ -65,13 +67,13 @@ fn unbound_with_vni_and_as(row: &RowView<'_>, side: &RowView<'_>) -> Result<bool
         return Ok(false);
     }
     let ids = side.col("external_ids")?;
-    Ok(ids.item(EVPN_VNI)?.truthy() && ids.item(EVPN_AS)?.truthy())
+    Ok(ids.item(key::EVPN_VNI)?.truthy() && ids.item(key::EVPN_AS)?.truthy())
 }
 
 /// `not ids.get(VNI) or not ids.get(AS)`: the bgpvpn pair is incomplete.
 fn vni_or_as_missing(side: &RowView<'_>) -> Result<bool, Raised> {
     let ids = side.col("external_ids")?;
-    Ok(!ids.get(EVPN_VNI)?.truthy() || !ids.get(EVPN_AS)?.truthy())
+    Ok(!ids.get(key::EVPN_VNI)?.truthy() || !ids.get(key::EVPN_AS)?.truthy())
 }
 
 /// `SubnetRouterAttachedEvent` (EVPN): a router port binding got (update) or

@@ -27,12 +27,6 @@ pub use agent::AgentView;
 pub use registry::{catalog, filter, Condition, Filter, Filters, Watcher};
 pub use view::{Raised, RowView, Val};
 
-/// The event classes the configured driver registers (see
-/// [`Filters::for_config`]); ask them with [`Filters::matching_change`].
-pub fn filters_for(config: &obgp_config::DefaultSection) -> Filters {
-    Filters::for_config(config)
-}
-
 /// The kind of change ovsdbapp reports for a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {

@@ -5,6 +5,8 @@
 //! Load_Balancer, NAT, NB_Global. "Chassis" is the host name (LSP bindings),
 //! "chassis id" the OVS system-id (LRP `status:hosting-chassis`).
 
+use obgp_ovn::neutron::{key, port_type, PF_LB_PREFIX, ROUTER_INTERFACE_OWNER, TRUE};
+
 use crate::agent::AgentView;
 use crate::neutron::*;
 use crate::view::{Raised, RowView, Val};
@@ -42,8 +44,8 @@ pub fn lsp_provider_create<'a>(
         if !has_ip_address_defined(&row.col("addresses")?.first()?)? {
             return Ok(false);
         }
-        let current_chassis = port_chassis(&row, view.chassis(), VM_PORT)?;
-        let switch = external_id(&row, NETWORK_NAME)?;
+        let current_chassis = port_chassis(&row, view.chassis(), port_type::VM)?;
+        let switch = external_id(&row, key::NETWORK_NAME)?;
         if view.is_local_lrp_network(switch.key()) {
             return Ok(false);
         }
@@ -80,7 +82,7 @@ pub fn lsp_provider_delete<'a>(
             Err(Raised::IpAddressNotFound) => return Ok(false),
             other => other?,
         };
-        let switch = external_id(&row, NETWORK_NAME)?;
+        let switch = external_id(&row, key::NETWORK_NAME)?;
         if view.is_local_lrp_network(switch.key()) {
             return Ok(false);
         }
@@ -90,7 +92,7 @@ pub fn lsp_provider_delete<'a>(
         if event.is(EventKind::Delete) {
             return Ok(true);
         }
-        let current_chassis = port_chassis(&row, view.chassis(), VM_PORT)?;
+        let current_chassis = port_chassis(&row, view.chassis(), port_type::VM)?;
         if old.has("up") && is_up(&old)? && !is_up(&row)? && !has_additional_binding(&row)? {
             return Ok(true);
         }
@@ -114,8 +116,8 @@ pub fn lsp_fip_create<'a>(
         if !has_ip_address_defined(&row.col("addresses")?.first()?)? {
             return Ok(false);
         }
-        let current_chassis = port_chassis(&row, view.chassis(), VM_PORT)?;
-        let current_fip = row.col("external_ids")?.get(PORT_FIP)?;
+        let current_chassis = port_chassis(&row, view.chassis(), port_type::VM)?;
+        let current_fip = row.col("external_ids")?.get(key::PORT_FIP)?;
         if !current_chassis.is(view.chassis()) || !is_up(&row)? || !current_fip.truthy() {
             return Ok(false);
         }
@@ -123,15 +125,15 @@ pub fn lsp_fip_create<'a>(
             return Ok(true);
         }
         let old_fip = if old.has("external_ids") {
-            old.col("external_ids")?.get(PORT_FIP)?
+            old.col("external_ids")?.get(key::PORT_FIP)?
         } else {
             Val::None
         };
         if old_fip.py_eq(&current_fip) {
-            let old_chassis = port_chassis(&old, view.chassis(), VM_PORT)?;
+            let old_chassis = port_chassis(&old, view.chassis(), port_type::VM)?;
             return Ok(!old_chassis.py_eq(&current_chassis));
         }
-        let switch = external_id(&row, NETWORK_NAME)?;
+        let switch = external_id(&row, key::NETWORK_NAME)?;
         let fip = current_fip.as_str().unwrap_or_default();
         Ok(!view.is_ip_exposed(switch.key(), &[fip]))
     })())
@@ -158,7 +160,7 @@ pub fn lsp_fip_delete<'a>(
         if !current_fip.truthy() && !old_fip.truthy() {
             return Ok(false);
         }
-        let switch = external_id(&row, NETWORK_NAME)?;
+        let switch = external_id(&row, key::NETWORK_NAME)?;
         let checked = if old_fip.truthy() {
             old_fip
         } else {
@@ -177,7 +179,7 @@ pub fn lsp_fip_delete<'a>(
         if !matches!(old_fip, Val::None) && !current_fip.py_eq(&old_fip) {
             return Ok(true);
         }
-        let current_chassis = port_chassis(&row, view.chassis(), VM_PORT)?;
+        let current_chassis = port_chassis(&row, view.chassis(), port_type::VM)?;
         Ok(!current_chassis.is(view.chassis()))
     })())
 }
@@ -207,7 +209,7 @@ pub fn localnet_create_delete<'a>(
     _old: RowView<'a>,
     _view: &'a dyn AgentView,
 ) -> Result<bool, Raised> {
-    Ok(row.text("type")?.is(LOCALNET_PORT))
+    Ok(row.text("type")?.is(port_type::LOCALNET))
 }
 
 /// `ChassisRedirectCreateEvent`: a router port with networks whose
@@ -222,12 +224,12 @@ pub fn chassis_redirect_create<'a>(
         if !row.col("networks")?.truthy() {
             return Ok(false);
         }
-        let hosting = row.col("status")?.get(HOSTING_CHASSIS)?;
+        let hosting = row.col("status")?.get(key::HOSTING_CHASSIS)?;
         if !hosting.is(view.chassis_id()) {
             return Ok(false);
         }
         if old.has("status") {
-            let old_hosting = old.col("status")?.get(HOSTING_CHASSIS)?;
+            let old_hosting = old.col("status")?.get(key::HOSTING_CHASSIS)?;
             if !old_hosting.py_eq(&hosting) {
                 return Ok(true);
             }
@@ -251,12 +253,12 @@ pub fn chassis_redirect_delete<'a>(
         if event.is(EventKind::Delete) {
             return Ok(row
                 .col("status")?
-                .get(HOSTING_CHASSIS)?
+                .get(key::HOSTING_CHASSIS)?
                 .is(view.chassis_id()));
         }
         if old.has("status") {
-            let hosting = row.col("status")?.get(HOSTING_CHASSIS)?;
-            let old_hosting = old.col("status")?.get(HOSTING_CHASSIS)?;
+            let hosting = row.col("status")?.get(key::HOSTING_CHASSIS)?;
+            let old_hosting = old.col("status")?.get(key::HOSTING_CHASSIS)?;
             if !hosting.py_eq(&old_hosting) && old_hosting.is(view.chassis_id()) {
                 return Ok(true);
             }
@@ -268,10 +270,10 @@ pub fn chassis_redirect_delete<'a>(
 /// The router-interface prelude shared by the subnet events: `type ==
 /// "router"` and `device_owner == network:router_interface`.
 fn is_router_interface(row: &RowView<'_>) -> Result<bool, Raised> {
-    Ok(row.text("type")?.is(ROUTER_PORT)
+    Ok(row.text("type")?.is(port_type::ROUTER)
         && row
             .col("external_ids")?
-            .get(DEVICE_OWNER)?
+            .get(key::DEVICE_OWNER)?
             .is(ROUTER_INTERFACE_OWNER))
 }
 
@@ -288,7 +290,7 @@ pub fn lsp_subnet_attach<'a>(
         if !is_router_interface(&row)? || !is_up(&row)? {
             return Ok(false);
         }
-        let router = row.col("external_ids")?.get(DEVICE_ID)?;
+        let router = row.col("external_ids")?.get(key::DEVICE_ID)?;
         if !view.is_local_cr_lrp(router.key()) {
             return Ok(false);
         }
@@ -296,7 +298,7 @@ pub fn lsp_subnet_attach<'a>(
             return Ok(true);
         }
         if old.has("external_ids") {
-            let previous = old.col("external_ids")?.get(DEVICE_ID)?;
+            let previous = old.col("external_ids")?.get(key::DEVICE_ID)?;
             if !router.py_eq(&previous) && !view.is_local_cr_lrp(previous.key()) {
                 return Ok(true);
             }
@@ -318,7 +320,7 @@ pub fn lsp_subnet_detach<'a>(
         if !is_router_interface(&row)? {
             return Ok(false);
         }
-        let router = row.col("external_ids")?.get(DEVICE_ID)?;
+        let router = row.col("external_ids")?.get(key::DEVICE_ID)?;
         if event.is(EventKind::Delete) {
             return Ok(is_up(&row)? && view.is_local_cr_lrp(router.key()));
         }
@@ -327,7 +329,7 @@ pub fn lsp_subnet_detach<'a>(
                 return Ok(false);
             }
             if old.has("external_ids") {
-                let previous = old.col("external_ids")?.get(DEVICE_ID)?;
+                let previous = old.col("external_ids")?.get(key::DEVICE_ID)?;
                 if view.is_local_cr_lrp(previous.key()) {
                     return Ok(true);
                 }
@@ -339,7 +341,7 @@ pub fn lsp_subnet_detach<'a>(
                 return Ok(false);
             }
             if old.has("external_ids") {
-                let previous = old.col("external_ids")?.get(DEVICE_ID)?;
+                let previous = old.col("external_ids")?.get(key::DEVICE_ID)?;
                 if previous.truthy()
                     && !router.py_eq(&previous)
                     && view.is_local_cr_lrp(previous.key())
@@ -369,14 +371,14 @@ pub fn lsp_tenant_create<'a>(
         if !is_up(&row)? {
             return Ok(false);
         }
-        let network = external_id(&row, NETWORK_NAME)?;
+        let network = external_id(&row, key::NETWORK_NAME)?;
         if !view.is_local_lrp_network(network.key()) {
             return Ok(false);
         }
         if old.has("up") && !is_up(&old)? {
             return Ok(true);
         }
-        if old.has("external_ids") && !external_id(&old, NETWORK_NAME)?.py_eq(&network) {
+        if old.has("external_ids") && !external_id(&old, key::NETWORK_NAME)?.py_eq(&network) {
             return Ok(true);
         }
         Ok(false)
@@ -396,7 +398,7 @@ pub fn lsp_tenant_delete<'a>(
         if !has_ip_address_defined(&row.col("addresses")?.first()?)? {
             return Ok(false);
         }
-        let network = external_id(&row, NETWORK_NAME)?;
+        let network = external_id(&row, key::NETWORK_NAME)?;
         if !view.is_local_lrp_network(network.key()) {
             return Ok(false);
         }
@@ -423,7 +425,7 @@ pub fn ovn_lb_create<'a>(
         if !vips.truthy() {
             return Ok(false);
         }
-        let router = router_name(&row, LB_ROUTER_REF)?;
+        let router = router_name(&row, key::LB_LR_REF)?;
         if !view.is_local_cr_lrp(router.as_deref()) {
             return Ok(false);
         }
@@ -435,7 +437,7 @@ pub fn ovn_lb_create<'a>(
                 return Ok(true);
             }
         }
-        if old.has("external_ids") && router_name(&old, LB_ROUTER_REF)? != router {
+        if old.has("external_ids") && router_name(&old, key::LB_LR_REF)? != router {
             return Ok(true);
         }
         Ok(false)
@@ -455,12 +457,12 @@ pub fn ovn_lb_delete<'a>(
             if !row.col("vips")?.truthy() {
                 return Ok(false);
             }
-            let router = router_name(&row, LB_ROUTER_REF)?;
+            let router = router_name(&row, key::LB_LR_REF)?;
             return Ok(view.is_local_cr_lrp(router.as_deref()));
         }
-        let router = router_name(&row, LB_ROUTER_REF)?;
+        let router = router_name(&row, key::LB_LR_REF)?;
         if old.has("external_ids") {
-            let old_router = router_name(&old, LB_ROUTER_REF)?;
+            let old_router = router_name(&old, key::LB_LR_REF)?;
             if old_router.as_deref().is_none_or(str::is_empty) {
                 return Ok(false);
             }
@@ -490,13 +492,13 @@ pub fn ovn_pf<'a>(
     _old: RowView<'a>,
     view: &'a dyn AgentView,
 ) -> Result<bool, Raised> {
-    if !name_has_prefix(&row, LB_PF_NAME_PREFIX) {
+    if !name_has_prefix(&row, PF_LB_PREFIX) {
         return Ok(false);
     }
     if !row.col("vips")?.truthy() {
         return Ok(false);
     }
-    let router = router_name(&row, ROUTER_NAME)?;
+    let router = router_name(&row, key::ROUTER_NAME)?;
     Ok(view.is_local_cr_lrp(router.as_deref()))
 }
 
@@ -517,14 +519,18 @@ pub fn nat_mac_added<'a>(
         return Ok(false);
     };
     let lsp_type = lsp.text("type")?;
-    if lsp_type.is(VIRTUAL_PORT) {
-        if !lsp.col("external_ids")?.get(HOST_ID)?.is(view.chassis()) {
+    if lsp_type.is(port_type::VIRTUAL) {
+        if !lsp
+            .col("external_ids")?
+            .get(key::HOST_ID)?
+            .is(view.chassis())
+        {
             return Ok(false);
         }
-    } else if !lsp_type.is(VM_PORT) {
+    } else if !lsp_type.is(port_type::VM) {
         return Ok(false);
     } else {
-        match lsp.col("options")?.item(REQUESTED_CHASSIS) {
+        match lsp.col("options")?.item(key::REQUESTED_CHASSIS) {
             Err(Raised::Key(_)) => return Ok(false),
             Ok(requested) if !requested.is(view.chassis()) => return Ok(false),
             other => {
@@ -539,7 +545,7 @@ pub fn nat_mac_added<'a>(
     if !unless_index_or_attribute(same_mac.map(|same| !same))? {
         return Ok(false);
     }
-    if !row.col("external_ids")?.contains(FIP_NETWORK_ID)? {
+    if !row.col("external_ids")?.contains(key::FIP_NETWORK_ID)? {
         return Ok(false);
     }
     Ok(row.text("external_ip")?.truthy())
@@ -564,7 +570,7 @@ pub fn fip_on_cr_lrp<'a>(
     if !is_vm_or_virtual(&lsp.text("type")?) {
         return Ok(false);
     }
-    if !row.col("external_ids")?.contains(FIP_NETWORK_ID)? {
+    if !row.col("external_ids")?.contains(key::FIP_NETWORK_ID)? {
         return Ok(false);
     }
     let gateway_chassis = chassis_hosting_gateway(view, &row)?;
@@ -574,8 +580,8 @@ pub fn fip_on_cr_lrp<'a>(
 /// `CrLrpChassisChangeBaseEvent`: the port's `hosting-chassis` changed. An
 /// `old` without `status` did not change it.
 fn hosting_chassis_changed(row: &RowView<'_>, old: &RowView<'_>) -> Result<bool, Raised> {
-    let new = row.col("status")?.get(HOSTING_CHASSIS)?;
-    let previous = match old.col("status").and_then(|s| s.get(HOSTING_CHASSIS)) {
+    let new = row.col("status")?.get(key::HOSTING_CHASSIS)?;
+    let previous = match old.col("status").and_then(|s| s.get(key::HOSTING_CHASSIS)) {
         Err(Raised::Attribute(_)) => return Ok(false),
         other => other?,
     };
@@ -594,10 +600,10 @@ pub fn cr_lrp_chassis_change_expose<'a>(
         return Ok(false);
     }
     let status = row.col("status")?;
-    if !status.contains(HOSTING_CHASSIS)? {
+    if !status.contains(key::HOSTING_CHASSIS)? {
         return Ok(false);
     }
-    Ok(status.item(HOSTING_CHASSIS)?.is(view.chassis_id()))
+    Ok(status.item(key::HOSTING_CHASSIS)?.is(view.chassis_id()))
 }
 
 /// `CrLrpChassisChangeWithdrawEvent` (centralized FIPs): a gateway port moved
@@ -612,10 +618,10 @@ pub fn cr_lrp_chassis_change_withdraw<'a>(
         return Ok(false);
     }
     let status = old.col("status")?;
-    if !status.contains(HOSTING_CHASSIS)? {
+    if !status.contains(key::HOSTING_CHASSIS)? {
         return Ok(false);
     }
-    Ok(status.item(HOSTING_CHASSIS)?.is(view.chassis_id()))
+    Ok(status.item(key::HOSTING_CHASSIS)?.is(view.chassis_id()))
 }
 
 /// `DistributedFlagChangedEvent`: NB_Global's `neutron:fip-distributed`
@@ -628,12 +634,12 @@ pub fn distributed_flag_changed<'a>(
     view: &'a dyn AgentView,
 ) -> Result<bool, Raised> {
     let mode = (|| {
-        let previous = old.col("external_ids")?.get(FIP_DISTRIBUTED)?;
-        let current = row.col("external_ids")?.item(FIP_DISTRIBUTED)?;
+        let previous = old.col("external_ids")?.get(key::FIP_DISTRIBUTED)?;
+        let current = row.col("external_ids")?.item(key::FIP_DISTRIBUTED)?;
         if previous.py_eq(&current) {
             return Ok(None);
         }
-        Ok(Some(current.is("True")))
+        Ok(Some(current.is(TRUE)))
     })();
     let distributed = match mode {
         Ok(None) => return Ok(false),

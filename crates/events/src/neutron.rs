@@ -1,43 +1,21 @@
-//! The Neutron/OVN conventions the predicates share: external_ids keys,
-//! port types, address lists, port binding, router names.
+//! The Neutron/OVN helpers the predicates share: port types, address
+//! lists, port binding, router names, read through [`RowView`].
 //!
-//! Each helper keeps the error behaviour of the upstream helper it stands
+//! The key and port-type strings themselves live in `obgp_ovn::neutron`
+//! (one home for the parsers and the predicates). Each helper keeps the error behaviour of the upstream helper it stands
 //! for (which exceptions it swallows, which it lets through), because the
 //! predicates' decisions depend on it.
 
 use std::borrow::Cow;
 
+use obgp_ovn::neutron::{key, port_type};
+
 use crate::agent::AgentView;
 use crate::view::{Raised, RowView, Val};
 
-pub const VM_PORT: &str = "";
-pub const VIRTUAL_PORT: &str = "virtual";
-pub const ROUTER_PORT: &str = "router";
-pub const LOCALNET_PORT: &str = "localnet";
-pub const CHASSISREDIRECT_PORT: &str = "chassisredirect";
-pub const ROUTER_INTERFACE_OWNER: &str = "network:router_interface";
-pub const LB_PF_NAME_PREFIX: &str = "pf-floatingip-";
-pub const LRP_PREFIX: &str = "lrp-";
-
-pub const CIDRS: &str = "neutron:cidrs";
-pub const NETWORK_NAME: &str = "neutron:network_name";
-pub const ROUTER_NAME: &str = "neutron:router_name";
-pub const DEVICE_ID: &str = "neutron:device_id";
-pub const DEVICE_OWNER: &str = "neutron:device_owner";
-pub const PORT_FIP: &str = "neutron:port_fip";
-pub const FIP_NETWORK_ID: &str = "neutron:fip_network_id";
-pub const HOST_ID: &str = "neutron:host_id";
-pub const LB_ROUTER_REF: &str = "lr_ref";
-pub const FIP_DISTRIBUTED: &str = "neutron:fip-distributed";
-pub const EVPN_VNI: &str = "neutron_bgpvpn:vni";
-pub const EVPN_AS: &str = "neutron_bgpvpn:as";
-pub const EVPN_TYPE: &str = "neutron_bgpvpn:type";
-pub const REQUESTED_CHASSIS: &str = "requested-chassis";
-pub const HOSTING_CHASSIS: &str = "hosting-chassis";
-
 /// `row.type in ["", "virtual"]`: a VM or virtual (VIP) port.
 pub fn is_vm_or_virtual(port_type: &Val<'_>) -> bool {
-    port_type.is(VM_PORT) || port_type.is(VIRTUAL_PORT)
+    port_type.is(port_type::VM) || port_type.is(port_type::VIRTUAL)
 }
 
 /// `port_utils.has_ip_address_defined(address)`: `"<mac> <ip>..."` holds at
@@ -92,7 +70,7 @@ pub fn external_id<'a>(row: &RowView<'a>, key: &'static str) -> Result<Val<'a>, 
 
 /// `port_utils.get_fip(lsp)`: `neutron:port_fip`.
 pub fn fip<'a>(lsp: &RowView<'a>) -> Result<Val<'a>, Raised> {
-    external_id(lsp, PORT_FIP)
+    external_id(lsp, key::PORT_FIP)
 }
 
 /// `driver_utils.get_port_chassis(port, chassis, default_port_type)`: the
@@ -109,19 +87,19 @@ pub fn port_chassis<'a>(
     } else {
         Val::Str(default_type)
     };
-    if !port_type.is(VIRTUAL_PORT)
+    if !port_type.is(port_type::VIRTUAL)
         && port.has("options")
-        && port.col("options")?.get(REQUESTED_CHASSIS)?.truthy()
+        && port.col("options")?.get(key::REQUESTED_CHASSIS)?.truthy()
     {
-        let requested = port.col("options")?.item(REQUESTED_CHASSIS)?;
+        let requested = port.col("options")?.item(key::REQUESTED_CHASSIS)?;
         let requested = requested.string_method("split")?;
         if requested.split(',').any(|c| c == chassis) {
             return Ok(Val::Str(chassis));
         }
         return Ok(Val::Str(requested.split(',').next().unwrap_or("")));
     }
-    if port.has("external_ids") && port.col("external_ids")?.get(HOST_ID)?.truthy() {
-        return port.col("external_ids")?.item(HOST_ID);
+    if port.has("external_ids") && port.col("external_ids")?.get(key::HOST_ID)?.truthy() {
+        return port.col("external_ids")?.item(key::HOST_ID);
     }
     Ok(Val::None)
 }
@@ -132,7 +110,7 @@ pub fn has_additional_binding(row: &RowView<'_>) -> Result<bool, Raised> {
     if !row.has("options") {
         return Ok(false);
     }
-    match row.col("options")?.get(REQUESTED_CHASSIS)? {
+    match row.col("options")?.get(key::REQUESTED_CHASSIS)? {
         Val::None => Ok(false),
         v => v.contains(","),
     }
@@ -163,8 +141,8 @@ pub fn vrf_settings(port: &RowView<'_>) -> Result<Option<String>, Raised> {
     }
     let ids = port.col("external_ids")?;
     let pair = ids
-        .item(EVPN_TYPE)
-        .and_then(|t| Ok((t, ids.item(EVPN_VNI)?)));
+        .item(key::EVPN_TYPE)
+        .and_then(|t| Ok((t, ids.item(key::EVPN_VNI)?)));
     match pair {
         Ok((t, vni)) => Ok(Some(format!("{}::{}", t.py_str(), vni.py_str()))),
         Err(Raised::Attribute(_) | Raised::Key(_)) => Ok(Some(String::new())),
@@ -213,7 +191,7 @@ pub fn chassis_hosting_gateway<'v>(
         Err(Raised::Index) => return Err(Raised::NatNotFound),
         Err(e) => return Err(e),
     };
-    match gateway.col("status")?.item(HOSTING_CHASSIS) {
+    match gateway.col("status")?.item(key::HOSTING_CHASSIS) {
         Err(Raised::Key(_)) => Err(Raised::ChassisNotFound),
         other => other,
     }

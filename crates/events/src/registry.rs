@@ -2,6 +2,7 @@
 //! table, event type, class condition, then the predicate.
 
 use obgp_config::{AdvertisementMethod, DefaultSection, Driver, ExposingMethod};
+use obgp_ovn::neutron::nat_type;
 use obgp_ovsdb::{Change, ChangeKind};
 
 use crate::agent::AgentView;
@@ -47,7 +48,7 @@ impl Condition {
         let text = |c| row.text(c).unwrap_or(Val::None);
         match self {
             Condition::None => true,
-            Condition::NatDnatAndSnat => text("type").is("dnat_and_snat"),
+            Condition::NatDnatAndSnat => text("type").is(nat_type::DNAT_AND_SNAT),
             Condition::NameIsOurChassis => text("name").is(view.chassis()),
         }
     }

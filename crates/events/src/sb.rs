@@ -4,6 +4,8 @@
 //! Tables: Port_Binding and Load_Balancer of the Southbound database.
 //! "Chassis" is the OVS system-id, compared with `Port_Binding.chassis[0].name`.
 
+use obgp_ovn::neutron::{key, port_type, LRP_PREFIX};
+
 use crate::agent::AgentView;
 use crate::nb::{unless_attribute, unless_index_or_attribute};
 use crate::neutron::*;
@@ -28,7 +30,7 @@ fn mac_is_unknown(row: &RowView<'_>) -> Result<bool, Raised> {
 /// `['unknown']`, in `neutron:cidrs`.
 fn tenant_port_has_ips(row: &RowView<'_>) -> Result<bool, Raised> {
     if mac_is_unknown(row)? {
-        let cidrs = match row.col("external_ids")?.get(CIDRS)? {
+        let cidrs = match row.col("external_ids")?.get(key::CIDRS)? {
             Val::None => "",
             v => v.string_method("split")?,
         };
@@ -117,7 +119,9 @@ pub fn fip_set_unset<'a>(
 fn is_router_interface_binding(row: &RowView<'_>) -> Result<bool, Raised> {
     Ok(!row.col("chassis")?.truthy()
         && row.text("logical_port")?.starts_with(LRP_PREFIX)?
-        && !row.col("options")?.keys_contain("chassis-redirect-port")?)
+        && !row
+            .col("options")?
+            .keys_contain(key::CHASSIS_REDIRECT_PORT)?)
 }
 
 /// `SubnetRouterAttachedEvent` (SB): a router interface binding with an IP
@@ -245,7 +249,7 @@ pub fn localnet_create_delete<'a>(
     _old: RowView<'a>,
     _view: &'a dyn AgentView,
 ) -> Result<bool, Raised> {
-    Ok(row.text("type")?.is(LOCALNET_PORT))
+    Ok(row.text("type")?.is(port_type::LOCALNET))
 }
 
 /// `ChassisCreateEvent` / `ChassisPrivateCreateEvent`: ovsdbapp's default

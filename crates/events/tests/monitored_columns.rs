@@ -9,9 +9,10 @@
 //!
 //! The same holds for map keys: the NB driver keeps only
 //! `obgp_ovn::nb::MONITORED_KEYS` of `external_ids` and `options`. Keys are
-//! named by constants (`.get(PORT_FIP)`, `external_id(&row, NETWORK_NAME)`);
-//! every one must be kept, and a projected map must only be read key by
-//! key (its length, truth or equality would see the projection).
+//! named by the constants of `obgp_ovn::neutron::key` (`.get(key::PORT_FIP)`,
+//! `external_id(&row, key::NETWORK_NAME)`); every one must be kept, and a
+//! projected map must only be read key by key (its length, truth or
+//! equality would see the projection).
 
 use obgp_ovn::nb::{MONITORED_COLUMNS, MONITORED_KEYS};
 
@@ -72,9 +73,15 @@ fn the_scan_finds_reads() {
     assert_eq!(column_literals(src), ["external_ids", "type", "up"]);
 }
 
-/// The string constants of `src/neutron.rs` by name.
+/// The key constants of `obgp_ovn::neutron::key` by name, read from its
+/// source so that a new one is checked too.
 fn constants() -> Vec<(&'static str, &'static str)> {
-    include_str!("../src/neutron.rs")
+    let src = include_str!("../../ovn/src/neutron.rs");
+    let module = &src[src
+        .find("pub mod key {")
+        .expect("obgp_ovn::neutron has a key module")..];
+    let module = &module[..module.find("\n}").unwrap_or(module.len())];
+    module
         .lines()
         .filter_map(|l| {
             let l = l.trim().strip_prefix("pub const ")?;
@@ -116,6 +123,9 @@ fn key_reads(source: &str) -> Vec<(String, Option<&str>)> {
             let args = &source[at + call.len()..];
             let Some(end) = args.find(')') else { continue };
             let arg = args[..end].rsplit(',').next().unwrap_or("").trim();
+            let Some(arg) = arg.strip_prefix("key::") else {
+                continue;
+            };
             let is_const = !arg.is_empty()
                 && arg
                     .chars()
@@ -165,7 +175,9 @@ fn nb_predicates_read_only_monitored_keys() {
             let value = constants
                 .iter()
                 .find(|(n, _)| *n == name)
-                .unwrap_or_else(|| panic!("{name} is not a string constant of src/neutron.rs"))
+                .unwrap_or_else(|| {
+                    panic!("key::{name} is not a constant of obgp_ovn::neutron::key")
+                })
                 .1;
             let projected_in: Vec<&(&str, &str, &[&str])> = MONITORED_KEYS
                 .iter()
@@ -271,7 +283,7 @@ fn the_whole_map_scan_finds_whole_reads() {
 
 #[test]
 fn the_key_scan_finds_reads() {
-    let src = "let f = row.col(\"external_ids\")?.get(PORT_FIP)?;\n x(lsp.col(\"status\")?\n .item(HOSTING_CHASSIS)); external_id(&old, NETWORK_NAME); y.contains(\",\");";
+    let src = "let f = row.col(\"external_ids\")?.get(key::PORT_FIP)?;\n x(lsp.col(\"status\")?\n .item(key::HOSTING_CHASSIS)); external_id(&old, key::NETWORK_NAME); y.contains(\",\"); z.get(OTHER);";
     assert_eq!(
         key_reads(src),
         [

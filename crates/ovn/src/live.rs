@@ -30,7 +30,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use obgp_ovsdb::{Change, Row, Uuid};
+use obgp_ovsdb::{Row, Uuid};
 
 use crate::hash::FastHash;
 use crate::live_sb::SbLive;
@@ -82,8 +82,8 @@ struct Dirty {
 pub(crate) type Referrers = HashMap<Uuid, BTreeSet<Uuid>, FastHash>;
 
 /// The maintained snapshot. Feed it NB row changes with
-/// [`LiveSnapshot::apply_nb`] (or [`LiveSnapshot::apply_changes`]), SB row
-/// changes with [`LiveSnapshot::apply_sb`], the whole OVS database with
+/// [`LiveSnapshot::apply_nb`], SB row changes with
+/// [`LiveSnapshot::apply_sb`], the whole OVS database with
 /// [`LiveSnapshot::reset_ovs`]; start over with `reset_*`; take snapshots
 /// with [`LiveSnapshot::snapshot`].
 #[derive(Debug, Default)]
@@ -258,20 +258,6 @@ impl LiveSnapshot {
     ) {
         self.patch_nb(rows, true);
         self.refresh_warnings();
-    }
-
-    /// [`LiveSnapshot::apply_nb`] with the rows OVSDB change notifications
-    /// carry (`Change::new`). The changes must come in the order they
-    /// happened: an older change applied after a newer one reverts its row.
-    /// A consumer that may see changes late or twice should instead re-read
-    /// the rows the changes name from a cache snapshot taken afterwards, as
-    /// the controller does (`obgp_controller::maintained`).
-    pub fn apply_changes(&mut self, changes: &[Change]) {
-        self.apply_nb(
-            changes
-                .iter()
-                .map(|c| (&*c.table, c.uuid, c.new.as_deref())),
-        );
     }
 
     /// Rebuilds the local OVS part from the whole Open_vSwitch database.

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
 
-use crate::neutron::{self, key};
+use crate::neutron::{self, key, nat_type, port_type};
 
 /// The OVN_Northbound tables and columns the NB driver monitors: every
 /// column a parser of this module reads, plus every column the NB event
@@ -223,10 +223,10 @@ pub enum LspType {
 impl LspType {
     fn from_column(s: &str) -> LspType {
         match s {
-            "" => LspType::Vm,
-            "virtual" => LspType::Virtual,
-            "router" => LspType::Router,
-            "localnet" => LspType::Localnet,
+            port_type::VM => LspType::Vm,
+            port_type::VIRTUAL => LspType::Virtual,
+            port_type::ROUTER => LspType::Router,
+            port_type::LOCALNET => LspType::Localnet,
             other => LspType::Other(other.to_string()),
         }
     }
@@ -547,8 +547,8 @@ impl Nat {
     pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
         let t = Self::TABLE;
         let kind = match string_col(t, uuid, row, "type")?.as_str() {
-            "snat" => NatType::Snat,
-            "dnat_and_snat" => NatType::DnatAndSnat,
+            nat_type::SNAT => NatType::Snat,
+            nat_type::DNAT_AND_SNAT => NatType::DnatAndSnat,
             other => NatType::Other(other.to_string()),
         };
         let ext_ip = string_col(t, uuid, row, "external_ip")?;
@@ -654,7 +654,7 @@ impl NbGlobal {
         NbGlobal {
             fip_distributed: row
                 .map_str("external_ids", key::FIP_DISTRIBUTED)
-                .map(|v| v == "True")
+                .map(|v| v == neutron::TRUE)
                 .unwrap_or(true),
         }
     }

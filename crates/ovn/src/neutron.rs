@@ -1,5 +1,8 @@
-//! Neutron's conventions inside OVN rows: the `external_ids`/`options` keys
-//! it writes, its `neutron-<uuid>` naming, and the address-string formats.
+//! Neutron's conventions inside OVN rows: the `external_ids`/`options` keys,
+//! port and NAT types and boolean spelling the agent reads, the
+//! `neutron-<uuid>` naming, and the address-string formats. The one home of
+//! these strings: the parsers here and the event predicates (`obgp-events`)
+//! both name them from here.
 
 use std::net::IpAddr;
 
@@ -20,12 +23,16 @@ pub mod key {
     pub const LB_VIP: &str = "neutron:vip";
     pub const LB_VIP_FIP: &str = "neutron:vip_fip";
     pub const LB_VIP_PORT_ID: &str = "neutron:vip_port_id";
+    /// The Neutron name of a port (`ovn-lb-vip-<lb>` for an OVN LB VIP port).
+    pub const PORT_NAME: &str = "neutron:port_name";
     pub const LB_LR_REF: &str = "lr_ref";
     pub const FIP_DISTRIBUTED: &str = "neutron:fip-distributed";
     pub const ADDR_SCOPE4: &str = "neutron:subnet_pool_addr_scope4";
     pub const ADDR_SCOPE6: &str = "neutron:subnet_pool_addr_scope6";
     /// `options` key of an LSP naming the chassis (hostnames) it should bind to.
     pub const REQUESTED_CHASSIS: &str = "requested-chassis";
+    /// `options` key of a Port_Binding that has a chassisredirect port.
+    pub const CHASSIS_REDIRECT_PORT: &str = "chassis-redirect-port";
     /// `options` key of a localnet LSP naming its physical network.
     pub const LOCALNET_NETWORK_NAME: &str = "network_name";
     /// `status` key of an LRP naming the chassis (system-id) hosting it.
@@ -36,12 +43,42 @@ pub mod key {
     pub const EVPN_AS: &str = "neutron_bgpvpn:as";
 }
 
+/// The `type` values of Logical_Switch_Port / Port_Binding rows the agent
+/// tells apart.
+pub mod port_type {
+    /// A VM port (the empty type).
+    pub const VM: &str = "";
+    /// A virtual (VIP) port.
+    pub const VIRTUAL: &str = "virtual";
+    /// The switch side of a router port.
+    pub const ROUTER: &str = "router";
+    /// The connection to a physical network.
+    pub const LOCALNET: &str = "localnet";
+    /// The SB binding of a logical router port pinned to a gateway chassis.
+    pub const CHASSISREDIRECT: &str = "chassisredirect";
+    /// One end of a patch between datapaths (SB).
+    pub const PATCH: &str = "patch";
+}
+
+/// The `type` values of NAT rows the agent tells apart.
+pub mod nat_type {
+    pub const SNAT: &str = "snat";
+    /// A floating IP.
+    pub const DNAT_AND_SNAT: &str = "dnat_and_snat";
+}
+
+/// A true boolean value as Neutron writes it (Python's `str(True)`), e.g.
+/// in [`key::FIP_DISTRIBUTED`].
+pub const TRUE: &str = "True";
+
 /// `device_owner` of a router interface LSP.
 pub const ROUTER_INTERFACE_OWNER: &str = "network:router_interface";
 /// Name prefix of a port-forwarding Load_Balancer.
 pub const PF_LB_PREFIX: &str = "pf-floatingip-";
 /// Prefix Neutron puts before its uuids in OVN names.
 pub const NAME_PREFIX: &str = "neutron-";
+/// Prefix Neutron puts before a router port's id in its LRP name.
+pub const LRP_PREFIX: &str = "lrp-";
 
 /// `neutron-<id>` for an id; the name Neutron gives switches and routers.
 pub fn ovn_name(id: &str) -> String {

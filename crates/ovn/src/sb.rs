@@ -14,7 +14,7 @@ use obgp_ovsdb::{Datum, Row, Uuid};
 use imbl::OrdSet;
 
 use crate::nb::RowError;
-use crate::neutron::{self, key};
+use crate::neutron::{self, key, port_type};
 use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, RowSource, Rows};
 
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
@@ -40,11 +40,11 @@ pub enum PbType {
 impl PbType {
     fn from_column(s: &str) -> PbType {
         match s {
-            "" => PbType::Vm,
-            "virtual" => PbType::Virtual,
-            "localnet" => PbType::Localnet,
-            "patch" => PbType::Patch,
-            "chassisredirect" => PbType::ChassisRedirect,
+            port_type::VM => PbType::Vm,
+            port_type::VIRTUAL => PbType::Virtual,
+            port_type::LOCALNET => PbType::Localnet,
+            port_type::PATCH => PbType::Patch,
+            port_type::CHASSISREDIRECT => PbType::ChassisRedirect,
             other => PbType::Other(other.to_string()),
         }
     }
@@ -214,12 +214,14 @@ impl PortBinding {
             cidrs,
             peer: opt("peer"),
             network_name: opt(key::LOCALNET_NETWORK_NAME),
-            has_chassis_redirect_option: row.map_str("options", "chassis-redirect-port").is_some(),
+            has_chassis_redirect_option: row
+                .map_str("options", key::CHASSIS_REDIRECT_PORT)
+                .is_some(),
             tag,
             nat_addresses,
             addr_scope4: ext(key::ADDR_SCOPE4),
             addr_scope6: ext(key::ADDR_SCOPE6),
-            port_name: ext("neutron:port_name"),
+            port_name: ext(key::PORT_NAME),
         })
     }
 

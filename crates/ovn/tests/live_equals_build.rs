@@ -42,11 +42,13 @@ fn globals() -> Vec<Uuid> {
 /// A uuid no row ever has.
 const NOWHERE: Uuid = Uuid(9 << 64);
 
-const CHASSIS: &[&str] = &["c1", "c2", "c3"];
-const NETWORKS: &[&str] = &["neutron-n1", "neutron-n2"];
-const PHYSNETS: &[&str] = &["physnet1", "physnet2"];
-const ROUTER_IDS: &[&str] = &["r1", "r2"];
-const PORT_NAMES: &[&str] = &["p0", "p1", "p2", "p3"];
+// Each pool holds a non-ASCII name (multi-byte and control characters):
+// names are arbitrary UTF-8 and must index and compare like any other.
+const CHASSIS: &[&str] = &["c1", "c2", "c3", "çhâssis-網\t"];
+const NETWORKS: &[&str] = &["neutron-n1", "neutron-n2", "neutron-nét-🦀"];
+const PHYSNETS: &[&str] = &["physnet1", "physnet2", "physnét-\u{0}"];
+const ROUTER_IDS: &[&str] = &["r1", "r2", "r-網"];
+const PORT_NAMES: &[&str] = &["p0", "p1", "p2", "p3", "p-é\u{7}"];
 
 fn opt(v: &[&'static str]) -> impl Strategy<Value = Option<&'static str>> {
     proptest::option::of(select(v.to_vec()))
@@ -88,12 +90,12 @@ fn lsp_row() -> impl Strategy<Value = Value> {
                 "zz:16:3e:00:00:01 10.0.0.2",
                 "fa:16:3e:00:00:02 10.0.0.3 2001:db8::3",
             ]),
-            opt(&["c1", "c1,c2", "c2,c2", ""]),
+            opt(&["c1", "c1,c2", "c2,c2", "", "c2,çhâssis-網\t"]),
             opt(PHYSNETS),
         ),
         (
             opt(NETWORKS),
-            opt(&["c1", "c2"]),
+            opt(&["c1", "c2", "çhâssis-網\t"]),
             opt(&["network:router_interface", "compute:nova"]),
             opt(ROUTER_IDS),
             opt(&["10.0.0.1/24", "not-a-cidr"]),
@@ -132,7 +134,12 @@ fn refs(pool: Vec<Uuid>) -> impl Strategy<Value = Vec<Uuid>> {
 
 fn switch_row() -> impl Strategy<Value = Value> {
     (
-        select(vec![json!("neutron-n1"), json!("neutron-n2"), json!(7)]),
+        select(vec![
+            json!("neutron-n1"),
+            json!("neutron-n2"),
+            json!("neutron-nét-🦀"),
+            json!(7),
+        ]),
         refs(lsps()),
     )
         .prop_map(|(name, ports)| json!({"name": name, "ports": uuids(&ports)}))
@@ -151,7 +158,7 @@ fn lrp_row() -> impl Strategy<Value = Value> {
         select(vec!["fa:16:3e:00:00:10", "garbage"]),
         opt(ROUTER_IDS),
         opt(NETWORKS),
-        opt(&["c1", "c2"]),
+        opt(&["c1", "c2", "çhâssis-網\t"]),
     )
         .prop_map(|(mac, router, net, hosting)| {
             json!({"name": "lrp", "mac": mac, "networks": "172.24.4.1/24",

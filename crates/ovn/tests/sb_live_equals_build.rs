@@ -36,10 +36,12 @@ fn datapaths() -> Vec<Uuid> {
 }
 const NOWHERE: Uuid = Uuid(9 << 64);
 
-const CHASSIS_NAMES: &[&str] = &["ch-a", "ch-b"];
-const PORTS: &[&str] = &["lp0", "lp1", "lp2"];
-const PHYSNETS: &[&str] = &["physnet1", "physnet2"];
-const LB_NAMES: &[&str] = &["lb1", "lb2"];
+// Each pool holds a non-ASCII name (multi-byte and control characters):
+// names are arbitrary UTF-8 and must index and compare like any other.
+const CHASSIS_NAMES: &[&str] = &["ch-a", "ch-b", "ch-é\u{1b}"];
+const PORTS: &[&str] = &["lp0", "lp1", "lp2", "lp-網🦀"];
+const PHYSNETS: &[&str] = &["physnet1", "physnet2", "physnét-3"];
+const LB_NAMES: &[&str] = &["lb1", "lb2", "lb-ü"];
 
 fn uuid_ref(u: Uuid) -> Value {
     json!(["uuid", u.to_string()])
@@ -56,13 +58,13 @@ fn maybe_ref(pool: Vec<Uuid>) -> impl Strategy<Value = Option<Uuid>> {
 }
 
 fn chassis_row() -> impl Strategy<Value = Value> {
-    select(vec!["ch-a", "ch-b", ""]).prop_map(|n| json!({"name": n}))
+    select(vec!["ch-a", "ch-b", "ch-é\u{1b}", ""]).prop_map(|n| json!({"name": n}))
 }
 
 fn binding_row() -> impl Strategy<Value = Value> {
     (
         (
-            select(vec!["lp0", "lp1", "lp2", ""]),
+            select(vec!["lp0", "lp1", "lp2", "lp-網🦀", ""]),
             select(vec!["", "localnet", "patch", "chassisredirect", "virtual"]),
             select(datapaths()),
             maybe_ref(chassis()),
@@ -78,6 +80,7 @@ fn binding_row() -> impl Strategy<Value = Value> {
             proptest::option::of(select(vec![
                 "fa:16:3e:aa:aa:01 172.24.4.100 is_chassis_resident(\"lp1\")",
                 "fa:16:3e:aa:aa:02 172.24.4.101 is_chassis_resident(\"lp2\")",
+                "fa:16:3e:aa:aa:03 172.24.4.102 is_chassis_resident(\"lp-網🦀\")",
                 "garbled",
             ])),
             proptest::option::of(select(PHYSNETS.to_vec())),
@@ -116,7 +119,7 @@ fn group_row() -> impl Strategy<Value = Value> {
 fn lb_row() -> impl Strategy<Value = Value> {
     let n = datapaths().len();
     (
-        select(vec!["lb1", "lb2", ""]),
+        select(vec!["lb1", "lb2", "lb-ü", ""]),
         maybe_ref(groups()),
         maybe_ref(groups()),
         maybe_ref(groups()),

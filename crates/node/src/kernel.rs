@@ -3,7 +3,7 @@
 //! run with arguments built from parsed values (never a shell).
 //!
 //! [`KernelNode::observe`] reads what the planner needs; [`KernelNode::apply`]
-//! turns one [`Op`] into one request. Both go through [`crate::io::NodeIo`].
+//! turns one [`Op`] into one request. The latter is what [`obgp_plan::NodeIo`] calls.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -39,9 +39,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::watch;
 
-use crate::actual::{Actual, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables};
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
-use crate::op::Op;
+use obgp_plan::actual::{Actual, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables};
+use obgp_plan::op::Op;
+use obgp_plan::NodeIo;
 
 /// Where and how the node is reached.
 #[derive(Clone, Debug)]
@@ -144,7 +145,7 @@ impl Scope {
             bridge_tables: d.bridge_tables.clone(),
             // Numbered tables the desired state writes to, so that its
             // routes there are seen (else they would be re-planned forever).
-            tables: crate::plan::table_refs(d)
+            tables: obgp_plan::plan::table_refs(d)
                 .filter_map(|t| match t {
                     obgp_netmodel::TableRef::Id(n) => Some(*n),
                     obgp_netmodel::TableRef::Bridge(_) => None,
@@ -986,6 +987,12 @@ pub fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
         out.push(flow);
     }
     out
+}
+
+impl NodeIo for KernelNode {
+    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
+        self.apply(op).await.map_err(|e: IoError| e.to_string())
+    }
 }
 
 /// Re-reads, off the reconcile loop, what periodic reconciles would

@@ -56,9 +56,9 @@ use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 use tokio::sync::watch;
 
-use crate::actual::{ActualLink, KernelRoute, KernelRule};
 use crate::kernel::IoError;
-use crate::shared::SharedSet;
+use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule};
+use obgp_plan::shared::SharedSet;
 
 /// Which parts of the mirror must be re-read by a dump before they can be
 /// trusted again.

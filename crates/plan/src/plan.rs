@@ -232,7 +232,7 @@ where
 /// table once: routes are sorted by table and rules mostly name one, so
 /// this looks at a few entries per table instead of thousands per
 /// reconcile. A table may still come more than once.
-pub(crate) fn table_refs(d: &DesiredNode) -> impl Iterator<Item = &TableRef> {
+pub fn table_refs(d: &DesiredNode) -> impl Iterator<Item = &TableRef> {
     let all = d
         .routes
         .keys()

@@ -1,6 +1,6 @@
 //! The pure planning vocabulary: what a node holds ([`actual`]), the writes
 //! the agent makes ([`op`]), the planner that diffs desired against actual in
-//! the pack's O1–O5 order ([`plan`]), an in-memory model node ([`model`]),
+//! the pack's O1–O5 order ([`mod@plan`]), an in-memory model node ([`model`]),
 //! the comparison of two observed nodes ([`compare`]), and the single writer
 //! that runs a plan through any [`NodeIo`] ([`apply`]).
 //!

@@ -3,12 +3,12 @@
 //! run with arguments built from parsed values (never a shell).
 //!
 //! [`KernelNode::observe`] reads what the planner needs; [`KernelNode::apply`]
-//! turns one [`Op`] into one request. The latter is what [`obgp_plan::NodeIo`] calls.
+//! (what [`obgp_plan::NodeIo`] calls) makes one [`Op`]: a netlink request
+//! encoded by the `codec` module, a file write, or a command.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -16,31 +16,17 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
-use obgp_netmodel::{DesiredNode, DevName, LinkKind, RouteType};
-use rtnetlink::packet_core::{
-    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE,
-    NLM_F_REQUEST,
-};
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
-use rtnetlink::packet_route::link::{
-    InfoData, InfoKind, InfoVeth, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo,
-    LinkMessage,
-};
-use rtnetlink::packet_route::neighbour::{
-    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
-};
-use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType as NlRouteType,
-};
-use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
+use obgp_netmodel::{DesiredNode, DevName};
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST};
+use rtnetlink::packet_route::RouteNetlinkMessage;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::watch;
 
+use crate::codec;
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
-use obgp_plan::actual::{Actual, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables};
+use obgp_plan::actual::{Actual, FrrState, OfFlow, OvsBridge, RtTables};
 use obgp_plan::op::Op;
 use obgp_plan::NodeIo;
 
@@ -51,7 +37,7 @@ pub struct KernelConfig {
     pub netns: Option<PathBuf>,
     /// `/etc/iproute2/rt_tables`.
     pub rt_tables: PathBuf,
-    /// The rtnetlink kind created for [`LinkKind::Dummy`]: `dummy`, or a
+    /// The rtnetlink kind created for [`LinkKind::Dummy`](obgp_netmodel::LinkKind::Dummy): `dummy`, or a
     /// stand-in (`ifb`) on kernels without it.
     pub dummy_kind: String,
     pub ovs_ofctl: PathBuf,
@@ -288,29 +274,6 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),
     }
-}
-
-fn family(v6: bool) -> AddressFamily {
-    if v6 {
-        AddressFamily::Inet6
-    } else {
-        AddressFamily::Inet
-    }
-}
-
-fn nl_route_type(t: RouteType) -> NlRouteType {
-    match t {
-        RouteType::Unicast => NlRouteType::Unicast,
-        RouteType::Unreachable => NlRouteType::Unreachable,
-        RouteType::Blackhole => NlRouteType::BlackHole,
-        RouteType::Local => NlRouteType::Local,
-    }
-}
-
-/// The header byte for a table: the number itself up to 255, else
-/// RT_TABLE_UNSPEC with the real number in the attribute.
-fn header_table(t: u32) -> u8 {
-    u8::try_from(t).unwrap_or(0)
 }
 
 impl KernelNode {
@@ -612,149 +575,6 @@ impl KernelNode {
         let what = || op.to_string();
         let nl = |r: io::Result<()>| r.map_err(|e| IoError::io(what(), e));
         match op {
-            Op::AddLink { name, kind } => {
-                let mut m = LinkMessage::default();
-                m.attributes.push(LinkAttribute::IfName(name.to_string()));
-                let info = match kind {
-                    LinkKind::Vrf { table } => vec![
-                        LinkInfo::Kind(InfoKind::Vrf),
-                        LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(*table)])),
-                    ],
-                    LinkKind::Dummy => vec![LinkInfo::Kind(info_kind(&self.config.dummy_kind))],
-                    LinkKind::Bridge => vec![LinkInfo::Kind(InfoKind::Bridge)],
-                    LinkKind::Vlan { parent, vlan_id } => {
-                        m.attributes
-                            .push(LinkAttribute::Link(self.ifindex(parent)?));
-                        vec![
-                            LinkInfo::Kind(InfoKind::Vlan),
-                            LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(*vlan_id)])),
-                        ]
-                    }
-                    LinkKind::Veth { peer } => {
-                        let mut p = LinkMessage::default();
-                        p.attributes.push(LinkAttribute::IfName(peer.to_string()));
-                        vec![
-                            LinkInfo::Kind(InfoKind::Veth),
-                            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
-                        ]
-                    }
-                    LinkKind::Vxlan { .. } | LinkKind::Existing => {
-                        return Err(IoError::Unsupported(what()))
-                    }
-                };
-                m.attributes.push(LinkAttribute::LinkInfo(info));
-                nl(self
-                    .request(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
-                    .await)
-            }
-            Op::SetLinkUp { name } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.header.flags = LinkFlags::Up;
-                m.header.change_mask = LinkFlags::Up;
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::SetMaster { name, master } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.attributes
-                    .push(LinkAttribute::Controller(self.ifindex(master)?));
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::SetLinkMac { name, mac } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::DelLink { name } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                nl(self.request(RouteNetlinkMessage::DelLink(m), 0).await)
-            }
-            Op::AddAddress(ad) | Op::DelAddress(ad) => {
-                let mut m = AddressMessage::default();
-                m.header.family = family(ad.net.addr().is_ipv6());
-                m.header.prefix_len = ad.net.prefix_len();
-                m.header.index = self.ifindex(&ad.dev)?;
-                if ad.net.addr().is_ipv4() {
-                    m.attributes.push(AddressAttribute::Local(ad.net.addr()));
-                }
-                m.attributes.push(AddressAttribute::Address(ad.net.addr()));
-                let (msg, flags) = match op {
-                    Op::AddAddress(_) => (
-                        RouteNetlinkMessage::NewAddress(m),
-                        NLM_F_CREATE | NLM_F_EXCL,
-                    ),
-                    _ => (RouteNetlinkMessage::DelAddress(m), 0),
-                };
-                nl(self.request(msg, flags).await)
-            }
-            Op::AddRule {
-                v6,
-                dst,
-                table,
-                priority,
-                ..
-            } => {
-                let rule = KernelRule {
-                    v6: *v6,
-                    priority: priority.unwrap_or(0),
-                    dst: Some(dst.trunc()),
-                    table: *table,
-                };
-                let m = rule_message(&rule, priority.is_some());
-                nl(self
-                    .request(RouteNetlinkMessage::NewRule(m), NLM_F_CREATE | NLM_F_EXCL)
-                    .await)
-            }
-            Op::DelRule { rule, .. } => {
-                let m = rule_message(rule, true);
-                nl(self.request(RouteNetlinkMessage::DelRule(m), 0).await)
-            }
-            Op::ReplaceRoute { route, .. } => {
-                let m = self.route_message(route)?;
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewRoute(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelRoute { route, .. } => {
-                let m = self.route_message(route)?;
-                nl(self.request(RouteNetlinkMessage::DelRoute(m), 0).await)
-            }
-            Op::ReplaceNeighbour(n) => {
-                let mut m = self.neighbour_message(&n.dev, n.dst, false)?;
-                m.header.state = NeighbourState::Permanent;
-                m.attributes
-                    .push(NeighbourAttribute::LinkLayerAddress(n.lladdr.0.to_vec()));
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewNeighbour(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelNeighbour(n) => {
-                let m = self.neighbour_message(&n.dev, n.dst, false)?;
-                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
-            }
-            Op::AddProxyNeighbour(p) => {
-                let mut m = self.neighbour_message(&p.dev, p.dst, true)?;
-                m.header.state = NeighbourState::Permanent;
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewNeighbour(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelProxyNeighbour(p) => {
-                let m = self.neighbour_message(&p.dev, p.dst, true)?;
-                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
-            }
             Op::SetSysctl(s) => {
                 let path = sysctl_path(&s.key)?;
                 if !s
@@ -819,6 +639,11 @@ impl KernelNode {
                     })
                 }
             }
+            // Links, addresses, rules, routes, neighbours: one rtnetlink request.
+            _ => {
+                let req = codec::encode(op, &self.config.dummy_kind, |d| self.ifindex(d))?;
+                nl(self.request(req.msg, req.flags).await)
+            }
         }
     }
 
@@ -841,78 +666,6 @@ impl KernelNode {
             })
         }
     }
-
-    fn route_message(&self, r: &KernelRoute) -> Result<RouteMessage, IoError> {
-        let mut m = RouteMessage::default();
-        m.header.address_family = family(r.v6);
-        m.header.table = header_table(r.table);
-        m.header.protocol = RouteProtocol::from(r.proto);
-        m.header.scope = RouteScope::from(r.scope);
-        m.header.kind = nl_route_type(r.kind);
-        m.attributes.push(RouteAttribute::Table(r.table));
-        if let Some(dst) = r.dst {
-            let dst = dst.trunc();
-            m.header.destination_prefix_length = dst.prefix_len();
-            m.attributes
-                .push(RouteAttribute::Destination(RouteAddress::from(dst.addr())));
-        }
-        if let Some(dev) = &r.dev {
-            m.attributes.push(RouteAttribute::Oif(self.ifindex(dev)?));
-        }
-        if let Some(via) = r.via {
-            m.attributes
-                .push(RouteAttribute::Gateway(RouteAddress::from(via)));
-        }
-        if let Some(metric) = r.metric {
-            m.attributes.push(RouteAttribute::Priority(metric));
-        }
-        Ok(m)
-    }
-
-    fn neighbour_message(
-        &self,
-        dev: &DevName,
-        dst: IpAddr,
-        proxy: bool,
-    ) -> Result<NeighbourMessage, IoError> {
-        let mut m = NeighbourMessage::default();
-        m.header.family = family(dst.is_ipv6());
-        m.header.ifindex = self.ifindex(dev)?;
-        if proxy {
-            m.header.flags = NeighbourFlags::Proxy;
-        }
-        m.attributes
-            .push(NeighbourAttribute::Destination(match dst {
-                IpAddr::V4(a) => NeighbourAddress::Inet(a),
-                IpAddr::V6(a) => NeighbourAddress::Inet6(a),
-            }));
-        Ok(m)
-    }
-}
-
-fn info_kind(kind: &str) -> InfoKind {
-    match kind {
-        "dummy" => InfoKind::Dummy,
-        "ifb" => InfoKind::Ifb,
-        "bridge" => InfoKind::Bridge,
-        other => InfoKind::Other(other.to_string()),
-    }
-}
-
-fn rule_message(r: &KernelRule, with_priority: bool) -> RuleMessage {
-    let mut m = RuleMessage::default();
-    m.header.family = family(r.v6);
-    m.header.table = header_table(r.table);
-    m.header.action = RuleAction::ToTable;
-    m.attributes.push(RuleAttribute::Table(r.table));
-    if let Some(dst) = r.dst {
-        m.header.dst_len = dst.prefix_len();
-        m.attributes.push(RuleAttribute::Destination(dst.addr()));
-    }
-    if with_priority {
-        m.attributes.push(RuleAttribute::Priority(r.priority));
-    }
-    m
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to

@@ -4,6 +4,7 @@
 //! rt_tables writes. The pure planning vocabulary it observes into and
 //! applies from is obgp-plan.
 
+mod codec;
 pub mod kernel;
 pub mod mirror;
 

@@ -36,26 +36,23 @@ use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 
-use obgp_netmodel::{proto, Address, DevName, IpNet, MacAddr, Neighbour, ProxyNeighbour};
+use obgp_netmodel::{proto, Address, DevName, MacAddr, Neighbour, ProxyNeighbour};
 use rtnetlink::packet_core::{
     NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE,
     NLM_F_REQUEST,
 };
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
-use rtnetlink::packet_route::link::{
-    InfoData, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo, LinkLayerType, LinkMessage,
-};
-use rtnetlink::packet_route::neighbour::{
-    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
-};
-use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteMessage, RouteType as NlRouteType,
-};
-use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+use rtnetlink::packet_route::address::AddressMessage;
+use rtnetlink::packet_route::link::LinkMessage;
+use rtnetlink::packet_route::neighbour::{NeighbourFlags, NeighbourMessage};
+use rtnetlink::packet_route::route::RouteMessage;
+use rtnetlink::packet_route::rule::RuleMessage;
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 use tokio::sync::watch;
 
+use crate::codec::{
+    decode_address, decode_link, decode_neighbour, decode_route, decode_rule, LinkEntry, Neigh,
+};
 use crate::kernel::IoError;
 use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule};
 use obgp_plan::shared::SharedSet;
@@ -83,17 +80,6 @@ impl Stale {
     pub fn any(&self) -> bool {
         self.links || self.addresses || self.rules || self.routes || self.neighbours
     }
-}
-
-/// A link as mirrored: master and lower device by index, resolved to names
-/// when the mirror is read (a rename then needs no rewrite).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct LinkEntry {
-    name: DevName,
-    /// `master` and `parent` are left `None` here.
-    link: ActualLink,
-    master: Option<u32>,
-    parent: Option<u32>,
 }
 
 /// The mirrored netlink state, fed decoded rtnetlink messages.
@@ -231,7 +217,7 @@ impl MirrorState {
         self.addresses.clear();
         for m in dump {
             if let RouteNetlinkMessage::NewAddress(a) = m {
-                if let Some(ad) = parse_address(a, &self.links) {
+                if let Some(ad) = decode_address(a, &self.links) {
                     self.addresses.insert(ad);
                 }
             }
@@ -244,7 +230,7 @@ impl MirrorState {
         self.rules.clear();
         for m in dump {
             if let RouteNetlinkMessage::NewRule(r) = m {
-                if let Some(rule) = parse_rule(r) {
+                if let Some(rule) = decode_rule(r) {
                     self.rules.insert(rule);
                 }
             }
@@ -257,7 +243,7 @@ impl MirrorState {
         self.routes.clear();
         for m in dump {
             if let RouteNetlinkMessage::NewRoute(r) = m {
-                if let Some((route, prefsrc)) = parse_route(r, &self.links) {
+                if let Some((route, prefsrc)) = decode_route(r, &self.links) {
                     self.routes
                         .entry(route.table)
                         .or_default()
@@ -273,7 +259,7 @@ impl MirrorState {
         self.neighbours.clear();
         for m in dump {
             if let RouteNetlinkMessage::NewNeighbour(n) = m {
-                if let Some(Neigh::Permanent(n)) = parse_neighbour(n, &self.links) {
+                if let Some(Neigh::Permanent(n)) = decode_neighbour(n, &self.links) {
                     self.neighbours.insert((n.dev, n.dst), n.lladdr);
                 }
             }
@@ -312,7 +298,7 @@ impl MirrorState {
                 self.stale.routes = true;
             }
             RouteNetlinkMessage::NewAddress(a) | RouteNetlinkMessage::DelAddress(a) => {
-                let Some(ad) = parse_address(a, &self.links) else {
+                let Some(ad) = decode_address(a, &self.links) else {
                     if !self.links.contains_key(&a.header.index) {
                         self.stale.addresses = true;
                     }
@@ -328,17 +314,17 @@ impl MirrorState {
                 }
             }
             RouteNetlinkMessage::NewRule(r) => {
-                if let Some(rule) = parse_rule(r) {
+                if let Some(rule) = decode_rule(r) {
                     self.rules.insert(rule);
                 }
             }
             RouteNetlinkMessage::DelRule(r) => {
-                if let Some(rule) = parse_rule(r) {
+                if let Some(rule) = decode_rule(r) {
                     self.rules.remove(&rule);
                 }
             }
             RouteNetlinkMessage::NewRoute(r) => {
-                let Some((route, prefsrc)) = parse_route(r, &self.links) else {
+                let Some((route, prefsrc)) = decode_route(r, &self.links) else {
                     // A route we do not mirror (multipath, other types) that
                     // replaced one we do.
                     if replace {
@@ -366,7 +352,7 @@ impl MirrorState {
                 table.insert(route, prefsrc);
             }
             RouteNetlinkMessage::DelRoute(r) => {
-                let Some((route, _)) = parse_route(r, &self.links) else {
+                let Some((route, _)) = decode_route(r, &self.links) else {
                     return;
                 };
                 let Some(table) = self.routes.get_mut(&route.table) else {
@@ -378,7 +364,7 @@ impl MirrorState {
             }
             RouteNetlinkMessage::NewNeighbour(n) | RouteNetlinkMessage::DelNeighbour(n) => {
                 let deleted = matches!(msg, RouteNetlinkMessage::DelNeighbour(_));
-                match parse_neighbour(n, &self.links) {
+                match decode_neighbour(n, &self.links) {
                     Some(Neigh::Permanent(n)) if !deleted => {
                         self.neighbours.insert((n.dev, n.dst), n.lladdr);
                     }
@@ -422,250 +408,12 @@ impl MirrorState {
     }
 
     fn new_link(&mut self, l: &LinkMessage) {
-        let Some(entry) = parse_link(l) else { return };
+        let Some(entry) = decode_link(l) else { return };
         if let Some(old) = self.links.get(&l.header.index) {
             self.by_name.remove(&old.name);
         }
         self.by_name.insert(entry.name.clone(), l.header.index);
         self.links.insert(l.header.index, entry);
-    }
-}
-
-fn parse_link(l: &LinkMessage) -> Option<LinkEntry> {
-    let mut name = None;
-    let mut link = ActualLink {
-        index: l.header.index,
-        kind: match l.header.link_layer_type {
-            LinkLayerType::Loopback => "loopback".into(),
-            _ => "ether".into(),
-        },
-        mac: None,
-        up: l.header.flags.contains(LinkFlags::Up),
-        master: None,
-        parent: None,
-        vlan_id: None,
-        vrf_table: None,
-    };
-    let (mut master, mut parent) = (None, None);
-    for a in &l.attributes {
-        match a {
-            LinkAttribute::IfName(n) => name = DevName::new(n).ok(),
-            LinkAttribute::Address(b) if b.len() == 6 => {
-                let mut m = [0u8; 6];
-                m.copy_from_slice(b);
-                link.mac = Some(MacAddr(m));
-            }
-            LinkAttribute::Controller(i) => master = Some(*i),
-            LinkAttribute::Link(i) => parent = Some(*i),
-            LinkAttribute::LinkInfo(infos) => {
-                for info in infos {
-                    match info {
-                        LinkInfo::Kind(k) => link.kind = k.to_string(),
-                        LinkInfo::Data(InfoData::Vlan(v)) => {
-                            for x in v {
-                                if let InfoVlan::Id(id) = x {
-                                    link.vlan_id = Some(*id);
-                                }
-                            }
-                        }
-                        LinkInfo::Data(InfoData::Vrf(v)) => {
-                            for x in v {
-                                if let InfoVrf::TableId(t) = x {
-                                    link.vrf_table = Some(*t);
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(LinkEntry {
-        name: name?,
-        link,
-        master,
-        parent,
-    })
-}
-
-/// Devices by index, as the parsers resolve them.
-type Links = BTreeMap<u32, LinkEntry>;
-
-fn name_of(links: &Links, index: u32) -> Option<DevName> {
-    links.get(&index).map(|l| l.name.clone())
-}
-
-/// The address, or `None` for a device the mirror does not know or a
-/// malformed prefix.
-fn parse_address(m: &AddressMessage, links: &Links) -> Option<Address> {
-    let dev = name_of(links, m.header.index)?;
-    let mut local = None;
-    let mut address = None;
-    for at in &m.attributes {
-        match at {
-            AddressAttribute::Local(ip) => local = Some(*ip),
-            AddressAttribute::Address(ip) => address = Some(*ip),
-            _ => {}
-        }
-    }
-    let net = IpNet::new(local.or(address)?, m.header.prefix_len).ok()?;
-    Some(Address { dev, net })
-}
-
-fn is_v6(f: AddressFamily) -> Option<bool> {
-    match f {
-        AddressFamily::Inet => Some(false),
-        AddressFamily::Inet6 => Some(true),
-        _ => None,
-    }
-}
-
-/// A `to DST lookup TABLE` rule, or `None` for rules with other selectors or
-/// actions (never the agent's, so never read).
-fn parse_rule(r: &RuleMessage) -> Option<KernelRule> {
-    let v6 = is_v6(r.header.family)?;
-    if r.header.action != RuleAction::ToTable || r.header.src_len != 0 || r.header.tos != 0 {
-        return None;
-    }
-    let mut table = u32::from(r.header.table);
-    let mut priority = 0;
-    let mut dst = None;
-    for a in &r.attributes {
-        match a {
-            RuleAttribute::Table(t) => table = *t,
-            RuleAttribute::Priority(p) => priority = *p,
-            RuleAttribute::Destination(ip) => dst = Some(*ip),
-            RuleAttribute::Protocol(_) => {}
-            // Any other selector makes it a rule the agent never writes.
-            RuleAttribute::Source(_)
-            | RuleAttribute::Iifname(_)
-            | RuleAttribute::Oifname(_)
-            | RuleAttribute::FwMark(_)
-            | RuleAttribute::UidRange(_)
-            | RuleAttribute::IpProtocol(_)
-            | RuleAttribute::SourcePortRange(_)
-            | RuleAttribute::DestinationPortRange(_)
-            | RuleAttribute::Goto(_)
-            | RuleAttribute::TunId(_) => return None,
-            _ => {}
-        }
-    }
-    let dst = match dst {
-        Some(ip) => Some(IpNet::new(ip, r.header.dst_len).ok()?.trunc()),
-        None if r.header.dst_len == 0 => None,
-        None => return None,
-    };
-    Some(KernelRule {
-        v6,
-        priority,
-        dst,
-        table,
-    })
-}
-
-fn route_type_of(t: NlRouteType) -> Option<obgp_netmodel::RouteType> {
-    use obgp_netmodel::RouteType;
-    Some(match t {
-        NlRouteType::Unicast => RouteType::Unicast,
-        NlRouteType::Unreachable => RouteType::Unreachable,
-        NlRouteType::BlackHole => RouteType::Blackhole,
-        NlRouteType::Local => RouteType::Local,
-        _ => return None,
-    })
-}
-
-/// A route and its preferred source address, or `None` for what is never
-/// the agent's (other types, source-specific, multipath).
-fn parse_route(r: &RouteMessage, links: &Links) -> Option<(KernelRoute, Option<IpAddr>)> {
-    let v6 = is_v6(r.header.address_family)?;
-    let kind = route_type_of(r.header.kind)?;
-    if r.header.source_prefix_length != 0 {
-        return None;
-    }
-    let mut table = u32::from(r.header.table);
-    let mut dst = None;
-    let mut dev = None;
-    let mut via = None;
-    let mut metric = None;
-    let mut prefsrc = None;
-    for a in &r.attributes {
-        match a {
-            RouteAttribute::Table(t) => table = *t,
-            RouteAttribute::Destination(RouteAddress::Inet(ip)) => dst = Some(IpAddr::V4(*ip)),
-            RouteAttribute::Destination(RouteAddress::Inet6(ip)) => dst = Some(IpAddr::V6(*ip)),
-            RouteAttribute::Oif(i) => dev = name_of(links, *i),
-            RouteAttribute::Gateway(RouteAddress::Inet(ip)) => via = Some(IpAddr::V4(*ip)),
-            RouteAttribute::Gateway(RouteAddress::Inet6(ip)) => via = Some(IpAddr::V6(*ip)),
-            RouteAttribute::PrefSource(RouteAddress::Inet(ip)) => prefsrc = Some(IpAddr::V4(*ip)),
-            RouteAttribute::PrefSource(RouteAddress::Inet6(ip)) => prefsrc = Some(IpAddr::V6(*ip)),
-            RouteAttribute::Priority(p) => metric = Some(*p),
-            // Multipath routes are never the agent's.
-            RouteAttribute::MultiPath(_) => return None,
-            _ => {}
-        }
-    }
-    let dst = match dst {
-        Some(ip) => Some(IpNet::new(ip, r.header.destination_prefix_length).ok()?),
-        None => None,
-    };
-    let route = KernelRoute {
-        table,
-        v6,
-        dst,
-        metric,
-        dev,
-        via,
-        proto: u8::from(r.header.protocol),
-        scope: u8::from(r.header.scope),
-        kind,
-    }
-    .normalised();
-    Some((route, prefsrc))
-}
-
-/// A neighbour entry as the mirror sorts it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Neigh {
-    Permanent(Neighbour),
-    Proxy(ProxyNeighbour),
-    /// Any other state (reachable, stale, noarp...): the kernel's, not read.
-    Other {
-        dev: DevName,
-        dst: IpAddr,
-    },
-}
-
-fn parse_neighbour(n: &NeighbourMessage, links: &Links) -> Option<Neigh> {
-    let dev = name_of(links, n.header.ifindex)?;
-    let mut dst = None;
-    let mut mac = None;
-    for at in &n.attributes {
-        match at {
-            NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => {
-                dst = Some(IpAddr::V4(*ip))
-            }
-            NeighbourAttribute::Destination(NeighbourAddress::Inet6(ip)) => {
-                dst = Some(IpAddr::V6(*ip))
-            }
-            NeighbourAttribute::LinkLayerAddress(b) if b.len() == 6 => {
-                let mut m = [0u8; 6];
-                m.copy_from_slice(b);
-                mac = Some(MacAddr(m));
-            }
-            _ => {}
-        }
-    }
-    let dst = dst?;
-    if n.header.flags.contains(NeighbourFlags::Proxy) {
-        return Some(Neigh::Proxy(ProxyNeighbour { dev, dst }));
-    }
-    match mac {
-        Some(lladdr) if n.header.state == NeighbourState::Permanent => {
-            Some(Neigh::Permanent(Neighbour { dev, dst, lladdr }))
-        }
-        _ => Some(Neigh::Other { dev, dst }),
     }
 }
 
@@ -985,7 +733,7 @@ impl NetlinkMirror {
             req.header.flags = NeighbourFlags::Proxy;
             for m in self.dump(RouteNetlinkMessage::GetNeighbour(req))? {
                 if let RouteNetlinkMessage::NewNeighbour(n) = m {
-                    match parse_neighbour(&n, &self.state.links) {
+                    match decode_neighbour(&n, &self.state.links) {
                         Some(Neigh::Proxy(p)) => {
                             out.insert(p);
                         }
@@ -1039,8 +787,15 @@ fn set_rcvbuf(fd: RawFd, bytes: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use obgp_netmodel::scope;
-    use rtnetlink::packet_route::route::{RouteProtocol, RouteScope};
+    use obgp_netmodel::{scope, IpNet};
+    use rtnetlink::packet_route::address::AddressAttribute;
+    use rtnetlink::packet_route::link::{InfoData, InfoVlan, LinkAttribute, LinkFlags, LinkInfo};
+    use rtnetlink::packet_route::neighbour::{
+        NeighbourAddress, NeighbourAttribute, NeighbourState,
+    };
+    use rtnetlink::packet_route::route::{
+        RouteAddress, RouteAttribute, RouteProtocol, RouteScope, RouteType as NlRouteType,
+    };
 
     fn link(index: u32, name: &str, up: bool) -> RouteNetlinkMessage {
         let mut m = LinkMessage::default();

@@ -1,11 +1,15 @@
 //! The node's I/O: the real-kernel observer and applier ([`kernel`]), which
 //! reads links, addresses, rules, routes and neighbours from a
-//! notification-fed [`mirror`], and runs ovs-ofctl, vtysh, sysctl and
-//! rt_tables writes. The pure planning vocabulary it observes into and
-//! applies from is obgp-plan.
+//! notification-fed [`mirror`], encodes its netlink writes and decodes what
+//! the kernel sends in one codec, and runs ovs-ofctl and vtysh (with the
+//! [`DriftProbe`] that re-runs them off the loop), sysctl and rt_tables
+//! writes. The pure planning vocabulary it observes into and applies from is
+//! obgp-plan.
 
 mod codec;
+mod commands;
 pub mod kernel;
 pub mod mirror;
 
-pub use kernel::{DriftProbe, IoError, KernelConfig, KernelNode, Scope};
+pub use commands::DriftProbe;
+pub use kernel::{IoError, KernelConfig, KernelNode, Scope};

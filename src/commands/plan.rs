@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use obgp_config::Config;
 use obgp_desired::{desired_state, NodeFacts};
-use obgp_node::actual::state::NodeState;
-use obgp_node::{Actual, Plan};
+use obgp_plan::actual::state::NodeState;
+use obgp_plan::{Actual, Plan};
 
 use crate::cli::{Format, NodeArgs};
 
@@ -74,5 +74,5 @@ fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow
     for note in &desired.notes {
         tracing::info!("{note}");
     }
-    Ok(obgp_node::plan(&desired.to_node(), &actual)?)
+    Ok(obgp_plan::plan(&desired.to_node(), &actual)?)
 }

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 use obgp_netmodel::DesiredNode;
-use obgp_node::compare::differences;
-use obgp_node::plan::{order_violations, plan_after};
-use obgp_node::{Actual, ModelNode};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::Snapshot;
+use obgp_plan::compare::differences;
+use obgp_plan::plan::{order_violations, plan_after};
+use obgp_plan::{Actual, ModelNode};
 use serde::Deserialize;
 use serde_json::Value;
 

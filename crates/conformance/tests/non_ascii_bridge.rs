@@ -10,8 +10,8 @@ use std::path::Path;
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_netmodel::{names::vlan_device, DevName, LinkKind};
-use obgp_node::{plan, Actual, ModelNode, Op};
 use obgp_ovn::fixture::FixtureDb;
+use obgp_plan::{plan, Actual, ModelNode, Op};
 use serde_json::{json, Value};
 
 /// 3 ASCII bytes and six 2-byte chars: 15 bytes, 9 chars.

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
-use obgp_node::{
-    apply_plan_until, Actual, DriftProbe, KernelConfig, KernelNode, Plan, PlanError, Scope,
-};
+use obgp_node::{DriftProbe, KernelConfig, KernelNode, Scope};
 use obgp_ovn::Snapshot;
+use obgp_plan::{apply_plan_until, Actual, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -131,7 +130,7 @@ impl Reconciler {
 
     /// Stops applying after the op in flight once `token` is cancelled
     /// (the rest of the plan is left for the next start; see
-    /// [`obgp_node::apply_plan_until`] for why any prefix is safe).
+    /// [`obgp_plan::apply_plan_until`] for why any prefix is safe).
     pub fn stop_on(&mut self, token: CancellationToken) {
         self.stop = token;
     }
@@ -254,7 +253,7 @@ impl Reconciler {
         report.observe_time = t.elapsed();
 
         let t = Instant::now();
-        let plan = obgp_node::plan_after(node, self.desired.settled(), &actual)?;
+        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
         report.plan_time = t.elapsed();
         Ok((Planned { actual, plan }, report))
     }
@@ -293,7 +292,7 @@ impl Reconciler {
         let frr_failed = applied
             .failed
             .iter()
-            .any(|(op, _)| matches!(op, obgp_node::Op::ApplyFrr { .. }));
+            .any(|(op, _)| matches!(op, obgp_plan::Op::ApplyFrr { .. }));
         // A stopped apply may not have reached the FRR op.
         if !frr_failed && applied.not_started == 0 {
             self.frr_applied = self.desired.node().and_then(|n| n.frr_config.clone());
@@ -332,7 +331,7 @@ fn frr_router_id(kernel: &KernelConfig) -> Option<String> {
 }
 
 /// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.
-fn op_kind(op: &obgp_node::Op) -> String {
+fn op_kind(op: &obgp_plan::Op) -> String {
     let debug = format!("{op:?}");
     debug
         .split(|c: char| !c.is_alphanumeric())

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_events::Filters;
-use obgp_node::{KernelConfig, Plan};
+use obgp_node::KernelConfig;
+use obgp_plan::Plan;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 

@@ -2,7 +2,7 @@
 //! shape of upstream's `gen_ovn_topology.py`): its NB transactions are
 //! replayed in memory with `obgp_ovn::fixture`, then the pure part of one
 //! reconcile is timed phase by phase: `desired_state`, `to_node`, and
-//! `obgp_node::plan_after` in the two event cases:
+//! `obgp_plan::plan_after` in the two event cases:
 //!
 //! - `plan +1`: a VM port came up. The node is converged on the desired
 //!   state without that VM's exposure (the previous desired state), and the
@@ -17,7 +17,7 @@
 //!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
-//! is applied to an `obgp_node::ModelNode`, which must then plan nothing.
+//! is applied to an `obgp_plan::ModelNode`, which must then plan nothing.
 //!
 //! Run: `cargo bench -p obgp-desired --bench desired_topogen [-- 10000 ...] [iters=N] [dump=DIR]`.
 //! `dump=DIR` writes the desired node and both plans per size (Debug text),
@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
-use obgp_node::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb::Datum;
+use obgp_plan::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 

@@ -427,7 +427,7 @@ impl Bench {
     /// ([`python_node::python_writes`]). Returns the number of writes.
     pub fn prepare_like_python_agent(&self) -> Result<usize> {
         let text = self.agent_ok(&["plan", "--format", "json"])?;
-        let plan: obgp_node::Plan =
+        let plan: obgp_plan::Plan =
             serde_json::from_str(&text).with_context(|| format!("plan JSON: {text}"))?;
         let writes = python_node::python_writes(&plan).map_err(anyhow::Error::msg)?;
         let netns = self.node_netns().to_string();

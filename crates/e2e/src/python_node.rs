@@ -11,7 +11,7 @@
 //! appended by hand, flows and FRR text come from the command-line tools, and
 //! the agent starts with no memory of a previous desired state.
 
-use obgp_node::{Op, Plan};
+use obgp_plan::{Op, Plan};
 
 /// One write of the Python agent, as a command-line tool would make it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,7 +195,7 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use obgp_node::{Group, Step};
+    use obgp_plan::{Group, Step};
 
     fn plan_of(ops: Vec<Op>) -> Plan {
         Plan {

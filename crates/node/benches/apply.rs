@@ -10,7 +10,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use obgp_netmodel::{proto, scope, Address, DevName, IpNet, RouteType};
-use obgp_node::{KernelConfig, KernelNode, KernelRoute, Op, Scope};
+use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_plan::{KernelRoute, Op};
 use obgp_testbed::netns::Netns;
 
 const TABLE: u32 = 200;
@@ -88,7 +89,7 @@ fn main() {
     }
     if std::env::var_os("OBGP_BENCH_TRACE").is_some() {
         tracing_subscriber::fmt()
-            .with_env_filter("obgp_node=debug")
+            .with_env_filter("obgp_node=debug,obgp_plan=debug")
             .with_writer(std::io::stderr)
             .init();
     }
@@ -179,7 +180,7 @@ fn main() {
         .unwrap();
         let mut scope = Scope::default();
         scope.tables.insert(TABLE);
-        let check = |a: &obgp_node::Actual| {
+        let check = |a: &obgp_plan::Actual| {
             assert!(a.routes.len() >= 10_000);
             assert!(a.rules.len() >= 10_000 && a.addresses.len() >= 10_000);
         };

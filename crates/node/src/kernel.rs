@@ -1,14 +1,14 @@
 //! The real node: rtnetlink opened inside a network namespace, `/proc/sys`
 //! written from that namespace, rt_tables appended, `ovs-ofctl` and `vtysh`
-//! run with arguments built from parsed values (never a shell).
+//! run (the `commands` module).
 //!
 //! [`KernelNode::observe`] reads what the planner needs; [`KernelNode::apply`]
-//! turns one [`Op`] into one request. Both go through [`crate::io::NodeIo`].
+//! (what [`obgp_plan::NodeIo`] calls) makes one [`Op`]: a netlink request
+//! encoded by the `codec` module, a file write, or a command.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::IpAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -16,32 +16,22 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
-use obgp_netmodel::{DesiredNode, DevName, LinkKind, RouteType};
-use rtnetlink::packet_core::{
-    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE,
-    NLM_F_REQUEST,
-};
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
-use rtnetlink::packet_route::link::{
-    InfoData, InfoKind, InfoVeth, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo,
-    LinkMessage,
-};
-use rtnetlink::packet_route::neighbour::{
-    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
-};
-use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType as NlRouteType,
-};
-use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
-use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
+use obgp_netmodel::{DesiredNode, DevName};
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST};
+use rtnetlink::packet_route::RouteNetlinkMessage;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::watch;
 
-use crate::actual::{Actual, FrrState, KernelRoute, KernelRule, OfFlow, OvsBridge, RtTables};
+use crate::codec;
+use crate::commands::{
+    check_flow, read_frr_state, read_ovs_bridge, run_ofctl, vtysh_command, DriftProbe,
+};
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
-use crate::op::Op;
+use obgp_plan::actual::{Actual, FrrState, OvsBridge, RtTables};
+use obgp_plan::op::Op;
+use obgp_plan::NodeIo;
 
 /// Where and how the node is reached.
 #[derive(Clone, Debug)]
@@ -50,7 +40,7 @@ pub struct KernelConfig {
     pub netns: Option<PathBuf>,
     /// `/etc/iproute2/rt_tables`.
     pub rt_tables: PathBuf,
-    /// The rtnetlink kind created for [`LinkKind::Dummy`]: `dummy`, or a
+    /// The rtnetlink kind created for [`LinkKind::Dummy`](obgp_netmodel::LinkKind::Dummy): `dummy`, or a
     /// stand-in (`ifb`) on kernels without it.
     pub dummy_kind: String,
     pub ovs_ofctl: PathBuf,
@@ -103,7 +93,7 @@ pub enum IoError {
 }
 
 impl IoError {
-    fn io(what: impl Into<String>, source: io::Error) -> IoError {
+    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> IoError {
         IoError::Io {
             what: what.into(),
             source,
@@ -144,7 +134,7 @@ impl Scope {
             bridge_tables: d.bridge_tables.clone(),
             // Numbered tables the desired state writes to, so that its
             // routes there are seen (else they would be re-planned forever).
-            tables: crate::plan::table_refs(d)
+            tables: obgp_plan::plan::table_refs(d)
                 .filter_map(|t| match t {
                     obgp_netmodel::TableRef::Id(n) => Some(*n),
                     obgp_netmodel::TableRef::Bridge(_) => None,
@@ -287,29 +277,6 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),
     }
-}
-
-fn family(v6: bool) -> AddressFamily {
-    if v6 {
-        AddressFamily::Inet6
-    } else {
-        AddressFamily::Inet
-    }
-}
-
-fn nl_route_type(t: RouteType) -> NlRouteType {
-    match t {
-        RouteType::Unicast => NlRouteType::Unicast,
-        RouteType::Unreachable => NlRouteType::Unreachable,
-        RouteType::Blackhole => NlRouteType::BlackHole,
-        RouteType::Local => NlRouteType::Local,
-    }
-}
-
-/// The header byte for a table: the number itself up to 255, else
-/// RT_TABLE_UNSPEC with the real number in the attribute.
-fn header_table(t: u32) -> u8 {
-    u8::try_from(t).unwrap_or(0)
 }
 
 impl KernelNode {
@@ -611,149 +578,6 @@ impl KernelNode {
         let what = || op.to_string();
         let nl = |r: io::Result<()>| r.map_err(|e| IoError::io(what(), e));
         match op {
-            Op::AddLink { name, kind } => {
-                let mut m = LinkMessage::default();
-                m.attributes.push(LinkAttribute::IfName(name.to_string()));
-                let info = match kind {
-                    LinkKind::Vrf { table } => vec![
-                        LinkInfo::Kind(InfoKind::Vrf),
-                        LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(*table)])),
-                    ],
-                    LinkKind::Dummy => vec![LinkInfo::Kind(info_kind(&self.config.dummy_kind))],
-                    LinkKind::Bridge => vec![LinkInfo::Kind(InfoKind::Bridge)],
-                    LinkKind::Vlan { parent, vlan_id } => {
-                        m.attributes
-                            .push(LinkAttribute::Link(self.ifindex(parent)?));
-                        vec![
-                            LinkInfo::Kind(InfoKind::Vlan),
-                            LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(*vlan_id)])),
-                        ]
-                    }
-                    LinkKind::Veth { peer } => {
-                        let mut p = LinkMessage::default();
-                        p.attributes.push(LinkAttribute::IfName(peer.to_string()));
-                        vec![
-                            LinkInfo::Kind(InfoKind::Veth),
-                            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
-                        ]
-                    }
-                    LinkKind::Vxlan { .. } | LinkKind::Existing => {
-                        return Err(IoError::Unsupported(what()))
-                    }
-                };
-                m.attributes.push(LinkAttribute::LinkInfo(info));
-                nl(self
-                    .request(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
-                    .await)
-            }
-            Op::SetLinkUp { name } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.header.flags = LinkFlags::Up;
-                m.header.change_mask = LinkFlags::Up;
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::SetMaster { name, master } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.attributes
-                    .push(LinkAttribute::Controller(self.ifindex(master)?));
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::SetLinkMac { name, mac } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
-                nl(self.request(RouteNetlinkMessage::SetLink(m), 0).await)
-            }
-            Op::DelLink { name } => {
-                let mut m = LinkMessage::default();
-                m.header.index = self.ifindex(name)?;
-                nl(self.request(RouteNetlinkMessage::DelLink(m), 0).await)
-            }
-            Op::AddAddress(ad) | Op::DelAddress(ad) => {
-                let mut m = AddressMessage::default();
-                m.header.family = family(ad.net.addr().is_ipv6());
-                m.header.prefix_len = ad.net.prefix_len();
-                m.header.index = self.ifindex(&ad.dev)?;
-                if ad.net.addr().is_ipv4() {
-                    m.attributes.push(AddressAttribute::Local(ad.net.addr()));
-                }
-                m.attributes.push(AddressAttribute::Address(ad.net.addr()));
-                let (msg, flags) = match op {
-                    Op::AddAddress(_) => (
-                        RouteNetlinkMessage::NewAddress(m),
-                        NLM_F_CREATE | NLM_F_EXCL,
-                    ),
-                    _ => (RouteNetlinkMessage::DelAddress(m), 0),
-                };
-                nl(self.request(msg, flags).await)
-            }
-            Op::AddRule {
-                v6,
-                dst,
-                table,
-                priority,
-                ..
-            } => {
-                let rule = KernelRule {
-                    v6: *v6,
-                    priority: priority.unwrap_or(0),
-                    dst: Some(dst.trunc()),
-                    table: *table,
-                };
-                let m = rule_message(&rule, priority.is_some());
-                nl(self
-                    .request(RouteNetlinkMessage::NewRule(m), NLM_F_CREATE | NLM_F_EXCL)
-                    .await)
-            }
-            Op::DelRule { rule, .. } => {
-                let m = rule_message(rule, true);
-                nl(self.request(RouteNetlinkMessage::DelRule(m), 0).await)
-            }
-            Op::ReplaceRoute { route, .. } => {
-                let m = self.route_message(route)?;
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewRoute(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelRoute { route, .. } => {
-                let m = self.route_message(route)?;
-                nl(self.request(RouteNetlinkMessage::DelRoute(m), 0).await)
-            }
-            Op::ReplaceNeighbour(n) => {
-                let mut m = self.neighbour_message(&n.dev, n.dst, false)?;
-                m.header.state = NeighbourState::Permanent;
-                m.attributes
-                    .push(NeighbourAttribute::LinkLayerAddress(n.lladdr.0.to_vec()));
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewNeighbour(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelNeighbour(n) => {
-                let m = self.neighbour_message(&n.dev, n.dst, false)?;
-                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
-            }
-            Op::AddProxyNeighbour(p) => {
-                let mut m = self.neighbour_message(&p.dev, p.dst, true)?;
-                m.header.state = NeighbourState::Permanent;
-                nl(self
-                    .request(
-                        RouteNetlinkMessage::NewNeighbour(m),
-                        NLM_F_CREATE | NLM_F_REPLACE,
-                    )
-                    .await)
-            }
-            Op::DelProxyNeighbour(p) => {
-                let m = self.neighbour_message(&p.dev, p.dst, true)?;
-                nl(self.request(RouteNetlinkMessage::DelNeighbour(m), 0).await)
-            }
             Op::SetSysctl(s) => {
                 let path = sysctl_path(&s.key)?;
                 if !s
@@ -818,337 +642,28 @@ impl KernelNode {
                     })
                 }
             }
+            // Links, addresses, rules, routes, neighbours: one rtnetlink request.
+            _ => {
+                let req = codec::encode(op, &self.config.dummy_kind, |d| self.ifindex(d))?;
+                nl(self.request(req.msg, req.flags).await)
+            }
         }
-    }
-
-    fn ofctl_command(&self) -> Command {
-        ofctl_command(&self.config)
     }
 
     fn ofctl(&self, args: &[&str]) -> Result<(), IoError> {
-        let out = self
-            .ofctl_command()
-            .args(args)
-            .output()
-            .map_err(|e| IoError::io("ovs-ofctl", e))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(IoError::Command {
-                cmd: format!("ovs-ofctl {}", args.join(" ")),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            })
-        }
-    }
-
-    fn route_message(&self, r: &KernelRoute) -> Result<RouteMessage, IoError> {
-        let mut m = RouteMessage::default();
-        m.header.address_family = family(r.v6);
-        m.header.table = header_table(r.table);
-        m.header.protocol = RouteProtocol::from(r.proto);
-        m.header.scope = RouteScope::from(r.scope);
-        m.header.kind = nl_route_type(r.kind);
-        m.attributes.push(RouteAttribute::Table(r.table));
-        if let Some(dst) = r.dst {
-            let dst = dst.trunc();
-            m.header.destination_prefix_length = dst.prefix_len();
-            m.attributes
-                .push(RouteAttribute::Destination(RouteAddress::from(dst.addr())));
-        }
-        if let Some(dev) = &r.dev {
-            m.attributes.push(RouteAttribute::Oif(self.ifindex(dev)?));
-        }
-        if let Some(via) = r.via {
-            m.attributes
-                .push(RouteAttribute::Gateway(RouteAddress::from(via)));
-        }
-        if let Some(metric) = r.metric {
-            m.attributes.push(RouteAttribute::Priority(metric));
-        }
-        Ok(m)
-    }
-
-    fn neighbour_message(
-        &self,
-        dev: &DevName,
-        dst: IpAddr,
-        proxy: bool,
-    ) -> Result<NeighbourMessage, IoError> {
-        let mut m = NeighbourMessage::default();
-        m.header.family = family(dst.is_ipv6());
-        m.header.ifindex = self.ifindex(dev)?;
-        if proxy {
-            m.header.flags = NeighbourFlags::Proxy;
-        }
-        m.attributes
-            .push(NeighbourAttribute::Destination(match dst {
-                IpAddr::V4(a) => NeighbourAddress::Inet(a),
-                IpAddr::V6(a) => NeighbourAddress::Inet6(a),
-            }));
-        Ok(m)
+        run_ofctl(&self.config, args)
     }
 }
 
-fn info_kind(kind: &str) -> InfoKind {
-    match kind {
-        "dummy" => InfoKind::Dummy,
-        "ifb" => InfoKind::Ifb,
-        "bridge" => InfoKind::Bridge,
-        other => InfoKind::Other(other.to_string()),
-    }
-}
-
-fn rule_message(r: &KernelRule, with_priority: bool) -> RuleMessage {
-    let mut m = RuleMessage::default();
-    m.header.family = family(r.v6);
-    m.header.table = header_table(r.table);
-    m.header.action = RuleAction::ToTable;
-    m.attributes.push(RuleAttribute::Table(r.table));
-    if let Some(dst) = r.dst {
-        m.header.dst_len = dst.prefix_len();
-        m.attributes.push(RuleAttribute::Destination(dst.addr()));
-    }
-    if with_priority {
-        m.attributes.push(RuleAttribute::Priority(r.priority));
-    }
-    m
-}
-
-/// Every token of a flow must be a plain OpenFlow word: arguments go to
-/// `ovs-ofctl` unquoted, so nothing else may reach it.
-fn check_flow(f: &OfFlow) -> Result<(), IoError> {
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"_=:./-,>".contains(&b))
-    };
-    for t in f.matches.iter().chain(std::iter::once(&f.actions)) {
-        if !ok(t) {
-            return Err(IoError::Invalid(t.clone()));
-        }
-    }
-    Ok(())
-}
-
-/// `name -> ofport` from `ovs-ofctl show` (` 5(patch-provnet-...): addr:...`).
-pub fn parse_ofctl_show(text: &str) -> BTreeMap<String, u32> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim_start();
-        let Some((num, rest)) = line.split_once('(') else {
-            continue;
-        };
-        let Ok(n) = num.parse::<u32>() else { continue };
-        if let Some((name, _)) = rest.split_once("):") {
-            out.insert(name.to_string(), n);
-        }
-    }
-    out
-}
-
-/// Flows from `ovs-ofctl --no-names [--no-stats] dump-flows` output.
-pub fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        let Some((head, actions)) = line.split_once(" actions=") else {
-            continue;
-        };
-        let mut flow = OfFlow {
-            cookie: 0,
-            table: 0,
-            priority: 32768,
-            matches: BTreeSet::new(),
-            actions: OfFlow::normalise_actions(actions.trim()),
-        };
-        for field in head.split(", ") {
-            for tok in field.split(',') {
-                let tok = tok.trim();
-                match tok.split_once('=') {
-                    Some(("cookie", v)) => {
-                        flow.cookie =
-                            u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap_or(0)
-                    }
-                    Some(("table", v)) => flow.table = v.parse().unwrap_or(0),
-                    Some(("priority", v)) => flow.priority = v.parse().unwrap_or(32768),
-                    Some((
-                        "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age"
-                        | "idle_timeout" | "hard_timeout" | "importance",
-                        _,
-                    )) => {}
-                    _ if tok.is_empty() || tok == "reset_counts" || tok == "send_flow_rem" => {}
-                    _ => {
-                        flow.matches.insert(tok.to_string());
-                    }
-                }
-            }
-        }
-        out.push(flow);
-    }
-    out
-}
-
-/// Re-reads, off the reconcile loop, what periodic reconciles would
-/// otherwise re-read synchronously by running `ovs-ofctl` and `vtysh` (tens
-/// of milliseconds an event would wait for): the OVS ports and agent flows
-/// of the bridges, and whether FRR still holds our configuration.
-#[derive(Clone, Debug)]
-pub struct DriftProbe {
-    config: KernelConfig,
-    /// Each bridge with what the last observe saw of it.
-    bridges: Vec<(DevName, Option<OvsBridge>)>,
-    frr_lines: Vec<String>,
-}
-
-impl DriftProbe {
-    /// What drifted, if anything: a bridge whose ports or agent flows differ
-    /// from the last observe's, or FRR lacking a line of our configuration.
-    /// Blocking (runs the commands); a read that fails counts as drift, so
-    /// that the reconcile it triggers reads again and reports the error.
-    pub fn drift(&self) -> Option<String> {
-        for (br, seen) in &self.bridges {
-            match read_ovs_bridge(&self.config, br) {
-                Ok(now) if &now == seen => {}
-                Ok(_) => return Some(format!("OVS ports or agent flows of {br} changed")),
-                Err(e) => return Some(format!("reading OVS bridge {br}: {e}")),
-            }
-        }
-        if !self.frr_lines.is_empty()
-            && !read_frr_state(&self.config, &self.frr_lines).has_our_config
-        {
-            return Some("FRR's running configuration lacks our lines".into());
-        }
-        None
-    }
-}
-
-fn ofctl_command(config: &KernelConfig) -> Command {
-    let mut c = Command::new(&config.ovs_ofctl);
-    if let Some(dir) = &config.ovs_rundir {
-        c.env("OVS_RUNDIR", dir);
-    }
-    c
-}
-
-fn vtysh_command(config: &KernelConfig) -> Command {
-    let mut c = Command::new(&config.vtysh);
-    if let Some(dir) = &config.vty_socket {
-        c.arg("--vty_socket").arg(dir);
-    }
-    c
-}
-
-/// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
-/// is not in OVS (or OVS is not reachable: then nothing is planned on it).
-fn read_ovs_bridge(config: &KernelConfig, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
-    let run = |args: &[&str]| ofctl_command(config).args(args).output();
-    let Ok(show) = run(&["show", br.as_str()]) else {
-        return Ok(None);
-    };
-    if !show.status.success() {
-        return Ok(None);
-    }
-    let mut bridge = OvsBridge {
-        ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
-        flows: BTreeSet::new(),
-    };
-    for cookie in [
-        obgp_netmodel::cookie::MAC_TWEAK,
-        obgp_netmodel::cookie::EVPN,
-    ] {
-        let filter = format!("cookie={cookie:#x}/-1");
-        let out = run(&[
-            "--no-names",
-            "--no-stats",
-            "dump-flows",
-            br.as_str(),
-            &filter,
-        ])
-        .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
-        if !out.status.success() {
-            return Err(IoError::Command {
-                cmd: format!("ovs-ofctl dump-flows {br}"),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        bridge
-            .flows
-            .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
-    }
-    Ok(Some(bridge))
-}
-
-/// Whether FRR's running configuration holds every line of `lines`.
-fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
-    if lines.is_empty() {
-        return FrrState::default();
-    }
-    let out = vtysh_command(config)
-        .args(["-c", "show running-config"])
-        .output();
-    let has = match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
-            lines.iter().all(|l| running.contains(l.as_str()))
-        }
-        _ => false,
-    };
-    FrrState {
-        has_our_config: has,
-        ..FrrState::default()
+impl NodeIo for KernelNode {
+    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
+        self.apply(op).await.map_err(|e: IoError| e.to_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An executable shell script in `dir` printing `output` (whatever
-    /// arguments it gets), standing in for ovs-ofctl or vtysh.
-    fn stand_in(dir: &std::path::Path, name: &str, output: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let path = dir.join(name);
-        let text = format!("#!/bin/sh\ncat <<'EOF'\n{output}EOF\n");
-        std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-
-    #[test]
-    fn a_drift_probe_reports_changed_flows_and_missing_frr_lines_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let show = " 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n";
-        let flow = " cookie=0x3e7, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n";
-        let frr = "router bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n";
-        // The same script answers `show` and `dump-flows`: both parsers
-        // skip what is not theirs.
-        let config = |ofctl: &str, vtysh: &str| KernelConfig {
-            ovs_ofctl: stand_in(dir.path(), "ofctl", ofctl),
-            vtysh: stand_in(dir.path(), "vtysh", vtysh),
-            vty_socket: None,
-            ..KernelConfig::default()
-        };
-        let br = DevName::new("br-ex").unwrap();
-        let seen = read_ovs_bridge(&config(&format!("{show}{flow}"), frr), &br)
-            .unwrap()
-            .expect("the stand-in answers show");
-        assert_eq!(seen.flows.len(), 1, "{seen:?}");
-        let probe = |c: KernelConfig| DriftProbe {
-            config: c,
-            bridges: vec![(br.clone(), Some(seen.clone()))],
-            frr_lines: vec!["bgp router-id 192.0.2.1".into()],
-        };
-        assert_eq!(probe(config(&format!("{show}{flow}"), frr)).drift(), None);
-        // A flow deleted by hand.
-        let why = probe(config(show, frr)).drift().expect("drift");
-        assert!(why.contains("br-ex"), "{why}");
-        // FRR restarted without our configuration.
-        let why = probe(config(&format!("{show}{flow}"), "router bgp 64999\n"))
-            .drift()
-            .expect("drift");
-        assert!(why.contains("FRR"), "{why}");
-    }
 
     #[test]
     fn sysctl_keys_map_to_proc_paths_with_vlan_dots() {
@@ -1165,40 +680,5 @@ mod tests {
         ] {
             assert!(sysctl_path(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn ofctl_show_gives_ports_by_name() {
-        let text = "OFPT_FEATURES_REPLY (xid=0x2): dpid:0000\n n_tables:254\n 1(eth1): addr:aa:aa:aa:aa:aa:02\n     config:     0\n 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n LOCAL(br-ex): addr:aa:aa:aa:aa:aa:01\n";
-        let ports = parse_ofctl_show(text);
-        assert_eq!(ports.get("eth1"), Some(&1));
-        assert_eq!(ports.get("patch-provnet-2222-to-br-int"), Some(&5));
-        assert_eq!(ports.len(), 2);
-    }
-
-    #[test]
-    fn dump_flows_parses_with_and_without_stats() {
-        let text = "NXST_FLOW reply (xid=0x4):\n cookie=0x3e7, duration=2.1s, table=0, n_packets=0, n_bytes=0, idle_age=2, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n cookie=0x3e7, priority=900,ipv6,in_port=5 actions=set_field:aa:aa:aa:aa:aa:01->eth_dst,NORMAL\n";
-        let flows = parse_dump_flows(text);
-        assert_eq!(flows.len(), 2);
-        assert_eq!(flows[0].cookie, 999);
-        assert_eq!(flows[0].priority, 900);
-        assert_eq!(
-            flows[0].add_flow_arg(),
-            "cookie=999,priority=900,ip,in_port=5,actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
-        );
-        assert_eq!(flows[1].actions, "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL");
-    }
-
-    #[test]
-    fn flow_tokens_with_spaces_or_quotes_are_refused() {
-        let f = OfFlow {
-            cookie: 999,
-            table: 0,
-            priority: 900,
-            matches: ["ip in_port=5".to_string()].into(),
-            actions: "NORMAL".into(),
-        };
-        assert!(matches!(check_flow(&f), Err(IoError::Invalid(_))));
     }
 }

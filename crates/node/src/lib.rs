@@ -1,29 +1,16 @@
-//! The node layer: what the node holds ([`actual`]), the writes the agent
-//! makes ([`op`]), the pure planner that diffs desired against actual in the
-//! pack's O1–O5 order ([`plan`]), an in-memory model node ([`model`]), and the
-//! real-kernel observer and applier ([`kernel`]), which reads links,
-//! addresses, rules, routes and neighbours from a notification-fed
-//! [`mirror`].
-//!
-//! Pure core, imperative shell: `plan` and `model` never touch the system.
+//! The node's I/O: the real-kernel observer and applier ([`kernel`]), which
+//! reads links, addresses, rules, routes and neighbours from a
+//! notification-fed [`mirror`], encodes its netlink writes and decodes what
+//! the kernel sends in one codec, and runs ovs-ofctl and vtysh (with the
+//! [`DriftProbe`] that re-runs them off the loop), sysctl and rt_tables
+//! writes. The pure planning vocabulary it observes into and applies from is
+//! obgp-plan.
 
-pub mod actual;
-pub mod command;
-pub mod compare;
-pub mod io;
+mod codec;
+mod commands;
+pub mod deadline;
 pub mod kernel;
 pub mod mirror;
-pub mod model;
-pub mod op;
-pub mod plan;
-pub mod shared;
 
-pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
-pub use io::{
-    apply_plan, apply_plan_until, pending, reconcile, ApplyReport, NodeIo, ReconcileError,
-};
-pub use kernel::{DriftProbe, KernelConfig, KernelNode, Scope};
-pub use model::ModelNode;
-pub use op::Op;
-pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};
-pub use shared::SharedSet;
+pub use commands::DriftProbe;
+pub use kernel::{IoError, KernelConfig, KernelNode, Scope};

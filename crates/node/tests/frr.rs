@@ -4,8 +4,9 @@
 //! (root; apt package frr).
 
 use obgp_netmodel::DesiredNode;
-use obgp_node::plan::plan;
-use obgp_node::{apply_plan, KernelConfig, KernelNode, Op, Scope};
+use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_plan::plan::plan;
+use obgp_plan::{apply_plan, Op};
 use obgp_testbed::frr::FrrRouter;
 use obgp_testbed::netns::Netns;
 

@@ -9,8 +9,9 @@ use obgp_netmodel::{
     proto, scope, Address, Class, DesiredNode, DevName, IpNet, Link, LinkKind, Neighbour,
     ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_node::plan::{plan, plan_after};
-use obgp_node::{apply_plan, Actual, KernelConfig, KernelNode, Op, Scope};
+use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_plan::plan::{plan, plan_after};
+use obgp_plan::{apply_plan, Actual, Op};
 use obgp_testbed::netns::Netns;
 
 fn dev(s: &str) -> DevName {
@@ -549,15 +550,17 @@ async fn apply_resolves_devices_created_after_the_last_observe() {
 }
 
 #[tokio::test]
-async fn reconcile_then_pending_is_empty() {
+async fn a_plan_applied_in_the_desired_scope_leaves_nothing_pending() {
     let bed = bed("reconcile");
     let mut k = node(&bed, "ifb").await;
     // Includes a route in numbered table 1000: Scope::for_desired reads it.
     let d = desired(true, None);
-    let (plan, report) = obgp_node::reconcile(&mut k, &d, None).await.unwrap();
-    assert!(!plan.is_empty());
+    let scope = Scope::for_desired(&d);
+    let first = plan(&d, &k.observe(&scope).await.unwrap()).unwrap();
+    assert!(!first.is_empty());
+    let report = apply_plan(&mut k, &first).await;
     assert!(report.ok(), "{report:?}");
-    assert_eq!(report.applied, plan.steps.len());
-    let again = obgp_node::pending(&mut k, &d, Some(&d)).await.unwrap();
+    assert_eq!(report.applied, first.steps.len());
+    let again = plan_after(&d, Some(&d), &k.observe(&scope).await.unwrap()).unwrap();
     assert!(again.is_empty(), "{again}");
 }

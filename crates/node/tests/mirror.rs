@@ -8,7 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use obgp_netmodel::{proto, scope, Address, DevName, IpNet, Neighbour, ProxyNeighbour, RouteType};
-use obgp_node::{Actual, KernelConfig, KernelNode, KernelRoute, Op, Scope};
+use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_plan::{Actual, KernelRoute, Op};
 use obgp_testbed::netns::Netns;
 
 fn dev(s: &str) -> DevName {

@@ -7,8 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind};
-use obgp_node::plan::plan;
-use obgp_node::{apply_plan, KernelConfig, KernelNode, Op, Scope};
+use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_plan::plan::plan;
+use obgp_plan::{apply_plan, Op};
 use obgp_testbed::netns::Netns;
 
 /// ovsdb-server + ovs-vswitchd (netdev datapath) with bridge br-ex and an

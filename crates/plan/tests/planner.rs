@@ -7,9 +7,9 @@ use obgp_netmodel::{
     proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_node::compare::differences;
-use obgp_node::plan::{order_violations, plan, plan_after, Group, PlanError};
-use obgp_node::{Actual, ModelNode, Op};
+use obgp_plan::compare::differences;
+use obgp_plan::plan::{order_violations, plan, plan_after, Group, PlanError};
+use obgp_plan::{Actual, ModelNode, Op};
 
 fn dev(s: &str) -> DevName {
     DevName::new(s).unwrap()

@@ -1,54 +1,14 @@
 //! The single writer: runs a [`Plan`] against a node ([`NodeIo`]: the real
-//! kernel or the model), one op at a time, logging and counting each outcome.
-//! An announcement whose wiring failed is not made (O1); any other failure
-//! leaves the rest of the plan running, and the next reconcile retries.
+//! kernel in obgp-node, or the [`ModelNode`]), one op at a time, logging and
+//! counting each outcome. An announcement whose wiring failed is not made
+//! (O1); any other failure leaves the rest of the plan running, and the next
+//! reconcile retries.
 
-use obgp_netmodel::{DesiredNode, IpNet};
+use obgp_netmodel::IpNet;
 
-use crate::kernel::{IoError, KernelNode, Scope};
 use crate::model::ModelNode;
 use crate::op::Op;
-use crate::plan::{plan_after, Group, Plan, PlanError};
-
-/// Why a reconcile could not run (op failures are in [`ApplyReport`] instead).
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("observing the node: {0}")]
-    Observe(#[from] IoError),
-    /// Routing-table exhaustion: the one fatal error.
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-}
-
-/// The pending diff: observe what `desired` needs, plan against it. Changes
-/// nothing (what `ovn-bgp-agent plan` prints).
-pub async fn pending(
-    node: &mut KernelNode,
-    desired: &DesiredNode,
-    previous: Option<&DesiredNode>,
-) -> Result<Plan, ReconcileError> {
-    let actual = node.observe(&Scope::for_desired(desired)).await?;
-    Ok(plan_after(desired, previous, &actual)?)
-}
-
-/// One reconcile: observe, plan, apply. The caller keeps `desired` as the
-/// next call's `previous` (leftover classes and neighbour evidence).
-pub async fn reconcile(
-    node: &mut KernelNode,
-    desired: &DesiredNode,
-    previous: Option<&DesiredNode>,
-) -> Result<(Plan, ApplyReport), ReconcileError> {
-    let plan = pending(node, desired, previous).await?;
-    let report = apply_plan(node, &plan).await;
-    tracing::info!(
-        applied = report.applied,
-        failed = report.failed.len(),
-        held_back = report.held_back.len(),
-        skipped = plan.skipped.len(),
-        "reconciled"
-    );
-    Ok((plan, report))
-}
+use crate::plan::{Group, Plan};
 
 /// A node the applier can write to.
 #[allow(async_fn_in_trait)]
@@ -61,12 +21,6 @@ impl NodeIo for ModelNode {
         let r = self.apply(op);
         self.log.push((op.clone(), r));
         r.map_err(|e| e.to_string())
-    }
-}
-
-impl NodeIo for KernelNode {
-    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
-        self.apply(op).await.map_err(|e: IoError| e.to_string())
     }
 }
 
@@ -164,11 +118,14 @@ mod tests {
         DevName::new(s).unwrap()
     }
 
+    /// Runs a future that never waits: the model node answers at once.
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(f)
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => panic!("the model node never waits"),
+        }
     }
 
     #[test]

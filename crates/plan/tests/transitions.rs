@@ -6,8 +6,8 @@ use obgp_netmodel::{
     proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, IpNet, Link, LinkKind,
     Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_node::plan::{order_violations, plan, plan_after};
-use obgp_node::{Actual, ModelNode};
+use obgp_plan::plan::{order_violations, plan, plan_after};
+use obgp_plan::{Actual, ModelNode};
 use proptest::prelude::*;
 
 fn dev(s: &str) -> DevName {

@@ -1,0 +1,304 @@
+//! The commands the node runs, `ovs-ofctl` and `vtysh`, with arguments built
+//! from parsed values (never a shell); the parsers of their output; and the
+//! [`DriftProbe`] that re-runs them off the reconcile loop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use obgp_netmodel::DevName;
+use obgp_plan::actual::{FrrState, OfFlow, OvsBridge};
+
+use crate::kernel::{IoError, KernelConfig};
+
+fn ofctl_command(config: &KernelConfig) -> Command {
+    let mut c = Command::new(&config.ovs_ofctl);
+    if let Some(dir) = &config.ovs_rundir {
+        c.env("OVS_RUNDIR", dir);
+    }
+    c
+}
+
+pub(crate) fn vtysh_command(config: &KernelConfig) -> Command {
+    let mut c = Command::new(&config.vtysh);
+    if let Some(dir) = &config.vty_socket {
+        c.arg("--vty_socket").arg(dir);
+    }
+    c
+}
+
+/// Runs `ovs-ofctl` with `args`; its stderr is the error when it fails.
+pub(crate) fn run_ofctl(config: &KernelConfig, args: &[&str]) -> Result<(), IoError> {
+    let out = ofctl_command(config)
+        .args(args)
+        .output()
+        .map_err(|e| IoError::io("ovs-ofctl", e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(IoError::Command {
+            cmd: format!("ovs-ofctl {}", args.join(" ")),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Every token of a flow must be a plain OpenFlow word: arguments go to
+/// `ovs-ofctl` unquoted, so nothing else may reach it.
+pub(crate) fn check_flow(f: &OfFlow) -> Result<(), IoError> {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_=:./-,>".contains(&b))
+    };
+    for t in f.matches.iter().chain(std::iter::once(&f.actions)) {
+        if !ok(t) {
+            return Err(IoError::Invalid(t.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// `name -> ofport` from `ovs-ofctl show` (` 5(patch-provnet-...): addr:...`).
+fn parse_ofctl_show(text: &str) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let Some((num, rest)) = line.split_once('(') else {
+            continue;
+        };
+        let Ok(n) = num.parse::<u32>() else { continue };
+        if let Some((name, _)) = rest.split_once("):") {
+            out.insert(name.to_string(), n);
+        }
+    }
+    out
+}
+
+/// Flows from `ovs-ofctl --no-names [--no-stats] dump-flows` output.
+fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((head, actions)) = line.split_once(" actions=") else {
+            continue;
+        };
+        let mut flow = OfFlow {
+            cookie: 0,
+            table: 0,
+            priority: 32768,
+            matches: BTreeSet::new(),
+            actions: OfFlow::normalise_actions(actions.trim()),
+        };
+        for field in head.split(", ") {
+            for tok in field.split(',') {
+                let tok = tok.trim();
+                match tok.split_once('=') {
+                    Some(("cookie", v)) => {
+                        flow.cookie =
+                            u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap_or(0)
+                    }
+                    Some(("table", v)) => flow.table = v.parse().unwrap_or(0),
+                    Some(("priority", v)) => flow.priority = v.parse().unwrap_or(32768),
+                    Some((
+                        "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age"
+                        | "idle_timeout" | "hard_timeout" | "importance",
+                        _,
+                    )) => {}
+                    _ if tok.is_empty() || tok == "reset_counts" || tok == "send_flow_rem" => {}
+                    _ => {
+                        flow.matches.insert(tok.to_string());
+                    }
+                }
+            }
+        }
+        out.push(flow);
+    }
+    out
+}
+
+/// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
+/// is not in OVS (or OVS is not reachable: then nothing is planned on it).
+pub(crate) fn read_ovs_bridge(
+    config: &KernelConfig,
+    br: &DevName,
+) -> Result<Option<OvsBridge>, IoError> {
+    let run = |args: &[&str]| ofctl_command(config).args(args).output();
+    let Ok(show) = run(&["show", br.as_str()]) else {
+        return Ok(None);
+    };
+    if !show.status.success() {
+        return Ok(None);
+    }
+    let mut bridge = OvsBridge {
+        ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
+        flows: BTreeSet::new(),
+    };
+    for cookie in [
+        obgp_netmodel::cookie::MAC_TWEAK,
+        obgp_netmodel::cookie::EVPN,
+    ] {
+        let filter = format!("cookie={cookie:#x}/-1");
+        let out = run(&[
+            "--no-names",
+            "--no-stats",
+            "dump-flows",
+            br.as_str(),
+            &filter,
+        ])
+        .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
+        if !out.status.success() {
+            return Err(IoError::Command {
+                cmd: format!("ovs-ofctl dump-flows {br}"),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        bridge
+            .flows
+            .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
+    }
+    Ok(Some(bridge))
+}
+
+/// Whether FRR's running configuration holds every line of `lines`.
+pub(crate) fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
+    if lines.is_empty() {
+        return FrrState::default();
+    }
+    let out = vtysh_command(config)
+        .args(["-c", "show running-config"])
+        .output();
+    let has = match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
+            lines.iter().all(|l| running.contains(l.as_str()))
+        }
+        _ => false,
+    };
+    FrrState {
+        has_our_config: has,
+        ..FrrState::default()
+    }
+}
+
+/// Re-reads, off the reconcile loop, what periodic reconciles would
+/// otherwise re-read synchronously by running `ovs-ofctl` and `vtysh` (tens
+/// of milliseconds an event would wait for): the OVS ports and agent flows
+/// of the bridges, and whether FRR still holds our configuration.
+#[derive(Clone, Debug)]
+pub struct DriftProbe {
+    pub(crate) config: KernelConfig,
+    /// Each bridge with what the last observe saw of it.
+    pub(crate) bridges: Vec<(DevName, Option<OvsBridge>)>,
+    pub(crate) frr_lines: Vec<String>,
+}
+
+impl DriftProbe {
+    /// What drifted, if anything: a bridge whose ports or agent flows differ
+    /// from the last observe's, or FRR lacking a line of our configuration.
+    /// Blocking (runs the commands); a read that fails counts as drift, so
+    /// that the reconcile it triggers reads again and reports the error.
+    pub fn drift(&self) -> Option<String> {
+        for (br, seen) in &self.bridges {
+            match read_ovs_bridge(&self.config, br) {
+                Ok(now) if &now == seen => {}
+                Ok(_) => return Some(format!("OVS ports or agent flows of {br} changed")),
+                Err(e) => return Some(format!("reading OVS bridge {br}: {e}")),
+            }
+        }
+        if !self.frr_lines.is_empty()
+            && !read_frr_state(&self.config, &self.frr_lines).has_our_config
+        {
+            return Some("FRR's running configuration lacks our lines".into());
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// An executable shell script in `dir` printing `output` (whatever
+    /// arguments it gets), standing in for ovs-ofctl or vtysh.
+    fn stand_in(dir: &std::path::Path, name: &str, output: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        let text = format!("#!/bin/sh\ncat <<'EOF'\n{output}EOF\n");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_drift_probe_reports_changed_flows_and_missing_frr_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let show = " 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n";
+        let flow = " cookie=0x3e7, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n";
+        let frr = "router bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n";
+        // The same script answers `show` and `dump-flows`: both parsers
+        // skip what is not theirs.
+        let config = |ofctl: &str, vtysh: &str| KernelConfig {
+            ovs_ofctl: stand_in(dir.path(), "ofctl", ofctl),
+            vtysh: stand_in(dir.path(), "vtysh", vtysh),
+            vty_socket: None,
+            ..KernelConfig::default()
+        };
+        let br = DevName::new("br-ex").unwrap();
+        let seen = read_ovs_bridge(&config(&format!("{show}{flow}"), frr), &br)
+            .unwrap()
+            .expect("the stand-in answers show");
+        assert_eq!(seen.flows.len(), 1, "{seen:?}");
+        let probe = |c: KernelConfig| DriftProbe {
+            config: c,
+            bridges: vec![(br.clone(), Some(seen.clone()))],
+            frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+        };
+        assert_eq!(probe(config(&format!("{show}{flow}"), frr)).drift(), None);
+        // A flow deleted by hand.
+        let why = probe(config(show, frr)).drift().expect("drift");
+        assert!(why.contains("br-ex"), "{why}");
+        // FRR restarted without our configuration.
+        let why = probe(config(&format!("{show}{flow}"), "router bgp 64999\n"))
+            .drift()
+            .expect("drift");
+        assert!(why.contains("FRR"), "{why}");
+    }
+
+    #[test]
+    fn ofctl_show_gives_ports_by_name() {
+        let text = "OFPT_FEATURES_REPLY (xid=0x2): dpid:0000\n n_tables:254\n 1(eth1): addr:aa:aa:aa:aa:aa:02\n     config:     0\n 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n LOCAL(br-ex): addr:aa:aa:aa:aa:aa:01\n";
+        let ports = parse_ofctl_show(text);
+        assert_eq!(ports.get("eth1"), Some(&1));
+        assert_eq!(ports.get("patch-provnet-2222-to-br-int"), Some(&5));
+        assert_eq!(ports.len(), 2);
+    }
+
+    #[test]
+    fn dump_flows_parses_with_and_without_stats() {
+        let text = "NXST_FLOW reply (xid=0x4):\n cookie=0x3e7, duration=2.1s, table=0, n_packets=0, n_bytes=0, idle_age=2, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n cookie=0x3e7, priority=900,ipv6,in_port=5 actions=set_field:aa:aa:aa:aa:aa:01->eth_dst,NORMAL\n";
+        let flows = parse_dump_flows(text);
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].cookie, 999);
+        assert_eq!(flows[0].priority, 900);
+        assert_eq!(
+            flows[0].add_flow_arg(),
+            "cookie=999,priority=900,ip,in_port=5,actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
+        );
+        assert_eq!(flows[1].actions, "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL");
+    }
+
+    #[test]
+    fn flow_tokens_with_spaces_or_quotes_are_refused() {
+        let f = OfFlow {
+            cookie: 999,
+            table: 0,
+            priority: 900,
+            matches: ["ip in_port=5".to_string()].into(),
+            actions: "NORMAL".into(),
+        };
+        assert!(matches!(check_flow(&f), Err(IoError::Invalid(_))));
+    }
+}

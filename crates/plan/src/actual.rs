@@ -1,0 +1,361 @@
+//! `Actual`: what the node holds, in the parts the agent reads or owns.
+//!
+//! The observer fills it from the kernel, OVS and FRR; the model node fills it
+//! from a scenario's `initial_node`. It (de)serialises in the scenarios' node
+//! state shape (`fixtures/conformance/scenarios/README.md`), so golden states
+//! load into it directly and our states print the same way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::IpAddr;
+
+use obgp_netmodel::{
+    proto, scope, Address, DevName, IpNet, MacAddr, ModelError, Neighbour, ProxyNeighbour,
+    RouteType,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::shared::SharedSet;
+
+/// The observed node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "state::NodeState", into = "state::NodeState")]
+pub struct Actual {
+    /// Links by name.
+    pub links: BTreeMap<DevName, ActualLink>,
+    /// The large sets are shared with the netlink mirror, not copied
+    /// ([`SharedSet`]).
+    pub addresses: SharedSet<Address>,
+    pub rules: SharedSet<KernelRule>,
+    /// Routes of the tables the agent reads (per-bridge tables and the VRF table).
+    pub routes: SharedSet<KernelRoute>,
+    /// Permanent neighbours (other states are the kernel's, never read).
+    pub neighbours: BTreeSet<Neighbour>,
+    pub proxy_neighbours: BTreeSet<ProxyNeighbour>,
+    /// The sysctls the agent writes, by dotted key.
+    pub sysctls: BTreeMap<String, String>,
+    pub rt_tables: RtTables,
+    /// OVS bridges by name: their ports and the flows with the agent's cookies.
+    pub bridges: BTreeMap<DevName, OvsBridge>,
+    /// OVS FDB entries, carried through unread (only EVPN uses them).
+    pub fdb: serde_json::Value,
+    pub frr: FrrState,
+}
+
+/// One link as the kernel reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActualLink {
+    pub index: u32,
+    /// The rtnetlink kind (`vrf`, `dummy`, `vlan`, `veth`, `bridge`,
+    /// `openvswitch`, ...); `ether`/`loopback` for devices without one.
+    pub kind: String,
+    pub mac: Option<MacAddr>,
+    /// Administratively up (`IFF_UP`).
+    pub up: bool,
+    pub master: Option<DevName>,
+    /// The lower device of a VLAN (IFLA_LINK).
+    pub parent: Option<DevName>,
+    pub vlan_id: Option<u16>,
+    pub vrf_table: Option<u32>,
+}
+
+/// A policy rule as the kernel holds it: always with a priority.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct KernelRule {
+    pub v6: bool,
+    pub priority: u32,
+    /// `None` is `from all` without a destination selector.
+    pub dst: Option<IpNet>,
+    pub table: u32,
+}
+
+/// A route as the kernel holds it, in a numbered table.
+///
+/// Normalised so that equal kernel routes compare equal: IPv6 routes have
+/// scope universe (the kernel ignores the scope of IPv6 routes), and the
+/// kernel's default metric (0 for IPv4, 1024 for IPv6) is `None`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct KernelRoute {
+    pub table: u32,
+    pub v6: bool,
+    /// `None` is the default route.
+    pub dst: Option<IpNet>,
+    pub metric: Option<u32>,
+    pub dev: Option<DevName>,
+    pub via: Option<IpAddr>,
+    pub proto: u8,
+    pub scope: u8,
+    pub kind: RouteType,
+}
+
+impl KernelRoute {
+    /// The kernel's identity of a route: `ip route replace` with the same key
+    /// overwrites it, `ip route del` with it removes it.
+    pub fn key(&self) -> (u32, bool, Option<IpNet>, Option<u32>) {
+        (self.table, self.v6, self.dst, self.metric)
+    }
+
+    /// Applies the kernel's normalisation (see the type's doc).
+    pub fn normalised(mut self) -> KernelRoute {
+        self.dst = self.dst.map(|d| d.trunc());
+        if self.v6 {
+            self.scope = scope::UNIVERSE;
+            if self.metric == Some(1024) {
+                self.metric = None;
+            }
+        } else if self.metric == Some(0) {
+            self.metric = None;
+        }
+        self
+    }
+}
+
+/// An OVS bridge: its ports (name -> ofport) and the flows read from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OvsBridge {
+    pub ports: BTreeMap<String, u32>,
+    pub flows: BTreeSet<OfFlow>,
+}
+
+/// A concrete OpenFlow flow: what `ovs-ofctl add-flow` takes and
+/// `dump-flows` prints. Matches are kept as a sorted set of tokens so that
+/// field order does not matter; actions are normalised to the OpenFlow 1.0
+/// spelling (`set_field:M->eth_dst` is `mod_dl_dst:M`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OfFlow {
+    pub cookie: u64,
+    pub table: u8,
+    pub priority: u16,
+    pub matches: BTreeSet<String>,
+    pub actions: String,
+}
+
+impl OfFlow {
+    /// Normalises the action spellings OVS prints for the same action.
+    pub fn normalise_actions(actions: &str) -> String {
+        actions
+            .split(',')
+            .map(|a| {
+                if let Some(rest) = a.strip_prefix("set_field:") {
+                    if let Some(mac) = rest.strip_suffix("->eth_dst") {
+                        return format!("mod_dl_dst:{mac}");
+                    }
+                    if let Some(mac) = rest.strip_suffix("->eth_src") {
+                        return format!("mod_dl_src:{mac}");
+                    }
+                }
+                a.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The flow as `ovs-ofctl add-flow` takes it, upstream's field order:
+    /// `cookie=999,priority=900,ip,in_port=5,actions=...`. The matches are
+    /// printed protocol keywords first, then `field=value` tokens.
+    pub fn add_flow_arg(&self) -> String {
+        let mut out = format!("cookie={}", self.cookie);
+        if self.table != 0 {
+            out.push_str(&format!(",table={}", self.table));
+        }
+        out.push_str(&format!(",priority={}", self.priority));
+        for m in self.ordered_matches() {
+            out.push(',');
+            out.push_str(m);
+        }
+        out.push_str(",actions=");
+        out.push_str(&self.actions);
+        out
+    }
+
+    /// The strict match that `ovs-ofctl --strict del-flows` takes to remove
+    /// exactly this flow (cookie masked exactly).
+    pub fn del_flow_arg(&self) -> String {
+        let mut out = format!(
+            "cookie={:#x}/-1,table={},priority={}",
+            self.cookie, self.table, self.priority
+        );
+        for m in self.ordered_matches() {
+            out.push(',');
+            out.push_str(m);
+        }
+        out
+    }
+
+    fn ordered_matches(&self) -> Vec<&str> {
+        let (kw, fields): (Vec<&str>, Vec<&str>) = self
+            .matches
+            .iter()
+            .map(String::as_str)
+            .partition(|m| !m.contains('='));
+        kw.into_iter().chain(fields).collect()
+    }
+}
+
+/// `/etc/iproute2/rt_tables`, as text (appended to, never rewritten).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtTables {
+    pub text: String,
+}
+
+impl RtTables {
+    /// `(number, name)` of every entry line (`<n> <name>`, upstream's
+    /// `^[0-9]+\s+\S+`), in file order. Comments and junk are ignored.
+    pub fn entries(&self) -> Vec<(u32, &str)> {
+        self.text
+            .lines()
+            .filter_map(|line| {
+                let digits =
+                    line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                if digits == 0 {
+                    return None;
+                }
+                let n: u32 = line[..digits].parse().ok()?;
+                let rest = &line[digits..];
+                if !rest.starts_with(|c: char| c.is_whitespace()) {
+                    return None;
+                }
+                let name = rest.split_whitespace().next()?;
+                Some((n, name))
+            })
+            .collect()
+    }
+
+    /// The table number of the first entry named `name` (upstream stops at the first).
+    pub fn lookup(&self, name: &str) -> Option<u32> {
+        self.entries()
+            .into_iter()
+            .find(|(_, n)| *n == name)
+            .map(|(t, _)| t)
+    }
+
+    /// The name of table `number`, if an entry has it.
+    pub fn name_of(&self, number: u32) -> Option<&str> {
+        self.entries()
+            .into_iter()
+            .find(|(t, _)| *t == number)
+            .map(|(_, n)| n)
+    }
+
+    /// The line upstream appends for a new bridge table.
+    pub fn entry_line(number: u32, name: &str) -> String {
+        format!("{number} {name}\n")
+    }
+
+    /// Appends an entry as upstream does (no rewrite of existing lines).
+    pub fn append(&mut self, number: u32, name: &str) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&Self::entry_line(number, name));
+    }
+}
+
+/// What the node's FRR holds of ours.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrrState {
+    /// What `show ip bgp summary json` reported as router-id (scenario data).
+    pub router_id_reported: Option<String>,
+    /// How many configurations were applied (scenario data; the model counts).
+    pub applied_configs: u32,
+    /// Whether FRR's running configuration already holds our fragment.
+    pub has_our_config: bool,
+}
+
+/// A node state that does not parse, with the value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("invalid {what} {value:?}")]
+    Bad { what: &'static str, value: String },
+}
+
+fn bad(what: &'static str, value: impl fmt::Display) -> StateError {
+    StateError::Bad {
+        what,
+        value: value.to_string(),
+    }
+}
+
+/// The scenarios' JSON shape of a node state, and its conversion to and from [`Actual`].
+pub mod state;
+
+impl Actual {
+    /// The routing protocol numbers the planner never deletes routes of:
+    /// FRR's (O5) and the kernel's own (local/connected routes).
+    pub fn route_is_foreign(r: &KernelRoute) -> bool {
+        r.proto == proto::FRR || r.proto == proto::KERNEL || r.scope == scope::HOST
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_tables_entries_follow_upstreams_pattern() {
+        let t = RtTables {
+            text:
+                "#\n255\tlocal\n254\tmain\n#1\tinr.ruhep\n1 br-ex\n 7 indented\n200 br-vlan extra\n"
+                    .into(),
+        };
+        assert_eq!(
+            t.entries(),
+            vec![
+                (255, "local"),
+                (254, "main"),
+                (1, "br-ex"),
+                (200, "br-vlan")
+            ]
+        );
+        assert_eq!(t.lookup("br-ex"), Some(1));
+        assert_eq!(t.lookup("inr.ruhep"), None);
+        assert_eq!(t.name_of(200), Some("br-vlan"));
+    }
+
+    #[test]
+    fn set_field_eth_dst_reads_as_mod_dl_dst() {
+        assert_eq!(
+            OfFlow::normalise_actions("set_field:aa:aa:aa:aa:aa:01->eth_dst,NORMAL"),
+            "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
+        );
+    }
+
+    #[test]
+    fn add_flow_argument_is_upstreams_text() {
+        let f = OfFlow {
+            cookie: 999,
+            table: 0,
+            priority: 900,
+            matches: ["in_port=5".to_string(), "ip".to_string()].into(),
+            actions: "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL".into(),
+        };
+        assert_eq!(
+            f.add_flow_arg(),
+            "cookie=999,priority=900,ip,in_port=5,actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
+        );
+        assert_eq!(
+            f.del_flow_arg(),
+            "cookie=0x3e7/-1,table=0,priority=900,ip,in_port=5"
+        );
+    }
+
+    #[test]
+    fn kernel_route_normalisation_makes_equal_routes_equal() {
+        let r = KernelRoute {
+            table: 1,
+            v6: true,
+            dst: Some("2001:db8::10/128".parse().unwrap()),
+            metric: Some(1024),
+            dev: Some(DevName::new("br-ex").unwrap()),
+            via: None,
+            proto: proto::BOOT,
+            scope: scope::LINK,
+            kind: RouteType::Unicast,
+        };
+        let n = r.normalised();
+        assert_eq!(n.scope, scope::UNIVERSE);
+        assert_eq!(n.metric, None);
+    }
+}

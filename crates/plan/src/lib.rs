@@ -1,0 +1,23 @@
+//! The pure planning vocabulary: what a node holds ([`actual`]), the writes
+//! the agent makes ([`op`]), the planner that diffs desired against actual in
+//! the pack's O1–O5 order ([`mod@plan`]), an in-memory model node ([`model`]),
+//! the comparison of two observed nodes ([`compare`]), and the single writer
+//! that runs a plan through any [`NodeIo`] ([`apply`]).
+//!
+//! Nothing here touches the system: the kernel, OVS and FRR side is
+//! obgp-node.
+
+pub mod actual;
+pub mod apply;
+pub mod compare;
+pub mod model;
+pub mod op;
+pub mod plan;
+pub mod shared;
+
+pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
+pub use apply::{apply_plan, apply_plan_until, ApplyReport, NodeIo};
+pub use model::ModelNode;
+pub use op::Op;
+pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};
+pub use shared::SharedSet;

@@ -1,0 +1,70 @@
+//! Addresses: desired ones the kernel lacks, and the host addresses on the
+//! announce device that are withdrawn.
+
+use super::order::{rank, Group};
+use super::{host_prefix, Planner};
+use crate::op::Op;
+use obgp_netmodel::DevName;
+
+impl<'a> Planner<'a> {
+    fn is_announce_dev(&self, dev: &DevName) -> bool {
+        self.desired.announce_dev.as_ref() == Some(dev)
+    }
+
+    /// Desired addresses the kernel lacks; and, in the same walk over both
+    /// sorted sets (thousands on `bgp-nic`), the kernel's host addresses on
+    /// the announce device that are not desired: withdrawn in
+    /// [`Self::address_leftovers`].
+    pub(super) fn addresses(&mut self) {
+        let (desired, actual) = (self.desired, self.actual);
+        let nic = desired.announce_dev.as_ref();
+        let mut want = desired.addresses.iter().peekable();
+        let mut have = actual.addresses.iter().peekable();
+        let mut missing = Vec::new();
+        loop {
+            let order = match (want.peek(), have.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((w, _)), Some(h)) => (*w).cmp(h),
+            };
+            match order {
+                std::cmp::Ordering::Less => missing.extend(want.next()),
+                std::cmp::Ordering::Greater => {
+                    let h = have.next().expect("peeked");
+                    if Some(&h.dev) == nic && host_prefix(&h.net) {
+                        self.unwanted_on_nic.push(h);
+                    }
+                }
+                std::cmp::Ordering::Equal => {
+                    want.next();
+                    have.next();
+                }
+            }
+        }
+        for (a, class) in missing {
+            let a = a.clone();
+            if !self.will_exist(&a.dev) {
+                self.skip(
+                    format!("address {} dev {}", a.net, a.dev),
+                    "the device does not exist",
+                );
+                continue;
+            }
+            let group = if self.is_announce_dev(&a.dev) {
+                Group::Announce
+            } else {
+                Self::wiring_group(*class)
+            };
+            self.push(group, rank::ADDRESS, Some(*class), Op::AddAddress(a));
+        }
+    }
+
+    /// Withdrawals: the announce device's host addresses found by
+    /// [`Self::addresses`].
+    pub(super) fn address_leftovers(&mut self) {
+        for ad in std::mem::take(&mut self.unwanted_on_nic) {
+            self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! OpenFlow flows: the desired flows materialised from the node's facts
+//! (ofports, bridge MAC), and the agent's cookie-999 flows nothing wants.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use obgp_netmodel::{Class, DevName};
+
+use super::order::{rank, Group};
+use super::Planner;
+use crate::actual::OfFlow;
+use crate::op::Op;
+
+impl Planner<'_> {
+    /// Materialises the desired flows from the node's facts (ofports, bridge
+    /// MAC). Returns the concrete flows per bridge, and the bridges whose MAC
+    /// is unknown (their leftovers are not judged).
+    fn materialised_flows(&mut self) -> (BTreeMap<DevName, BTreeSet<OfFlow>>, BTreeSet<DevName>) {
+        let mut out: BTreeMap<DevName, BTreeSet<OfFlow>> = BTreeMap::new();
+        let mut blind = BTreeSet::new();
+        for f in &self.desired.flows {
+            let what = format!(
+                "flow {} cookie={} priority={} {} in_port={}",
+                f.bridge, f.cookie, f.priority, f.protocol, f.in_port
+            );
+            let Some(bridge) = self.actual.bridges.get(&f.bridge) else {
+                self.skip(what, "the bridge is not in OVS");
+                blind.insert(f.bridge.clone());
+                continue;
+            };
+            let Some(ofport) = bridge.ports.get(&f.in_port) else {
+                // Upstream defect D1 is about this case: the patch port is not
+                // there yet. Skip this flow only; the next reconcile adds it.
+                self.skip(what, format!("port {} is not on the bridge yet", f.in_port));
+                continue;
+            };
+            let mac = self.actual.links.get(&f.bridge).and_then(|l| l.mac);
+            let mut actions = Vec::new();
+            let mut ok = true;
+            for a in &f.actions {
+                actions.push(match a {
+                    obgp_netmodel::FlowAction::ModDlDstBridgeMac => match mac {
+                        Some(m) => format!("mod_dl_dst:{m}"),
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    },
+                    obgp_netmodel::FlowAction::ModDlDst(m) => format!("mod_dl_dst:{m}"),
+                    obgp_netmodel::FlowAction::ModDlSrc(m) => format!("mod_dl_src:{m}"),
+                    obgp_netmodel::FlowAction::Output(p) => match bridge.ports.get(p) {
+                        Some(n) => format!("output:{n}"),
+                        None => format!("output:{p}"),
+                    },
+                    obgp_netmodel::FlowAction::Normal => "NORMAL".into(),
+                });
+            }
+            if !ok {
+                self.skip(what, "the bridge's MAC address is unknown");
+                blind.insert(f.bridge.clone());
+                continue;
+            }
+            let flow = OfFlow {
+                cookie: f.cookie,
+                table: f.table,
+                priority: f.priority,
+                matches: [f.protocol.clone(), format!("in_port={ofport}")].into(),
+                actions: actions.join(","),
+            };
+            out.entry(f.bridge.clone()).or_default().insert(flow);
+        }
+        (out, blind)
+    }
+
+    pub(super) fn flows(&mut self) {
+        let (flows, _) = self.materialised_flows();
+        for (bridge, fs) in flows {
+            let have = &self.actual.bridges[&bridge].flows;
+            for f in fs {
+                if !have.contains(&f) {
+                    self.push(
+                        Group::Base,
+                        rank::FLOW,
+                        Some(Class::Base),
+                        Op::AddFlow {
+                            bridge: bridge.clone(),
+                            flow: f,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// [`Self::materialised_flows`] without recording skips a second time.
+    fn materialised_flows_quiet(
+        &mut self,
+    ) -> (BTreeMap<DevName, BTreeSet<OfFlow>>, BTreeSet<DevName>) {
+        let n = self.skipped.len();
+        let out = self.materialised_flows();
+        self.skipped.truncate(n);
+        out
+    }
+
+    /// Cookie-999 flows that the desired state does not declare, on the
+    /// bridges the agent manages (not judged where the bridge MAC is unknown).
+    pub(super) fn flow_leftovers(&mut self) {
+        let (d, a) = (self.desired, self.actual);
+        let (flows, blind) = self.materialised_flows_quiet();
+        let mut flow_bridges: BTreeSet<DevName> = d.bridge_tables.clone();
+        flow_bridges.extend(d.flows.iter().map(|f| f.bridge.clone()));
+        for br in flow_bridges {
+            if blind.contains(&br) {
+                continue;
+            }
+            let Some(have) = a.bridges.get(&br) else {
+                continue;
+            };
+            let want = flows.get(&br);
+            for f in &have.flows {
+                if f.cookie == obgp_netmodel::cookie::MAC_TWEAK
+                    && !want.is_some_and(|w| w.contains(f))
+                {
+                    let op = Op::DelFlow {
+                        bridge: br.clone(),
+                        flow: f.clone(),
+                    };
+                    self.push(Group::Unwire, rank::FLOW, Some(Class::Base), op);
+                }
+            }
+        }
+    }
+}

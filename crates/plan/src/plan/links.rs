@@ -1,0 +1,139 @@
+//! Links: devices created, adopted (MAC, master, up), and the VLAN devices
+//! of a mapped bridge that are no longer wanted.
+
+use std::collections::BTreeSet;
+
+use obgp_netmodel::{Class, DevName, LinkKind};
+
+use super::order::{rank, Group};
+use super::Planner;
+use crate::op::Op;
+
+impl Planner<'_> {
+    pub(super) fn links(&mut self) {
+        let desired: Vec<_> = self.desired.links.iter().collect();
+        for l in desired {
+            let rank = match l.kind {
+                LinkKind::Vrf { .. } => rank::LINK_VRF,
+                LinkKind::Existing => rank::LINK_EXISTING,
+                LinkKind::Vlan { .. } => rank::LINK_VLAN,
+                _ => rank::LINK_OTHER,
+            };
+            let base = |op| (Group::Base, rank, Some(Class::Base), op);
+            let mut ops = Vec::new();
+            match self.actual.links.get(&l.name) {
+                Some(a) => {
+                    // An existing device is adopted whatever its kind (a node
+                    // set up by the Python agent, or a test's stand-in device).
+                    if let Some(mac) = l.mac {
+                        if a.mac != Some(mac) {
+                            ops.push(base(Op::SetLinkMac {
+                                name: l.name.clone(),
+                                mac,
+                            }));
+                        }
+                    }
+                    if let Some(m) = &l.master {
+                        if a.master.as_ref() != Some(m) {
+                            ops.push(base(Op::SetMaster {
+                                name: l.name.clone(),
+                                master: m.clone(),
+                            }));
+                        }
+                    }
+                    if l.up && !a.up {
+                        ops.push(base(Op::SetLinkUp {
+                            name: l.name.clone(),
+                        }));
+                    }
+                }
+                None if l.kind == LinkKind::Existing => {
+                    self.skip(
+                        format!("link {}", l.name),
+                        "the device does not exist and is not the agent's to create",
+                    );
+                    continue;
+                }
+                None => {
+                    if let LinkKind::Vlan { parent, .. } = &l.kind {
+                        if !self.will_exist(parent) {
+                            self.skip(
+                                format!("link {}", l.name),
+                                format!("its parent {parent} does not exist"),
+                            );
+                            continue;
+                        }
+                    }
+                    ops.push(base(Op::AddLink {
+                        name: l.name.clone(),
+                        kind: l.kind.clone(),
+                    }));
+                    if let Some(mac) = l.mac {
+                        ops.push(base(Op::SetLinkMac {
+                            name: l.name.clone(),
+                            mac,
+                        }));
+                    }
+                    if let Some(m) = &l.master {
+                        ops.push(base(Op::SetMaster {
+                            name: l.name.clone(),
+                            master: m.clone(),
+                        }));
+                    }
+                    if l.up {
+                        ops.push(base(Op::SetLinkUp {
+                            name: l.name.clone(),
+                        }));
+                    }
+                    self.created.insert(l.name.clone());
+                }
+            }
+            for (g, r, c, op) in ops {
+                self.push(g, r, c, op);
+            }
+        }
+    }
+
+    /// The devices the provider bridges reach the fabric through: the mapped
+    /// bridges and their VLAN devices (desired or present).
+    pub(super) fn provider_devices(&self) -> BTreeSet<DevName> {
+        let bridges = &self.desired.bridge_tables;
+        let mut out = bridges.clone();
+        for l in &self.desired.links {
+            if let LinkKind::Vlan { parent, .. } = &l.kind {
+                if bridges.contains(parent) {
+                    out.insert(l.name.clone());
+                }
+            }
+        }
+        for (name, l) in &self.actual.links {
+            if l.kind == "vlan" && l.parent.as_ref().is_some_and(|p| bridges.contains(p)) {
+                out.insert(name.clone());
+            }
+        }
+        out
+    }
+
+    /// VLAN devices the agent named after a mapped bridge, no longer wanted.
+    pub(super) fn link_leftovers(&mut self) {
+        let (d, a) = (self.desired, self.actual);
+        let want_links: BTreeSet<&DevName> = d.links.iter().map(|l| &l.name).collect();
+        for (name, l) in &a.links {
+            let (Some(parent), Some(vid)) = (&l.parent, l.vlan_id) else {
+                continue;
+            };
+            if l.kind == "vlan"
+                && d.bridge_tables.contains(parent)
+                && *name == obgp_netmodel::names::vlan_device(parent, vid)
+                && !want_links.contains(name)
+            {
+                self.push(
+                    Group::Unwire,
+                    rank::LINK_DEL,
+                    Some(Class::Base),
+                    Op::DelLink { name: name.clone() },
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The planner: `plan(&DesiredNode, &Actual)`, a pure diff ordered by the
+//! pack's rules O1–O5 (see docs/node.md and docs/ownership.md).
+//!
+//! Groups, in this order:
+//! 1. base wiring (links, FRR, rt_tables, sysctls, bridge addresses, default
+//!    routes, flows): what every exposure needs;
+//! 2. wiring (rules, neighbours, bridge-table routes, proxy NDP), then
+//!    announcements (bgp-nic addresses, VRF-table routes): O1;
+//! 3. withdrawals (leftover bgp-nic addresses and VRF-table routes) before
+//! 4. unwiring (leftover rules, bridge-table routes, neighbours, proxy NDP,
+//!    flows, VLAN devices): O2; every add comes before every delete: O4;
+//!    within 3 and 4, gateway IPs, then subnets, then LBs, then the rest: O3.
+//!
+//! Only what the ownership rules (O5 and docs/ownership.md) name is ever
+//! deleted, and never a route with proto 186 (FRR) or one of the kernel's.
+//!
+//! One module per object kind plans its adds and its leftovers (`links`,
+//! `frr`, `tables`, `sysctls`, `addresses`, `rules`, `routes`,
+//! `neighbours`, `flows`; `previous` gives leftovers their class); `order`
+//! sorts them into the groups above and checks a plan against O1–O4;
+//! `output` is the [`Plan`] they make.
+
+mod addresses;
+mod flows;
+mod frr;
+mod links;
+mod neighbours;
+mod order;
+mod output;
+mod previous;
+mod routes;
+mod rules;
+mod sysctls;
+mod tables;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use obgp_netmodel::hash::FastHash;
+use obgp_netmodel::{Class, DesiredNode, DevName, IpNet};
+
+use crate::actual::{Actual, KernelRoute};
+use crate::op::Op;
+use rules::WantRule;
+
+pub use order::{order_violations, Group};
+pub use output::{Plan, PlanError, Skip, Step};
+pub use tables::{table_refs, TABLE_MAX, TABLE_MIN};
+
+/// Plans the diff from `actual` to `desired`.
+pub fn plan(desired: &DesiredNode, actual: &Actual) -> Result<Plan, PlanError> {
+    plan_after(desired, None, actual)
+}
+
+/// Like [`plan`], with the previous reconcile's desired state: it gives
+/// leftovers their class (O3 order) and is evidence for the neighbour and
+/// proxy-NDP ownership rule (docs/ownership.md).
+pub fn plan_after(
+    desired: &DesiredNode,
+    previous: Option<&DesiredNode>,
+    actual: &Actual,
+) -> Result<Plan, PlanError> {
+    let mut p = Planner::new(desired, previous, actual);
+    p.resolve_tables()?;
+    p.want_rules = p.desired_rules();
+    p.want_routes = p.desired_routes();
+    // Adds, kind by kind.
+    p.links();
+    p.frr();
+    p.sysctls();
+    p.addresses();
+    p.rules();
+    p.routes();
+    p.neighbours();
+    p.flows();
+    // Leftovers, kind by kind: withdrawals (O2 first), then unwiring.
+    let owned_tables = p.owned_tables();
+    p.address_leftovers();
+    p.route_leftovers(&owned_tables);
+    p.rule_leftovers(&owned_tables);
+    p.neighbour_leftovers(&owned_tables);
+    p.flow_leftovers();
+    p.link_leftovers();
+    Ok(p.finish())
+}
+
+/// What one planning pass shares between the object kinds: its inputs, the
+/// steps and skips so far, and what one kind learnt that another needs.
+struct Planner<'a> {
+    desired: &'a DesiredNode,
+    previous: Option<&'a DesiredNode>,
+    actual: &'a Actual,
+    tables: BTreeMap<DevName, u32>,
+    /// (sort rank within the group, step), sorted at the end.
+    steps: Vec<(u8, Step)>,
+    skipped: Vec<Skip>,
+    /// Links this plan creates.
+    created: BTreeSet<DevName>,
+    /// The desired rules with their tables resolved (in desired order).
+    want_rules: Vec<WantRule>,
+    /// The desired routes as the kernel would hold them (in desired order).
+    want_routes: Vec<(KernelRoute, Class)>,
+    /// How many leftovers looked their class up by scanning the previous
+    /// desired state, and the index that answers after that.
+    prev_scans: usize,
+    prev_index: Option<HashMap<IpNet, Class, FastHash>>,
+    /// The kernel's host addresses on the announce device that the desired
+    /// state lacks, ascending (see [`Planner::addresses`]).
+    unwanted_on_nic: Vec<&'a obgp_netmodel::Address>,
+}
+
+impl<'a> Planner<'a> {
+    fn new(
+        desired: &'a DesiredNode,
+        previous: Option<&'a DesiredNode>,
+        actual: &'a Actual,
+    ) -> Planner<'a> {
+        Planner {
+            desired,
+            previous,
+            actual,
+            tables: BTreeMap::new(),
+            steps: Vec::new(),
+            skipped: Vec::new(),
+            created: BTreeSet::new(),
+            want_rules: Vec::new(),
+            want_routes: Vec::new(),
+            prev_scans: 0,
+            prev_index: None,
+            unwanted_on_nic: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, group: Group, rank: u8, class: Option<Class>, op: Op) {
+        self.steps.push((rank, Step { group, class, op }));
+    }
+
+    fn skip(&mut self, what: impl fmt::Display, reason: impl Into<String>) {
+        self.skipped.push(Skip {
+            what: what.to_string(),
+            reason: reason.into(),
+        });
+    }
+
+    fn wiring_group(class: Class) -> Group {
+        if class == Class::Base {
+            Group::Base
+        } else {
+            Group::Wire
+        }
+    }
+
+    /// Whether `dev` exists now or is created by this plan.
+    fn will_exist(&self, dev: &DevName) -> bool {
+        self.actual.links.contains_key(dev) || self.created.contains(dev)
+    }
+}
+
+/// Walks `items` and the ascending `have` together, pairing each item with
+/// whether `have` holds one that `cmp` calls equal. `items` must be ascending
+/// in the same order: one pass over both (O(n + m)) instead of a tree lookup
+/// per item.
+fn flag_present<'h, I, H, F>(
+    items: I,
+    have: impl IntoIterator<Item = &'h H>,
+    cmp: F,
+) -> impl Iterator<Item = (I::Item, bool)>
+where
+    I: IntoIterator,
+    H: 'h,
+    F: Fn(&I::Item, &H) -> std::cmp::Ordering,
+{
+    let mut have = have.into_iter().peekable();
+    items.into_iter().map(move |item| {
+        while let Some(h) = have.peek() {
+            match cmp(&item, h) {
+                std::cmp::Ordering::Greater => {
+                    have.next();
+                }
+                std::cmp::Ordering::Equal => return (item, true),
+                std::cmp::Ordering::Less => break,
+            }
+        }
+        (item, false)
+    })
+}
+
+fn host_prefix(n: &IpNet) -> bool {
+    n.prefix_len() == n.max_prefix_len()
+}

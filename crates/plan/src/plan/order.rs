@@ -1,0 +1,161 @@
+//! The order of a plan: its groups (O1, O2, O4), the ranks of the object
+//! kinds inside a group, the class order of leftovers (O3), and the check
+//! of a sequence of steps against O1–O4.
+
+use obgp_netmodel::{Class, IpNet};
+use serde::{Deserialize, Serialize};
+
+use super::{Plan, Planner, Step};
+use crate::op::Op;
+
+/// Where an op sits in the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Base,
+    /// Wiring of an exposure (before its announcement, O1).
+    Wire,
+    /// bgp-nic addresses and VRF-table routes: what BGP announces.
+    Announce,
+    /// Leftover announcements, removed before unwiring (O2).
+    Withdraw,
+    /// Leftover wiring.
+    Unwire,
+}
+
+impl Group {
+    /// The heading `ovn-bgp-agent plan` prints.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Base => "base wiring",
+            Group::Wire | Group::Announce => "expose",
+            Group::Withdraw => "withdraw",
+            Group::Unwire => "cleanup",
+        }
+    }
+}
+
+/// Ranks inside a group: the order of object kinds.
+pub(super) mod rank {
+    pub const LINK_VRF: u8 = 0;
+    pub const LINK_OTHER: u8 = 1;
+    pub const LINK_EXISTING: u8 = 2;
+    pub const LINK_VLAN: u8 = 3;
+    pub const FRR: u8 = 4;
+    pub const RT_TABLES: u8 = 5;
+    pub const SYSCTL: u8 = 6;
+    pub const ADDRESS: u8 = 7;
+    pub const RULE: u8 = 8;
+    pub const NEIGHBOUR: u8 = 9;
+    pub const ROUTE: u8 = 10;
+    pub const PROXY: u8 = 11;
+    pub const FLOW: u8 = 12;
+    pub const LINK_DEL: u8 = 13;
+}
+
+/// O3: gateway IPs, then subnets, then LBs, then everything else; unknown last.
+fn class_rank(c: Option<Class>) -> u8 {
+    match c {
+        Some(Class::Gateway) => 0,
+        Some(Class::Subnet) => 1,
+        Some(Class::Lb) => 2,
+        Some(Class::Fip) => 3,
+        Some(Class::Vm) => 4,
+        Some(Class::TenantVm) => 5,
+        Some(Class::Base) => 6,
+        None => 7,
+    }
+}
+
+impl Planner<'_> {
+    /// Sorts the steps into their groups, ranks and class order.
+    pub(super) fn finish(self) -> Plan {
+        let mut steps = self.steps;
+        // Stable: equal keys keep the order they were planned in.
+        steps.sort_by_key(|(rank, s)| {
+            let by_class = matches!(s.group, Group::Withdraw | Group::Unwire);
+            let class = if by_class { class_rank(s.class) } else { 0 };
+            // VLAN device deletes come after every other cleanup.
+            let last = u8::from(matches!(s.op, Op::DelLink { .. }));
+            (s.group, last, class, *rank)
+        });
+        Plan {
+            steps: steps.into_iter().map(|(_, s)| s).collect(),
+            skipped: self.skipped,
+            tables: self.tables,
+        }
+    }
+}
+
+/// Checks a sequence of planned steps against O1–O4 and returns one line per
+/// violation (empty when the order is right).
+///
+/// - O1: an announcement comes after every wiring op with an overlapping
+///   destination;
+/// - O2: a withdrawal comes before every unwiring op with an overlapping
+///   destination;
+/// - O3: withdrawals, and unwiring ops, go gateway, subnet, LB, then the rest;
+/// - O4: no add after the first delete.
+pub fn order_violations(steps: &[Step]) -> Vec<String> {
+    let mut out = Vec::new();
+    let overlap = |a: Option<IpNet>, b: Option<IpNet>| match (a, b) {
+        (Some(a), Some(b)) => a.contains(&b) || b.contains(&a),
+        _ => false,
+    };
+    let mut first_delete = None;
+    for (i, s) in steps.iter().enumerate() {
+        if !s.op.is_add() {
+            first_delete.get_or_insert(i);
+        } else if let Some(d) = first_delete {
+            out.push(format!(
+                "O4: '{}' (#{i}) comes after the delete '{}' (#{d})",
+                s.op, steps[d].op
+            ));
+        }
+        match s.group {
+            Group::Announce => {
+                for (j, w) in steps.iter().enumerate().skip(i + 1) {
+                    if w.group == Group::Wire && overlap(w.op.subject(), s.op.subject()) {
+                        out.push(format!(
+                            "O1: announcement '{}' (#{i}) before its wiring '{}' (#{j})",
+                            s.op, w.op
+                        ));
+                    }
+                }
+            }
+            Group::Unwire => {
+                for (j, w) in steps.iter().enumerate().skip(i + 1) {
+                    if w.group == Group::Withdraw && overlap(w.op.subject(), s.op.subject()) {
+                        out.push(format!(
+                            "O2: unwiring '{}' (#{i}) before the withdrawal '{}' (#{j})",
+                            s.op, w.op
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for g in [Group::Withdraw, Group::Unwire] {
+        let ranks: Vec<(usize, u8)> = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.group == g && !matches!(s.op, Op::DelLink { .. }))
+            .map(|(i, s)| (i, class_rank(s.class)))
+            .collect();
+        for w in ranks.windows(2) {
+            if w[1].1 < w[0].1 {
+                out.push(format!(
+                    "O3: '{}' (#{}, {:?}) after '{}' (#{}, {:?})",
+                    steps[w[1].0].op,
+                    w[1].0,
+                    steps[w[1].0].class,
+                    steps[w[0].0].op,
+                    w[0].0,
+                    steps[w[0].0].class
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,80 @@
+//! The planner's output: the ordered [`Plan`] of [`Step`]s, what it
+//! skipped, and the one fatal error.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use obgp_netmodel::{Class, DevName};
+use serde::{Deserialize, Serialize};
+
+use super::order::Group;
+use super::tables::{TABLE_MAX, TABLE_MIN};
+use crate::op::Op;
+
+/// The one fatal planning error.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("no free routing table number in {TABLE_MIN}-{TABLE_MAX} for bridge {bridge} (every number is in rt_tables or is bgp_vrf_table_id)")]
+    TablesExhausted { bridge: DevName },
+}
+
+/// One planned op, with what it is for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub group: Group,
+    /// The class of the exposure it serves; for leftovers, the class it had in
+    /// the previous desired state when known.
+    pub class: Option<Class>,
+    pub op: Op,
+}
+
+/// Something the planner could not plan, and why (it never blocks the rest).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skip {
+    pub what: String,
+    pub reason: String,
+}
+
+/// The ordered diff.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    pub skipped: Vec<Skip>,
+    /// The table number of every bridge table the plan uses.
+    pub tables: BTreeMap<DevName, u32>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The ops in execution order.
+    pub fn ops(&self) -> impl Iterator<Item = &Op> {
+        self.steps.iter().map(|s| &s.op)
+    }
+}
+
+impl fmt::Display for Plan {
+    /// Grouped, one line per op; skipped items last.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.steps.is_empty() {
+            writeln!(f, "nothing to do")?;
+        }
+        let mut title = None;
+        for s in &self.steps {
+            if title != Some(s.group.title()) {
+                title = Some(s.group.title());
+                writeln!(f, "{}:", s.group.title())?;
+            }
+            writeln!(f, "  {}", s.op)?;
+        }
+        if !self.skipped.is_empty() {
+            writeln!(f, "skipped:")?;
+            for s in &self.skipped {
+                writeln!(f, "  {}: {}", s.what, s.reason)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -358,11 +358,13 @@ mod tests {
         let default = node_args(&["x"]).unwrap();
         assert_eq!(default.merge_window_ms, 100);
         let off = node_args(&["x", "--merge-window-ms", "0"]).unwrap();
-        let opts = crate::commands::run_options(&off);
+        let opts = crate::commands::run_options(&obgp_config::Config::default(), &off);
         assert_eq!(opts.queue.window, std::time::Duration::ZERO);
         let after = node_args(&["x", "reconcile", "--once", "--merge-window-ms=250"]).unwrap();
         assert_eq!(
-            crate::commands::run_options(&after).queue.window,
+            crate::commands::run_options(&obgp_config::Config::default(), &after)
+                .queue
+                .window,
             std::time::Duration::from_millis(250)
         );
     }

@@ -18,7 +18,7 @@ pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
         exposing_method = d.exposing_method.as_str(),
         "ovn-bgp-agent starting"
     );
-    let opts = super::run_options(node);
+    let opts = super::run_options(config, node);
     let rt = super::runtime()?;
     let result = rt.block_on(async {
         let shutdown = CancellationToken::new();

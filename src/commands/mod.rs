@@ -81,8 +81,12 @@ fn invalid_configuration(e: &ConfigError) -> ExitCode {
     ExitCode::from(crate::EXIT_INVALID)
 }
 
-/// The node-side settings of the command line, for the controller.
-pub fn run_options(node: &cli::NodeArgs) -> obgp_controller::RunOptions {
+/// The node-side settings of the command line and the configuration, for
+/// the controller.
+pub fn run_options(
+    config: &obgp_config::Config,
+    node: &cli::NodeArgs,
+) -> obgp_controller::RunOptions {
     let kernel = obgp_node::KernelConfig {
         netns: node
             .netns
@@ -91,6 +95,8 @@ pub fn run_options(node: &cli::NodeArgs) -> obgp_controller::RunOptions {
         rt_tables: node.rt_tables.clone(),
         dummy_kind: node.bgp_nic_kind.clone(),
         vty_socket: Some(node.vty_socket.clone()),
+        vtysh_timeout: std::time::Duration::from_secs(config.default.vtysh_timeout),
+        ovs_ofctl_timeout: std::time::Duration::from_secs(config.default.ovs_ofctl_timeout),
         ..obgp_node::KernelConfig::default()
     };
     obgp_controller::RunOptions {

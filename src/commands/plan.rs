@@ -29,7 +29,7 @@ pub fn run(
     let plan = match ovn {
         Some(file) => offline(config, file, node_state)?,
         None => {
-            let opts = super::run_options(node);
+            let opts = super::run_options(config, node);
             let planned = super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;
             planned.plan
         }

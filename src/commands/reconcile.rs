@@ -9,7 +9,7 @@ use obgp_config::Config;
 use crate::cli::NodeArgs;
 
 pub fn run(config: &Config, node: &NodeArgs, _once: bool) -> anyhow::Result<ExitCode> {
-    let opts = super::run_options(node);
+    let opts = super::run_options(config, node);
     let report = super::runtime()?.block_on(obgp_controller::reconcile_once(config, &opts))?;
     println!(
         "converged: {} exposed IP(s), {} op(s) applied, {} failed",

@@ -215,7 +215,7 @@ impl Reconciler {
     ) -> Result<(Planned, ReconcileReport), ReconcileError> {
         let mut report = ReconcileReport::default();
         if self.config.default.bgp_router_id.is_none() && self.facts.frr_router_id.is_none() {
-            self.facts.frr_router_id = frr_router_id(&self.kernel);
+            self.facts.frr_router_id = obgp_node::read_frr_router_id(&self.kernel);
         }
 
         let t = Instant::now();
@@ -309,25 +309,6 @@ fn system_hostname() -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
-}
-
-/// The router-id FRR reports (`show ip bgp summary json`, `ipv4Unicast.routerId`),
-/// used when `bgp_router_id` is unset. `None` when FRR does not answer.
-fn frr_router_id(kernel: &KernelConfig) -> Option<String> {
-    let mut cmd = std::process::Command::new(&kernel.vtysh);
-    if let Some(dir) = &kernel.vty_socket {
-        cmd.arg("--vty_socket").arg(dir);
-    }
-    let out = cmd.args(["-c", "show ip bgp summary json"]).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let id = v.get("ipv4Unicast")?.get("routerId")?.as_str()?;
-    // Validated here: it ends up in a vtysh script.
-    id.parse::<std::net::Ipv4Addr>()
-        .ok()
-        .map(|ip| ip.to_string())
 }
 
 /// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.

@@ -1,14 +1,30 @@
 //! The commands the node runs, `ovs-ofctl` and `vtysh`, with arguments built
-//! from parsed values (never a shell); the parsers of their output; and the
+//! from parsed values (never a shell) and a deadline each
+//! ([`crate::deadline`]); the parsers of their output; and the
 //! [`DriftProbe`] that re-runs them off the reconcile loop.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 use obgp_netmodel::DevName;
 use obgp_plan::actual::{FrrState, OfFlow, OvsBridge};
 
+use crate::deadline::{self, CommandError, Finished};
 use crate::kernel::{IoError, KernelConfig};
+
+impl From<CommandError> for IoError {
+    fn from(e: CommandError) -> IoError {
+        match e {
+            CommandError::Spawn { cmd, source } => IoError::io(cmd, source),
+            CommandError::TimedOut { cmd, after } => IoError::TimedOut { cmd, after },
+            CommandError::Failed { cmd, stderr, .. } => IoError::Command {
+                cmd,
+                detail: stderr,
+            },
+        }
+    }
+}
 
 fn ofctl_command(config: &KernelConfig) -> Command {
     let mut c = Command::new(&config.ovs_ofctl);
@@ -18,7 +34,7 @@ fn ofctl_command(config: &KernelConfig) -> Command {
     c
 }
 
-pub(crate) fn vtysh_command(config: &KernelConfig) -> Command {
+fn vtysh_command(config: &KernelConfig) -> Command {
     let mut c = Command::new(&config.vtysh);
     if let Some(dir) = &config.vty_socket {
         c.arg("--vty_socket").arg(dir);
@@ -26,20 +42,53 @@ pub(crate) fn vtysh_command(config: &KernelConfig) -> Command {
     c
 }
 
+/// `ovs-ofctl args` within `ovs_ofctl_timeout`.
+fn ofctl(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError> {
+    let mut cmd = ofctl_command(config);
+    cmd.args(args);
+    let what = format!("ovs-ofctl {}", args.join(" "));
+    deadline::run(cmd, &what, config.ovs_ofctl_timeout)
+}
+
+/// `vtysh args` within `vtysh_timeout`.
+fn vtysh(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError> {
+    let mut cmd = vtysh_command(config);
+    cmd.args(args);
+    let what = format!("vtysh {}", args.join(" "));
+    deadline::run(cmd, &what, config.vtysh_timeout)
+}
+
 /// Runs `ovs-ofctl` with `args`; its stderr is the error when it fails.
 pub(crate) fn run_ofctl(config: &KernelConfig, args: &[&str]) -> Result<(), IoError> {
-    let out = ofctl_command(config)
-        .args(args)
-        .output()
-        .map_err(|e| IoError::io("ovs-ofctl", e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(IoError::Command {
-            cmd: format!("ovs-ofctl {}", args.join(" ")),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    ofctl(config, args).map(drop).map_err(IoError::from)
+}
+
+/// `vtysh -f file`: applies a configuration file.
+pub(crate) fn apply_frr_file(config: &KernelConfig, file: &Path) -> Result<(), IoError> {
+    let file = file
+        .to_str()
+        .ok_or_else(|| IoError::Invalid(file.display().to_string()))?;
+    vtysh(config, &["-f", file])
+        .map(drop)
+        .map_err(IoError::from)
+}
+
+/// The router-id FRR reports (`show ip bgp summary json`,
+/// `ipv4Unicast.routerId`), validated as IPv4 (it ends up in a vtysh
+/// script). `None` when FRR does not answer in time or reports none.
+pub fn read_frr_router_id(config: &KernelConfig) -> Option<String> {
+    let out = match vtysh(config, &["-c", "show ip bgp summary json"]) {
+        Ok(out) => out,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read FRR's router-id");
+            return None;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let id = v.get("ipv4Unicast")?.get("routerId")?.as_str()?;
+    id.parse::<std::net::Ipv4Addr>()
+        .ok()
+        .map(|ip| ip.to_string())
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to
@@ -116,19 +165,24 @@ fn parse_dump_flows(text: &str) -> Vec<OfFlow> {
     out
 }
 
-/// Ports and agent-cookie flows of an OVS bridge; `None` when the bridge
-/// is not in OVS (or OVS is not reachable: then nothing is planned on it).
+/// Ports and agent-cookie flows of an OVS bridge; `None` when OVS says the
+/// bridge is not there (or `ovs-ofctl` is not installed): nothing is planned
+/// on it. A run that timed out or failed otherwise is an error: the bridge's
+/// flows are unknown, which the caller must not take for "none".
 pub(crate) fn read_ovs_bridge(
     config: &KernelConfig,
     br: &DevName,
 ) -> Result<Option<OvsBridge>, IoError> {
-    let run = |args: &[&str]| ofctl_command(config).args(args).output();
-    let Ok(show) = run(&["show", br.as_str()]) else {
-        return Ok(None);
+    let show = match ofctl(config, &["show", br.as_str()]) {
+        Ok(show) => show,
+        Err(CommandError::Failed { .. }) => return Ok(None),
+        Err(CommandError::Spawn { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.into()),
     };
-    if !show.status.success() {
-        return Ok(None);
-    }
     let mut bridge = OvsBridge {
         ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
         flows: BTreeSet::new(),
@@ -138,20 +192,16 @@ pub(crate) fn read_ovs_bridge(
         obgp_netmodel::cookie::EVPN,
     ] {
         let filter = format!("cookie={cookie:#x}/-1");
-        let out = run(&[
-            "--no-names",
-            "--no-stats",
-            "dump-flows",
-            br.as_str(),
-            &filter,
-        ])
-        .map_err(|e| IoError::io("ovs-ofctl dump-flows", e))?;
-        if !out.status.success() {
-            return Err(IoError::Command {
-                cmd: format!("ovs-ofctl dump-flows {br}"),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
+        let out = ofctl(
+            config,
+            &[
+                "--no-names",
+                "--no-stats",
+                "dump-flows",
+                br.as_str(),
+                &filter,
+            ],
+        )?;
         bridge
             .flows
             .extend(parse_dump_flows(&String::from_utf8_lossy(&out.stdout)));
@@ -159,25 +209,29 @@ pub(crate) fn read_ovs_bridge(
     Ok(Some(bridge))
 }
 
-/// Whether FRR's running configuration holds every line of `lines`.
+/// Whether FRR's running configuration holds every line of `lines`. A read
+/// that failed or timed out leaves it unknown ([`FrrState::unknown`]): no
+/// FRR op is planned from it.
 pub(crate) fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
     if lines.is_empty() {
         return FrrState::default();
     }
-    let out = vtysh_command(config)
-        .args(["-c", "show running-config"])
-        .output();
-    let has = match out {
-        Ok(o) if o.status.success() => {
+    match vtysh(config, &["-c", "show running-config"]) {
+        Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
             let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
-            lines.iter().all(|l| running.contains(l.as_str()))
+            FrrState {
+                has_our_config: lines.iter().all(|l| running.contains(l.as_str())),
+                ..FrrState::default()
+            }
         }
-        _ => false,
-    };
-    FrrState {
-        has_our_config: has,
-        ..FrrState::default()
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read FRR's running configuration");
+            FrrState {
+                unknown: true,
+                ..FrrState::default()
+            }
+        }
     }
 }
 
@@ -203,13 +257,20 @@ impl DriftProbe {
             match read_ovs_bridge(&self.config, br) {
                 Ok(now) if &now == seen => {}
                 Ok(_) => return Some(format!("OVS ports or agent flows of {br} changed")),
-                Err(e) => return Some(format!("reading OVS bridge {br}: {e}")),
+                // Unreadable is not drift: the next probe that reads it
+                // compares again, and a reconcile now could not read it either.
+                Err(e) => {
+                    tracing::warn!(bridge = %br, error = %e, "drift probe: cannot read the OVS bridge")
+                }
             }
         }
-        if !self.frr_lines.is_empty()
-            && !read_frr_state(&self.config, &self.frr_lines).has_our_config
-        {
-            return Some("FRR's running configuration lacks our lines".into());
+        if !self.frr_lines.is_empty() {
+            // An unreadable FRR is not drift: the reconcile it would trigger
+            // could not read it either (and would wait for the deadline).
+            let frr = read_frr_state(&self.config, &self.frr_lines);
+            if !frr.unknown && !frr.has_our_config {
+                return Some("FRR's running configuration lacks our lines".into());
+            }
         }
         None
     }
@@ -265,6 +326,52 @@ mod tests {
             .drift()
             .expect("drift");
         assert!(why.contains("FRR"), "{why}");
+    }
+
+    /// A stand-in that never answers (a wedged FRR or ovs-vswitchd).
+    fn wedged(dir: &std::path::Path, name: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\nsleep 600\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn wedged_vtysh_and_ovs_ofctl_give_unknown_within_their_deadlines() {
+        let dir = tempfile::tempdir().unwrap();
+        let deadline = std::time::Duration::from_millis(300);
+        let config = KernelConfig {
+            ovs_ofctl: wedged(dir.path(), "ofctl"),
+            vtysh: wedged(dir.path(), "vtysh"),
+            vty_socket: None,
+            vtysh_timeout: deadline,
+            ovs_ofctl_timeout: deadline,
+            ..KernelConfig::default()
+        };
+        let br = DevName::new("br-ex").unwrap();
+        let started = std::time::Instant::now();
+
+        let frr = read_frr_state(&config, &["bgp router-id 192.0.2.1".into()]);
+        assert!(frr.unknown && !frr.has_our_config, "{frr:?}");
+        let ovs = read_ovs_bridge(&config, &br).unwrap_err();
+        assert!(matches!(ovs, IoError::TimedOut { .. }), "{ovs}");
+        assert!(ovs.to_string().contains("ovs-ofctl show br-ex"), "{ovs}");
+        let file = dir.path().join("frr.conf");
+        std::fs::write(&file, "router bgp 64999\n").unwrap();
+        let apply = apply_frr_file(&config, &file).unwrap_err();
+        assert!(matches!(apply, IoError::TimedOut { .. }), "{apply}");
+        assert_eq!(read_frr_router_id(&config), None);
+        // Unreadable is not drift: no reconcile is triggered to wait again.
+        let probe = DriftProbe {
+            config: config.clone(),
+            bridges: vec![(br.clone(), None)],
+            frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+        };
+        assert_eq!(probe.drift(), None);
+        // Six runs, each killed at its deadline.
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
     }
 
     #[test]

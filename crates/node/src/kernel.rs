@@ -12,7 +12,6 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
@@ -26,7 +25,7 @@ use tokio::sync::watch;
 
 use crate::codec;
 use crate::commands::{
-    check_flow, read_frr_state, read_ovs_bridge, run_ofctl, vtysh_command, DriftProbe,
+    apply_frr_file, check_flow, read_frr_state, read_ovs_bridge, run_ofctl, DriftProbe,
 };
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
 use obgp_plan::actual::{Actual, FrrState, OvsBridge, RtTables};
@@ -50,6 +49,10 @@ pub struct KernelConfig {
     pub vtysh: PathBuf,
     /// `vtysh --vty_socket DIR`.
     pub vty_socket: Option<PathBuf>,
+    /// How long one `vtysh` run may take (`vtysh_timeout`).
+    pub vtysh_timeout: std::time::Duration,
+    /// How long one `ovs-ofctl` run may take (`ovs_ofctl_timeout`).
+    pub ovs_ofctl_timeout: std::time::Duration,
     /// Where `vtysh -f` files are written.
     pub frr_config_dir: PathBuf,
     /// The netlink mirror's receive buffer in bytes; `None` for its default
@@ -67,6 +70,8 @@ impl Default for KernelConfig {
             ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
+            vtysh_timeout: std::time::Duration::from_secs(5),
+            ovs_ofctl_timeout: std::time::Duration::from_secs(5),
             frr_config_dir: std::env::temp_dir(),
             mirror_rcvbuf: None,
         }
@@ -86,6 +91,11 @@ pub enum IoError {
     NoDevice(String),
     #[error("{cmd} failed: {detail}")]
     Command { cmd: String, detail: String },
+    #[error("{cmd}: no answer within {}s, killed", after.as_secs_f64())]
+    TimedOut {
+        cmd: String,
+        after: std::time::Duration,
+    },
     #[error("not supported here: {0}")]
     Unsupported(String),
     #[error("invalid value {0:?}")]
@@ -436,11 +446,19 @@ impl KernelNode {
         for br in &scope.ovs_bridges {
             let bridge = match self.ovs.get(br) {
                 Some(b) => b.clone(),
-                None => {
-                    let b = self.ovs_bridge(br)?;
-                    self.ovs.insert(br.clone(), b.clone());
-                    b
-                }
+                None => match self.ovs_bridge(br) {
+                    Ok(b) => {
+                        self.ovs.insert(br.clone(), b.clone());
+                        b
+                    }
+                    Err(e) => {
+                        // Unknown, not absent: nothing is planned on it, and
+                        // the next observe reads it again (not cached).
+                        tracing::warn!(bridge = %br, error = %e, "cannot read the OVS bridge: no flow planned on it");
+                        a.bridges_unknown.insert(br.clone());
+                        None
+                    }
+                },
             };
             if let Some(b) = bridge {
                 a.bridges.insert(br.clone(), b);
@@ -511,10 +529,6 @@ impl KernelNode {
 
     fn ovs_bridge(&self, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
         read_ovs_bridge(&self.config, br)
-    }
-
-    fn vtysh(&self) -> Command {
-        vtysh_command(&self.config)
     }
 
     fn frr_state(&self, lines: &[String]) -> FrrState {
@@ -625,22 +639,9 @@ impl KernelNode {
                     .join(format!("obgp-frr-{}.conf", std::process::id()));
                 std::fs::write(&file, config)
                     .map_err(|e| IoError::io(file.display().to_string(), e))?;
-                let out = self
-                    .vtysh()
-                    .arg("-f")
-                    .arg(&file)
-                    .output()
-                    .map_err(|e| IoError::io("vtysh", e));
+                let applied = apply_frr_file(&self.config, &file);
                 let _ = std::fs::remove_file(&file);
-                let out = out?;
-                if out.status.success() {
-                    Ok(())
-                } else {
-                    Err(IoError::Command {
-                        cmd: "vtysh -f".into(),
-                        detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    })
-                }
+                applied
             }
             // Links, addresses, rules, routes, neighbours: one rtnetlink request.
             _ => {

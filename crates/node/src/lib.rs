@@ -12,5 +12,5 @@ pub mod deadline;
 pub mod kernel;
 pub mod mirror;
 
-pub use commands::DriftProbe;
+pub use commands::{read_frr_router_id, DriftProbe};
 pub use kernel::{IoError, KernelConfig, KernelNode, Scope};

@@ -37,6 +37,10 @@ pub struct Actual {
     pub rt_tables: RtTables,
     /// OVS bridges by name: their ports and the flows with the agent's cookies.
     pub bridges: BTreeMap<DevName, OvsBridge>,
+    /// Bridges whose ports and flows could not be read (`ovs-ofctl` failed
+    /// or timed out): unknown, not absent, so no flow is added or deleted
+    /// on them. Never part of a scenario file.
+    pub bridges_unknown: BTreeSet<DevName>,
     /// OVS FDB entries, carried through unread (only EVPN uses them).
     pub fdb: serde_json::Value,
     pub frr: FrrState,
@@ -260,6 +264,11 @@ pub struct FrrState {
     pub applied_configs: u32,
     /// Whether FRR's running configuration already holds our fragment.
     pub has_our_config: bool,
+    /// The running configuration could not be read (vtysh failed or timed
+    /// out): whether it holds our fragment is unknown, so nothing is planned
+    /// for FRR until a read succeeds.
+    #[serde(default)]
+    pub unknown: bool,
 }
 
 /// A node state that does not parse, with the value.

@@ -461,3 +461,40 @@ fn plan_prints_grouped_one_line_per_op() {
     let _: BTreeMap<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
 }
+
+#[test]
+fn unreadable_frr_and_ovs_plan_no_frr_or_flow_op_but_still_expose() {
+    // The initial node of the golden scenario, as observed while vtysh and
+    // ovs-ofctl were wedged: FRR's state and br-ex's flows are unknown.
+    let s = scenario("nb-provider-vm");
+    let mut actual = node(&s["initial_node"]);
+    actual.frr.unknown = true;
+    actual.bridges.clear();
+    actual.bridges_unknown.insert(dev("br-ex"));
+    let desired = with_vm(base("br-ex"), "br-ex");
+    let p = plan(&desired, &actual).unwrap();
+    let ops: Vec<&Op> = p.ops().collect();
+    assert!(
+        !ops.iter().any(|o| matches!(
+            o,
+            Op::ApplyFrr { .. } | Op::AddFlow { .. } | Op::DelFlow { .. }
+        )),
+        "{p}"
+    );
+    // The netlink side goes on: the VM is wired and announced.
+    let vm: obgp_netmodel::IpNet = "172.24.4.10/32".parse().unwrap();
+    assert!(
+        ops.iter()
+            .any(|o| matches!(o, Op::AddAddress(a) if a.net == vm)),
+        "{p}"
+    );
+    let reasons: Vec<&str> = p.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert!(
+        reasons.contains(&"FRR's running configuration could not be read"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"the bridge's flows could not be read"),
+        "{reasons:?}"
+    );
+}

@@ -288,6 +288,7 @@ impl TryFrom<NodeState> for Actual {
             router_id_reported: s.frr.router_id_reported,
             applied_configs: s.frr.applied_configs,
             has_our_config: s.frr.has_our_config.unwrap_or(s.frr.applied_configs > 0),
+            unknown: false,
         };
         Ok(a)
     }

@@ -23,7 +23,12 @@ impl Planner<'_> {
                 f.bridge, f.cookie, f.priority, f.protocol, f.in_port
             );
             let Some(bridge) = self.actual.bridges.get(&f.bridge) else {
-                self.skip(what, "the bridge is not in OVS");
+                let why = if self.actual.bridges_unknown.contains(&f.bridge) {
+                    "the bridge's flows could not be read"
+                } else {
+                    "the bridge is not in OVS"
+                };
+                self.skip(what, why);
                 blind.insert(f.bridge.clone());
                 continue;
             };

@@ -71,6 +71,7 @@ pub(crate) struct NbUnderlay<'a> {
     snap: &'a Snapshot,
     cfg: &'a Config,
     w: Wiring<'a>,
+    /// Provider network per switch name (`None`: no localnet mapped here).
     providers: HashMap<&'a str, Option<Rc<ProviderNetwork<'a>>>, FastHash>,
     /// The last switch [`Self::provider`] answered for: consecutive ports
     /// are mostly on the same network, and comparing the name is cheaper
@@ -101,14 +102,12 @@ impl<'a> NbUnderlay<'a> {
     /// is bound here (the caller checks that).
     pub(crate) fn port_exposures(mut self, port: &'a LogicalSwitchPort) -> PortExposures {
         self.bound_port(port);
-        let snap = self.snap;
-        let mac_tweak_in_base = self.providers.values().flatten().all(|p| {
-            // Base wiring already lists every `patch-provnet-*` port on the bridge.
-            p.localnet.starts_with("provnet-")
-                && snap
-                    .ovs
-                    .bridge_has_port(p.target.bridge.as_str(), &p.patch_port())
-        });
+        let w = &self.w;
+        let mac_tweak_in_base = self
+            .providers
+            .values()
+            .flatten()
+            .all(|p| w.mac_tweak_in_base(p));
         let (exposed, contested) = self.w.into_exposures();
         PortExposures {
             exposed,

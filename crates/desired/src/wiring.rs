@@ -42,6 +42,10 @@ use crate::model::{
     TenantSubnet, VlanDevice, WireTarget,
 };
 
+/// The OVS ports the base wiring gives MAC-tweak flows on their bridge:
+/// the patch ports of Neutron's localnets (`patch-provnet-<id>-to-br-int`).
+const BASE_MAC_TWEAK_PREFIX: &str = "patch-provnet-";
+
 /// How a driver's exposures combine where the drivers' upstream
 /// counterparts behave differently. Everything not named here is shared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -306,7 +310,7 @@ impl<'a> Wiring<'a> {
                 .get(m.bridge.as_str())
                 .into_iter()
                 .flatten()
-                .filter(|p| p.starts_with("patch-provnet-"))
+                .filter(|p| p.starts_with(BASE_MAC_TWEAK_PREFIX))
                 .cloned()
                 .collect();
             self.out.bridges.push(BridgeWiring {
@@ -323,6 +327,16 @@ impl<'a> Wiring<'a> {
                 mac_tweak_ports,
             });
         }
+    }
+
+    /// Whether the base wiring already lists `provider`'s patch port as a
+    /// MAC-tweak port, so that asking for it changes nothing.
+    pub fn mac_tweak_in_base(&self, provider: &ProviderNetwork<'a>) -> bool {
+        let patch = provider.patch_port();
+        patch.starts_with(BASE_MAC_TWEAK_PREFIX)
+            && self
+                .ovs
+                .bridge_has_port(provider.target.bridge.as_str(), &patch)
     }
 
     /// Wires and announces `ips` through `provider` (upstream
@@ -442,8 +456,8 @@ mod tests {
         DevName::new(name).expect("valid device name")
     }
 
-    /// physnet1 on br-ex (with the patch port of `provnet-1`), then physnet2
-    /// on br-a and again on br-b.
+    /// physnet1 on br-ex (with the patch ports of `provnet-1` and `other`),
+    /// then physnet2 on br-a and again on br-b.
     fn ovs() -> LocalOvs {
         let mapping = |index, network: &str, bridge| BridgeMapping {
             index,
@@ -458,7 +472,9 @@ mod tests {
             ],
             bridge_ports: HashMap::from([(
                 "br-ex".to_string(),
-                vec!["patch-provnet-1-to-br-int".to_string(), "eth1".to_string()],
+                ["patch-provnet-1-to-br-int", "patch-other-to-br-int", "eth1"]
+                    .map(String::from)
+                    .to_vec(),
             )]),
             ..LocalOvs::default()
         }
@@ -536,6 +552,19 @@ mod tests {
         );
         let bridges: Vec<_> = d.bridges.iter().map(|b| b.bridge.as_str()).collect();
         assert_eq!(bridges, ["br-ex", "br-a", "br-b"]);
+    }
+
+    #[test]
+    fn only_a_provnet_patch_port_on_the_bridge_is_in_the_base_wiring() {
+        let (ovs, cfg) = (ovs(), Config::default());
+        let w = Wiring::new(&ovs, &cfg, NB_LIKE, base());
+        let on = |localnet, network| {
+            let p = ProviderNetwork::new(localnet, wire_target(&ovs, network, None).unwrap());
+            w.mac_tweak_in_base(&p)
+        };
+        assert!(on("provnet-1", "physnet1"));
+        assert!(!on("provnet-1", "physnet2"), "not on that bridge");
+        assert!(!on("other", "physnet1"), "not a provnet localnet");
     }
 
     #[test]

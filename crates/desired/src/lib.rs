@@ -12,6 +12,7 @@ mod incremental;
 pub mod model;
 mod nb_underlay;
 mod sb_underlay;
+mod wiring;
 
 use std::net::Ipv4Addr;
 

@@ -148,32 +148,6 @@ pub fn proxy_ndp_networks(cidrs: &[IpNet]) -> Vec<Ipv6Addr> {
         .collect()
 }
 
-impl Desired {
-    /// Asks for the MAC-tweak flow (cookie 999) on the patch port of
-    /// `localnet` when OVS has it on `bridge`. Upstream (D1) then drops the
-    /// announcement until the next sync; we announce anyway and only note
-    /// that the flow waits until ovn-controller creates the patch port (an
-    /// OVS change triggers a reconcile).
-    pub(crate) fn ask_mac_tweak(
-        &mut self,
-        ovs: &obgp_ovn::LocalOvs,
-        bridge: &DevName,
-        localnet: &str,
-        source: RowRef,
-    ) {
-        let patch = format!("patch-{localnet}-to-br-int");
-        if ovs.bridge_has_port(bridge.as_str(), &patch) {
-            if let Some(bw) = self.bridges.iter_mut().find(|b| &b.bridge == bridge) {
-                bw.mac_tweak_ports.insert(patch);
-            }
-        } else {
-            self.notes.push(format!(
-                "patch port {patch} not on {bridge}: MAC-tweak flow deferred (first seen for {source})"
-            ));
-        }
-    }
-}
-
 pub use obgp_netmodel::names::vlan_device;
 
 /// The bridge's ARP/NDP addresses: `169.254.<idx>.<idx>` and

@@ -6,22 +6,32 @@
 //! `chassis` row is named so). Differences from the NB driver that upstream
 //! has and we keep: provider VM IPs get a rule and a route but no permanent
 //! neighbour (only gateway ports carry their MAC), and tenant VM IPs behind
-//! a local gateway are announced when bound to any chassis.
+//! a local gateway are announced when bound to any chassis. How each
+//! exposure is wired is [`crate::wiring`]'s, under [`POLICY`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use ipnet::IpNet;
-use obgp_config::{AdvertisementMethod, Config};
-use obgp_netmodel::{Class, MacAddr};
+use obgp_config::Config;
+use obgp_netmodel::Class;
 use obgp_ovn::hash::FastHash;
-use obgp_ovn::{neutron, PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
+use obgp_ovn::{PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
 use obgp_ovsdb::Uuid;
 
-use crate::model::{
-    proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,
-    TenantSubnet, VlanDevice, WireTarget,
+use crate::model::{Desired, RowRef};
+use crate::wiring::{
+    wire_target, DriverPolicy, Gateway, MacTweakOnce, ProviderNetwork, SameIp, Wiring,
+};
+
+/// The SB driver's policy. The first exposure of an IP wins: upstream's
+/// later re-exposures in the same sync (a gateway IP again through its NAT
+/// addresses) wire without a MAC and leave the first neighbour in place.
+/// The MAC-tweak flow is asked for once per localnet port.
+pub(crate) const POLICY: DriverPolicy = DriverPolicy {
+    same_ip: SameIp::FirstWins,
+    mac_tweak_once: MacTweakOnce::PerLocalnet,
 };
 
 /// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
@@ -36,63 +46,43 @@ fn pb_ref(p: &PortBinding) -> RowRef {
     }
 }
 
-/// Where a provider datapath (one with a localnet mapped here) lands.
-#[derive(Clone, Debug)]
-struct Provider<'a> {
-    /// The localnet port (`provnet-<id>`): its patch port is
-    /// `patch-<name>-to-br-int`.
-    localnet: &'a str,
-    target: Arc<WireTarget>,
-}
-
 /// A gateway (cr-lrp) bound here on a provider network.
 #[derive(Debug)]
 struct LocalGateway<'a> {
     cr_lrp: &'a PortBinding,
     router_datapath: Uuid,
     provider_datapath: Uuid,
-    provider: Provider<'a>,
-    /// The gateway's IPs (first of each family is the tenant routes' via).
-    ips: Vec<IpAddr>,
+    /// Its provider network and IPs.
+    gw: Gateway<'a>,
 }
 
 pub(crate) struct SbUnderlay<'a> {
     snap: &'a Snapshot,
-    cfg: &'a Config,
-    out: Desired,
-    exposed: BTreeMap<IpAddr, ExposedIp>,
-    allowed_scopes: HashSet<&'a str>,
+    w: Wiring<'a>,
     /// Wiring target per datapath (`None`: not a provider mapped here).
-    providers: HashMap<Uuid, Option<Provider<'a>>, FastHash>,
-    /// Localnets whose MAC-tweak flow was already asked for.
-    flow_checked: HashSet<&'a str>,
+    providers: HashMap<Uuid, Option<Rc<ProviderNetwork<'a>>>, FastHash>,
 }
 
 impl<'a> SbUnderlay<'a> {
     pub(crate) fn new(snap: &'a Snapshot, cfg: &'a Config, base: Desired) -> Self {
         SbUnderlay {
             snap,
-            cfg,
-            out: base,
-            exposed: BTreeMap::new(),
+            w: Wiring::new(&snap.ovs, cfg, POLICY, base),
             providers: HashMap::default(),
-            flow_checked: HashSet::new(),
-            allowed_scopes: cfg
-                .default
-                .address_scopes
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .collect(),
         }
     }
 
     pub(crate) fn run(mut self) -> Desired {
-        self.base_wiring();
+        let snap = self.snap;
+        self.w.wire_bridges(|net| {
+            snap.sb()
+                .localnets_on_network(net)
+                .filter_map(|ln| ln.tag)
+                .collect()
+        });
         let Some(system_id) = self.snap.ovs.system_id.clone() else {
-            self.out
-                .notes
-                .push("Open_vSwitch external_ids:system-id is unset: no port is local".into());
+            self.w
+                .note("Open_vSwitch external_ids:system-id is unset: no port is local".into());
             return self.finish();
         };
         let sb = self.snap.sb();
@@ -116,49 +106,8 @@ impl<'a> SbUnderlay<'a> {
         self.finish()
     }
 
-    fn finish(mut self) -> Desired {
-        self.out.exposed = self.exposed;
-        self.out
-    }
-
-    fn tenant_exposure(&self) -> bool {
-        self.cfg.default.expose_tenant_networks || self.cfg.default.expose_ipv6_gua_tenant_networks
-    }
-
-    /// Per bridge mapping: the bridge, the VLAN devices of the tagged
-    /// localnets of its network, and the MAC-tweak flows for the
-    /// `patch-provnet-*` ports on it.
-    fn base_wiring(&mut self) {
-        let snap = self.snap;
-        for m in &snap.ovs.bridge_mappings {
-            let vlans: BTreeSet<u16> = snap
-                .sb()
-                .localnets_on_network(&m.network)
-                .filter_map(|ln| ln.tag)
-                .collect();
-            let mac_tweak_ports = snap
-                .ovs
-                .bridge_ports
-                .get(m.bridge.as_str())
-                .into_iter()
-                .flatten()
-                .filter(|p| p.starts_with("patch-provnet-"))
-                .cloned()
-                .collect();
-            self.out.bridges.push(BridgeWiring {
-                bridge: m.bridge.clone(),
-                index: m.index,
-                network: m.network.clone(),
-                vlans: vlans
-                    .into_iter()
-                    .map(|vlan| VlanDevice {
-                        dev: vlan_device(&m.bridge, vlan),
-                        vlan,
-                    })
-                    .collect(),
-                mac_tweak_ports,
-            });
-        }
+    fn finish(self) -> Desired {
+        self.w.finish().0
     }
 
     /// Whether datapath `dp` has a localnet port at all (upstream
@@ -169,7 +118,7 @@ impl<'a> SbUnderlay<'a> {
 
     /// The wiring target of datapath `dp`: its first localnet whose
     /// network is in `ovn-bridge-mappings` (upstream `_get_bridge_for_datapath`).
-    fn provider(&mut self, dp: Uuid) -> Option<Provider<'a>> {
+    fn provider(&mut self, dp: Uuid) -> Option<Rc<ProviderNetwork<'a>>> {
         if let Some(p) = self.providers.get(&dp) {
             return p.clone();
         }
@@ -178,71 +127,13 @@ impl<'a> SbUnderlay<'a> {
         p
     }
 
-    fn find_provider(&self, dp: Uuid) -> Option<Provider<'a>> {
+    fn find_provider(&self, dp: Uuid) -> Option<Rc<ProviderNetwork<'a>>> {
         let snap = self.snap;
         let ln = snap
             .sb()
             .localnet_of_datapath(dp, |net| snap.ovs.bridge_for_network(net).is_some())?;
-        let m = snap.ovs.bridge_for_network(ln.network_name.as_deref()?)?;
-        Some(Provider {
-            localnet: &ln.logical_port,
-            target: Arc::new(WireTarget {
-                bridge: m.bridge.clone(),
-                vlan: ln.tag,
-                dev: ln
-                    .tag
-                    .map(|v| vlan_device(&m.bridge, v))
-                    .unwrap_or_else(|| m.bridge.clone()),
-            }),
-        })
-    }
-
-    /// The first exposure of an IP wins: upstream's later re-exposures in
-    /// the same sync (a gateway IP again through its NAT addresses) wire
-    /// without a MAC and leave the first neighbour in place.
-    fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {
-        self.exposed.entry(ip).or_insert(ExposedIp {
-            ip,
-            class,
-            wiring,
-            source,
-        });
-    }
-
-    /// Upstream `_expose_provider_port`: rule, route (and neighbour when
-    /// `lladdr` is given, proxy NDP for the IPv6 `proxy_cidrs`) per IP, and
-    /// the MAC-tweak flow of the localnet's patch port if OVS has it.
-    fn expose_provider(
-        &mut self,
-        ips: &[IpAddr],
-        lladdr: Option<MacAddr>,
-        provider: &Provider<'a>,
-        proxy_cidrs: &[IpNet],
-        class: Class,
-        source: RowRef,
-    ) {
-        let proxy_ndp = proxy_ndp_networks(proxy_cidrs);
-        for &ip in ips {
-            self.expose(
-                ip,
-                class,
-                Some(IpWiring {
-                    target: provider.target.clone(),
-                    lladdr,
-                    proxy_ndp: proxy_ndp.clone(),
-                }),
-                source,
-            );
-        }
-        if !self.flow_checked.insert(provider.localnet) {
-            return;
-        }
-        self.out.ask_mac_tweak(
-            &self.snap.ovs,
-            &provider.target.bridge,
-            provider.localnet,
-            source,
-        );
+        let target = wire_target(&snap.ovs, ln.network_name.as_deref()?, ln.tag)?;
+        Some(Rc::new(ProviderNetwork::new(&ln.logical_port, target)))
     }
 
     /// A VM or virtual port bound here (upstream `_ensure_port_exposed` and
@@ -274,7 +165,8 @@ impl<'a> SbUnderlay<'a> {
             } else {
                 &[]
             };
-            self.expose_provider(&ips, None, &provider, proxy, Class::Vm, pb_ref(pb));
+            self.w
+                .expose_provider(&ips, None, &provider, proxy, Class::Vm, pb_ref(pb));
             return;
         }
         // Upstream `get_fip_associated`: the first NAT address entry naming
@@ -290,7 +182,8 @@ impl<'a> SbUnderlay<'a> {
             return;
         }
         if let Some(provider) = self.provider(fip_dp) {
-            self.expose_provider(&[fip], None, &provider, &[], Class::Fip, pb_ref(patch));
+            self.w
+                .expose_provider(&[fip], None, &provider, &[], Class::Fip, pb_ref(patch));
         }
     }
 
@@ -305,14 +198,14 @@ impl<'a> SbUnderlay<'a> {
         }
         let provider = self.provider(provider_dp)?;
         let PbMac::Addresses { mac, ips: nets } = &cr.mac else {
-            self.out.notes.push(format!(
+            self.w.note(format!(
                 "{} has no \"<mac> <ip>...\" mac: gateway not exposed",
                 pb_ref(cr)
             ));
             return None;
         };
         let ips: Vec<IpAddr> = nets.iter().map(IpNet::addr).collect();
-        self.expose_provider(
+        self.w.expose_provider(
             &ips,
             Some(*mac),
             &provider,
@@ -324,8 +217,7 @@ impl<'a> SbUnderlay<'a> {
             cr_lrp: cr,
             router_datapath: cr.datapath?,
             provider_datapath: provider_dp,
-            provider,
-            ips,
+            gw: Gateway { provider, ips },
         })
     }
 
@@ -359,9 +251,10 @@ impl<'a> SbUnderlay<'a> {
                 .ips
                 .iter()
                 .copied()
-                .filter(|ip| !gw.ips.contains(ip))
+                .filter(|ip| !gw.gw.ips.contains(ip))
                 .collect();
-            self.expose_provider(&fips, None, &provider, &[], Class::Fip, pb_ref(patch));
+            self.w
+                .expose_provider(&fips, None, &provider, &[], Class::Fip, pb_ref(patch));
         }
     }
 
@@ -405,18 +298,16 @@ impl<'a> SbUnderlay<'a> {
                     table: SbLoadBalancer::TABLE,
                     uuid: lb.uuid,
                 };
-                let provider = gw.provider.clone();
-                self.expose_provider(&[vip], None, &provider, &[], Class::Lb, source);
+                self.w
+                    .expose_provider(&[vip], None, &gw.gw.provider, &[], Class::Lb, source);
             }
         }
     }
 
     fn scope_allowed(&self, ip: IpAddr, peer: Option<&PortBinding>) -> bool {
-        if self.allowed_scopes.is_empty() {
-            return true;
-        }
-        peer.and_then(|p| p.addr_scope_for(ip))
-            .is_some_and(|s| self.allowed_scopes.contains(s))
+        self.w
+            .tenant
+            .allows_scope(peer.and_then(|p| p.addr_scope_for(ip)))
     }
 
     /// The router's other ports (`lrp-*` patch ports of its datapath):
@@ -425,7 +316,7 @@ impl<'a> SbUnderlay<'a> {
     /// `_expose_lrp_port`, `_expose_tenant_port`). Unlike upstream, which
     /// reads only the first address, every address of the port counts.
     fn tenant_networks(&mut self, gw: &LocalGateway<'a>) {
-        if !self.tenant_exposure() {
+        if !self.w.tenant.any() {
             return;
         }
         let sb = self.snap.sb();
@@ -456,27 +347,15 @@ impl<'a> SbUnderlay<'a> {
     }
 
     fn tenant_subnet(&mut self, gw: &LocalGateway<'a>, net: IpNet, subnet_datapath: Option<Uuid>) {
-        if !self.cfg.default.expose_tenant_networks && !neutron::is_ipv6_gua(net.addr()) {
+        // Reached only with some tenant exposure on (`tenant_networks`).
+        if !self.w.tenant.exposes(net.addr()) {
             return;
         }
-        if gw.ips.contains(&net.addr()) {
+        if gw.gw.ips.contains(&net.addr()) {
             return;
         }
-        let subnet_method =
-            self.cfg.default.advertisement_method_tenant_networks == AdvertisementMethod::Subnet;
-        self.out.tenant_subnets.push(TenantSubnet {
-            rule_dst: net,
-            net: net.trunc(),
-            via: gw
-                .ips
-                .iter()
-                .copied()
-                .find(|g| g.is_ipv6() == net.addr().is_ipv6()),
-            bridge: gw.provider.target.bridge.clone(),
-            dev: gw.provider.target.dev.clone(),
-            vrf_route: subnet_method,
-            router: gw.router_datapath.to_string(),
-        });
+        self.w
+            .route_tenant_subnet(&gw.gw, net, gw.router_datapath.to_string());
         let Some(dp) = subnet_datapath else {
             return;
         };
@@ -492,13 +371,13 @@ impl<'a> SbUnderlay<'a> {
     /// its first `neutron:cidrs` IP is announced. Only in the host method
     /// (pack § 3.2): the subnet method announces the subnet route instead.
     fn tenant_port(&mut self, port: &'a PortBinding, v6: bool) {
-        if self.cfg.default.advertisement_method_tenant_networks == AdvertisementMethod::Subnet {
+        if self.w.tenant.subnet_method() {
             return;
         }
         if port.mac == PbMac::Empty {
             if port.chassis.is_none() && port.up == Some(false) {
                 if let Some(vip) = port.cidrs.first() {
-                    self.expose(vip.addr(), Class::Lb, None, pb_ref(port));
+                    self.w.announce(vip.addr(), Class::Lb, pb_ref(port));
                 }
             }
             return;
@@ -513,7 +392,7 @@ impl<'a> SbUnderlay<'a> {
         }
         for ip in port.vm_ips() {
             if ip.is_ipv6() == v6 {
-                self.expose(ip, Class::TenantVm, None, pb_ref(port));
+                self.w.announce(ip, Class::TenantVm, pb_ref(port));
             }
         }
     }

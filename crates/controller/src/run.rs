@@ -297,7 +297,7 @@ struct DriftCheck {
 
 /// The full desired-state check runs at most this often. It is a safety
 /// net over the patching (a difference is a bug), and a full computation
-/// at 50k ports is ~10 ms of CPU and ~17 MB of allocations: with a short
+/// at scale costs CPU and allocations (docs/adr/0003-patched-desired-state.md): with a short
 /// `reconcile_interval` it ran every periodic reconcile and measurably
 /// slowed the events' reconciles (docs/latency.md). With the default
 /// interval (300 s) every periodic reconcile still checks.

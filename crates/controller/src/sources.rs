@@ -66,9 +66,9 @@ pub const OVS_COLUMNS: &[(&str, &[&str])] = &[
     ("Interface", &["name", "type", "options", "ofport"]),
 ];
 
-/// The largest OVSDB message accepted. A 100k-port NB's initial dump is
-/// about 125 MB, over the client's 64 MiB default; the bound stays so a
-/// broken server cannot make the agent allocate without limit.
+/// The largest OVSDB message accepted. A large NB's initial dump exceeds the
+/// client's 64 MiB default (docs/ovsdb.md, "Known gaps"); the bound stays so
+/// a broken server cannot make the agent allocate without limit.
 pub const MAX_MESSAGE: usize = 1 << 30;
 
 /// Why the databases could not be reached or read.

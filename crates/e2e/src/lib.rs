@@ -264,10 +264,14 @@ impl Bench {
             .map(|_| 0)
         })?;
         let conn = dir.join("connections.conf");
+        // Under TCG a vtysh spawn alone takes seconds (it loads FRR's YANG
+        // models), so the VM tier gives the commands far more than the 5 s
+        // a real node's defaults give them.
+        let deadlines = "vtysh_timeout = 60\novs_ofctl_timeout = 60";
         std::fs::write(
             &conn,
             format!(
-                "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{}\n[ovn]\novn_nb_connection = {}\n",
+                "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{deadlines}\n{}\n[ovn]\novn_nb_connection = {}\n",
                 ovs.unix_remote(),
                 opts.extra_default,
                 nb.connection()

@@ -14,7 +14,8 @@ use anyhow::{ensure, Context, Result};
 use obgp_e2e::{demo_topology, Bench, BenchOptions, VRF_TABLE};
 use serde_json::json;
 
-/// Generous bounds: TCG makes every process spawn ~60x slower.
+/// Generous bounds: TCG makes every process spawn much slower
+/// (docs/testbed.md, "VM tier").
 const LEARN: Duration = Duration::from_secs(90);
 
 const VM1: [&str; 2] = ["172.24.4.10/32", "2001:db8::10/128"];

@@ -165,8 +165,8 @@ fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) -> Vec<U
 
 /// What `old` has that `new` lacks, and the reverse, each without
 /// duplicates. OVSDB sets arrive sorted, so the common case is one merge
-/// pass with no hashing: at 50k ports, hashing both sides of a 5k-port
-/// switch's `ports` was most of an LSP insert's cost.
+/// pass with no hashing: hashing both sides of a large switch's `ports`
+/// dominated an LSP insert (docs/adr/0001-incremental-snapshot.md).
 fn set_difference(old: &[Uuid], new: &[Uuid]) -> (Vec<Uuid>, Vec<Uuid>) {
     let strictly_sorted = |v: &[Uuid]| v.windows(2).all(|w| w[0] < w[1]);
     if !(strictly_sorted(old) && strictly_sorted(new)) {

@@ -53,7 +53,7 @@ const SMALL_SET: usize = 16;
 
 /// The rows of one index entry, ordered by uuid, each stored with its
 /// parsed row so that reading an entry costs no second lookup in the row
-/// map (at 50k ports that lookup was a quarter of `desired_state`). Most
+/// map (a second lookup per row showed in `desired_state`'s profile). Most
 /// entries name one or a few rows (a port name, a router id), for which a
 /// persistent B-tree costs a kilobyte-sized node each; those are a small
 /// sorted array instead, copied on change. Large entries (the ports of a

@@ -27,8 +27,9 @@ use serde_json::Value;
 
 /// Where Debian installs the FRR daemons (apt package `frr`).
 const FRR_SBIN: &str = "/usr/lib/frr";
-/// How long a daemon gets to come up: ~0.25 s on the host, 6-8 s under TCG,
-/// more on a loaded machine. Only a failing start waits this long.
+/// How long a daemon gets to come up: well under a second on the host, many
+/// seconds under TCG (docs/testbed.md, "Measured timings"), more on a loaded
+/// machine. Only a failing start waits this long.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a daemon gets to exit after SIGTERM before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,7 +37,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const VTY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a pair's session gets to come up.
 const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
-/// Poll interval of every wait here (each poll is one vty round trip, ~1 ms).
+/// Poll interval of every wait here (each poll is one cheap vty round trip).
 const POLL: Duration = Duration::from_millis(50);
 
 /// One FRR router: zebra and bgpd in network namespace `netns`, all state
@@ -77,7 +78,7 @@ impl FrrRouter {
     }
 
     /// Starts the daemons with `bgpd_conf` as bgpd's startup config (read by
-    /// bgpd itself: saves a vtysh spawn, ~2 s under TCG). Only for pure BGP
+    /// bgpd itself: saves a vtysh spawn, slow under TCG). Only for pure BGP
     /// config, which is what [`FrrPair`] has.
     fn launch(netns: &str, dir: &Path, bgpd_conf: &str, zebra_args: &[&str]) -> Result<FrrRouter> {
         let frr = frr_ids()?;
@@ -115,7 +116,7 @@ impl FrrRouter {
             self.daemons.push((daemon, child));
             // zebra opens its zserv socket before its vty socket, so a vty
             // that accepts means bgpd can connect. A connect instead of a
-            // vtysh call: vtysh costs ~1.5 s under TCG (it loads YANG models).
+            // vtysh call: vtysh is slow under TCG (it loads YANG models).
             loop {
                 self.check_alive()?;
                 if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
@@ -289,9 +290,9 @@ impl FrrRouter {
     /// Runs one command on `daemon`'s vty socket directly, speaking vtysh's
     /// protocol (the command NUL-terminated; the answer is the output, three
     /// NULs and the command's status byte). A session starts in FRR's view
-    /// node, so this is for `show` commands. Costs ~1 ms instead of a vtysh
-    /// spawn (~60 ms on the host, ~1.5 s under TCG, where vtysh loads its
-    /// YANG models), which is what makes polling cheap in the VM tier.
+    /// node, so this is for `show` commands. Far cheaper than a vtysh spawn
+    /// (which loads its YANG models; docs/testbed.md, "Measured timings"),
+    /// which is what makes polling cheap in the VM tier.
     pub fn vty_command(&self, daemon: &str, cmd: &str) -> Result<String> {
         use std::io::{Read, Write};
         let path = self.dir.join(format!("{daemon}.vty"));

@@ -11,8 +11,9 @@
 //! guest console. Everything the guest writes is discarded, except below a
 //! directory shared with [`VmOptions::shares`].
 //!
-//! Under TCG a boot costs ~9-15 s and every process spawn ~85 ms: run many
-//! tests in one boot (see the `obgp-vm test` binary), single-threaded.
+//! Under TCG a boot and every process spawn are slow (docs/testbed.md,
+//! "Measured timings"): run many tests in one boot (see the `obgp-vm test`
+//! binary), single-threaded.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -180,7 +181,7 @@ pub struct Vm {
 impl Vm {
     /// Prepares the guest in `dir` (created if missing) and returns it. Each
     /// step is skipped when its result is already there, so after the first
-    /// build (~30 s: download 70 MB, unpack 400 MB, depmod) this takes a
+    /// build (download and unpack the kernel package, depmod) this takes a
     /// fraction of a second and needs no network. The initramfs is rebuilt
     /// whenever its init script or module list changes.
     pub fn build(dir: &Path) -> Result<Vm> {
@@ -272,7 +273,7 @@ impl Vm {
             shares.push_str(&format!("{tag} {}\n", share.display()));
         }
         run_dir.write("shares", &shares)?;
-        // qboot skips SeaBIOS' probing: ~1.5 s less per boot
+        // qboot skips SeaBIOS' probing, a measurable part of each boot
         if Path::new("/usr/share/qemu/qboot.rom").is_file() {
             qemu.args(["-bios", "/usr/share/qemu/qboot.rom"]);
         }
@@ -462,7 +463,7 @@ fn unpack_kernel(dir: &Path, deb: &Path) -> Result<PathBuf> {
 /// The uncompressed kernel (ELF `vmlinux`) unpacked from the bzImage, if the
 /// kernel can boot it through PVH (`CONFIG_PVH=y`, Debian's has). QEMU then
 /// jumps straight into the kernel: no real-mode setup and no xz
-/// decompression, which under TCG costs 3-10 s of every boot. `None` (boot
+/// decompression, which under TCG costs seconds of every boot. `None` (boot
 /// the bzImage) if anything about it fails.
 fn pvh_kernel(dir: &Path, kroot: &Path, kver: &str, bzimage: &Path) -> Option<PathBuf> {
     let vmlinux = dir.join(format!("vmlinux-{kver}"));

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::Result;
 use obgp_testbed::frr::{FrrPair, FrrPairOptions, FrrRouter, NODE_ADDR, PEER_ADDR};
 
-/// Bound of every wait: announcements take ~0.1-1 s on the host and 1-3 s in
-/// the VM tier; only a failing test waits this long.
+/// Bound of every wait, far above what an announcement takes on the host or
+/// in the VM tier; only a failing test waits this long.
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A fresh state directory, removed afterwards unless `OBGP_TESTBED_KEEP=1`

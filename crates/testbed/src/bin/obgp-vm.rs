@@ -91,8 +91,8 @@ fn real_main() -> Result<ExitCode> {
             if bins.is_empty() {
                 bail!("test: no test binaries given");
             }
-            // listing on the host costs milliseconds; a spawn in the guest
-            // ~0.4 s, so binaries without ignored tests stay out of the boot
+            // listing on the host is cheap, a spawn in the guest is not, so
+            // binaries without ignored tests stay out of the boot
             let total = bins.len();
             let mut with_tests = Vec::new();
             for bin in bins {

@@ -33,7 +33,7 @@ use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_node::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
-use obgp_ovsdb::Datum;
+use obgp_ovsdb_data::Datum;
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 

@@ -17,7 +17,7 @@ use obgp_config::{AdvertisementMethod, Config};
 use obgp_netmodel::{Class, MacAddr};
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{neutron, PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 
 use crate::model::{
     proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,

@@ -5,7 +5,7 @@
 use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::{Snapshot, Tables};
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 use proptest::prelude::*;
 
 /// A small uuid pool so that random references often hit real rows.

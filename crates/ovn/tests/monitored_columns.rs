@@ -12,9 +12,9 @@ use obgp_ovn::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, Nat,
     NbGlobal, NB_DB,
 };
-use obgp_ovsdb::datum::audit;
-use obgp_ovsdb::wire::TableUpdates;
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::datum::audit;
+use obgp_ovsdb_data::wire::TableUpdates;
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 use obgp_topogen::{Params, Topology};
 
 /// The generated topology's NB rows, table by table.

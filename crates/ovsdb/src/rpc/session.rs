@@ -13,7 +13,7 @@
 //! reply to [`Session::call_streamed`] (a monitor's initial contents, tens
 //! of megabytes): once it outgrows [`SessionConfig::stream_above`] its bytes
 //! go, as they arrive, to a blocking thread that decodes it row by row
-//! ([`crate::wire::decode_streamed_reply`]), so it is never held whole
+//! ([`obgp_ovsdb_data::wire::decode_streamed_reply`]), so it is never held whole
 //! beside the rows decoded from it.
 
 use std::collections::HashMap;
@@ -34,9 +34,9 @@ use tokio_util::codec::Decoder;
 use crate::error::{Error, Result};
 use crate::framing::{JsonFramer, DEFAULT_MAX_MESSAGE};
 use crate::rpc::transport::{Remote, Stream};
-use crate::schema::DatabaseSchema;
 use crate::tls::TlsSettings;
-use crate::wire::{
+use obgp_ovsdb_data::schema::DatabaseSchema;
+use obgp_ovsdb_data::wire::{
     decode_streamed_reply, KeyProjection, MonitorResult, StreamedReply, TableUpdates,
 };
 
@@ -352,7 +352,7 @@ impl Session {
     /// `get_schema`, parsed.
     pub async fn get_schema(&self, db: &str) -> Result<DatabaseSchema> {
         let v: Value = self.call("get_schema", json!([db])).await?.result()?;
-        DatabaseSchema::from_json(&v)
+        Ok(DatabaseSchema::from_json(&v)?)
     }
 
     /// `transact`: runs `ops` atomically. A failed operation (an `error`
@@ -782,7 +782,7 @@ mod tests {
     async fn a_large_reply_is_decoded_while_it_arrives_like_a_buffered_one() {
         let projection =
             KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["kept"]);
-        let want: crate::wire::TableUpdates = {
+        let want: obgp_ovsdb_data::wire::TableUpdates = {
             let v: Value = serde_json::from_str(&big_reply(&json!(1), 300, None)).unwrap();
             projection
                 .apply_to(|| serde_json::from_str(&v["result"].to_string()))
@@ -795,7 +795,7 @@ mod tests {
             };
             let (session, _notes, server) = pair(config);
             let server = serve_one(server, |id| big_reply(id, 300, None));
-            let got: crate::wire::TableUpdates = session
+            let got: obgp_ovsdb_data::wire::TableUpdates = session
                 .call_streamed("monitor_cond", json!([{}]), &projection)
                 .await
                 .unwrap();
@@ -815,7 +815,7 @@ mod tests {
             let server = serve_one(server.0.into_inner().unsplit(server.1), |id| {
                 json!({"id": id, "result": {"NB_Global": {}}, "error": null}).to_string()
             });
-            let small: crate::wire::TableUpdates = session
+            let small: obgp_ovsdb_data::wire::TableUpdates = session
                 .call_streamed("monitor_cond", json!([{}]), &projection)
                 .await
                 .unwrap();
@@ -833,7 +833,7 @@ mod tests {
         let (session, mut notes, server) = pair(config);
         let _server = serve_one(server, |id| big_reply(id, 300, Some(250)));
         let err = session
-            .call_streamed::<crate::wire::TableUpdates>(
+            .call_streamed::<obgp_ovsdb_data::wire::TableUpdates>(
                 "monitor_cond",
                 json!([{}]),
                 &KeyProjection::default(),
@@ -870,7 +870,7 @@ mod tests {
             let session = session.clone();
             async move {
                 session
-                    .call_streamed::<crate::wire::TableUpdates>(
+                    .call_streamed::<obgp_ovsdb_data::wire::TableUpdates>(
                         "monitor_cond",
                         json!([{}]),
                         &KeyProjection::default(),
@@ -897,7 +897,7 @@ mod tests {
         let (session, mut notes, server) = pair(config);
         let _server = serve_one(server, |_| big_reply(&json!(777), 300, None));
         let err = session
-            .call_streamed::<crate::wire::TableUpdates>(
+            .call_streamed::<obgp_ovsdb_data::wire::TableUpdates>(
                 "monitor_cond",
                 json!([{}]),
                 &KeyProjection::default(),

@@ -20,7 +20,7 @@
 
 pub mod datum;
 pub mod error;
-
+pub mod json_scan;
 pub mod monitor_spec;
 pub mod schema;
 pub mod snapshot;

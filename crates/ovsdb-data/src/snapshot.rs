@@ -444,7 +444,7 @@ mod tests {
         let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
             "external_ids": ["map", [["b", "3"], ["z", "9"]]]}}}})
         .to_string();
-        let u: TableUpdates = projection.apply_to(|| serde_json::from_str(&text)).unwrap();
+        let u = crate::wire::decode_table_updates(text.as_bytes(), &projection).unwrap();
         let (next, changes) = s.apply(u).unwrap();
         assert!(changes.is_empty(), "{changes:?}");
         assert_eq!(
@@ -455,7 +455,7 @@ mod tests {
         let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
             "external_ids": ["map", [["a", "5"], ["b", "3"]]], "up": true}}}})
         .to_string();
-        let u: TableUpdates = projection.apply_to(|| serde_json::from_str(&text)).unwrap();
+        let u = crate::wire::decode_table_updates(text.as_bytes(), &projection).unwrap();
         let (next, changes) = s.apply(u).unwrap();
         let row = next
             .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())

@@ -2,12 +2,13 @@
 //! `monitor_cond_change`) on a session, and decoding of their update
 //! notifications. What to monitor is a [`MonitorSpec`] (data crate).
 
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::rpc::session::{notification_params, Session};
+use crate::rpc::session::{notification_params_with, Session};
 use obgp_ovsdb_data::schema::DatabaseSchema;
-use obgp_ovsdb_data::wire::{KeyProjection, TableUpdates};
+use obgp_ovsdb_data::wire::{KeyProjection, TableUpdates, TableUpdatesSeed};
 use obgp_ovsdb_data::MonitorSpec;
 
 /// The transaction id meaning "no history": asks for a full initial dump.
@@ -39,31 +40,71 @@ pub struct Update {
 /// Decodes an `update2` or `update3` notification frame, keeping only the
 /// map keys `projection` keeps.
 pub fn decode_update(method: &str, frame: &[u8], projection: &KeyProjection) -> Result<Update> {
-    projection.apply_to(|| decode_update_whole(method, frame))
+    let with_txn_id = match method {
+        "update2" => false,
+        "update3" => true,
+        other => {
+            return Err(Error::Protocol(format!(
+                "not an update notification: {other}"
+            )))
+        }
+    };
+    notification_params_with(
+        frame,
+        UpdateParams {
+            with_txn_id,
+            updates: TableUpdatesSeed(projection),
+        },
+    )
 }
 
-fn decode_update_whole(method: &str, frame: &[u8]) -> Result<Update> {
-    match method {
-        "update2" => {
-            let (monitor_id, updates): (Value, TableUpdates) = notification_params(frame)?;
-            Ok(Update {
-                monitor_id,
-                last_txn_id: None,
-                updates,
-            })
+/// The params of `update2` (`[monitor-id, table-updates2]`) or `update3`
+/// (`[monitor-id, last-txn-id, table-updates2]`), the updates decoded with
+/// the monitor's key projection.
+struct UpdateParams<'p> {
+    with_txn_id: bool,
+    updates: TableUpdatesSeed<'p>,
+}
+
+impl<'de> DeserializeSeed<'de> for UpdateParams<'_> {
+    type Value = Update;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Update, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UpdateParams<'_> {
+    type Value = Update;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(if self.with_txn_id {
+            "[monitor-id, last-txn-id, table-updates2]"
+        } else {
+            "[monitor-id, table-updates2]"
+        })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Update, A::Error> {
+        let len = if self.with_txn_id { 3 } else { 2 };
+        let monitor_id: Value = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let last_txn_id = match self.with_txn_id {
+            true => Some(
+                seq.next_element::<String>()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?,
+            ),
+            false => None,
+        };
+        let updates = seq
+            .next_element_seed(self.updates)?
+            .ok_or_else(|| de::Error::invalid_length(len - 1, &"the table updates"))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::invalid_length(len + 1, &"no more params"));
         }
-        "update3" => {
-            let (monitor_id, last, updates): (Value, String, TableUpdates) =
-                notification_params(frame)?;
-            Ok(Update {
-                monitor_id,
-                last_txn_id: Some(last),
-                updates,
-            })
-        }
-        other => Err(Error::Protocol(format!(
-            "not an update notification: {other}"
-        ))),
+        Ok(Update {
+            monitor_id,
+            last_txn_id,
+            updates,
+        })
     }
 }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -37,7 +38,8 @@ use crate::rpc::transport::{Remote, Stream};
 use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{
-    decode_streamed_reply, KeyProjection, MonitorResult, StreamedReply, TableUpdates,
+    decode_streamed_reply, KeyProjection, MonitorResult, MonitorResultSeed, StreamedReply,
+    TableUpdates,
 };
 
 /// Session tuning.
@@ -111,7 +113,7 @@ type StreamDecoder = Box<dyn FnOnce(mpsc::Receiver<Bytes>) -> Result<StreamedRep
 
 /// A result [`Session::call_streamed`] returns: the `result` of
 /// `monitor_cond` or of `monitor_cond_since`.
-pub trait MonitorReply: DeserializeOwned + Send + 'static {
+pub trait MonitorReply: Sized + Send + 'static {
     /// This result from a decoded monitor result of the right shape.
     fn from_monitor(result: MonitorResult) -> Option<Self>;
 }
@@ -142,11 +144,30 @@ struct Streaming {
     bytes: usize,
 }
 
-/// A response's `result` member, decoded in the same pass that walks the
-/// message (the other members are skipped).
-#[derive(Deserialize)]
-struct ResultOf<T> {
-    result: T,
+/// A response's `result` member, decoded with the seed `.0` in the same
+/// pass that walks the message (the other members are skipped).
+struct ResultOf<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for ResultOf<S> {
+    type Value = S::Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON-RPC response object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<S::Value, A::Error> {
+        let mut seed = Some(self.0);
+        let mut result = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match (key.as_ref(), seed.take()) {
+                ("result", Some(s)) => result = Some(map.next_value_seed(s)?),
+                ("result", None) => return Err(de::Error::duplicate_field("result")),
+                (_, s) => {
+                    seed = s;
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        result.ok_or_else(|| de::Error::missing_field("result"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -170,6 +191,14 @@ impl Response {
 
     /// Decodes the `result` member as `T`.
     pub fn result<T: DeserializeOwned>(&self) -> Result<T> {
+        self.result_with(std::marker::PhantomData::<T>)
+    }
+
+    /// Decodes the `result` member with `seed`.
+    pub fn result_with<T, S>(&self, seed: S) -> Result<T>
+    where
+        S: for<'de> DeserializeSeed<'de, Value = T>,
+    {
         if self.streamed.is_some() {
             return Err(Error::Protocol(
                 "a streamed reply is decoded by call_streamed".into(),
@@ -177,17 +206,28 @@ impl Response {
         }
         // One pass over the message: a 50 MB monitor reply is not first
         // scanned for the bounds of `result` and then decoded.
-        serde_json::from_slice::<ResultOf<T>>(&self.frame)
-            .map(|r| r.result)
+        let mut de = serde_json::Deserializer::from_slice(&self.frame);
+        de.deserialize_map(ResultOf(seed))
+            .and_then(|result| de.end().map(|()| result))
             .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
     }
 }
 
 /// Decodes the `params` member of a notification frame as `T`.
 pub fn notification_params<T: DeserializeOwned>(frame: &[u8]) -> Result<T> {
+    notification_params_with(frame, std::marker::PhantomData::<T>)
+}
+
+/// Decodes the `params` member of a notification frame with `seed`.
+pub fn notification_params_with<T, S>(frame: &[u8], seed: S) -> Result<T>
+where
+    S: for<'de> DeserializeSeed<'de, Value = T>,
+{
     let p: ParamsOnly = serde_json::from_slice(frame)
         .map_err(|e| Error::Protocol(format!("notification without params: {e}")))?;
-    serde_json::from_str(p.params.get())
+    let mut de = serde_json::Deserializer::from_str(p.params.get());
+    seed.deserialize(&mut de)
+        .and_then(|params| de.end().map(|()| params))
         .map_err(|e| Error::Protocol(format!("notification params: {e}")))
 }
 
@@ -332,16 +372,16 @@ impl Session {
     ) -> Result<T> {
         let in_thread = projection.clone();
         let decode: StreamDecoder = Box::new(move |mut chunks: mpsc::Receiver<Bytes>| {
-            in_thread
-                .apply_to(|| decode_streamed_reply(|| chunks.blocking_recv()))
+            decode_streamed_reply(&in_thread, || chunks.blocking_recv())
                 .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
         });
         let response = self.send(method, params, Some(decode)).await?;
-        match response.streamed {
-            None => projection.apply_to(|| response.result()),
-            Some((_, Decoded(result))) => T::from_monitor(result)
-                .ok_or_else(|| Error::Protocol(format!("{method} result of an unexpected shape"))),
-        }
+        let result = match response.streamed {
+            None => response.result_with(MonitorResultSeed(projection))?,
+            Some((_, Decoded(result))) => result,
+        };
+        T::from_monitor(result)
+            .ok_or_else(|| Error::Protocol(format!("{method} result of an unexpected shape")))
     }
 
     /// `list_dbs`: the databases the server holds.
@@ -784,9 +824,11 @@ mod tests {
             KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["kept"]);
         let want: obgp_ovsdb_data::wire::TableUpdates = {
             let v: Value = serde_json::from_str(&big_reply(&json!(1), 300, None)).unwrap();
-            projection
-                .apply_to(|| serde_json::from_str(&v["result"].to_string()))
-                .unwrap()
+            obgp_ovsdb_data::wire::decode_table_updates(
+                v["result"].to_string().as_bytes(),
+                &projection,
+            )
+            .unwrap()
         };
         for stream_above in [Some(256), None] {
             let config = SessionConfig {

@@ -179,8 +179,8 @@ async fn breakdown(remote: &str) -> Result<()> {
         .await?;
     let t_reply = t0.elapsed();
     let hwm_reply = status_kib("VmHWM:")?;
-    let updates: obgp_ovsdb_data::wire::TableUpdates =
-        spec.key_projection().apply_to(|| reply.result())?;
+    let projection = spec.key_projection();
+    let updates = reply.result_with(obgp_ovsdb_data::wire::TableUpdatesSeed(&projection))?;
     let t_decode = t0.elapsed();
     let heap_decoded = (mib(&LIVE), mib(&PEAK));
     let bytes = reply.len();
@@ -250,10 +250,8 @@ async fn breakdown(remote: &str) -> Result<()> {
         for _ in 0..3 {
             let mut chunks = text.chunks(128 << 10);
             let t0 = Instant::now();
-            let reply = projection.apply_to(|| {
-                obgp_ovsdb_data::wire::decode_streamed_reply(|| {
-                    chunks.next().map(bytes::Bytes::copy_from_slice)
-                })
+            let reply = obgp_ovsdb_data::wire::decode_streamed_reply(&projection, || {
+                chunks.next().map(bytes::Bytes::copy_from_slice)
             });
             times.push(t0.elapsed().as_secs_f64());
             reply.map_err(|e| anyhow::anyhow!("in-memory reply: {e}"))?;
@@ -283,10 +281,8 @@ fn decode_file(file: &str, runs: usize) -> Result<()> {
         let mut chunks = text.chunks(128 << 10);
         let cpu0 = cpu_s("self")?;
         let t0 = Instant::now();
-        let reply = projection.apply_to(|| {
-            obgp_ovsdb_data::wire::decode_streamed_reply(|| {
-                chunks.next().map(bytes::Bytes::copy_from_slice)
-            })
+        let reply = obgp_ovsdb_data::wire::decode_streamed_reply(&projection, || {
+            chunks.next().map(bytes::Bytes::copy_from_slice)
         });
         let wall = t0.elapsed().as_secs_f64();
         let reply = reply.map_err(|e| anyhow::anyhow!("{file}: {e}"))?;

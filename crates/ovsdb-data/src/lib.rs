@@ -22,6 +22,7 @@ pub mod datum;
 pub mod error;
 pub mod json_scan;
 pub mod monitor_spec;
+pub mod row;
 pub mod schema;
 pub mod snapshot;
 pub mod wire;

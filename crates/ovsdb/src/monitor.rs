@@ -6,7 +6,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, SeqAccess, Visi
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::rpc::session::{notification_params_with, Session};
+use crate::rpc::reply::notification_params_with;
+use crate::rpc::session::Session;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{KeyProjection, TableUpdates, TableUpdatesSeed};
 use obgp_ovsdb_data::MonitorSpec;

@@ -7,6 +7,9 @@
 //! canonicalises them in [`crate::snapshot`]. Tags (`"set"`, `"map"`,
 //! `"uuid"`) and UUIDs are read from the bytes without allocating; strings
 //! go through the message's interner ([`super::intern`]).
+//!
+//! About 720 lines with the tests: one visitor per level of the notation,
+//! from an atom up to a monitor result, which read as one grammar.
 
 use std::fmt;
 

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use obgp_ovsdb_data::wire::{MonitorResult, TableUpdates};
 
 /// A successful response: its raw bytes, or its result already decoded
-/// (a streamed reply, see [`Session::call_streamed`]).
+/// (a streamed reply, see [`Session::call_streamed`](crate::Session::call_streamed)).
 #[derive(Debug)]
 pub struct Response {
     pub(crate) frame: Bytes,
@@ -30,7 +30,7 @@ impl std::fmt::Debug for Decoded {
     }
 }
 
-/// A result [`Session::call_streamed`] returns: the `result` of
+/// A result [`Session::call_streamed`](crate::Session::call_streamed) returns: the `result` of
 /// `monitor_cond` or of `monitor_cond_since`.
 pub trait MonitorReply: Sized + Send + 'static {
     /// This result from a decoded monitor result of the right shape.

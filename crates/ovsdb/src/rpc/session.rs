@@ -9,7 +9,7 @@
 //! arrive is not mistaken for a dead peer.
 //!
 //! Frames are handed on as raw bytes: the receiver decodes them into the
-//! type it expects in one pass (see [`crate::wire`]). The exception is the
+//! type it expects in one pass (see [`obgp_ovsdb_data::wire`]). The exception is the
 //! reply to [`Session::call_streamed`] (a monitor's initial contents, tens
 //! of megabytes): once it outgrows [`SessionConfig::stream_above`] its bytes
 //! go, as they arrive, to a blocking thread that decodes it row by row

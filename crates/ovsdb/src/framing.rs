@@ -315,6 +315,16 @@ mod tests {
                 offset: 0
             }
         );
+        // A string before an object is not a message (it is not framed
+        // together with the object that follows).
+        let err = feed(&mut JsonFramer::default(), &[br#""s"{}"#]).unwrap_err();
+        assert_eq!(
+            err,
+            FrameError::NotAnObject {
+                byte: b'"',
+                offset: 0
+            }
+        );
         let err = feed(&mut JsonFramer::default(), &[b"garbage"]).unwrap_err();
         assert_eq!(
             err,

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 use obgp_events::{filter, AgentView, Event, EventKind, RowView};
-use obgp_ovsdb::datum::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::datum::{Atom, Datum, Row, Uuid};
 use serde_json::Value;
 
 use crate::Summary;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB};
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use obgp_config::Driver;
 use obgp_ovn::{LiveSnapshot, Snapshot};
 use obgp_ovsdb::cache::CacheReader;
-use obgp_ovsdb::{Change, Uuid};
+use obgp_ovsdb_data::{Change, Uuid};
 use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, watch};
 
@@ -35,8 +35,8 @@ struct Feed {
 /// What a catch-up found: rebuild from `rows`, or re-read the `touched`
 /// rows from `rows`.
 enum CatchUp {
-    Rebuild(obgp_ovsdb::Snapshot),
-    Patch(obgp_ovsdb::Snapshot, BTreeSet<(Arc<str>, Uuid)>),
+    Rebuild(obgp_ovsdb_data::DbSnapshot),
+    Patch(obgp_ovsdb_data::DbSnapshot, BTreeSet<(Arc<str>, Uuid)>),
 }
 
 impl Feed {
@@ -94,9 +94,9 @@ pub struct MaintainedSnapshot {
 /// What one catch-up hands out.
 pub struct Caught {
     /// The OVN cache snapshot the maintained one was brought up to.
-    pub raw_ovn: obgp_ovsdb::Snapshot,
+    pub raw_ovn: obgp_ovsdb_data::DbSnapshot,
     /// The local OVS cache snapshot likewise.
-    pub raw_ovs: obgp_ovsdb::Snapshot,
+    pub raw_ovs: obgp_ovsdb_data::DbSnapshot,
     /// The indexed snapshot, consistent with every change received so far.
     pub snapshot: Snapshot,
 }
@@ -167,8 +167,8 @@ impl MaintainedSnapshot {
 mod tests {
     use super::*;
     use obgp_ovsdb::cache::{cache, CachePublisher};
-    use obgp_ovsdb::wire::TableUpdates;
-    use obgp_ovsdb::DatabaseSchema;
+    use obgp_ovsdb_data::wire::TableUpdates;
+    use obgp_ovsdb_data::DatabaseSchema;
     use serde_json::json;
 
     fn schema(file: &str) -> Arc<DatabaseSchema> {
@@ -180,7 +180,7 @@ mod tests {
     }
 
     fn nb_cache(capacity: usize) -> (CachePublisher, CacheReader) {
-        let empty = obgp_ovsdb::Snapshot::empty(
+        let empty = obgp_ovsdb_data::DbSnapshot::empty(
             schema("ovn-nb.ovsschema"),
             ["Logical_Switch", "Logical_Switch_Port"],
         );
@@ -189,7 +189,7 @@ mod tests {
 
     fn ovs_cache() -> (CachePublisher, CacheReader) {
         cache(
-            obgp_ovsdb::Snapshot::empty(schema("vswitch.ovsschema"), ["Open_vSwitch"]),
+            obgp_ovsdb_data::DbSnapshot::empty(schema("vswitch.ovsschema"), ["Open_vSwitch"]),
             16,
         )
     }
@@ -280,7 +280,7 @@ mod tests {
             lsp_uuid(7): {"initial": {"name": "vm7", "up": true,
                 "options": ["map", [["requested-chassis", "c1"]]]}}}}))
         .unwrap();
-        let empty = obgp_ovsdb::Snapshot::empty(
+        let empty = obgp_ovsdb_data::DbSnapshot::empty(
             schema("ovn-nb.ovsschema"),
             ["Logical_Switch", "Logical_Switch_Port"],
         );
@@ -313,7 +313,7 @@ mod tests {
         let stale = Change {
             table: Arc::from("Logical_Switch_Port"),
             uuid: Uuid::parse(&lsp_uuid(1)).unwrap(),
-            kind: obgp_ovsdb::ChangeKind::Insert,
+            kind: obgp_ovsdb_data::ChangeKind::Insert,
             new: None,
             old: None,
         };

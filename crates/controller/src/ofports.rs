@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use obgp_ovn::snapshot::RowSource;
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 
 /// Bridge name → interface name → ofport, for interfaces OVS numbered (> 0).
 pub type OfPorts = BTreeMap<String, BTreeMap<String, u32>>;
@@ -51,7 +51,7 @@ pub fn ofports(ovs: &impl RowSource) -> OfPorts {
 mod tests {
     use super::*;
     use obgp_ovn::Tables;
-    use obgp_ovsdb::Row;
+    use obgp_ovsdb_data::Row;
 
     fn table(rows: &[(&str, serde_json::Value)]) -> obgp_ovn::Table {
         rows.iter()

@@ -413,7 +413,7 @@ impl Retry {
 /// Feeds every change of the driver's OVN database through the driver's event filters; a match
 /// schedules a reconcile carrying the class name as its reason.
 fn spawn_event_filter(
-    mut changes: broadcast::Receiver<obgp_ovsdb::Change>,
+    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     filters: Filters,
     view: watch::Receiver<Arc<SnapshotView>>,
     sched: Scheduler,
@@ -465,7 +465,7 @@ fn spawn_overrun_watch(
 /// Local OVS changes (bridge mappings, a patch port appearing) change the
 /// wiring: any change of the monitored columns schedules a reconcile.
 fn spawn_local_ovs_watch(
-    mut changes: broadcast::Receiver<obgp_ovsdb::Change>,
+    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     sched: Scheduler,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {

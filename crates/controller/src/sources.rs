@@ -17,9 +17,8 @@ use std::time::Duration;
 use obgp_config::{Config, Driver};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb::rpc::transport::parse_remotes;
-use obgp_ovsdb::{
-    Change, Client, ClientConfig, MonitorSpec, Remote, TableMonitor, TlsFiles, TlsSettings,
-};
+use obgp_ovsdb::{Client, ClientConfig, Remote, TlsFiles, TlsSettings};
+use obgp_ovsdb_data::{Change, MonitorSpec, TableMonitor};
 use tokio::sync::{broadcast, watch};
 
 use crate::maintained::MaintainedSnapshot;
@@ -289,7 +288,7 @@ impl OvnSources {
 pub struct Inputs {
     /// The raw cache of the OVN database the driver reads (NB or SB): the
     /// event filters' agent view reads raw rows.
-    pub raw_ovn: obgp_ovsdb::Snapshot,
+    pub raw_ovn: obgp_ovsdb_data::DbSnapshot,
     /// The indexed OVN snapshot `desired_state` reads.
     pub snapshot: Snapshot,
     /// Bridge → interface → ofport, from the local OVS database.

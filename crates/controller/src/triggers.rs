@@ -11,7 +11,7 @@
 //! `reconcile_interval` of latency.
 
 use obgp_events::{AgentView, EventKind, Filters, RowView};
-use obgp_ovsdb::{Change, ChangeKind, Datum, Row};
+use obgp_ovsdb_data::{Change, ChangeKind, Datum, Row};
 
 /// The classes `change` matches, as reconcile reasons.
 pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
@@ -55,7 +55,7 @@ mod tests {
     use std::sync::Arc;
 
     use obgp_config::{Config, Driver};
-    use obgp_ovsdb::Uuid;
+    use obgp_ovsdb_data::Uuid;
 
     use super::*;
 

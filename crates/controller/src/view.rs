@@ -12,12 +12,12 @@ use obgp_desired::ExposedIps;
 use obgp_events::view::RowView;
 use obgp_events::AgentView;
 use obgp_ovn::Snapshot;
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 
 /// An immutable view, rebuilt after every reconcile (cheap: proportional to
 /// what is local to this chassis).
 pub struct SnapshotView {
-    raw: obgp_ovsdb::Snapshot,
+    raw: obgp_ovsdb_data::DbSnapshot,
     snap: Arc<Snapshot>,
     chassis: String,
     chassis_id: String,
@@ -35,7 +35,7 @@ impl SnapshotView {
     /// `Reconciler::chassis_name`); `exposed` the IPs of the last desired
     /// state.
     pub fn new(
-        raw: obgp_ovsdb::Snapshot,
+        raw: obgp_ovsdb_data::DbSnapshot,
         snap: Arc<Snapshot>,
         chassis: String,
         exposed: ExposedIps,
@@ -146,9 +146,9 @@ mod tests {
     }
 
     fn view(exposed: ExposedIps) -> SnapshotView {
-        let raw = obgp_ovsdb::Snapshot::empty(
+        let raw = obgp_ovsdb_data::DbSnapshot::empty(
             Arc::new(
-                obgp_ovsdb::DatabaseSchema::from_file(format!(
+                obgp_ovsdb_data::DatabaseSchema::from_file(format!(
                     "{}/../../fixtures/schemas/ovn-nb.ovsschema",
                     env!("CARGO_MANIFEST_DIR")
                 ))

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use obgp_config::{Config, Driver};
 use obgp_controller::sources::OvnSources;
 use obgp_ovn::Snapshot;
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 use obgp_testbed::fixture::insert_ops;
 use obgp_testbed::ovsdb::OvsdbServer;
 use serde_json::{json, Value};
@@ -27,7 +27,7 @@ fn scenario(name: &str) -> Value {
 async fn converged(
     sources: &OvnSources,
     step: &str,
-    landed: impl Fn(&obgp_ovsdb::Snapshot) -> bool,
+    landed: impl Fn(&obgp_ovsdb_data::DbSnapshot) -> bool,
 ) -> Snapshot {
     converged_with(sources, step, landed, Snapshot::build).await
 }
@@ -35,8 +35,8 @@ async fn converged(
 async fn converged_with(
     sources: &OvnSources,
     step: &str,
-    landed: impl Fn(&obgp_ovsdb::Snapshot) -> bool,
-    build: impl Fn(&obgp_ovsdb::Snapshot, &obgp_ovsdb::Snapshot) -> Snapshot,
+    landed: impl Fn(&obgp_ovsdb_data::DbSnapshot) -> bool,
+    build: impl Fn(&obgp_ovsdb_data::DbSnapshot, &obgp_ovsdb_data::DbSnapshot) -> Snapshot,
 ) -> Snapshot {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -58,7 +58,10 @@ async fn converged_with(
     }
 }
 
-fn lsp_named<'a>(raw: &'a obgp_ovsdb::Snapshot, name: &str) -> Option<(Uuid, &'a obgp_ovsdb::Row)> {
+fn lsp_named<'a>(
+    raw: &'a obgp_ovsdb_data::DbSnapshot,
+    name: &str,
+) -> Option<(Uuid, &'a obgp_ovsdb_data::Row)> {
     raw.table("Logical_Switch_Port")
         .iter()
         .find(|(_, r)| r.str("name") == Some(name))
@@ -205,10 +208,10 @@ async fn maintained_sb_snapshot_equals_a_fresh_build_after_each_write_and_a_rest
         .unwrap();
     sources.wait_synced(Duration::from_secs(20)).await.unwrap();
     let empty = obgp_ovn::Tables::new();
-    let build = |sb: &obgp_ovsdb::Snapshot, ovs: &obgp_ovsdb::Snapshot| {
+    let build = |sb: &obgp_ovsdb_data::DbSnapshot, ovs: &obgp_ovsdb_data::DbSnapshot| {
         Snapshot::build_with_sb(&empty, sb, ovs)
     };
-    let binding = |raw: &obgp_ovsdb::Snapshot| {
+    let binding = |raw: &obgp_ovsdb_data::DbSnapshot| {
         raw.table("Port_Binding")
             .iter()
             .find(|(_, r)| r.uuid("chassis").is_some())
@@ -237,7 +240,7 @@ async fn maintained_sb_snapshot_equals_a_fresh_build_after_each_write_and_a_rest
         json!({"op": "update", "table": "Port_Binding",
                "where": [["logical_port", "==", port]], "row": {"chassis": c}})
     };
-    let bound = |raw: &obgp_ovsdb::Snapshot, yes: bool| {
+    let bound = |raw: &obgp_ovsdb_data::DbSnapshot, yes: bool| {
         raw.table("Port_Binding")
             .values()
             .any(|r| r.str("logical_port") == Some(&port) && r.uuid("chassis").is_some() == yes)

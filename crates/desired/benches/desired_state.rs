@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::{Snapshot, Tables};
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 
 /// Chassis in the generated cloud; this node is chassis 0, so ~1/CHASSIS of
 /// everything is local.

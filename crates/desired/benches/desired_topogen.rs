@@ -32,7 +32,7 @@ use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
-use obgp_ovsdb::Datum;
+use obgp_ovsdb_data::Datum;
 use obgp_plan::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;

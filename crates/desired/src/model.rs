@@ -11,7 +11,7 @@ use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 use serde::{Serialize, Serializer};
 
 /// Everything the agent wants on this node, in the driver's terms.

@@ -18,7 +18,7 @@ use obgp_config::Config;
 use obgp_netmodel::Class;
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
-use obgp_ovsdb::Uuid;
+use obgp_ovsdb_data::Uuid;
 
 use crate::model::{Desired, RowRef};
 use crate::wiring::{

@@ -448,7 +448,7 @@ mod tests {
 
     use obgp_netmodel::DevName;
     use obgp_ovn::BridgeMapping;
-    use obgp_ovsdb::Uuid;
+    use obgp_ovsdb_data::Uuid;
 
     use super::*;
 

@@ -10,9 +10,9 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB};
-use obgp_ovsdb::cache::Snapshot as CacheSnapshot;
-use obgp_ovsdb::wire::{RowOp, RowUpdate, TableUpdate, TableUpdates};
-use obgp_ovsdb::DatabaseSchema;
+use obgp_ovsdb_data::wire::{RowOp, RowUpdate, TableUpdate, TableUpdates};
+use obgp_ovsdb_data::DatabaseSchema;
+use obgp_ovsdb_data::DbSnapshot;
 use serde_json::Value;
 
 fn read(p: &Path) -> Result<Value> {
@@ -23,10 +23,10 @@ fn read(p: &Path) -> Result<Value> {
 
 /// Loads `tables` into an OVSDB cache snapshot of `schema`, as a monitor's
 /// initial dump would.
-fn cache_of(schema: &Value, tables: &Tables) -> Result<CacheSnapshot> {
+fn cache_of(schema: &Value, tables: &Tables) -> Result<DbSnapshot> {
     let schema = Arc::new(DatabaseSchema::from_json(schema)?);
     let names: Vec<&str> = tables.keys().map(String::as_str).collect();
-    let empty = CacheSnapshot::empty(schema, names.iter().copied());
+    let empty = DbSnapshot::empty(schema, names.iter().copied());
     let updates = TableUpdates(
         tables
             .iter()

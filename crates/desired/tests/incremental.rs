@@ -8,7 +8,7 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 use obgp_topogen::{Params, Rng, Topology};
 use serde_json::{json, Value};
 

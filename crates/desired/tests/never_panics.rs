@@ -8,7 +8,7 @@ mod strategies;
 use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::{Snapshot, Tables};
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 use proptest::prelude::*;
 use strategies::{unicode_list, unicode_text};
 

@@ -10,7 +10,7 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
-use obgp_ovsdb::{Atom, Datum, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, Uuid};
 use proptest::prelude::*;
 use strategies::{unicode_list, unicode_text};
 

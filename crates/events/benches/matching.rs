@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use obgp_config::{Config, Driver};
 use obgp_events::{AgentView, Filters, RowView};
-use obgp_ovsdb::{Change, ChangeKind, Row, Uuid};
+use obgp_ovsdb_data::{Change, ChangeKind, Row, Uuid};
 use serde_json::json;
 
 struct View {

@@ -1,7 +1,7 @@
 //! The agent state the predicates read: exactly what upstream's `match_fn`s
 //! read from `self.agent` (the driver and its caches).
 
-use obgp_ovsdb::datum::Uuid;
+use obgp_ovsdb_data::datum::Uuid;
 
 use crate::view::RowView;
 

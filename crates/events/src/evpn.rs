@@ -155,7 +155,7 @@ mod tests {
     use crate::Event;
     use serde_json::json;
 
-    fn router_port_binding() -> obgp_ovsdb::datum::Row {
+    fn router_port_binding() -> obgp_ovsdb_data::datum::Row {
         row(json!({
             "type": "patch", "logical_port": "lsp-router-1", "chassis": ["set", []],
             "external_ids": ["map", [["neutron_bgpvpn:vni", "1001"], ["neutron_bgpvpn:as", "64999"]]],

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use obgp_ovsdb::datum::{Row, Uuid};
+use obgp_ovsdb_data::datum::{Row, Uuid};
 use serde_json::Value;
 
 use crate::agent::AgentView;

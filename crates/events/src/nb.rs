@@ -658,7 +658,7 @@ mod tests {
     use super::*;
     use crate::fake::{reference, row, uuid, FakeAgent};
     use crate::Event;
-    use obgp_ovsdb::datum::Row;
+    use obgp_ovsdb_data::datum::Row;
     use serde_json::json;
 
     const HERE: &str = "f3b1a6c2-7d4e-4c1a-9b8e-2d5f6a7b8c90";

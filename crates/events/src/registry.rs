@@ -3,7 +3,7 @@
 
 use obgp_config::{AdvertisementMethod, DefaultSection, Driver, ExposingMethod};
 use obgp_ovn::neutron::nat_type;
-use obgp_ovsdb::{Change, ChangeKind};
+use obgp_ovsdb_data::{Change, ChangeKind};
 
 use crate::agent::AgentView;
 use crate::view::{RowView, Val};
@@ -822,7 +822,7 @@ mod tests {
         agent
     }
 
-    fn nat(kind: &str) -> obgp_ovsdb::datum::Row {
+    fn nat(kind: &str) -> obgp_ovsdb_data::datum::Row {
         row(json!({
             "type": kind, "logical_port": "vm-port", "external_ip": "172.24.4.50",
             "external_mac": "fa:16:3e:00:00:09",
@@ -860,7 +860,7 @@ mod tests {
         assert!(got.is_empty());
     }
 
-    fn row_of(v: serde_json::Value) -> obgp_ovsdb::datum::Row {
+    fn row_of(v: serde_json::Value) -> obgp_ovsdb_data::datum::Row {
         row(v)
     }
 
@@ -967,14 +967,15 @@ mod tests {
         let localnet = Arc::new(row_of(
             json!({"type": "localnet", "logical_port": "provnet-1"}),
         ));
-        let change =
-            |kind, new: Option<&Arc<obgp_ovsdb::Row>>, old: Option<&Arc<obgp_ovsdb::Row>>| Change {
-                table: Arc::from("Port_Binding"),
-                uuid: crate::fake::uuid(7),
-                kind,
-                new: new.cloned(),
-                old: old.cloned(),
-            };
+        let change = |kind,
+                      new: Option<&Arc<obgp_ovsdb_data::Row>>,
+                      old: Option<&Arc<obgp_ovsdb_data::Row>>| Change {
+            table: Arc::from("Port_Binding"),
+            uuid: crate::fake::uuid(7),
+            kind,
+            new: new.cloned(),
+            old: old.cloned(),
+        };
         let created = change(ChangeKind::Insert, Some(&localnet), None);
         assert_eq!(
             filters.matching_change(&created, &view),

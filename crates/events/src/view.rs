@@ -16,7 +16,7 @@
 //!   exists and is a truthy value equal to nothing else ([`RowView::opaque`],
 //!   or [`RowView::mocked`] when some attributes were configured).
 
-use obgp_ovsdb::datum::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::datum::{Atom, Datum, Row, Uuid};
 
 /// An exception upstream's predicate would have raised. Each predicate
 /// catches exactly the kinds upstream catches; the others escape, as they
@@ -75,7 +75,7 @@ enum Absent {
 }
 
 static NO_COLUMNS: Row = Row {
-    columns: obgp_ovsdb::datum::Columns::new(),
+    columns: obgp_ovsdb_data::datum::Columns::new(),
 };
 static EMPTY: Datum = Datum::Set(Vec::new());
 

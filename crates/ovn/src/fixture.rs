@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use obgp_ovsdb::{Atom, Datum, DatumError, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, DatumError, Row, Uuid};
 use serde_json::Value;
 
 use crate::snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB};

@@ -30,7 +30,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::hash::FastHash;
 use crate::live_sb::SbLive;
@@ -1080,9 +1080,10 @@ mod tests {
 
         // A localnet change moves provider wiring: not ports only.
         let mut tagged = localnet();
-        tagged
-            .columns
-            .insert("tag", obgp_ovsdb::Datum::from_wire(&json!(100)).unwrap());
+        tagged.columns.insert(
+            "tag",
+            obgp_ovsdb_data::Datum::from_wire(&json!(100)).unwrap(),
+        );
         live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&tagged))]);
         assert!(live.snapshot().port_changes_since(&s1).is_none());
 

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
-use obgp_ovsdb::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
+use obgp_ovsdb_data::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
 
 use crate::neutron::{self, key, nat_type, port_type};
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use obgp_netmodel::DevName;
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::nb::RowError;
 

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
-use obgp_ovsdb::{Datum, Row, Uuid};
+use obgp_ovsdb_data::{Datum, Row, Uuid};
 
 use imbl::OrdSet;
 

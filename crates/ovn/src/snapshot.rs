@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::{GenericHashMap, OrdMap};
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::hash::FastHash;
 use crate::live::LiveSnapshot;
@@ -320,7 +320,7 @@ impl RowSource for Tables {
     }
 }
 
-impl RowSource for obgp_ovsdb::cache::Snapshot {
+impl RowSource for obgp_ovsdb_data::DbSnapshot {
     fn rows(&self, table: &str) -> Vec<(Uuid, &Row)> {
         self.table(table).iter().map(|(u, r)| (*u, &**r)).collect()
     }

@@ -9,7 +9,7 @@ mod reference;
 use std::collections::BTreeMap;
 
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables};
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
 use serde_json::{json, Value};

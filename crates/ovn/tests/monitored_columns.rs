@@ -12,9 +12,9 @@ use obgp_ovn::{
     LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, Nat,
     NbGlobal, NB_DB,
 };
-use obgp_ovsdb::datum::audit;
-use obgp_ovsdb::wire::TableUpdates;
-use obgp_ovsdb::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::datum::audit;
+use obgp_ovsdb_data::wire::{decode_table_updates, TableUpdates};
+use obgp_ovsdb_data::{Atom, Datum, Row, Uuid};
 use obgp_topogen::{Params, Topology};
 
 /// The generated topology's NB rows, table by table.
@@ -117,10 +117,8 @@ fn as_monitored(table: &str, uuid: Uuid, row: &Row) -> Row {
         .collect();
     let text =
         serde_json::json!({ table: { uuid.to_string(): { "initial": columns } } }).to_string();
-    let updates: TableUpdates = nb::monitor_spec()
-        .key_projection()
-        .apply_to(|| serde_json::from_str(&text))
-        .unwrap();
+    let updates: TableUpdates =
+        decode_table_updates(text.as_bytes(), &nb::monitor_spec().key_projection()).unwrap();
     let update = updates.0.into_iter().next().unwrap().rows.remove(0);
     Row {
         columns: update.columns.into_iter().collect(),

@@ -10,7 +10,8 @@
 
 use anyhow::{Context, Result};
 use obgp_ovsdb::rpc::transport::parse_remotes;
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec};
+use obgp_ovsdb::{Client, ClientConfig};
+use obgp_ovsdb_data::MonitorSpec;
 
 #[tokio::main]
 async fn main() -> Result<()> {

@@ -1,9 +1,9 @@
-//! The crate's error type: every failure names what was wrong and where.
+//! The client's error type: every failure names what was wrong and where.
 
 use std::io;
 
-use crate::datum::DatumError;
 use crate::framing::FrameError;
+use obgp_ovsdb_data::DataError;
 
 /// Anything that can go wrong talking to an OVSDB server.
 ///
@@ -50,30 +50,9 @@ pub enum Error {
         /// The operation's result object (`error`, `details`).
         error: serde_json::Value,
     },
-    /// The schema document is not a valid OVSDB schema.
-    #[error("schema {schema}: {reason}")]
-    Schema {
-        /// The schema's name or file.
-        schema: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A value in an update does not fit the schema.
-    #[error("{table} row {uuid}: {reason}")]
-    BadRow {
-        /// The table of the row.
-        table: String,
-        /// The row's UUID.
-        uuid: String,
-        /// What is wrong, naming the column.
-        reason: String,
-    },
-    /// An update names a table the schema does not have.
-    #[error("update for unknown table {0:?}")]
-    UnknownTable(String),
-    /// A datum that could not be decoded at all.
+    /// A schema, row or value from the server that does not fit.
     #[error(transparent)]
-    Datum(#[from] DatumError),
+    Data(#[from] DataError),
     /// The server closed the connection.
     #[error("connection closed by server")]
     Closed,

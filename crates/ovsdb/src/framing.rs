@@ -1,13 +1,15 @@
 //! Splits the OVSDB byte stream into JSON messages.
 //!
 //! OVSDB (RFC 7047 § 4) writes JSON-RPC objects back to back with no length
-//! prefix and no delimiter. [`JsonFramer`] finds the end of each object by
-//! tracking brace/bracket depth and string/escape state as bytes arrive. It
+//! prefix and no delimiter. [`JsonFramer`] finds the end of each object with
+//! the data crate's [`ValueScanner`] (brace/bracket depth and string/escape
+//! state, the rule the streamed reply decoder also uses) as bytes arrive. It
 //! remembers how far it has scanned, so a 50 MB monitor reply that arrives
 //! in 64 KiB reads is scanned once, not once per read, and it refuses any
 //! message larger than its limit instead of buffering without bound.
 
 use bytes::{Buf, BytesMut};
+use obgp_ovsdb_data::json_scan::{ScanEnd, ValueScanner};
 use tokio_util::codec::Decoder;
 
 /// Default upper bound for one message (64 MiB). An OVN_Northbound initial
@@ -70,9 +72,8 @@ pub struct JsonFramer {
     scanned: usize,
     /// Bytes of the current message handed out by [`JsonFramer::take_scanned`].
     taken: usize,
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
+    /// Where the message in progress stands.
+    scanner: ValueScanner,
 }
 
 impl Default for JsonFramer {
@@ -88,82 +89,47 @@ impl JsonFramer {
             max_message,
             scanned: 0,
             taken: 0,
-            depth: 0,
-            in_string: false,
-            escaped: false,
+            scanner: ValueScanner::default(),
         }
     }
 
     /// Scans new bytes; returns the length of the first complete message in
     /// `buf` (which starts at a message's first byte) once it has ended.
     fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, FrameError> {
-        let mut i = self.scanned;
-        while i < buf.len() {
-            if self.in_string {
-                if self.escaped {
-                    // The byte after a backslash never ends the string.
-                    self.escaped = false;
-                    i += 1;
-                    continue;
+        if self.scanned == 0 && self.taken == 0 {
+            // A message's first byte: the scanner finds where a value ends,
+            // the framer only accepts objects.
+            match buf.first() {
+                None => return Ok(None),
+                Some(b'{') => {}
+                Some(&byte @ (b'}' | b']')) => {
+                    return Err(FrameError::Unbalanced { byte, offset: 0 })
                 }
-                // Jump to the next byte that can end the string or escape.
-                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
-                    None => {
-                        i = buf.len();
-                        break;
-                    }
-                    Some(off) => {
-                        i += off;
-                        if buf[i] == b'\\' {
-                            self.escaped = true;
-                        } else {
-                            self.in_string = false;
-                        }
-                        i += 1;
-                        continue;
-                    }
-                }
+                Some(&byte) => return Err(FrameError::NotAnObject { byte, offset: 0 }),
             }
-            let b = buf[i];
-            match b {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => {
-                    if self.depth == 0 && b != b'{' {
-                        return Err(FrameError::NotAnObject { byte: b, offset: i });
-                    }
-                    self.depth += 1;
+        }
+        match self.scanner.scan(buf, self.scanned) {
+            ScanEnd::Complete(end) => {
+                let total = self.taken + end;
+                self.scanned = 0;
+                self.taken = 0;
+                if total > self.max_message {
+                    return Err(FrameError::TooLarge {
+                        limit: self.max_message,
+                    });
                 }
-                b'}' | b']' => {
-                    if self.depth == 0 {
-                        return Err(FrameError::Unbalanced { byte: b, offset: i });
-                    }
-                    self.depth -= 1;
-                    if self.depth == 0 {
-                        let total = self.taken + i + 1;
-                        self.scanned = 0;
-                        self.taken = 0;
-                        if total > self.max_message {
-                            return Err(FrameError::TooLarge {
-                                limit: self.max_message,
-                            });
-                        }
-                        return Ok(Some(i + 1));
-                    }
-                }
-                _ if self.depth == 0 => {
-                    return Err(FrameError::NotAnObject { byte: b, offset: i });
-                }
-                _ => {}
+                Ok(Some(end))
             }
-            i += 1;
+            ScanEnd::Incomplete => {
+                self.scanned = buf.len();
+                if self.taken + buf.len() > self.max_message {
+                    return Err(FrameError::TooLarge {
+                        limit: self.max_message,
+                    });
+                }
+                Ok(None)
+            }
         }
-        self.scanned = i;
-        if self.taken + i > self.max_message {
-            return Err(FrameError::TooLarge {
-                limit: self.max_message,
-            });
-        }
-        Ok(None)
     }
 
     /// Bytes of the message in progress seen so far (scanned and taken);
@@ -346,6 +312,16 @@ mod tests {
             err,
             FrameError::Unbalanced {
                 byte: b'}',
+                offset: 0
+            }
+        );
+        // A string before an object is not a message (it is not framed
+        // together with the object that follows).
+        let err = feed(&mut JsonFramer::default(), &[br#""s"{}"#]).unwrap_err();
+        assert_eq!(
+            err,
+            FrameError::NotAnObject {
+                byte: b'"',
                 offset: 0
             }
         );

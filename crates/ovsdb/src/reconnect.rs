@@ -28,13 +28,15 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cache::{cache, CachePublisher, CacheReader, Snapshot};
+use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
-use crate::monitor::{decode_update, Condition, MonitorSpec};
+use crate::monitor::decode_update;
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
-use crate::schema::DatabaseSchema;
 use crate::tls::TlsSettings;
+use obgp_ovsdb_data::schema::DatabaseSchema;
+use obgp_ovsdb_data::{Condition, MonitorSpec};
+use obgp_ovsdb_data::{DataError, DbSnapshot};
 
 /// Exponential backoff with jitter, reset after every successful sync.
 #[derive(Clone, Debug)]
@@ -154,7 +156,7 @@ impl Client {
     /// Starts connecting in the background; see [`CacheReader::wait_resynced`]
     /// to wait for the first sync.
     pub fn start(config: ClientConfig) -> Client {
-        let empty = Snapshot::empty(Arc::new(DatabaseSchema::empty(&config.database)), []);
+        let empty = DbSnapshot::empty(Arc::new(DatabaseSchema::empty(&config.database)), []);
         let (publisher, reader) = cache(empty, config.change_capacity);
         let (live_tx, live_rx) = watch::channel(None);
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
@@ -231,7 +233,7 @@ impl Client {
             let tm = spec
                 .tables
                 .get_mut(table)
-                .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
+                .ok_or_else(|| DataError::UnknownTable(table.to_string()))?;
             tm.conditions = conditions;
             MonitorSpec::default().table(table, tm.clone())
         };
@@ -325,7 +327,7 @@ impl Runner {
         let monitor_id = json!(MONITOR_ID);
         let projection = spec.key_projection();
         let current = self.publisher.current();
-        let empty = Snapshot::empty(schema.clone(), spec.tables_in(&schema));
+        let empty = DbSnapshot::empty(schema.clone(), spec.tables_in(&schema));
         // A resume only makes sense on the same schema we cached with.
         let same_schema = current.schema() == &schema;
         let mut reply = None;
@@ -366,7 +368,7 @@ impl Runner {
                 current.replace(empty, dump)
             }
         }
-        .map_err(fail)?;
+        .map_err(|e| fail(e.into()))?;
         self.publisher.publish(next, changes);
         // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
@@ -409,7 +411,7 @@ impl Runner {
                         .publisher
                         .current()
                         .apply(update.updates)
-                        .map_err(synced)?;
+                        .map_err(|e| synced(e.into()))?;
                     self.publisher.publish(next, changes);
                     if let Some(id) = update.last_txn_id {
                         self.last_txn_id = Some(id);
@@ -434,7 +436,7 @@ impl Runner {
         };
         let spec = MonitorSpec::default().table(
             "Database",
-            crate::monitor::TableMonitor {
+            obgp_ovsdb_data::TableMonitor {
                 columns: Some(vec![
                     "name".into(),
                     "model".into(),
@@ -443,7 +445,9 @@ impl Runner {
                 ]),
                 conditions: Some(vec![Condition::eq(
                     "name",
-                    crate::Datum::scalar(crate::Atom::String(self.config.database.as_str().into())),
+                    obgp_ovsdb_data::Datum::scalar(obgp_ovsdb_data::Atom::String(
+                        self.config.database.as_str().into(),
+                    )),
                 )]),
                 ..Default::default()
             },
@@ -462,7 +466,7 @@ impl Runner {
         Ok(true)
     }
 
-    fn check_server_update(&self, updates: &crate::wire::TableUpdates) -> Result<()> {
+    fn check_server_update(&self, updates: &obgp_ovsdb_data::wire::TableUpdates) -> Result<()> {
         for row in updates.0.iter().flat_map(|t| &t.rows) {
             let get_bool = |name: &str| {
                 row.columns

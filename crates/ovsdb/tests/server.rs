@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::cache::CacheReader;
 use obgp_ovsdb::rpc::transport::parse_remotes;
-use obgp_ovsdb::wire::KeyProjection;
-use obgp_ovsdb::{
-    Atom, ChangeKind, Client, ClientConfig, Condition, DatabaseSchema, Datum, MonitorSpec, Remote,
-    Row, Session, SessionConfig, TableMonitor, TlsFiles, TlsSettings, Uuid,
+use obgp_ovsdb::{Client, ClientConfig, Remote, Session, SessionConfig, TlsFiles, TlsSettings};
+use obgp_ovsdb_data::wire::KeyProjection;
+use obgp_ovsdb_data::{
+    Atom, ChangeKind, Condition, DatabaseSchema, Datum, MonitorSpec, Row, TableMonitor, Uuid,
 };
 use obgp_testbed::ovsdb::{schema_path, Cluster, OvsdbServer};
 use serde_json::{json, Value};

@@ -92,7 +92,7 @@ impl Rng {
         // Version 4, RFC 4122 variant, like uuid.UUID(int=..., version=4).
         let v = (v & !(0xf << 76)) | (0x4 << 76);
         let v = (v & !(0x3 << 62)) | (0x2 << 62);
-        obgp_ovsdb::Uuid(v).to_string()
+        obgp_ovsdb_data::Uuid(v).to_string()
     }
 }
 

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec};
+use obgp_ovsdb::{Client, ClientConfig};
+use obgp_ovsdb_data::MonitorSpec;
 use obgp_testbed::ovsdb::OvsdbServer;
 use obgp_topogen::{Params, Topology};
 

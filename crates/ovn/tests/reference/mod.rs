@@ -8,7 +8,7 @@ pub mod sb;
 
 use std::collections::HashMap;
 
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::nb::{

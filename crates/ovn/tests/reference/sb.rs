@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::sb::{NatAddresses, PbType, PortBinding, SbLoadBalancer};
 use obgp_ovn::{RowError, RowSource};
-use obgp_ovsdb::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Uuid};
 
 fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::datum::{Atom, Datum, Row};
-use crate::error::{Error, Result};
+use crate::error::{DataError, Result};
 
 /// One of the five atomic types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -368,7 +368,7 @@ impl TableSchema {
     /// Decodes a whole row in wire notation (`{"col": value, ...}`), every
     /// column typed by the schema. Errors name the table, row and column.
     pub fn decode_row(&self, uuid: &str, v: &Value) -> Result<Row> {
-        let bad = |reason: String| Error::BadRow {
+        let bad = |reason: String| DataError::BadRow {
             table: self.name.clone(),
             uuid: uuid.to_string(),
             reason,
@@ -415,7 +415,7 @@ impl DatabaseSchema {
             .and_then(Value::as_str)
             .unwrap_or("<unnamed>")
             .to_string();
-        let bad = |reason: String| Error::Schema {
+        let bad = |reason: String| DataError::Schema {
             schema: name.clone(),
             reason,
         };
@@ -496,11 +496,11 @@ impl DatabaseSchema {
     /// Reads and parses a `.ovsschema` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<DatabaseSchema> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Schema {
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::Schema {
             schema: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| Error::Schema {
+        let v: Value = serde_json::from_str(&text).map_err(|e| DataError::Schema {
             schema: path.display().to_string(),
             reason: e.to_string(),
         })?;

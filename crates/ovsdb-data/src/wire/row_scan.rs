@@ -11,12 +11,11 @@
 //! row the scanner declines gets exactly the result or the error message
 //! it always got, and a row it accepts must decode to what the visitors
 //! would produce (same interning, same key projection, same element order:
-//! property-tested against them in `wire.rs`).
+//! property-tested against them below).
 
-use super::{
-    column_keys, exact, intern, RowOp, RowUpdate, TableKeys, COLUMN_SCRATCH, MAP_SCRATCH,
-    SET_SCRATCH,
-};
+use super::intern::{exact, intern, COLUMN_SCRATCH, MAP_SCRATCH, SET_SCRATCH};
+use super::projection::{column_keys, TableKeys};
+use super::{RowOp, RowUpdate};
 use crate::datum::{Atom, Datum, Uuid};
 
 /// The row update `text` (one whole JSON value) of row `uuid`, or `None`
@@ -282,7 +281,7 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{from_text, RowUpdateSeed};
+    use crate::wire::visitors::{from_text, RowUpdateSeed};
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
@@ -290,7 +289,7 @@ mod tests {
 
     /// What the serde visitors make of `text`.
     fn visitors(text: &str, keys: Option<&TableKeys>) -> Result<RowUpdate, String> {
-        from_text(text, RowUpdateSeed(UUID, keys))
+        from_text(text, RowUpdateSeed(UUID, keys)).map_err(|e| e.to_string())
     }
 
     fn keys() -> Vec<(String, Vec<String>)> {

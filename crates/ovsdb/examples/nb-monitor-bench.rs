@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_ovsdb::{Client, ClientConfig, MonitorSpec, Remote, Session, SessionConfig};
+use obgp_ovsdb::{Client, ClientConfig, Remote, Session, SessionConfig};
+use obgp_ovsdb_data::MonitorSpec;
 use obgp_topogen::{Params, Topology};
 
 /// Counts live and peak heap bytes, to tell the cache's own size from what
@@ -178,14 +179,14 @@ async fn breakdown(remote: &str) -> Result<()> {
         .await?;
     let t_reply = t0.elapsed();
     let hwm_reply = status_kib("VmHWM:")?;
-    let updates: obgp_ovsdb::wire::TableUpdates =
-        spec.key_projection().apply_to(|| reply.result())?;
+    let projection = spec.key_projection();
+    let updates = reply.result_with(obgp_ovsdb_data::wire::TableUpdatesSeed(&projection))?;
     let t_decode = t0.elapsed();
     let heap_decoded = (mib(&LIVE), mib(&PEAK));
     let bytes = reply.len();
     drop(reply);
     let schema = std::sync::Arc::new(schema);
-    let empty = obgp_ovsdb::Snapshot::empty(schema.clone(), nb_driver_tables());
+    let empty = obgp_ovsdb_data::DbSnapshot::empty(schema.clone(), nb_driver_tables());
     let (snap, _) = empty.clone().apply(updates)?;
     let t_apply = t0.elapsed();
     print!(
@@ -209,7 +210,7 @@ async fn breakdown(remote: &str) -> Result<()> {
     // The agent's path: the reply decoded while it arrives. Its time minus
     // the raw socket's last byte is what the client adds after the server.
     let t0 = Instant::now();
-    let updates: obgp_ovsdb::wire::TableUpdates = session
+    let updates: obgp_ovsdb_data::wire::TableUpdates = session
         .call_streamed(
             "monitor_cond",
             serde_json::json!(["OVN_Northbound", "streamed", spec.requests(&schema)]),
@@ -249,10 +250,8 @@ async fn breakdown(remote: &str) -> Result<()> {
         for _ in 0..3 {
             let mut chunks = text.chunks(128 << 10);
             let t0 = Instant::now();
-            let reply = projection.apply_to(|| {
-                obgp_ovsdb::wire::decode_streamed_reply(|| {
-                    chunks.next().map(bytes::Bytes::copy_from_slice)
-                })
+            let reply = obgp_ovsdb_data::wire::decode_streamed_reply(&projection, || {
+                chunks.next().map(bytes::Bytes::copy_from_slice)
             });
             times.push(t0.elapsed().as_secs_f64());
             reply.map_err(|e| anyhow::anyhow!("in-memory reply: {e}"))?;
@@ -282,16 +281,14 @@ fn decode_file(file: &str, runs: usize) -> Result<()> {
         let mut chunks = text.chunks(128 << 10);
         let cpu0 = cpu_s("self")?;
         let t0 = Instant::now();
-        let reply = projection.apply_to(|| {
-            obgp_ovsdb::wire::decode_streamed_reply(|| {
-                chunks.next().map(bytes::Bytes::copy_from_slice)
-            })
+        let reply = obgp_ovsdb_data::wire::decode_streamed_reply(&projection, || {
+            chunks.next().map(bytes::Bytes::copy_from_slice)
         });
         let wall = t0.elapsed().as_secs_f64();
         let reply = reply.map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
         let rows = match &reply.result {
-            Some(obgp_ovsdb::wire::MonitorResult::Updates(u)) => u.row_count(),
-            Some(obgp_ovsdb::wire::MonitorResult::Since(_, _, u)) => u.row_count(),
+            Some(obgp_ovsdb_data::wire::MonitorResult::Updates(u)) => u.row_count(),
+            Some(obgp_ovsdb_data::wire::MonitorResult::Since(_, _, u)) => u.row_count(),
             None => 0,
         };
         let cpu_decoded = cpu_s("self")? - cpu0;
@@ -320,12 +317,12 @@ fn cpu_s(pid: &str) -> Result<f64> {
 /// Logical_Switch_Port rows and reports the cost per batch: the persistent
 /// tables must make it independent of the table size.
 fn small_batches(rows: usize) -> Result<()> {
-    use obgp_ovsdb::wire::TableUpdates;
-    let schema = std::sync::Arc::new(obgp_ovsdb::DatabaseSchema::from_file(concat!(
+    use obgp_ovsdb_data::wire::TableUpdates;
+    let schema = std::sync::Arc::new(obgp_ovsdb_data::DatabaseSchema::from_file(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/schemas/ovn-nb.ovsschema"
     ))?);
-    let uuid = |i: usize| obgp_ovsdb::Uuid(0x4000_8000_0000_0000_0000 + i as u128).to_string();
+    let uuid = |i: usize| obgp_ovsdb_data::Uuid(0x4000_8000_0000_0000_0000 + i as u128).to_string();
     let mut initial = serde_json::Map::new();
     for i in 0..rows {
         initial.insert(
@@ -336,7 +333,8 @@ fn small_batches(rows: usize) -> Result<()> {
     }
     let dump: TableUpdates =
         serde_json::from_value(serde_json::json!({"Logical_Switch_Port": initial}))?;
-    let (mut snap, _) = obgp_ovsdb::Snapshot::empty(schema, ["Logical_Switch_Port"]).apply(dump)?;
+    let (mut snap, _) =
+        obgp_ovsdb_data::DbSnapshot::empty(schema, ["Logical_Switch_Port"]).apply(dump)?;
     let batches = 2000;
     let mut held = Vec::new();
     let t0 = Instant::now();

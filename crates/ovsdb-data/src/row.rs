@@ -1,0 +1,314 @@
+//! A row: its columns, a sorted vector of (shared name, value), and the
+//! typed accessors readers use.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::datum::{Atom, Datum, DatumError, Str, Uuid};
+
+/// A row's columns: (name, value) pairs sorted by name, names shared.
+///
+/// A vector, not a tree: a row has a handful of columns, and a tree node
+/// per row (plus a `String` per column name) cost more than the values.
+/// The methods mirror the `BTreeMap` ones readers used before.
+#[derive(Clone, Default, PartialEq)]
+pub struct Columns(Vec<(Str, Datum)>);
+
+impl Columns {
+    /// No columns.
+    pub const fn new() -> Columns {
+        Columns(Vec::new())
+    }
+
+    /// Columns from pairs in any order; a repeated name keeps its last value.
+    pub fn from_pairs(mut pairs: Vec<(Str, Datum)>) -> Columns {
+        // Stable sort, then keep the last of equal names, in place: the
+        // decoded vector becomes the row's, no second allocation.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        pairs.shrink_to_fit();
+        Columns(pairs)
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    /// The value of column `name`.
+    pub fn get(&self, name: &str) -> Option<&Datum> {
+        self.find(name).ok().map(|i| &self.0[i].1)
+    }
+
+    /// The value of column `name`, to modify in place.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Datum> {
+        self.find(name).ok().map(|i| &mut self.0[i].1)
+    }
+
+    /// Whether column `name` is present.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets column `name`; returns its previous value.
+    pub fn insert(&mut self, name: impl Into<Str>, value: Datum) -> Option<Datum> {
+        let name = name.into();
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (name, value));
+                None
+            }
+        }
+    }
+
+    /// Removes column `name`; returns its value.
+    pub fn remove(&mut self, name: &str) -> Option<Datum> {
+        self.find(name).ok().map(|i| self.0.remove(i).1)
+    }
+
+    /// Number of columns present.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no column is present.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// (name, value) pairs in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Str, &Datum)> {
+        self.0.iter().map(|(n, d)| (n, d))
+    }
+
+    /// Column names in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Str> {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    /// Values in column-name order.
+    pub fn values(&self) -> impl Iterator<Item = &Datum> {
+        self.0.iter().map(|(_, d)| d)
+    }
+
+    /// Values in column-name order, to modify in place.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Datum> {
+        self.0.iter_mut().map(|(_, d)| d)
+    }
+
+    /// Keeps the columns for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Str, &mut Datum) -> bool) {
+        self.0.retain_mut(|(n, d)| keep(n, d));
+    }
+
+    /// Drops spare capacity (cached rows live long).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+}
+
+impl fmt::Debug for Columns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: Into<Str>> FromIterator<(K, Datum)> for Columns {
+    fn from_iter<I: IntoIterator<Item = (K, Datum)>>(iter: I) -> Columns {
+        Columns::from_pairs(iter.into_iter().map(|(k, d)| (k.into(), d)).collect())
+    }
+}
+
+impl<K: Into<Str>, const N: usize> From<[(K, Datum); N]> for Columns {
+    fn from(pairs: [(K, Datum); N]) -> Columns {
+        pairs.into_iter().collect()
+    }
+}
+
+impl From<BTreeMap<String, Datum>> for Columns {
+    fn from(map: BTreeMap<String, Datum>) -> Columns {
+        map.into_iter().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Columns {
+    type Item = (&'a Str, &'a Datum);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (Str, Datum)>,
+        fn(&'a (Str, Datum)) -> (&'a Str, &'a Datum),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, d)| (n, d))
+    }
+}
+
+impl IntoIterator for Columns {
+    type Item = (Str, Datum);
+    type IntoIter = std::vec::IntoIter<(Str, Datum)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+/// One row: column name to value. A column absent from the map holds its
+/// type's default (empty set, empty map, 0, "", false).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    /// Column name to value; absent columns hold their default.
+    pub columns: Columns,
+}
+
+impl Row {
+    /// Decodes `{"column": datum, ...}` in wire notation.
+    pub fn from_wire(v: &Value) -> Result<Row, DatumError> {
+        let obj = v
+            .as_object()
+            .ok_or_else(|| DatumError::NotAnObject(v.to_string()))?;
+        let mut columns = Vec::with_capacity(obj.len());
+        for (k, d) in obj {
+            let datum =
+                Datum::from_wire(d).map_err(|e| DatumError::Column(k.clone(), Box::new(e)))?;
+            columns.push((Str::from(k), datum));
+        }
+        Ok(Row {
+            columns: Columns::from_pairs(columns),
+        })
+    }
+
+    /// The value of `column`, if present.
+    pub fn get(&self, column: &str) -> Option<&Datum> {
+        #[cfg(feature = "column-audit")]
+        audit::note(column);
+        self.columns.get(column)
+    }
+
+    /// This row restricted to `columns` (what a monitor of those columns
+    /// would have sent).
+    pub fn project(&self, columns: &[&str]) -> Row {
+        Row {
+            columns: self
+                .columns
+                .iter()
+                .filter(|(name, _)| columns.contains(&name.as_str()))
+                .map(|(name, d)| (name.clone(), d.clone()))
+                .collect(),
+        }
+    }
+
+    /// A string scalar column (`None` when absent, empty or not a string).
+    pub fn str(&self, column: &str) -> Option<&str> {
+        self.get(column)?.as_scalar()?.as_str()
+    }
+
+    /// Every string element of a set column.
+    pub fn strs(&self, column: &str) -> impl Iterator<Item = &str> {
+        self.get(column)
+            .map(Datum::atoms)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(Atom::as_str)
+    }
+
+    /// A UUID scalar column (e.g. a reference), `None` when absent.
+    pub fn uuid(&self, column: &str) -> Option<Uuid> {
+        self.get(column)?.as_scalar()?.as_uuid()
+    }
+
+    /// Every UUID element of a set column (references).
+    pub fn uuids(&self, column: &str) -> impl Iterator<Item = Uuid> + '_ {
+        self.get(column)
+            .map(Datum::atoms)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(Atom::as_uuid)
+    }
+
+    /// An integer scalar column, `None` when absent.
+    pub fn int(&self, column: &str) -> Option<i64> {
+        self.get(column)?.as_scalar()?.as_i64()
+    }
+
+    /// A boolean scalar column, `None` when absent.
+    pub fn bool(&self, column: &str) -> Option<bool> {
+        self.get(column)?.as_scalar()?.as_bool()
+    }
+
+    /// The string value of `key` in a string-to-string map column such as
+    /// `external_ids`, `options` or `status`.
+    pub fn map_str(&self, column: &str, key: &str) -> Option<&str> {
+        self.get(column)?.map_get(key)?.as_str()
+    }
+}
+
+/// Which columns a piece of code reads (feature `column-audit`, for tests
+/// only): readers of a monitored database must not read a column the
+/// monitor leaves out, since it would silently hold its default.
+#[cfg(feature = "column-audit")]
+pub mod audit {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    thread_local! {
+        static READ: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` and returns, beside its result, the name of every column it
+    /// read through [`super::Row::get`] (and the accessors built on it) on
+    /// this thread.
+    pub fn record<R>(f: impl FnOnce() -> R) -> (R, BTreeSet<String>) {
+        let previous = READ.with(|r| r.borrow_mut().replace(BTreeSet::new()));
+        let out = f();
+        let read = READ.with(|r| std::mem::replace(&mut *r.borrow_mut(), previous));
+        (out, read.unwrap_or_default())
+    }
+
+    pub(crate) fn note(column: &str) {
+        READ.with(|r| {
+            if let Some(set) = r.borrow_mut().as_mut() {
+                if !set.contains(column) {
+                    set.insert(column.to_string());
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_stay_sorted_and_behave_like_a_map() {
+        let mut c = Columns::new();
+        assert_eq!(c.insert("name", Datum::empty_set()), None);
+        assert_eq!(c.insert("addresses", Datum::empty_set()), None);
+        assert!(c
+            .insert("name", Datum::scalar(Atom::String("p1".into())))
+            .is_some());
+        assert_eq!(
+            c.keys().map(Str::as_str).collect::<Vec<_>>(),
+            ["addresses", "name"]
+        );
+        assert_eq!(c.remove("addresses"), Some(Datum::empty_set()));
+        assert!(!c.contains_key("addresses"));
+        let one = Datum::scalar(Atom::Integer(1));
+        let from: Columns = vec![
+            ("b", Datum::empty_set()),
+            ("a", Datum::empty_set()),
+            ("b", one.clone()),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(from.keys().map(Str::as_str).collect::<Vec<_>>(), ["a", "b"]);
+        // A repeated name keeps its last value, as a BTreeMap would.
+        assert_eq!(from.get("b"), Some(&one));
+    }
+}

@@ -9,7 +9,7 @@
 //! reconcile, which recomputes everything. A missed or reordered event costs
 //! latency, never correctness (upstream defects D11 and D16 cannot occur).
 
-pub mod maintained;
+pub mod follower;
 pub mod ofports;
 pub mod queue;
 pub mod reason;
@@ -19,7 +19,7 @@ pub mod sources;
 pub mod triggers;
 pub mod view;
 
-pub use queue::{Batch, QueueConfig, Scheduler, WorkQueue};
+pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reason::Reason;
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};
 pub use run::{plan_once, reconcile_once, render_plan, run, RunError, RunOptions};

@@ -46,7 +46,7 @@ impl Default for QueueConfig {
 /// The reasons of one reconcile, each with how many triggers carried it,
 /// and how long its first trigger was held back, by which rule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Batch {
+pub struct TriggerBatch {
     pub reasons: BTreeMap<Reason, usize>,
     /// Held back because the first trigger came within the merge window of
     /// the previous event-driven reconcile.
@@ -55,7 +55,7 @@ pub struct Batch {
     pub rate_wait: Duration,
 }
 
-impl Batch {
+impl TriggerBatch {
     fn add(&mut self, reason: Reason) {
         *self.reasons.entry(reason).or_default() += 1;
     }
@@ -92,7 +92,7 @@ impl Batch {
     }
 }
 
-impl std::fmt::Display for Batch {
+impl std::fmt::Display for TriggerBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut first = true;
         for (reason, count) in &self.reasons {
@@ -194,8 +194,8 @@ impl WorkQueue {
 
     /// Waits until the next reconcile is due and returns its reasons. `None`
     /// once every [`Scheduler`] is dropped and nothing is pending.
-    pub async fn next(&mut self) -> Option<Batch> {
-        let mut batch = Batch::default();
+    pub async fn next(&mut self) -> Option<TriggerBatch> {
+        let mut batch = TriggerBatch::default();
         batch.add(self.rx.recv().await?);
 
         let arrived = Instant::now();

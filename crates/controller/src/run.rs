@@ -21,7 +21,7 @@ use crate::queue::{QueueConfig, Scheduler, WorkQueue};
 use crate::reconcile::{check_supported, Planned, ReconcileError, ReconcileReport, Reconciler};
 use crate::sources::{OvnSources, SourceError};
 use crate::triggers;
-use crate::view::SnapshotView;
+use crate::view::FilterView;
 use crate::Reason;
 
 /// How the loop runs beyond the configuration file.
@@ -180,7 +180,7 @@ pub async fn run(
 
     let inputs = sources.inputs();
     let chassis = reconciler.chassis_name(&inputs.snapshot);
-    let view0 = SnapshotView::new(
+    let view0 = FilterView::new(
         inputs.raw_ovn,
         Arc::new(inputs.snapshot),
         chassis,
@@ -268,7 +268,7 @@ pub async fn run(
             }
         }
         let chassis = reconciler.chassis_name(snap);
-        let view = SnapshotView::new(
+        let view = FilterView::new(
             inputs.raw_ovn,
             Arc::new(inputs.snapshot),
             chassis,
@@ -415,7 +415,7 @@ impl Retry {
 fn spawn_event_filter(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     filters: Filters,
-    view: watch::Receiver<Arc<SnapshotView>>,
+    view: watch::Receiver<Arc<FilterView>>,
     sched: Scheduler,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {

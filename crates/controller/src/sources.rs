@@ -8,7 +8,7 @@
 //! `external_ids:ovn-remote`, as upstream).
 //!
 //! The indexed snapshot is maintained from the caches' change streams
-//! ([`MaintainedSnapshot`]): a reconcile after a one-row change re-reads that
+//! ([`SnapshotFollower`]): a reconcile after a one-row change re-reads that
 //! row, not the database.
 
 use std::sync::Mutex;
@@ -21,7 +21,7 @@ use obgp_ovsdb::{Client, ClientConfig, Remote, TlsFiles, TlsSettings};
 use obgp_ovsdb_data::{Change, MonitorSpec, TableMonitor};
 use tokio::sync::{broadcast, watch};
 
-use crate::maintained::MaintainedSnapshot;
+use crate::follower::SnapshotFollower;
 use crate::ofports::{ofports, OfPorts};
 
 /// The SB tables and columns the SB driver reads.
@@ -110,7 +110,7 @@ pub struct OvnSources {
     pub ovs: Source,
     /// Behind a lock so that `inputs` can take `&self`; only the reconcile
     /// loop calls it, so it is never contended.
-    maintained: Mutex<MaintainedSnapshot>,
+    maintained: Mutex<SnapshotFollower>,
 }
 
 fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError> {
@@ -244,7 +244,7 @@ impl OvnSources {
                 ),
             )?,
         };
-        let maintained = Mutex::new(MaintainedSnapshot::new(
+        let maintained = Mutex::new(SnapshotFollower::new(
             ovn.client.cache(),
             ovs.client.cache(),
             driver,
@@ -263,7 +263,7 @@ impl OvnSources {
     }
 
     /// What the next reconcile reads: the maintained snapshot brought up to
-    /// date with every change received so far (see [`MaintainedSnapshot`]).
+    /// date with every change received so far (see [`SnapshotFollower`]).
     pub fn inputs(&self) -> Inputs {
         let mut maintained = match self.maintained.lock() {
             Ok(m) => m,

@@ -16,7 +16,7 @@ use obgp_ovsdb_data::Uuid;
 
 /// An immutable view, rebuilt after every reconcile (cheap: proportional to
 /// what is local to this chassis).
-pub struct SnapshotView {
+pub struct FilterView {
     raw: obgp_ovsdb_data::DbSnapshot,
     snap: Arc<Snapshot>,
     chassis: String,
@@ -29,7 +29,7 @@ pub struct SnapshotView {
     exposed: ExposedIps,
 }
 
-impl SnapshotView {
+impl FilterView {
     /// `raw` is the cache of the OVN database the driver reads (NB or SB);
     /// `chassis` this node's name in its rows (see
     /// `Reconciler::chassis_name`); `exposed` the IPs of the last desired
@@ -39,7 +39,7 @@ impl SnapshotView {
         snap: Arc<Snapshot>,
         chassis: String,
         exposed: ExposedIps,
-    ) -> SnapshotView {
+    ) -> FilterView {
         let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
         let mut local_cr_lrps = HashSet::new();
         let mut local_lrp_networks = HashSet::new();
@@ -55,7 +55,7 @@ impl SnapshotView {
                 }
             }
         }
-        SnapshotView {
+        FilterView {
             raw,
             snap,
             chassis,
@@ -75,7 +75,7 @@ impl SnapshotView {
     }
 }
 
-impl AgentView for SnapshotView {
+impl AgentView for FilterView {
     fn chassis(&self) -> &str {
         &self.chassis
     }
@@ -145,7 +145,7 @@ mod tests {
         ips.iter().map(|ip| ip.parse::<IpAddr>().unwrap()).collect()
     }
 
-    fn view(exposed: ExposedIps) -> SnapshotView {
+    fn view(exposed: ExposedIps) -> FilterView {
         let raw = obgp_ovsdb_data::DbSnapshot::empty(
             Arc::new(
                 obgp_ovsdb_data::DatabaseSchema::from_file(format!(
@@ -156,7 +156,7 @@ mod tests {
             ),
             ["Logical_Switch_Port"],
         );
-        SnapshotView::new(raw, Arc::default(), "host-000".into(), exposed)
+        FilterView::new(raw, Arc::default(), "host-000".into(), exposed)
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, watch};
 
 /// One database's change stream as the maintained snapshot consumes it.
-struct Feed {
+struct ChangeFeed {
     changes: broadcast::Receiver<Change>,
     resynced: watch::Receiver<u64>,
     /// The resync generation the snapshot was last rebuilt at; `None` until
@@ -39,10 +39,10 @@ enum CatchUp {
     Patch(obgp_ovsdb_data::DbSnapshot, BTreeSet<(Arc<str>, Uuid)>),
 }
 
-impl Feed {
+impl ChangeFeed {
     /// Subscribes now: every change published from here on is seen.
-    fn new(cache: &CacheReader) -> Feed {
-        Feed {
+    fn new(cache: &CacheReader) -> ChangeFeed {
+        ChangeFeed {
             changes: cache.subscribe(),
             resynced: cache.resynced(),
             built_at: None,
@@ -84,10 +84,10 @@ impl Feed {
 }
 
 /// The maintained snapshot of the driver's OVN database and the local OVS.
-pub struct MaintainedSnapshot {
+pub struct SnapshotFollower {
     live: LiveSnapshot,
-    ovn: Feed,
-    ovs: Feed,
+    ovn: ChangeFeed,
+    ovs: ChangeFeed,
     driver: Driver,
 }
 
@@ -101,15 +101,15 @@ pub struct Caught {
     pub snapshot: Snapshot,
 }
 
-impl MaintainedSnapshot {
+impl SnapshotFollower {
     /// Subscribes to both caches' changes; the first
-    /// [`MaintainedSnapshot::catch_up`] builds from the caches. `ovn` is
+    /// [`SnapshotFollower::catch_up`] builds from the caches. `ovn` is
     /// OVN_Southbound for the SB driver, OVN_Northbound otherwise.
-    pub fn new(ovn: &CacheReader, ovs: &CacheReader, driver: Driver) -> MaintainedSnapshot {
-        MaintainedSnapshot {
+    pub fn new(ovn: &CacheReader, ovs: &CacheReader, driver: Driver) -> SnapshotFollower {
+        SnapshotFollower {
             live: LiveSnapshot::default(),
-            ovn: Feed::new(ovn),
-            ovs: Feed::new(ovs),
+            ovn: ChangeFeed::new(ovn),
+            ovs: ChangeFeed::new(ovs),
             driver,
         }
     }
@@ -223,7 +223,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = MaintainedSnapshot::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
         let first = m.catch_up(&nb, &ovs);
         assert_eq!(first.snapshot.active_vifs_on_chassis("c1").count(), 1);
 
@@ -248,7 +248,7 @@ mod tests {
     fn a_lagged_receiver_rebuilds_from_the_cache_and_loses_nothing() {
         let (nb_pub, nb) = nb_cache(2);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = MaintainedSnapshot::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
         m.catch_up(&nb, &ovs);
         // Five batches into a two-change buffer: three are dropped.
         for i in 0..5 {
@@ -272,7 +272,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = MaintainedSnapshot::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
         m.catch_up(&nb, &ovs);
         // A reconnect's dump replaces the rows (here: without sending the
         // difference, the worst case) and bumps the generation.
@@ -301,7 +301,7 @@ mod tests {
     fn a_change_received_twice_is_harmless() {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = MaintainedSnapshot::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
         m.catch_up(&nb, &ovs);
         insert_port(&nb_pub, 1, true);
         publish(

@@ -15,7 +15,7 @@ export CARGO_TERM_COLOR ?= never
 DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
                 frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod
 
-.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy bench clean
+.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy check-pure bench clean
 
 all: build
 
@@ -30,12 +30,15 @@ deps:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
 
-## lint: formatting and clippy, warnings are errors.
-lint: fmt clippy
+## lint: formatting, clippy (warnings are errors), and the pure crates'
+## dependency trees (no tokio, TLS or netlink under them).
+lint: fmt clippy check-pure
 fmt:
 	$(CARGO) fmt --all -- --check
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+check-pure:
+	@scripts/check-pure-crates.sh
 
 ## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)
 ## on this kernel, the conformance runners, then the VM tier for what this

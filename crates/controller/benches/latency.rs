@@ -13,6 +13,9 @@
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
+//!
+//! Over 700 lines: one benchmark binary (bench harness, event driver,
+//! kernel listener and report) that must run as a whole.
 
 use std::collections::HashMap;
 use std::fs::File;

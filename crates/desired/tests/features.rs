@@ -1,4 +1,7 @@
 //! One test per NB-driver feature, each on a small hand-made snapshot.
+//!
+//! Over 700 lines: one small test per feature, sharing one set of snapshot
+//! builders (a file per feature would copy them).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

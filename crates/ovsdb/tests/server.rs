@@ -1,6 +1,9 @@
 //! The client against real ovsdb-server instances (Debian's
 //! openvswitch-switch): cache fidelity, restart resync, RAFT leader loss and
 //! SSL. Each test starts its own servers in a temporary directory.
+//!
+//! Over 700 lines: one test binary, so the servers' setup helpers are shared
+//! by every case instead of copied.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

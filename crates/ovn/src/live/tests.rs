@@ -1,0 +1,362 @@
+//! Unit tests of `live`, beside it so that they may use its private items.
+
+use super::*;
+use serde_json::json;
+
+const SW: Uuid = Uuid(0x10);
+const LOCALNET: Uuid = Uuid(0x20);
+const VM: Uuid = Uuid(0x21);
+const LRP: Uuid = Uuid(0x30);
+const FIP: Uuid = Uuid(0x40);
+
+fn row(v: serde_json::Value) -> Row {
+    Row::from_wire(&v).unwrap()
+}
+
+fn switch(ports: &[Uuid]) -> Row {
+    let ports: Vec<_> = ports
+        .iter()
+        .map(|u| json!(["uuid", u.to_string()]))
+        .collect();
+    row(json!({"name": "neutron-net1", "ports": ["set", ports]}))
+}
+
+fn localnet() -> Row {
+    row(json!({"name": "provnet-1", "type": "localnet",
+                   "options": ["map", [["network_name", "physnet1"]]]}))
+}
+
+#[test]
+fn a_port_arriving_after_its_switch_clears_the_dangling_warning_and_becomes_its_localnet() {
+    let mut live = LiveSnapshot::default();
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
+    let before = live.snapshot();
+    assert!(before.localnet_of_switch("neutron-net1").is_none());
+    assert!(before.warnings()[0].reason.contains("missing row"));
+
+    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet()))]);
+    let after = live.snapshot();
+    assert_eq!(
+        after.localnet_of_switch("neutron-net1").map(|p| p.uuid),
+        Some(LOCALNET)
+    );
+    assert!(after.warnings().is_empty(), "{:?}", after.warnings());
+    // The snapshot handed out earlier did not move.
+    assert!(before.localnet_of_switch("neutron-net1").is_none());
+}
+
+#[test]
+fn a_garbled_port_is_not_a_dangling_reference() {
+    let mut live = LiveSnapshot::default();
+    let bad = row(json!({"name": "vm", "addresses": "zz 10.0.0.1"}));
+    live.apply_nb([
+        (LogicalSwitch::TABLE, SW, Some(&switch(&[VM]))),
+        (LogicalSwitchPort::TABLE, VM, Some(&bad)),
+    ]);
+    let s = live.snapshot();
+    assert_eq!(s.warnings().len(), 1);
+    assert_eq!(s.warnings()[0].table, LogicalSwitchPort::TABLE);
+    // Deleting it turns the parse error into a dangling reference.
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]);
+    let s = live.snapshot();
+    assert_eq!(s.warnings().len(), 1);
+    assert_eq!(s.warnings()[0].table, LogicalSwitch::TABLE);
+}
+
+#[test]
+fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
+    let mut live = LiveSnapshot::default();
+    let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
+                             "networks": "172.24.4.1/24"}));
+    let fip = row(
+        json!({"type": "dnat_and_snat", "external_ip": "172.24.4.100",
+                             "logical_ip": "10.0.0.5", "logical_port": "vm1",
+                             "gateway_port": ["uuid", LRP.to_string()]}),
+    );
+    live.apply_nb([
+        (LogicalRouterPort::TABLE, LRP, Some(&lrp)),
+        (Nat::TABLE, FIP, Some(&fip)),
+    ]);
+    assert_eq!(live.snapshot().fips_on_gateway_port(LRP).count(), 1);
+
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, None)]);
+    let s = live.snapshot();
+    assert_eq!(s.fips_on_gateway_port(LRP).count(), 0);
+    assert_eq!(s.nat_of_logical_port("vm1").unwrap().gateway_port, None);
+    assert!(s.warnings()[0].reason.contains("gateway_port"));
+
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
+    assert_eq!(live.snapshot().fips_on_gateway_port(LRP).count(), 1);
+    assert!(live.snapshot().warnings().is_empty());
+}
+
+#[test]
+fn renaming_a_port_moves_it_and_the_first_by_uuid_keeps_the_name() {
+    let mut live = LiveSnapshot::default();
+    let named = |n: &str| row(json!({"name": n, "type": "localnet"}));
+    live.apply_nb([
+        (LogicalSwitchPort::TABLE, VM, Some(&named("dup"))),
+        (LogicalSwitchPort::TABLE, LOCALNET, Some(&named("dup"))),
+    ]);
+    // LOCALNET (0x20) sorts before VM (0x21).
+    assert_eq!(live.snapshot().lsp("dup").unwrap().uuid, LOCALNET);
+    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&named("other")))]);
+    let s = live.snapshot();
+    assert_eq!(s.lsp("dup").unwrap().uuid, VM);
+    assert_eq!(s.lsp("other").unwrap().uuid, LOCALNET);
+}
+
+#[test]
+fn a_changed_row_whose_index_keys_stay_is_served_fresh_through_every_index() {
+    let mut live = LiveSnapshot::default();
+    let vm = |ip: &str| {
+        row(json!({"name": "vm1", "up": true,
+                       "addresses": format!("fa:16:3e:00:00:01 {ip}"),
+                       "options": ["map", [["requested-chassis", "c1"]]],
+                       "external_ids": ["map", [["neutron:network_name", "neutron-net1"]]]}))
+    };
+    let provnet = |tag: u16| {
+        row(json!({"name": "provnet-1", "type": "localnet", "tag": tag,
+                       "options": ["map", [["network_name", "physnet1"]]]}))
+    };
+    let (old_vm, old_provnet) = (vm("10.0.0.5"), provnet(100));
+    live.apply_nb([
+        (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+        (LogicalSwitchPort::TABLE, LOCALNET, Some(&old_provnet)),
+        (LogicalSwitchPort::TABLE, VM, Some(&old_vm)),
+    ]);
+    let before = live.snapshot();
+
+    // Same name, chassis, network and physnet: no index key moves.
+    let (new_vm, new_provnet) = (vm("10.0.0.6"), provnet(200));
+    live.apply_nb([
+        (LogicalSwitchPort::TABLE, VM, Some(&new_vm)),
+        (LogicalSwitchPort::TABLE, LOCALNET, Some(&new_provnet)),
+    ]);
+    let s = live.snapshot();
+    let ips = |p: &LogicalSwitchPort| {
+        p.addresses
+            .ips
+            .iter()
+            .map(|ip| ip.to_string())
+            .collect::<Vec<_>>()
+    };
+    let on_chassis: Vec<_> = s.active_vifs_on_chassis("c1").map(ips).collect();
+    assert_eq!(on_chassis, [["10.0.0.6"]]);
+    let on_network: Vec<_> = s.active_vifs_on_network("neutron-net1").map(ips).collect();
+    assert_eq!(on_network, [["10.0.0.6"]]);
+    assert_eq!(ips(s.lsp("vm1").unwrap()), ["10.0.0.6"]);
+    assert_eq!(s.localnet_of_switch("neutron-net1").unwrap().tag, Some(200));
+    assert_eq!(
+        s.localnets_on_physnet("physnet1").next().unwrap().tag,
+        Some(200)
+    );
+    assert_eq!(s.lsp("provnet-1").unwrap().tag, Some(200));
+    // Exactly what a fresh build of the new rows serves.
+    let mut fresh = LiveSnapshot::default();
+    fresh.apply_nb([
+        (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+        (LogicalSwitchPort::TABLE, LOCALNET, Some(&new_provnet)),
+        (LogicalSwitchPort::TABLE, VM, Some(&new_vm)),
+    ]);
+    assert_eq!(s, fresh.snapshot());
+    // The snapshot handed out before the change still serves the old rows.
+    let old_on_chassis: Vec<_> = before.active_vifs_on_chassis("c1").map(ips).collect();
+    assert_eq!(old_on_chassis, [["10.0.0.5"]]);
+    assert_eq!(
+        before.localnet_of_switch("neutron-net1").unwrap().tag,
+        Some(100)
+    );
+}
+
+#[test]
+fn set_difference_is_the_same_on_sorted_and_unsorted_sets() {
+    let u = |v: &[u128]| v.iter().map(|i| Uuid(*i)).collect::<Vec<_>>();
+    let sorted = |mut v: Vec<Uuid>| {
+        v.sort();
+        v
+    };
+    // Sorted: the merge pass.
+    let (gone, added) = set_difference(&u(&[1, 2, 4, 7]), &u(&[2, 3, 4, 8, 9]));
+    assert_eq!((gone, added), (u(&[1, 7]), u(&[3, 8, 9])));
+    // Unsorted, or with duplicates: the hashing fallback, same answer.
+    let (gone, added) = set_difference(&u(&[7, 4, 2, 1, 4]), &u(&[9, 2, 3, 8, 4]));
+    assert_eq!((sorted(gone), sorted(added)), (u(&[1, 7]), u(&[3, 8, 9])));
+    assert_eq!(set_difference(&[], &u(&[5])), (vec![], u(&[5])));
+}
+
+#[test]
+fn a_big_switch_gaining_and_losing_ports_keeps_its_localnet_and_dangling_refs() {
+    let mut live = LiveSnapshot::default();
+    let vm = |i: u128| (LogicalSwitchPort::TABLE, Uuid(0x1000 + i));
+    let vm_row = row(json!({"name": "vm", "up": true}));
+    let mut ports: Vec<Uuid> = (0..200).map(|i| vm(i).1).collect();
+    ports.push(LOCALNET);
+    let mut rows: Vec<(&str, Uuid, Option<&Row>)> = (0..200)
+        .map(|i| (vm(i).0, vm(i).1, Some(&vm_row)))
+        .collect();
+    let (localnet_row, sw) = (localnet(), switch(&ports));
+    rows.push((LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet_row)));
+    rows.push((LogicalSwitch::TABLE, SW, Some(&sw)));
+    live.apply_nb(rows);
+    // One more port, listed before its row exists: a dangling reference.
+    ports.push(VM);
+    let sw = switch(&ports);
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&sw))]);
+    let s = live.snapshot();
+    assert_eq!(s.localnet_of_switch("neutron-net1").unwrap().uuid, LOCALNET);
+    assert_eq!(s.warnings().len(), 1, "{:?}", s.warnings());
+    // The row arrives; then the localnet leaves the switch.
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm_row))]);
+    assert!(live.snapshot().warnings().is_empty());
+    ports.retain(|p| *p != LOCALNET);
+    let sw = switch(&ports);
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&sw))]);
+    let s = live.snapshot();
+    assert!(s.localnet_of_switch("neutron-net1").is_none());
+    assert!(s.warnings().is_empty());
+    // Each step equals a fresh build of the same rows.
+    let mut fresh = LiveSnapshot::default();
+    let mut all: Vec<(&str, Uuid, Option<&Row>)> = (0..200)
+        .map(|i| (vm(i).0, vm(i).1, Some(&vm_row)))
+        .collect();
+    all.push((LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet_row)));
+    all.push((LogicalSwitchPort::TABLE, VM, Some(&vm_row)));
+    all.push((LogicalSwitch::TABLE, SW, Some(&sw)));
+    fresh.apply_nb(all);
+    assert_eq!(s, fresh.snapshot());
+    assert_eq!(live.notable_ports, fresh.notable_ports);
+}
+
+#[test]
+fn a_chassis_listed_twice_binds_the_port_once() {
+    let mut live = LiveSnapshot::default();
+    let vm = row(json!({"name": "vm", "up": true,
+                            "options": ["map", [["requested-chassis", "c1,c1"]]]}));
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm))]);
+    assert_eq!(live.snapshot().active_vifs_on_chassis("c1").count(), 1);
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]);
+    assert_eq!(live.snapshot(), Snapshot::default());
+}
+
+fn vm(up: bool) -> Row {
+    row(
+        json!({"name": "vm1", "up": up, "addresses": "fa:16:3e:00:00:21 10.0.0.21",
+                   "options": ["map", [["requested-chassis", "host-1"]]]}),
+    )
+}
+
+/// A live snapshot reset to a switch with its localnet and a VM port.
+fn started() -> LiveSnapshot {
+    let mut nb: crate::Tables = Default::default();
+    nb.entry(LogicalSwitch::TABLE.into())
+        .or_default()
+        .insert(SW, switch(&[LOCALNET, VM]));
+    let ports = nb.entry(LogicalSwitchPort::TABLE.into()).or_default();
+    ports.insert(LOCALNET, localnet());
+    ports.insert(VM, vm(false));
+    let mut live = LiveSnapshot::default();
+    live.reset_nb(&nb);
+    live
+}
+
+#[test]
+fn the_journal_names_the_rows_changed_since_an_earlier_snapshot() {
+    let mut live = started();
+    let s0 = live.snapshot();
+    assert_eq!(s0.nb_changes_since(&s0), Some(vec![]));
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(true)))]);
+    let s1 = live.snapshot();
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
+    let s2 = live.snapshot();
+    assert_eq!(
+        s2.nb_changes_since(&s0),
+        Some(vec![
+            (LogicalSwitchPort::TABLE, VM),
+            (LogicalSwitch::TABLE, SW)
+        ])
+    );
+    assert_eq!(
+        s2.nb_changes_since(&s1),
+        Some(vec![(LogicalSwitch::TABLE, SW)])
+    );
+    // Not the other way round, not across resets, not from nowhere.
+    assert_eq!(s0.nb_changes_since(&s2), None);
+    assert_eq!(s2.nb_changes_since(&Snapshot::default()), None);
+    assert_eq!(started().snapshot().nb_changes_since(&s0), None);
+    // History is not content.
+    assert_eq!(s0, started().snapshot());
+}
+
+#[test]
+fn a_journal_that_no_longer_reaches_back_answers_none() {
+    let mut live = started();
+    let s0 = live.snapshot();
+    for i in 0..=JOURNAL_LEN {
+        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(i % 2 == 0)))]);
+    }
+    assert_eq!(live.snapshot().nb_changes_since(&s0), None);
+    let s1 = live.snapshot();
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(false)))]);
+    assert_eq!(
+        live.snapshot().nb_changes_since(&s1).map(|c| c.len()),
+        Some(1)
+    );
+}
+
+#[test]
+fn port_changes_are_reported_only_when_nothing_else_changed() {
+    let mut live = started();
+    let s0 = live.snapshot();
+    // A VM port comes up and its switch lists it again: ports only.
+    live.apply_nb([
+        (LogicalSwitchPort::TABLE, VM, Some(&vm(true))),
+        (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
+    ]);
+    let s1 = live.snapshot();
+    let changes = s1.port_changes_since(&s0).expect("ports only");
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].uuid, VM);
+    assert!(!changes[0].old.as_ref().unwrap().up);
+    assert!(changes[0].new.as_ref().unwrap().up);
+    assert!(s1.is_active_vif_on("host-1", VM));
+    assert!(!s0.is_active_vif_on("host-1", VM));
+
+    // NB_Global's liveness bumps change nothing the agent reads; its
+    // FIP mode does.
+    let global = |fip: &str| {
+        row(json!({"external_ids": ["map", [
+                ["neutron:liveness_check_at", "now"], [crate::neutron::key::FIP_DISTRIBUTED, fip]]]}))
+    };
+    const GLOBAL: Uuid = Uuid(0x50);
+    live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("True")))]);
+    assert_eq!(
+        live.snapshot().port_changes_since(&s1).map(|c| c.len()),
+        Some(0)
+    );
+    live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("False")))]);
+    assert!(live.snapshot().port_changes_since(&s1).is_none());
+    live.apply_nb([(NbGlobal::TABLE, GLOBAL, None)]);
+    let s1 = live.snapshot();
+
+    // A localnet change moves provider wiring: not ports only.
+    let mut tagged = localnet();
+    tagged.columns.insert(
+        "tag",
+        obgp_ovsdb_data::Datum::from_wire(&json!(100)).unwrap(),
+    );
+    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&tagged))]);
+    assert!(live.snapshot().port_changes_since(&s1).is_none());
+
+    // Nor is a renamed switch, or a row of another table.
+    let s2 = live.snapshot();
+    let renamed = row(json!({"name": "neutron-net2",
+            "ports": ["set", [["uuid", LOCALNET.to_string()], ["uuid", VM.to_string()]]]}));
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&renamed))]);
+    assert!(live.snapshot().port_changes_since(&s2).is_none());
+    let s3 = live.snapshot();
+    let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
+                             "networks": "172.24.4.1/24"}));
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
+    assert!(live.snapshot().port_changes_since(&s3).is_none());
+}

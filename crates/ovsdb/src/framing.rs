@@ -4,7 +4,7 @@
 //! prefix and no delimiter. [`JsonFramer`] finds the end of each object with
 //! the data crate's [`ValueScanner`] (brace/bracket depth and string/escape
 //! state, the rule the streamed reply decoder also uses) as bytes arrive. It
-//! remembers how far it has scanned, so a 50 MB monitor reply that arrives
+//! remembers how far it has scanned, so a large monitor reply that arrives
 //! in 64 KiB reads is scanned once, not once per read, and it refuses any
 //! message larger than its limit instead of buffering without bound.
 
@@ -13,8 +13,8 @@ use obgp_ovsdb_data::json_scan::{ScanEnd, ValueScanner};
 use tokio_util::codec::Decoder;
 
 /// Default upper bound for one message (64 MiB). An OVN_Northbound initial
-/// dump of a Neutron-shaped topology is ~1.2 kB per port (60 MB at 50k
-/// ports, 125 MB at 100k): raise the limit for such scales.
+/// dump of a large Neutron-shaped topology exceeds it (docs/ovsdb.md,
+/// "Known gaps"): raise the limit for such scales.
 pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
 /// Why the byte stream cannot be split into messages. The connection must be
@@ -178,7 +178,7 @@ impl Decoder for JsonFramer {
             }
             None => {
                 // Grow in big steps while a large message is arriving, so a
-                // 50 MB reply is not read into a buffer doubling from 8 KiB.
+                // large reply is not read into a buffer doubling from 8 KiB.
                 if self.scanned > 0 && buf.capacity() - buf.len() < 64 * 1024 {
                     buf.reserve(buf.len().clamp(64 * 1024, 4 * 1024 * 1024));
                 }

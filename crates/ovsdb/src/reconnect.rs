@@ -115,7 +115,8 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults: no TLS, any cluster member, 5 s probe, 0.25–8 s backoff.
+    /// Defaults: no TLS, any cluster member, the session's default probe
+    /// ([`SessionConfig`](crate::SessionConfig)), 0.25–8 s backoff.
     pub fn new(remotes: Vec<Remote>, database: &str, monitor: MonitorSpec) -> ClientConfig {
         ClientConfig {
             remotes,

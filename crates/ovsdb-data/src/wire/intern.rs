@@ -31,8 +31,8 @@ type InternHasher = foldhash::fast::RandomState;
 ///
 /// Every string of a reply goes through here, so the lookup is the decoder's
 /// hottest path. The table holds every distinct string of the message
-/// (~100k per decoding thread for the 50k-port reply, mostly UUIDs and
-/// addresses seen once), too large for the CPU caches: a probe was a cache
+/// (for a large reply, mostly UUIDs and addresses seen once; docs/ovsdb.md,
+/// "Where the time and the memory go"), too large for the CPU caches: a probe was a cache
 /// miss or two. The strings that do repeat (column names, map keys,
 /// `compute:nova`, project, host and network names) are few, so a small
 /// direct-mapped `recent` array in front remembers the last repeated string

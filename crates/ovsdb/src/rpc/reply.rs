@@ -115,7 +115,7 @@ impl Response {
                 "a streamed reply is decoded by call_streamed".into(),
             ));
         }
-        // One pass over the message: a 50 MB monitor reply is not first
+        // One pass over the message: a large monitor reply is not first
         // scanned for the bounds of `result` and then decoded.
         let mut de = serde_json::Deserializer::from_slice(&self.frame);
         de.deserialize_map(ResultOf(seed))

@@ -5,7 +5,7 @@
 //! ...) in arrival order, and runs the inactivity probe: after
 //! `probe_interval` without a single byte from the server it sends an
 //! `echo`; after another interval of silence it drops the connection. Any
-//! received byte counts as activity, so a 60 MB reply that takes seconds to
+//! received byte counts as activity, so a large reply that takes seconds to
 //! arrive is not mistaken for a dead peer.
 //!
 //! Frames are handed on as raw bytes: the receiver decodes them into the
@@ -50,7 +50,7 @@ pub struct SessionConfig {
     /// probe (the server still probes us and we answer). The default, 60 s,
     /// is Neutron's `ovsdb_probe_interval`: ovsdb-server is single-threaded
     /// and sends nothing while it builds a large reply or commits a large
-    /// transaction (over 10 s for a 100k-port NB dump on a busy host), so
+    /// transaction (seconds for a large NB dump; docs/ovsdb.md), so
     /// OVS's 5 s would drop exactly the sessions that matter at scale.
     pub probe_interval: Option<Duration>,
     /// A reply to [`Session::call_streamed`] longer than this is decoded
@@ -383,7 +383,7 @@ impl Task {
                                 if large {
                                     // The frame was split off `buf` and
                                     // shares its allocation: keep reusing
-                                    // `buf` and a 50 MB monitor reply stays
+                                    // `buf` and a large monitor reply stays
                                     // allocated for the session's lifetime.
                                     // Copy the few bytes that follow it into
                                     // a small buffer instead.

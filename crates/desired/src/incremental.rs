@@ -317,7 +317,7 @@ fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -
                 continue;
             }
             let mine = exposures_of(&last.desired, in_snap, config, port);
-            if !mine.mac_tweak_in_base {
+            if !mine.mac_tweak_in_base || mine.noted {
                 return None;
             }
             out.extend(mine.exposed);

@@ -65,6 +65,9 @@ pub(crate) struct PortExposures {
     /// Whether each provider network it goes through has its MAC-tweak flow
     /// in the bridge's base wiring, i.e. asking for it changes nothing.
     pub mac_tweak_in_base: bool,
+    /// Whether computing them noted something (an IP or MAC refused): the
+    /// notes are part of the desired state, which a patch does not carry.
+    pub noted: bool,
 }
 
 pub(crate) struct NbUnderlay<'a> {
@@ -108,11 +111,13 @@ impl<'a> NbUnderlay<'a> {
             .values()
             .flatten()
             .all(|p| w.mac_tweak_in_base(p));
+        let noted = self.w.has_notes();
         let (exposed, contested) = self.w.into_exposures();
         PortExposures {
             exposed,
             contested: contested.into_iter().collect(),
             mac_tweak_in_base,
+            noted,
         }
     }
 

@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
+use obgp_netmodel::exposable::{unexposable_ip, unusable_lladdr};
 use obgp_netmodel::{Class, MacAddr};
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{neutron, LocalOvs};
@@ -353,8 +354,18 @@ impl<'a> Wiring<'a> {
         class: Class,
         source: RowRef,
     ) {
+        if let Some(why) = lladdr.and_then(unusable_lladdr) {
+            let mac = lladdr.map(|m| m.to_string()).unwrap_or_default();
+            self.note(format!(
+                "{source}: MAC {mac} is a {why} address: none of its IPs is exposed"
+            ));
+            return;
+        }
         let proxy_ndp = proxy_ndp_networks(proxy_cidrs);
         for &ip in ips {
+            if !self.exposable(ip, source) {
+                continue;
+            }
             self.exposures.expose(
                 ip,
                 class,
@@ -381,6 +392,12 @@ impl<'a> Wiring<'a> {
     /// of the same family (no such IP: the rule only), and in the subnet
     /// method the same route in the VRF table through `bgp_nic`.
     pub fn route_tenant_subnet(&mut self, gw: &Gateway<'a>, rule_dst: IpNet, router: String) {
+        if let Some(why) = unexposable_ip(rule_dst.addr()) {
+            self.note(format!(
+                "router {router}: tenant subnet {rule_dst} is a {why} network: not routed"
+            ));
+            return;
+        }
         self.out.tenant_subnets.push(TenantSubnet {
             rule_dst,
             net: rule_dst.trunc(),
@@ -401,10 +418,29 @@ impl<'a> Wiring<'a> {
         self.out.notes.push(note);
     }
 
+    /// Whether anything was noted so far.
+    pub fn has_notes(&self) -> bool {
+        !self.out.notes.is_empty()
+    }
+
     /// Announces `ip` without wiring: a tenant IP (or VIP) that OVN routes
     /// through a gateway hosted here.
     pub fn announce(&mut self, ip: IpAddr, class: Class, source: RowRef) {
-        self.exposures.expose(ip, class, None, source);
+        if self.exposable(ip, source) {
+            self.exposures.expose(ip, class, None, source);
+        }
+    }
+
+    /// Whether `ip` may be exposed at all ([`unexposable_ip`]); a note names
+    /// the row when not.
+    fn exposable(&mut self, ip: IpAddr, source: RowRef) -> bool {
+        match unexposable_ip(ip) {
+            None => true,
+            Some(why) => {
+                self.note(format!("{source}: {ip} is a {why} address: not exposed"));
+                false
+            }
+        }
     }
 
     /// Asks for the MAC-tweak flow (cookie 999) on the localnet's patch port

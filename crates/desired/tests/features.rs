@@ -843,3 +843,67 @@ fn an_lb_referencing_the_router_twice_is_exposed_once() {
     assert_eq!(d.exposed[&ip("172.24.4.80")].class, Class::Lb);
     assert_eq!(d.exposed.len(), 3, "gateway v4, v6 and the VIP");
 }
+
+#[test]
+fn nonsense_addresses_are_never_exposed_and_each_is_noted_with_its_row() {
+    let mut w = World::new();
+    let port = w.vm(
+        "vm-odd",
+        "neutron-pub",
+        "compute-1",
+        "fa:16:3e:11:11:11 172.24.4.10 127.0.0.1 0.0.0.0 255.255.255.255 224.0.0.5 169.254.1.1 fe80::1 ff02::1 ::1",
+        "172.24.4.10/24",
+    );
+    let d = run(&w, &config());
+    assert_eq!(announced(&d), ["172.24.4.10"]);
+    for odd in [
+        "127.0.0.1",
+        "0.0.0.0",
+        "255.255.255.255",
+        "224.0.0.5",
+        "169.254.1.1",
+        "fe80::1",
+        "ff02::1",
+        "::1",
+    ] {
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains(&port) && n.contains(&format!(" {odd} is a "))),
+            "{odd}: {:#?}",
+            d.notes
+        );
+    }
+    // Nothing of them reaches the node either.
+    let n = d.to_node();
+    assert!(
+        !has_line(&n, "127.0.0.1") && !has_line(&n, "0.0.0.0/32"),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn a_port_with_a_broadcast_or_multicast_mac_is_not_exposed() {
+    for mac in [
+        "ff:ff:ff:ff:ff:ff",
+        "01:00:5e:00:00:05",
+        "00:00:00:00:00:00",
+    ] {
+        let mut w = World::new();
+        let port = w.vm(
+            "vm-badmac",
+            "neutron-pub",
+            "compute-1",
+            &format!("{mac} 172.24.4.20"),
+            "172.24.4.20/24",
+        );
+        let d = run(&w, &config());
+        assert!(d.exposed.is_empty(), "{mac}: {:?}", announced(&d));
+        assert!(
+            d.notes.iter().any(|n| n.contains(&port) && n.contains(mac)),
+            "{mac}: {:#?}",
+            d.notes
+        );
+        assert!(!has_line(&d.to_node(), mac), "{mac}");
+    }
+}

@@ -218,6 +218,13 @@ impl World {
                         1 + self.rng.below(250)
                     )
                 };
+                // Now and then a loopback address beside it, which is never
+                // exposed but noted: a port that notes is patched in full.
+                let ip = if self.rng.below(8) == 0 {
+                    format!("{ip} 127.0.0.1")
+                } else {
+                    ip
+                };
                 row["addresses"] =
                     json!(format!("fa:16:3e:00:00:{:02x} {ip}", self.rng.below(256)));
             }

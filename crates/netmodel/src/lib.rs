@@ -15,6 +15,7 @@ use std::str::FromStr;
 pub use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
+pub mod exposable;
 pub mod hash;
 pub mod names;
 

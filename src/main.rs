@@ -34,7 +34,16 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ovn-bgp-agent: {e:#}");
-            ExitCode::from(EXIT_FAILURE)
+            // A configuration that names a device of the node is invalid
+            // configuration (exit 2), whether found live or offline.
+            let invalid = e
+                .downcast_ref::<obgp_controller::RunError>()
+                .is_some_and(|r| r.is_config_error())
+                || matches!(
+                    e.downcast_ref::<obgp_plan::PlanError>(),
+                    Some(obgp_plan::PlanError::ForeignDevice { .. })
+                );
+            ExitCode::from(if invalid { EXIT_INVALID } else { EXIT_FAILURE })
         }
     }
 }

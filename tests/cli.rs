@@ -531,3 +531,48 @@ fn sighup_is_ignored_and_sigterm_exits_0() {
         "{log}"
     );
 }
+
+#[test]
+fn a_bgp_nic_or_bgp_vrf_naming_a_device_of_the_node_exits_2_with_the_reason() {
+    // The golden scenario's node has `lo` (loopback) and `eth0` (a NIC).
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/conformance/scenarios/nb-provider-vm.json");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo/bgp-agent.conf");
+    for (option, device) in [("BGP_NIC", "lo"), ("BGP_NIC", "eth0"), ("BGP_VRF", "eth0")] {
+        let var = format!("OVN_BGP_AGENT_DEFAULT__{option}");
+        let out = agent(
+            &[
+                "--config-file",
+                path(&config),
+                "plan",
+                "--ovn",
+                path(&scenario),
+            ],
+            &[(var.as_str(), device)],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{option}={device}: {err}");
+        assert!(
+            err.contains(&format!("device {device} exists as a"))
+                && err.contains("not the agent's"),
+            "{option}={device}: {err}"
+        );
+        assert!(
+            stdout(&out).is_empty(),
+            "no plan is printed: {}",
+            stdout(&out)
+        );
+    }
+    // The agent's own names plan as usual on the same node.
+    let out = agent(
+        &[
+            "--config-file",
+            path(&config),
+            "plan",
+            "--ovn",
+            path(&scenario),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

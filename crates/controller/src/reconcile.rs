@@ -39,6 +39,12 @@ impl ReconcileError {
             ReconcileError::Plan(PlanError::TablesExhausted { .. })
         )
     }
+
+    /// The configuration names a device of the node the agent must not
+    /// touch ([`PlanError::ForeignDevice`]).
+    pub fn is_config_error(&self) -> bool {
+        matches!(self, ReconcileError::Plan(PlanError::ForeignDevice { .. }))
+    }
 }
 
 /// Refuses, before connecting anywhere, a driver or exposing method whose

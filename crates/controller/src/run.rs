@@ -42,6 +42,14 @@ pub enum RunError {
     NotConverged(usize, String),
 }
 
+impl RunError {
+    /// The configuration cannot work on this node (exit 2, like an invalid
+    /// option), for example `bgp_nic` naming an existing device of the node.
+    pub fn is_config_error(&self) -> bool {
+        matches!(self, RunError::Reconcile(e) if e.is_config_error())
+    }
+}
+
 /// How long the one-shot commands wait for the initial dumps:
 /// `ovsdb_connection_timeout`.
 fn sync_timeout(config: &Config) -> Duration {
@@ -208,6 +216,9 @@ pub async fn run(
 
     let mut retry = Retry::default();
     let drift = DriftCheck::default();
+    // A configuration that names a device of the node (`bgp_nic = lo`)
+    // stops the agent at start-up; met later, it is retried like any error.
+    let mut first = true;
     let result = loop {
         let batch = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -261,12 +272,13 @@ pub async fn run(
                     }
                 }
             }
-            Err(e) if e.is_fatal() => break Err(e.into()),
+            Err(e) if e.is_fatal() || (first && e.is_config_error()) => break Err(e.into()),
             Err(e) => {
                 tracing::error!(reasons = %batch, "reconcile failed, retrying: {e}");
                 retry.schedule(&sched);
             }
         }
+        first = false;
         let chassis = reconciler.chassis_name(snap);
         let view = FilterView::new(
             inputs.raw_ovn,

@@ -498,3 +498,35 @@ fn unreadable_frr_and_ovs_plan_no_frr_or_flow_op_but_still_expose() {
         "{reasons:?}"
     );
 }
+
+#[test]
+fn a_device_the_agent_creates_that_exists_as_another_kind_is_refused() {
+    // bgp_nic = lo, bgp_nic = eth0, bgp_vrf = eth0 on the golden node.
+    let actual = node(&scenario("nb-provider-vm")["initial_node"]);
+    for (name, want_vrf) in [("lo", false), ("eth0", false), ("eth0", true)] {
+        let mut d = base("br-ex");
+        let kind = if want_vrf {
+            LinkKind::Vrf { table: 10 }
+        } else {
+            LinkKind::Dummy
+        };
+        d.links.insert(Link {
+            name: dev(name),
+            kind,
+            master: None,
+            mac: None,
+            up: true,
+        });
+        match plan(&d, &actual) {
+            Err(PlanError::ForeignDevice { name: n, .. }) => assert_eq!(n.as_str(), name),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // A dummy stand-in of the documented kind (ifb) and the agent's own
+    // devices are adopted.
+    let mut with_ifb = actual.clone();
+    let mut nic = with_ifb.links[&dev("eth0")].clone();
+    nic.kind = "ifb".into();
+    with_ifb.links.insert(dev("bgp-nic"), nic);
+    assert!(plan(&base("br-ex"), &with_ifb).is_ok());
+}

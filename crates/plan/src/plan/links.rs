@@ -6,10 +6,41 @@ use std::collections::BTreeSet;
 use obgp_netmodel::{Class, DevName, LinkKind};
 
 use super::order::{rank, Group};
-use super::Planner;
+use super::{PlanError, Planner};
 use crate::op::Op;
 
 impl Planner<'_> {
+    /// A device the agent creates that exists as another kind is not the
+    /// agent's: adopting it (enslaving `lo` to the VRF, announcing on a NIC)
+    /// would hurt the node, so the whole plan is refused. A device the agent
+    /// would create is adopted when its kind matches (a node set up by the
+    /// Python agent); `ifb` passes for a dummy, being the documented stand-in
+    /// on kernels without `dummy` (`--bgp-nic-kind`).
+    pub(super) fn check_device_kinds(&self) -> Result<(), PlanError> {
+        for l in &self.desired.links {
+            let Some(a) = self.actual.links.get(&l.name) else {
+                continue;
+            };
+            let accepted: &[&'static str] = match l.kind {
+                LinkKind::Vrf { .. } => &["vrf"],
+                LinkKind::Dummy => &["dummy", "ifb"],
+                LinkKind::Vlan { .. } => &["vlan"],
+                LinkKind::Veth { .. } => &["veth"],
+                LinkKind::Bridge => &["bridge"],
+                LinkKind::Vxlan { .. } => &["vxlan"],
+                LinkKind::Existing => continue,
+            };
+            if !accepted.contains(&a.kind.as_str()) {
+                return Err(PlanError::ForeignDevice {
+                    name: l.name.clone(),
+                    kind: a.kind.clone(),
+                    wanted: accepted[0],
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn links(&mut self) {
         let desired: Vec<_> = self.desired.links.iter().collect();
         for l in desired {
@@ -23,8 +54,8 @@ impl Planner<'_> {
             let mut ops = Vec::new();
             match self.actual.links.get(&l.name) {
                 Some(a) => {
-                    // An existing device is adopted whatever its kind (a node
-                    // set up by the Python agent, or a test's stand-in device).
+                    // An existing device of the right kind is adopted (a node
+                    // set up by the Python agent; see `check_device_kinds`).
                     if let Some(mac) = l.mac {
                         if a.mac != Some(mac) {
                             ops.push(base(Op::SetLinkMac {

@@ -62,6 +62,7 @@ pub fn plan_after(
 ) -> Result<Plan, PlanError> {
     let mut p = Planner::new(desired, previous, actual);
     p.resolve_tables()?;
+    p.check_device_kinds()?;
     p.want_rules = p.desired_rules();
     p.want_routes = p.desired_routes();
     // Adds, kind by kind.

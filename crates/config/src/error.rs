@@ -21,13 +21,33 @@ pub struct InvalidValue {
 }
 
 impl fmt::Display for InvalidValue {
+    /// One line whatever the value holds: control characters (a newline in
+    /// an environment override, say) are shown escaped, so a bad value
+    /// cannot forge a second line of the report.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "[{}] {}: {} ({})",
-            self.section, self.option, self.why, self.value
+            self.section,
+            self.option,
+            self.why,
+            escape_controls(&self.value)
         )
     }
+}
+
+/// `s` with each control character written as its Rust escape (`\n`,
+/// `\u{1b}`); everything else as it is.
+fn escape_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A configuration the agent cannot start with. Every variant is an
@@ -116,5 +136,27 @@ impl fmt::Display for Warning {
                 self.origin
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_value_is_reported_on_one_line_with_controls_escaped() {
+        let v = InvalidValue {
+            section: "DEFAULT".into(),
+            option: "bgp_nic".into(),
+            why: "must be a valid interface name".into(),
+            value: "bgp\n[DEFAULT] bgp_AS: fine (64999)\u{1b}[2Jé".into(),
+            origin: None,
+        };
+        let text = v.to_string();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.ends_with("(bgp\\n[DEFAULT] bgp_AS: fine (64999)\\u{1b}[2Jé)"),
+            "{text}"
+        );
     }
 }

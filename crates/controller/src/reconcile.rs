@@ -105,6 +105,8 @@ pub struct Reconciler {
     desired: DesiredCache,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
+    /// The planner's warnings already logged (each once, not per reconcile).
+    warned: std::collections::BTreeSet<String>,
     facts: NodeFacts,
     /// Cancelled when the agent stops: the apply ends after the op in flight.
     stop: CancellationToken,
@@ -129,6 +131,7 @@ impl Reconciler {
             kernel,
             desired: DesiredCache::default(),
             frr_applied: None,
+            warned: Default::default(),
             facts,
             stop: CancellationToken::new(),
         })
@@ -261,6 +264,11 @@ impl Reconciler {
         let t = Instant::now();
         let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
         report.plan_time = t.elapsed();
+        for w in &plan.warnings {
+            if self.warned.insert(w.clone()) {
+                tracing::warn!("{w}");
+            }
+        }
         Ok((Planned { actual, plan }, report))
     }
 

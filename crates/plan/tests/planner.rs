@@ -530,3 +530,26 @@ fn a_device_the_agent_creates_that_exists_as_another_kind_is_refused() {
     with_ifb.links.insert(dev("bgp-nic"), nic);
     assert!(plan(&base("br-ex"), &with_ifb).is_ok());
 }
+
+#[test]
+fn a_vrf_table_named_in_rt_tables_is_reported_not_changed() {
+    let s = scenario("nb-provider-vm");
+    let desired = with_vm(base("br-ex"), "br-ex");
+    let mut actual = node(&s["initial_node"]);
+    let quiet = plan(&desired, &actual).unwrap();
+    assert!(quiet.warnings.is_empty(), "{:?}", quiet.warnings);
+    // An operator's table with bgp_vrf_table_id's number (10).
+    actual.rt_tables.text.push_str("10\tcustomer\n");
+    let p = plan(&desired, &actual).unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(
+        p.warnings[0].contains("table 10 \"customer\""),
+        "{}",
+        p.warnings[0]
+    );
+    assert!(p
+        .to_string()
+        .contains("warnings:\n  /etc/iproute2/rt_tables names table 10"));
+    // Nothing else changes: the same ops, and rt_tables is not rewritten.
+    assert_eq!(p.ops().collect::<Vec<_>>(), quiet.ops().collect::<Vec<_>>());
+}

@@ -95,6 +95,8 @@ struct Planner<'a> {
     /// (sort rank within the group, step), sorted at the end.
     steps: Vec<(u8, Step)>,
     skipped: Vec<Skip>,
+    /// See [`Plan::warnings`].
+    warnings: Vec<String>,
     /// Links this plan creates.
     created: BTreeSet<DevName>,
     /// The desired rules with their tables resolved (in desired order).
@@ -123,6 +125,7 @@ impl<'a> Planner<'a> {
             tables: BTreeMap::new(),
             steps: Vec::new(),
             skipped: Vec::new(),
+            warnings: Vec::new(),
             created: BTreeSet::new(),
             want_rules: Vec::new(),
             want_routes: Vec::new(),

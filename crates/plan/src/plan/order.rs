@@ -83,6 +83,7 @@ impl Planner<'_> {
             steps: steps.into_iter().map(|(_, s)| s).collect(),
             skipped: self.skipped,
             tables: self.tables,
+            warnings: self.warnings,
         }
     }
 }

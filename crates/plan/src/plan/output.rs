@@ -51,6 +51,10 @@ pub struct Plan {
     pub skipped: Vec<Skip>,
     /// The table number of every bridge table the plan uses.
     pub tables: BTreeMap<DevName, u32>,
+    /// What on the node looks wrong but is not the agent's to change (a
+    /// routing table shared with another user); logged by the controller.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Plan {
@@ -82,6 +86,12 @@ impl fmt::Display for Plan {
             writeln!(f, "skipped:")?;
             for s in &self.skipped {
                 writeln!(f, "  {}: {}", s.what, s.reason)?;
+            }
+        }
+        if !self.warnings.is_empty() {
+            writeln!(f, "warnings:")?;
+            for w in &self.warnings {
+                writeln!(f, "  {w}")?;
             }
         }
         Ok(())

@@ -67,6 +67,13 @@ impl Planner<'_> {
             .map(|(n, _)| n)
             .collect();
         used.insert(d.vrf_table);
+        if let Some(name) = self.actual.rt_tables.name_of(d.vrf_table) {
+            // The agent never names the VRF's table; whoever did uses it too.
+            self.warnings.push(format!(
+                "/etc/iproute2/rt_tables names table {} {name:?}, which is bgp_vrf_table_id: the VRF's routes share that table",
+                d.vrf_table
+            ));
+        }
         for b in bridges {
             if let Some(n) = self.actual.rt_tables.lookup(b.as_str()) {
                 self.tables.insert(b, n);

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::StreamExt;
-use obgp_netmodel::{DesiredNode, DevName};
+use obgp_netmodel::{DesiredNode, DevName, LinkKind};
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST};
 use rtnetlink::packet_route::RouteNetlinkMessage;
 
@@ -645,6 +645,20 @@ impl KernelNode {
             }
             // Links, addresses, rules, routes, neighbours: one rtnetlink request.
             _ => {
+                if let Op::AddLink {
+                    name,
+                    kind: LinkKind::Dummy,
+                } = op
+                {
+                    if self.config.dummy_kind != "dummy" {
+                        // The plan says `type dummy`; say what is created.
+                        tracing::info!(
+                            device = %name,
+                            kind = %self.config.dummy_kind,
+                            "creating the dummy device as its configured stand-in kind"
+                        );
+                    }
+                }
                 let req = codec::encode(op, &self.config.dummy_kind, |d| self.ifindex(d))?;
                 nl(self.request(req.msg, req.flags).await)
             }

@@ -347,7 +347,9 @@ impl Task {
                         Ok(n) => n,
                         Err(source) => return Error::Io { remote: self.remote.clone(), source },
                     };
-                    probing = false;
+                    if std::mem::take(&mut probing) {
+                        tracing::info!(remote = %self.remote, "the server answered again after the inactivity probe");
+                    }
                     deadline = Instant::now() + interval.unwrap_or(far);
                     loop {
                         let frame = if n == 0 { framer.decode_eof(&mut buf) } else { framer.decode(&mut buf) };
@@ -418,6 +420,13 @@ impl Task {
                         return Error::Inactive(interval * 2);
                     }
                     probing = true;
+                    // A hang shorter than the two intervals that drop the
+                    // session must still be visible in the log.
+                    tracing::warn!(
+                        remote = %self.remote,
+                        silent_s = interval.as_secs_f64(),
+                        "no byte from the server: probing with echo (the session is dropped after another interval of silence)"
+                    );
                     deadline = Instant::now() + interval;
                     let msg = json!({"method": "echo", "params": [], "id": PROBE_ID});
                     let _ = out.send(Bytes::from(msg.to_string()));

@@ -70,6 +70,8 @@ impl Default for KernelConfig {
             ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
+            // For tests and benches; the agent sets both from the
+            // configuration (`vtysh_timeout`, `ovs_ofctl_timeout`).
             vtysh_timeout: std::time::Duration::from_secs(5),
             ovs_ofctl_timeout: std::time::Duration::from_secs(5),
             frr_config_dir: std::env::temp_dir(),

@@ -564,3 +564,47 @@ async fn a_plan_applied_in_the_desired_scope_leaves_nothing_pending() {
     let again = plan_after(&d, Some(&d), &k.observe(&scope).await.unwrap()).unwrap();
     assert!(again.is_empty(), "{again}");
 }
+
+/// `bgp_nic = lo` (and a NIC-like device as `bgp_vrf`) as the real kernel
+/// reports them: refused before anything is planned, so the namespace's
+/// loopback keeps its address and stays out of any VRF.
+#[tokio::test]
+async fn a_device_of_the_node_named_as_the_agents_is_refused_on_a_real_kernel() {
+    let bed = bed("foreign");
+    bed.ns.ip(&["link", "set", "lo", "up"]).unwrap();
+    bed.ns
+        .ip(&[
+            "link", "add", "eth9", "type", "veth", "peer", "name", "eth9p",
+        ])
+        .unwrap();
+    let mut k = node(&bed, "ifb").await;
+    for (name, kind) in [
+        ("lo", LinkKind::Dummy),
+        ("eth9", LinkKind::Vrf { table: 10 }),
+    ] {
+        let mut d = desired(true, None);
+        d.links.insert(Link {
+            name: dev(name),
+            kind,
+            master: None,
+            mac: None,
+            up: true,
+        });
+        let before = k.observe(&Scope::for_desired(&d)).await.unwrap();
+        match plan(&d, &before) {
+            Err(obgp_plan::PlanError::ForeignDevice { name: n, .. }) => {
+                assert_eq!(n.as_str(), name)
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let lo = bed.ns.ip(&["-br", "addr", "show", "dev", "lo"]).unwrap();
+    assert!(lo.contains("127.0.0.1/8"), "{lo}");
+    // The agent's own stand-in kind is adopted as bgp-nic.
+    bed.ns
+        .ip(&["link", "add", "bgp-nic", "type", "ifb"])
+        .unwrap();
+    let d = desired(true, None);
+    let before = k.observe(&Scope::for_desired(&d)).await.unwrap();
+    assert!(plan(&d, &before).is_ok());
+}

@@ -65,6 +65,8 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "reconcile_interval") => u(d.reconcile_interval),
         ("DEFAULT", "vtysh_timeout") => u(d.vtysh_timeout),
         ("DEFAULT", "ovs_ofctl_timeout") => u(d.ovs_ofctl_timeout),
+        ("DEFAULT", "mass_withdrawal_grace") => u(d.mass_withdrawal_grace),
+        ("DEFAULT", "mass_withdrawal_percent") => u(d.mass_withdrawal_percent.into()),
         ("DEFAULT", "frr_reconcile_interval") => u(d.frr_reconcile_interval),
         ("DEFAULT", "expose_tenant_networks") => b(d.expose_tenant_networks),
         ("DEFAULT", "advertisement_method_tenant_networks") => Some(Typed::Str(
@@ -149,6 +151,10 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
         ("DEFAULT", "reconcile_interval") => d.reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "vtysh_timeout") => d.vtysh_timeout = unsigned(&v)?,
         ("DEFAULT", "ovs_ofctl_timeout") => d.ovs_ofctl_timeout = unsigned(&v)?,
+        ("DEFAULT", "mass_withdrawal_grace") => d.mass_withdrawal_grace = unsigned(&v)?,
+        ("DEFAULT", "mass_withdrawal_percent") => {
+            d.mass_withdrawal_percent = u8::try_from(int(&v)?).map_err(|_| mismatch())?
+        }
         ("DEFAULT", "frr_reconcile_interval") => d.frr_reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "expose_tenant_networks") => d.expose_tenant_networks = flag(&v)?,
         ("DEFAULT", "advertisement_method_tenant_networks") => {

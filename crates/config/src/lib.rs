@@ -93,6 +93,13 @@ pub struct DefaultSection {
     pub vtysh_timeout: u64,
     /// Deadline of one `ovs-ofctl` run, seconds (the agent's own option).
     pub ovs_ofctl_timeout: u64,
+    /// Seconds a mass withdrawal is held; 0 turns the guard off (the
+    /// agent's own option).
+    pub mass_withdrawal_grace: u64,
+    /// The share, in percent, of the node's prefixes (and of the database's
+    /// rows) from which a withdrawal counts as a mass withdrawal (the
+    /// agent's own option).
+    pub mass_withdrawal_percent: u8,
 }
 
 /// `[agent]`.
@@ -167,6 +174,8 @@ impl Default for Config {
                 // Well under frr_reconcile_interval (15 s), so a wedged FRR
                 // is noticed and retried within one FRR check.
                 vtysh_timeout: 5,
+                mass_withdrawal_grace: 120,
+                mass_withdrawal_percent: 50,
                 ovs_ofctl_timeout: 5,
             },
             agent: AgentSection {

@@ -220,6 +220,14 @@ pub static OPTIONS: &[OptSpec] = &[
         opt("DEFAULT", "ovs_ofctl_timeout", DEADLINE),
         "seconds an `ovs-ofctl` run may take before its process group is killed and the op or read counts as failed",
     ),
+    agent_only(
+        opt("DEFAULT", "mass_withdrawal_grace", Kind::Int { min: 0, max: 86400 }),
+        "seconds the daemon holds the withdrawals of a reconcile that would withdraw most of the node's prefixes while the database lost most of its rows (docs/reliability.md); 0 turns the guard off",
+    ),
+    agent_only(
+        opt("DEFAULT", "mass_withdrawal_percent", Kind::Int { min: 1, max: 100 }),
+        "what `most` means for `mass_withdrawal_grace`: the share, in percent, of the announced prefixes withdrawn and of the database rows lost",
+    ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),
     // [ovn]: every option is also read from [DEFAULT] (deprecated_group).

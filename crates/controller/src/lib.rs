@@ -1,8 +1,8 @@
 //! The reconcile loop: why a reconcile runs ([`Reason`]), when ([`queue`]:
 //! debounced, coalesced and rate-limited triggers), what one reconcile does
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
-//! comes from ([`sources`]), what the event filters read ([`view`]), and the
-//! loop that ties them ([`run`]).
+//! comes from ([`sources`]), what the event filters read ([`view`]), the
+//! mass-withdrawal guard ([`guard`]), and the loop that ties them ([`run`]).
 //!
 //! Events never touch the node: an OVSDB update that passes the event filters,
 //! a timer, a reconnect or a netlink overrun only schedules the next
@@ -10,6 +10,7 @@
 //! latency, never correctness (upstream defects D11 and D16 cannot occur).
 
 pub mod follower;
+pub mod guard;
 pub mod ofports;
 pub mod queue;
 pub mod reason;

@@ -30,6 +30,10 @@ pub enum Reason {
     /// A background full computation of the desired state differed from
     /// the patched one (a bug in the patching; logged as an error).
     DesiredMismatch,
+    /// The command lane read what the last reconcile could not plan
+    /// without (FRR, an OVS bridge), or finished ops a reconcile met in
+    /// flight: plan with it. Re-reads nothing, so it cannot loop.
+    CommandsSettled,
 }
 
 /// The event class of a change in the local Open_vSwitch database.
@@ -67,7 +71,7 @@ impl Reason {
         match self {
             Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
             Reason::Resync { database } => database == obgp_ovn::OVS_DB,
-            Reason::FrrCheck | Reason::DesiredMismatch => false,
+            Reason::FrrCheck | Reason::DesiredMismatch | Reason::CommandsSettled => false,
             Reason::Drift
             | Reason::Startup
             | Reason::Periodic
@@ -126,6 +130,7 @@ impl fmt::Display for Reason {
             Reason::DesiredMismatch => {
                 f.write_str("patched desired state differed from a full one")
             }
+            Reason::CommandsSettled => f.write_str("FRR or OVS read by the command lane"),
         }
     }
 }
@@ -195,6 +200,15 @@ mod tests {
         }
         assert!(Reason::Drift.rereads_flows() && Reason::Drift.checks_frr());
         assert!(!Reason::Drift.opens_merge_window() && !Reason::Drift.recomputes_desired());
+    }
+
+    #[test]
+    fn what_the_command_lane_settled_is_planned_with_and_never_read_again() {
+        let r = Reason::CommandsSettled;
+        // Re-reading here would ask the lane again, which would signal
+        // again: a loop.
+        assert!(!r.rereads_flows() && !r.checks_frr() && !r.rereads_node());
+        assert!(!r.recomputes_desired() && !r.opens_merge_window());
     }
 
     #[test]

@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
 use obgp_netmodel::DesiredNode;
-use obgp_node::{DriftProbe, KernelConfig, KernelNode, Scope};
+use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
 use obgp_ovn::Snapshot;
-use obgp_plan::{apply_plan_until, Actual, Plan, PlanError};
+use obgp_plan::{apply_plan_until, Actual, Applied, NodeIo, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
 use crate::ofports::OfPorts;
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
@@ -85,6 +86,14 @@ pub struct ReconcileReport {
     pub exposed: usize,
     /// Ops of the plan not started because the agent is stopping.
     pub not_started: usize,
+    /// Command ops (`vtysh`, `ovs-ofctl`) handed to the command lane; their
+    /// outcomes are reported by a later reconcile (or this one when it
+    /// waits for the lane: the one-shot commands).
+    pub queued: usize,
+    /// Command ops the lane finished since the last report, by kind.
+    pub commands_applied: BTreeMap<String, usize>,
+    /// Withdrawals and unwiring held back by the mass-withdrawal guard.
+    pub withdrawals_held: usize,
 }
 
 impl ReconcileReport {
@@ -99,7 +108,6 @@ impl ReconcileReport {
 pub struct Reconciler {
     config: Config,
     node: KernelNode,
-    kernel: KernelConfig,
     /// The last desired state and its node objects (patched when only ports
     /// changed), and those the last reconcile planned with.
     desired: DesiredCache,
@@ -110,6 +118,15 @@ pub struct Reconciler {
     facts: NodeFacts,
     /// Cancelled when the agent stops: the apply ends after the op in flight.
     stop: CancellationToken,
+    /// The one reader and writer of FRR and the OVS flows, off this loop.
+    lane: CommandLane,
+    /// Wait for the lane's reads and ops (the one-shot commands) instead of
+    /// planning around what it does not know yet.
+    wait_for_commands: bool,
+    /// The daemon's mass-withdrawal guard, and the driver database's row
+    /// count it compares.
+    guard: Option<WithdrawalGuard>,
+    database_rows: usize,
 }
 
 impl Reconciler {
@@ -121,6 +138,8 @@ impl Reconciler {
         let node = KernelNode::connect(kernel.clone())
             .await
             .map_err(|e| ReconcileError::Connect(e.to_string()))?;
+        let lane = CommandLane::start(kernel.clone())
+            .map_err(|e| ReconcileError::Connect(format!("starting the command lane: {e}")))?;
         let facts = NodeFacts {
             system_hostname: system_hostname(),
             frr_router_id: None,
@@ -128,13 +147,125 @@ impl Reconciler {
         Ok(Reconciler {
             config,
             node,
-            kernel,
             desired: DesiredCache::default(),
             frr_applied: None,
             warned: Default::default(),
             facts,
             stop: CancellationToken::new(),
+            lane,
+            wait_for_commands: false,
+            guard: None,
+            database_rows: 0,
         })
+    }
+
+    /// Guards this reconciler's withdrawals against an emptied database
+    /// (the daemon; see [`WithdrawalGuard`]).
+    pub fn guard_withdrawals(&mut self, config: GuardConfig) {
+        self.guard = Some(WithdrawalGuard::new(config));
+    }
+
+    /// How many rows the driver's database holds now (the guard compares).
+    pub fn note_database_rows(&mut self, rows: usize) {
+        self.database_rows = rows;
+    }
+
+    /// How many mass withdrawals the guard has held so far.
+    pub fn withdrawal_holds(&self) -> u64 {
+        self.guard.as_ref().map_or(0, |g| g.holds)
+    }
+
+    /// Asks the guard about `plan`, holding its removals if it says so;
+    /// true while holding.
+    fn guard(&mut self, plan: &mut Plan, actual: &Actual, report: &mut ReconcileReport) -> bool {
+        let Some(guard) = &mut self.guard else {
+            return false;
+        };
+        let withdrawals = plan.withdrawals();
+        // Counting the announced prefixes walks the addresses: only when
+        // something would be withdrawn.
+        let announced = if withdrawals == 0 {
+            0
+        } else {
+            announced_prefixes(actual, &self.config)
+        };
+        let sample = Sample {
+            announced,
+            withdrawals,
+            rows: self.database_rows,
+        };
+        let verdict = guard.judge(sample, Instant::now());
+        tracing::debug!(?sample, ?verdict, "mass-withdrawal guard");
+        match verdict {
+            Verdict::Apply => false,
+            Verdict::Hold { left, first } => {
+                report.withdrawals_held = plan.hold_removals();
+                if first {
+                    tracing::error!(
+                        withdrawals,
+                        announced,
+                        rows = sample.rows,
+                        grace_s = left.as_secs(),
+                        "mass withdrawal: the database lost most of its rows and the plan withdraws most of the node's prefixes; holding the withdrawals (mass_withdrawal_grace)"
+                    );
+                } else {
+                    tracing::warn!(
+                        withdrawals,
+                        left_s = left.as_secs(),
+                        "still holding a mass withdrawal"
+                    );
+                }
+                true
+            }
+            Verdict::Release { held_for } => {
+                tracing::warn!(
+                    withdrawals,
+                    held_s = held_for.as_secs(),
+                    "the database stayed emptied for the grace period: applying the held withdrawals"
+                );
+                false
+            }
+        }
+    }
+
+    /// Makes every reconcile wait for the command lane: FRR and the OVS
+    /// flows are read before planning, and the command ops are applied
+    /// before it returns (each command within its deadline). For
+    /// `reconcile --once` and `plan`, which report what they did; the
+    /// daemon never waits.
+    pub fn wait_for_commands(&mut self) {
+        self.wait_for_commands = true;
+    }
+
+    /// Changes whenever the command lane ran out of work: a reconcile is
+    /// due when it learnt what a reconcile could not plan without, a retry
+    /// when something failed.
+    pub fn lane_signals(&self) -> watch::Receiver<LaneSignal> {
+        self.lane.signals()
+    }
+
+    /// Takes the command lane's finished ops into `report`, and remembers
+    /// FRR text that was applied.
+    fn absorb_lane(&mut self, report: &mut ReconcileReport) {
+        for outcome in self.lane.take_outcomes() {
+            match &outcome.result {
+                Ok(()) => {
+                    if let Op::ApplyFrr { config } = &outcome.op {
+                        self.frr_applied = Some(config.clone());
+                    }
+                    *report
+                        .commands_applied
+                        .entry(op_kind(&outcome.op))
+                        .or_default() += 1;
+                }
+                Err(e) => {
+                    if matches!(outcome.op, Op::ApplyFrr { .. }) {
+                        self.frr_applied = None;
+                    }
+                    report.failed.push(format!("{}: {e}", outcome.op));
+                }
+            }
+        }
     }
 
     /// Stops applying after the op in flight once `token` is cancelled
@@ -148,6 +279,7 @@ impl Reconciler {
     /// ports and flows) instead of trusting the netlink mirror.
     pub fn resync_node(&mut self) {
         self.node.resync();
+        self.lane.invalidate_flows();
     }
 
     /// The next reconcile computes the desired state from every row instead
@@ -158,7 +290,7 @@ impl Reconciler {
 
     /// The next reconcile re-reads the OVS ports and flows.
     pub fn invalidate_flows(&mut self) {
-        self.node.invalidate_flows();
+        self.lane.invalidate_flows();
     }
 
     /// Changes whenever the node's netlink mirror lost notifications; the
@@ -190,7 +322,7 @@ impl Reconciler {
     /// last reconcile relied on; `None` before the first one.
     pub fn drift_probe(&self) -> Option<DriftProbe> {
         let node = self.desired.node()?;
-        Some(self.node.drift_probe(&self.scope(node)))
+        Some(self.lane.drift_probe(&self.scope(node)))
     }
 
     /// A full computation of the desired state to compare with the last
@@ -223,8 +355,19 @@ impl Reconciler {
         check_frr: bool,
     ) -> Result<(Planned, ReconcileReport), ReconcileError> {
         let mut report = ReconcileReport::default();
+        self.absorb_lane(&mut report);
+        if check_frr {
+            // Read FRR again, and until then do not take the text last
+            // applied as still there (FRR may have restarted without it).
+            self.lane.invalidate_frr();
+            self.frr_applied = None;
+        }
         if self.config.default.bgp_router_id.is_none() && self.facts.frr_router_id.is_none() {
-            self.facts.frr_router_id = obgp_node::read_frr_router_id(&self.kernel);
+            self.facts.frr_router_id = self.lane.router_id();
+            if self.facts.frr_router_id.is_none() && self.wait_for_commands {
+                self.lane.settled().await;
+                self.facts.frr_router_id = self.lane.router_id();
+            }
         }
 
         let t = Instant::now();
@@ -245,9 +388,19 @@ impl Reconciler {
         }
         let mut actual = self
             .node
-            .observe(&scope)
+            .observe_kernel(&scope)
             .await
             .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+        // FRR and the OVS flows as the lane last read them: what it does
+        // not know yet is unknown to the planner (no op planned on it).
+        let mut commands = self.lane.view(&scope);
+        if !commands.is_complete() && self.wait_for_commands {
+            self.lane.settled().await;
+            commands = self.lane.view(&scope);
+        }
+        actual.bridges = commands.bridges;
+        actual.bridges_unknown = commands.bridges_unknown;
+        actual.frr = commands.frr;
         if frr_known {
             actual.frr.has_our_config = true;
         }
@@ -279,41 +432,94 @@ impl Reconciler {
         ofports: &OfPorts,
         check_frr: bool,
     ) -> Result<ReconcileReport, ReconcileError> {
-        let (Planned { actual, plan }, mut report) = self.plan(snap, ofports, check_frr).await?;
+        let (Planned { actual, mut plan }, mut report) =
+            self.plan(snap, ofports, check_frr).await?;
+        let holding = self.guard(&mut plan, &actual, &mut report);
+        // FRR read and found holding our text: later reconciles may take it
+        // as applied without reading (until the next FRR check).
+        if !actual.frr.unknown && actual.frr.has_our_config {
+            self.frr_applied = self.desired.node().and_then(|n| n.frr_config.clone());
+        }
         // The observed sets are shared with the node's netlink mirror:
         // released before the writes, the notifications those cause update
         // the mirror in place instead of copying it.
         drop(actual);
         let t = Instant::now();
         let stop = self.stop.clone();
-        let applied = apply_plan_until(&mut self.node, &plan, || stop.is_cancelled()).await;
+        // Command ops go to the lane in the plan's order, as the apply
+        // reaches them (base flows and FRR before the exposures, leftover
+        // flows after the withdrawals, O2), and are not waited for.
+        let mut writer = NodeWriter {
+            node: &mut self.node,
+            lane: &self.lane,
+        };
+        let applied = apply_plan_until(&mut writer, &plan, || stop.is_cancelled()).await;
+        report.queued = applied.queued.len();
+        if self.wait_for_commands {
+            self.lane.settled().await;
+            self.absorb_lane(&mut report);
+        }
         report.apply_time = t.elapsed();
         report.not_started = applied.not_started;
         let started = plan.steps.len() - applied.not_started;
         for step in &plan.steps[..started] {
-            if !applied.failed.iter().any(|(op, _)| op == &step.op)
+            if !step.op.runs_a_command()
+                && !applied.failed.iter().any(|(op, _)| op == &step.op)
                 && !applied.held_back.contains(&step.op)
             {
                 *report.applied.entry(op_kind(&step.op)).or_default() += 1;
             }
         }
-        report.failed = applied
+        report
             .failed
-            .iter()
-            .map(|(op, e)| format!("{op}: {e}"))
-            .collect();
+            .extend(applied.failed.iter().map(|(op, e)| format!("{op}: {e}")));
         report.held_back = applied.held_back.len();
-        let frr_failed = applied
-            .failed
-            .iter()
-            .any(|(op, _)| matches!(op, obgp_plan::Op::ApplyFrr { .. }));
-        // A stopped apply may not have reached the FRR op.
-        if !frr_failed && applied.not_started == 0 {
-            self.frr_applied = self.desired.node().and_then(|n| n.frr_config.clone());
+        // While withdrawals are held, the previous desired state stays the
+        // one leftovers are judged by (their class, the neighbour evidence).
+        if !holding {
+            self.desired.settle();
         }
-        self.desired.settle();
         Ok(report)
     }
+}
+
+/// The single writer's view of the node: netlink ops are made here, in
+/// turn; command ops are handed to the command lane and not waited for.
+struct NodeWriter<'a> {
+    node: &'a mut KernelNode,
+    lane: &'a CommandLane,
+}
+
+impl NodeIo for NodeWriter<'_> {
+    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
+        if op.runs_a_command() {
+            self.lane.submit([op.clone()]);
+            return Ok(Applied::Queued);
+        }
+        self.node.apply_op(op).await
+    }
+}
+
+/// The prefixes the node announces now: addresses on the announce device
+/// and the VRF table's routes that are neither the kernel's (those the
+/// addresses bring) nor FRR's: what a plan's withdrawals can remove.
+fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
+    let nic = config.default.bgp_nic.as_str();
+    let on_nic = actual
+        .addresses
+        .iter()
+        .filter(|a| a.dev.as_str() == nic)
+        .count();
+    let vrf_routes = actual
+        .routes
+        .iter()
+        .filter(|r| {
+            r.table == config.default.bgp_vrf_table_id
+                && r.proto != obgp_netmodel::proto::KERNEL
+                && r.proto != obgp_netmodel::proto::FRR
+        })
+        .count();
+    on_nic + vrf_routes
 }
 
 /// The system hostname (`/proc/sys/kernel/hostname`), upstream's

@@ -38,7 +38,9 @@ pub enum RunError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Reconcile(#[from] ReconcileError),
-    #[error("the node did not converge: {0} op(s) still pending after the reconcile:\n{1}")]
+    #[error(
+        "the node did not converge: {0} op(s) or read(s) still pending after the reconcile:\n{1}"
+    )]
     NotConverged(usize, String),
 }
 
@@ -62,6 +64,7 @@ pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, Ru
     let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    reconciler.wait_for_commands();
     let inputs = sources.inputs();
     let (planned, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
@@ -78,6 +81,7 @@ pub async fn reconcile_once(
     let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    reconciler.wait_for_commands();
     let inputs = sources.inputs();
     let report = reconciler
         .reconcile(&inputs.snapshot, &inputs.ofports, true)
@@ -88,13 +92,40 @@ pub async fn reconcile_once(
     let (again, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
         .await?;
-    if !again.plan.is_empty() {
+    let unread = unread_commands(&again.actual);
+    if !again.plan.is_empty() || !unread.is_empty() {
+        let mut pending = again.plan.to_string();
+        for what in &unread {
+            pending.push_str(&format!("  ? {what}\n"));
+        }
         return Err(RunError::NotConverged(
-            again.plan.steps.len(),
-            again.plan.to_string(),
+            again.plan.steps.len() + unread.len(),
+            pending,
         ));
     }
     Ok(report)
+}
+
+/// Rows in every monitored table of a database.
+fn database_rows(db: &obgp_ovsdb_data::DbSnapshot) -> usize {
+    db.tables().map(|t| db.table(t).len()).sum()
+}
+
+/// What the last observe could not read (FRR, OVS bridges): a node whose
+/// FRR or flows are unknown has not been shown to converge.
+fn unread_commands(actual: &obgp_plan::Actual) -> Vec<String> {
+    let mut out = Vec::new();
+    if actual.frr.unknown {
+        out.push(
+            "FRR's running configuration could not be read (vtysh failed or timed out)".into(),
+        );
+    }
+    for br in &actual.bridges_unknown {
+        out.push(format!(
+            "the ports and flows of OVS bridge {br} could not be read (ovs-ofctl failed or timed out)"
+        ));
+    }
+    out
 }
 
 fn log_report(report: &ReconcileReport, why: &str) {
@@ -116,8 +147,11 @@ fn log_report_queued(
         rate_wait_ms = ms(rate_wait),
         exposed = report.exposed,
         ops = report.ops_applied(),
+        queued = report.queued,
+        commands = ?report.commands_applied,
         failed = report.failed.len(),
         held_back = report.held_back,
+        withdrawals_held = report.withdrawals_held,
         snapshot_ms = ms(report.snapshot_time),
         desired_ms = ms(report.desired_time),
         desired_patched = report.desired_patched,
@@ -174,6 +208,7 @@ pub async fn run(
         match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
             Ok(mut r) => {
                 r.stop_on(shutdown.clone());
+                r.guard_withdrawals(crate::guard::GuardConfig::from_config(&config));
                 break r;
             }
             Err(e) => {
@@ -216,6 +251,7 @@ pub async fn run(
 
     let mut retry = Retry::default();
     let drift = DriftCheck::default();
+    let mut lane = reconciler.lane_signals();
     // A configuration that names a device of the node (`bgp_nic = lo`)
     // stops the agent at start-up; met later, it is retried like any error.
     let mut first = true;
@@ -223,10 +259,23 @@ pub async fn run(
         let batch = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
             b = queue.next() => match b { Some(b) => b, None => break Ok(()) },
+            // The command lane ran out of work: plan with what it learnt,
+            // or retry (with the backoff) what failed.
+            Ok(()) = lane.changed() => {
+                let signal = *lane.borrow_and_update();
+                if signal.learned {
+                    sched.trigger(Reason::CommandsSettled);
+                }
+                if signal.failed {
+                    retry.schedule(&sched);
+                }
+                continue;
+            }
         };
         let started = Instant::now();
         let inputs = sources.inputs();
         let snapshot_time = started.elapsed();
+        reconciler.note_database_rows(database_rows(&inputs.raw_ovn));
         let snap = &inputs.snapshot;
         // Timers only look for changes nobody notifies: OVS and FRR are
         // re-read after the reconcile, off this loop (see `Reason::Drift`).
@@ -260,7 +309,10 @@ pub async fn run(
                     batch.rate_wait,
                 );
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
-                if report.failed.is_empty() && report.held_back == 0 {
+                // Held withdrawals are looked at again with the retry's
+                // backoff: released once the grace period is over.
+                if report.failed.is_empty() && report.held_back == 0 && report.withdrawals_held == 0
+                {
                     retry.reset();
                 } else {
                     retry.schedule(&sched);

@@ -388,15 +388,16 @@ impl Bench {
         Ok(())
     }
 
-    /// SIGTERMs the daemon and waits for it (SIGKILL after 30 s).
-    pub fn stop_daemon(&mut self) -> Result<()> {
+    /// SIGTERMs the daemon and waits for it (SIGKILL after 30 s); returns
+    /// how long it took to exit.
+    pub fn stop_daemon(&mut self) -> Result<Duration> {
+        let start = Instant::now();
         if let Some(mut c) = self.daemon.take() {
             // `ip netns exec` execs the agent, so this pid is the agent's.
             let _ = Command::new("kill")
                 .arg("-TERM")
                 .arg(c.id().to_string())
                 .status();
-            let start = Instant::now();
             while c.try_wait()?.is_none() {
                 if start.elapsed() > Duration::from_secs(30) {
                     let _ = c.kill();
@@ -404,7 +405,7 @@ impl Bench {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        Ok(())
+        Ok(start.elapsed())
     }
 
     /// SIGKILLs the daemon (a crash).
@@ -413,6 +414,27 @@ impl Bench {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// `ip -n NODE -j ARGS` parsed.
+    pub fn node_json(&self, args: &[&str]) -> Result<Vec<Value>> {
+        let mut all = vec!["-j"];
+        all.extend_from_slice(args);
+        let text = self.node_ip(&all)?;
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        serde_json::from_str(&text).with_context(|| format!("ip {args:?}: {text}"))
+    }
+
+    /// The addresses on the node's bgp-nic, as `ADDR/LEN`.
+    pub fn bgp_nic_addrs(&self) -> Result<Vec<String>> {
+        let links = self.node_json(&["addr", "show", "dev", "bgp-nic"])?;
+        Ok(links
+            .iter()
+            .flat_map(|l| l["addr_info"].as_array().cloned().unwrap_or_default())
+            .filter_map(|a| Some(format!("{}/{}", a["local"].as_str()?, a["prefixlen"])))
+            .collect())
     }
 
     /// The daemon's log so far.

@@ -69,30 +69,10 @@ fn bench(tag: &str, extra_default: &str) -> Result<(tempfile::TempDir, Bench)> {
     Ok((dir, b))
 }
 
-/// `ip -n NODE -j ARGS` parsed.
-fn node_json(b: &Bench, args: &[&str]) -> Result<Vec<serde_json::Value>> {
-    let mut all = vec!["-j"];
-    all.extend_from_slice(args);
-    let text = b.node_ip(&all)?;
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    serde_json::from_str(&text).with_context(|| format!("ip {args:?}: {text}"))
-}
-
-fn bgp_nic_addrs(b: &Bench) -> Result<Vec<String>> {
-    let links = node_json(b, &["addr", "show", "dev", "bgp-nic"])?;
-    Ok(links
-        .iter()
-        .flat_map(|l| l["addr_info"].as_array().cloned().unwrap_or_default())
-        .filter_map(|a| Some(format!("{}/{}", a["local"].as_str()?, a["prefixlen"])))
-        .collect())
-}
-
 /// Whether `ip FAM rule` has a rule to `dst` (`ADDR` for a host, else `ADDR/LEN`).
 fn has_rule_to(b: &Bench, fam: &str, dst: &str) -> Result<bool> {
     let host_len = if fam == "-6" { 128 } else { 32 };
-    Ok(node_json(b, &[fam, "rule"])?.iter().any(|r| {
+    Ok(b.node_json(&[fam, "rule"])?.iter().any(|r| {
         let addr = r["dst"].as_str().unwrap_or("");
         let shown = match r["dstlen"].as_u64() {
             Some(len) if len < host_len => format!("{addr}/{len}"),
@@ -104,7 +84,7 @@ fn has_rule_to(b: &Bench, fam: &str, dst: &str) -> Result<bool> {
 
 fn table_routes(b: &Bench, fam: &str, table: u32) -> Result<Vec<String>> {
     Ok(
-        node_json(b, &[fam, "route", "show", "table", &table.to_string()])?
+        b.node_json(&[fam, "route", "show", "table", &table.to_string()])?
             .iter()
             .filter_map(|r| r["dst"].as_str().map(str::to_string))
             .collect(),
@@ -222,7 +202,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
         t0,
         "daemon started on the converged node: first reconcile applied 0 ops",
     );
-    let addrs = bgp_nic_addrs(&b)?;
+    let addrs = b.bgp_nic_addrs()?;
     ensure!(
         addrs.contains(&"172.24.4.10/32".to_string()),
         "bgp-nic: {addrs:?}"
@@ -262,7 +242,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
             took.as_secs_f64()
         ),
     );
-    let addrs = bgp_nic_addrs(&b)?;
+    let addrs = b.bgp_nic_addrs()?;
     ensure!(
         !addrs.iter().any(|a| a.starts_with("172.24.4.10/")),
         "bgp-nic still has vm1: {addrs:?}"
@@ -627,7 +607,7 @@ fn clustered_nb_losing_its_leader_resyncs_without_loss_or_duplicates() -> Result
         .filter(|l| l.contains("to 172.24.4.11 "))
         .count();
     ensure!(vm2_rules == 1, "vm2 has {vm2_rules} rules:\n{rules}");
-    let addrs = bgp_nic_addrs(&b)?;
+    let addrs = b.bgp_nic_addrs()?;
     let mut dedup = addrs.clone();
     dedup.sort();
     dedup.dedup();

@@ -9,6 +9,7 @@ use std::process::Command;
 
 use obgp_netmodel::DevName;
 use obgp_plan::actual::{FrrState, OfFlow, OvsBridge};
+use obgp_plan::op::Op;
 
 use crate::deadline::{self, CommandError, Finished};
 use crate::kernel::{IoError, KernelConfig};
@@ -73,22 +74,74 @@ pub(crate) fn apply_frr_file(config: &KernelConfig, file: &Path) -> Result<(), I
         .map_err(IoError::from)
 }
 
+/// Makes a command op ([`Op::runs_a_command`]): `ovs-ofctl add-flow` or
+/// `--strict del-flows`, or `vtysh -f` of a file written for it.
+/// `None` for an op that is not one.
+pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<(), IoError>> {
+    Some(match op {
+        Op::AddFlow { bridge, flow } => check_flow(flow)
+            .and_then(|()| run_ofctl(config, &["add-flow", bridge.as_str(), &flow.add_flow_arg()])),
+        Op::DelFlow { bridge, flow } => check_flow(flow).and_then(|()| {
+            run_ofctl(
+                config,
+                &[
+                    "--strict",
+                    "del-flows",
+                    bridge.as_str(),
+                    &flow.del_flow_arg(),
+                ],
+            )
+        }),
+        Op::ApplyFrr { config: text } => {
+            let file = config
+                .frr_config_dir
+                .join(format!("obgp-frr-{}.conf", std::process::id()));
+            std::fs::write(&file, text)
+                .map_err(|e| IoError::io(file.display().to_string(), e))
+                .and_then(|()| {
+                    let applied = apply_frr_file(config, &file);
+                    let _ = std::fs::remove_file(&file);
+                    applied
+                })
+        }
+        _ => return None,
+    })
+}
+
+/// The lines of an FRR configuration text that FRR's running configuration
+/// must hold for it to count as applied: the `router bgp` and `import vrf`
+/// lines (the rest FRR may render differently).
+pub fn frr_check_lines(config: &str) -> Vec<String> {
+    config
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("router bgp") || l.starts_with("import vrf"))
+        .map(String::from)
+        .collect()
+}
+
 /// The router-id FRR reports (`show ip bgp summary json`,
 /// `ipv4Unicast.routerId`), validated as IPv4 (it ends up in a vtysh
 /// script). `None` when FRR does not answer in time or reports none.
 pub fn read_frr_router_id(config: &KernelConfig) -> Option<String> {
-    let out = match vtysh(config, &["-c", "show ip bgp summary json"]) {
-        Ok(out) => out,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read FRR's router-id");
-            return None;
-        }
+    frr_router_id(config).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read FRR's router-id");
+        None
+    })
+}
+
+/// Like [`read_frr_router_id`], telling a failed read (an error: unknown)
+/// from FRR reporting none (`Ok(None)`).
+pub(crate) fn frr_router_id(config: &KernelConfig) -> Result<Option<String>, IoError> {
+    let out = vtysh(config, &["-c", "show ip bgp summary json"])?;
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+        return Ok(None);
     };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let id = v.get("ipv4Unicast")?.get("routerId")?.as_str()?;
-    id.parse::<std::net::Ipv4Addr>()
-        .ok()
-        .map(|ip| ip.to_string())
+    Ok(v.get("ipv4Unicast")
+        .and_then(|u| u.get("routerId"))
+        .and_then(|id| id.as_str())
+        .and_then(|id| id.parse::<std::net::Ipv4Addr>().ok())
+        .map(|ip| ip.to_string()))
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to

@@ -7,15 +7,74 @@
 //! decides what a failure means: for a read it is "unknown", never
 //! "absent".
 
+use std::cell::RefCell;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// How long a killed child's group gets to be reaped before the run is
 /// reported anyway (the reaper thread keeps waiting in the background).
 const REAP_GRACE: Duration = Duration::from_millis(500);
+
+/// The process group of the command a thread is running, so that another
+/// thread can kill it at once (the agent stopping must not wait for a
+/// wedged child's deadline). A thread opts in with [`track_on_this_thread`].
+#[derive(Clone, Debug, Default)]
+pub struct InFlight(Arc<Slot>);
+
+#[derive(Debug, Default)]
+struct Slot {
+    pgid: AtomicI32,
+    /// Set by [`InFlight::kill`]: a command started afterwards is killed
+    /// as soon as it is spawned.
+    stopped: AtomicBool,
+}
+
+impl InFlight {
+    /// Kills the process group of the command in flight, if any, and of
+    /// every command started from now on; each run ends as a failure.
+    pub fn kill(&self) {
+        // SeqCst on both sides: either this swap sees the group `run`
+        // stored, or `run` sees `stopped` after storing it.
+        self.0.stopped.store(true, Ordering::SeqCst);
+        let pgid = self.0.pgid.swap(0, Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill(2) on a process group this module started.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+
+    fn started(&self, pgid: libc::pid_t) {
+        self.0.pgid.store(pgid, Ordering::SeqCst);
+        if self.0.stopped.load(Ordering::SeqCst) {
+            self.kill();
+        }
+    }
+}
+
+thread_local! {
+    static TRACKED: RefCell<Option<InFlight>> = const { RefCell::new(None) };
+}
+
+/// Records, in `slot`, the process group of every command this thread runs
+/// from now on, while it runs.
+pub fn track_on_this_thread(slot: InFlight) {
+    TRACKED.with(|t| *t.borrow_mut() = Some(slot));
+}
+
+/// Clears the tracked slot when the run ends, however it ends.
+struct Tracking(Option<InFlight>);
+
+impl Drop for Tracking {
+    fn drop(&mut self) {
+        if let Some(slot) = &self.0 {
+            slot.0.pgid.store(0, Ordering::SeqCst);
+        }
+    }
+}
 
 /// What a command printed and how it ended.
 #[derive(Debug)]
@@ -59,6 +118,10 @@ pub fn run(mut cmd: Command, what: &str, deadline: Duration) -> Result<Finished,
             source,
         })?;
     let pgid = child.id() as libc::pid_t;
+    let tracking = Tracking(TRACKED.with(|t| t.borrow().clone()));
+    if let Some(slot) = &tracking.0 {
+        slot.started(pgid);
+    }
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("obgp-command".into())

@@ -24,11 +24,9 @@ use tokio::io::Interest;
 use tokio::sync::watch;
 
 use crate::codec;
-use crate::commands::{
-    apply_frr_file, check_flow, read_frr_state, read_ovs_bridge, run_ofctl, DriftProbe,
-};
+use crate::commands::{read_frr_state, read_ovs_bridge};
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
-use obgp_plan::actual::{Actual, FrrState, OvsBridge, RtTables};
+use obgp_plan::actual::{Actual, RtTables};
 use obgp_plan::op::Op;
 use obgp_plan::NodeIo;
 
@@ -161,12 +159,9 @@ impl Scope {
                 .collect(),
             frr_lines: d
                 .frr_config
-                .iter()
-                .flat_map(|c| c.lines())
-                .map(str::trim)
-                .filter(|l| l.starts_with("router bgp") || l.starts_with("import vrf"))
-                .map(String::from)
-                .collect(),
+                .as_deref()
+                .map(crate::commands::frr_check_lines)
+                .unwrap_or_default(),
         }
     }
 }
@@ -225,10 +220,6 @@ pub struct KernelNode {
     mirror: Arc<Mutex<NetlinkMirror>>,
     drainer: tokio::task::JoinHandle<()>,
     overruns: watch::Receiver<u64>,
-    /// OVS ports and agent flows by bridge (`None`: not in OVS), as last read.
-    ovs: BTreeMap<DevName, Option<OvsBridge>>,
-    /// The next observe re-reads `ovs`.
-    ovs_stale: bool,
     /// Sysctl files by key, opened inside the namespace.
     sysctl_files: BTreeMap<String, File>,
 }
@@ -317,8 +308,6 @@ impl KernelNode {
             mirror,
             drainer,
             overruns,
-            ovs: BTreeMap::new(),
-            ovs_stale: true,
             sysctl_files: BTreeMap::new(),
         })
     }
@@ -359,21 +348,11 @@ impl KernelNode {
             .ok_or_else(|| IoError::NoDevice(dev.to_string()))
     }
 
-    /// Makes the next observe read everything afresh: full netlink dumps
-    /// instead of the mirror, and the OVS ports and flows. For reconciles
-    /// that must not trust anything cached (start-up, after a netlink
-    /// overrun, retries after failures).
+    /// Makes the next observe read the kernel afresh: full netlink dumps
+    /// instead of the mirror. For reconciles that must not trust anything
+    /// cached (after a netlink overrun).
     pub fn resync(&mut self) {
         self.mirror().state.stale = Stale::ALL;
-        self.ovs_stale = true;
-    }
-
-    /// Makes the next observe re-read the OVS ports and flows (`ovs-ofctl`),
-    /// which are otherwise reused from the last read. For when the OVS
-    /// database changed and on periodic reconciles (hand edits of flows
-    /// change no database row).
-    pub fn invalidate_flows(&mut self) {
-        self.ovs_stale = true;
     }
 
     /// The number of netlink overruns (notifications the kernel dropped)
@@ -389,15 +368,37 @@ impl KernelNode {
         self.mirror().stats
     }
 
-    /// Reads the node. Links, addresses, rules, routes and permanent
-    /// neighbours come from the netlink mirror (re-dumped where stale);
-    /// routes only of the VRF table, the scope's bridges' tables (through
-    /// rt_tables) and `scope.tables`; proxy neighbours, sysctls and rt_tables
-    /// are read each time; OVS ports and cookie-999/998 flows of the scope's
-    /// bridges (when `ovs-ofctl` is there) are reused from the last read
-    /// unless an applied flow op, [`KernelNode::invalidate_flows`] or
-    /// [`KernelNode::resync`] made them stale.
+    /// Reads the node, the commands' side included: [`Self::observe_kernel`],
+    /// then the OVS ports and agent flows of the scope's bridges and FRR's
+    /// state, each command run in turn (within its deadline). The agent's
+    /// reconciles read the commands' side through the
+    /// [`CommandLane`](crate::lane::CommandLane) instead, which never
+    /// waits; tests and benchmarks use this.
     pub async fn observe(&mut self, scope: &Scope) -> Result<Actual, IoError> {
+        let mut a = self.observe_kernel(scope).await?;
+        for br in &scope.ovs_bridges {
+            match read_ovs_bridge(&self.config, br) {
+                Ok(Some(b)) => {
+                    a.bridges.insert(br.clone(), b);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(bridge = %br, error = %e, "cannot read the OVS bridge: no flow planned on it");
+                    a.bridges_unknown.insert(br.clone());
+                }
+            }
+        }
+        a.frr = read_frr_state(&self.config, &scope.frr_lines);
+        Ok(a)
+    }
+
+    /// Reads the kernel's side of the node. Links, addresses, rules, routes
+    /// and permanent neighbours come from the netlink mirror (re-dumped
+    /// where stale); routes only of the VRF table, the scope's bridges'
+    /// tables (through rt_tables) and `scope.tables`; proxy neighbours,
+    /// sysctls and rt_tables are read each time. No command runs: OVS
+    /// bridges and FRR are left empty (the caller fills them in).
+    pub async fn observe_kernel(&mut self, scope: &Scope) -> Result<Actual, IoError> {
         let started = std::time::Instant::now();
         let rt_tables = RtTables {
             text: match std::fs::read_to_string(&self.config.rt_tables) {
@@ -442,31 +443,6 @@ impl KernelNode {
 
         a.sysctls = self.read_sysctls(&scope.sysctl_keys)?;
 
-        if std::mem::take(&mut self.ovs_stale) {
-            self.ovs.clear();
-        }
-        for br in &scope.ovs_bridges {
-            let bridge = match self.ovs.get(br) {
-                Some(b) => b.clone(),
-                None => match self.ovs_bridge(br) {
-                    Ok(b) => {
-                        self.ovs.insert(br.clone(), b.clone());
-                        b
-                    }
-                    Err(e) => {
-                        // Unknown, not absent: nothing is planned on it, and
-                        // the next observe reads it again (not cached).
-                        tracing::warn!(bridge = %br, error = %e, "cannot read the OVS bridge: no flow planned on it");
-                        a.bridges_unknown.insert(br.clone());
-                        None
-                    }
-                },
-            };
-            if let Some(b) = bridge {
-                a.bridges.insert(br.clone(), b);
-            }
-        }
-        a.frr = self.frr_state(&scope.frr_lines);
         tracing::debug!(
             refresh_ms = t_refresh.as_secs_f64() * 1e3,
             netlink_ms = t_netlink.as_secs_f64() * 1e3,
@@ -529,39 +505,14 @@ impl KernelNode {
         Ok(out)
     }
 
-    fn ovs_bridge(&self, br: &DevName) -> Result<Option<OvsBridge>, IoError> {
-        read_ovs_bridge(&self.config, br)
-    }
-
-    fn frr_state(&self, lines: &[String]) -> FrrState {
-        read_frr_state(&self.config, lines)
-    }
-
-    /// What a background check needs to tell whether OVS's flows and ports
-    /// or FRR's configuration drifted from what the last observe saw, for
-    /// `scope`'s bridges and FRR lines (see [`DriftProbe`]).
-    pub fn drift_probe(&self, scope: &Scope) -> DriftProbe {
-        DriftProbe {
-            config: self.config.clone(),
-            bridges: scope
-                .ovs_bridges
-                .iter()
-                .map(|b| (b.clone(), self.ovs.get(b).cloned().flatten()))
-                .collect(),
-            frr_lines: scope.frr_lines.clone(),
-        }
-    }
-
     /// Applies one op: one netlink request, one file write or one command.
     /// Device names resolve through the netlink mirror. A netlink request
     /// failing as if the mirror were wrong (EEXIST: already there; ENOENT,
-    /// ESRCH, ENODEV: not there) marks its part of the mirror stale; any
-    /// flow op marks the OVS flows stale.
+    /// ESRCH, ENODEV: not there) marks its part of the mirror stale.
+    /// Command ops run here in turn, within their deadline (the agent's
+    /// reconciles hand them to the [`CommandLane`](crate::lane::CommandLane)).
     pub async fn apply(&mut self, op: &Op) -> Result<(), IoError> {
         let result = self.apply_once(op).await;
-        if matches!(op, Op::AddFlow { .. } | Op::DelFlow { .. }) {
-            self.ovs_stale = true;
-        }
         // The kernel's answer, not our own lookup failing (`NoDevice`: the
         // mirror, brought up to date, does not know the device either).
         let mismatch = |e: &IoError| {
@@ -624,26 +575,9 @@ impl KernelNode {
                 f.write_all(line.as_bytes())
                     .map_err(|e| IoError::io(path.display().to_string(), e))
             }
-            Op::AddFlow { bridge, flow } => {
-                check_flow(flow)?;
-                let arg = flow.add_flow_arg();
-                self.ofctl(&["add-flow", bridge.as_str(), &arg])
-            }
-            Op::DelFlow { bridge, flow } => {
-                check_flow(flow)?;
-                let arg = flow.del_flow_arg();
-                self.ofctl(&["--strict", "del-flows", bridge.as_str(), &arg])
-            }
-            Op::ApplyFrr { config } => {
-                let file = self
-                    .config
-                    .frr_config_dir
-                    .join(format!("obgp-frr-{}.conf", std::process::id()));
-                std::fs::write(&file, config)
-                    .map_err(|e| IoError::io(file.display().to_string(), e))?;
-                let applied = apply_frr_file(&self.config, &file);
-                let _ = std::fs::remove_file(&file);
-                applied
+            Op::AddFlow { .. } | Op::DelFlow { .. } | Op::ApplyFrr { .. } => {
+                crate::commands::run_command_op(&self.config, op)
+                    .unwrap_or_else(|| Err(IoError::Invalid(op.to_string())))
             }
             // Links, addresses, rules, routes, neighbours: one rtnetlink request.
             _ => {
@@ -666,15 +600,14 @@ impl KernelNode {
             }
         }
     }
-
-    fn ofctl(&self, args: &[&str]) -> Result<(), IoError> {
-        run_ofctl(&self.config, args)
-    }
 }
 
 impl NodeIo for KernelNode {
-    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
-        self.apply(op).await.map_err(|e: IoError| e.to_string())
+    async fn apply_op(&mut self, op: &Op) -> Result<obgp_plan::Applied, String> {
+        self.apply(op)
+            .await
+            .map(|()| obgp_plan::Applied::Done)
+            .map_err(|e: IoError| e.to_string())
     }
 }
 

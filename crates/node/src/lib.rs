@@ -10,7 +10,9 @@ mod codec;
 mod commands;
 pub mod deadline;
 pub mod kernel;
+pub mod lane;
 pub mod mirror;
 
-pub use commands::{read_frr_router_id, DriftProbe};
+pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use kernel::{IoError, KernelConfig, KernelNode, Scope};
+pub use lane::{CommandLane, CommandOutcome, CommandView, LaneSignal};

@@ -10,17 +10,27 @@ use crate::model::ModelNode;
 use crate::op::Op;
 use crate::plan::{Group, Plan};
 
+/// How a node took an op it did not refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Made.
+    Done,
+    /// Handed to another writer that makes it later (the agent's command
+    /// lane for `vtysh` and `ovs-ofctl`); its outcome is reported there.
+    Queued,
+}
+
 /// A node the applier can write to.
 #[allow(async_fn_in_trait)]
 pub trait NodeIo {
-    async fn apply_op(&mut self, op: &Op) -> Result<(), String>;
+    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String>;
 }
 
 impl NodeIo for ModelNode {
-    async fn apply_op(&mut self, op: &Op) -> Result<(), String> {
+    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
         let r = self.apply(op);
         self.log.push((op.clone(), r));
-        r.map_err(|e| e.to_string())
+        r.map(|()| Applied::Done).map_err(|e| e.to_string())
     }
 }
 
@@ -28,6 +38,8 @@ impl NodeIo for ModelNode {
 #[derive(Debug, Default)]
 pub struct ApplyReport {
     pub applied: usize,
+    /// Ops handed to another writer ([`Applied::Queued`]).
+    pub queued: Vec<Op>,
     /// Ops that failed, with the error.
     pub failed: Vec<(Op, String)>,
     /// Announcements not made because their wiring failed (O1).
@@ -90,9 +102,13 @@ pub async fn apply_plan_until(
         // Per op, so that a slow kind of write shows in the log.
         let us = started.elapsed().as_micros() as u64;
         match result {
-            Ok(()) => {
+            Ok(Applied::Done) => {
                 tracing::info!(op = %step.op, us, "applied");
                 report.applied += 1;
+            }
+            Ok(Applied::Queued) => {
+                tracing::debug!(op = %step.op, "queued");
+                report.queued.push(step.op.clone());
             }
             Err(e) => {
                 tracing::warn!(op = %step.op, us, error = %e, "failed");

@@ -16,7 +16,7 @@ pub mod plan;
 pub mod shared;
 
 pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
-pub use apply::{apply_plan, apply_plan_until, ApplyReport, NodeIo};
+pub use apply::{apply_plan, apply_plan_until, Applied, ApplyReport, NodeIo};
 pub use model::ModelNode;
 pub use op::Op;
 pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};

@@ -239,6 +239,17 @@ impl Op {
         )
     }
 
+    /// True for the ops an external command makes (`ovs-ofctl`, `vtysh`)
+    /// rather than the kernel: the command lane applies them, so that a
+    /// wedged bgpd or ovs-vswitchd never holds up the netlink ops. None of
+    /// them has a [`Op::subject`]: no announcement waits for one (O1).
+    pub fn runs_a_command(&self) -> bool {
+        matches!(
+            self,
+            Op::AddFlow { .. } | Op::DelFlow { .. } | Op::ApplyFrr { .. }
+        )
+    }
+
     /// The destination network an op wires, announces or removes, if it has one
     /// (used to relate wiring to announcements, O1/O2).
     pub fn subject(&self) -> Option<IpNet> {

@@ -232,6 +232,14 @@ impl FrrRouter {
         self.daemons.iter().map(|(_, c)| c.id()).collect()
     }
 
+    /// The process id of one daemon (`zebra`, `bgpd`).
+    pub fn pid_of(&self, daemon: &str) -> Option<u32> {
+        self.daemons
+            .iter()
+            .find(|(name, _)| *name == daemon)
+            .map(|(_, c)| c.id())
+    }
+
     /// The network namespace the daemons run in.
     pub fn netns(&self) -> &str {
         &self.netns

@@ -66,6 +66,24 @@ impl Plan {
     pub fn ops(&self) -> impl Iterator<Item = &Op> {
         self.steps.iter().map(|s| &s.op)
     }
+
+    /// How many steps withdraw an announcement.
+    pub fn withdrawals(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| s.group == Group::Withdraw)
+            .count()
+    }
+
+    /// Drops the withdrawals and the unwiring (every delete: the plan puts
+    /// them after all adds, O4), keeping the adds; returns how many went.
+    /// What is dropped stays on the node until a later plan removes it.
+    pub fn hold_removals(&mut self) -> usize {
+        let before = self.steps.len();
+        self.steps
+            .retain(|s| !matches!(s.group, Group::Withdraw | Group::Unwire));
+        before - self.steps.len()
+    }
 }
 
 impl fmt::Display for Plan {

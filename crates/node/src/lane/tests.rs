@@ -1,0 +1,264 @@
+//! The lane against stand-in `ovs-ofctl` and `vtysh` scripts: views never
+//! wait, ops run in order and are read back, wedged commands are unknown
+//! and signalled as failures, and stopping kills the command in flight.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use obgp_plan::actual::OfFlow;
+
+use super::*;
+
+/// A bound far below the stand-ins' hang (60 s) and far above any
+/// scheduling noise: passing it shows the call did not wait for a command.
+const AT_ONCE: Duration = Duration::from_secs(2);
+
+/// An executable shell script `name` in `dir` running `body`; every run
+/// appends its arguments to `<dir>/<name>.log`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    let log = dir.join(format!("{name}.log"));
+    let text = format!("#!/bin/sh\necho \"$*\" >> {}\n{body}\n", log.display());
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn log(dir: &Path, name: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(format!("{name}.log")))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// `ovs-ofctl` answering `show` with one port and `dump-flows` with one
+/// agent flow; `vtysh` printing a running configuration with our line and
+/// a router-id.
+const OFCTL: &str = r#"case "$*" in
+  show*) echo ' 5(patch-provnet-1-to-br-int): addr:aa:aa:aa:aa:aa:03' ;;
+  *dump-flows*cookie=0x3e7*) echo ' cookie=0x3e7, priority=900,ip,in_port=5 actions=NORMAL' ;;
+esac"#;
+const VTYSH: &str = r#"case "$*" in
+  *running-config*) echo 'router bgp 64999 vrf bgp-vrf' ;;
+  *summary*) echo '{"ipv4Unicast":{"routerId":"192.0.2.7"}}' ;;
+esac"#;
+/// Hangs like a vtysh facing a stopped bgpd, after recording its pid.
+const WEDGED: &str = "echo $$ > \"$0.pid\"; sleep 60";
+
+fn config(dir: &Path, ofctl: &str, vtysh: &str) -> KernelConfig {
+    KernelConfig {
+        ovs_ofctl: script(dir, "ofctl", ofctl),
+        vtysh: script(dir, "vtysh", vtysh),
+        vty_socket: None,
+        vtysh_timeout: Duration::from_secs(1),
+        ovs_ofctl_timeout: Duration::from_secs(1),
+        frr_config_dir: dir.to_path_buf(),
+        ..KernelConfig::default()
+    }
+}
+
+fn dev(s: &str) -> DevName {
+    DevName::new(s).unwrap()
+}
+
+fn scope() -> Scope {
+    Scope {
+        ovs_bridges: [dev("br-ex")].into(),
+        frr_lines: vec!["router bgp 64999 vrf bgp-vrf".into()],
+        ..Scope::default()
+    }
+}
+
+fn flow(port: u32) -> OfFlow {
+    OfFlow {
+        cookie: 999,
+        table: 0,
+        priority: 900,
+        matches: ["ip".to_string(), format!("in_port={port}")].into(),
+        actions: "NORMAL".into(),
+    }
+}
+
+#[tokio::test]
+async fn what_a_view_asks_for_is_read_and_signalled_as_learned() {
+    let dir = tempfile::tempdir().unwrap();
+    let lane = CommandLane::start(config(dir.path(), OFCTL, VTYSH)).unwrap();
+    let mut signals = lane.signals();
+    let first = lane.view(&scope());
+    assert!(first.frr.unknown, "{first:?}");
+    assert_eq!(first.bridges_unknown, [dev("br-ex")].into());
+    assert_eq!(lane.router_id(), None, "not read yet");
+
+    signals.changed().await.unwrap();
+    lane.settled().await;
+    let signal = *signals.borrow();
+    assert!(signal.learned && !signal.failed, "{signal:?}");
+    let known = lane.view(&scope());
+    assert!(known.is_complete(), "{known:?}");
+    assert!(known.frr.has_our_config);
+    assert_eq!(known.bridges[&dev("br-ex")].flows.len(), 1);
+    assert_eq!(lane.router_id().as_deref(), Some("192.0.2.7"));
+
+    // Known state is reused: no command runs for a second view.
+    let runs = log(dir.path(), "ofctl").len();
+    assert_eq!(lane.view(&scope()), known);
+    assert_eq!(log(dir.path(), "ofctl").len(), runs);
+    // Until something says the flows may have changed.
+    lane.invalidate_flows();
+    assert!(
+        lane.drift_probe(&scope()).bridges.is_empty(),
+        "a bridge not read since is no drift"
+    );
+    assert_eq!(lane.view(&scope()).bridges_unknown, [dev("br-ex")].into());
+}
+
+#[tokio::test]
+async fn submitted_ops_run_in_order_and_what_they_touched_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let lane = CommandLane::start(config(dir.path(), OFCTL, VTYSH)).unwrap();
+    lane.view(&scope());
+    lane.settled().await;
+    let before = log(dir.path(), "ofctl").len();
+
+    lane.submit([
+        Op::AddFlow {
+            bridge: dev("br-ex"),
+            flow: flow(5),
+        },
+        Op::DelFlow {
+            bridge: dev("br-ex"),
+            flow: flow(6),
+        },
+        Op::ApplyFrr {
+            config: "router bgp 64999 vrf bgp-vrf\n".into(),
+        },
+    ]);
+    // What the ops touch is unknown until they ran and it was read again.
+    let during = lane.view(&scope());
+    assert!(during.frr.unknown && !during.bridges_unknown.is_empty());
+    lane.settled().await;
+
+    let outcomes = lane.take_outcomes();
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o.result.is_ok()), "{outcomes:?}");
+    let runs = log(dir.path(), "ofctl")[before..].to_vec();
+    assert!(runs[0].starts_with("add-flow br-ex"), "{runs:?}");
+    assert!(runs[1].starts_with("--strict del-flows br-ex"), "{runs:?}");
+    assert!(runs[2].starts_with("show br-ex"), "read again: {runs:?}");
+    assert!(
+        log(dir.path(), "vtysh")
+            .iter()
+            .any(|l| l.starts_with("-f ")),
+        "{:?}",
+        log(dir.path(), "vtysh")
+    );
+    assert!(lane.view(&scope()).is_complete());
+    assert!(lane.take_outcomes().is_empty(), "taken once");
+}
+
+#[tokio::test]
+async fn a_wedged_vtysh_is_unknown_at_once_and_a_failure_after_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let lane = CommandLane::start(config(dir.path(), OFCTL, WEDGED)).unwrap();
+    let mut signals = lane.signals();
+    let t = Instant::now();
+    let v = lane.view(&scope());
+    lane.submit([Op::ApplyFrr {
+        config: "router bgp 64999 vrf bgp-vrf\n".into(),
+    }]);
+    assert!(t.elapsed() < AT_ONCE, "the view waited {:?}", t.elapsed());
+    assert!(v.frr.unknown);
+
+    // The apply and the read each meet the 1 s deadline; the lane says so.
+    loop {
+        signals.changed().await.unwrap();
+        if signals.borrow().failed {
+            break;
+        }
+    }
+    lane.settled().await;
+    let outcomes = lane.take_outcomes();
+    assert_eq!(outcomes.len(), 1);
+    let err = outcomes[0].result.as_ref().unwrap_err();
+    assert!(err.contains("no answer within"), "{err}");
+    // Still unknown, never "absent": nothing is planned on FRR from it.
+    let v = lane.view(&scope());
+    assert!(v.frr.unknown && !v.frr.has_our_config);
+    // The bridges, read by a working ovs-ofctl, are known all the same.
+    assert!(v.bridges.contains_key(&dev("br-ex")), "{v:?}");
+}
+
+#[test]
+fn dropping_the_lane_kills_the_command_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OFCTL, WEDGED);
+    cfg.vtysh_timeout = Duration::from_secs(60);
+    let lane = CommandLane::start(cfg).unwrap();
+    lane.view(&scope());
+    let pidfile = dir.path().join("vtysh.pid");
+    let until = Instant::now() + Duration::from_secs(20);
+    let pid: i32 = loop {
+        let written = std::fs::read_to_string(&pidfile).unwrap_or_default();
+        if let Ok(pid) = written.trim().parse() {
+            break pid;
+        }
+        assert!(Instant::now() < until, "vtysh never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(lane);
+    let until = Instant::now() + AT_ONCE;
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let alive = stat
+            .as_deref()
+            .and_then(|s| s.rsplit_once(") "))
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+        if !alive {
+            break;
+        }
+        assert!(Instant::now() < until, "vtysh {pid} outlived the lane");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `ovs-ofctl` keeping the flows it is given in a file, as OVS would.
+fn stateful_ofctl(dir: &Path) -> String {
+    let state = dir.join("flows");
+    format!(
+        r#"case "$1" in
+  show) echo ' 5(patch-provnet-1-to-br-int): addr:aa:aa:aa:aa:aa:03' ;;
+  add-flow) echo ' cookie=0x3e7, priority=900,ip,in_port=5 actions=NORMAL' >> {s} ;;
+  --no-names) case "$*" in *cookie=0x3e7*) cat {s} 2>/dev/null ;; esac ;;
+esac"#,
+        s = state.display()
+    )
+}
+
+#[tokio::test]
+async fn a_bridge_is_never_read_while_an_op_on_it_is_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    // A slow `vtysh -f`: the flow op queued behind it must still go first,
+    // before the bridge it touches is read again.
+    let slow_vtysh = format!("case \"$*\" in *-f*) sleep 1 ;; esac\n{VTYSH}");
+    let mut cfg = config(dir.path(), &stateful_ofctl(dir.path()), &slow_vtysh);
+    cfg.vtysh_timeout = Duration::from_secs(10);
+    let lane = CommandLane::start(cfg).unwrap();
+    lane.submit([Op::ApplyFrr {
+        config: "router bgp 64999 vrf bgp-vrf\n".into(),
+    }]);
+    std::thread::sleep(Duration::from_millis(200));
+    lane.submit([Op::AddFlow {
+        bridge: dev("br-ex"),
+        flow: flow(5),
+    }]);
+    lane.settled().await;
+    let v = lane.view(&scope());
+    assert!(v.is_complete(), "{v:?}");
+    assert_eq!(
+        v.bridges[&dev("br-ex")].flows.len(),
+        1,
+        "the read after the flow op sees it: {v:?}"
+    );
+}

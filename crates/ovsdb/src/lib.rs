@@ -9,11 +9,13 @@
 //! - [`monitor`]: conditional monitor requests and update decoding;
 //! - [`cache`]: publishes snapshots, the change stream and the resync
 //!   signal to readers;
+//! - [`backoff`]: when to reconnect after a failure;
 //! - [`reconnect`]: the long-lived [`Client`] that keeps a cache in sync
 //!   across failures and cluster failovers.
 
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod cache;
 pub mod error;
 pub mod framing;

@@ -22,12 +22,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use crate::backoff::Backoff;
 use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
 use crate::monitor::decode_update;
@@ -37,57 +38,6 @@ use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 use obgp_ovsdb_data::{DataError, DbSnapshot};
-
-/// Exponential backoff with jitter, reset after every successful sync.
-#[derive(Clone, Debug)]
-pub struct Backoff {
-    /// First delay.
-    pub initial: Duration,
-    /// Largest delay.
-    pub max: Duration,
-    current: Duration,
-    rng: u64,
-}
-
-impl Backoff {
-    /// Delays start at `initial` and double up to `max`; each is randomised
-    /// to between 50 % and 100 % of the nominal value so that many agents
-    /// losing the same server do not come back in lockstep.
-    pub fn new(initial: Duration, max: Duration) -> Backoff {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
-        Backoff::with_seed(initial, max, seed)
-    }
-
-    /// As [`Backoff::new`] with a fixed random seed (for tests).
-    pub fn with_seed(initial: Duration, max: Duration, seed: u64) -> Backoff {
-        Backoff {
-            initial,
-            max,
-            current: initial,
-            rng: seed | 1,
-        }
-    }
-
-    /// The next delay.
-    pub fn next_delay(&mut self) -> Duration {
-        // xorshift64: plenty for jitter, no dependency.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let fraction = 0.5 + (self.rng % 1000) as f64 / 2000.0;
-        let delay = self.current.mul_f64(fraction);
-        self.current = (self.current * 2).min(self.max);
-        delay
-    }
-
-    /// Back to the initial delay.
-    pub fn reset(&mut self) {
-        self.current = self.initial;
-    }
-}
 
 /// Everything a [`Client`] needs.
 #[derive(Clone, Debug)]
@@ -281,14 +231,16 @@ impl Runner {
             next += 1;
             let synced = match self.session(&remote).await {
                 Ok(never) => match never {},
-                Err((synced, e)) => {
+                Err((synced_at, e)) => {
                     self.live.send_replace(None);
                     tracing::warn!(db = %self.config.database, %remote, error = %e, "OVSDB connection lost, reconnecting");
-                    synced
+                    if let Some(at) = synced_at {
+                        backoff.synced_session_ended(at.elapsed(), std::mem::discriminant(&e));
+                    }
+                    synced_at.is_some()
                 }
             };
             if synced {
-                backoff.reset();
                 failures_in_round = 0;
             } else {
                 failures_in_round += 1;
@@ -302,12 +254,12 @@ impl Runner {
         }
     }
 
-    /// One session from connect to failure. Returns whether it got as far as
-    /// a synced cache, and why it ended.
+    /// One session from connect to failure. Returns when it got as far as
+    /// a synced cache, if it did, and why it ended.
     async fn session(
         &mut self,
         remote: &Remote,
-    ) -> Result<std::convert::Infallible, (bool, Error)> {
+    ) -> Result<std::convert::Infallible, (Option<Instant>, Error)> {
         let db = self.config.database.clone();
         let (session, mut notes) = Session::connect(
             remote,
@@ -315,8 +267,8 @@ impl Runner {
             self.config.session.clone(),
         )
         .await
-        .map_err(|e| (false, e))?;
-        let fail = |e| (false, e);
+        .map_err(|e| (None, e))?;
+        let fail = |e| (None, e);
         let schema = Arc::new(session.get_schema(&db).await.map_err(fail)?);
         let watches_server = self.check_server(&session).await.map_err(fail)?;
 
@@ -379,7 +331,8 @@ impl Runner {
         self.publisher.resynced();
         tracing::info!(%db, %remote, "OVSDB cache synced");
 
-        let synced = |e| (true, e);
+        let synced_at = Some(Instant::now());
+        let synced = |e| (synced_at, e);
         // Conditions changed by `set_conditions` while we were connecting
         // did not reach this session's monitor request: send them now.
         let latest = self
@@ -497,27 +450,5 @@ impl Runner {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_with_jitter_up_to_the_cap() {
-        let mut b = Backoff::with_seed(Duration::from_millis(100), Duration::from_millis(800), 42);
-        let delays: Vec<Duration> = (0..6).map(|_| b.next_delay()).collect();
-        let nominal = [100u64, 200, 400, 800, 800, 800];
-        for (d, n) in delays.iter().zip(nominal) {
-            let n = Duration::from_millis(n);
-            assert!(
-                *d >= n / 2 && *d <= n,
-                "{d:?} not within [{:?}, {n:?}]",
-                n / 2
-            );
-        }
-        b.reset();
-        assert!(b.next_delay() <= Duration::from_millis(100));
     }
 }

@@ -10,9 +10,11 @@
 //! keep whatever snapshot they took for as long as they like; the writer
 //! builds the next one beside it and swaps it in whole.
 //!
-//! An update batch is applied to a copy and only published if every row in it
-//! decoded and applied cleanly, so a bad message never leaves the cache
-//! half-applied: the caller drops the connection and resynchronises instead.
+//! An update batch is applied to a copy and only published whole, so a
+//! message that fails never leaves the cache half-applied: the caller drops
+//! the connection and resynchronises instead. The client applies batches
+//! with their bad rows left out ([`DbSnapshot::apply_skipping_bad_rows`]):
+//! one malformed row costs that row, not the database's sync.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use crate::datum::{Columns, Datum, Row, Uuid};
 use crate::error::{DataError, Result};
 use crate::schema::{DatabaseSchema, TableSchema};
-use crate::wire::{RowOp, RowUpdate, TableUpdates};
+use crate::wire::{RowFault, RowOp, RowUpdate, TableUpdates};
 
 /// One table's rows by UUID (persistent map: clones share structure;
 /// iteration is in UUID order).
@@ -138,28 +140,76 @@ impl DbSnapshot {
     /// a copy of this snapshot. Returns the new snapshot and the changes, or
     /// an error naming the table and row, in which case nothing was applied.
     pub fn apply(&self, updates: TableUpdates) -> Result<(DbSnapshot, Vec<Change>)> {
+        let applied = self.apply_rows(updates, Faults::Fail)?;
+        Ok((applied.snapshot, applied.changes))
+    }
+
+    /// As [`DbSnapshot::apply`], but a row that is malformed or does not fit
+    /// the schema (an unknown column, a value of the wrong type), and a
+    /// table the schema lacks, are left out into [`Applied::skipped`]
+    /// while the rest applies. A row left out keeps the version this
+    /// snapshot has of it, if any (a bad modify changes nothing). Only a
+    /// batch that contradicts the cache (a modify or delete of a row it does
+    /// not have) fails: the cache is out of step and must resync.
+    pub fn apply_skipping_bad_rows(&self, updates: TableUpdates) -> Result<Applied> {
+        self.apply_rows(updates, Faults::Skip)
+    }
+
+    fn apply_rows(&self, updates: TableUpdates, faults: Faults) -> Result<Applied> {
         let mut next = self.clone();
         let mut changes = Vec::with_capacity(updates.row_count());
+        let mut skipped = Vec::new();
         // Borrowed through its own Arc, not cloned per table update: the
         // copy (every column's schema) was a visible part of a one-row
         // update's cost.
         let schema = Arc::clone(&next.schema);
         for tu in updates.0 {
-            let ts = schema
-                .table(&tu.table)
-                .ok_or_else(|| DataError::UnknownTable(tu.table.clone()))?;
+            if let Some(f) = tu.skipped.first() {
+                if faults == Faults::Fail {
+                    return Err(DataError::BadRow {
+                        table: f.table.clone(),
+                        uuid: f.uuid.map_or_else(|| "?".into(), |u| u.to_string()),
+                        reason: f.reason.clone(),
+                    });
+                }
+            }
+            skipped.extend(tu.skipped);
+            let Some(ts) = schema.table(&tu.table) else {
+                if faults == Faults::Fail {
+                    return Err(DataError::UnknownTable(tu.table));
+                }
+                skipped.push(RowFault {
+                    reason: format!("table not in the schema ({} row updates)", tu.rows.len()),
+                    table: tu.table,
+                    uuid: None,
+                });
+                continue;
+            };
             let name: Arc<str> = match next.tables.get_key_value(tu.table.as_str()) {
                 Some((k, _)) => k.clone(),
                 None => Arc::from(tu.table.as_str()),
             };
             let table = next.tables.entry(name.clone()).or_default();
             for ru in tu.rows {
-                if let Some(c) = apply_row(ts, &name, table, ru)? {
-                    changes.push(c);
+                let uuid = ru.uuid;
+                match apply_row(ts, &name, table, ru) {
+                    Ok(Some(c)) => changes.push(c),
+                    Ok(None) => {}
+                    Err(DataError::BadRow { reason, .. }) if faults == Faults::Skip => skipped
+                        .push(RowFault {
+                            table: tu.table.clone(),
+                            uuid: Some(uuid),
+                            reason,
+                        }),
+                    Err(e) => return Err(e),
                 }
             }
         }
-        Ok((next, changes))
+        Ok(Applied {
+            snapshot: next,
+            changes,
+            skipped,
+        })
     }
 
     /// Builds the snapshot a full initial dump describes (every row is
@@ -174,6 +224,46 @@ impl DbSnapshot {
         dump: TableUpdates,
     ) -> Result<(DbSnapshot, Vec<Change>)> {
         let (next, _) = empty.apply(dump)?;
+        Ok(self.changes_to(next))
+    }
+
+    /// As [`DbSnapshot::replace`], with bad rows left out as
+    /// [`DbSnapshot::apply_skipping_bad_rows`] leaves them: a row of the
+    /// dump left out keeps the version this snapshot has (it is not
+    /// reported deleted because the server now sends it malformed).
+    pub fn replace_skipping_bad_rows(
+        &self,
+        empty: DbSnapshot,
+        dump: TableUpdates,
+    ) -> Result<Applied> {
+        let Applied {
+            snapshot: mut next,
+            skipped,
+            ..
+        } = empty.apply_skipping_bad_rows(dump)?;
+        for fault in &skipped {
+            let Some(uuid) = fault.uuid else { continue };
+            let Some((name, old)) = self
+                .tables
+                .get_key_value(fault.table.as_str())
+                .and_then(|(name, rows)| Some((name, rows.get(&uuid)?)))
+            else {
+                continue;
+            };
+            if let Some(rows) = next.tables.get_mut(name) {
+                rows.insert(uuid, old.clone());
+            }
+        }
+        let (snapshot, changes) = self.changes_to(next);
+        Ok(Applied {
+            snapshot,
+            changes,
+            skipped,
+        })
+    }
+
+    /// `next` and the changes that turn this snapshot into it.
+    fn changes_to(&self, next: DbSnapshot) -> (DbSnapshot, Vec<Change>) {
         let mut changes = Vec::new();
         for (name, old_rows) in &self.tables {
             let new_rows = next.table(name);
@@ -214,8 +304,26 @@ impl DbSnapshot {
                 }
             }
         }
-        Ok((next, changes))
+        (next, changes)
     }
+}
+
+/// What [`DbSnapshot::apply_skipping_bad_rows`] did.
+#[derive(Debug)]
+pub struct Applied {
+    /// The snapshot with the good rows applied.
+    pub snapshot: DbSnapshot,
+    /// Their changes.
+    pub changes: Vec<Change>,
+    /// The row updates left out, and why.
+    pub skipped: Vec<RowFault>,
+}
+
+/// Whether a bad row fails the whole batch or is left out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Faults {
+    Fail,
+    Skip,
 }
 
 /// The previous values of every column that differs between `old` and `new`.
@@ -246,6 +354,11 @@ fn apply_row(
         table: ts.name.clone(),
         uuid: ru.uuid.to_string(),
         reason,
+    };
+    let missing = |op: &'static str| DataError::MissingRow {
+        table: ts.name.clone(),
+        uuid: ru.uuid.to_string(),
+        op,
     };
     match ru.op {
         RowOp::Initial | RowOp::Insert => {
@@ -294,7 +407,7 @@ fn apply_row(
             let old = table
                 .get(&ru.uuid)
                 .cloned()
-                .ok_or_else(|| bad("modify of a row the cache does not have".into()))?;
+                .ok_or_else(|| missing("modify"))?;
             let mut row = (*old).clone();
             let mut previous = Row::default();
             for (col, diff) in ru.columns {
@@ -345,9 +458,7 @@ fn apply_row(
             }))
         }
         RowOp::Delete => {
-            let old = table
-                .remove(&ru.uuid)
-                .ok_or_else(|| bad("delete of a row the cache does not have".into()))?;
+            let old = table.remove(&ru.uuid).ok_or_else(|| missing("delete"))?;
             Ok(Some(Change {
                 table: name.clone(),
                 uuid: ru.uuid,
@@ -485,6 +596,86 @@ mod tests {
             json!({"Logical_Switch_Port": {"33333333-3333-4333-8333-333333333333": {"delete": null}}}),
         );
         assert!(s.apply(missing).is_err());
+    }
+
+    #[test]
+    fn a_bad_row_is_left_out_named_by_uuid_and_the_rest_applies() {
+        let s = base();
+        const P2: &str = "33333333-3333-4333-8333-333333333333";
+        const P3: &str = "44444444-3333-4333-8333-333333333333";
+        let text = json!({"Logical_Switch_Port": {
+            P2: {"insert": {"name": "p2"}},
+            P3: {"insert": {"name": "p3", "tag": "not-an-integer"}},
+            "55555555-3333-4333-8333-333333333333": {"insert": {"no_such_column": 1}},
+            LSP1: {"modify": {"up": "not-a-bool", "name": "renamed"}}
+        }, "Nope": {P2: {"insert": {}}}})
+        .to_string()
+        .replace(&format!("\"{P3}\""), "\"zz\"");
+        let u = crate::wire::decode_table_updates(text.as_bytes(), &Default::default()).unwrap();
+        let applied = s.apply_skipping_bad_rows(u).unwrap();
+        let ports = applied.snapshot.table("Logical_Switch_Port");
+        assert_eq!(ports.len(), 2);
+        assert_eq!(
+            ports.get(&Uuid::parse(P2).unwrap()).unwrap().str("name"),
+            Some("p2")
+        );
+        // The bad modify changed nothing, not even its good column.
+        assert_eq!(
+            ports.get(&Uuid::parse(LSP1).unwrap()),
+            s.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
+        );
+        assert_eq!(applied.changes.len(), 1);
+        let faults: Vec<String> = applied.skipped.iter().map(|f| f.to_string()).collect();
+        assert_eq!(faults.len(), 4, "{faults:?}");
+        assert!(
+            faults.iter().any(|f| f.contains("\"zz\" is not a UUID")),
+            "{faults:?}"
+        );
+        assert!(
+            faults.iter().any(|f| f.contains("no_such_column")),
+            "{faults:?}"
+        );
+        assert!(
+            faults
+                .iter()
+                .any(|f| f.starts_with(&format!("Logical_Switch_Port row {LSP1}: column up"))),
+            "{faults:?}"
+        );
+        assert!(
+            faults
+                .iter()
+                .any(|f| f.starts_with("Nope: table not in the schema")),
+            "{faults:?}"
+        );
+        // A batch out of step with the cache still fails whole.
+        let missing = updates(json!({"Logical_Switch_Port": {P2: {"delete": null}}}));
+        assert!(matches!(
+            s.apply_skipping_bad_rows(missing),
+            Err(DataError::MissingRow { .. })
+        ));
+    }
+
+    #[test]
+    fn a_row_a_resync_dump_sends_malformed_keeps_its_last_good_version() {
+        let s = base();
+        let empty = DbSnapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);
+        let applied = s
+            .replace_skipping_bad_rows(empty, updates(json!({
+                "Logical_Switch": {LS1: {"initial": {"name": "ls1-renamed", "ports": ["uuid", LSP1]}}},
+                "Logical_Switch_Port": {LSP1: {"initial": {"name": ["set", [1, 2]]}}}
+            })))
+            .unwrap();
+        assert_eq!(
+            applied
+                .snapshot
+                .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap()),
+            s.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap()),
+            "not reported deleted"
+        );
+        assert_eq!(applied.changes.len(), 1);
+        assert_eq!(applied.changes[0].table.as_ref(), "Logical_Switch");
+        assert_eq!(applied.skipped.len(), 1);
+        assert_eq!(applied.skipped[0].uuid, Uuid::parse(LSP1).ok());
     }
 
     #[test]

@@ -16,7 +16,11 @@
 //! 4. publish the result, signal `resynced`, then apply every update batch as
 //!    it arrives, until the session fails.
 //!
-//! Any error from the server's input (bad JSON, wrong types, unknown tables,
+//! A row the server sends malformed or not fitting the schema (a wrong
+//! type, a bad UUID, an invalid atom) is left out and logged with its table
+//! and UUID; the rest of the database syncs
+//! ([`DbSnapshot::apply_skipping_bad_rows`]). Any other error from the
+//! server's input (JSON that does not parse, a message of the wrong shape,
 //! a modify of a row we do not have) ends the session: the cache keeps its
 //! last good snapshot and step 1 starts again, which resynchronises it.
 
@@ -36,8 +40,8 @@ use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
 use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
+use obgp_ovsdb_data::{Applied, DataError, DbSnapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
-use obgp_ovsdb_data::{DataError, DbSnapshot};
 
 /// Everything a [`Client`] needs.
 #[derive(Clone, Debug)]
@@ -89,6 +93,7 @@ pub struct Client {
     session: watch::Receiver<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
+    skipped: Arc<AtomicU64>,
     transact_timeout: Duration,
     task: JoinHandle<()>,
 }
@@ -101,6 +106,8 @@ struct Live {
 }
 
 const MONITOR_ID: &str = "obgp-db";
+/// Skipped rows of one batch named in the log; the rest are counted.
+const LOGGED_FAULTS: usize = 20;
 const SERVER_MONITOR_ID: &str = "obgp-server";
 
 impl Client {
@@ -112,6 +119,7 @@ impl Client {
         let (live_tx, live_rx) = watch::channel(None);
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
         let resumes = Arc::new(AtomicU64::new(0));
+        let skipped = Arc::new(AtomicU64::new(0));
         let transact_timeout = config.transact_timeout;
         let task = tokio::spawn(
             Runner {
@@ -120,6 +128,7 @@ impl Client {
                 live: live_tx,
                 monitor: monitor.clone(),
                 resumes: resumes.clone(),
+                skipped: skipped.clone(),
                 last_txn_id: None,
                 since_supported: true,
             }
@@ -130,6 +139,7 @@ impl Client {
             session: live_rx,
             monitor,
             resumes,
+            skipped,
             transact_timeout,
             task,
         }
@@ -152,6 +162,12 @@ impl Client {
     /// (`monitor_cond_since` found it) instead of a full dump.
     pub fn resumed_syncs(&self) -> u64 {
         self.resumes.load(Ordering::Relaxed)
+    }
+
+    /// How many row updates were left out as malformed or not fitting the
+    /// schema (each logged with its table and UUID).
+    pub fn skipped_rows(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     fn live(&self) -> Result<Live> {
@@ -212,6 +228,7 @@ struct Runner {
     live: watch::Sender<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
+    skipped: Arc<AtomicU64>,
     last_txn_id: Option<String>,
     since_supported: bool,
 }
@@ -302,27 +319,27 @@ impl Runner {
                 Err(e) => return Err(fail(e)),
             }
         }
-        let (next, changes) = match reply {
+        let applied = match reply {
             Some(r) if r.found && same_schema => {
                 self.resumes.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(%remote, "resumed monitor from the last transaction id");
                 self.last_txn_id = Some(r.last_txn_id);
-                current.apply(r.updates)
+                current.apply_skipping_bad_rows(r.updates)
             }
             Some(r) => {
                 self.last_txn_id = Some(r.last_txn_id);
-                current.replace(empty, r.updates)
+                current.replace_skipping_bad_rows(empty, r.updates)
             }
             None => {
                 let dump = session
                     .monitor_cond(&db, &monitor_id, &spec, &schema)
                     .await
                     .map_err(fail)?;
-                current.replace(empty, dump)
+                current.replace_skipping_bad_rows(empty, dump)
             }
         }
         .map_err(|e| fail(e.into()))?;
-        self.publisher.publish(next, changes);
+        self.publish(applied);
         // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
             session: session.clone(),
@@ -361,12 +378,12 @@ impl Runner {
                     if update.monitor_id != monitor_id {
                         continue;
                     }
-                    let (next, changes) = self
+                    let applied = self
                         .publisher
                         .current()
-                        .apply(update.updates)
+                        .apply_skipping_bad_rows(update.updates)
                         .map_err(|e| synced(e.into()))?;
-                    self.publisher.publish(next, changes);
+                    self.publish(applied);
                     if let Some(id) = update.last_txn_id {
                         self.last_txn_id = Some(id);
                     }
@@ -375,6 +392,23 @@ impl Runner {
                 None => return Err(synced(Error::SessionClosed)),
             }
         }
+    }
+
+    /// Publishes an applied batch; logs the rows it left out (the first
+    /// few by name, so a server sending thousands of bad rows cannot flood
+    /// the log) and counts them.
+    fn publish(&self, applied: Applied) {
+        let db = &self.config.database;
+        let n = applied.skipped.len();
+        for fault in applied.skipped.iter().take(LOGGED_FAULTS) {
+            let uuid = fault.uuid.map(|u| u.to_string());
+            tracing::warn!(%db, table = %fault.table, uuid = uuid.as_deref().unwrap_or("-"), reason = %fault.reason, "OVSDB row skipped: malformed or not fitting the schema; the rest of the database syncs");
+        }
+        if n > LOGGED_FAULTS {
+            tracing::warn!(%db, skipped = n, "OVSDB rows skipped in one batch; only the first {LOGGED_FAULTS} are named");
+        }
+        self.skipped.fetch_add(n as u64, Ordering::Relaxed);
+        self.publisher.publish(applied.snapshot, applied.changes);
     }
 
     /// Checks `_Server.Database` for our database: a clustered database must

@@ -15,10 +15,11 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::intern::{exact, intern, InternScope, COLUMN_SCRATCH, MAP_SCRATCH, SET_SCRATCH};
 use super::projection::{column_keys, KeyProjection, TableKeys};
-use super::{MonitorResult, RowOp, RowUpdate, TableUpdate, TableUpdates};
+use super::{is_row_fault, MonitorResult, RowFault, RowOp, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::{Atom, Datum, Str, Uuid};
 
 /// A string read through the interner.
@@ -508,26 +509,81 @@ impl<'de> Visitor<'de> for RowUpdateSeed<'_> {
     }
 }
 
-struct RowsSeed<'k>(Option<&'k TableKeys>);
+/// The rows of one table: `.keys` its key projection. A row whose JSON
+/// parses but is not a valid row update is skipped into the faults, named
+/// by its key; JSON that does not parse fails the message.
+struct RowsSeed<'a> {
+    table: &'a str,
+    keys: Option<&'a TableKeys>,
+}
 
 impl<'de> DeserializeSeed<'de> for RowsSeed<'_> {
-    type Value = Vec<RowUpdate>;
+    type Value = (Vec<RowUpdate>, Vec<RowFault>);
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for RowsSeed<'_> {
-    type Value = Vec<RowUpdate>;
+    type Value = (Vec<RowUpdate>, Vec<RowFault>);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of row updates keyed by UUID")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
-        while let Some(UuidText(uuid)) = map.next_key::<UuidText>()? {
-            rows.push(map.next_value_seed(RowUpdateSeed(uuid, self.0))?);
+        let mut skipped = Vec::new();
+        let fault = |uuid, reason| RowFault {
+            table: self.table.to_string(),
+            uuid,
+            reason,
+        };
+        while let Some(RowKey(key)) = map.next_key::<RowKey>()? {
+            // Taken whole (which checks its JSON) before it is decoded, so
+            // that a bad row leaves the parser at the next one.
+            let value: Box<RawValue> = map.next_value().map_err(|e| match &key {
+                Ok(uuid) => de::Error::custom(format!("row {uuid}: {e}")),
+                Err(key) => de::Error::custom(format!("row {key:?}: {e}")),
+            })?;
+            let uuid = match key {
+                Ok(uuid) => uuid,
+                Err(key) => {
+                    skipped.push(fault(None, format!("row key {key:?} is not a UUID")));
+                    continue;
+                }
+            };
+            let text = value.get();
+            let row = match super::row_scan::decode_row(text, uuid, self.keys) {
+                Some(row) => Ok(row),
+                None => from_text(text, RowUpdateSeed(uuid, self.keys)),
+            };
+            match row {
+                Ok(row) => rows.push(row),
+                Err(e) if is_row_fault(text.as_bytes(), &e) => {
+                    skipped.push(fault(Some(uuid), e.to_string()))
+                }
+                Err(e) => return Err(de::Error::custom(e)),
+            }
         }
-        Ok(rows)
+        Ok((rows, skipped))
+    }
+}
+
+/// A row's key: its UUID, or the text that is not one.
+struct RowKey(Result<Uuid, String>);
+
+impl<'de> Deserialize<'de> for RowKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RowKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row UUID")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RowKey, E> {
+                Ok(RowKey(Uuid::parse(v).map_err(|_| v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -553,10 +609,17 @@ impl<'de> Visitor<'de> for TablesSeed<'_> {
         let mut tables = Vec::new();
         while let Some(table) = map.next_key::<String>()? {
             let keys = self.0.and_then(|p| p.table(&table));
-            let rows = map
-                .next_value_seed(RowsSeed(keys))
+            let (rows, skipped) = map
+                .next_value_seed(RowsSeed {
+                    table: &table,
+                    keys,
+                })
                 .map_err(|e| de::Error::custom(format!("table {table}: {e}")))?;
-            tables.push(TableUpdate { table, rows });
+            tables.push(TableUpdate {
+                table,
+                rows,
+                skipped,
+            });
         }
         Ok(TableUpdates(tables))
     }
@@ -701,18 +764,72 @@ mod tests {
     }
 
     #[test]
-    fn malformed_updates_are_errors() {
+    fn a_row_that_is_not_ovsdb_notation_is_skipped_by_its_key() {
+        let good = r#""33333333-2222-4222-8222-222222222222": {"insert": {"name": "ok"}}"#;
+        for (bad, uuid) in [
+            (r#""not-a-uuid": {"insert": {}}"#, false),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"upsert": {}}"#,
+                true,
+            ),
+            (r#""22222222-2222-4222-8222-222222222222": {}"#, true),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"insert": {}, "delete": null}"#,
+                true,
+            ),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["k"]]]}}"#,
+                true,
+            ),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"insert": {"c": {"x": 1}}}"#,
+                true,
+            ),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"insert": {"c": ["uuid", "zz"]}}"#,
+                true,
+            ),
+            (
+                r#""22222222-2222-4222-8222-222222222222": {"insert": {"c": 18446744073709551615}}"#,
+                true,
+            ),
+            (r#""22222222-2222-4222-8222-222222222222": 7"#, true),
+        ] {
+            for text in [
+                format!(r#"{{"T": {{{bad}, {good}}}}}"#),
+                format!(r#"{{"T": {{{good}, {bad}}}}}"#),
+            ] {
+                let u: TableUpdates =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+                assert_eq!(u.row_count(), 1, "{text}");
+                assert_eq!(
+                    u.0[0].rows[0].columns[0].1,
+                    Datum::scalar(Atom::String("ok".into()))
+                );
+                let skipped: Vec<&RowFault> = u.skipped().collect();
+                assert_eq!(skipped.len(), 1, "{text}");
+                assert_eq!(skipped[0].table, "T");
+                let want =
+                    uuid.then(|| Uuid::parse("22222222-2222-4222-8222-222222222222").unwrap());
+                assert_eq!(skipped[0].uuid, want, "{text}: {}", skipped[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn json_that_does_not_parse_or_a_wrong_shape_above_the_rows_fails_the_message() {
         for bad in [
-            r#"{"T": {"not-a-uuid": {"insert": {}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"upsert": {}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["k"]]]}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": {"x": 1}}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["uuid", "zz"]}}}}"#,
             r#"{"T": [1]}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": tru}}}}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": 1}"#,
+            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": 1}}}} x"#,
+            r#"["T"]"#,
         ] {
             assert!(serde_json::from_str::<TableUpdates>(bad).is_err(), "{bad}");
         }
+        let invalid_utf8 =
+            b"{\"T\": {\"22222222-2222-4222-8222-222222222222\": {\"insert\": {\"c\": \"\xff\"}}}}";
+        assert!(serde_json::from_slice::<TableUpdates>(invalid_utf8).is_err());
     }
 
     proptest! {

@@ -22,6 +22,7 @@ pub mod framing;
 pub mod monitor;
 pub mod reconnect;
 pub mod rpc;
+mod server_db;
 pub mod tls;
 
 pub use cache::{CachePublisher, CacheReader};

@@ -6,9 +6,13 @@
 //!
 //! 1. connect to the next remote of the list (round robin; after a whole
 //!    round without success, wait an exponentially growing, jittered delay);
-//! 2. fetch the schema; in leader-only mode, read `_Server.Database` and move
-//!    on unless this server leads the database's cluster (and keep watching
-//!    it: losing leadership later also moves us on);
+//! 2. fetch the schema; read `_Server.Database` and move on to the next
+//!    remote unless this server's copy is usable (`server_db.rs`: a
+//!    clustered member connected to its cluster, not behind a cluster index
+//!    already seen, and in leader-only mode its leader), and keep watching
+//!    it: a member that loses its cluster or leadership later also moves
+//!    us on. With no usable member the cache keeps its last snapshot;
+//!    nothing is withdrawn for want of a server;
 //! 3. start the monitor with `monitor_cond_since` and the last transaction id
 //!    seen, so a reconnect to a server that still has it transfers only what
 //!    changed; when the server lacks the method, use `monitor_cond` and
@@ -38,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::monitor::decode_update;
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
+use crate::server_db;
 use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::{Applied, DataError, DbSnapshot};
@@ -131,6 +136,7 @@ impl Client {
                 skipped: skipped.clone(),
                 last_txn_id: None,
                 since_supported: true,
+                seen_index: Default::default(),
             }
             .run(),
         );
@@ -231,6 +237,8 @@ struct Runner {
     skipped: Arc<AtomicU64>,
     last_txn_id: Option<String>,
     since_supported: bool,
+    /// The newest cluster index seen, across sessions.
+    seen_index: server_db::SeenIndex,
 }
 
 impl Runner {
@@ -287,7 +295,7 @@ impl Runner {
         .map_err(|e| (None, e))?;
         let fail = |e| (None, e);
         let schema = Arc::new(session.get_schema(&db).await.map_err(fail)?);
-        let watches_server = self.check_server(&session).await.map_err(fail)?;
+        let mut server_rows = self.check_server(&session).await.map_err(fail)?;
 
         let spec = self
             .monitor
@@ -371,8 +379,14 @@ impl Runner {
                     }
                     let update = decode_update(&method, &frame, &projection).map_err(synced)?;
                     drop(frame);
-                    if watches_server && update.monitor_id == json!(SERVER_MONITOR_ID) {
-                        self.check_server_update(&update.updates).map_err(synced)?;
+                    if update.monitor_id == json!(SERVER_MONITOR_ID) {
+                        if let Some(current) = server_rows.take() {
+                            let (next, _) = current
+                                .apply(update.updates)
+                                .map_err(|e| synced(e.into()))?;
+                            self.check_server_db(&session, &next).map_err(synced)?;
+                            server_rows = Some(next);
+                        }
                         continue;
                     }
                     if update.monitor_id != monitor_id {
@@ -411,26 +425,22 @@ impl Runner {
         self.publisher.publish(applied.snapshot, applied.changes);
     }
 
-    /// Checks `_Server.Database` for our database: a clustered database must
-    /// be connected to its cluster, and in leader-only mode this server must
-    /// lead it. Starts a monitor on that row so later changes are seen.
-    /// Returns whether that monitor runs (servers without `_Server` skip it).
-    async fn check_server(&self, session: &Session) -> Result<bool> {
+    /// Reads `_Server.Database` for our database and checks that this
+    /// server's copy may be used ([`server_db::check`]). Starts a monitor
+    /// on that row so later changes are seen, and returns the row's cache
+    /// to apply them to (`None`: a server without `_Server`, nothing to
+    /// watch).
+    async fn check_server(&mut self, session: &Session) -> Result<Option<DbSnapshot>> {
         let server_schema = match session.get_schema("_Server").await {
             Ok(s) => s,
             // Very old servers have no _Server database: nothing to check.
-            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(false),
+            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(None),
             Err(e) => return Err(e),
         };
         let spec = MonitorSpec::default().table(
             "Database",
             obgp_ovsdb_data::TableMonitor {
-                columns: Some(vec![
-                    "name".into(),
-                    "model".into(),
-                    "connected".into(),
-                    "leader".into(),
-                ]),
+                columns: Some(server_db::COLUMNS.iter().map(|c| c.to_string()).collect()),
                 conditions: Some(vec![Condition::eq(
                     "name",
                     obgp_ovsdb_data::Datum::scalar(obgp_ovsdb_data::Atom::String(
@@ -443,46 +453,32 @@ impl Runner {
         let dump = session
             .monitor_cond("_Server", &json!(SERVER_MONITOR_ID), &spec, &server_schema)
             .await?;
-        if dump.row_count() == 0 {
-            return Err(Error::NotUsable(format!(
-                "{}: server does not have database {}",
-                session.remote(),
-                self.config.database
-            )));
-        }
-        self.check_server_update(&dump)?;
-        Ok(true)
+        let empty = DbSnapshot::empty(Arc::new(server_schema), ["Database"]);
+        let (server_rows, _) = empty.apply(dump)?;
+        self.check_server_db(session, &server_rows)?;
+        Ok(Some(server_rows))
     }
 
-    fn check_server_update(&self, updates: &obgp_ovsdb_data::wire::TableUpdates) -> Result<()> {
-        for row in updates.0.iter().flat_map(|t| &t.rows) {
-            let get_bool = |name: &str| {
-                row.columns
-                    .iter()
-                    .find(|(c, _)| c == name)
-                    .and_then(|(_, d)| d.as_scalar()?.as_bool())
-            };
-            let model = row
-                .columns
-                .iter()
-                .find(|(c, _)| c == "model")
-                .and_then(|(_, d)| d.as_scalar()?.as_str().map(String::from));
-            // A modify carries only changed columns; the replaced scalar
-            // value is the new one.
-            if let Some(false) = get_bool("connected") {
-                return Err(Error::NotUsable(format!(
-                    "{} is not connected to its cluster",
-                    self.config.database
-                )));
-            }
-            let clustered = model.as_deref().is_none_or(|m| m == "clustered");
-            if self.config.leader_only && clustered && get_bool("leader") == Some(false) {
-                return Err(Error::NotUsable(format!(
-                    "not the leader of {}",
-                    self.config.database
-                )));
-            }
-        }
-        Ok(())
+    /// Whether the server's `_Server.Database` row (as cached in
+    /// `server_rows`) lets us use its copy of the database.
+    fn check_server_db(&mut self, session: &Session, server_rows: &DbSnapshot) -> Result<()> {
+        let db = &self.config.database;
+        let row = server_rows
+            .table("Database")
+            .values()
+            .find(|r| r.str("name") == Some(db.as_str()))
+            .ok_or_else(|| {
+                Error::NotUsable(format!(
+                    "{}: server does not have database {db}",
+                    session.remote()
+                ))
+            })?;
+        let status = server_db::DatabaseStatus::from_row(row);
+        server_db::check(&status, self.config.leader_only, &mut self.seen_index).map_err(|why| {
+            Error::NotUsable(format!(
+                "{}: {db}: {why}; trying another server",
+                session.remote()
+            ))
+        })
     }
 }

@@ -3,7 +3,9 @@
 //! message must end the session with an error, the cache must never show a
 //! half-applied batch, and the client must reconnect and end up in sync
 //! with the last, well-behaved connection. A row of the wrong type, with a
-//! bad UUID or an invalid atom is skipped and the rest syncs. Never a panic.
+//! bad UUID or an invalid atom is skipped and the rest syncs. A fake cluster
+//! member whose `_Server` row is behind what the client saw is left for
+//! another. Never a panic.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -66,7 +68,31 @@ async fn read_request(
     }
 }
 
-async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
+async fn serve(sock: UnixStream, script: Script) -> Result<()> {
+    serve_as(sock, script, None).await
+}
+
+/// The `_Server` database of a fake cluster member: the columns of its
+/// `Database` row for OVN_Northbound.
+struct Member {
+    database_row: Value,
+}
+
+/// The part of `_Server`'s schema the client reads.
+fn server_schema() -> Value {
+    json!({"name": "_Server", "version": "1.2.0", "tables": {"Database": {"columns": {
+        "name": {"type": "string"},
+        "model": {"type": {"key": {"type": "string", "enum": ["set", ["standalone", "clustered", "relay"]]}}},
+        "connected": {"type": "boolean"},
+        "leader": {"type": "boolean"},
+        "cid": {"type": {"key": {"type": "uuid"}, "min": 0, "max": 1}},
+        "index": {"type": {"key": {"type": "integer"}, "min": 0, "max": 1}}
+    }, "isRoot": true}}})
+}
+
+/// Serves `script`; with `member`, also a `_Server` database saying what
+/// the member's `Database` row says.
+async fn serve_as(mut sock: UnixStream, script: Script, member: Option<Member>) -> Result<()> {
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/schemas/ovn-nb.ovsschema"
@@ -83,6 +109,14 @@ async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
             }
             (Some("get_schema"), _) if req["params"][0] == "OVN_Northbound" => {
                 json!({"id": id, "result": schema, "error": null})
+            }
+            (Some("get_schema"), _) if req["params"][0] == "_Server" && member.is_some() => {
+                json!({"id": id, "result": server_schema(), "error": null})
+            }
+            (Some("monitor_cond"), _) if req["params"][0] == "_Server" => {
+                let row = member.as_ref().map(|m| m.database_row.clone());
+                let rows = json!({"dddddddd-0000-4000-8000-00000000000d": {"initial": row}});
+                json!({"id": id, "result": {"Database": rows}, "error": null})
             }
             (Some("get_schema"), _) => {
                 json!({"id": id, "result": null, "error": "unknown database"})
@@ -426,5 +460,95 @@ async fn a_failure_right_after_every_sync_backs_off_instead_of_looping() -> Resu
     assert!((3..=8).contains(&n), "{n} connections in 3 s");
     assert_eq!(names(&client), BTreeSet::from(["a".to_string()]));
     server.abort();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_member_behind_the_index_already_seen_is_left_for_another() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir()?;
+    let fresh_path = dir.path().join("fresh.sock");
+    let stale_path = dir.path().join("stale.sock");
+    let (fresh, stale) = (
+        UnixListener::bind(&fresh_path)?,
+        UnixListener::bind(&stale_path)?,
+    );
+    let row = |index: i64, name: &str| Member {
+        database_row: json!({"name": "OVN_Northbound", "model": "clustered",
+            "connected": true, "index": index,
+            "cid": ["uuid", "cccccccc-0000-4000-8000-00000000000c"], "leader": name == "fresh"}),
+    };
+    // The fresh member (index 120): the first connection syncs and closes,
+    // the second stays. The stale one (index 100, connected, a different
+    // content) must never be read.
+    let fresh_server = tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((sock, _)) = fresh.accept().await {
+            n += 1;
+            let script = if n == 1 {
+                Script::DumpThen {
+                    dump: dump(&[ls(A, "fresh")]),
+                    after: Vec::new(),
+                }
+            } else {
+                Script::DumpAndStay {
+                    dump: dump(&[ls(A, "fresh"), ls(B, "fresh-2")]),
+                }
+            };
+            tokio::spawn(serve_as(sock, script, Some(row(120, "fresh"))));
+        }
+    });
+    let stale_tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tries = stale_tries.clone();
+    let stale_server = tokio::spawn(async move {
+        while let Ok((sock, _)) = stale.accept().await {
+            tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let script = Script::DumpAndStay {
+                dump: dump(&[ls(C, "stale")]),
+            };
+            tokio::spawn(serve_as(sock, script, Some(row(100, "stale"))));
+        }
+    });
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(fresh_path), Remote::Unix(stale_path)],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.backoff = (Duration::from_millis(10), Duration::from_millis(50));
+    let client = Client::start(config);
+    let mut snapshots = client.cache().watch();
+    let watcher = tokio::spawn(async move {
+        let mut seen = BTreeSet::new();
+        while snapshots.changed().await.is_ok() {
+            seen.extend(
+                snapshots
+                    .borrow_and_update()
+                    .table("Logical_Switch")
+                    .values()
+                    .filter_map(|r| r.str("name").map(String::from)),
+            );
+        }
+        seen
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while names(&client) != BTreeSet::from(["fresh".to_string(), "fresh-2".to_string()]) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("never back on the fresh member: {:?}", names(&client));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        stale_tries.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+        "the stale member was tried"
+    );
+    assert_eq!(*client.cache().resynced().borrow(), 2);
+    drop(client);
+    let seen = watcher.await?;
+    assert!(!seen.contains("stale"), "read the stale member: {seen:?}");
+    fresh_server.abort();
+    stale_server.abort();
     Ok(())
 }

@@ -89,6 +89,22 @@ pub struct RowFault {
     pub reason: String,
 }
 
+impl RowFault {
+    /// The fault of row `uuid` of `table` whose decoding failed with `e`
+    /// (whose message already names the row: not repeated).
+    pub(crate) fn of_row(table: &str, uuid: Uuid, e: &serde_json::Error) -> RowFault {
+        let message = e.to_string();
+        let named = format!("row {uuid}: ");
+        RowFault {
+            table: table.to_string(),
+            uuid: Some(uuid),
+            reason: message
+                .strip_prefix(&named)
+                .map_or_else(|| message.clone(), str::to_string),
+        }
+    }
+}
+
 impl std::fmt::Display for RowFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.uuid {

@@ -242,11 +242,9 @@ impl RowBatch {
             };
             match row {
                 Ok(row) => rows.push(row),
-                Err(e) if is_row_fault(&self.bytes[value.clone()], &e) => skipped.push(RowFault {
-                    table: table.to_string(),
-                    uuid: Some(uuid),
-                    reason: e.to_string(),
-                }),
+                Err(e) if is_row_fault(&self.bytes[value.clone()], &e) => {
+                    skipped.push(RowFault::of_row(table, uuid, &e))
+                }
                 Err(e) => return Err(failed(e)),
             }
         }
@@ -464,7 +462,9 @@ mod tests {
             );
             assert!(skipped[0].contains("not-a-uuid"), "{skipped:?}");
             assert!(
-                skipped[1].starts_with("Logical_Switch_Port row 0000003c-2222-4222-8222-222222222222: row 0000003c-2222-4222-8222-222222222222: column name:"),
+                skipped[1].starts_with(
+                    "Logical_Switch_Port row 0000003c-2222-4222-8222-222222222222: column name:"
+                ),
                 "{skipped:?}"
             );
             assert_eq!(

@@ -533,11 +533,6 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
         let mut skipped = Vec::new();
-        let fault = |uuid, reason| RowFault {
-            table: self.table.to_string(),
-            uuid,
-            reason,
-        };
         while let Some(RowKey(key)) = map.next_key::<RowKey>()? {
             // Taken whole (which checks its JSON) before it is decoded, so
             // that a bad row leaves the parser at the next one.
@@ -548,7 +543,11 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
             let uuid = match key {
                 Ok(uuid) => uuid,
                 Err(key) => {
-                    skipped.push(fault(None, format!("row key {key:?} is not a UUID")));
+                    skipped.push(RowFault {
+                        table: self.table.to_string(),
+                        uuid: None,
+                        reason: format!("row key {key:?} is not a UUID"),
+                    });
                     continue;
                 }
             };
@@ -560,7 +559,7 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
             match row {
                 Ok(row) => rows.push(row),
                 Err(e) if is_row_fault(text.as_bytes(), &e) => {
-                    skipped.push(fault(Some(uuid), e.to_string()))
+                    skipped.push(RowFault::of_row(self.table, uuid, &e))
                 }
                 Err(e) => return Err(de::Error::custom(e)),
             }

@@ -30,20 +30,21 @@ fn cache_of(schema: &Value, tables: &Tables) -> Result<DbSnapshot> {
     let updates = TableUpdates(
         tables
             .iter()
-            .map(|(table, rows)| TableUpdate {
-                table: table.clone(),
-                rows: rows
-                    .iter()
-                    .map(|(uuid, row)| RowUpdate {
-                        uuid: *uuid,
-                        op: RowOp::Initial,
-                        columns: row
-                            .columns
-                            .iter()
-                            .map(|(c, d)| (c.clone(), d.clone()))
-                            .collect(),
-                    })
-                    .collect(),
+            .map(|(table, rows)| {
+                TableUpdate::new(
+                    table.clone(),
+                    rows.iter()
+                        .map(|(uuid, row)| RowUpdate {
+                            uuid: *uuid,
+                            op: RowOp::Initial,
+                            columns: row
+                                .columns
+                                .iter()
+                                .map(|(c, d)| (c.clone(), d.clone()))
+                                .collect(),
+                        })
+                        .collect(),
+                )
             })
             .collect(),
     );

@@ -24,6 +24,17 @@ pub enum DataError {
         /// What is wrong, naming the column.
         reason: String,
     },
+    /// A modify or delete of a row the cache does not have: the cache and
+    /// the server are out of step (a resync mends it).
+    #[error("{table} row {uuid}: {op} of a row the cache does not have")]
+    MissingRow {
+        /// The table of the row.
+        table: String,
+        /// The row's UUID.
+        uuid: String,
+        /// `modify` or `delete`.
+        op: &'static str,
+    },
     /// An update names a table the schema does not have.
     #[error("update for unknown table {0:?}")]
     UnknownTable(String),

@@ -10,9 +10,11 @@
 //! keep whatever snapshot they took for as long as they like; the writer
 //! builds the next one beside it and swaps it in whole.
 //!
-//! An update batch is applied to a copy and only published if every row in it
-//! decoded and applied cleanly, so a bad message never leaves the cache
-//! half-applied: the caller drops the connection and resynchronises instead.
+//! An update batch is applied to a copy and only published whole, so a
+//! message that fails never leaves the cache half-applied: the caller drops
+//! the connection and resynchronises instead. The client applies batches
+//! with their bad rows left out ([`DbSnapshot::apply_skipping_bad_rows`]):
+//! one malformed row costs that row, not the database's sync.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use crate::datum::{Columns, Datum, Row, Uuid};
 use crate::error::{DataError, Result};
 use crate::schema::{DatabaseSchema, TableSchema};
-use crate::wire::{RowOp, RowUpdate, TableUpdates};
+use crate::wire::{RowFault, RowOp, RowUpdate, TableUpdates};
 
 /// One table's rows by UUID (persistent map: clones share structure;
 /// iteration is in UUID order).
@@ -138,28 +140,76 @@ impl DbSnapshot {
     /// a copy of this snapshot. Returns the new snapshot and the changes, or
     /// an error naming the table and row, in which case nothing was applied.
     pub fn apply(&self, updates: TableUpdates) -> Result<(DbSnapshot, Vec<Change>)> {
+        let applied = self.apply_rows(updates, Faults::Fail)?;
+        Ok((applied.snapshot, applied.changes))
+    }
+
+    /// As [`DbSnapshot::apply`], but a row that is malformed or does not fit
+    /// the schema (an unknown column, a value of the wrong type), and a
+    /// table the schema lacks, are left out into [`Applied::skipped`]
+    /// while the rest applies. A row left out keeps the version this
+    /// snapshot has of it, if any (a bad modify changes nothing). Only a
+    /// batch that contradicts the cache (a modify or delete of a row it does
+    /// not have) fails: the cache is out of step and must resync.
+    pub fn apply_skipping_bad_rows(&self, updates: TableUpdates) -> Result<Applied> {
+        self.apply_rows(updates, Faults::Skip)
+    }
+
+    fn apply_rows(&self, updates: TableUpdates, faults: Faults) -> Result<Applied> {
         let mut next = self.clone();
         let mut changes = Vec::with_capacity(updates.row_count());
+        let mut skipped = Vec::new();
         // Borrowed through its own Arc, not cloned per table update: the
         // copy (every column's schema) was a visible part of a one-row
         // update's cost.
         let schema = Arc::clone(&next.schema);
         for tu in updates.0 {
-            let ts = schema
-                .table(&tu.table)
-                .ok_or_else(|| DataError::UnknownTable(tu.table.clone()))?;
+            if let Some(f) = tu.skipped.first() {
+                if faults == Faults::Fail {
+                    return Err(DataError::BadRow {
+                        table: f.table.clone(),
+                        uuid: f.uuid.map_or_else(|| "?".into(), |u| u.to_string()),
+                        reason: f.reason.clone(),
+                    });
+                }
+            }
+            skipped.extend(tu.skipped);
+            let Some(ts) = schema.table(&tu.table) else {
+                if faults == Faults::Fail {
+                    return Err(DataError::UnknownTable(tu.table));
+                }
+                skipped.push(RowFault {
+                    reason: format!("table not in the schema ({} row updates)", tu.rows.len()),
+                    table: tu.table,
+                    uuid: None,
+                });
+                continue;
+            };
             let name: Arc<str> = match next.tables.get_key_value(tu.table.as_str()) {
                 Some((k, _)) => k.clone(),
                 None => Arc::from(tu.table.as_str()),
             };
             let table = next.tables.entry(name.clone()).or_default();
             for ru in tu.rows {
-                if let Some(c) = apply_row(ts, &name, table, ru)? {
-                    changes.push(c);
+                let uuid = ru.uuid;
+                match apply_row(ts, &name, table, ru) {
+                    Ok(Some(c)) => changes.push(c),
+                    Ok(None) => {}
+                    Err(DataError::BadRow { reason, .. }) if faults == Faults::Skip => skipped
+                        .push(RowFault {
+                            table: tu.table.clone(),
+                            uuid: Some(uuid),
+                            reason,
+                        }),
+                    Err(e) => return Err(e),
                 }
             }
         }
-        Ok((next, changes))
+        Ok(Applied {
+            snapshot: next,
+            changes,
+            skipped,
+        })
     }
 
     /// Builds the snapshot a full initial dump describes (every row is
@@ -174,6 +224,46 @@ impl DbSnapshot {
         dump: TableUpdates,
     ) -> Result<(DbSnapshot, Vec<Change>)> {
         let (next, _) = empty.apply(dump)?;
+        Ok(self.changes_to(next))
+    }
+
+    /// As [`DbSnapshot::replace`], with bad rows left out as
+    /// [`DbSnapshot::apply_skipping_bad_rows`] leaves them: a row of the
+    /// dump left out keeps the version this snapshot has (it is not
+    /// reported deleted because the server now sends it malformed).
+    pub fn replace_skipping_bad_rows(
+        &self,
+        empty: DbSnapshot,
+        dump: TableUpdates,
+    ) -> Result<Applied> {
+        let Applied {
+            snapshot: mut next,
+            skipped,
+            ..
+        } = empty.apply_skipping_bad_rows(dump)?;
+        for fault in &skipped {
+            let Some(uuid) = fault.uuid else { continue };
+            let Some((name, old)) = self
+                .tables
+                .get_key_value(fault.table.as_str())
+                .and_then(|(name, rows)| Some((name, rows.get(&uuid)?)))
+            else {
+                continue;
+            };
+            if let Some(rows) = next.tables.get_mut(name) {
+                rows.insert(uuid, old.clone());
+            }
+        }
+        let (snapshot, changes) = self.changes_to(next);
+        Ok(Applied {
+            snapshot,
+            changes,
+            skipped,
+        })
+    }
+
+    /// `next` and the changes that turn this snapshot into it.
+    fn changes_to(&self, next: DbSnapshot) -> (DbSnapshot, Vec<Change>) {
         let mut changes = Vec::new();
         for (name, old_rows) in &self.tables {
             let new_rows = next.table(name);
@@ -214,8 +304,26 @@ impl DbSnapshot {
                 }
             }
         }
-        Ok((next, changes))
+        (next, changes)
     }
+}
+
+/// What [`DbSnapshot::apply_skipping_bad_rows`] did.
+#[derive(Debug)]
+pub struct Applied {
+    /// The snapshot with the good rows applied.
+    pub snapshot: DbSnapshot,
+    /// Their changes.
+    pub changes: Vec<Change>,
+    /// The row updates left out, and why.
+    pub skipped: Vec<RowFault>,
+}
+
+/// Whether a bad row fails the whole batch or is left out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Faults {
+    Fail,
+    Skip,
 }
 
 /// The previous values of every column that differs between `old` and `new`.
@@ -246,6 +354,11 @@ fn apply_row(
         table: ts.name.clone(),
         uuid: ru.uuid.to_string(),
         reason,
+    };
+    let missing = |op: &'static str| DataError::MissingRow {
+        table: ts.name.clone(),
+        uuid: ru.uuid.to_string(),
+        op,
     };
     match ru.op {
         RowOp::Initial | RowOp::Insert => {
@@ -294,7 +407,7 @@ fn apply_row(
             let old = table
                 .get(&ru.uuid)
                 .cloned()
-                .ok_or_else(|| bad("modify of a row the cache does not have".into()))?;
+                .ok_or_else(|| missing("modify"))?;
             let mut row = (*old).clone();
             let mut previous = Row::default();
             for (col, diff) in ru.columns {
@@ -345,9 +458,7 @@ fn apply_row(
             }))
         }
         RowOp::Delete => {
-            let old = table
-                .remove(&ru.uuid)
-                .ok_or_else(|| bad("delete of a row the cache does not have".into()))?;
+            let old = table.remove(&ru.uuid).ok_or_else(|| missing("delete"))?;
             Ok(Some(Change {
                 table: name.clone(),
                 uuid: ru.uuid,
@@ -360,168 +471,4 @@ fn apply_row(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    const LS1: &str = "11111111-1111-4111-8111-111111111111";
-    const LSP1: &str = "22222222-2222-4222-8222-222222222222";
-
-    fn nb() -> Arc<DatabaseSchema> {
-        Arc::new(
-            DatabaseSchema::from_file(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../fixtures/schemas/ovn-nb.ovsschema"
-            ))
-            .unwrap(),
-        )
-    }
-
-    fn updates(v: serde_json::Value) -> TableUpdates {
-        serde_json::from_value(v).unwrap()
-    }
-
-    fn base() -> DbSnapshot {
-        let s = DbSnapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);
-        s.apply(updates(json!({
-            "Logical_Switch": {LS1: {"initial": {"name": "ls1", "ports": ["uuid", LSP1]}}},
-            "Logical_Switch_Port": {LSP1: {"initial": {
-                "name": "p1", "addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.5"]],
-                "external_ids": ["map", [["a", "1"], ["b", "2"]]], "up": false}}}
-        })))
-        .unwrap()
-        .0
-    }
-
-    #[test]
-    fn references_resolve_through_the_cache() {
-        let s = base();
-        let ls = s.get("Logical_Switch", Uuid::parse(LS1).unwrap()).unwrap();
-        let ports = s.resolve("Logical_Switch", ls, "ports");
-        assert_eq!(ports.len(), 1);
-        assert_eq!(ports[0].1.str("name"), Some("p1"));
-    }
-
-    #[test]
-    fn modify_applies_diffs_and_reports_old_columns() {
-        let s = base();
-        let (next, changes) = s
-            .apply(updates(json!({"Logical_Switch_Port": {LSP1: {"modify": {
-                "external_ids": ["map", [["a", "1"], ["b", "3"], ["c", "4"]]],
-                "addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.5", "unknown"]],
-                // A column of at most one element: the diff is the new value.
-                "up": true
-            }}}})))
-            .unwrap();
-        let row = next
-            .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
-            .unwrap();
-        assert_eq!(row.map_str("external_ids", "a"), None);
-        assert_eq!(row.map_str("external_ids", "b"), Some("3"));
-        assert_eq!(row.map_str("external_ids", "c"), Some("4"));
-        assert_eq!(row.strs("addresses").collect::<Vec<_>>(), ["unknown"]);
-        assert_eq!(row.bool("up"), Some(true));
-        assert_eq!(changes.len(), 1);
-        let old = changes[0].old.as_ref().unwrap();
-        assert_eq!(old.bool("up"), Some(false));
-        assert_eq!(old.map_str("external_ids", "a"), Some("1"));
-        // The earlier snapshot is untouched.
-        let before = s
-            .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
-            .unwrap();
-        assert_eq!(before.map_str("external_ids", "a"), Some("1"));
-    }
-
-    #[test]
-    fn a_projected_modify_of_dropped_keys_only_changes_nothing() {
-        let s = base();
-        let projection = crate::wire::KeyProjection::default().keep(
-            "Logical_Switch_Port",
-            "external_ids",
-            ["a"],
-        );
-        // The server changed `b` and added `z`, both dropped by the projection.
-        let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
-            "external_ids": ["map", [["b", "3"], ["z", "9"]]]}}}})
-        .to_string();
-        let u = crate::wire::decode_table_updates(text.as_bytes(), &projection).unwrap();
-        let (next, changes) = s.apply(u).unwrap();
-        assert!(changes.is_empty(), "{changes:?}");
-        assert_eq!(
-            next.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap()),
-            s.get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
-        );
-        // With a kept key in the diff only that column is reported.
-        let text = json!({"Logical_Switch_Port": {LSP1: {"modify": {
-            "external_ids": ["map", [["a", "5"], ["b", "3"]]], "up": true}}}})
-        .to_string();
-        let u = crate::wire::decode_table_updates(text.as_bytes(), &projection).unwrap();
-        let (next, changes) = s.apply(u).unwrap();
-        let row = next
-            .get("Logical_Switch_Port", Uuid::parse(LSP1).unwrap())
-            .unwrap();
-        assert_eq!(row.map_str("external_ids", "a"), Some("5"));
-        assert_eq!(row.map_str("external_ids", "b"), Some("2"));
-        let old = changes[0].old.as_ref().unwrap();
-        assert_eq!(
-            old.columns.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
-            ["external_ids", "up"]
-        );
-    }
-
-    #[test]
-    fn a_bad_row_leaves_the_cache_untouched() {
-        let s = base();
-        let bad = updates(json!({"Logical_Switch_Port": {
-            "33333333-3333-4333-8333-333333333333": {"insert": {"name": "p2"}},
-            LSP1: {"modify": {"up": "not-a-bool"}}
-        }}));
-        let err = s.apply(bad).unwrap_err().to_string();
-        assert!(err.contains(LSP1) && err.contains("column up"), "{err}");
-        assert_eq!(s.table("Logical_Switch_Port").len(), 1);
-        let unknown = updates(json!({"Nope": {LSP1: {"delete": null}}}));
-        assert!(matches!(s.apply(unknown), Err(DataError::UnknownTable(_))));
-        let missing = updates(
-            json!({"Logical_Switch_Port": {"33333333-3333-4333-8333-333333333333": {"delete": null}}}),
-        );
-        assert!(s.apply(missing).is_err());
-    }
-
-    #[test]
-    fn delete_reports_the_whole_row() {
-        let (next, changes) = base()
-            .apply(updates(
-                json!({"Logical_Switch_Port": {LSP1: {"delete": null}}}),
-            ))
-            .unwrap();
-        assert!(next.table("Logical_Switch_Port").is_empty());
-        assert_eq!(changes[0].kind, ChangeKind::Delete);
-        assert_eq!(changes[0].old.as_ref().unwrap().str("name"), Some("p1"));
-    }
-
-    #[test]
-    fn replace_reports_the_difference_to_the_new_dump() {
-        let s = base();
-        let empty = DbSnapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);
-        let (next, changes) = s
-            .replace(empty, updates(json!({
-                "Logical_Switch": {LS1: {"initial": {"name": "ls1-renamed"}}},
-                "Logical_Switch_Port": {"33333333-3333-4333-8333-333333333333": {"initial": {"name": "p3"}}}
-            })))
-            .unwrap();
-        assert_eq!(next.table("Logical_Switch_Port").len(), 1);
-        let mut kinds: Vec<_> = changes
-            .iter()
-            .map(|c| (c.table.to_string(), c.kind))
-            .collect();
-        kinds.sort_by_key(|k| format!("{k:?}"));
-        assert_eq!(
-            kinds,
-            [
-                ("Logical_Switch".to_string(), ChangeKind::Update),
-                ("Logical_Switch_Port".to_string(), ChangeKind::Delete),
-                ("Logical_Switch_Port".to_string(), ChangeKind::Insert),
-            ]
-        );
-    }
-}
+mod tests;

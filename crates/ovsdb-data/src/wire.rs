@@ -59,6 +59,70 @@ pub struct TableUpdate {
     pub table: String,
     /// Row updates of the table.
     pub rows: Vec<RowUpdate>,
+    /// Row updates left out because they are not OVSDB notation (an
+    /// invalid atom, a key that is not a UUID, an unknown operation).
+    pub skipped: Vec<RowFault>,
+}
+
+impl TableUpdate {
+    /// The updates `rows` of `table`, none skipped.
+    pub fn new(table: impl Into<String>, rows: Vec<RowUpdate>) -> TableUpdate {
+        TableUpdate {
+            table: table.into(),
+            rows,
+            skipped: Vec::new(),
+        }
+    }
+}
+
+/// A row update that was left out: well-formed JSON, but not a valid row
+/// (bad notation, or a value that does not fit the schema). The rest of
+/// its message is still used; only JSON that does not parse, or a message
+/// of the wrong shape above the rows, fails the whole message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowFault {
+    /// The table of the row.
+    pub table: String,
+    /// The row, when the server keyed it with a valid UUID.
+    pub uuid: Option<Uuid>,
+    /// What is wrong, naming the column (or the key that is not a UUID).
+    pub reason: String,
+}
+
+impl RowFault {
+    /// The fault of row `uuid` of `table` whose decoding failed with `e`
+    /// (whose message already names the row: not repeated).
+    pub(crate) fn of_row(table: &str, uuid: Uuid, e: &serde_json::Error) -> RowFault {
+        let message = e.to_string();
+        let named = format!("row {uuid}: ");
+        RowFault {
+            table: table.to_string(),
+            uuid: Some(uuid),
+            reason: message
+                .strip_prefix(&named)
+                .map_or_else(|| message.clone(), str::to_string),
+        }
+    }
+}
+
+impl std::fmt::Display for RowFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.uuid {
+            Some(uuid) => write!(f, "{} row {uuid}: {}", self.table, self.reason),
+            None => write!(f, "{}: {}", self.table, self.reason),
+        }
+    }
+}
+
+/// Whether `e`, from decoding the text `json` of one row, is a fault of
+/// that row (JSON that parses but is not a valid row update) rather than of
+/// the JSON itself (syntax, end of input), which fails the whole message.
+/// The visitors wrap nested errors to name the row and column, which hides
+/// serde's category: a data error is checked by parsing the text again
+/// (only on this error path).
+pub(crate) fn is_row_fault(json: &[u8], e: &serde_json::Error) -> bool {
+    e.classify() == serde_json::error::Category::Data
+        && serde_json::from_slice::<serde::de::IgnoredAny>(json).is_ok()
 }
 
 /// The `table-updates2` object of an update notification or monitor reply.
@@ -69,6 +133,11 @@ impl TableUpdates {
     /// Number of row updates in all tables.
     pub fn row_count(&self) -> usize {
         self.0.iter().map(|t| t.rows.len()).sum()
+    }
+
+    /// The row updates left out while decoding, in message order.
+    pub fn skipped(&self) -> impl Iterator<Item = &RowFault> {
+        self.0.iter().flat_map(|t| &t.skipped)
     }
 }
 

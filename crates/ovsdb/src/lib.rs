@@ -9,17 +9,20 @@
 //! - [`monitor`]: conditional monitor requests and update decoding;
 //! - [`cache`]: publishes snapshots, the change stream and the resync
 //!   signal to readers;
+//! - [`backoff`]: when to reconnect after a failure;
 //! - [`reconnect`]: the long-lived [`Client`] that keeps a cache in sync
 //!   across failures and cluster failovers.
 
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod cache;
 pub mod error;
 pub mod framing;
 pub mod monitor;
 pub mod reconnect;
 pub mod rpc;
+mod server_db;
 pub mod tls;
 
 pub use cache::{CachePublisher, CacheReader};

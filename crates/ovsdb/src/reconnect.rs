@@ -6,9 +6,13 @@
 //!
 //! 1. connect to the next remote of the list (round robin; after a whole
 //!    round without success, wait an exponentially growing, jittered delay);
-//! 2. fetch the schema; in leader-only mode, read `_Server.Database` and move
-//!    on unless this server leads the database's cluster (and keep watching
-//!    it: losing leadership later also moves us on);
+//! 2. fetch the schema; read `_Server.Database` and move on to the next
+//!    remote unless this server's copy is usable (`server_db.rs`: a
+//!    clustered member connected to its cluster, not behind a cluster index
+//!    already seen, and in leader-only mode its leader), and keep watching
+//!    it: a member that loses its cluster or leadership later also moves
+//!    us on. With no usable member the cache keeps its last snapshot;
+//!    nothing is withdrawn for want of a server;
 //! 3. start the monitor with `monitor_cond_since` and the last transaction id
 //!    seen, so a reconnect to a server that still has it transfers only what
 //!    changed; when the server lacks the method, use `monitor_cond` and
@@ -16,78 +20,33 @@
 //! 4. publish the result, signal `resynced`, then apply every update batch as
 //!    it arrives, until the session fails.
 //!
-//! Any error from the server's input (bad JSON, wrong types, unknown tables,
+//! A row the server sends malformed or not fitting the schema (a wrong
+//! type, a bad UUID, an invalid atom) is left out and logged with its table
+//! and UUID; the rest of the database syncs
+//! ([`DbSnapshot::apply_skipping_bad_rows`]). Any other error from the
+//! server's input (JSON that does not parse, a message of the wrong shape,
 //! a modify of a row we do not have) ends the session: the cache keeps its
 //! last good snapshot and step 1 starts again, which resynchronises it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use crate::backoff::Backoff;
 use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
 use crate::monitor::decode_update;
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
+use crate::server_db;
 use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
+use obgp_ovsdb_data::{Applied, DataError, DbSnapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
-use obgp_ovsdb_data::{DataError, DbSnapshot};
-
-/// Exponential backoff with jitter, reset after every successful sync.
-#[derive(Clone, Debug)]
-pub struct Backoff {
-    /// First delay.
-    pub initial: Duration,
-    /// Largest delay.
-    pub max: Duration,
-    current: Duration,
-    rng: u64,
-}
-
-impl Backoff {
-    /// Delays start at `initial` and double up to `max`; each is randomised
-    /// to between 50 % and 100 % of the nominal value so that many agents
-    /// losing the same server do not come back in lockstep.
-    pub fn new(initial: Duration, max: Duration) -> Backoff {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
-        Backoff::with_seed(initial, max, seed)
-    }
-
-    /// As [`Backoff::new`] with a fixed random seed (for tests).
-    pub fn with_seed(initial: Duration, max: Duration, seed: u64) -> Backoff {
-        Backoff {
-            initial,
-            max,
-            current: initial,
-            rng: seed | 1,
-        }
-    }
-
-    /// The next delay.
-    pub fn next_delay(&mut self) -> Duration {
-        // xorshift64: plenty for jitter, no dependency.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let fraction = 0.5 + (self.rng % 1000) as f64 / 2000.0;
-        let delay = self.current.mul_f64(fraction);
-        self.current = (self.current * 2).min(self.max);
-        delay
-    }
-
-    /// Back to the initial delay.
-    pub fn reset(&mut self) {
-        self.current = self.initial;
-    }
-}
 
 /// Everything a [`Client`] needs.
 #[derive(Clone, Debug)]
@@ -139,6 +98,7 @@ pub struct Client {
     session: watch::Receiver<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
+    skipped: Arc<AtomicU64>,
     transact_timeout: Duration,
     task: JoinHandle<()>,
 }
@@ -151,6 +111,8 @@ struct Live {
 }
 
 const MONITOR_ID: &str = "obgp-db";
+/// Skipped rows of one batch named in the log; the rest are counted.
+const LOGGED_FAULTS: usize = 20;
 const SERVER_MONITOR_ID: &str = "obgp-server";
 
 impl Client {
@@ -162,6 +124,7 @@ impl Client {
         let (live_tx, live_rx) = watch::channel(None);
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
         let resumes = Arc::new(AtomicU64::new(0));
+        let skipped = Arc::new(AtomicU64::new(0));
         let transact_timeout = config.transact_timeout;
         let task = tokio::spawn(
             Runner {
@@ -170,8 +133,10 @@ impl Client {
                 live: live_tx,
                 monitor: monitor.clone(),
                 resumes: resumes.clone(),
+                skipped: skipped.clone(),
                 last_txn_id: None,
                 since_supported: true,
+                seen_index: Default::default(),
             }
             .run(),
         );
@@ -180,6 +145,7 @@ impl Client {
             session: live_rx,
             monitor,
             resumes,
+            skipped,
             transact_timeout,
             task,
         }
@@ -202,6 +168,12 @@ impl Client {
     /// (`monitor_cond_since` found it) instead of a full dump.
     pub fn resumed_syncs(&self) -> u64 {
         self.resumes.load(Ordering::Relaxed)
+    }
+
+    /// How many row updates were left out as malformed or not fitting the
+    /// schema (each logged with its table and UUID).
+    pub fn skipped_rows(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     fn live(&self) -> Result<Live> {
@@ -262,8 +234,11 @@ struct Runner {
     live: watch::Sender<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
+    skipped: Arc<AtomicU64>,
     last_txn_id: Option<String>,
     since_supported: bool,
+    /// The newest cluster index seen, across sessions.
+    seen_index: server_db::SeenIndex,
 }
 
 impl Runner {
@@ -281,14 +256,16 @@ impl Runner {
             next += 1;
             let synced = match self.session(&remote).await {
                 Ok(never) => match never {},
-                Err((synced, e)) => {
+                Err((synced_at, e)) => {
                     self.live.send_replace(None);
                     tracing::warn!(db = %self.config.database, %remote, error = %e, "OVSDB connection lost, reconnecting");
-                    synced
+                    if let Some(at) = synced_at {
+                        backoff.synced_session_ended(at.elapsed(), std::mem::discriminant(&e));
+                    }
+                    synced_at.is_some()
                 }
             };
             if synced {
-                backoff.reset();
                 failures_in_round = 0;
             } else {
                 failures_in_round += 1;
@@ -302,12 +279,12 @@ impl Runner {
         }
     }
 
-    /// One session from connect to failure. Returns whether it got as far as
-    /// a synced cache, and why it ended.
+    /// One session from connect to failure. Returns when it got as far as
+    /// a synced cache, if it did, and why it ended.
     async fn session(
         &mut self,
         remote: &Remote,
-    ) -> Result<std::convert::Infallible, (bool, Error)> {
+    ) -> Result<std::convert::Infallible, (Option<Instant>, Error)> {
         let db = self.config.database.clone();
         let (session, mut notes) = Session::connect(
             remote,
@@ -315,10 +292,10 @@ impl Runner {
             self.config.session.clone(),
         )
         .await
-        .map_err(|e| (false, e))?;
-        let fail = |e| (false, e);
+        .map_err(|e| (None, e))?;
+        let fail = |e| (None, e);
         let schema = Arc::new(session.get_schema(&db).await.map_err(fail)?);
-        let watches_server = self.check_server(&session).await.map_err(fail)?;
+        let mut server_rows = self.check_server(&session).await.map_err(fail)?;
 
         let spec = self
             .monitor
@@ -350,27 +327,27 @@ impl Runner {
                 Err(e) => return Err(fail(e)),
             }
         }
-        let (next, changes) = match reply {
+        let applied = match reply {
             Some(r) if r.found && same_schema => {
                 self.resumes.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(%remote, "resumed monitor from the last transaction id");
                 self.last_txn_id = Some(r.last_txn_id);
-                current.apply(r.updates)
+                current.apply_skipping_bad_rows(r.updates)
             }
             Some(r) => {
                 self.last_txn_id = Some(r.last_txn_id);
-                current.replace(empty, r.updates)
+                current.replace_skipping_bad_rows(empty, r.updates)
             }
             None => {
                 let dump = session
                     .monitor_cond(&db, &monitor_id, &spec, &schema)
                     .await
                     .map_err(fail)?;
-                current.replace(empty, dump)
+                current.replace_skipping_bad_rows(empty, dump)
             }
         }
         .map_err(|e| fail(e.into()))?;
-        self.publisher.publish(next, changes);
+        self.publish(applied);
         // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
             session: session.clone(),
@@ -379,7 +356,8 @@ impl Runner {
         self.publisher.resynced();
         tracing::info!(%db, %remote, "OVSDB cache synced");
 
-        let synced = |e| (true, e);
+        let synced_at = Some(Instant::now());
+        let synced = |e| (synced_at, e);
         // Conditions changed by `set_conditions` while we were connecting
         // did not reach this session's monitor request: send them now.
         let latest = self
@@ -401,19 +379,25 @@ impl Runner {
                     }
                     let update = decode_update(&method, &frame, &projection).map_err(synced)?;
                     drop(frame);
-                    if watches_server && update.monitor_id == json!(SERVER_MONITOR_ID) {
-                        self.check_server_update(&update.updates).map_err(synced)?;
+                    if update.monitor_id == json!(SERVER_MONITOR_ID) {
+                        if let Some(current) = server_rows.take() {
+                            let (next, _) = current
+                                .apply(update.updates)
+                                .map_err(|e| synced(e.into()))?;
+                            self.check_server_db(&session, &next).map_err(synced)?;
+                            server_rows = Some(next);
+                        }
                         continue;
                     }
                     if update.monitor_id != monitor_id {
                         continue;
                     }
-                    let (next, changes) = self
+                    let applied = self
                         .publisher
                         .current()
-                        .apply(update.updates)
+                        .apply_skipping_bad_rows(update.updates)
                         .map_err(|e| synced(e.into()))?;
-                    self.publisher.publish(next, changes);
+                    self.publish(applied);
                     if let Some(id) = update.last_txn_id {
                         self.last_txn_id = Some(id);
                     }
@@ -424,26 +408,39 @@ impl Runner {
         }
     }
 
-    /// Checks `_Server.Database` for our database: a clustered database must
-    /// be connected to its cluster, and in leader-only mode this server must
-    /// lead it. Starts a monitor on that row so later changes are seen.
-    /// Returns whether that monitor runs (servers without `_Server` skip it).
-    async fn check_server(&self, session: &Session) -> Result<bool> {
+    /// Publishes an applied batch; logs the rows it left out (the first
+    /// few by name, so a server sending thousands of bad rows cannot flood
+    /// the log) and counts them.
+    fn publish(&self, applied: Applied) {
+        let db = &self.config.database;
+        let n = applied.skipped.len();
+        for fault in applied.skipped.iter().take(LOGGED_FAULTS) {
+            let uuid = fault.uuid.map(|u| u.to_string());
+            tracing::warn!(%db, table = %fault.table, uuid = uuid.as_deref().unwrap_or("-"), reason = %fault.reason, "OVSDB row skipped: malformed or not fitting the schema; the rest of the database syncs");
+        }
+        if n > LOGGED_FAULTS {
+            tracing::warn!(%db, skipped = n, "OVSDB rows skipped in one batch; only the first {LOGGED_FAULTS} are named");
+        }
+        self.skipped.fetch_add(n as u64, Ordering::Relaxed);
+        self.publisher.publish(applied.snapshot, applied.changes);
+    }
+
+    /// Reads `_Server.Database` for our database and checks that this
+    /// server's copy may be used ([`server_db::check`]). Starts a monitor
+    /// on that row so later changes are seen, and returns the row's cache
+    /// to apply them to (`None`: a server without `_Server`, nothing to
+    /// watch).
+    async fn check_server(&mut self, session: &Session) -> Result<Option<DbSnapshot>> {
         let server_schema = match session.get_schema("_Server").await {
             Ok(s) => s,
             // Very old servers have no _Server database: nothing to check.
-            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(false),
+            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(None),
             Err(e) => return Err(e),
         };
         let spec = MonitorSpec::default().table(
             "Database",
             obgp_ovsdb_data::TableMonitor {
-                columns: Some(vec![
-                    "name".into(),
-                    "model".into(),
-                    "connected".into(),
-                    "leader".into(),
-                ]),
+                columns: Some(server_db::COLUMNS.iter().map(|c| c.to_string()).collect()),
                 conditions: Some(vec![Condition::eq(
                     "name",
                     obgp_ovsdb_data::Datum::scalar(obgp_ovsdb_data::Atom::String(
@@ -456,68 +453,32 @@ impl Runner {
         let dump = session
             .monitor_cond("_Server", &json!(SERVER_MONITOR_ID), &spec, &server_schema)
             .await?;
-        if dump.row_count() == 0 {
-            return Err(Error::NotUsable(format!(
-                "{}: server does not have database {}",
-                session.remote(),
-                self.config.database
-            )));
-        }
-        self.check_server_update(&dump)?;
-        Ok(true)
+        let empty = DbSnapshot::empty(Arc::new(server_schema), ["Database"]);
+        let (server_rows, _) = empty.apply(dump)?;
+        self.check_server_db(session, &server_rows)?;
+        Ok(Some(server_rows))
     }
 
-    fn check_server_update(&self, updates: &obgp_ovsdb_data::wire::TableUpdates) -> Result<()> {
-        for row in updates.0.iter().flat_map(|t| &t.rows) {
-            let get_bool = |name: &str| {
-                row.columns
-                    .iter()
-                    .find(|(c, _)| c == name)
-                    .and_then(|(_, d)| d.as_scalar()?.as_bool())
-            };
-            let model = row
-                .columns
-                .iter()
-                .find(|(c, _)| c == "model")
-                .and_then(|(_, d)| d.as_scalar()?.as_str().map(String::from));
-            // A modify carries only changed columns; the replaced scalar
-            // value is the new one.
-            if let Some(false) = get_bool("connected") {
-                return Err(Error::NotUsable(format!(
-                    "{} is not connected to its cluster",
-                    self.config.database
-                )));
-            }
-            let clustered = model.as_deref().is_none_or(|m| m == "clustered");
-            if self.config.leader_only && clustered && get_bool("leader") == Some(false) {
-                return Err(Error::NotUsable(format!(
-                    "not the leader of {}",
-                    self.config.database
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_with_jitter_up_to_the_cap() {
-        let mut b = Backoff::with_seed(Duration::from_millis(100), Duration::from_millis(800), 42);
-        let delays: Vec<Duration> = (0..6).map(|_| b.next_delay()).collect();
-        let nominal = [100u64, 200, 400, 800, 800, 800];
-        for (d, n) in delays.iter().zip(nominal) {
-            let n = Duration::from_millis(n);
-            assert!(
-                *d >= n / 2 && *d <= n,
-                "{d:?} not within [{:?}, {n:?}]",
-                n / 2
-            );
-        }
-        b.reset();
-        assert!(b.next_delay() <= Duration::from_millis(100));
+    /// Whether the server's `_Server.Database` row (as cached in
+    /// `server_rows`) lets us use its copy of the database.
+    fn check_server_db(&mut self, session: &Session, server_rows: &DbSnapshot) -> Result<()> {
+        let db = &self.config.database;
+        let row = server_rows
+            .table("Database")
+            .values()
+            .find(|r| r.str("name") == Some(db.as_str()))
+            .ok_or_else(|| {
+                Error::NotUsable(format!(
+                    "{}: server does not have database {db}",
+                    session.remote()
+                ))
+            })?;
+        let status = server_db::DatabaseStatus::from_row(row);
+        server_db::check(&status, self.config.leader_only, &mut self.seen_index).map_err(|why| {
+            Error::NotUsable(format!(
+                "{}: {db}: {why}; trying another server",
+                session.remote()
+            ))
+        })
     }
 }

@@ -1,8 +1,11 @@
-//! A fake OVSDB server on a unix socket feeds the client broken input:
-//! wrong types, garbage, truncated JSON, unknown tables and columns, an
-//! oversized message. Each must end the session with an error, the cache
-//! must never show a half-applied batch, and the client must reconnect and
-//! end up in sync with the last, well-behaved connection. Never a panic.
+//! A fake OVSDB server on a unix socket feeds the client broken input.
+//! Garbage, truncated JSON, a message of the wrong shape, an oversized
+//! message must end the session with an error, the cache must never show a
+//! half-applied batch, and the client must reconnect and end up in sync
+//! with the last, well-behaved connection. A row of the wrong type, with a
+//! bad UUID or an invalid atom is skipped and the rest syncs. A fake cluster
+//! member whose `_Server` row is behind what the client saw is left for
+//! another. Never a panic.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -31,6 +34,8 @@ enum Script {
     BrokenSchemaReply(Vec<u8>),
     /// Reply with `dump` and stay connected.
     DumpAndStay { dump: Value },
+    /// Reply with `dump`, write `after` and stay connected.
+    DumpUpdateAndStay { dump: Value, after: Vec<u8> },
 }
 
 fn ls(uuid: &str, name: &str) -> (String, Value) {
@@ -63,7 +68,31 @@ async fn read_request(
     }
 }
 
-async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
+async fn serve(sock: UnixStream, script: Script) -> Result<()> {
+    serve_as(sock, script, None).await
+}
+
+/// The `_Server` database of a fake cluster member: the columns of its
+/// `Database` row for OVN_Northbound.
+struct Member {
+    database_row: Value,
+}
+
+/// The part of `_Server`'s schema the client reads.
+fn server_schema() -> Value {
+    json!({"name": "_Server", "version": "1.2.0", "tables": {"Database": {"columns": {
+        "name": {"type": "string"},
+        "model": {"type": {"key": {"type": "string", "enum": ["set", ["standalone", "clustered", "relay"]]}}},
+        "connected": {"type": "boolean"},
+        "leader": {"type": "boolean"},
+        "cid": {"type": {"key": {"type": "uuid"}, "min": 0, "max": 1}},
+        "index": {"type": {"key": {"type": "integer"}, "min": 0, "max": 1}}
+    }, "isRoot": true}}})
+}
+
+/// Serves `script`; with `member`, also a `_Server` database saying what
+/// the member's `Database` row says.
+async fn serve_as(mut sock: UnixStream, script: Script, member: Option<Member>) -> Result<()> {
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/schemas/ovn-nb.ovsschema"
@@ -81,6 +110,14 @@ async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
             (Some("get_schema"), _) if req["params"][0] == "OVN_Northbound" => {
                 json!({"id": id, "result": schema, "error": null})
             }
+            (Some("get_schema"), _) if req["params"][0] == "_Server" && member.is_some() => {
+                json!({"id": id, "result": server_schema(), "error": null})
+            }
+            (Some("monitor_cond"), _) if req["params"][0] == "_Server" => {
+                let row = member.as_ref().map(|m| m.database_row.clone());
+                let rows = json!({"dddddddd-0000-4000-8000-00000000000d": {"initial": row}});
+                json!({"id": id, "result": {"Database": rows}, "error": null})
+            }
             (Some("get_schema"), _) => {
                 json!({"id": id, "result": null, "error": "unknown database"})
             }
@@ -97,6 +134,12 @@ async fn serve(mut sock: UnixStream, script: Script) -> Result<()> {
             }
             (Some("monitor_cond"), Script::DumpAndStay { dump }) => {
                 json!({"id": id, "result": dump, "error": null})
+            }
+            (Some("monitor_cond"), Script::DumpUpdateAndStay { dump, after }) => {
+                let r = json!({"id": id, "result": dump, "error": null});
+                sock.write_all(r.to_string().as_bytes()).await?;
+                sock.write_all(after).await?;
+                continue;
             }
             (Some("echo"), _) => json!({"id": id, "result": req["params"], "error": null}),
             // A server that never commits: transactions go unanswered.
@@ -128,14 +171,16 @@ async fn broken_server_input_drops_the_session_and_the_client_recovers() -> Resu
     let listener = UnixListener::bind(&path)?;
     let big = "x".repeat(200 * 1024);
     let scripts = vec![
-        // A batch whose second row has a wrong type: the first row (x) must
-        // not appear either.
+        // A batch whose second row is not JSON: the first row (x) must not
+        // appear either.
         Script::DumpThen {
             dump: dump(&[ls(A, "a")]),
-            after: update2(json!({"Logical_Switch": {
+            after: String::from_utf8(update2(json!({"Logical_Switch": {
                 X: {"insert": {"name": "x"}},
-                A: {"modify": {"name": 5}}
-            }})),
+                A: {"modify": {"name": "BROKEN"}}
+            }})))?
+            .replace("\"BROKEN\"", "tru")
+            .into_bytes(),
         },
         Script::BrokenSchemaReply(b"{\"id\": 1, \"result\": nonsense}".to_vec()),
         Script::DumpThen {
@@ -144,13 +189,15 @@ async fn broken_server_input_drops_the_session_and_the_client_recovers() -> Resu
                 b"{\"id\":null,\"method\":\"update2\",\"params\":[\"obgp-db\",{\"Logical_Switch\""
                     .to_vec(),
         },
+        // A dump of the wrong shape.
         Script::DumpThen {
-            dump: json!({"Bogus_Table": {A: {"initial": {}}}}),
+            dump: json!({"Logical_Switch": {A: [1]}, "Bogus": 7}),
             after: Vec::new(),
         },
+        // A table's updates that are not an object of rows.
         Script::DumpThen {
             dump: dump(&[ls(A, "a")]),
-            after: update2(json!({"Logical_Switch": {X: {"insert": {"no_such_column": 1}}}})),
+            after: update2(json!({"Logical_Switch": [X]})),
         },
         Script::DumpThen {
             dump: dump(&[ls(A, "a")]),
@@ -220,6 +267,7 @@ async fn broken_server_input_drops_the_session_and_the_client_recovers() -> Resu
     }
     // Scripts 1, 3, 5, 6, 7, 8 and 9 got as far as a synced cache.
     assert_eq!(*client.cache().resynced().borrow(), 7);
+    assert_eq!(client.skipped_rows(), 0, "no row was merely malformed");
     drop(client);
     let seen = watcher.await?;
     assert!(
@@ -302,5 +350,205 @@ async fn an_unanswered_transaction_times_out_without_dropping_the_session() -> R
         client.connected_to().is_some(),
         "a slow transaction is not a dead session"
     );
+    Ok(())
+}
+
+/// Serves `script()` to every connection; counts them.
+fn serve_every_connection(
+    listener: UnixListener,
+    script: impl Fn() -> Script + Send + 'static,
+) -> (
+    tokio::task::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let script = script();
+            tokio::spawn(async move {
+                let _ = serve(sock, script).await;
+            });
+        }
+    });
+    (task, connections)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_row_is_skipped_by_uuid_and_the_rest_of_the_database_syncs() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    // The dump: a good row, one with a wrong type, one keyed by a bad
+    // UUID, one with an invalid atom. The update after it: a good insert,
+    // a bad modify of the good row, an unknown column.
+    let dump = json!({"Logical_Switch": {
+        A: {"initial": {"name": "a"}},
+        B: {"initial": {"name": 5}},
+        "not-a-uuid": {"initial": {"name": "n"}},
+        C: {"initial": {"name": ["uuid", "zz"]}},
+    }});
+    let after = update2(json!({"Logical_Switch": {
+        X: {"insert": {"name": "x"}},
+        A: {"modify": {"name": ["set", [1, 2]]}},
+        "dddddddd-0000-4000-8000-000000000005": {"insert": {"no_such_column": 1}},
+    }}));
+    let (server, connections) =
+        serve_every_connection(listener, move || Script::DumpUpdateAndStay {
+            dump: dump.clone(),
+            after: after.clone(),
+        });
+    let client = Client::start(ClientConfig::new(
+        vec![Remote::Unix(path.clone())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    ));
+    tokio::time::timeout(Duration::from_secs(10), client.cache().wait_resynced(1)).await??;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while names(&client) != BTreeSet::from(["a".to_string(), "x".to_string()]) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("good rows not synced: {:?}", names(&client));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while client.skipped_rows() < 5 {
+        if tokio::time::Instant::now() > deadline {
+            bail!("skipped {} rows, want 5", client.skipped_rows());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The session stayed up: one connection, one sync, nothing dropped.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(client.skipped_rows(), 5);
+    assert!(client.connected_to().is_some());
+    assert_eq!(*client.cache().resynced().borrow(), 1);
+    assert_eq!(connections.load(std::sync::atomic::Ordering::Relaxed), 1);
+    server.abort();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_right_after_every_sync_backs_off_instead_of_looping() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    // Every connection syncs, then gets an update that is not JSON.
+    let (server, connections) = serve_every_connection(listener, || {
+        Script::DumpUpdateAndStay {
+        dump: dump(&[ls(A, "a")]),
+        after: b"{\"id\":null,\"method\":\"update2\",\"params\":[\"obgp-db\",{\"Logical_Switch\": tru}]}".to_vec(),
+    }
+    });
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(path.clone())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.backoff = (Duration::from_millis(50), Duration::from_secs(8));
+    let client = Client::start(config);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let n = connections.load(std::sync::atomic::Ordering::Relaxed);
+    // Delays of at least 25, 50, 100, 200, 400, 800, 1600 ms (jitter halves
+    // them at worst): at most 8 connections in 3 s. Starting over after
+    // every sync, the client would reconnect every 25-50 ms: 60 or more.
+    assert!((3..=8).contains(&n), "{n} connections in 3 s");
+    assert_eq!(names(&client), BTreeSet::from(["a".to_string()]));
+    server.abort();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_member_behind_the_index_already_seen_is_left_for_another() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir()?;
+    let fresh_path = dir.path().join("fresh.sock");
+    let stale_path = dir.path().join("stale.sock");
+    let (fresh, stale) = (
+        UnixListener::bind(&fresh_path)?,
+        UnixListener::bind(&stale_path)?,
+    );
+    let row = |index: i64, name: &str| Member {
+        database_row: json!({"name": "OVN_Northbound", "model": "clustered",
+            "connected": true, "index": index,
+            "cid": ["uuid", "cccccccc-0000-4000-8000-00000000000c"], "leader": name == "fresh"}),
+    };
+    // The fresh member (index 120): the first connection syncs and closes,
+    // the second stays. The stale one (index 100, connected, a different
+    // content) must never be read.
+    let fresh_server = tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((sock, _)) = fresh.accept().await {
+            n += 1;
+            let script = if n == 1 {
+                Script::DumpThen {
+                    dump: dump(&[ls(A, "fresh")]),
+                    after: Vec::new(),
+                }
+            } else {
+                Script::DumpAndStay {
+                    dump: dump(&[ls(A, "fresh"), ls(B, "fresh-2")]),
+                }
+            };
+            tokio::spawn(serve_as(sock, script, Some(row(120, "fresh"))));
+        }
+    });
+    let stale_tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tries = stale_tries.clone();
+    let stale_server = tokio::spawn(async move {
+        while let Ok((sock, _)) = stale.accept().await {
+            tries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let script = Script::DumpAndStay {
+                dump: dump(&[ls(C, "stale")]),
+            };
+            tokio::spawn(serve_as(sock, script, Some(row(100, "stale"))));
+        }
+    });
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(fresh_path), Remote::Unix(stale_path)],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.backoff = (Duration::from_millis(10), Duration::from_millis(50));
+    let client = Client::start(config);
+    let mut snapshots = client.cache().watch();
+    let watcher = tokio::spawn(async move {
+        let mut seen = BTreeSet::new();
+        while snapshots.changed().await.is_ok() {
+            seen.extend(
+                snapshots
+                    .borrow_and_update()
+                    .table("Logical_Switch")
+                    .values()
+                    .filter_map(|r| r.str("name").map(String::from)),
+            );
+        }
+        seen
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while names(&client) != BTreeSet::from(["fresh".to_string(), "fresh-2".to_string()]) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("never back on the fresh member: {:?}", names(&client));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        stale_tries.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+        "the stale member was tried"
+    );
+    assert_eq!(*client.cache().resynced().borrow(), 2);
+    drop(client);
+    let seen = watcher.await?;
+    assert!(!seen.contains("stale"), "read the stale member: {seen:?}");
+    fresh_server.abort();
+    stale_server.abort();
     Ok(())
 }

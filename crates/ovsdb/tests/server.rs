@@ -707,3 +707,108 @@ async fn a_frozen_server_is_detected_by_the_probe_and_resynced_when_it_thaws() -
     cache_matches_server(&client, &server).await?;
     Ok(())
 }
+
+/// The names of the cached Logical_Switch rows.
+fn switch_names(client: &Client) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .cache()
+        .snapshot()
+        .table("Logical_Switch")
+        .values()
+        .filter_map(|r| r.str("name").map(String::from))
+        .collect();
+    names.sort();
+    names
+}
+
+async fn wait_names(client: &Client, want: &[&str], within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
+    while switch_names(client) != want {
+        if Instant::now() > deadline {
+            bail!("cache has {:?}, want {want:?}", switch_names(client));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_loses_its_cluster_is_left_and_without_a_good_member_the_cache_stays(
+) -> Result<()> {
+    init_tracing();
+    let mut cluster = Cluster::start("ovn-nb.ovsschema")?;
+    let mut config = ClientConfig::new(
+        parse_remotes(&cluster.remotes())?,
+        "OVN_Northbound",
+        MonitorSpec::all(NB_TABLES),
+    );
+    config.backoff = (Duration::from_millis(50), Duration::from_millis(500));
+    config.session.probe_interval = Some(Duration::from_secs(1));
+    let client = Client::start(config);
+    wait_resynced(&client, 1).await?;
+    obgp_testbed::ovsdb::transact_cli(
+        &cluster.unix_remote(0),
+        "OVN_Northbound",
+        &[json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "kept"}})],
+    )?;
+    wait_names(&client, &["kept"], Duration::from_secs(10)).await?;
+    let on = (0..3)
+        .find(|i| client.connected_to() == Some(cluster.tcp_remote(*i)))
+        .context("connected to no member")?;
+
+    // The member the client reads stays up and reachable, but its two
+    // peers crash: it loses its cluster (`connected: false` once its
+    // elections fail) and the client leaves it.
+    let others: Vec<usize> = (0..3).filter(|i| *i != on).collect();
+    for i in &others {
+        cluster.kill(*i);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client.connected_to().is_some() {
+        if Instant::now() > deadline {
+            bail!("client stayed on member {on}, which lost its cluster");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // No good member: the client keeps trying (the isolated member is
+    // refused, the others are down) and the cache keeps its last snapshot,
+    // no resync, no change published.
+    let resyncs = *client.cache().resynced().borrow();
+    let before = cache_rows(client.cache(), "Logical_Switch");
+    let mut changes = client.cache().watch();
+    changes.borrow_and_update();
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until {
+        assert_eq!(
+            client.connected_to(),
+            None,
+            "used a member without its cluster"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(*client.cache().resynced().borrow(), resyncs);
+    assert_eq!(cache_rows(client.cache(), "Logical_Switch"), before);
+    assert!(!changes.has_changed()?, "a snapshot was published");
+
+    // The two come back without the isolated member (it crashes now): they
+    // are a quorum, and the client syncs from one of them.
+    cluster.kill(on);
+    for i in &others {
+        cluster.revive(*i)?;
+    }
+    for i in &others {
+        cluster.wait_connected(*i)?;
+    }
+    obgp_testbed::ovsdb::transact_cli(
+        &cluster.unix_remote(others[0]),
+        "OVN_Northbound",
+        &[json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "after"}})],
+    )?;
+    wait_names(&client, &["after", "kept"], Duration::from_secs(20)).await?;
+    let now_on = client.connected_to().context("not connected")?;
+    assert!(
+        others.iter().any(|i| cluster.tcp_remote(*i) == now_on),
+        "{now_on} is not a healthy member"
+    );
+    Ok(())
+}

@@ -11,7 +11,7 @@ use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
 use super::reply_framer::{frame_reply, PendingResult, PendingTables};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
-use super::{MonitorResult, RowUpdate, TableUpdate, TableUpdates};
+use super::{is_row_fault, MonitorResult, RowFault, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::Uuid;
 
 /// The members of a reply message decoded by [`decode_streamed_reply`].
@@ -101,7 +101,7 @@ fn decode_streamed_reply_on(
         }
         (framed, decoded)
     });
-    let mut batches: Vec<Option<Vec<RowUpdate>>> = Vec::new();
+    let mut batches: Vec<Option<DecodedRows>> = Vec::new();
     let mut first_error: Option<(usize, DecodeError)> = None;
     for (seq, rows) in decoded {
         match rows {
@@ -128,9 +128,15 @@ fn decode_streamed_reply_on(
         for (table, seqs) in tables {
             let count = seqs
                 .clone()
-                .map(|s| batches.get(s).and_then(Option::as_ref).map_or(0, Vec::len))
+                .map(|s| {
+                    batches
+                        .get(s)
+                        .and_then(Option::as_ref)
+                        .map_or(0, |b| b.0.len())
+                })
                 .sum();
             let mut rows = Vec::with_capacity(count);
+            let mut skipped = Vec::new();
             for s in seqs {
                 let batch = batches.get_mut(s).and_then(Option::take).ok_or_else(|| {
                     DecodeError::LostBatch {
@@ -138,9 +144,14 @@ fn decode_streamed_reply_on(
                         batch: s,
                     }
                 })?;
-                rows.extend(batch);
+                rows.extend(batch.0);
+                skipped.extend(batch.1);
             }
-            out.push(TableUpdate { table, rows });
+            out.push(TableUpdate {
+                table,
+                rows,
+                skipped,
+            });
         }
         Ok(TableUpdates(out))
     };
@@ -166,8 +177,12 @@ const STREAMED_INTERN_CAPACITY: usize = 1 << 16;
 /// `first_failed` before any batch failed.
 const NO_FAILURE: usize = usize::MAX;
 
-/// The rows of one batch, or the error of its first bad row.
-type RowsResult = Result<Vec<RowUpdate>, DecodeError>;
+/// The rows of one batch and those skipped (see [`RowFault`]).
+type DecodedRows = (Vec<RowUpdate>, Vec<RowFault>);
+
+/// The rows of one batch, or the error of its first row that is not
+/// well-formed JSON.
+type RowsResult = Result<DecodedRows, DecodeError>;
 
 /// Row updates of one table, framed but not decoded, on their way to a
 /// decoding thread: `bytes` holds each row's UUID key and value, `rows`
@@ -181,8 +196,10 @@ pub(super) struct RowBatch {
 }
 
 impl RowBatch {
-    /// Decodes the rows in order; the first bad one fails the batch,
-    /// named by table and row like the buffered decoder does.
+    /// Decodes the rows in order. A row that is well-formed JSON but not a
+    /// valid row update is skipped as the buffered decoder skips it; the
+    /// first that is not well-formed JSON fails the batch, named by table
+    /// and row.
     fn decode(&self, keys: Option<&TableKeys>) -> RowsResult {
         let table = &self.table;
         // UTF-8 is checked once for the whole batch (fast on ASCII), not
@@ -190,18 +207,28 @@ impl RowBatch {
         // goes through `from_slice`, whose error names the bad row.
         let text = std::str::from_utf8(&self.bytes).ok();
         let mut rows = Vec::with_capacity(self.rows.len());
+        let mut skipped = Vec::new();
+        let failed = |source| DecodeError::Row {
+            table: table.clone(),
+            source,
+        };
         for (key, value) in &self.rows {
             let key_text = text.and_then(|t| t.get(key.clone()));
             let uuid = match key_text.and_then(plain_uuid_key) {
                 Some(uuid) => uuid,
-                None => {
-                    from_bytes(&self.bytes[key.clone()], plain::<UuidText>())
-                        .map_err(|source| DecodeError::Row {
-                            table: table.clone(),
-                            source,
-                        })?
-                        .0
-                }
+                None => match from_bytes(&self.bytes[key.clone()], plain::<UuidText>()) {
+                    Ok(uuid) => uuid.0,
+                    Err(e) if is_row_fault(&self.bytes[key.clone()], &e) => {
+                        let key = String::from_utf8_lossy(&self.bytes[key.clone()]);
+                        skipped.push(RowFault {
+                            table: table.to_string(),
+                            uuid: None,
+                            reason: format!("row key {key} is not a UUID"),
+                        });
+                        continue;
+                    }
+                    Err(e) => return Err(failed(e)),
+                },
             };
             let seed = RowUpdateSeed(uuid, keys);
             // The plain rows (nearly all) are scanned directly; the serde
@@ -212,14 +239,16 @@ impl RowBatch {
                     None => from_text(value, seed),
                 },
                 None => from_bytes(&self.bytes[value.clone()], seed),
+            };
+            match row {
+                Ok(row) => rows.push(row),
+                Err(e) if is_row_fault(&self.bytes[value.clone()], &e) => {
+                    skipped.push(RowFault::of_row(table, uuid, &e))
+                }
+                Err(e) => return Err(failed(e)),
             }
-            .map_err(|source| DecodeError::Row {
-                table: table.clone(),
-                source,
-            })?;
-            rows.push(row);
         }
-        Ok(rows)
+        Ok((rows, skipped))
     }
 }
 
@@ -364,22 +393,26 @@ mod tests {
         json!({"Logical_Switch_Port": ports, "Logical_Switch": switches, "NB_Global": {}})
     }
 
-    #[test]
-    fn of_several_bad_rows_the_first_in_the_message_is_reported() {
+    /// 300 rows of Logical_Switch_Port; the names of rows 60 and 200 are
+    /// the text `bad`.
+    fn reply_with_bad_rows(bad: &str) -> String {
         let rows: serde_json::Map<String, serde_json::Value> = (0..300)
             .map(|i| {
-                let name = if i == 60 || i == 200 {
-                    json!(["set"])
-                } else {
-                    json!("p")
-                };
+                let name = if i == 60 || i == 200 { "BAD" } else { "p" };
                 (
                     format!("{i:08x}-2222-4222-8222-222222222222"),
                     json!({"initial": {"name": name}}),
                 )
             })
             .collect();
-        let text = json!({"id": 1, "result": {"Logical_Switch_Port": rows}}).to_string();
+        json!({"id": 1, "result": {"Logical_Switch_Port": rows}})
+            .to_string()
+            .replace("\"BAD\"", bad)
+    }
+
+    #[test]
+    fn of_several_rows_that_are_not_json_the_first_in_the_message_is_reported() {
+        let text = reply_with_bad_rows("tru");
         let none = KeyProjection::default();
         // Several decoders racing over small batches, many times: the
         // timing must never change which error is reported.
@@ -389,20 +422,61 @@ mod tests {
                     .unwrap_err()
                     .to_string();
             assert!(
-                err.starts_with("table Logical_Switch_Port: row 0000003c-2222-4222-8222-222222222222: column name:"),
+                err.starts_with("table Logical_Switch_Port: row 0000003c-2222-4222-8222-222222222222: column name: expected ident"),
                 "{err}"
             );
         }
         // The buffered decoder reports the same row.
-        let buffered = serde_json::from_str::<MonitorResult>(
-            &serde_json::from_str::<serde_json::Value>(&text).unwrap()["result"].to_string(),
-        )
-        .unwrap_err()
-        .to_string();
+        let result = &text[text.find("{\"Logical").unwrap()..text.len() - 1];
+        let buffered = serde_json::from_str::<MonitorResult>(result)
+            .unwrap_err()
+            .to_string();
         assert!(
             buffered.contains("row 0000003c-2222-4222-8222-222222222222"),
             "{buffered}"
         );
+    }
+
+    #[test]
+    fn rows_that_are_not_ovsdb_notation_are_skipped_by_uuid_and_the_rest_decodes() {
+        let text = reply_with_bad_rows(r#"["set"]"#)
+            .replace("\"00000007-2222-4222-8222-222222222222\"", "\"not-a-uuid\"");
+        let none = KeyProjection::default();
+        let buffered = serde_json::from_str::<MonitorResult>(
+            &text[text.find("{\"Logical").unwrap()..text.len() - 1],
+        )
+        .unwrap();
+        for round in 0..10 {
+            let reply =
+                decode_streamed_reply_on(&none, 3, 40 + round, pieces(text.as_bytes(), &[777]))
+                    .unwrap();
+            let Some(MonitorResult::Updates(u)) = reply.result else {
+                panic!("no updates: {:?}", reply.result);
+            };
+            assert_eq!(u.row_count(), 297);
+            let skipped: Vec<String> = u.skipped().map(|f| f.to_string()).collect();
+            assert_eq!(skipped.len(), 3, "{skipped:?}");
+            assert!(
+                skipped[0].starts_with("Logical_Switch_Port: row key"),
+                "{skipped:?}"
+            );
+            assert!(skipped[0].contains("not-a-uuid"), "{skipped:?}");
+            assert!(
+                skipped[1].starts_with(
+                    "Logical_Switch_Port row 0000003c-2222-4222-8222-222222222222: column name:"
+                ),
+                "{skipped:?}"
+            );
+            assert_eq!(
+                u.skipped().map(|f| f.uuid).collect::<Vec<_>>(),
+                [
+                    None,
+                    Uuid::parse("0000003c-2222-4222-8222-222222222222").ok(),
+                    Uuid::parse("000000c8-2222-4222-8222-222222222222").ok()
+                ]
+            );
+            assert_eq!(MonitorResult::Updates(u), buffered);
+        }
     }
 
     #[test]
@@ -442,7 +516,7 @@ mod tests {
         assert_eq!((r.id, r.result), (json!(4), None));
         assert_eq!(r.error, json!({"error": "unknown database"}));
         for bad in [
-            &br#"{"id": 4, "result": {"T": {"not-a-uuid": {}}}}"#[..],
+            &br#"{"id": 4, "result": {"T": {"22222222-2222-4222-8222-222222222222": {"initial": {"a": tru}}}}}"#[..],
             br#"{"id": 4} x"#,
             br#"{"id": 4"#,
             b"[1]",

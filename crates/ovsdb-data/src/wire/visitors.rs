@@ -8,17 +8,19 @@
 //! `"uuid"`) and UUIDs are read from the bytes without allocating; strings
 //! go through the message's interner ([`super::intern`]).
 //!
-//! About 720 lines with the tests: one visitor per level of the notation,
-//! from an atom up to a monitor result, which read as one grammar.
+//! About 720 lines: one visitor per level of the notation, from an atom up
+//! to a monitor result, which read as one grammar (the tests are in
+//! `visitors/tests.rs`).
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::intern::{exact, intern, InternScope, COLUMN_SCRATCH, MAP_SCRATCH, SET_SCRATCH};
 use super::projection::{column_keys, KeyProjection, TableKeys};
-use super::{MonitorResult, RowOp, RowUpdate, TableUpdate, TableUpdates};
+use super::{is_row_fault, MonitorResult, RowFault, RowOp, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::{Atom, Datum, Str, Uuid};
 
 /// A string read through the interner.
@@ -508,26 +510,80 @@ impl<'de> Visitor<'de> for RowUpdateSeed<'_> {
     }
 }
 
-struct RowsSeed<'k>(Option<&'k TableKeys>);
+/// The rows of one table: `.keys` its key projection. A row whose JSON
+/// parses but is not a valid row update is skipped into the faults, named
+/// by its key; JSON that does not parse fails the message.
+struct RowsSeed<'a> {
+    table: &'a str,
+    keys: Option<&'a TableKeys>,
+}
 
 impl<'de> DeserializeSeed<'de> for RowsSeed<'_> {
-    type Value = Vec<RowUpdate>;
+    type Value = (Vec<RowUpdate>, Vec<RowFault>);
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for RowsSeed<'_> {
-    type Value = Vec<RowUpdate>;
+    type Value = (Vec<RowUpdate>, Vec<RowFault>);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of row updates keyed by UUID")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(16));
-        while let Some(UuidText(uuid)) = map.next_key::<UuidText>()? {
-            rows.push(map.next_value_seed(RowUpdateSeed(uuid, self.0))?);
+        let mut skipped = Vec::new();
+        while let Some(RowKey(key)) = map.next_key::<RowKey>()? {
+            // Taken whole (which checks its JSON) before it is decoded, so
+            // that a bad row leaves the parser at the next one.
+            let value: Box<RawValue> = map.next_value().map_err(|e| match &key {
+                Ok(uuid) => de::Error::custom(format!("row {uuid}: {e}")),
+                Err(key) => de::Error::custom(format!("row {key:?}: {e}")),
+            })?;
+            let uuid = match key {
+                Ok(uuid) => uuid,
+                Err(key) => {
+                    skipped.push(RowFault {
+                        table: self.table.to_string(),
+                        uuid: None,
+                        reason: format!("row key {key:?} is not a UUID"),
+                    });
+                    continue;
+                }
+            };
+            let text = value.get();
+            let row = match super::row_scan::decode_row(text, uuid, self.keys) {
+                Some(row) => Ok(row),
+                None => from_text(text, RowUpdateSeed(uuid, self.keys)),
+            };
+            match row {
+                Ok(row) => rows.push(row),
+                Err(e) if is_row_fault(text.as_bytes(), &e) => {
+                    skipped.push(RowFault::of_row(self.table, uuid, &e))
+                }
+                Err(e) => return Err(de::Error::custom(e)),
+            }
         }
-        Ok(rows)
+        Ok((rows, skipped))
+    }
+}
+
+/// A row's key: its UUID, or the text that is not one.
+struct RowKey(Result<Uuid, String>);
+
+impl<'de> Deserialize<'de> for RowKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RowKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row UUID")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RowKey, E> {
+                Ok(RowKey(Uuid::parse(v).map_err(|_| v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -553,10 +609,17 @@ impl<'de> Visitor<'de> for TablesSeed<'_> {
         let mut tables = Vec::new();
         while let Some(table) = map.next_key::<String>()? {
             let keys = self.0.and_then(|p| p.table(&table));
-            let rows = map
-                .next_value_seed(RowsSeed(keys))
+            let (rows, skipped) = map
+                .next_value_seed(RowsSeed {
+                    table: &table,
+                    keys,
+                })
                 .map_err(|e| de::Error::custom(format!("table {table}: {e}")))?;
-            tables.push(TableUpdate { table, rows });
+            tables.push(TableUpdate {
+                table,
+                rows,
+                skipped,
+            });
         }
         Ok(TableUpdates(tables))
     }
@@ -657,72 +720,4 @@ pub(super) fn plain<T: for<'a> Deserialize<'a>>() -> std::marker::PhantomData<T>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::wire::WireDatum;
-    use proptest::prelude::*;
-    use serde_json::json;
-
-    #[test]
-    fn wire_datum_matches_datum_from_wire() {
-        for v in [
-            json!("x"),
-            json!(5),
-            json!(2.5),
-            json!(true),
-            json!(["uuid", "22222222-2222-4222-8222-222222222222"]),
-            json!(["set", ["a", "b"]]),
-            json!(["set", []]),
-            json!(["map", [["k", "v"], ["k2", 3]]]),
-        ] {
-            let wire: WireDatum = serde_json::from_value(v.clone()).unwrap();
-            assert_eq!(wire.0, Datum::from_wire(&v).unwrap(), "{v}");
-        }
-    }
-
-    #[test]
-    fn table_updates_decode_all_row_ops() {
-        let text = json!({
-            "Logical_Switch": {
-                "22222222-2222-4222-8222-222222222222": {"insert": {"name": "ls1"}},
-                "33333333-2222-4222-8222-222222222222": {"delete": null},
-                "44444444-2222-4222-8222-222222222222": {"modify": {"ports": ["set", []]}},
-                "55555555-2222-4222-8222-222222222222": {"initial": {}}
-            }
-        })
-        .to_string();
-        let u: TableUpdates = serde_json::from_str(&text).unwrap();
-        let ops: Vec<RowOp> = u.0[0].rows.iter().map(|r| r.op).collect();
-        assert_eq!(
-            ops,
-            [RowOp::Insert, RowOp::Delete, RowOp::Modify, RowOp::Initial]
-        );
-        assert_eq!(u.row_count(), 4);
-    }
-
-    #[test]
-    fn malformed_updates_are_errors() {
-        for bad in [
-            r#"{"T": {"not-a-uuid": {"insert": {}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"upsert": {}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["map", [["k"]]]}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": {"x": 1}}}}}"#,
-            r#"{"T": {"22222222-2222-4222-8222-222222222222": {"insert": {"c": ["uuid", "zz"]}}}}"#,
-            r#"{"T": [1]}"#,
-        ] {
-            assert!(serde_json::from_str::<TableUpdates>(bad).is_err(), "{bad}");
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn datum_decoder_never_panics(text in ".{0,64}", bytes in prop::collection::vec(any::<u8>(), 0..64)) {
-            let _ = serde_json::from_str::<WireDatum>(&text);
-            let _ = serde_json::from_slice::<TableUpdates>(&bytes);
-            let _ = serde_json::from_str::<TableUpdates>(&format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}"));
-            let p = KeyProjection::default().keep("T", "c", ["a"]);
-            let _ = crate::wire::decode_table_updates(format!("{{\"T\":{{\"22222222-2222-4222-8222-222222222222\":{{\"modify\":{{\"c\":{text}}}}}}}}}").as_bytes(), &p);
-        }
-    }
-}
+mod tests;

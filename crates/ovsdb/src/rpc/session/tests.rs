@@ -146,13 +146,15 @@ async fn a_large_reply_is_decoded_while_it_arrives_like_a_buffered_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bad_streamed_reply_is_an_error_naming_the_row_and_ends_the_session() {
+async fn a_streamed_reply_that_is_not_json_is_an_error_naming_the_row_and_ends_the_session() {
     let config = SessionConfig {
         stream_above: Some(256),
         ..SessionConfig::default()
     };
     let (session, mut notes, server) = pair(config);
-    let _server = serve_one(server, |id| big_reply(id, 300, Some(250)));
+    let _server = serve_one(server, |id| {
+        big_reply(id, 300, None).replace("\"k250\"", "tru")
+    });
     let err = session
         .call_streamed::<obgp_ovsdb_data::wire::TableUpdates>(
             "monitor_cond",
@@ -163,16 +165,47 @@ async fn a_bad_streamed_reply_is_an_error_naming_the_row_and_ends_the_session() 
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("row 000000fa-2222-4222-8222-222222222222") && err.contains("without value"),
+        err.contains("row 000000fa-2222-4222-8222-222222222222") && err.contains("expected ident"),
         "{err}"
     );
     assert_eq!(session.streamed_replies(), 1);
     match notes.recv().await {
         Some(Notification::Closed(e)) => {
-            assert!(e.to_string().contains("without value"), "{e}")
+            assert!(e.to_string().contains("expected ident"), "{e}")
         }
         other => panic!("session not closed: {other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_row_of_a_streamed_reply_is_skipped_by_uuid_and_the_session_goes_on() {
+    let config = SessionConfig {
+        stream_above: Some(256),
+        ..SessionConfig::default()
+    };
+    let (session, _notes, server) = pair(config);
+    let _server = serve_one(server, |id| big_reply(id, 300, Some(250)));
+    let updates = session
+        .call_streamed::<obgp_ovsdb_data::wire::TableUpdates>(
+            "monitor_cond",
+            json!([{}]),
+            &KeyProjection::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(updates.row_count(), 299);
+    let skipped: Vec<_> = updates.skipped().collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(
+        skipped[0].uuid.map(|u| u.to_string()).as_deref(),
+        Some("000000fa-2222-4222-8222-222222222222")
+    );
+    assert!(
+        skipped[0].reason.contains("without value"),
+        "{}",
+        skipped[0]
+    );
+    assert!(!session.is_closed());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,6 @@ use tokio::task::JoinHandle;
 
 use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
-use crate::monitor::decode_update;
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
 use crate::tls::TlsSettings;
@@ -395,12 +394,10 @@ impl Runner {
         }
         loop {
             match notes.recv().await {
-                Some(Notification::Call { method, frame }) => {
-                    if method != "update2" && method != "update3" {
+                Some(note @ (Notification::Call { .. } | Notification::Update(_))) => {
+                    let Some(update) = note.into_update(&projection).map_err(synced)? else {
                         continue;
-                    }
-                    let update = decode_update(&method, &frame, &projection).map_err(synced)?;
-                    drop(frame);
+                    };
                     if watches_server && update.monitor_id == json!(SERVER_MONITOR_ID) {
                         self.check_server_update(&update.updates).map_err(synced)?;
                         continue;

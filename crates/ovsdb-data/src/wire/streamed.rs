@@ -1,20 +1,22 @@
-//! The streamed reply decoder: a monitor reply decoded while its bytes
-//! arrive, by a framing thread ([`super::reply_framer`]) and a few decoding
-//! threads, so that a reply of tens of megabytes is never held whole.
+//! The streamed reply decoder: a monitor reply or an update notification
+//! decoded while its bytes arrive, by a framing thread
+//! ([`super::reply_framer`]) and a few decoding threads, so that a message
+//! of tens of megabytes is never held whole.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use super::error::DecodeError;
 use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
-use super::reply_framer::{frame_reply, PendingResult, PendingTables};
+use super::reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{MonitorResult, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::Uuid;
 
-/// The members of a reply message decoded by [`decode_streamed_reply`].
+/// The members of a message decoded by [`decode_streamed_message`]: a
+/// reply (`id`, `error`, `result`) or a notification (`method`, `params`).
 #[derive(Debug)]
 pub struct StreamedReply {
     /// The reply's `id`.
@@ -23,6 +25,34 @@ pub struct StreamedReply {
     pub error: serde_json::Value,
     /// The reply's `result`, when not `null`.
     pub result: Option<MonitorResult>,
+    /// A notification's `method`.
+    pub method: Option<String>,
+    /// A notification's `params`, when shaped as `update2`'s or `update3`'s.
+    pub params: Option<StreamedUpdate>,
+}
+
+/// The `params` of an `update2` or `update3` notification.
+#[derive(Debug, PartialEq)]
+pub struct StreamedUpdate {
+    /// The monitor the update belongs to.
+    pub monitor_id: serde_json::Value,
+    /// `update3`'s transaction id.
+    pub last_txn_id: Option<String>,
+    /// The row updates, projected as the monitor's.
+    pub updates: TableUpdates,
+}
+
+/// How [`decode_streamed_message`] projects rows and what it holds whole.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamOptions<'a> {
+    /// The projection of a reply's `result`.
+    pub reply: &'a KeyProjection,
+    /// The projection of an update's rows, by monitor id (the monitors
+    /// not named here are decoded whole).
+    pub monitors: &'a [(serde_json::Value, KeyProjection)],
+    /// Longest single value held whole while the message arrives (a row
+    /// update, the `id`): a row is decoded from its whole bytes.
+    pub max_value: usize,
 }
 
 /// Decodes a reply to a monitor request from its bytes as they arrive: this
@@ -39,10 +69,24 @@ pub fn decode_streamed_reply(
     projection: &KeyProjection,
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<StreamedReply, DecodeError> {
+    let options = StreamOptions {
+        reply: projection,
+        monitors: &[],
+        max_value: usize::MAX,
+    };
+    decode_streamed_message(&options, next_chunk)
+}
+
+/// As [`decode_streamed_reply`], for a reply or an `update2`/`update3`
+/// notification, with the projections and the bound of `options`.
+pub fn decode_streamed_message(
+    options: &StreamOptions<'_>,
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<StreamedReply, DecodeError> {
     let decoders = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, MAX_DECODERS);
-    decode_streamed_reply_on(projection, decoders, BATCH_BYTES, next_chunk)
+    decode_streamed_reply_on(options, decoders, BATCH_BYTES, next_chunk)
 }
 
 /// At most this many threads decode one reply's rows.
@@ -60,11 +104,14 @@ const QUEUED_PER_DECODER: usize = 2;
 /// [`decode_streamed_reply`] with `decoders` decoding threads (at least
 /// one) and batches of about `batch_bytes`.
 fn decode_streamed_reply_on(
-    projection: &KeyProjection,
+    options: &StreamOptions<'_>,
     decoders: usize,
     batch_bytes: usize,
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<StreamedReply, DecodeError> {
+    // Set by the framer before it queues the first row.
+    let chosen: OnceLock<KeyProjection> = OnceLock::new();
+    let projection = &chosen;
     let first_failed = AtomicUsize::new(NO_FAILURE);
     let (tx, rx) = mpsc::sync_channel::<RowBatch>(decoders.max(1) * QUEUED_PER_DECODER);
     let rx = Mutex::new(rx);
@@ -89,7 +136,7 @@ fn decode_streamed_reply_on(
             seq: 0,
             first_failed: &first_failed,
         };
-        let framed = frame_reply(&mut pool, next_chunk);
+        let framed = frame_reply(&mut pool, options, &chosen, next_chunk);
         // Closing the queue lets the decoders finish what is left.
         drop(pool);
         let mut decoded: Vec<(usize, RowsResult)> = Vec::new();
@@ -153,6 +200,19 @@ fn decode_streamed_reply_on(
             Some(PendingResult::Since(found, last, t)) => {
                 Some(MonitorResult::Since(found, last, take(t)?))
             }
+        },
+        method: framed.method,
+        params: match framed.params {
+            None => None,
+            Some(PendingUpdate {
+                monitor_id,
+                last_txn_id,
+                tables,
+            }) => Some(StreamedUpdate {
+                monitor_id,
+                last_txn_id,
+                updates: take(tables)?,
+            }),
         },
     })
 }
@@ -237,7 +297,7 @@ fn plain_uuid_key(key: &str) -> Option<Uuid> {
 /// error reported is the first in the message whatever the timing.
 fn decode_batches(
     queue: &Mutex<mpsc::Receiver<RowBatch>>,
-    projection: &KeyProjection,
+    projection: &OnceLock<KeyProjection>,
     first_failed: &AtomicUsize,
 ) -> Vec<(usize, RowsResult)> {
     let _interning = InternScope::with_capacity(STREAMED_INTERN_CAPACITY);
@@ -255,7 +315,7 @@ fn decode_batches(
         if batch.seq > first_failed.load(Ordering::Acquire) {
             continue;
         }
-        let keys = projection.table(&batch.table);
+        let keys = projection.get().and_then(|p| p.table(&batch.table));
         let rows = batch.decode(keys);
         if rows.is_err() {
             first_failed.fetch_min(batch.seq, Ordering::AcqRel);
@@ -330,6 +390,15 @@ mod tests {
     use serde::de::DeserializeSeed;
     use serde_json::json;
 
+    /// A reply's options: `projection`, no monitors, no bound.
+    fn opts(projection: &KeyProjection) -> StreamOptions<'_> {
+        StreamOptions {
+            reply: projection,
+            monitors: &[],
+            max_value: usize::MAX,
+        }
+    }
+
     /// `text` handed out in pieces cut at `cuts`.
     fn pieces(text: &[u8], cuts: &[usize]) -> impl FnMut() -> Option<bytes::Bytes> {
         let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
@@ -384,10 +453,14 @@ mod tests {
         // Several decoders racing over small batches, many times: the
         // timing must never change which error is reported.
         for round in 0..30 {
-            let err =
-                decode_streamed_reply_on(&none, 3, 40 + round, pieces(text.as_bytes(), &[777]))
-                    .unwrap_err()
-                    .to_string();
+            let err = decode_streamed_reply_on(
+                &opts(&none),
+                3,
+                40 + round,
+                pieces(text.as_bytes(), &[777]),
+            )
+            .unwrap_err()
+            .to_string();
             assert!(
                 err.starts_with("table Logical_Switch_Port: row 0000003c-2222-4222-8222-222222222222: column name:"),
                 "{err}"
@@ -417,7 +490,7 @@ mod tests {
             .collect();
         let text = json!({"id": 1, "result": {"T": rows}}).to_string();
         let reply = decode_streamed_reply_on(
-            &KeyProjection::default(),
+            &opts(&KeyProjection::default()),
             2,
             1 << 20,
             pieces(text.as_bytes(), &[50]),
@@ -455,6 +528,90 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_update_notification_is_decoded_row_by_row_with_its_monitors_projection() {
+        let rows = [
+            (
+                "p".to_string(),
+                vec![("kept".into(), "1".into()), ("dropped".into(), "2".into())],
+            ),
+            ("q".to_string(), vec![("kept".into(), "3".into())]),
+        ];
+        let updates = rows_json(&rows);
+        let kept = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["kept"]);
+        let want =
+            crate::wire::decode_table_updates(updates.to_string().as_bytes(), &kept).unwrap();
+        let monitors = [
+            (json!("other"), KeyProjection::default()),
+            (json!("db"), kept.clone()),
+        ];
+        let options = StreamOptions {
+            reply: &KeyProjection::default(),
+            monitors: &monitors,
+            max_value: 1 << 20,
+        };
+        // update3, params before method (the envelope's member order is
+        // the server's), and update2.
+        let u3 = format!(
+            r#"{{"params": ["db", "7a3b8c2e-0000-4000-8000-000000000001", {updates}], "id": null, "method": "update3"}}"#
+        );
+        let u2 = json!({"id": null, "method": "update2", "params": ["db", updates]}).to_string();
+        for (text, txn) in [
+            (u3, Some("7a3b8c2e-0000-4000-8000-000000000001")),
+            (u2, None),
+        ] {
+            let got = decode_streamed_reply_on(&options, 2, 40, pieces(text.as_bytes(), &[9, 70]))
+                .unwrap();
+            assert_eq!(got.id, serde_json::Value::Null);
+            assert!(got.result.is_none());
+            let params = got.params.expect("update params");
+            assert_eq!(params.monitor_id, json!("db"));
+            assert_eq!(params.last_txn_id.as_deref(), txn);
+            assert_eq!(params.updates, want, "projected as monitor db's");
+        }
+        assert_eq!(
+            decode_streamed_reply_on(
+                &options,
+                1,
+                40,
+                pieces(br#"{"method": "update2", "params": ["db", {}]}"#, &[])
+            )
+            .unwrap()
+            .method
+            .as_deref(),
+            Some("update2")
+        );
+    }
+
+    #[test]
+    fn a_value_longer_than_max_value_is_refused_before_it_ends() {
+        let big = "x".repeat(5000);
+        let text = json!({"id": null, "method": "update2", "params": ["db", {"T": {
+            "00000000-2222-4222-8222-222222222222": {"insert": {"name": big}}
+        }}]})
+        .to_string();
+        let options = StreamOptions {
+            reply: &KeyProjection::default(),
+            monitors: &[],
+            max_value: 1000,
+        };
+        // In pieces of 100 bytes: refused once 1000 bytes of the row are held.
+        let cuts: Vec<usize> = (1..60).map(|i| i * 100).collect();
+        let mut handed = 0usize;
+        let mut next = pieces(text.as_bytes(), &cuts);
+        let err = decode_streamed_reply_on(&options, 1, 64, || {
+            let chunk = next();
+            handed += chunk.as_ref().map_or(0, bytes::Bytes::len);
+            chunk
+        })
+        .unwrap_err();
+        assert!(
+            matches!(err, DecodeError::ValueTooLarge { limit: 1000, .. }),
+            "{err}"
+        );
+        assert!(handed < 1300, "read {handed} bytes before refusing");
+    }
+
     proptest! {
         #[test]
         fn a_reply_decoded_row_by_row_equals_the_buffered_decode(
@@ -477,7 +634,7 @@ mod tests {
             };
             let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", kept);
             let want = MonitorResultSeed(&p).deserialize(&mut serde_json::Deserializer::from_str(&result.to_string())).unwrap();
-            let got = decode_streamed_reply_on(&p, decoders, batch_bytes, pieces(text.as_bytes(), &cuts)).unwrap();
+            let got = decode_streamed_reply_on(&opts(&p), decoders, batch_bytes, pieces(text.as_bytes(), &cuts)).unwrap();
             prop_assert_eq!(got.id, json!(7));
             prop_assert_eq!(got.result, Some(want));
         }
@@ -488,7 +645,7 @@ mod tests {
             cuts in prop::collection::vec(any::<usize>(), 0..6),
             decoders in 1usize..3,
         ) {
-            let _ = decode_streamed_reply_on(&KeyProjection::default(), decoders, 16, pieces(&data, &cuts));
+            let _ = decode_streamed_reply_on(&opts(&KeyProjection::default()), decoders, 16, pieces(&data, &cuts));
         }
 
     }

@@ -121,25 +121,31 @@ impl ValueScanner {
             if self.in_string {
                 if self.escaped {
                     // The byte after a backslash never ends the string.
+                    if self.string_len >= self.limits.max_string {
+                        return self.string_over_limit(i);
+                    }
                     self.escaped = false;
                     self.string_len += 1;
                     i += 1;
                     continue;
                 }
                 // Jump to the next byte that can end the string or escape.
-                let Some(off) = memchr::memchr2(b'"', b'\\', &buf[i..]) else {
-                    self.string_len = self.string_len.saturating_add(buf.len() - i);
-                    if self.string_len > self.limits.max_string {
-                        return self.string_over_limit(buf.len());
-                    }
+                let found = memchr::memchr2(b'"', b'\\', &buf[i..]);
+                let run = found.unwrap_or(buf.len() - i);
+                // The bytes the string may still take.
+                let room = self.limits.max_string.saturating_sub(self.string_len);
+                if run > room {
+                    return self.string_over_limit(i + room);
+                }
+                self.string_len += run;
+                let Some(off) = found else {
                     return ScanEnd::Incomplete;
                 };
                 i += off;
-                self.string_len = self.string_len.saturating_add(off);
-                if self.string_len > self.limits.max_string {
-                    return self.string_over_limit(i);
-                }
                 if buf[i] == b'\\' {
+                    if self.string_len >= self.limits.max_string {
+                        return self.string_over_limit(i);
+                    }
                     self.escaped = true;
                     self.string_len += 1;
                 } else {
@@ -271,11 +277,15 @@ mod tests {
         }
         // One byte more, terminated or not, in any cut: refused at the
         // ninth byte of the string (offset 6 + 8), however it is cut.
-        for text in [&br#"{"k":"123456789"}"#[..], br#"{"k":"123456789012345"#] {
+        for text in [
+            &br#"{"k":"123456789"}"#[..],
+            br#"{"k":"123456789012345"#,
+            br#"{"k":"1234567\"9"}"#,
+        ] {
             for piece in [1, 2, 5, 100] {
                 assert_eq!(
-                    scan_limited(text, piece, limits).map_err(|(l, _)| l),
-                    Err(OverLimit::String { limit: 8 }),
+                    scan_limited(text, piece, limits),
+                    Err((OverLimit::String { limit: 8 }, 14)),
                     "piece {piece}"
                 );
             }

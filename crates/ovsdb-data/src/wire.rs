@@ -24,8 +24,8 @@ use serde::de::DeserializeSeed;
 pub use error::DecodeError;
 pub use projection::KeyProjection;
 pub use streamed::{
-    decode_streamed_message, decode_streamed_reply, StreamOptions, StreamedReply, StreamedUpdate,
-    MAX_DECODERS,
+    decode_streamed_message, decode_streamed_reply, row_estimate, StreamOptions, StreamedReply,
+    StreamedUpdate, MAX_DECODERS,
 };
 pub use visitors::{MonitorResultSeed, TableUpdatesSeed, WireAtom, WireDatum};
 

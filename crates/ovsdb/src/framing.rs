@@ -389,7 +389,7 @@ mod tests {
             framer.decode(&mut buf),
             Err(FrameError::OverLimit {
                 limit: OverLimit::String { limit: 8 },
-                offset: 15
+                offset: 14
             })
         );
         let err = feed(

@@ -336,6 +336,7 @@ fn small_limits(config: &mut obgp_ovsdb::SessionConfig) {
     config.max_message = 64 * 1024;
     config.stream_above = Some(16 * 1024);
     config.max_streamed = 256 * 1024;
+    config.max_decoded = 512 * 1024;
     config.message_deadline = Some(Duration::from_secs(1));
 }
 
@@ -364,6 +365,18 @@ fn hostile_cases() -> Vec<(&'static str, Script, &'static str)> {
     invalid_utf8.extend_from_slice(b"\xff\xfe\"}}}}]}");
     let mut cut = many_rows(3000);
     cut.truncate(cut.len() / 2);
+    // 12 000 atoms of 2 bytes each on the wire (24 KiB a row; 8 rows are
+    // within max_streamed, and more than one read of the client, so the
+    // update is streamed), 24 bytes each decoded: 2.3 MB.
+    let ints: Vec<u32> = (0..12_000).map(|i| i % 10).collect();
+    let int_rows: serde_json::Map<String, Value> = (0..8)
+        .map(|i| {
+            (
+                format!("{i:08x}-5555-4555-8555-555555555555"),
+                json!({"insert": {"ports": ["set", ints]}}),
+            )
+        })
+        .collect();
     let mut held_whole = br#"{"id":99,"result":[""#.to_vec();
     held_whole.extend(std::iter::repeat_n(b"\",\"".as_slice(), 40_000).flatten());
     held_whole.extend_from_slice(b"\"]}");
@@ -409,6 +422,14 @@ fn hostile_cases() -> Vec<(&'static str, Script, &'static str)> {
                 after: many_rows(10_000),
             },
             "262144-byte limit (max_streamed)",
+        ),
+        (
+            "rows decoding to more than max_decoded (small integers)",
+            Script::DumpThenStay {
+                dump: a(),
+                after: update2(json!({ "Logical_Switch": int_rows })),
+            },
+            "524288 bytes (max_decoded)",
         ),
         (
             "a message trickled byte by byte",

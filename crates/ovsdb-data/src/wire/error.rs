@@ -69,6 +69,13 @@ pub enum DecodeError {
         /// Where the value starts in the bytes held.
         offset: usize,
     },
+    /// The rows of a message decoded while it arrives take more than the
+    /// bound (an estimate, [`super::streamed::row_estimate`]).
+    #[error("the decoded rows of the message take more than {limit} bytes (max_decoded)")]
+    DecodedTooLarge {
+        /// The bound in bytes.
+        limit: usize,
+    },
     /// A message with rows in both `result` and `params`.
     #[error("a message with both a result and params")]
     TwoRowMembers,

@@ -13,7 +13,7 @@ use super::projection::{KeyProjection, TableKeys};
 use super::reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{MonitorResult, RowUpdate, TableUpdate, TableUpdates};
-use crate::datum::Uuid;
+use crate::datum::{Atom, Datum, Str, Uuid};
 
 /// The members of a message decoded by [`decode_streamed_message`]: a
 /// reply (`id`, `error`, `result`) or a notification (`method`, `params`).
@@ -29,6 +29,8 @@ pub struct StreamedReply {
     pub method: Option<String>,
     /// A notification's `params`, when shaped as `update2`'s or `update3`'s.
     pub params: Option<StreamedUpdate>,
+    /// The estimated bytes of the decoded rows (what `max_decoded` bounds).
+    pub decoded_bytes: usize,
 }
 
 /// The `params` of an `update2` or `update3` notification.
@@ -53,6 +55,45 @@ pub struct StreamOptions<'a> {
     /// Longest single value held whole while the message arrives (a row
     /// update, the `id`): a row is decoded from its whole bytes.
     pub max_value: usize,
+    /// Most bytes the decoded rows may take, estimated per row
+    /// ([`row_estimate`]): the wire size does not bound them (a set of
+    /// small integers takes 2 bytes an atom on the wire, 24 decoded).
+    pub max_decoded: usize,
+}
+
+/// The bytes a decoded row takes, estimated from its shape: the row, its
+/// columns, each atom, and each string atom's bytes, counted per
+/// occurrence (the decoder's interner shares equal strings, so this is an
+/// upper bound; column names are always shared and not counted).
+pub fn row_estimate(row: &RowUpdate) -> usize {
+    fn atom(a: &Atom) -> usize {
+        std::mem::size_of::<Atom>()
+            + match a {
+                Atom::String(s) => s.as_str().len(),
+                _ => 0,
+            }
+    }
+    let columns = row.columns.iter().map(|(_, d)| {
+        std::mem::size_of::<(Str, Datum)>()
+            + match d {
+                Datum::Set(atoms) => atoms.iter().map(atom).sum::<usize>(),
+                Datum::Map(pairs) => pairs.iter().map(|(k, v)| atom(k) + atom(v)).sum(),
+            }
+    });
+    std::mem::size_of::<RowUpdate>() + columns.sum::<usize>()
+}
+
+/// The decoded bytes of one message, shared by its decoding threads.
+struct DecodedBudget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl DecodedBudget {
+    /// Counts `bytes` more; false once past the limit.
+    fn charge(&self, bytes: usize) -> bool {
+        self.used.fetch_add(bytes, Ordering::Relaxed) + bytes <= self.limit
+    }
 }
 
 /// Decodes a reply to a monitor request from its bytes as they arrive: this
@@ -73,6 +114,7 @@ pub fn decode_streamed_reply(
         reply: projection,
         monitors: &[],
         max_value: usize::MAX,
+        max_decoded: usize::MAX,
     };
     decode_streamed_message(&options, next_chunk)
 }
@@ -113,15 +155,21 @@ fn decode_streamed_reply_on(
     let chosen: OnceLock<KeyProjection> = OnceLock::new();
     let projection = &chosen;
     let first_failed = AtomicUsize::new(NO_FAILURE);
+    let budget = DecodedBudget {
+        used: AtomicUsize::new(0),
+        limit: options.max_decoded,
+    };
     let (tx, rx) = mpsc::sync_channel::<RowBatch>(decoders.max(1) * QUEUED_PER_DECODER);
     let rx = Mutex::new(rx);
     let (framed, decoded) = std::thread::scope(|scope| {
         let mut workers = Vec::new();
         for i in 0..decoders.max(1) {
-            let (rx, first_failed) = (&rx, &first_failed);
+            let (rx, first_failed, budget) = (&rx, &first_failed, &budget);
             let spawned = std::thread::Builder::new()
                 .name(format!("ovsdb-decode-{i}"))
-                .spawn_scoped(scope, move || decode_batches(rx, projection, first_failed));
+                .spawn_scoped(scope, move || {
+                    decode_batches(rx, projection, first_failed, budget)
+                });
             match spawned {
                 Ok(handle) => workers.push(handle),
                 // Fewer decoders only cost time; none at all is an error.
@@ -214,6 +262,7 @@ fn decode_streamed_reply_on(
                 updates: take(tables)?,
             }),
         },
+        decoded_bytes: budget.used.load(Ordering::Relaxed),
     })
 }
 
@@ -243,7 +292,7 @@ pub(super) struct RowBatch {
 impl RowBatch {
     /// Decodes the rows in order; the first bad one fails the batch,
     /// named by table and row like the buffered decoder does.
-    fn decode(&self, keys: Option<&TableKeys>) -> RowsResult {
+    fn decode(&self, keys: Option<&TableKeys>, budget: &DecodedBudget) -> RowsResult {
         let table = &self.table;
         // UTF-8 is checked once for the whole batch (fast on ASCII), not
         // string by string as `from_slice` does; a batch that is not UTF-8
@@ -277,6 +326,11 @@ impl RowBatch {
                 table: table.clone(),
                 source,
             })?;
+            if !budget.charge(row_estimate(&row)) {
+                return Err(DecodeError::DecodedTooLarge {
+                    limit: budget.limit,
+                });
+            }
             rows.push(row);
         }
         Ok(rows)
@@ -299,6 +353,7 @@ fn decode_batches(
     queue: &Mutex<mpsc::Receiver<RowBatch>>,
     projection: &OnceLock<KeyProjection>,
     first_failed: &AtomicUsize,
+    budget: &DecodedBudget,
 ) -> Vec<(usize, RowsResult)> {
     let _interning = InternScope::with_capacity(STREAMED_INTERN_CAPACITY);
     let mut decoded = Vec::new();
@@ -316,7 +371,7 @@ fn decode_batches(
             continue;
         }
         let keys = projection.get().and_then(|p| p.table(&batch.table));
-        let rows = batch.decode(keys);
+        let rows = batch.decode(keys, budget);
         if rows.is_err() {
             first_failed.fetch_min(batch.seq, Ordering::AcqRel);
         }
@@ -396,6 +451,7 @@ mod tests {
             reply: projection,
             monitors: &[],
             max_value: usize::MAX,
+            max_decoded: usize::MAX,
         }
     }
 
@@ -549,6 +605,7 @@ mod tests {
             reply: &KeyProjection::default(),
             monitors: &monitors,
             max_value: 1 << 20,
+            max_decoded: usize::MAX,
         };
         // update3, params before method (the envelope's member order is
         // the server's), and update2.
@@ -594,6 +651,7 @@ mod tests {
             reply: &KeyProjection::default(),
             monitors: &[],
             max_value: 1000,
+            max_decoded: usize::MAX,
         };
         // In pieces of 100 bytes: refused once 1000 bytes of the row are held.
         let cuts: Vec<usize> = (1..60).map(|i| i * 100).collect();
@@ -610,6 +668,42 @@ mod tests {
             "{err}"
         );
         assert!(handed < 1300, "read {handed} bytes before refusing");
+    }
+
+    #[test]
+    fn rows_decoding_past_max_decoded_stop_the_message() {
+        // Small integers: 2 bytes an atom on the wire, 24 decoded.
+        let ints: Vec<u32> = (0..2000).collect();
+        let rows: serde_json::Map<String, serde_json::Value> = (0..20)
+            .map(|i| {
+                (
+                    format!("{i:08x}-2222-4222-8222-222222222222"),
+                    json!({"insert": {"tag": ["set", ints]}}),
+                )
+            })
+            .collect();
+        let text =
+            json!({"id": null, "method": "update2", "params": ["db", {"T": rows}]}).to_string();
+        let none = KeyProjection::default();
+        let whole =
+            decode_streamed_reply_on(&opts(&none), 2, 4096, pieces(text.as_bytes(), &[])).unwrap();
+        let estimate = whole.decoded_bytes;
+        assert!(estimate > 20 * 2000 * 24, "{estimate}");
+        assert!(
+            estimate > 5 * text.len(),
+            "{estimate} for {} bytes",
+            text.len()
+        );
+        let options = StreamOptions {
+            max_decoded: estimate / 2,
+            ..opts(&none)
+        };
+        let err = decode_streamed_reply_on(&options, 2, 4096, pieces(text.as_bytes(), &[100]))
+            .unwrap_err();
+        assert!(
+            matches!(err, DecodeError::DecodedTooLarge { limit } if limit == estimate / 2),
+            "{err}"
+        );
     }
 
     proptest! {

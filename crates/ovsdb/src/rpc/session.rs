@@ -67,6 +67,11 @@ pub struct SessionConfig {
     /// Largest message decoded while it arrives (a monitor reply, an
     /// `update2`/`update3`; 256 MiB by default, twice a 100k-port NB dump).
     pub max_streamed: usize,
+    /// Most bytes the decoded rows of one streamed message may take
+    /// (estimated per row, [`obgp_ovsdb_data::wire::row_estimate`];
+    /// 160 MiB by default). The wire size does not bound them: a hostile
+    /// server's rows can decode to ten times their bytes.
+    pub max_decoded: usize,
     /// Longest string atom or member name (1 MiB by default: no OVN or OVS
     /// string is legitimately near it, see
     /// [`DEFAULT_MAX_STRING`](crate::framing::DEFAULT_MAX_STRING)).
@@ -99,6 +104,7 @@ impl Default for SessionConfig {
         SessionConfig {
             max_message: DEFAULT_MAX_MESSAGE,
             max_streamed: DEFAULT_MAX_STREAMED,
+            max_decoded: DEFAULT_MAX_DECODED,
             max_string: DEFAULT_MAX_STRING,
             max_depth: DEFAULT_MAX_DEPTH,
             message_deadline: Some(Duration::from_secs(60)),
@@ -110,9 +116,13 @@ impl Default for SessionConfig {
 
 impl SessionConfig {
     /// The framer's limits.
+    /// The framer's limits. Its size limit is `max_streamed` for every
+    /// message: whether one is held whole is decided once its first bytes
+    /// are in, so the session checks `max_message` itself
+    /// ([`Task::check_held_whole`]).
     fn frame_limits(&self) -> FrameLimits {
         FrameLimits {
-            max_message: self.max_message,
+            max_message: self.max_streamed,
             max_streamed: self.max_streamed,
             scan: ScanLimits {
                 max_string: self.max_string,
@@ -121,6 +131,9 @@ impl SessionConfig {
         }
     }
 }
+
+/// Default of [`SessionConfig::max_decoded`].
+pub const DEFAULT_MAX_DECODED: usize = 160 << 20;
 
 /// Default of [`SessionConfig::stream_above`].
 pub const STREAM_ABOVE: usize = 1 << 20;
@@ -146,7 +159,16 @@ pub enum Notification {
 /// Decodes a whole message from its chunks, holding no value longer than
 /// the given bound whole (run in a blocking thread while the message
 /// arrives).
-type StreamDecoder = Box<dyn FnOnce(mpsc::Receiver<Bytes>, usize) -> Result<StreamedReply> + Send>;
+type StreamDecoder =
+    Box<dyn FnOnce(mpsc::Receiver<Bytes>, StreamBounds) -> Result<StreamedReply> + Send>;
+
+/// What a streamed message's decoder may hold: one value whole
+/// (`max_message`) and its decoded rows (`max_decoded`).
+#[derive(Clone, Copy, Debug)]
+struct StreamBounds {
+    max_value: usize,
+    max_decoded: usize,
+}
 
 /// The key projections of the monitors started on a session, by monitor
 /// id: a large update notification is decoded with its monitor's.
@@ -313,11 +335,12 @@ impl Session {
         projection: &KeyProjection,
     ) -> Result<T> {
         let in_thread = projection.clone();
-        let decode: StreamDecoder = Box::new(move |mut chunks, max_value| {
+        let decode: StreamDecoder = Box::new(move |mut chunks, bounds: StreamBounds| {
             let options = StreamOptions {
                 reply: &in_thread,
                 monitors: &[],
-                max_value,
+                max_value: bounds.max_value,
+                max_decoded: bounds.max_decoded,
             };
             decode_streamed_message(&options, || chunks.blocking_recv())
                 .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
@@ -439,6 +462,11 @@ impl Task {
                             Ok(None) if n > 0 => {
                                 if streaming.is_none() {
                                     streaming = self.start_streaming(&buf, framer.pending_len());
+                                    if streaming.is_none() {
+                                        if let Err(e) = self.check_held_whole(&buf, framer.pending_len()) {
+                                            return e;
+                                        }
+                                    }
                                 }
                                 if let Some(mut s) = streaming.take() {
                                     let part = framer.take_scanned(&mut buf);
@@ -462,6 +490,9 @@ impl Task {
                             }
                             Ok(Some(frame)) => {
                                 message_since = None;
+                                if let Err(e) = self.check_held_whole(&frame, frame.len()) {
+                                    return e;
+                                }
                                 let large = frame.len() > RELEASE_ABOVE;
                                 if let Err(e) = self.dispatch(frame.freeze(), out).await {
                                     return e;

@@ -3,6 +3,7 @@
 //! to, and how the decoded reply or update is routed.
 
 use super::*;
+use crate::framing::FrameError;
 
 /// What the first member of a message says it is.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,13 +91,41 @@ impl Task {
         let (tx, rx) = mpsc::channel(8);
         tracing::debug!(remote = %self.remote, ?id, pending_len, "decoding a large message while it arrives");
         self.streamed.fetch_add(1, Ordering::Relaxed);
-        let max_value = self.config.max_message;
+        let bounds = StreamBounds {
+            max_value: self.config.max_message,
+            max_decoded: self.config.max_decoded,
+        };
         Some(Streaming {
             id,
             chunks: tx,
-            decoder: tokio::task::spawn_blocking(move || decode(rx, max_value)),
+            decoder: tokio::task::spawn_blocking(move || decode(rx, bounds)),
             bytes: 0,
         })
+    }
+
+    /// Whether a message starting with `head` would be decoded while it
+    /// arrives once large enough.
+    fn streamable(&self, head: &[u8]) -> bool {
+        self.config.stream_above.is_some()
+            && match classify(head) {
+                Head::Notification => true,
+                Head::Reply(Some(id)) => self.streamable.contains_key(&id),
+                Head::Reply(None) => !self.streamable.is_empty(),
+                Head::Unknown => false,
+            }
+    }
+
+    /// `max_message` for a message held whole, `len` bytes so far, that
+    /// starts with `head`. A message that would have been streamed but
+    /// arrived in fewer, larger reads than the threshold is let through:
+    /// what it holds is bounded by the read size.
+    pub(super) fn check_held_whole(&self, head: &[u8], len: usize) -> Result<()> {
+        if len > self.config.max_message && !self.streamable(head) {
+            return Err(Error::Frame(FrameError::TooLarge {
+                limit: self.config.max_message,
+            }));
+        }
+        Ok(())
     }
 
     /// The decoder of a large notification, with the projections of the
@@ -107,12 +136,13 @@ impl Task {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        Box::new(move |mut chunks, max_value| {
+        Box::new(move |mut chunks, bounds: StreamBounds| {
             let none = KeyProjection::default();
             let options = StreamOptions {
                 reply: &none,
                 monitors: &monitors,
-                max_value,
+                max_value: bounds.max_value,
+                max_decoded: bounds.max_decoded,
             };
             decode_streamed_message(&options, || chunks.blocking_recv())
                 .map_err(|e| Error::Protocol(format!("notification: {e}")))
@@ -142,6 +172,7 @@ impl Task {
         let Some(id) = s.id else {
             return self.route_update(reply, len).await;
         };
+        tracing::debug!(remote = %self.remote, id, len, decoded_bytes = reply.decoded_bytes, "streamed reply decoded");
         if reply.id.as_u64() != Some(id) {
             return Err(Error::Protocol(format!(
                 "a {len}-byte message with id {} arrived while the reply to request {id} was awaited",
@@ -170,6 +201,7 @@ impl Task {
     /// `update2` or `update3` may be that large.
     async fn route_update(&mut self, message: StreamedReply, len: usize) -> Result<()> {
         let method = message.method.unwrap_or_default();
+        let decoded_bytes = message.decoded_bytes;
         let update = match (method.as_str(), message.params) {
             ("update2", Some(p)) if p.last_txn_id.is_none() && message.id.is_null() => Update {
                 monitor_id: p.monitor_id,
@@ -188,7 +220,7 @@ impl Task {
                 )))
             }
         };
-        tracing::debug!(remote = %self.remote, %method, len, rows = update.updates.row_count(), "large update decoded while it arrived");
+        tracing::debug!(remote = %self.remote, %method, len, rows = update.updates.row_count(), decoded_bytes, "large update decoded while it arrived");
         self.notifications
             .send(Notification::Update(Box::new(update)))
             .await

@@ -21,7 +21,8 @@
 //!
 //! What a server can make the session hold is bounded whatever it sends
 //! ([`SessionConfig`]): a message held whole by `max_message`, a streamed
-//! one by `max_streamed`, any string by `max_string`, nesting by
+//! one by `max_streamed` and its decoded rows by `max_decoded`, any string
+//! by `max_string`, nesting by
 //! `max_depth`, and a message that does not complete by
 //! `message_deadline`. Crossing any of them ends the session with an error
 //! naming the limit. The decoding of responses and notifications is in
@@ -70,11 +71,12 @@ pub struct SessionConfig {
     /// Most bytes the decoded rows of one streamed message may take
     /// (estimated per row, [`obgp_ovsdb_data::wire::row_estimate`];
     /// 160 MiB by default). The wire size does not bound them: a hostile
-    /// server's rows can decode to ten times their bytes.
+    /// server's rows can decode to ten times their bytes. The rows of a
+    /// 100k-port NB dump estimate at 129 MiB (docs/reliability.md).
     pub max_decoded: usize,
     /// Longest string atom or member name (1 MiB by default: no OVN or OVS
     /// string is legitimately near it, see
-    /// [`DEFAULT_MAX_STRING`](crate::framing::DEFAULT_MAX_STRING)).
+    /// [`DEFAULT_MAX_STRING`]).
     pub max_string: usize,
     /// Deepest nesting of arrays and objects (64 by default; OVSDB needs
     /// about 8).
@@ -115,7 +117,6 @@ impl Default for SessionConfig {
 }
 
 impl SessionConfig {
-    /// The framer's limits.
     /// The framer's limits. Its size limit is `max_streamed` for every
     /// message: whether one is held whole is decided once its first bytes
     /// are in, so the session checks `max_message` itself
@@ -149,8 +150,9 @@ pub enum Notification {
         /// The whole message.
         frame: Bytes,
     },
-    /// An `update2` or `update3` too large to be held whole, decoded while
-    /// it arrived (with the key projection of its monitor).
+    /// An `update2` or `update3` larger than
+    /// [`SessionConfig::stream_above`], decoded while it arrived (with the
+    /// key projection of its monitor).
     Update(Box<Update>),
     /// The session ended; nothing follows.
     Closed(Error),
@@ -324,10 +326,13 @@ impl Session {
     /// it arrives, so it is never held whole; a smaller one is decoded from
     /// its frame. Either way the result is the same.
     ///
-    /// While such a call is pending, the first message to outgrow the
-    /// threshold is taken for its reply; one that turns out to be another
-    /// message ends the session with a protocol error. The session's own
-    /// users keep it the only request in flight that can get a large reply.
+    /// A large message is told from its first member: a notification is
+    /// decoded as an update, a reply whose `id` comes first goes to that
+    /// request, and one whose `result` or `error` comes first is taken for
+    /// the reply of the first such call pending; one that turns out to be
+    /// another message ends the session with a protocol error. The
+    /// session's own users keep it the only request in flight that can get
+    /// a large reply.
     pub async fn call_streamed<T: MonitorReply>(
         &self,
         method: &'static str,

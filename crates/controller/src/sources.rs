@@ -65,11 +65,6 @@ pub const OVS_COLUMNS: &[(&str, &[&str])] = &[
     ("Interface", &["name", "type", "options", "ofport"]),
 ];
 
-/// The largest OVSDB message accepted. A large NB's initial dump exceeds the
-/// client's 64 MiB default (docs/ovsdb.md, "Known gaps"); the bound stays so
-/// a broken server cannot make the agent allocate without limit.
-pub const MAX_MESSAGE: usize = 1 << 30;
-
 /// Why the databases could not be reached or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -142,8 +137,12 @@ fn ovn_client(
     monitor: MonitorSpec,
     tls: (&str, &str, &str),
 ) -> Result<Source, SourceError> {
+    // The session's default limits are the agent's: a 100k-port dump and
+    // large updates are decoded while they arrive (bounded by
+    // `max_streamed`), everything else is small (`max_message`), and no
+    // string, nesting or stalled message can make it hold more
+    // (docs/reliability.md, "Memory under a hostile server").
     let mut cfg = ClientConfig::new(remotes(option, conn)?, database, monitor);
-    cfg.session.max_message = MAX_MESSAGE;
     if cfg.remotes.iter().any(|r| matches!(r, Remote::Ssl { .. })) {
         let files = TlsFiles {
             private_key: tls.0.into(),

@@ -7,6 +7,67 @@
 //! only; whether the bytes are valid JSON is for the parser that receives
 //! them. It remembers its state between calls, so each byte is scanned
 //! once however the value is cut into reads.
+//!
+//! It can also bound what a hostile peer could make its consumers hold
+//! ([`ScanLimits`]): a string atom longer than a limit, or containers
+//! nested deeper than one, stop the scan at the byte that crosses it,
+//! long before the message ends.
+
+/// Bounds on a value's shape, checked while it is scanned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanLimits {
+    /// Longest string (a member name or a string atom), in bytes as
+    /// written between its quotes (escapes count as written).
+    pub max_string: usize,
+    /// Deepest nesting of arrays and objects.
+    pub max_depth: u32,
+}
+
+impl ScanLimits {
+    /// No bound (what [`ValueScanner::default`] scans with).
+    pub const NONE: ScanLimits = ScanLimits {
+        max_string: usize::MAX,
+        max_depth: u32::MAX,
+    };
+}
+
+impl Default for ScanLimits {
+    fn default() -> Self {
+        ScanLimits::NONE
+    }
+}
+
+/// Which bound of [`ScanLimits`] a value crossed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverLimit {
+    /// A string grew past `max_string` bytes.
+    String {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Containers nested deeper than `max_depth`.
+    Depth {
+        /// The limit in levels.
+        limit: u32,
+    },
+}
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OverLimit::String { limit } => {
+                write!(
+                    f,
+                    "a string is longer than the {limit}-byte limit (max_string)"
+                )
+            }
+            OverLimit::Depth { limit } => write!(
+                f,
+                "arrays and objects nest deeper than the limit of {limit} (max_depth)"
+            ),
+        }
+    }
+}
 
 /// The scan state of one JSON value whose bytes may arrive in pieces.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -14,6 +75,9 @@ pub struct ValueScanner {
     depth: u32,
     in_string: bool,
     escaped: bool,
+    /// Bytes of the string in progress so far.
+    string_len: usize,
+    limits: ScanLimits,
 }
 
 /// Where a value's scan stands after the bytes given so far.
@@ -25,9 +89,25 @@ pub enum ScanEnd {
     /// bytes (or, for a number or literal, ends with the input: see
     /// [`ValueScanner::ends_with_input`]).
     Incomplete,
+    /// The value crossed a bound of its [`ScanLimits`] at byte `at` of the
+    /// buffer; the scan cannot go on.
+    OverLimit {
+        /// The bound crossed.
+        limit: OverLimit,
+        /// The offset in the buffer where it was crossed.
+        at: usize,
+    },
 }
 
 impl ValueScanner {
+    /// A scanner that stops at the first byte crossing `limits`.
+    pub fn with_limits(limits: ScanLimits) -> ValueScanner {
+        ValueScanner {
+            limits,
+            ..ValueScanner::default()
+        }
+    }
+
     /// Scans `buf[from..]`, the continuation of the value whose first byte
     /// (not whitespace) was at or before `from`. A container or string ends
     /// after its closing byte; a number or literal ends before the first
@@ -41,17 +121,33 @@ impl ValueScanner {
             if self.in_string {
                 if self.escaped {
                     // The byte after a backslash never ends the string.
+                    if self.string_len >= self.limits.max_string {
+                        return self.string_over_limit(i);
+                    }
                     self.escaped = false;
+                    self.string_len += 1;
                     i += 1;
                     continue;
                 }
                 // Jump to the next byte that can end the string or escape.
-                let Some(off) = memchr::memchr2(b'"', b'\\', &buf[i..]) else {
+                let found = memchr::memchr2(b'"', b'\\', &buf[i..]);
+                let run = found.unwrap_or(buf.len() - i);
+                // The bytes the string may still take.
+                let room = self.limits.max_string.saturating_sub(self.string_len);
+                if run > room {
+                    return self.string_over_limit(i + room);
+                }
+                self.string_len += run;
+                let Some(off) = found else {
                     return ScanEnd::Incomplete;
                 };
                 i += off;
                 if buf[i] == b'\\' {
+                    if self.string_len >= self.limits.max_string {
+                        return self.string_over_limit(i);
+                    }
                     self.escaped = true;
+                    self.string_len += 1;
                 } else {
                     self.in_string = false;
                     if self.depth == 0 {
@@ -62,7 +158,18 @@ impl ValueScanner {
                 continue;
             }
             match buf[i] {
-                b'"' => self.in_string = true,
+                b'"' => {
+                    self.in_string = true;
+                    self.string_len = 0;
+                }
+                b'{' | b'[' if self.depth >= self.limits.max_depth => {
+                    return ScanEnd::OverLimit {
+                        limit: OverLimit::Depth {
+                            limit: self.limits.max_depth,
+                        },
+                        at: i,
+                    }
+                }
                 b'{' | b'[' => self.depth += 1,
                 // The end of a scalar at the end of its container.
                 b'}' | b']' if self.depth == 0 => return ScanEnd::Complete(i),
@@ -80,6 +187,15 @@ impl ValueScanner {
             i += 1;
         }
         ScanEnd::Incomplete
+    }
+
+    fn string_over_limit(&self, at: usize) -> ScanEnd {
+        ScanEnd::OverLimit {
+            limit: OverLimit::String {
+                limit: self.limits.max_string,
+            },
+            at,
+        }
     }
 
     /// Whether the bytes scanned so far, if any, are a whole value when the
@@ -123,6 +239,84 @@ mod tests {
         assert_eq!(end_in_pieces(b"]", &[]), Some(0));
         assert_eq!(end_in_pieces(br#"{"a": "#, &[]), None);
         assert_eq!(end_in_pieces(br#""open"#, &[]), None);
+    }
+
+    /// The scan of `text` in pieces of `piece` bytes with `limits`: where
+    /// it ended, or the bound crossed and its absolute offset.
+    fn scan_limited(
+        text: &[u8],
+        piece: usize,
+        limits: ScanLimits,
+    ) -> Result<Option<usize>, (OverLimit, usize)> {
+        let mut scanner = ValueScanner::with_limits(limits);
+        let mut from = 0;
+        while from < text.len() {
+            let to = (from + piece).min(text.len());
+            match scanner.scan(&text[..to], from) {
+                ScanEnd::Complete(end) => return Ok(Some(end)),
+                ScanEnd::OverLimit { limit, at } => return Err((limit, at)),
+                ScanEnd::Incomplete => from = to,
+            }
+        }
+        Ok(None)
+    }
+
+    #[test]
+    fn a_string_longer_than_max_string_stops_the_scan_where_it_crosses_the_limit() {
+        let limits = ScanLimits {
+            max_string: 8,
+            ..ScanLimits::NONE
+        };
+        // Exactly at the limit, escapes counted as written: accepted.
+        for piece in [1, 3, 100] {
+            assert_eq!(
+                scan_limited(br#"{"k":"12\"4567"}"#, piece, limits),
+                Ok(Some(16)),
+                "piece {piece}"
+            );
+        }
+        // One byte more, terminated or not, in any cut: refused at the
+        // ninth byte of the string (offset 6 + 8), however it is cut.
+        for text in [
+            &br#"{"k":"123456789"}"#[..],
+            br#"{"k":"123456789012345"#,
+            br#"{"k":"1234567\"9"}"#,
+        ] {
+            for piece in [1, 2, 5, 100] {
+                assert_eq!(
+                    scan_limited(text, piece, limits),
+                    Err((OverLimit::String { limit: 8 }, 14)),
+                    "piece {piece}"
+                );
+            }
+        }
+        // Member names count too.
+        assert!(scan_limited(br#"{"0123456789":1}"#, 4, limits).is_err());
+        // Without limits, the same strings are fine.
+        assert_eq!(
+            scan_limited(br#"{"k":"123456789"}"#, 4, ScanLimits::NONE),
+            Ok(Some(17))
+        );
+    }
+
+    #[test]
+    fn nesting_deeper_than_max_depth_stops_the_scan_at_the_opening_bracket() {
+        let limits = ScanLimits {
+            max_depth: 3,
+            ..ScanLimits::NONE
+        };
+        assert_eq!(scan_limited(b"[[{}]]", 2, limits), Ok(Some(6)));
+        assert_eq!(
+            scan_limited(b"[[{\"a\":[1]}]]", 2, limits),
+            Err((OverLimit::Depth { limit: 3 }, 7))
+        );
+        // A hundred thousand opening brackets: refused at the fourth, no
+        // recursion anywhere (the scanner keeps a counter, not a stack).
+        let deep = vec![b'['; 100_000];
+        assert_eq!(
+            scan_limited(&deep, 4096, limits),
+            Err((OverLimit::Depth { limit: 3 }, 3))
+        );
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

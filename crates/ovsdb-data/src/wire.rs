@@ -23,7 +23,10 @@ use serde::de::DeserializeSeed;
 
 pub use error::DecodeError;
 pub use projection::KeyProjection;
-pub use streamed::{decode_streamed_reply, StreamedReply, MAX_DECODERS};
+pub use streamed::{
+    decode_streamed_message, decode_streamed_reply, row_estimate, StreamOptions, StreamedReply,
+    StreamedUpdate, MAX_DECODERS,
+};
 pub use visitors::{MonitorResultSeed, TableUpdatesSeed, WireAtom, WireDatum};
 
 use crate::datum::{Datum, Str, Uuid};

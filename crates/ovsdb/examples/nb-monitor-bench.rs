@@ -363,13 +363,14 @@ async fn measure(remote: &str) -> Result<()> {
     let cpu_before = cpu_s("self")?;
     let remote: Remote = remote.parse()?;
     let t0 = Instant::now();
+    // The session's defaults, the agent's limits: the 100k-port dump
+    // (~125 MB) is decoded while it arrives, within `max_streamed`.
     let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
-    // The 100k-port dump is ~125 MB, past the 64 MiB default.
-    config.session.max_message = 512 << 20;
-    // The reply is decoded while it arrives (the default);
-    // `NB_BENCH_BUFFERED=1` buffers it whole first, to compare.
+    // `NB_BENCH_BUFFERED=1` buffers the reply whole first, to compare
+    // (past the default `max_message`, so raised).
     if std::env::var_os("NB_BENCH_BUFFERED").is_some() {
         config.session.stream_above = None;
+        config.session.max_message = 512 << 20;
     }
     let client = Client::start(config);
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
@@ -523,6 +524,12 @@ async fn main() -> Result<()> {
         return decode_file(&arg("--file").context("decode-file needs --file")?, runs);
     }
     if args.get(1).map(String::as_str) == Some("measure") {
+        // `RUST_LOG=obgp_ovsdb::rpc::session=debug` shows the streamed
+        // reply's size and its rows' decoded estimate (`decoded_bytes`).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
         return measure(&arg("--remote").context("measure needs --remote")?).await;
     }
     let sizes = arg("--vms").unwrap_or_else(|| "10000,50000,100000".into());

@@ -59,6 +59,16 @@ pub enum Error {
     /// Nothing arrived from the server for two probe intervals.
     #[error("no message from server for {0:?}: connection considered dead")]
     Inactive(std::time::Duration),
+    /// A message from the server did not end within
+    /// [`SessionConfig::message_deadline`](crate::SessionConfig::message_deadline)
+    /// of its first byte (a server trickling a message that never ends).
+    #[error("a message was not complete {deadline:?} after its first byte ({pending} bytes so far; message_deadline)")]
+    MessageDeadline {
+        /// The deadline.
+        deadline: std::time::Duration,
+        /// Bytes of the message received so far.
+        pending: usize,
+    },
     /// A request got no answer in time (the session stays up).
     #[error("no reply within {0:?}")]
     Timeout(std::time::Duration),

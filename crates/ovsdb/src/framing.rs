@@ -6,26 +6,86 @@
 //! state, the rule the streamed reply decoder also uses) as bytes arrive. It
 //! remembers how far it has scanned, so a large monitor reply that arrives
 //! in 64 KiB reads is scanned once, not once per read, and it refuses any
-//! message larger than its limit instead of buffering without bound.
+//! message past its [`FrameLimits`] (size, string length, nesting) at the
+//! byte that crosses them, instead of buffering without bound.
 
 use bytes::{Buf, BytesMut};
-use obgp_ovsdb_data::json_scan::{ScanEnd, ValueScanner};
+use obgp_ovsdb_data::json_scan::{OverLimit, ScanEnd, ScanLimits, ValueScanner};
 use tokio_util::codec::Decoder;
 
-/// Default upper bound for one message (64 MiB). An OVN_Northbound initial
-/// dump of a large Neutron-shaped topology exceeds it (docs/ovsdb.md,
-/// "Known gaps"): raise the limit for such scales.
-pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024 * 1024;
+/// Default upper bound for one message held whole (16 MiB). Since the large
+/// messages (monitor replies, update notifications) are decoded while they
+/// arrive and bounded by [`DEFAULT_MAX_STREAMED`] instead, what is left is
+/// small: a schema (~0.1 MB), transaction replies, echoes.
+pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+
+/// Default upper bound for one message decoded while it arrives (256 MiB):
+/// twice a 100k-port OVN_Northbound dump (~125 MB), the largest scale the
+/// agent is measured at (docs/ovsdb.md). A streamed message's bytes are
+/// dropped as its rows are decoded, so what it costs is the rows kept.
+pub const DEFAULT_MAX_STREAMED: usize = 256 << 20;
+
+/// Default longest string (1 MiB). No OVN_Northbound, OVN_Southbound or
+/// Open_vSwitch value is legitimately near it: names, UUIDs, addresses,
+/// `external_ids` and `options` values and ACL matches are bytes to a few
+/// KiB; a set of many values (a port group's ports, an address set) is
+/// many short atoms, not one long one.
+pub const DEFAULT_MAX_STRING: usize = 1 << 20;
+
+/// Default deepest nesting (64). The deepest OVSDB message is a notification
+/// or a monitor reply holding a map of sets: about 8 levels. serde_json,
+/// which parses the frames, refuses deeper than 128 itself; the scanner
+/// refuses sooner, while the message arrives, and holds no stack per level.
+pub const DEFAULT_MAX_DEPTH: u32 = 64;
+
+/// What one message may make the client hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLimits {
+    /// Largest message held whole before it is decoded.
+    pub max_message: usize,
+    /// Largest message handed on while it arrives
+    /// ([`JsonFramer::take_scanned`]).
+    pub max_streamed: usize,
+    /// Longest string and deepest nesting in any message.
+    pub scan: ScanLimits,
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        FrameLimits {
+            max_message: DEFAULT_MAX_MESSAGE,
+            max_streamed: DEFAULT_MAX_STREAMED,
+            scan: ScanLimits {
+                max_string: DEFAULT_MAX_STRING,
+                max_depth: DEFAULT_MAX_DEPTH,
+            },
+        }
+    }
+}
 
 /// Why the byte stream cannot be split into messages. The connection must be
 /// dropped after any of these: the framer cannot resynchronise.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
-    /// A message grew past the limit before it ended.
-    #[error("message exceeds the {limit}-byte limit")]
+    /// A message held whole grew past the limit before it ended.
+    #[error("message exceeds the {limit}-byte limit (max_message)")]
     TooLarge {
         /// The limit in bytes.
         limit: usize,
+    },
+    /// A message decoded while it arrives grew past its limit.
+    #[error("message decoded while it arrives exceeds the {limit}-byte limit (max_streamed)")]
+    StreamedTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A string or the nesting crossed its bound.
+    #[error("{limit}, at byte {offset} of the message")]
+    OverLimit {
+        /// The bound crossed.
+        limit: OverLimit,
+        /// Where in the message.
+        offset: usize,
     },
     /// A message starts with something other than `{`.
     #[error("message does not start with '{{' (found byte {byte:#04x} at offset {offset})")]
@@ -67,7 +127,7 @@ impl From<std::io::Error> for FrameError {
 /// bytes are valid JSON is for the parser that receives them.
 #[derive(Debug, Clone)]
 pub struct JsonFramer {
-    max_message: usize,
+    limits: FrameLimits,
     /// Bytes of the current message already scanned (still in the buffer).
     scanned: usize,
     /// Bytes of the current message handed out by [`JsonFramer::take_scanned`].
@@ -78,18 +138,50 @@ pub struct JsonFramer {
 
 impl Default for JsonFramer {
     fn default() -> Self {
-        JsonFramer::new(DEFAULT_MAX_MESSAGE)
+        JsonFramer::with_limits(FrameLimits::default())
     }
 }
 
 impl JsonFramer {
-    /// A framer refusing messages longer than `max_message` bytes.
+    /// A framer refusing messages longer than `max_message` bytes, whether
+    /// held whole or not, with no bound on strings or nesting.
     pub fn new(max_message: usize) -> JsonFramer {
-        JsonFramer {
+        JsonFramer::with_limits(FrameLimits {
             max_message,
+            max_streamed: max_message,
+            scan: ScanLimits::NONE,
+        })
+    }
+
+    /// A framer refusing messages past `limits`.
+    pub fn with_limits(limits: FrameLimits) -> JsonFramer {
+        JsonFramer {
+            limits,
             scanned: 0,
             taken: 0,
-            scanner: ValueScanner::default(),
+            scanner: ValueScanner::with_limits(limits.scan),
+        }
+    }
+
+    /// The size limit of the message in progress: once part of it was
+    /// taken, it is being decoded while it arrives.
+    fn too_large(&self) -> FrameError {
+        if self.taken > 0 {
+            FrameError::StreamedTooLarge {
+                limit: self.limits.max_streamed,
+            }
+        } else {
+            FrameError::TooLarge {
+                limit: self.limits.max_message,
+            }
+        }
+    }
+
+    fn size_limit(&self) -> usize {
+        if self.taken > 0 {
+            self.limits.max_streamed
+        } else {
+            self.limits.max_message
         }
     }
 
@@ -111,24 +203,25 @@ impl JsonFramer {
         match self.scanner.scan(buf, self.scanned) {
             ScanEnd::Complete(end) => {
                 let total = self.taken + end;
+                let (limit, err) = (self.size_limit(), self.too_large());
                 self.scanned = 0;
                 self.taken = 0;
-                if total > self.max_message {
-                    return Err(FrameError::TooLarge {
-                        limit: self.max_message,
-                    });
+                if total > limit {
+                    return Err(err);
                 }
                 Ok(Some(end))
             }
             ScanEnd::Incomplete => {
                 self.scanned = buf.len();
-                if self.taken + buf.len() > self.max_message {
-                    return Err(FrameError::TooLarge {
-                        limit: self.max_message,
-                    });
+                if self.taken + buf.len() > self.size_limit() {
+                    return Err(self.too_large());
                 }
                 Ok(None)
             }
+            ScanEnd::OverLimit { limit, at } => Err(FrameError::OverLimit {
+                limit,
+                offset: self.taken + at,
+            }),
         }
     }
 
@@ -142,7 +235,7 @@ impl JsonFramer {
     /// of `buf`, for a consumer that decodes a large message while it
     /// arrives. The framer keeps its place: the next [`Decoder::decode`]
     /// returns the rest of the message (only the bytes after these), and
-    /// `max_message` still bounds the whole message.
+    /// from now on `max_streamed` bounds the whole message.
     pub fn take_scanned(&mut self, buf: &mut BytesMut) -> BytesMut {
         let part = buf.split_to(self.scanned.min(buf.len()));
         self.taken += part.len();
@@ -168,14 +261,7 @@ impl Decoder for JsonFramer {
             skip_whitespace(buf);
         }
         match self.scan(buf)? {
-            Some(len) => {
-                if len > self.max_message {
-                    return Err(FrameError::TooLarge {
-                        limit: self.max_message,
-                    });
-                }
-                Ok(Some(buf.split_to(len)))
-            }
+            Some(len) => Ok(Some(buf.split_to(len))),
             None => {
                 // Grow in big steps while a large message is arriving, so a
                 // large reply is not read into a buffer doubling from 8 KiB.
@@ -251,8 +337,73 @@ mod tests {
         buf.extend_from_slice(br#"89"}"#);
         assert!(matches!(
             framer.decode(&mut buf),
-            Err(FrameError::TooLarge { limit: 16 })
+            Err(FrameError::StreamedTooLarge { limit: 16 })
         ));
+    }
+
+    fn limits(max_message: usize, max_streamed: usize, max_string: usize) -> FrameLimits {
+        FrameLimits {
+            max_message,
+            max_streamed,
+            scan: ScanLimits {
+                max_string,
+                max_depth: 4,
+            },
+        }
+    }
+
+    #[test]
+    fn a_message_handed_on_while_it_arrives_is_bounded_by_max_streamed() {
+        let mut framer = JsonFramer::with_limits(limits(16, 40, 100));
+        let mut buf = BytesMut::from(&br#"{"a":"0123"#[..]);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        framer.take_scanned(&mut buf);
+        // Past max_message but within max_streamed: goes on.
+        buf.extend_from_slice(b"456789012345678901234");
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        framer.take_scanned(&mut buf);
+        buf.extend_from_slice(b"5678901234");
+        assert_eq!(
+            framer.decode(&mut buf),
+            Err(FrameError::StreamedTooLarge { limit: 40 })
+        );
+        // A message held whole keeps the small limit.
+        let mut framer = JsonFramer::with_limits(limits(16, 40, 100));
+        let mut buf = BytesMut::from(&br#"{"a":"0123456789012"#[..]);
+        assert_eq!(
+            framer.decode(&mut buf),
+            Err(FrameError::TooLarge { limit: 16 })
+        );
+    }
+
+    #[test]
+    fn a_long_string_or_deep_nesting_is_refused_where_it_crosses_the_limit() {
+        let mut framer = JsonFramer::with_limits(limits(1000, 1000, 8));
+        // An unterminated string is refused after 8 bytes, not at the
+        // message limit; the offset counts bytes taken before.
+        let mut buf = BytesMut::from(&br#"{"a":"0123"#[..]);
+        assert!(framer.decode(&mut buf).unwrap().is_none());
+        framer.take_scanned(&mut buf);
+        buf.extend_from_slice(b"45678");
+        assert_eq!(
+            framer.decode(&mut buf),
+            Err(FrameError::OverLimit {
+                limit: OverLimit::String { limit: 8 },
+                offset: 14
+            })
+        );
+        let err = feed(
+            &mut JsonFramer::with_limits(limits(1000, 1000, 8)),
+            &[br#"{"a":[[[[1]]]]}"#],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "arrays and objects nest deeper than the limit of 4 (max_depth), at byte 8 of the message"
+        );
+        // The defaults allow what OVSDB sends.
+        let ok = br#"{"id":null,"method":"update2","params":["m",{"T":{"aaaaaaaa-0000-4000-8000-000000000001":{"modify":{"c":["map",[["k",["set",[1]]]]]}}}}]}"#;
+        assert_eq!(feed(&mut JsonFramer::default(), &[ok]).unwrap().len(), 1);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::rpc::reply::notification_params_with;
-use crate::rpc::session::Session;
+use crate::rpc::session::{Notification, Session};
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{KeyProjection, TableUpdates, TableUpdatesSeed};
 use obgp_ovsdb_data::MonitorSpec;
@@ -57,6 +57,23 @@ pub fn decode_update(method: &str, frame: &[u8], projection: &KeyProjection) -> 
             updates: TableUpdatesSeed(projection),
         },
     )
+}
+
+impl Notification {
+    /// The update this notification carries, decoded with `projection`
+    /// when it came as a frame (a large one was decoded as it arrived,
+    /// with its monitor's projection); `None` for other methods; the
+    /// session's error for [`Notification::Closed`].
+    pub fn into_update(self, projection: &KeyProjection) -> Result<Option<Update>> {
+        match self {
+            Notification::Call { method, frame } if method == "update2" || method == "update3" => {
+                decode_update(&method, &frame, projection).map(Some)
+            }
+            Notification::Call { .. } => Ok(None),
+            Notification::Update(update) => Ok(Some(*update)),
+            Notification::Closed(e) => Err(e),
+        }
+    }
 }
 
 /// The params of `update2` (`[monitor-id, table-updates2]`) or `update3`
@@ -119,6 +136,7 @@ impl Session {
         spec: &MonitorSpec,
         schema: &DatabaseSchema,
     ) -> Result<TableUpdates> {
+        self.register_monitor(monitor_id, &spec.key_projection());
         self.call_streamed(
             "monitor_cond",
             json!([db, monitor_id, spec.requests(schema)]),
@@ -139,6 +157,7 @@ impl Session {
         schema: &DatabaseSchema,
         last_txn_id: Option<&str>,
     ) -> Result<SinceReply> {
+        self.register_monitor(monitor_id, &spec.key_projection());
         let (found, last_txn_id, updates): (bool, String, TableUpdates) = self
             .call_streamed(
                 "monitor_cond_since",

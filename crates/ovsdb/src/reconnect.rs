@@ -39,7 +39,6 @@ use tokio::task::JoinHandle;
 pub use crate::backoff::Backoff;
 use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
-use crate::monitor::decode_update;
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
 use crate::server_db;
@@ -373,12 +372,10 @@ impl Runner {
         }
         loop {
             match notes.recv().await {
-                Some(Notification::Call { method, frame }) => {
-                    if method != "update2" && method != "update3" {
+                Some(note @ (Notification::Call { .. } | Notification::Update(_))) => {
+                    let Some(update) = note.into_update(&projection).map_err(synced)? else {
                         continue;
-                    }
-                    let update = decode_update(&method, &frame, &projection).map_err(synced)?;
-                    drop(frame);
+                    };
                     if update.monitor_id == json!(SERVER_MONITOR_ID) {
                         if let Some(current) = server_rows.take() {
                             let (next, _) = current

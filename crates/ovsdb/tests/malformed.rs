@@ -1,11 +1,14 @@
-//! A fake OVSDB server on a unix socket feeds the client broken input.
-//! Garbage, truncated JSON, a message of the wrong shape, an oversized
-//! message must end the session with an error, the cache must never show a
-//! half-applied batch, and the client must reconnect and end up in sync
-//! with the last, well-behaved connection. A row of the wrong type, with a
-//! bad UUID or an invalid atom is skipped and the rest syncs. A fake cluster
-//! member whose `_Server` row is behind what the client saw is left for
-//! another. Never a panic.
+//! A fake OVSDB server on a unix socket feeds the client broken input:
+//! garbage, truncated JSON, a message of the wrong shape, an oversized
+//! message, and hostile input aimed at memory (a long string, terminated
+//! or not, deep nesting, a message past its size limit held whole or
+//! streamed, a message trickled byte by byte, invalid UTF-8, a close
+//! mid-message). Each must end the session with an error naming the limit,
+//! the cache must never show a half-applied batch, and the client must
+//! reconnect and end up in sync with the last, well-behaved connection. A
+//! row of the wrong type, with a bad UUID or an invalid atom is skipped and
+//! the rest syncs. A fake cluster member whose `_Server` row is behind what
+//! the client saw is left for another. Never a panic.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -35,7 +38,9 @@ enum Script {
     /// Reply with `dump` and stay connected.
     DumpAndStay { dump: Value },
     /// Reply with `dump`, write `after` and stay connected.
-    DumpUpdateAndStay { dump: Value, after: Vec<u8> },
+    DumpThenStay { dump: Value, after: Vec<u8> },
+    /// Reply with `dump`, write `head`, then one space every 100 ms.
+    DumpThenTrickle { dump: Value, head: Vec<u8> },
 }
 
 fn ls(uuid: &str, name: &str) -> (String, Value) {
@@ -135,11 +140,20 @@ async fn serve_as(mut sock: UnixStream, script: Script, member: Option<Member>) 
             (Some("monitor_cond"), Script::DumpAndStay { dump }) => {
                 json!({"id": id, "result": dump, "error": null})
             }
-            (Some("monitor_cond"), Script::DumpUpdateAndStay { dump, after }) => {
+            (Some("monitor_cond"), Script::DumpThenStay { dump, after }) => {
                 let r = json!({"id": id, "result": dump, "error": null});
                 sock.write_all(r.to_string().as_bytes()).await?;
                 sock.write_all(after).await?;
                 continue;
+            }
+            (Some("monitor_cond"), Script::DumpThenTrickle { dump, head }) => {
+                let r = json!({"id": id, "result": dump, "error": null});
+                sock.write_all(r.to_string().as_bytes()).await?;
+                sock.write_all(head).await?;
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    sock.write_all(b" ").await?;
+                }
             }
             (Some("echo"), _) => json!({"id": id, "result": req["params"], "error": null}),
             // A server that never commits: transactions go unanswered.
@@ -398,11 +412,10 @@ async fn a_malformed_row_is_skipped_by_uuid_and_the_rest_of_the_database_syncs()
         A: {"modify": {"name": ["set", [1, 2]]}},
         "dddddddd-0000-4000-8000-000000000005": {"insert": {"no_such_column": 1}},
     }}));
-    let (server, connections) =
-        serve_every_connection(listener, move || Script::DumpUpdateAndStay {
-            dump: dump.clone(),
-            after: after.clone(),
-        });
+    let (server, connections) = serve_every_connection(listener, move || Script::DumpThenStay {
+        dump: dump.clone(),
+        after: after.clone(),
+    });
     let client = Client::start(ClientConfig::new(
         vec![Remote::Unix(path.clone())],
         "OVN_Northbound",
@@ -440,7 +453,7 @@ async fn a_failure_right_after_every_sync_backs_off_instead_of_looping() -> Resu
     let listener = UnixListener::bind(&path)?;
     // Every connection syncs, then gets an update that is not JSON.
     let (server, connections) = serve_every_connection(listener, || {
-        Script::DumpUpdateAndStay {
+        Script::DumpThenStay {
         dump: dump(&[ls(A, "a")]),
         after: b"{\"id\":null,\"method\":\"update2\",\"params\":[\"obgp-db\",{\"Logical_Switch\": tru}]}".to_vec(),
     }
@@ -550,5 +563,236 @@ async fn a_cluster_member_behind_the_index_already_seen_is_left_for_another() ->
     assert!(!seen.contains("stale"), "read the stale member: {seen:?}");
     fresh_server.abort();
     stale_server.abort();
+    Ok(())
+}
+
+/// The limits of the hostile-server tests: small, so that each case is
+/// quick, in the same proportions as the defaults.
+fn small_limits(config: &mut obgp_ovsdb::SessionConfig) {
+    config.max_string = 64 * 1024;
+    config.max_message = 64 * 1024;
+    config.stream_above = Some(16 * 1024);
+    config.max_streamed = 256 * 1024;
+    config.max_decoded = 512 * 1024;
+    config.message_deadline = Some(Duration::from_secs(1));
+}
+
+/// An update2 inserting `n` Logical_Switch rows named `n0`, `n1`...
+fn many_rows(n: usize) -> Vec<u8> {
+    let rows: serde_json::Map<String, Value> = (0..n)
+        .map(|i| {
+            (
+                format!("{i:08x}-1111-4111-8111-111111111111"),
+                json!({"insert": {"name": format!("n{i}")}}),
+            )
+        })
+        .collect();
+    update2(json!({ "Logical_Switch": rows }))
+}
+
+/// Each hostile case, and the words its error must contain.
+fn hostile_cases() -> Vec<(&'static str, Script, &'static str)> {
+    let head = br#"{"id":null,"method":"update2","params":["obgp-db",{"Logical_Switch":{"eeeeeeee-0000-4000-8000-000000000004":{"insert":{"name":""#;
+    let a = || dump(&[ls(A, "a")]);
+    let mut unterminated = head.to_vec();
+    unterminated.extend(std::iter::repeat_n(b'x', 1 << 20));
+    let mut deep = br#"{"id":null,"method":"update2","params":["obgp-db","#.to_vec();
+    deep.extend(std::iter::repeat_n(b'[', 100_000));
+    let mut invalid_utf8 = head.to_vec();
+    invalid_utf8.extend_from_slice(b"\xff\xfe\"}}}}]}");
+    let mut cut = many_rows(3000);
+    cut.truncate(cut.len() / 2);
+    // 12 000 atoms of 2 bytes each on the wire (24 KiB a row; 8 rows are
+    // within max_streamed, and more than one read of the client, so the
+    // update is streamed), 24 bytes each decoded: 2.3 MB.
+    let ints: Vec<u32> = (0..12_000).map(|i| i % 10).collect();
+    let int_rows: serde_json::Map<String, Value> = (0..8)
+        .map(|i| {
+            (
+                format!("{i:08x}-5555-4555-8555-555555555555"),
+                json!({"insert": {"ports": ["set", ints]}}),
+            )
+        })
+        .collect();
+    let mut held_whole = br#"{"id":99,"result":[""#.to_vec();
+    held_whole.extend(std::iter::repeat_n(b"\",\"".as_slice(), 40_000).flatten());
+    held_whole.extend_from_slice(b"\"]}");
+    vec![
+        (
+            "a terminated string past max_string",
+            Script::DumpThenStay {
+                dump: a(),
+                after: update2(
+                    json!({"Logical_Switch": {X: {"insert": {"name": "x".repeat(200 * 1024)}}}}),
+                ),
+            },
+            "65536-byte limit (max_string)",
+        ),
+        (
+            "an unterminated string",
+            Script::DumpThenStay {
+                dump: a(),
+                after: unterminated,
+            },
+            "65536-byte limit (max_string)",
+        ),
+        (
+            "100 000 opening brackets",
+            Script::DumpThenStay {
+                dump: a(),
+                after: deep,
+            },
+            "limit of 64 (max_depth)",
+        ),
+        (
+            "a reply held whole past max_message",
+            Script::DumpThenStay {
+                dump: a(),
+                after: held_whole,
+            },
+            "65536-byte limit (max_message)",
+        ),
+        (
+            "an update past max_streamed",
+            Script::DumpThenStay {
+                dump: a(),
+                after: many_rows(10_000),
+            },
+            "262144-byte limit (max_streamed)",
+        ),
+        (
+            "rows decoding to more than max_decoded (small integers)",
+            Script::DumpThenStay {
+                dump: a(),
+                after: update2(json!({ "Logical_Switch": int_rows })),
+            },
+            "524288 bytes (max_decoded)",
+        ),
+        (
+            "a message trickled byte by byte",
+            Script::DumpThenTrickle {
+                dump: a(),
+                head: head.to_vec(),
+            },
+            "message_deadline",
+        ),
+        (
+            "invalid UTF-8 in a string",
+            Script::DumpThenStay {
+                dump: a(),
+                after: invalid_utf8,
+            },
+            "malformed message",
+        ),
+        (
+            "a close in the middle of a streamed update",
+            Script::DumpThen {
+                dump: a(),
+                after: cut,
+            },
+            "in the middle of a message",
+        ),
+    ]
+}
+
+fn hostile_config(path: &std::path::Path) -> ClientConfig {
+    let mut config = ClientConfig::new(
+        vec![Remote::Unix(path.to_path_buf())],
+        "OVN_Northbound",
+        MonitorSpec::all(["Logical_Switch"]),
+    );
+    config.backoff = (Duration::from_millis(10), Duration::from_millis(50));
+    small_limits(&mut config.session);
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_server_is_dropped_at_each_limit_with_an_error_naming_it() -> Result<()> {
+    for (case, script, want) in hostile_cases() {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("fake.sock");
+        let listener = UnixListener::bind(&path)?;
+        let server = tokio::spawn(async move {
+            let (sock, _) = listener.accept().await?;
+            serve(sock, script).await
+        });
+        let config = hostile_config(&path);
+        let (session, mut notes) =
+            obgp_ovsdb::Session::connect(&config.remotes[0], None, config.session.clone()).await?;
+        let schema = session.get_schema("OVN_Northbound").await?;
+        let started = tokio::time::Instant::now();
+        session
+            .monitor_cond(
+                "OVN_Northbound",
+                &json!("obgp-db"),
+                &config.monitor,
+                &schema,
+            )
+            .await?;
+        let why = loop {
+            match tokio::time::timeout(Duration::from_secs(10), notes.recv()).await? {
+                Some(obgp_ovsdb::rpc::session::Notification::Closed(e)) => break e.to_string(),
+                Some(_) => continue,
+                None => bail!("{case}: notifications ended without a reason"),
+            }
+        };
+        assert!(why.contains(want), "{case}: {why}");
+        // Dropped at the limit, not when the server gave up.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{case}: took {:?}",
+            started.elapsed()
+        );
+        server.abort();
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_every_hostile_case_the_client_reconnects_and_a_large_legit_update_still_loads(
+) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("fake.sock");
+    let listener = UnixListener::bind(&path)?;
+    let mut scripts: Vec<Script> = hostile_cases().into_iter().map(|(_, s, _)| s).collect();
+    let n_hostile = scripts.len();
+    // Then a good server whose first update is larger than stream_above
+    // (decoded while it arrives) but within max_streamed.
+    scripts.push(Script::DumpThenStay {
+        dump: dump(&[ls(C, "c")]),
+        after: many_rows(2000),
+    });
+    let server = tokio::spawn(async move {
+        for script in scripts {
+            let (sock, _) = listener.accept().await?;
+            // A hostile connection ends when the client drops it; serve
+            // each in its own task so the next can be accepted.
+            tokio::spawn(serve(sock, script));
+        }
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        anyhow::Ok(())
+    });
+    let client = Client::start(hostile_config(&path));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let snap = client.cache().snapshot();
+        let rows = snap.table("Logical_Switch");
+        if rows.len() == 2001 && names(&client).contains("c") {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!(
+                "client never loaded the good server: {} rows, resynced {}",
+                rows.len(),
+                *client.cache().resynced().borrow()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every hostile connection got as far as a synced cache, then was
+    // dropped; the good one synced once more.
+    assert_eq!(*client.cache().resynced().borrow() as usize, n_hostile + 1);
+    assert!(!names(&client).contains("x"), "a hostile row was applied");
+    server.abort();
     Ok(())
 }

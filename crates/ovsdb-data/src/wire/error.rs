@@ -60,6 +60,25 @@ pub enum DecodeError {
     /// decoder reports that thread's error instead).
     #[error("a row failed to decode")]
     RowFailed,
+    /// One value of a message decoded while it arrives (a row, an `id`) is
+    /// longer than the bound on what is held whole.
+    #[error("a value of more than {limit} bytes at byte {offset} (max_message: one value is held whole)")]
+    ValueTooLarge {
+        /// The bound in bytes.
+        limit: usize,
+        /// Where the value starts in the bytes held.
+        offset: usize,
+    },
+    /// The rows of a message decoded while it arrives take more than the
+    /// bound (an estimate, [`super::streamed::row_estimate`]).
+    #[error("the decoded rows of the message take more than {limit} bytes (max_decoded)")]
+    DecodedTooLarge {
+        /// The bound in bytes.
+        limit: usize,
+    },
+    /// A message with rows in both `result` and `params`.
+    #[error("a message with both a result and params")]
+    TwoRowMembers,
     /// The decoding threads stopped taking batches.
     #[error("the decoding threads stopped")]
     DecodersStopped,

@@ -1,16 +1,20 @@
-//! The framing half of the streamed reply decoder: walks a monitor reply's
-//! envelope as its bytes arrive, decodes the small members (`id`, `error`,
-//! `monitor_cond_since`'s flags) and cuts the `result`'s rows out for the
+//! The framing half of the streamed reply decoder: walks the envelope of a
+//! monitor reply or of an `update2`/`update3` notification as its bytes
+//! arrive, decodes the small members (`id`, `error`, `method`,
+//! `monitor_cond_since`'s flags, the monitor id and transaction id of an
+//! update) and cuts the rows of its `result` or `params` out for the
 //! decoding threads ([`super::streamed`]). Where a value ends is the shared
-//! [`ValueScanner`]'s rule, the one the client's framing uses.
+//! [`ValueScanner`]'s rule, the one the client's framing uses. One value
+//! (a row, an `id`) is held whole while it arrives, up to `max_value` bytes.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::{DeserializeSeed, IgnoredAny};
 
 use super::error::DecodeError;
-use super::streamed::RowPool;
+use super::projection::KeyProjection;
+use super::streamed::{RowPool, StreamOptions};
 use super::visitors::{from_bytes, plain};
 use crate::json_scan::{ScanEnd, ValueScanner};
 
@@ -22,6 +26,7 @@ pub(super) struct ChunkedMessage<F> {
     buf: Vec<u8>,
     pos: usize,
     done: bool,
+    max_value: usize,
 }
 
 /// Bytes already decoded are dropped from the front once this many pile up.
@@ -111,6 +116,12 @@ impl<F: FnMut() -> Option<bytes::Bytes>> ChunkedMessage<F> {
                 return Ok(start..end);
             }
             from = self.buf.len();
+            if from - start > self.max_value {
+                return Err(DecodeError::ValueTooLarge {
+                    limit: self.max_value,
+                    offset: start,
+                });
+            }
             if !self.more() {
                 if scanner.ends_with_input() && from > start {
                     self.pos = from;
@@ -149,17 +160,38 @@ pub(super) enum PendingResult {
     Since(bool, String, PendingTables),
 }
 
-/// A reply as framed: `id` and `error` decoded, the rows queued.
+/// The `params` of an update notification whose rows are still being
+/// decoded.
+pub(super) struct PendingUpdate {
+    pub(super) monitor_id: serde_json::Value,
+    pub(super) last_txn_id: Option<String>,
+    pub(super) tables: PendingTables,
+}
+
+/// A message as framed: `id`, `error` and `method` decoded, the rows queued.
 pub(super) struct FramedReply {
     pub(super) id: serde_json::Value,
     pub(super) error: serde_json::Value,
     pub(super) result: Option<PendingResult>,
+    pub(super) method: Option<String>,
+    pub(super) params: Option<PendingUpdate>,
 }
 
-/// Walks the reply's envelope, decoding its small members and queueing the
-/// rows of its `result` on `pool`.
+/// Sets the projection the decoding threads apply to this message's rows;
+/// a message has rows in one member only.
+fn choose(chosen: &OnceLock<KeyProjection>, projection: KeyProjection) -> Result<(), DecodeError> {
+    chosen
+        .set(projection)
+        .map_err(|_| DecodeError::TwoRowMembers)
+}
+
+/// Walks the message's envelope, decoding its small members and queueing
+/// the rows of its `result` or `params` on `pool`, after choosing their
+/// projection in `chosen` from `options`.
 pub(super) fn frame_reply(
     pool: &mut RowPool<'_>,
+    options: &StreamOptions<'_>,
+    chosen: &OnceLock<KeyProjection>,
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<FramedReply, DecodeError> {
     let mut feed = ChunkedMessage {
@@ -167,11 +199,14 @@ pub(super) fn frame_reply(
         buf: Vec::new(),
         pos: 0,
         done: false,
+        max_value: options.max_value,
     };
     let mut reply = FramedReply {
         id: serde_json::Value::Null,
         error: serde_json::Value::Null,
         result: None,
+        method: None,
+        params: None,
     };
     feed.expect(b'{')?;
     if feed.peek()? != b'}' {
@@ -181,10 +216,16 @@ pub(super) fn frame_reply(
             match member.as_str() {
                 "id" => reply.id = feed.decode(plain())?,
                 "error" => reply.error = feed.decode(plain())?,
+                "method" => reply.method = feed.decode(plain())?,
+                "params" => reply.params = update_params(&mut feed, pool, options, chosen)?,
                 "result" => {
                     reply.result = match feed.peek()? {
-                        b'{' => Some(PendingResult::Updates(table_updates(&mut feed, pool)?)),
+                        b'{' => {
+                            choose(chosen, options.reply.clone())?;
+                            Some(PendingResult::Updates(table_updates(&mut feed, pool)?))
+                        }
                         b'[' => {
+                            choose(chosen, options.reply.clone())?;
                             feed.expect(b'[')?;
                             let found: bool = feed.decode(plain())?;
                             feed.expect(b',')?;
@@ -224,6 +265,49 @@ pub(super) fn frame_reply(
             return Ok(reply);
         }
     }
+}
+
+/// The `params` of `update2` (`[monitor-id, table-updates2]`) or `update3`
+/// (`[monitor-id, last-txn-id, table-updates2]`), told apart by their
+/// second element (the member order of the envelope is the server's, so
+/// `method` may come after them); the rows are projected as the monitor's.
+/// Anything else is `None` (skipped; the session refuses a large
+/// notification it cannot use).
+fn update_params<F: FnMut() -> Option<bytes::Bytes>>(
+    feed: &mut ChunkedMessage<F>,
+    pool: &mut RowPool<'_>,
+    options: &StreamOptions<'_>,
+    chosen: &OnceLock<KeyProjection>,
+) -> Result<Option<PendingUpdate>, DecodeError> {
+    if feed.peek()? != b'[' {
+        let _: IgnoredAny = feed.decode(plain())?;
+        return Ok(None);
+    }
+    feed.expect(b'[')?;
+    let monitor_id: serde_json::Value = feed.decode(plain())?;
+    feed.expect(b',')?;
+    let last_txn_id = match feed.peek()? {
+        b'"' => {
+            let id: String = feed.decode(plain())?;
+            feed.expect(b',')?;
+            Some(id)
+        }
+        _ => None,
+    };
+    let projection = options
+        .monitors
+        .iter()
+        .find(|(id, _)| *id == monitor_id)
+        .map(|(_, p)| p.clone())
+        .unwrap_or_default();
+    choose(chosen, projection)?;
+    let tables = table_updates(feed, pool)?;
+    feed.expect(b']')?;
+    Ok(Some(PendingUpdate {
+        monitor_id,
+        last_txn_id,
+        tables,
+    }))
 }
 
 /// A `table-updates2` object, framed row by row; the rows go to `pool`.

@@ -1,20 +1,22 @@
-//! The streamed reply decoder: a monitor reply decoded while its bytes
-//! arrive, by a framing thread ([`super::reply_framer`]) and a few decoding
-//! threads, so that a reply of tens of megabytes is never held whole.
+//! The streamed reply decoder: a monitor reply or an update notification
+//! decoded while its bytes arrive, by a framing thread
+//! ([`super::reply_framer`]) and a few decoding threads, so that a message
+//! of tens of megabytes is never held whole.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use super::error::DecodeError;
 use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
-use super::reply_framer::{frame_reply, PendingResult, PendingTables};
+use super::reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{is_row_fault, MonitorResult, RowFault, RowUpdate, TableUpdate, TableUpdates};
-use crate::datum::Uuid;
+use crate::datum::{Atom, Datum, Str, Uuid};
 
-/// The members of a reply message decoded by [`decode_streamed_reply`].
+/// The members of a message decoded by [`decode_streamed_message`]: a
+/// reply (`id`, `error`, `result`) or a notification (`method`, `params`).
 #[derive(Debug)]
 pub struct StreamedReply {
     /// The reply's `id`.
@@ -23,6 +25,75 @@ pub struct StreamedReply {
     pub error: serde_json::Value,
     /// The reply's `result`, when not `null`.
     pub result: Option<MonitorResult>,
+    /// A notification's `method`.
+    pub method: Option<String>,
+    /// A notification's `params`, when shaped as `update2`'s or `update3`'s.
+    pub params: Option<StreamedUpdate>,
+    /// The estimated bytes of the decoded rows (what `max_decoded` bounds).
+    pub decoded_bytes: usize,
+}
+
+/// The `params` of an `update2` or `update3` notification.
+#[derive(Debug, PartialEq)]
+pub struct StreamedUpdate {
+    /// The monitor the update belongs to.
+    pub monitor_id: serde_json::Value,
+    /// `update3`'s transaction id.
+    pub last_txn_id: Option<String>,
+    /// The row updates, projected as the monitor's.
+    pub updates: TableUpdates,
+}
+
+/// How [`decode_streamed_message`] projects rows and what it holds whole.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamOptions<'a> {
+    /// The projection of a reply's `result`.
+    pub reply: &'a KeyProjection,
+    /// The projection of an update's rows, by monitor id (the monitors
+    /// not named here are decoded whole).
+    pub monitors: &'a [(serde_json::Value, KeyProjection)],
+    /// Longest single value held whole while the message arrives (a row
+    /// update, the `id`): a row is decoded from its whole bytes.
+    pub max_value: usize,
+    /// Most bytes the decoded rows may take, estimated per row
+    /// ([`row_estimate`]): the wire size does not bound them (a set of
+    /// small integers takes 2 bytes an atom on the wire, 24 decoded).
+    pub max_decoded: usize,
+}
+
+/// The bytes a decoded row takes, estimated from its shape: the row, its
+/// columns, each atom, and each string atom's bytes, counted per
+/// occurrence (the decoder's interner shares equal strings, so this is an
+/// upper bound; column names are always shared and not counted).
+pub fn row_estimate(row: &RowUpdate) -> usize {
+    fn atom(a: &Atom) -> usize {
+        std::mem::size_of::<Atom>()
+            + match a {
+                Atom::String(s) => s.as_str().len(),
+                _ => 0,
+            }
+    }
+    let columns = row.columns.iter().map(|(_, d)| {
+        std::mem::size_of::<(Str, Datum)>()
+            + match d {
+                Datum::Set(atoms) => atoms.iter().map(atom).sum::<usize>(),
+                Datum::Map(pairs) => pairs.iter().map(|(k, v)| atom(k) + atom(v)).sum(),
+            }
+    });
+    std::mem::size_of::<RowUpdate>() + columns.sum::<usize>()
+}
+
+/// The decoded bytes of one message, shared by its decoding threads.
+struct DecodedBudget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl DecodedBudget {
+    /// Counts `bytes` more; false once past the limit.
+    fn charge(&self, bytes: usize) -> bool {
+        self.used.fetch_add(bytes, Ordering::Relaxed) + bytes <= self.limit
+    }
 }
 
 /// Decodes a reply to a monitor request from its bytes as they arrive: this
@@ -39,10 +110,25 @@ pub fn decode_streamed_reply(
     projection: &KeyProjection,
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<StreamedReply, DecodeError> {
+    let options = StreamOptions {
+        reply: projection,
+        monitors: &[],
+        max_value: usize::MAX,
+        max_decoded: usize::MAX,
+    };
+    decode_streamed_message(&options, next_chunk)
+}
+
+/// As [`decode_streamed_reply`], for a reply or an `update2`/`update3`
+/// notification, with the projections and the bound of `options`.
+pub fn decode_streamed_message(
+    options: &StreamOptions<'_>,
+    next_chunk: impl FnMut() -> Option<bytes::Bytes>,
+) -> Result<StreamedReply, DecodeError> {
     let decoders = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, MAX_DECODERS);
-    decode_streamed_reply_on(projection, decoders, BATCH_BYTES, next_chunk)
+    decode_streamed_reply_on(options, decoders, BATCH_BYTES, next_chunk)
 }
 
 /// At most this many threads decode one reply's rows.
@@ -60,21 +146,30 @@ const QUEUED_PER_DECODER: usize = 2;
 /// [`decode_streamed_reply`] with `decoders` decoding threads (at least
 /// one) and batches of about `batch_bytes`.
 fn decode_streamed_reply_on(
-    projection: &KeyProjection,
+    options: &StreamOptions<'_>,
     decoders: usize,
     batch_bytes: usize,
     next_chunk: impl FnMut() -> Option<bytes::Bytes>,
 ) -> Result<StreamedReply, DecodeError> {
+    // Set by the framer before it queues the first row.
+    let chosen: OnceLock<KeyProjection> = OnceLock::new();
+    let projection = &chosen;
     let first_failed = AtomicUsize::new(NO_FAILURE);
+    let budget = DecodedBudget {
+        used: AtomicUsize::new(0),
+        limit: options.max_decoded,
+    };
     let (tx, rx) = mpsc::sync_channel::<RowBatch>(decoders.max(1) * QUEUED_PER_DECODER);
     let rx = Mutex::new(rx);
     let (framed, decoded) = std::thread::scope(|scope| {
         let mut workers = Vec::new();
         for i in 0..decoders.max(1) {
-            let (rx, first_failed) = (&rx, &first_failed);
+            let (rx, first_failed, budget) = (&rx, &first_failed, &budget);
             let spawned = std::thread::Builder::new()
                 .name(format!("ovsdb-decode-{i}"))
-                .spawn_scoped(scope, move || decode_batches(rx, projection, first_failed));
+                .spawn_scoped(scope, move || {
+                    decode_batches(rx, projection, first_failed, budget)
+                });
             match spawned {
                 Ok(handle) => workers.push(handle),
                 // Fewer decoders only cost time; none at all is an error.
@@ -89,7 +184,7 @@ fn decode_streamed_reply_on(
             seq: 0,
             first_failed: &first_failed,
         };
-        let framed = frame_reply(&mut pool, next_chunk);
+        let framed = frame_reply(&mut pool, options, &chosen, next_chunk);
         // Closing the queue lets the decoders finish what is left.
         drop(pool);
         let mut decoded: Vec<(usize, RowsResult)> = Vec::new();
@@ -165,6 +260,20 @@ fn decode_streamed_reply_on(
                 Some(MonitorResult::Since(found, last, take(t)?))
             }
         },
+        method: framed.method,
+        params: match framed.params {
+            None => None,
+            Some(PendingUpdate {
+                monitor_id,
+                last_txn_id,
+                tables,
+            }) => Some(StreamedUpdate {
+                monitor_id,
+                last_txn_id,
+                updates: take(tables)?,
+            }),
+        },
+        decoded_bytes: budget.used.load(Ordering::Relaxed),
     })
 }
 
@@ -196,11 +305,11 @@ pub(super) struct RowBatch {
 }
 
 impl RowBatch {
-    /// Decodes the rows in order. A row that is well-formed JSON but not a
-    /// valid row update is skipped as the buffered decoder skips it; the
-    /// first that is not well-formed JSON fails the batch, named by table
-    /// and row.
-    fn decode(&self, keys: Option<&TableKeys>) -> RowsResult {
+    /// Decodes the rows in order, each charged to `budget`. A row that is
+    /// well-formed JSON but not a valid row update is skipped as the
+    /// buffered decoder skips it; the first that is not well-formed JSON
+    /// fails the batch, named by table and row.
+    fn decode(&self, keys: Option<&TableKeys>, budget: &DecodedBudget) -> RowsResult {
         let table = &self.table;
         // UTF-8 is checked once for the whole batch (fast on ASCII), not
         // string by string as `from_slice` does; a batch that is not UTF-8
@@ -241,7 +350,14 @@ impl RowBatch {
                 None => from_bytes(&self.bytes[value.clone()], seed),
             };
             match row {
-                Ok(row) => rows.push(row),
+                Ok(row) => {
+                    if !budget.charge(row_estimate(&row)) {
+                        return Err(DecodeError::DecodedTooLarge {
+                            limit: budget.limit,
+                        });
+                    }
+                    rows.push(row)
+                }
                 Err(e) if is_row_fault(&self.bytes[value.clone()], &e) => {
                     skipped.push(RowFault::of_row(table, uuid, &e))
                 }
@@ -266,8 +382,9 @@ fn plain_uuid_key(key: &str) -> Option<Uuid> {
 /// error reported is the first in the message whatever the timing.
 fn decode_batches(
     queue: &Mutex<mpsc::Receiver<RowBatch>>,
-    projection: &KeyProjection,
+    projection: &OnceLock<KeyProjection>,
     first_failed: &AtomicUsize,
+    budget: &DecodedBudget,
 ) -> Vec<(usize, RowsResult)> {
     let _interning = InternScope::with_capacity(STREAMED_INTERN_CAPACITY);
     let mut decoded = Vec::new();
@@ -284,8 +401,8 @@ fn decode_batches(
         if batch.seq > first_failed.load(Ordering::Acquire) {
             continue;
         }
-        let keys = projection.table(&batch.table);
-        let rows = batch.decode(keys);
+        let keys = projection.get().and_then(|p| p.table(&batch.table));
+        let rows = batch.decode(keys, budget);
         if rows.is_err() {
             first_failed.fetch_min(batch.seq, Ordering::AcqRel);
         }
@@ -351,219 +468,4 @@ impl RowPool<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::datum::{Atom, Datum};
-    use crate::wire::MonitorResultSeed;
-    use proptest::prelude::*;
-    use serde::de::DeserializeSeed;
-    use serde_json::json;
-
-    /// `text` handed out in pieces cut at `cuts`.
-    fn pieces(text: &[u8], cuts: &[usize]) -> impl FnMut() -> Option<bytes::Bytes> {
-        let mut points: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
-        points.push(0);
-        points.push(text.len());
-        points.sort_unstable();
-        let chunks: Vec<bytes::Bytes> = points
-            .windows(2)
-            .map(|w| bytes::Bytes::copy_from_slice(&text[w[0]..w[1]]))
-            .collect();
-        let mut chunks = chunks.into_iter();
-        move || chunks.next()
-    }
-
-    /// Rows spread over two tables (every third in Logical_Switch, whose
-    /// maps are never projected), then an empty table.
-    fn rows_json(rows: &[(String, Vec<(String, String)>)]) -> serde_json::Value {
-        let mut ports = serde_json::Map::new();
-        let mut switches = serde_json::Map::new();
-        for (i, (name, pairs)) in rows.iter().enumerate() {
-            let pairs: Vec<serde_json::Value> = pairs.iter().map(|(k, v)| json!([k, v])).collect();
-            let table = if i % 3 == 2 {
-                &mut switches
-            } else {
-                &mut ports
-            };
-            table.insert(
-                format!("{i:08x}-2222-4222-8222-222222222222"),
-                json!({"initial": {"name": name, "external_ids": ["map", pairs]}}),
-            );
-        }
-        json!({"Logical_Switch_Port": ports, "Logical_Switch": switches, "NB_Global": {}})
-    }
-
-    /// 300 rows of Logical_Switch_Port; the names of rows 60 and 200 are
-    /// the text `bad`.
-    fn reply_with_bad_rows(bad: &str) -> String {
-        let rows: serde_json::Map<String, serde_json::Value> = (0..300)
-            .map(|i| {
-                let name = if i == 60 || i == 200 { "BAD" } else { "p" };
-                (
-                    format!("{i:08x}-2222-4222-8222-222222222222"),
-                    json!({"initial": {"name": name}}),
-                )
-            })
-            .collect();
-        json!({"id": 1, "result": {"Logical_Switch_Port": rows}})
-            .to_string()
-            .replace("\"BAD\"", bad)
-    }
-
-    #[test]
-    fn of_several_rows_that_are_not_json_the_first_in_the_message_is_reported() {
-        let text = reply_with_bad_rows("tru");
-        let none = KeyProjection::default();
-        // Several decoders racing over small batches, many times: the
-        // timing must never change which error is reported.
-        for round in 0..30 {
-            let err =
-                decode_streamed_reply_on(&none, 3, 40 + round, pieces(text.as_bytes(), &[777]))
-                    .unwrap_err()
-                    .to_string();
-            assert!(
-                err.starts_with("table Logical_Switch_Port: row 0000003c-2222-4222-8222-222222222222: column name: expected ident"),
-                "{err}"
-            );
-        }
-        // The buffered decoder reports the same row.
-        let result = &text[text.find("{\"Logical").unwrap()..text.len() - 1];
-        let buffered = serde_json::from_str::<MonitorResult>(result)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            buffered.contains("row 0000003c-2222-4222-8222-222222222222"),
-            "{buffered}"
-        );
-    }
-
-    #[test]
-    fn rows_that_are_not_ovsdb_notation_are_skipped_by_uuid_and_the_rest_decodes() {
-        let text = reply_with_bad_rows(r#"["set"]"#)
-            .replace("\"00000007-2222-4222-8222-222222222222\"", "\"not-a-uuid\"");
-        let none = KeyProjection::default();
-        let buffered = serde_json::from_str::<MonitorResult>(
-            &text[text.find("{\"Logical").unwrap()..text.len() - 1],
-        )
-        .unwrap();
-        for round in 0..10 {
-            let reply =
-                decode_streamed_reply_on(&none, 3, 40 + round, pieces(text.as_bytes(), &[777]))
-                    .unwrap();
-            let Some(MonitorResult::Updates(u)) = reply.result else {
-                panic!("no updates: {:?}", reply.result);
-            };
-            assert_eq!(u.row_count(), 297);
-            let skipped: Vec<String> = u.skipped().map(|f| f.to_string()).collect();
-            assert_eq!(skipped.len(), 3, "{skipped:?}");
-            assert!(
-                skipped[0].starts_with("Logical_Switch_Port: row key"),
-                "{skipped:?}"
-            );
-            assert!(skipped[0].contains("not-a-uuid"), "{skipped:?}");
-            assert!(
-                skipped[1].starts_with(
-                    "Logical_Switch_Port row 0000003c-2222-4222-8222-222222222222: column name:"
-                ),
-                "{skipped:?}"
-            );
-            assert_eq!(
-                u.skipped().map(|f| f.uuid).collect::<Vec<_>>(),
-                [
-                    None,
-                    Uuid::parse("0000003c-2222-4222-8222-222222222222").ok(),
-                    Uuid::parse("000000c8-2222-4222-8222-222222222222").ok()
-                ]
-            );
-            assert_eq!(MonitorResult::Updates(u), buffered);
-        }
-    }
-
-    #[test]
-    fn decoding_threads_share_strings_within_their_batches() {
-        let rows: serde_json::Map<String, serde_json::Value> = (0..4)
-            .map(|i| {
-                (
-                    format!("{i:08x}-2222-4222-8222-222222222222"),
-                    json!({"initial": {"type": "compute:nova"}}),
-                )
-            })
-            .collect();
-        let text = json!({"id": 1, "result": {"T": rows}}).to_string();
-        let reply = decode_streamed_reply_on(
-            &KeyProjection::default(),
-            2,
-            1 << 20,
-            pieces(text.as_bytes(), &[50]),
-        )
-        .unwrap();
-        let Some(MonitorResult::Updates(u)) = reply.result else {
-            panic!("no updates: {:?}", reply.result);
-        };
-        let values: Vec<&Datum> = u.0[0].rows.iter().map(|r| &r.columns[0].1).collect();
-        let (Atom::String(a), Atom::String(b)) = (&values[0].atoms()[0], &values[3].atoms()[0])
-        else {
-            panic!("not strings: {values:?}");
-        };
-        assert!(a.shares_storage_with(b), "one batch, one decoder: one copy");
-    }
-
-    #[test]
-    fn a_streamed_reply_with_an_error_or_no_result_keeps_its_members() {
-        let text = br#"{"error": {"error": "unknown database"}, "id": 4, "result": null}"#;
-        let none = KeyProjection::default();
-        let r = decode_streamed_reply(&none, pieces(text, &[3, 30])).unwrap();
-        assert_eq!((r.id, r.result), (json!(4), None));
-        assert_eq!(r.error, json!({"error": "unknown database"}));
-        for bad in [
-            &br#"{"id": 4, "result": {"T": {"22222222-2222-4222-8222-222222222222": {"initial": {"a": tru}}}}}"#[..],
-            br#"{"id": 4} x"#,
-            br#"{"id": 4"#,
-            b"[1]",
-        ] {
-            assert!(
-                decode_streamed_reply(&none, pieces(bad, &[5])).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn a_reply_decoded_row_by_row_equals_the_buffered_decode(
-            rows in prop::collection::vec(("[a-z\\\\\" ]{0,4}", prop::collection::vec(("[a-c\\\\\"]{0,2}", "[a-z{}\\[\\], ]{0,3}"), 0..4)), 0..6),
-            since in any::<bool>(),
-            pretty in any::<bool>(),
-            result_first in any::<bool>(),
-            cuts in prop::collection::vec(any::<usize>(), 0..10),
-            kept in prop::collection::vec("[a-c]{0,2}", 0..3),
-            decoders in 1usize..4,
-            batch_bytes in 1usize..300,
-        ) {
-            let updates = rows_json(&rows);
-            let result = if since { json!([true, "7a3b8c2e-0000-4000-8000-000000000001", updates]) } else { updates };
-            let show = |v: &serde_json::Value| if pretty { serde_json::to_string_pretty(v).unwrap() } else { v.to_string() };
-            let text = if result_first {
-                format!("{{\"result\": {}, \"id\": 7, \"error\": null}}", show(&result))
-            } else {
-                format!("{{\"id\":7,\"result\":{},\"error\":null}}", show(&result))
-            };
-            let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", kept);
-            let want = MonitorResultSeed(&p).deserialize(&mut serde_json::Deserializer::from_str(&result.to_string())).unwrap();
-            let got = decode_streamed_reply_on(&p, decoders, batch_bytes, pieces(text.as_bytes(), &cuts)).unwrap();
-            prop_assert_eq!(got.id, json!(7));
-            prop_assert_eq!(got.result, Some(want));
-        }
-
-        #[test]
-        fn a_streamed_reply_decoder_never_panics(
-            data in prop::collection::vec(any::<u8>(), 0..256),
-            cuts in prop::collection::vec(any::<usize>(), 0..6),
-            decoders in 1usize..3,
-        ) {
-            let _ = decode_streamed_reply_on(&KeyProjection::default(), decoders, 16, pieces(&data, &cuts));
-        }
-
-    }
-}
+mod tests;

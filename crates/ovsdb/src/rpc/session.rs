@@ -9,13 +9,24 @@
 //! arrive is not mistaken for a dead peer.
 //!
 //! Frames are handed on as raw bytes: the receiver decodes them into the
-//! type it expects in one pass (see [`obgp_ovsdb_data::wire`]). The exception is the
-//! reply to [`Session::call_streamed`] (a monitor's initial contents, tens
-//! of megabytes): once it outgrows [`SessionConfig::stream_above`] its bytes
-//! go, as they arrive, to a blocking thread that decodes it row by row
-//! ([`obgp_ovsdb_data::wire::decode_streamed_reply`]), so it is never held whole
-//! beside the rows decoded from it. The decoding of responses and
-//! notifications is in [`super::reply`].
+//! type it expects in one pass (see [`obgp_ovsdb_data::wire`]). The
+//! exceptions are the large messages: the reply to
+//! [`Session::call_streamed`] (a monitor's initial contents, tens of
+//! megabytes) and `update2`/`update3` notifications (one transaction
+//! touching many rows). Once one outgrows [`SessionConfig::stream_above`]
+//! its bytes go, as they arrive, to a blocking thread that decodes it row by
+//! row ([`obgp_ovsdb_data::wire::decode_streamed_message`], see
+//! `session/streaming.rs`), so it is never held whole beside the rows
+//! decoded from it.
+//!
+//! What a server can make the session hold is bounded whatever it sends
+//! ([`SessionConfig`]): a message held whole by `max_message`, a streamed
+//! one by `max_streamed` and its decoded rows by `max_decoded`, any string
+//! by `max_string`, nesting by
+//! `max_depth`, and a message that does not complete by
+//! `message_deadline`. Crossing any of them ends the session with an error
+//! naming the limit. The decoding of responses and notifications is in
+//! [`super::reply`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,20 +43,50 @@ use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 
 use crate::error::{Error, Result};
-use crate::framing::{JsonFramer, DEFAULT_MAX_MESSAGE};
+use crate::framing::{
+    FrameLimits, JsonFramer, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE, DEFAULT_MAX_STREAMED,
+    DEFAULT_MAX_STRING,
+};
+use crate::monitor::Update;
 use crate::rpc::reply::{Decoded, MonitorReply, Response};
 use crate::rpc::transport::{Remote, Stream};
 use crate::tls::TlsSettings;
+use obgp_ovsdb_data::json_scan::ScanLimits;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{
-    decode_streamed_reply, KeyProjection, MonitorResultSeed, StreamedReply,
+    decode_streamed_message, KeyProjection, MonitorResultSeed, StreamOptions, StreamedReply,
 };
 
 /// Session tuning.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
-    /// Largest message accepted from the server.
+    /// Largest message held whole before it is decoded (16 MiB by default):
+    /// every message but the streamed ones (a schema, transaction replies,
+    /// small updates). It also bounds one row of a streamed message, which
+    /// is decoded from its whole bytes.
     pub max_message: usize,
+    /// Largest message decoded while it arrives (a monitor reply, an
+    /// `update2`/`update3`; 256 MiB by default, twice a 100k-port NB dump).
+    pub max_streamed: usize,
+    /// Most bytes the decoded rows of one streamed message may take
+    /// (estimated per row, [`obgp_ovsdb_data::wire::row_estimate`];
+    /// 160 MiB by default). The wire size does not bound them: a hostile
+    /// server's rows can decode to ten times their bytes. The rows of a
+    /// 100k-port NB dump estimate at 129 MiB (docs/reliability.md).
+    pub max_decoded: usize,
+    /// Longest string atom or member name (1 MiB by default: no OVN or OVS
+    /// string is legitimately near it, see
+    /// [`DEFAULT_MAX_STRING`]).
+    pub max_string: usize,
+    /// Deepest nesting of arrays and objects (64 by default; OVSDB needs
+    /// about 8).
+    pub max_depth: u32,
+    /// Longest a message may take from its first byte to its last (60 s by
+    /// default; `None`: no limit). A server trickling a message byte by
+    /// byte keeps the inactivity probe quiet, so this is what drops it. A
+    /// 100k-port dump crosses a unix socket in ~0.1 s once the server
+    /// starts sending it (docs/ovsdb.md).
+    pub message_deadline: Option<Duration>,
     /// Idle time before we probe the server with `echo`; `None` disables the
     /// probe (the server still probes us and we answer). The default, 60 s,
     /// is Neutron's `ovsdb_probe_interval`: ovsdb-server is single-threaded
@@ -64,11 +105,36 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             max_message: DEFAULT_MAX_MESSAGE,
+            max_streamed: DEFAULT_MAX_STREAMED,
+            max_decoded: DEFAULT_MAX_DECODED,
+            max_string: DEFAULT_MAX_STRING,
+            max_depth: DEFAULT_MAX_DEPTH,
+            message_deadline: Some(Duration::from_secs(60)),
             probe_interval: Some(Duration::from_secs(60)),
             stream_above: Some(STREAM_ABOVE),
         }
     }
 }
+
+impl SessionConfig {
+    /// The framer's limits. Its size limit is `max_streamed` for every
+    /// message: whether one is held whole is decided once its first bytes
+    /// are in, so the session checks `max_message` itself
+    /// ([`Task::check_held_whole`]).
+    fn frame_limits(&self) -> FrameLimits {
+        FrameLimits {
+            max_message: self.max_streamed,
+            max_streamed: self.max_streamed,
+            scan: ScanLimits {
+                max_string: self.max_string,
+                max_depth: self.max_depth,
+            },
+        }
+    }
+}
+
+/// Default of [`SessionConfig::max_decoded`].
+pub const DEFAULT_MAX_DECODED: usize = 160 << 20;
 
 /// Default of [`SessionConfig::stream_above`].
 pub const STREAM_ABOVE: usize = 1 << 20;
@@ -84,17 +150,36 @@ pub enum Notification {
         /// The whole message.
         frame: Bytes,
     },
+    /// An `update2` or `update3` larger than
+    /// [`SessionConfig::stream_above`], decoded while it arrived (with the
+    /// key projection of its monitor).
+    Update(Box<Update>),
     /// The session ended; nothing follows.
     Closed(Error),
 }
 
-/// Decodes a whole reply message from its chunks (run in a blocking
-/// thread while the message arrives).
-type StreamDecoder = Box<dyn FnOnce(mpsc::Receiver<Bytes>) -> Result<StreamedReply> + Send>;
+/// Decodes a whole message from its chunks, holding no value longer than
+/// the given bound whole (run in a blocking thread while the message
+/// arrives).
+type StreamDecoder =
+    Box<dyn FnOnce(mpsc::Receiver<Bytes>, StreamBounds) -> Result<StreamedReply> + Send>;
 
-/// A reply being decoded while it arrives.
+/// What a streamed message's decoder may hold: one value whole
+/// (`max_message`) and its decoded rows (`max_decoded`).
+#[derive(Clone, Copy, Debug)]
+struct StreamBounds {
+    max_value: usize,
+    max_decoded: usize,
+}
+
+/// The key projections of the monitors started on a session, by monitor
+/// id: a large update notification is decoded with its monitor's.
+type Monitors = Arc<std::sync::Mutex<Vec<(Value, KeyProjection)>>>;
+
+/// A message being decoded while it arrives.
 struct Streaming {
-    id: u64,
+    /// The request it answers; `None` for a notification.
+    id: Option<u64>,
     chunks: mpsc::Sender<Bytes>,
     decoder: tokio::task::JoinHandle<Result<StreamedReply>>,
     bytes: usize,
@@ -114,6 +199,7 @@ pub struct Session {
     requests: mpsc::Sender<Request>,
     remote: String,
     streamed: Arc<AtomicU64>,
+    monitors: Monitors,
 }
 
 /// The envelope of any incoming message: enough to route it.
@@ -162,7 +248,9 @@ impl Session {
         let (req_tx, req_rx) = mpsc::channel(64);
         let (note_tx, note_rx) = mpsc::channel(1024);
         let streamed = Arc::new(AtomicU64::new(0));
+        let monitors = Monitors::default();
         let task = Task {
+            monitors: monitors.clone(),
             streamed: streamed.clone(),
             remote: remote.clone(),
             config,
@@ -178,6 +266,7 @@ impl Session {
                 requests: req_tx,
                 remote,
                 streamed,
+                monitors,
             },
             note_rx,
         )
@@ -188,10 +277,18 @@ impl Session {
         &self.remote
     }
 
-    /// How many replies were decoded while they arrived (see
-    /// [`Session::call_streamed`]).
+    /// How many messages (replies and update notifications) were decoded
+    /// while they arrived (see [`Session::call_streamed`]).
     pub fn streamed_replies(&self) -> u64 {
         self.streamed.load(Ordering::Relaxed)
+    }
+
+    /// Records that monitor `id` decodes its rows with `projection`, for
+    /// its large updates; call it before the monitor request.
+    pub(crate) fn register_monitor(&self, id: &Value, projection: &KeyProjection) {
+        let mut monitors = self.monitors.lock().unwrap_or_else(|p| p.into_inner());
+        monitors.retain(|(m, _)| m != id);
+        monitors.push((id.clone(), projection.clone()));
     }
 
     /// Whether the session task has ended.
@@ -229,10 +326,13 @@ impl Session {
     /// it arrives, so it is never held whole; a smaller one is decoded from
     /// its frame. Either way the result is the same.
     ///
-    /// While such a call is pending, the first message to outgrow the
-    /// threshold is taken for its reply; one that turns out to be another
-    /// message ends the session with a protocol error. The session's own
-    /// users keep it the only request in flight that can get a large reply.
+    /// A large message is told from its first member: a notification is
+    /// decoded as an update, a reply whose `id` comes first goes to that
+    /// request, and one whose `result` or `error` comes first is taken for
+    /// the reply of the first such call pending; one that turns out to be
+    /// another message ends the session with a protocol error. The
+    /// session's own users keep it the only request in flight that can get
+    /// a large reply.
     pub async fn call_streamed<T: MonitorReply>(
         &self,
         method: &'static str,
@@ -240,8 +340,14 @@ impl Session {
         projection: &KeyProjection,
     ) -> Result<T> {
         let in_thread = projection.clone();
-        let decode: StreamDecoder = Box::new(move |mut chunks: mpsc::Receiver<Bytes>| {
-            decode_streamed_reply(&in_thread, || chunks.blocking_recv())
+        let decode: StreamDecoder = Box::new(move |mut chunks, bounds: StreamBounds| {
+            let options = StreamOptions {
+                reply: &in_thread,
+                monitors: &[],
+                max_value: bounds.max_value,
+                max_decoded: bounds.max_decoded,
+            };
+            decode_streamed_message(&options, || chunks.blocking_recv())
                 .map_err(|e| Error::Protocol(format!("unexpected result: {e}")))
         });
         let response = self.send(method, params, Some(decode)).await?;
@@ -301,6 +407,7 @@ impl Session {
 }
 
 struct Task {
+    monitors: Monitors,
     streamed: Arc<AtomicU64>,
     remote: String,
     config: SessionConfig,
@@ -333,13 +440,16 @@ impl Task {
         out: &mpsc::UnboundedSender<Bytes>,
         writer_task: &mut tokio::task::JoinHandle<std::io::Result<()>>,
     ) -> Error {
-        let mut framer = JsonFramer::new(self.config.max_message);
+        let mut framer = JsonFramer::with_limits(self.config.frame_limits());
         let mut buf = BytesMut::with_capacity(64 * 1024);
         let mut streaming: Option<Streaming> = None;
         let far = Duration::from_secs(86400 * 365);
         let interval = self.config.probe_interval;
         let mut deadline = Instant::now() + interval.unwrap_or(far);
         let mut probing = false;
+        // When the first byte of the message in progress arrived.
+        let message_budget = self.config.message_deadline;
+        let mut message_since: Option<Instant> = None;
         loop {
             tokio::select! {
                 read = reader.read_buf(&mut buf) => {
@@ -356,7 +466,12 @@ impl Task {
                         match frame {
                             Ok(None) if n > 0 => {
                                 if streaming.is_none() {
-                                    streaming = self.start_streaming(framer.pending_len());
+                                    streaming = self.start_streaming(&buf, framer.pending_len());
+                                    if streaming.is_none() {
+                                        if let Err(e) = self.check_held_whole(&buf, framer.pending_len()) {
+                                            return e;
+                                        }
+                                    }
                                 }
                                 if let Some(mut s) = streaming.take() {
                                     let part = framer.take_scanned(&mut buf);
@@ -370,6 +485,7 @@ impl Task {
                                 break;
                             }
                             Ok(Some(frame)) if streaming.is_some() => {
+                                message_since = None;
                                 if let Some(s) = streaming.take() {
                                     tracing::debug!(remote = %self.remote, id = s.id, "streamed reply complete");
                                     if let Err(e) = self.finish_streaming(s, frame.freeze()).await {
@@ -378,6 +494,10 @@ impl Task {
                                 }
                             }
                             Ok(Some(frame)) => {
+                                message_since = None;
+                                if let Err(e) = self.check_held_whole(&frame, frame.len()) {
+                                    return e;
+                                }
                                 let large = frame.len() > RELEASE_ABOVE;
                                 if let Err(e) = self.dispatch(frame.freeze(), out).await {
                                     return e;
@@ -399,9 +519,20 @@ impl Task {
                             Err(e) => return e.into(),
                         }
                     }
+                    if framer.pending_len() > 0 && message_since.is_none() {
+                        message_since = Some(Instant::now());
+                    }
                     if buf.capacity() - buf.len() < 4096 {
                         buf.reserve(64 * 1024);
                     }
+                }
+                _ = tokio::time::sleep_until(message_since.unwrap_or_else(Instant::now) + message_budget.unwrap_or(far)),
+                    if message_since.is_some() && message_budget.is_some() =>
+                {
+                    return Error::MessageDeadline {
+                        deadline: message_budget.unwrap_or(far),
+                        pending: framer.pending_len(),
+                    };
                 }
                 req = self.requests.recv() => {
                     let Some(req) = req else { return Error::SessionClosed };
@@ -440,87 +571,6 @@ impl Task {
                 }
             }
         }
-    }
-
-    /// Starts decoding the message in progress while it arrives, if it has
-    /// outgrown the threshold and a pending request asked for that.
-    fn start_streaming(&mut self, pending_len: usize) -> Option<Streaming> {
-        let threshold = self.config.stream_above?;
-        if pending_len <= threshold {
-            return None;
-        }
-        let (id, decode) = self.streamable.pop_first()?;
-        // A few chunks in flight: the socket is read no faster than the
-        // decoder goes, so the bytes buffered stay bounded.
-        let (tx, rx) = mpsc::channel(8);
-        tracing::debug!(remote = %self.remote, id, pending_len, "decoding a large reply while it arrives");
-        self.streamed.fetch_add(1, Ordering::Relaxed);
-        Some(Streaming {
-            id,
-            chunks: tx,
-            decoder: tokio::task::spawn_blocking(move || decode(rx)),
-            bytes: 0,
-        })
-    }
-
-    /// Hands the last bytes of a streamed reply to its decoder and routes
-    /// the decoded reply like [`Task::dispatch`] routes a frame.
-    async fn finish_streaming(&mut self, s: Streaming, tail: Bytes) -> Result<()> {
-        let len = s.bytes + tail.len();
-        // A send error means the decoder already stopped; its error follows.
-        let _ = s.chunks.send(tail).await;
-        drop(s.chunks);
-        let decoded = match s.decoder.await {
-            Ok(r) => r,
-            Err(e) => Err(Error::Protocol(format!("reply decoder failed: {e}"))),
-        };
-        let reply = match decoded {
-            Ok(reply) => reply,
-            Err(e) => {
-                if let Some((_, tx)) = self.pending.remove(&s.id) {
-                    let _ = tx.send(Err(Error::Protocol(e.to_string())));
-                }
-                return Err(e);
-            }
-        };
-        if reply.id.as_u64() != Some(s.id) {
-            return Err(Error::Protocol(format!(
-                "a {len}-byte message with id {} arrived while the reply to request {} was awaited",
-                reply.id, s.id
-            )));
-        }
-        let Some((method, tx)) = self.pending.remove(&s.id) else {
-            return Err(Error::Protocol(format!(
-                "response with unknown id {}",
-                s.id
-            )));
-        };
-        let result = match (reply.error.is_null(), reply.result) {
-            (true, Some(result)) => Ok(Response {
-                frame: Bytes::new(),
-                streamed: Some((len, Decoded(result))),
-            }),
-            (true, None) => Err(Error::Protocol(format!("{method} reply without result"))),
-            (false, _) => Err(Error::Rpc {
-                method: method.to_string(),
-                error: reply.error,
-            }),
-        };
-        let _ = tx.send(result);
-        Ok(())
-    }
-
-    /// The decoder of a streamed reply stopped before its end: its error.
-    async fn failed_streaming(&mut self, s: Streaming) -> Error {
-        let e = match s.decoder.await {
-            Ok(Err(e)) => e,
-            Ok(Ok(_)) => Error::Protocol("a streamed reply ended before its last byte".into()),
-            Err(e) => Error::Protocol(format!("reply decoder failed: {e}")),
-        };
-        if let Some((_, tx)) = self.pending.remove(&s.id) {
-            let _ = tx.send(Err(Error::Protocol(e.to_string())));
-        }
-        e
     }
 
     /// Routes one complete message.
@@ -594,5 +644,6 @@ async fn write_loop(
     Ok(())
 }
 
+mod streaming;
 #[cfg(test)]
 mod tests;

@@ -382,3 +382,114 @@ async fn any_bytes_from_the_server_count_as_activity() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// An `update3` notification of `rows` ports for monitor `db`, each with a
+/// kept and a dropped key.
+fn big_update(rows: usize) -> String {
+    let reply: Value = serde_json::from_str(&big_reply(&json!(1), rows, None)).unwrap();
+    json!({"id": null, "method": "update3",
+        "params": ["db", "7a3b8c2e-0000-4000-8000-000000000001", reply["result"]]})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_update_is_decoded_while_it_arrives_with_its_monitors_projection() {
+    let projection = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["kept"]);
+    let text = big_update(300);
+    let want = crate::monitor::decode_update("update3", text.as_bytes(), &projection).unwrap();
+    let config = SessionConfig {
+        stream_above: Some(256),
+        // Far below the message: a streamed one is bounded by max_streamed.
+        max_message: 4096,
+        ..SessionConfig::default()
+    };
+    let (session, mut notes, mut server) = pair(config);
+    session.register_monitor(&json!("db"), &projection);
+    // The first half, until the session streams it (a message that
+    // arrives whole in one read is handed on as a frame), then the rest.
+    let (first, rest) = text.as_bytes().split_at(text.len() / 2);
+    server.write_all(first).await.unwrap();
+    while session.streamed_replies() == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for piece in rest.chunks(97) {
+        server.write_all(piece).await.unwrap();
+    }
+    // A small one after it arrives after it, as a frame.
+    let small = json!({"id": null, "method": "update2", "params": ["db", {}]}).to_string();
+    server.write_all(small.as_bytes()).await.unwrap();
+    match notes.recv().await {
+        Some(Notification::Update(u)) => {
+            assert_eq!(u.monitor_id, json!("db"));
+            assert_eq!(u.last_txn_id, want.last_txn_id);
+            assert_eq!(u.updates, want.updates, "projected as the monitor's");
+            assert_eq!(u.updates.row_count(), 300);
+        }
+        other => panic!("not a streamed update: {:.300}", format!("{other:?}")),
+    }
+    assert_eq!(session.streamed_replies(), 1);
+    match notes.recv().await {
+        Some(Notification::Call { method, .. }) => assert_eq!(method, "update2"),
+        other => panic!("the small update did not follow: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_message_that_is_not_an_update_or_a_streamed_reply_is_refused_at_max_message() {
+    let config = SessionConfig {
+        stream_above: Some(256),
+        max_message: 4096,
+        ..SessionConfig::default()
+    };
+    let (session, mut notes, server) = pair(config);
+    // The reply to list_dbs, a call that is never streamed: held whole, so
+    // max_message bounds it.
+    let _server = serve_one(server, |id| {
+        json!({"id": id, "result": vec!["OVN_Northbound"; 1000], "error": null}).to_string()
+    });
+    let err = session.list_dbs().await.unwrap_err().to_string();
+    assert!(err.contains("4096-byte limit (max_message)"), "{err}");
+    assert!(matches!(
+        notes.recv().await,
+        Some(Notification::Closed(Error::Frame(
+            crate::framing::FrameError::TooLarge { limit: 4096 }
+        )))
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_trickling_past_its_deadline_ends_the_session_naming_the_limit() {
+    let config = SessionConfig {
+        probe_interval: Some(Duration::from_secs(5)),
+        message_deadline: Some(Duration::from_secs(30)),
+        ..SessionConfig::default()
+    };
+    let (_session, mut notes, mut server) = pair(config);
+    // A byte every 4 s keeps the probe quiet; the message never ends.
+    server.write_all(b"{\"method\":\"update2\",").await.unwrap();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            if server.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+    });
+    let started = Instant::now();
+    match notes.recv().await {
+        Some(Notification::Closed(e @ Error::MessageDeadline { .. })) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("30s") && text.contains("message_deadline"),
+                "{text}"
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(35),
+        "{waited:?}"
+    );
+    trickle.abort();
+}

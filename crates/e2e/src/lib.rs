@@ -416,6 +416,12 @@ impl Bench {
         }
     }
 
+    /// The process id of the bench's ovs-vswitchd (`ip netns exec` execs
+    /// it, so the child's pid is its own).
+    pub fn vswitchd_pid(&self) -> Option<u32> {
+        self.vswitchd.as_ref().map(|v| v.child.id())
+    }
+
     /// `ip -n NODE -j ARGS` parsed.
     pub fn node_json(&self, args: &[&str]) -> Result<Vec<Value>> {
         let mut all = vec!["-j"];

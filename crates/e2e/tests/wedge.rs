@@ -3,7 +3,9 @@
 //! accepts vtysh's connection and never answers, as a bgpd stuck in a
 //! long table walk or a livelock does: the agent's netlink exposure goes
 //! on, SIGTERM still stops it at once, `reconcile --once` returns naming
-//! FRR, and once bgpd runs again the node converges with nothing lost.
+//! FRR, and once bgpd runs again the node converges with nothing lost. A
+//! SIGSTOPped ovs-vswitchd (ovs-ofctl hangs on its management socket)
+//! holds up no withdrawal either.
 
 use std::time::{Duration, Instant};
 
@@ -46,14 +48,18 @@ fn signal(pid: u32, sig: &str) -> Result<()> {
 }
 
 fn move_vm3_here(b: &Bench) -> Result<()> {
+    bind_vm3(b, "demo-node")
+}
+
+fn bind_vm3(b: &Bench, chassis: &str) -> Result<()> {
     let lsp = json!([["name", "==", VM3_LSP]]);
     b.nb.transact(&[
         json!({"op": "mutate", "table": "Logical_Switch_Port", "where": lsp,
             "mutations": [["options", "delete", ["set", ["requested-chassis"]]],
                           ["external_ids", "delete", ["set", ["neutron:host_id"]]]]}),
         json!({"op": "mutate", "table": "Logical_Switch_Port", "where": lsp,
-            "mutations": [["options", "insert", ["map", [["requested-chassis", "demo-node"]]]],
-                          ["external_ids", "insert", ["map", [["neutron:host_id", "demo-node"]]]]]}),
+            "mutations": [["options", "insert", ["map", [["requested-chassis", chassis]]]],
+                          ["external_ids", "insert", ["map", [["neutron:host_id", chassis]]]]]}),
     ])?;
     Ok(())
 }
@@ -64,7 +70,8 @@ fn step(t0: Instant, what: &str) {
 
 #[test]
 #[ignore = "vm tier: full agent needs vrf/dummy"]
-fn a_wedged_bgpd_stalls_neither_exposure_nor_shutdown_and_once_names_it() -> Result<()> {
+fn a_wedged_bgpd_or_vswitchd_stalls_neither_exposure_nor_shutdown_and_once_names_it() -> Result<()>
+{
     let t0 = Instant::now();
     let dir = tempfile::Builder::new()
         .prefix("obgp-e2e-wedge-")
@@ -154,6 +161,36 @@ fn a_wedged_bgpd_stalls_neither_exposure_nor_shutdown_and_once_names_it() -> Res
         t0,
         &format!("bgpd continued: peer learned vm3 after {took:?}, plan empty"),
     );
-    b.stop_daemon()?;
+
+    // 5. ovs-vswitchd stopped, then a local OVS change (the flows must be
+    //    read again) and vm3 moving away: withdrawn on the node at once.
+    let vswitchd = b.vswitchd_pid().context("the bench's ovs-vswitchd")?;
+    let frozen = Stopped::new(vswitchd)?;
+    b.ovs.transact(
+        &[json!({"op": "mutate", "table": "Open_vSwitch", "where": [],
+        "mutations": [["external_ids", "insert", ["map", [["obgp-wedge-test", "1"]]]]]})],
+    )?;
+    let t = Instant::now();
+    bind_vm3(&b, "other-node")?;
+    obgp_e2e::wait_for("vm3 off bgp-nic", LEARN, || {
+        Ok((!b.bgp_nic_addrs()?.contains(&VM3_IP.to_string())).then_some(()))
+    })
+    .with_context(|| b.agent_log())?;
+    let took = t.elapsed();
+    ensure!(
+        took < VTYSH_DEADLINE / 2,
+        "vm3 withdrawn after {took:?} with ovs-vswitchd stopped: the netlink side waited for ovs-ofctl\n{}",
+        b.agent_log()
+    );
+    let stopped_in = b.stop_daemon()?;
+    ensure!(
+        stopped_in < Duration::from_secs(10),
+        "SIGTERM took {stopped_in:?} with ovs-vswitchd stopped"
+    );
+    drop(frozen);
+    step(
+        t0,
+        &format!("ovs-vswitchd SIGSTOPped: vm3 withdrawn after {took:?}, SIGTERM exited in {stopped_in:?}"),
+    );
     Ok(())
 }

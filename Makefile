@@ -15,7 +15,7 @@ export CARGO_TERM_COLOR ?= never
 DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
                 frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod
 
-.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy check-pure bench clean
+.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy check-pure bench soak-short clean
 
 all: build
 
@@ -60,6 +60,11 @@ demo: deps
 
 bench:
 	$(CARGO) bench --workspace --locked
+
+# The soak benchmark's short version (docs/soak.md): 2000 ports, 60 s of
+# churn, then the end checks; about 2 minutes with a warm build. Root.
+soak-short: deps
+	$(CARGO) bench -p obgp-controller --locked --bench soak -- 2000 duration=60
 
 clean:
 	$(CARGO) clean

@@ -25,17 +25,16 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_controller::{run, QueueConfig, RunOptions};
-use obgp_node::KernelConfig;
-use obgp_ovsdb::{Remote, Session, SessionConfig};
+use common::{addresses_on, start_node, BenchNode};
+use obgp_controller::{run, QueueConfig};
 use obgp_testbed::netns::Netns;
-use obgp_testbed::ovsdb::OvsdbServer;
-use obgp_topogen::{Params, Topology};
+use obgp_topogen::Params;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
 use tracing_subscriber::Layer;
+
+mod common;
 
 /// The per-phase timings of one "reconciled" log event.
 #[derive(Clone, Debug, Default)]
@@ -284,51 +283,6 @@ struct QueueWait {
     detail: String,
 }
 
-async fn connect(remote: &str) -> Result<Session> {
-    let remote: Remote = remote.parse()?;
-    let (session, _notes) = Session::connect(
-        &remote,
-        None,
-        SessionConfig {
-            probe_interval: None,
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(session)
-}
-
-fn addresses_on(ns: &Netns, dev: &str) -> usize {
-    ns.ip(&["-4", "-o", "addr", "show", "dev", dev])
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
-}
-
-/// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the
-/// file's lines as the running configuration, `-c "show running-config"`
-/// prints them, anything else succeeds silently. With plain `true`, every
-/// FRR check (periodic, retry) found no config and re-applied it, a cost
-/// (two process spawns) a node with a running FRR does not pay.
-fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
-    let script = dir.join("vtysh");
-    let running = dir.join("frr-running.conf");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\n\
-             case \"$1 $2\" in\n\
-             \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
-             \"-c show running-config\") cat '{r}' 2>/dev/null ;;\n\
-             esac\n\
-             exit 0\n",
-            r = running.display()
-        ),
-    )?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
-    Ok(script.display().to_string())
-}
-
 async fn bench_one(
     vms: usize,
     periodic: bool,
@@ -336,87 +290,16 @@ async fn bench_one(
     gap: Duration,
     queue: QueueConfig,
 ) -> Result<Outcome> {
-    let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
-    let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
-    let topo = Topology::generate(Params {
-        vms,
-        ..Params::default()
-    });
-    let nb_session = connect(&nb.unix_remote()).await?;
-    let t = Instant::now();
-    topo.load(&nb_session)
-        .await
-        .context("loading the topology")?;
-    eprintln!(
-        "  N={vms}: topology loaded in {:.1} s ({:?})",
-        t.elapsed().as_secs_f64(),
-        topo.summary()
-    );
-    let localnet: String = nb
-        .select_all("Logical_Switch_Port")?
-        .iter()
-        .find(|r| r["type"] == "localnet")
-        .and_then(|r| r["name"].as_str().map(String::from))
-        .context("the topology has a localnet port")?;
-    ovs.transact(&[
-        json!({"op": "insert", "table": "Interface", "uuid-name": "patchif",
-            "row": {"name": format!("patch-{localnet}-to-br-int"), "type": "patch"}}),
-        json!({"op": "insert", "table": "Port", "uuid-name": "patch",
-            "row": {"name": format!("patch-{localnet}-to-br-int"),
-                "interfaces": ["named-uuid", "patchif"]}}),
-        json!({"op": "insert", "table": "Bridge", "uuid-name": "brex",
-            "row": {"name": "br-ex", "ports": ["named-uuid", "patch"]}}),
-        json!({"op": "insert", "table": "Open_vSwitch", "row": {
-            "bridges": ["named-uuid", "brex"],
-            "external_ids": ["map", [["hostname", "host-000"], ["system-id", "chassis-000"],
-                ["ovn-bridge-mappings", "physnet1:br-ex"]]]}}),
-    ])
-    .context("the local OVS identity rows")?;
-
-    // The node: the provider bridge as a Linux bridge with a MAC, and the
-    // BGP NIC as an ifb (no dummy/vrf on this kernel).
-    let ns = Netns::new("lat")?;
-    ns.ip(&["link", "add", "br-ex", "type", "bridge"])?;
-    ns.ip(&["link", "set", "br-ex", "address", "02:00:00:00:0e:01", "up"])?;
-    ns.ip(&["link", "add", "bgp-nic", "type", "ifb"])?;
-    ns.ip(&["link", "set", "bgp-nic", "up"])?;
-    let monitor = spawn_addr_monitor(&ns)?;
-
-    let dir = tempfile::tempdir()?;
-    let rt_tables = dir.path().join("rt_tables");
-    std::fs::write(
-        &rt_tables,
-        "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
-    )?;
-    let ovs_run = dir.path().join("ovs-run");
-    std::fs::create_dir_all(&ovs_run)?;
-
-    let mut config = Config::default();
-    config.default.driver = Driver::NbOvnBgpDriver;
-    config.default.exposing_method = ExposingMethod::Underlay;
-    config.default.expose_tenant_networks = true;
-    config.default.bgp_router_id = Some("192.0.2.1".into());
-    config.default.ovsdb_connection = ovs.unix_remote();
-    config.ovn.ovn_nb_connection = Some(nb.unix_remote());
-    config.default.reconcile_interval = if periodic { 1 } else { 3600 };
-    config.default.frr_reconcile_interval = 3600;
-    let opts = RunOptions {
-        kernel: KernelConfig {
-            netns: Some(ns.path()),
-            rt_tables: rt_tables.clone(),
-            dummy_kind: "ifb".into(),
-            // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
-            // run dir, so the bridge counts as absent (one spawn per observe).
-            ovs_rundir: Some(ovs_run.clone()),
-            // No FRR: a script stands in for vtysh and answers like a
-            // healthy FRR (see `fake_vtysh`).
-            vtysh: fake_vtysh(dir.path())?.into(),
-            vty_socket: None,
-            frr_config_dir: dir.path().to_path_buf(),
-            ..KernelConfig::default()
-        },
-        queue,
-    };
+    let node = start_node(vms, Params::default().seed, "lat").await?;
+    let BenchNode {
+        ns,
+        topo,
+        nb_session,
+        ..
+    } = &node;
+    let monitor = spawn_addr_monitor(ns)?;
+    let config = node.config(if periodic { 1 } else { 3600 });
+    let opts = node.options(queue)?;
     let (phase_log, warnings, op_log) = logs();
     phase_log.lock().expect("log").clear();
     warnings.lock().expect("warnings").clear();
@@ -433,7 +316,7 @@ async fn bench_one(
             bail!("the daemon stopped: {:?}", daemon.await);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let n = addresses_on(&ns, "bgp-nic");
+        let n = addresses_on(ns, "bgp-nic");
         let reconciled = !phase_log.lock().expect("log").is_empty();
         if n != last.0 {
             last = (n, Instant::now());

@@ -20,6 +20,10 @@
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
+//!
+//! Over 700 lines: one benchmark binary (churn driver and its bookkeeping,
+//! node reader, RSS sampler, end checks and report) that runs as a whole;
+//! the bench node it shares with the latency bench is in `common`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;

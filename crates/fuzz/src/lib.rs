@@ -18,6 +18,8 @@
 pub mod framer;
 pub mod mutate;
 pub mod pipeline;
+pub mod replay;
+pub mod rows;
 pub mod seeds;
 pub mod wire;
 

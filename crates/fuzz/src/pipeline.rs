@@ -22,6 +22,7 @@ use obgp_plan::{order_violations, plan_after, Actual};
 use serde_json::Value;
 
 use crate::mutate::{self, Pools};
+use crate::rows::{self, DatumPool, Edits};
 use crate::seeds;
 
 /// Options an edit of the configuration may set, besides the scenario's own.
@@ -76,6 +77,8 @@ struct Base {
     /// Node states: `initial_node`, every step's `node_after`, `final_node`.
     nodes: Vec<(Value, Option<Actual>)>,
     facts: NodeFacts,
+    /// The unedited scenario's snapshot.
+    snapshot: Snapshot,
     /// The desired state of the unedited scenario (a plausible "previous").
     desired: Option<DesiredNode>,
     pools: Pools,
@@ -143,8 +146,9 @@ fn bases() -> &'static [Base] {
                         .as_str()
                         .map(String::from),
                 };
+                let snapshot = snapshot_of(&tables);
                 let desired = config.as_ref().and_then(|c| {
-                    desired_state(&snapshot_of(&tables), c, &facts)
+                    desired_state(&snapshot, c, &facts)
                         .ok()
                         .map(|d| d.to_node())
                 });
@@ -160,12 +164,32 @@ fn bases() -> &'static [Base] {
                     config,
                     nodes,
                     facts,
+                    snapshot,
                     desired,
                     pools,
                 })
             })
             .collect()
     })
+}
+
+impl Base {
+    /// The scenario's NB, SB and OVS tables.
+    fn db_tables(&self) -> [&Tables; 3] {
+        static EMPTY: OnceLock<Tables> = OnceLock::new();
+        let empty = EMPTY.get_or_init(Tables::new);
+        rows::DBS.map(|name| self.tables.dbs.get(name).unwrap_or(empty))
+    }
+
+    /// A live snapshot of the scenario's rows.
+    fn live(&self) -> LiveSnapshot {
+        let [nb, sb, ovs] = self.db_tables();
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_sb(sb);
+        live.reset_ovs(ovs);
+        live
+    }
 }
 
 /// The rows of `db` in `after` that differ from `before`, as the live
@@ -256,31 +280,84 @@ pub fn run_to(data: &[u8]) -> Stage {
     stage
 }
 
-fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
-    let bases = bases();
-    let base = u.choose(bases)?;
-    let node_index = u.choose_index(base.nodes.len().max(1))?;
-    let (ovn_edits, node_edits, config_edits) = (
-        u.int_in_range(0..=12)?,
-        u.int_in_range(0..=6)?,
-        u.int_in_range(0..=2)?,
-    );
-    let previous_kind = u.int_in_range(0..=2)?;
-
-    // OVN: the scenario's rows, edited.
-    let edited;
-    let db = if ovn_edits == 0 {
-        &base.tables
-    } else {
-        let mut ovn = base.ovn.clone();
-        mutate_n(u, &mut ovn, &base.pools, ovn_edits)?;
-        edited = lenient_db(&ovn);
-        &edited
+/// The scenario's snapshot with `n` typed row edits, taken from the
+/// scenario's live snapshot patched with them (and patched back after).
+fn row_edited_snapshot(
+    u: &mut Unstructured,
+    index: usize,
+    base: &Base,
+    n: u8,
+    check: bool,
+) -> Result<Snapshot> {
+    let tables = base.db_tables();
+    let mut edits = Edits::new();
+    for _ in 0..n {
+        rows::edit(u, &tables, &mut edits, datum_pool(), &base.pools)?;
+    }
+    if edits.is_empty() {
+        return Ok(base.snapshot.clone());
+    }
+    let row_of =
+        |db: usize, table: &str, uuid: &Uuid| tables[db].get(table).and_then(|t| t.get(uuid));
+    let of_db = |db: usize| {
+        edits
+            .iter()
+            .filter(move |((d, _, _), _)| *d == db)
+            .map(|((_, t, u), r)| (t.as_str(), *u, r.as_ref()))
     };
+    let ovs_edited = edits.keys().any(|(d, _, _)| *d == 2);
+    let snapshot = LIVE.with(|cell| {
+        let mut lives = cell.borrow_mut();
+        if lives.len() <= index {
+            lives.resize_with(index + 1, || None);
+        }
+        let live = lives[index].get_or_insert_with(|| base.live());
+        live.apply_nb(of_db(0));
+        live.apply_sb(of_db(1));
+        let edited = ovs_edited.then(|| rows::apply(&tables, &edits));
+        if let Some(e) = &edited {
+            live.reset_ovs(&e[2]);
+        }
+        let snapshot = live.snapshot();
+        // Back to the scenario's rows.
+        let back = |db: usize| {
+            edits
+                .keys()
+                .filter(move |(d, _, _)| *d == db)
+                .map(move |(d, t, u)| (t.as_str(), *u, row_of(*d, t, u)))
+        };
+        live.apply_nb(back(0));
+        live.apply_sb(back(1));
+        if ovs_edited {
+            live.reset_ovs(tables[2]);
+        }
+        if check {
+            assert!(
+                live.snapshot() == base.snapshot,
+                "the live snapshot patched back to the scenario's rows differs from its build"
+            );
+        }
+        snapshot
+    });
+    if check {
+        let [nb, sb, ovs] = rows::apply(&tables, &edits);
+        assert!(
+            Snapshot::build_with_sb(&nb, &sb, &ovs) == snapshot,
+            "the live snapshot patched with the edited rows differs from a fresh build"
+        );
+    }
+    Ok(snapshot)
+}
+
+/// The scenario's snapshot with `n` edits of its JSON (rows that no
+/// longer parse are left out), built from scratch; with `check`, also
+/// reached by patching the scenario's snapshot.
+fn json_edited_snapshot(u: &mut Unstructured, base: &Base, n: u8, check: bool) -> Result<Snapshot> {
+    let mut ovn = base.ovn.clone();
+    mutate_n(u, &mut ovn, &base.pools, n)?;
+    let db = &lenient_db(&ovn);
     let snapshot = snapshot_of(db);
-    *stage = Stage::Snapshot;
-    if ovn_edits > 0 && u.arbitrary()? {
-        // The same rows reached by patching the scenario's snapshot.
+    if check {
         let mut live = LiveSnapshot::default();
         let empty = Tables::new();
         let get = |d: &FixtureDb, name: &str| d.dbs.get(name).cloned().unwrap_or_default();
@@ -314,6 +391,51 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
             "the live snapshot patched with the edited rows differs from a fresh build"
         );
     }
+    Ok(snapshot)
+}
+
+thread_local! {
+    /// Per scenario, its live snapshot, built on first use and patched
+    /// back after every input.
+    static LIVE: std::cell::RefCell<Vec<Option<LiveSnapshot>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn datum_pool() -> &'static DatumPool {
+    static POOL: OnceLock<DatumPool> = OnceLock::new();
+    POOL.get_or_init(|| DatumPool::harvest(bases().iter().flat_map(|b| b.tables.dbs.values())))
+}
+
+fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
+    let bases = bases();
+    let (index, base) = {
+        let i = u.choose_index(bases.len())?;
+        (i, &bases[i])
+    };
+    let node_index = u.choose_index(base.nodes.len().max(1))?;
+    // Mostly typed row edits through the kept live snapshot (cheap, the
+    // agent's own path); one input in eight edits the JSON instead, which
+    // can break what typed edits cannot (tags, uuids, whole tables).
+    let json_path = u.ratio(1, 8)?;
+    let ovn_edits = u.int_in_range(0..=10)?;
+    let node_edits = if u.ratio(1, 2)? {
+        u.int_in_range(1..=6)?
+    } else {
+        0
+    };
+    let config_edits = if u.ratio(1, 8)? {
+        u.int_in_range(1..=2)?
+    } else {
+        0
+    };
+    let previous_kind = u.int_in_range(0..=2)?;
+    let check_live = u.ratio(1, 16)?;
+
+    let snapshot = if json_path {
+        json_edited_snapshot(u, base, ovn_edits, check_live)?
+    } else {
+        row_edited_snapshot(u, index, base, ovn_edits, check_live)?
+    };
+    *stage = Stage::Snapshot;
 
     // The configuration, edited.
     let edited_config;

@@ -3,6 +3,7 @@
 #
 #   scripts/fuzz.sh smoke             every target briefly (~60 s in all): CI
 #   scripts/fuzz.sh run TARGET [RUNS] one target for RUNS inputs (default 10M)
+#   scripts/fuzz.sh time TARGET SECS  one target for SECS seconds
 #
 # The targets are libFuzzer binaries (fuzz/, cargo-fuzz, nightly) over the
 # harnesses of crates/fuzz. Without cargo-fuzz or a nightly toolchain, smoke
@@ -49,8 +50,12 @@ case "${1:-smoke}" in
     target=${2:?usage: scripts/fuzz.sh run TARGET [RUNS]}
     fuzz_run "$target" -runs="${3:-10000000}"
     ;;
+  time)
+    target=${2:?usage: scripts/fuzz.sh time TARGET SECONDS}
+    fuzz_run "$target" -max_total_time="${3:?usage: scripts/fuzz.sh time TARGET SECONDS}"
+    ;;
   *)
-    echo "usage: scripts/fuzz.sh [smoke | run TARGET [RUNS]]" >&2
+    echo "usage: scripts/fuzz.sh [smoke | run TARGET [RUNS] | time TARGET SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -1,12 +1,14 @@
 //! The pipeline harness (structure-aware): a golden scenario's OVN
 //! databases, one of its node states and its configuration, each edited a
-//! few times by [`crate::mutate`], go through the snapshot builder (from
-//! scratch and patched row by row), `desired_state` and the planner
+//! few times (typed row edits, [`crate::rows`], through the scenario's live
+//! snapshot; or JSON edits, [`crate::mutate`], through a fresh build), go
+//! through the snapshot builder, `desired_state` and the planner
 //! (`plan_after`, with and without a previous desired state).
 //!
-//! Checked: nothing panics; the live snapshot patched from the scenario's
-//! rows to the edited ones equals a fresh build; every plan keeps the
-//! ordering rules O1–O4 (`order_violations` is empty).
+//! Checked: nothing panics; (one input in sixteen) the live snapshot
+//! patched to the edited rows equals a fresh build, and patched back equals
+//! the scenario's; every plan keeps the ordering rules O1–O4
+//! (`order_violations` is empty).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -89,23 +89,7 @@ struct Base {
 /// The scenario's `config` (oslo names, dotted = group.option) through
 /// the real loader, as the conformance runner reads it.
 fn config_of(map: &BTreeMap<String, Value>) -> Option<Config> {
-    let mut loader = obgp_config::Loader::new();
-    for (key, value) in map {
-        let (section, option) = key.split_once('.').unwrap_or(("DEFAULT", key));
-        let text = match value {
-            Value::Null => continue,
-            Value::String(s) => s.clone(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::Array(items) => items
-                .iter()
-                .map(|i| i.as_str().map_or(i.to_string(), String::from))
-                .collect::<Vec<_>>()
-                .join(","),
-            Value::Object(_) => return None,
-        };
-        loader = loader.cli_override(section, option, &text);
-    }
+    let loader = obgp_config::Loader::new().json_overrides(map).ok()?;
     loader.load().ok().map(|l| l.config)
 }
 

@@ -58,6 +58,11 @@ test-vm:
 demo: deps
 	@scripts/demo.sh
 
+## fuzz-smoke: every fuzz target briefly (~60 s; docs/fuzzing.md).
+.PHONY: fuzz-smoke
+fuzz-smoke:
+	@scripts/fuzz.sh smoke
+
 bench:
 	$(CARGO) bench --workspace --locked
 

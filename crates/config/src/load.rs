@@ -126,6 +126,35 @@ impl Loader {
         self
     }
 
+    /// [`Loader::cli_override`] for each `section.option` (a bare name is
+    /// `[DEFAULT]`) of a JSON object, as the golden scenarios write their
+    /// configuration: strings as they are, booleans and numbers as text,
+    /// arrays as comma-separated lists, `null` skipped. A nested object is
+    /// no option value: the key is returned.
+    pub fn json_overrides<'a>(
+        mut self,
+        options: impl IntoIterator<Item = (&'a String, &'a serde_json::Value)>,
+    ) -> Result<Self, String> {
+        use serde_json::Value as Json;
+        for (key, value) in options {
+            let (section, option) = key.split_once('.').unwrap_or(("DEFAULT", key));
+            let text = match value {
+                Json::Null => continue,
+                Json::String(s) => s.clone(),
+                Json::Bool(b) => b.to_string(),
+                Json::Number(n) => n.to_string(),
+                Json::Array(items) => items
+                    .iter()
+                    .map(|i| i.as_str().map_or(i.to_string(), String::from))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                Json::Object(_) => return Err(key.clone()),
+            };
+            self = self.cli_override(section, option, &text);
+        }
+        Ok(self)
+    }
+
     /// Reads every source, merges, converts and checks. An unreadable file,
     /// a syntax error or any invalid effective value is an error; unknown
     /// or ignored options are warnings.

@@ -621,3 +621,33 @@ fn dollar_references_substitute_like_oslo() {
         "[DEFAULT] log_dir: substitution key state_path not found ($state_path/log)"
     );
 }
+
+#[test]
+fn json_options_load_as_the_golden_scenarios_write_them() {
+    let options: BTreeMap<String, Value> = serde_json::from_value(serde_json::json!({
+        "bgp_AS": 64999,
+        "expose_tenant_networks": true,
+        "ovn.ovn_nb_connection": ["tcp:192.0.2.1:6641", "tcp:192.0.2.2:6641"],
+        "bgp_router_id": null,
+    }))
+    .unwrap();
+    let loaded = Loader::new()
+        .json_overrides(&options)
+        .unwrap()
+        .load()
+        .unwrap();
+    let c = loaded.config;
+    assert_eq!(c.default.bgp_as, "64999");
+    assert!(c.default.expose_tenant_networks);
+    assert_eq!(
+        c.ovn.ovn_nb_connection.as_deref(),
+        Some("tcp:192.0.2.1:6641,tcp:192.0.2.2:6641")
+    );
+    assert_eq!(c.default.bgp_router_id, None);
+    let nested: BTreeMap<String, Value> =
+        serde_json::from_value(serde_json::json!({"bgp_nic": {"a": 1}})).unwrap();
+    assert_eq!(
+        Loader::new().json_overrides(&nested).err().as_deref(),
+        Some("bgp_nic")
+    );
+}

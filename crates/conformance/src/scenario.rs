@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use obgp_netmodel::DesiredNode;
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::Snapshot;
@@ -222,23 +222,9 @@ fn unsupported(sc: &Scenario) -> Option<String> {
 /// The scenario's `config` (oslo option names, dotted = group.option) as a
 /// [`obgp_config::Config`], through the real loader.
 pub fn config_of(sc: &Scenario) -> anyhow::Result<obgp_config::Config> {
-    let mut loader = obgp_config::Loader::new();
-    for (key, value) in &sc.config {
-        let (section, option) = key.split_once('.').unwrap_or(("DEFAULT", key));
-        let text = match value {
-            Value::Null => continue,
-            Value::String(s) => s.clone(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::Array(items) => items
-                .iter()
-                .map(|i| i.as_str().map_or(i.to_string(), String::from))
-                .collect::<Vec<_>>()
-                .join(","),
-            Value::Object(_) => bail!("config {key}: a map is not an option value"),
-        };
-        loader = loader.cli_override(section, option, &text);
-    }
+    let loader = obgp_config::Loader::new()
+        .json_overrides(&sc.config)
+        .map_err(|key| anyhow!("config {key}: a map is not an option value"))?;
     Ok(loader.load().context("scenario config")?.config)
 }
 

@@ -344,3 +344,27 @@ proptest! {
     }
 
 }
+
+/// Found by the `wire` fuzz target: a byte that is not UTF-8 inside a
+/// row's string made the streamed decoder skip the row (`IgnoredAny`, which
+/// the row-fault check parses the row with, does not check UTF-8) while the
+/// buffered one refused the message.
+#[test]
+fn a_row_with_bytes_that_are_not_utf8_fails_the_message_streamed_as_buffered() {
+    let mut text = json!({"id": 7, "result": {"Bridge": {
+        "ccc56e87-580d-41d3-9c73-b0e89e964718": {"initial": {"name": "br-ex"}},
+        "f91a7d9e-31f3-4a8b-b4ba-383960dfc640": {"initial": {"name": "br-int"}},
+    }}})
+    .to_string()
+    .into_bytes();
+    let at = text.windows(5).position(|w| w == b"br-ex").unwrap() + 3;
+    text[at] = 0xff;
+    let none = KeyProjection::default();
+    let result = &text[text.windows(8).position(|w| w == b"{\"Bridge").unwrap()..text.len() - 1];
+    assert!(serde_json::from_slice::<MonitorResult>(result).is_err());
+    for round in 0..5 {
+        let streamed =
+            decode_streamed_reply_on(&opts(&none), 2, 16 + round, pieces(&text, &[7 * round]));
+        assert!(streamed.is_err(), "{streamed:?}");
+    }
+}

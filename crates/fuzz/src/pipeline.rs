@@ -1,0 +1,506 @@
+//! The pipeline harness (structure-aware): a golden scenario's OVN
+//! databases, one of its node states and its configuration, each edited a
+//! few times (typed row edits, [`crate::rows`], through the scenario's live
+//! snapshot; or JSON edits, [`crate::mutate`], through a fresh build), go
+//! through the snapshot builder, `desired_state` and the planner
+//! (`plan_after`, with and without a previous desired state).
+//!
+//! Checked: nothing panics; (one input in sixteen) the live snapshot
+//! patched to the edited rows equals a fresh build, and patched back equals
+//! the scenario's; every plan keeps the ordering rules O1–O4
+//! (`order_violations` is empty).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use arbitrary::{Result, Unstructured};
+use obgp_config::Config;
+use obgp_desired::{desired_state, NodeFacts};
+use obgp_netmodel::DesiredNode;
+use obgp_ovn::fixture::FixtureDb;
+use obgp_ovn::{LiveSnapshot, Snapshot, Tables};
+use obgp_ovsdb_data::{Row, Uuid};
+use obgp_plan::{order_violations, plan_after, Actual};
+use serde_json::Value;
+
+use crate::mutate::{self, Pools};
+use crate::rows::{self, DatumPool, Edits};
+use crate::seeds;
+
+/// Options an edit of the configuration may set, besides the scenario's own.
+const OPTIONS: &[&str] = &[
+    "driver",
+    "exposing_method",
+    "bgp_AS",
+    "bgp_router_id",
+    "bgp_nic",
+    "bgp_vrf",
+    "bgp_vrf_table_id",
+    "expose_tenant_networks",
+    "expose_ipv6_gua_tenant_networks",
+    "advertisement_method_tenant_networks",
+    "require_snat_disabled_for_tenant_networks",
+    "address_scopes",
+    "ovsdb_connection",
+];
+
+/// Values an edit of the configuration tries first.
+const OPTION_VALUES: &[&str] = &[
+    "nb_ovn_bgp_driver",
+    "ovn_bgp_driver",
+    "underlay",
+    "vrf",
+    "subnet",
+    "host",
+    "True",
+    "False",
+    "64999",
+    "4294967295",
+    "192.168.100.11",
+    "0.0.0.0",
+    "lo",
+    "eth0",
+    "br-ex",
+    "bgp-nic",
+    "bgp-vrf",
+    "10",
+    "0",
+    "253",
+    "254",
+    "255",
+];
+
+/// One scenario, parsed and prepared once.
+struct Base {
+    ovn: Value,
+    tables: FixtureDb,
+    config_map: BTreeMap<String, Value>,
+    config: Option<Config>,
+    /// Node states: `initial_node`, every step's `node_after`, `final_node`.
+    nodes: Vec<(Value, Option<Actual>)>,
+    facts: NodeFacts,
+    /// The unedited scenario's snapshot.
+    snapshot: Snapshot,
+    /// The desired state of the unedited scenario (a plausible "previous").
+    desired: Option<DesiredNode>,
+    pools: Pools,
+}
+
+/// The scenario's `config` (oslo names, dotted = group.option) through
+/// the real loader, as the conformance runner reads it.
+fn config_of(map: &BTreeMap<String, Value>) -> Option<Config> {
+    let loader = obgp_config::Loader::new().json_overrides(map).ok()?;
+    loader.load().ok().map(|l| l.config)
+}
+
+fn snapshot_of(db: &FixtureDb) -> Snapshot {
+    let empty = Tables::new();
+    let get = |name: &str| db.dbs.get(name).unwrap_or(&empty);
+    Snapshot::build_with_sb(
+        get(obgp_ovn::NB_DB),
+        get(obgp_ovn::SB_DB),
+        get(obgp_ovn::OVS_DB),
+    )
+}
+
+fn bases() -> &'static [Base] {
+    static BASES: OnceLock<Vec<Base>> = OnceLock::new();
+    BASES.get_or_init(|| {
+        seeds::scenarios()
+            .iter()
+            .filter_map(|(_, sc)| {
+                let tables = FixtureDb::from_wire(&sc["ovn"]).ok()?;
+                let config_map: BTreeMap<String, Value> =
+                    serde_json::from_value(sc["config"].clone()).unwrap_or_default();
+                let config = config_of(&config_map);
+                let mut nodes = vec![sc["initial_node"].clone()];
+                if let Some(steps) = sc["steps"].as_array() {
+                    nodes.extend(steps.iter().map(|s| s["node_after"].clone()));
+                }
+                nodes.push(sc["final_node"].clone());
+                let nodes: Vec<(Value, Option<Actual>)> = nodes
+                    .into_iter()
+                    .filter(Value::is_object)
+                    .map(|v| {
+                        let actual = serde_json::from_value(v.clone()).ok();
+                        (v, actual)
+                    })
+                    .collect();
+                let facts = NodeFacts {
+                    system_hostname: None,
+                    frr_router_id: sc["initial_node"]["frr"]["router_id_reported"]
+                        .as_str()
+                        .map(String::from),
+                };
+                let snapshot = snapshot_of(&tables);
+                let desired = config.as_ref().and_then(|c| {
+                    desired_state(&snapshot, c, &facts)
+                        .ok()
+                        .map(|d| d.to_node())
+                });
+                let pools = Pools::harvest(
+                    std::iter::once(&sc["ovn"])
+                        .chain(nodes.iter().map(|(v, _)| v))
+                        .chain(std::iter::once(&sc["config"])),
+                );
+                Some(Base {
+                    ovn: sc["ovn"].clone(),
+                    tables,
+                    config_map,
+                    config,
+                    nodes,
+                    facts,
+                    snapshot,
+                    desired,
+                    pools,
+                })
+            })
+            .collect()
+    })
+}
+
+impl Base {
+    /// The scenario's NB, SB and OVS tables.
+    fn db_tables(&self) -> [&Tables; 3] {
+        static EMPTY: OnceLock<Tables> = OnceLock::new();
+        let empty = EMPTY.get_or_init(Tables::new);
+        rows::DBS.map(|name| self.tables.dbs.get(name).unwrap_or(empty))
+    }
+
+    /// A live snapshot of the scenario's rows.
+    fn live(&self) -> LiveSnapshot {
+        let [nb, sb, ovs] = self.db_tables();
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_sb(sb);
+        live.reset_ovs(ovs);
+        live
+    }
+}
+
+/// The rows of `db` in `after` that differ from `before`, as the live
+/// snapshot takes them (`None`: deleted).
+fn changed_rows<'a>(
+    before: &FixtureDb,
+    after: &'a FixtureDb,
+    db: &str,
+) -> Vec<(&'a str, Uuid, Option<&'a Row>)> {
+    let empty = Tables::new();
+    let b = before.dbs.get(db).unwrap_or(&empty);
+    // A database gone whole is covered by a reset (see the caller).
+    let Some(a) = after.dbs.get(db) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (table, rows) in a {
+        let old = b.get(table);
+        for (uuid, row) in rows {
+            if old.and_then(|t| t.get(uuid)) != Some(row) {
+                out.push((table.as_str(), *uuid, Some(row)));
+            }
+        }
+    }
+    for (table, rows) in b {
+        // Borrowed from `after` so every item lives as long as it.
+        // A table gone whole is covered by a reset (see the caller).
+        let Some((name, now)) = a.get_key_value(table.as_str()) else {
+            continue;
+        };
+        for uuid in rows.keys() {
+            if !now.contains_key(uuid) {
+                out.push((name.as_str(), *uuid, None));
+            }
+        }
+    }
+    out
+}
+
+/// `ovn` (`{db: {table: {uuid: row}}}`) as databases, leaving out what
+/// does not parse (a row with a bad datum, a bad uuid): the rest of an
+/// edited database still reaches the snapshot builder.
+fn lenient_db(ovn: &Value) -> FixtureDb {
+    let mut out = FixtureDb::default();
+    for (db, tables) in ovn.as_object().into_iter().flatten() {
+        let mut parsed = Tables::new();
+        for (table, rows) in tables.as_object().into_iter().flatten() {
+            let rows = rows.as_object().into_iter().flatten();
+            let t = rows
+                .filter_map(|(u, r)| Some((Uuid::parse(u).ok()?, Row::from_wire(r).ok()?)))
+                .collect();
+            parsed.insert(table.clone(), t);
+        }
+        out.dbs.insert(db.clone(), parsed);
+    }
+    out
+}
+
+fn mutate_n(u: &mut Unstructured, doc: &mut Value, pools: &Pools, n: u8) -> Result<()> {
+    for _ in 0..n {
+        mutate::mutate(u, doc, pools)?;
+    }
+    Ok(())
+}
+
+/// How far an input went (the seeds must reach the planner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// The bytes ran out, or the edited rows do not parse.
+    Rejected,
+    /// A snapshot was built; the config or `desired_state` refused.
+    Snapshot,
+    /// A desired state was computed; no node state to plan against.
+    Desired,
+    /// The planner ran (a plan, or a refusal such as a foreign device).
+    Planned,
+}
+
+/// The harness: `data` chooses a scenario and a node state, then edits.
+pub fn run(data: &[u8]) {
+    run_to(data);
+}
+
+/// [`run`], saying how far the input went.
+pub fn run_to(data: &[u8]) -> Stage {
+    let mut stage = Stage::Rejected;
+    let _ = run_unstructured(&mut Unstructured::new(data), &mut stage);
+    stage
+}
+
+/// The scenario's snapshot with `n` typed row edits, taken from the
+/// scenario's live snapshot patched with them (and patched back after).
+fn row_edited_snapshot(
+    u: &mut Unstructured,
+    index: usize,
+    base: &Base,
+    n: u8,
+    check: bool,
+) -> Result<Snapshot> {
+    let tables = base.db_tables();
+    let mut edits = Edits::new();
+    for _ in 0..n {
+        rows::edit(u, &tables, &mut edits, datum_pool(), &base.pools)?;
+    }
+    if edits.is_empty() {
+        return Ok(base.snapshot.clone());
+    }
+    let row_of =
+        |db: usize, table: &str, uuid: &Uuid| tables[db].get(table).and_then(|t| t.get(uuid));
+    let of_db = |db: usize| {
+        edits
+            .iter()
+            .filter(move |((d, _, _), _)| *d == db)
+            .map(|((_, t, u), r)| (t.as_str(), *u, r.as_ref()))
+    };
+    let ovs_edited = edits.keys().any(|(d, _, _)| *d == 2);
+    let snapshot = LIVE.with(|cell| {
+        let mut lives = cell.borrow_mut();
+        if lives.len() <= index {
+            lives.resize_with(index + 1, || None);
+        }
+        let live = lives[index].get_or_insert_with(|| base.live());
+        live.apply_nb(of_db(0));
+        live.apply_sb(of_db(1));
+        let edited = ovs_edited.then(|| rows::apply(&tables, &edits));
+        if let Some(e) = &edited {
+            live.reset_ovs(&e[2]);
+        }
+        let snapshot = live.snapshot();
+        // Back to the scenario's rows.
+        let back = |db: usize| {
+            edits
+                .keys()
+                .filter(move |(d, _, _)| *d == db)
+                .map(move |(d, t, u)| (t.as_str(), *u, row_of(*d, t, u)))
+        };
+        live.apply_nb(back(0));
+        live.apply_sb(back(1));
+        if ovs_edited {
+            live.reset_ovs(tables[2]);
+        }
+        if check {
+            assert!(
+                live.snapshot() == base.snapshot,
+                "the live snapshot patched back to the scenario's rows differs from its build"
+            );
+        }
+        snapshot
+    });
+    if check {
+        let [nb, sb, ovs] = rows::apply(&tables, &edits);
+        assert!(
+            Snapshot::build_with_sb(&nb, &sb, &ovs) == snapshot,
+            "the live snapshot patched with the edited rows differs from a fresh build"
+        );
+    }
+    Ok(snapshot)
+}
+
+/// The scenario's snapshot with `n` edits of its JSON (rows that no
+/// longer parse are left out), built from scratch; with `check`, also
+/// reached by patching the scenario's snapshot.
+fn json_edited_snapshot(u: &mut Unstructured, base: &Base, n: u8, check: bool) -> Result<Snapshot> {
+    let mut ovn = base.ovn.clone();
+    mutate_n(u, &mut ovn, &base.pools, n)?;
+    let db = &lenient_db(&ovn);
+    let snapshot = snapshot_of(db);
+    if check {
+        let mut live = LiveSnapshot::default();
+        let empty = Tables::new();
+        let get = |d: &FixtureDb, name: &str| d.dbs.get(name).cloned().unwrap_or_default();
+        let gone_table = |name: &str| {
+            base.tables
+                .dbs
+                .get(name)
+                .unwrap_or(&empty)
+                .keys()
+                .any(|t| !db.dbs.get(name).is_some_and(|now| now.contains_key(t)))
+        };
+        let nb_gone = gone_table(obgp_ovn::NB_DB);
+        let sb_gone = gone_table(obgp_ovn::SB_DB);
+        live.reset_nb(&get(
+            if nb_gone { db } else { &base.tables },
+            obgp_ovn::NB_DB,
+        ));
+        live.reset_sb(&get(
+            if sb_gone { db } else { &base.tables },
+            obgp_ovn::SB_DB,
+        ));
+        live.reset_ovs(&get(db, obgp_ovn::OVS_DB));
+        if !nb_gone {
+            live.apply_nb(changed_rows(&base.tables, db, obgp_ovn::NB_DB));
+        }
+        if !sb_gone {
+            live.apply_sb(changed_rows(&base.tables, db, obgp_ovn::SB_DB));
+        }
+        assert!(
+            live.snapshot() == snapshot,
+            "the live snapshot patched with the edited rows differs from a fresh build"
+        );
+    }
+    Ok(snapshot)
+}
+
+thread_local! {
+    /// Per scenario, its live snapshot, built on first use and patched
+    /// back after every input.
+    static LIVE: std::cell::RefCell<Vec<Option<LiveSnapshot>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn datum_pool() -> &'static DatumPool {
+    static POOL: OnceLock<DatumPool> = OnceLock::new();
+    POOL.get_or_init(|| DatumPool::harvest(bases().iter().flat_map(|b| b.tables.dbs.values())))
+}
+
+fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
+    let bases = bases();
+    let (index, base) = {
+        let i = u.choose_index(bases.len())?;
+        (i, &bases[i])
+    };
+    let node_index = u.choose_index(base.nodes.len().max(1))?;
+    // Mostly typed row edits through the kept live snapshot (cheap, the
+    // agent's own path); one input in eight edits the JSON instead, which
+    // can break what typed edits cannot (tags, uuids, whole tables).
+    let json_path = u.ratio(1, 8)?;
+    let ovn_edits = u.int_in_range(0..=10)?;
+    let node_edits = if u.ratio(1, 2)? {
+        u.int_in_range(1..=6)?
+    } else {
+        0
+    };
+    let config_edits = if u.ratio(1, 8)? {
+        u.int_in_range(1..=2)?
+    } else {
+        0
+    };
+    let previous_kind = u.int_in_range(0..=2)?;
+    let check_live = u.ratio(1, 16)?;
+
+    let snapshot = if json_path {
+        json_edited_snapshot(u, base, ovn_edits, check_live)?
+    } else {
+        row_edited_snapshot(u, index, base, ovn_edits, check_live)?
+    };
+    *stage = Stage::Snapshot;
+
+    // The configuration, edited.
+    let edited_config;
+    let config = if config_edits == 0 {
+        base.config.as_ref()
+    } else {
+        let mut map = base.config_map.clone();
+        for _ in 0..config_edits {
+            let key = if u.ratio(1, 2)? && !map.is_empty() {
+                let i = u.choose_index(map.len())?;
+                map.keys().nth(i).cloned().unwrap_or_default()
+            } else {
+                (*u.choose(OPTIONS)?).to_string()
+            };
+            let value = match u.int_in_range(0..=3)? {
+                0 => Value::Null,
+                1 => Value::String(mutate::string(u, &base.pools)?),
+                _ => Value::String((*u.choose(OPTION_VALUES)?).to_string()),
+            };
+            map.insert(key, value);
+        }
+        edited_config = config_of(&map);
+        edited_config.as_ref()
+    };
+    let Some(config) = config else {
+        return Ok(());
+    };
+
+    let Ok(desired) = desired_state(&snapshot, config, &base.facts) else {
+        return Ok(());
+    };
+    let desired = desired.to_node();
+    *stage = Stage::Desired;
+
+    // The node, edited.
+    let Some((node_value, node_actual)) = base.nodes.get(node_index) else {
+        return Ok(());
+    };
+    let edited_actual;
+    let actual = if node_edits == 0 {
+        node_actual.as_ref()
+    } else {
+        let mut node = node_value.clone();
+        mutate_n(u, &mut node, &base.pools, node_edits)?;
+        edited_actual = serde_json::from_value::<Actual>(node).ok();
+        edited_actual.as_ref().or(node_actual.as_ref())
+    };
+    let Some(actual) = actual else {
+        return Ok(());
+    };
+
+    let previous = match previous_kind {
+        0 => None,
+        1 => base.desired.as_ref(),
+        _ => Some(&desired),
+    };
+    let planned = plan_after(&desired, previous, actual);
+    *stage = Stage::Planned;
+    if let Ok(plan) = planned {
+        let violations = order_violations(&plan.steps);
+        assert!(
+            violations.is_empty(),
+            "a plan breaks the ordering rules: {violations:?}"
+        );
+    }
+    Ok(())
+}
+
+/// One input per (scenario, node state): the unedited scenario, then the
+/// same with a fixed tail of edit bytes.
+pub fn seed_inputs() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (b, base) in bases().iter().enumerate() {
+        for n in 0..base.nodes.len() {
+            out.push(vec![b as u8, n as u8, 0, 0, 0, 0]);
+            let mut edited = vec![b as u8, n as u8, 5, 2, 1, 1];
+            edited.extend((0u8..96).map(|i| i.wrapping_mul(37).wrapping_add(b as u8)));
+            out.push(edited);
+        }
+    }
+    out
+}

@@ -13,6 +13,9 @@
 //! well-behaved connection. One line per case: peak RSS, time, and the error
 //! the session was dropped with. `hostile-server CASE...` runs only those.
 
+#[path = "support/proc_status.rs"]
+mod proc_status;
+use proc_status::status_kib;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -39,15 +42,6 @@ const CASES: &[&str] = &[
 /// row.
 const UPDATE_HEAD: &[u8] =
     br#"{"id":null,"method":"update2","params":["obgp-db",{"Logical_Switch_Port":{"#;
-
-fn status_kib(field: &str) -> Result<u64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("{field} not in /proc/self/status"))
-}
 
 /// One Logical_Switch_Port insert shaped like a Neutron VM port.
 fn port_row(i: usize) -> String {

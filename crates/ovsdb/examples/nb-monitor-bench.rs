@@ -10,6 +10,9 @@
 //! `nb-monitor-bench decode-file --file reply.json` decodes a reply saved
 //! with `NB_BENCH_SAVE_REPLY` (profiling the streamed decoder alone).
 
+#[path = "support/proc_status.rs"]
+mod proc_status;
+use proc_status::status_kib;
 use std::alloc::{GlobalAlloc, Layout};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -87,16 +90,6 @@ fn nb_driver_monitor() -> MonitorSpec {
         }
     }
     spec
-}
-
-/// A `/proc/self/status` field in KiB.
-fn status_kib(field: &str) -> Result<u64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("{field} not in /proc/self/status"))
 }
 
 /// Sends the monitor request on a plain socket and times the reply's first

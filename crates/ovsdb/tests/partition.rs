@@ -4,9 +4,11 @@
 //! network namespace, joined to the other two by a veth pair; the partition
 //! is that link going down. Needs root, iproute2 and ovsdb-server.
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::switch_names;
 
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::rpc::transport::parse_remotes;
@@ -160,18 +162,6 @@ fn start_member(dir: &Path, i: usize, netns: Option<&str>) -> Result<Child> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(child)
-}
-
-fn switch_names(client: &Client) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .cache()
-        .snapshot()
-        .table("Logical_Switch")
-        .values()
-        .filter_map(|r| r.str("name").map(String::from))
-        .collect();
-    names.sort();
-    names
 }
 
 async fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) -> Result<()> {

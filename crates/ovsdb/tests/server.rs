@@ -5,9 +5,11 @@
 //! Over 700 lines: one test binary, so the servers' setup helpers are shared
 //! by every case instead of copied.
 
+mod support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::switch_names;
 
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::cache::CacheReader;
@@ -706,19 +708,6 @@ async fn a_frozen_server_is_detected_by_the_probe_and_resynced_when_it_thaws() -
     wait_resynced(&client, 2).await?;
     cache_matches_server(&client, &server).await?;
     Ok(())
-}
-
-/// The names of the cached Logical_Switch rows.
-fn switch_names(client: &Client) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .cache()
-        .snapshot()
-        .table("Logical_Switch")
-        .values()
-        .filter_map(|r| r.str("name").map(String::from))
-        .collect();
-    names.sort();
-    names
 }
 
 async fn wait_names(client: &Client, want: &[&str], within: Duration) -> Result<()> {

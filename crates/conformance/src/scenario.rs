@@ -531,6 +531,7 @@ mod tests {
                 priority: 900,
                 protocol: if v6 { "ipv6" } else { "ip" }.into(),
                 in_port: "patch-provnet-22222222-2222-4222-8222-222222222222-to-br-int".into(),
+                matches: Vec::new(),
                 actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
             });
         }

@@ -154,6 +154,8 @@ fn bare_node(patch: &str) -> Actual {
             parent: None,
             vlan_id: None,
             vrf_table: None,
+            vxlan: None,
+            bridge_port: None,
         },
     );
     for v6 in [false, true] {

@@ -280,6 +280,7 @@ impl Desired {
                         priority: 900,
                         protocol: protocol.to_string(),
                         in_port: port.clone(),
+                        matches: Vec::new(),
                         actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
                     });
                 }

@@ -263,6 +263,7 @@ fn desired_lines(n: &DesiredNode, node: &Value) -> BTreeSet<String> {
                 FlowAction::ModDlDstBridgeMac => {
                     format!("mod_dl_dst:{}", mac_of(f.bridge.as_str()))
                 }
+                FlowAction::ModDlDstMacOf(d) => format!("mod_dl_dst:{}", mac_of(d.as_str())),
                 FlowAction::ModDlDst(m) => format!("mod_dl_dst:{m}"),
                 FlowAction::ModDlSrc(m) => format!("mod_dl_src:{m}"),
                 FlowAction::Output(p) => format!("output:{p}"),

@@ -187,6 +187,11 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
                     "a plan against an empty node deletes nothing, but it has: {other}"
                 ))
             }
+            other @ (Op::SetBridgePort { .. } | Op::AddOvsPort(_) | Op::DelOvsPort { .. }) => {
+                return Err(format!(
+                    "the Python-configured node of these tests has no EVPN: {other}"
+                ))
+            }
         });
     }
     Ok(out)

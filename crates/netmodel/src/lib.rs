@@ -46,6 +46,9 @@ pub mod cookie {
     pub const EVPN: u64 = 998;
 }
 
+/// The largest VXLAN network identifier (24 bits).
+pub const MAX_VNI: u32 = 0xff_ffff;
+
 /// An Ethernet address.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MacAddr(pub [u8; 6]);
@@ -221,6 +224,9 @@ pub enum LinkKind {
         peer: DevName,
     },
     Bridge,
+    /// Created with learning off; enslaved to a bridge, its bridge port
+    /// gets `neigh_suppress on` and `learning off` ([`BridgePort::EVPN`]),
+    /// as upstream's EVPN wiring does.
     Vxlan {
         vni: u32,
         local: Option<IpAddr>,
@@ -238,6 +244,37 @@ pub struct Link {
     pub master: Option<DevName>,
     pub mac: Option<MacAddr>,
     pub up: bool,
+}
+
+/// The bridge-port flags the agent sets on a device enslaved to a Linux
+/// bridge (`ip link set DEV type bridge_slave ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BridgePort {
+    pub learning: bool,
+    pub neigh_suppress: bool,
+}
+
+impl BridgePort {
+    /// What a VXLAN device in an EVPN bridge gets: the control plane
+    /// (BGP EVPN) fills the FDB, so no data-plane learning, and ARP/ND is
+    /// answered locally.
+    pub const EVPN: BridgePort = BridgePort {
+        learning: false,
+        neigh_suppress: true,
+    };
+}
+
+/// A port the agent plugs into an OVS bridge (`ovs-vsctl add-port`): the
+/// OVS end of an EVPN veth pair, or the SB driver's `vlan-<vni>` internal
+/// port.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OvsPort {
+    pub bridge: DevName,
+    pub name: DevName,
+    /// The access VLAN (`tag=`) of a VLAN provider network.
+    pub tag: Option<u16>,
+    /// `type=internal` (OVS creates the kernel device).
+    pub internal: bool,
 }
 
 /// An address on a device (`ip addr add NET dev DEV`).
@@ -328,7 +365,29 @@ pub struct Flow {
     pub protocol: String,
     /// The OVS port whose ofport is the `in_port`.
     pub in_port: String,
+    /// More match fields (EVPN's steering flows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<FlowMatch>,
     pub actions: Vec<FlowAction>,
+}
+
+/// The match fields beyond protocol and in_port that the agent's flows use.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowMatch {
+    DlSrc(MacAddr),
+    /// `nw_src=` (IPv4) or `ipv6_src=` (IPv6).
+    Src(IpNet),
+}
+
+impl fmt::Display for FlowMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowMatch::DlSrc(m) => write!(f, "dl_src={m}"),
+            FlowMatch::Src(n @ IpNet::V4(_)) => write!(f, "nw_src={n}"),
+            FlowMatch::Src(n @ IpNet::V6(_)) => write!(f, "ipv6_src={n}"),
+        }
+    }
 }
 
 /// The actions the agent's flows use.
@@ -337,6 +396,9 @@ pub struct Flow {
 pub enum FlowAction {
     /// `mod_dl_dst:<the bridge's MAC>`.
     ModDlDstBridgeMac,
+    /// `mod_dl_dst:<the MAC of this device>` (the SB EVPN steering flow
+    /// points at `veth-vrf-<vni>`, whose MAC the kernel picks).
+    ModDlDstMacOf(DevName),
     ModDlDst(MacAddr),
     ModDlSrc(MacAddr),
     Output(String),
@@ -387,6 +449,18 @@ pub struct DesiredNode {
     pub neighbours: BTreeMap<Neighbour, Class>,
     pub proxy_neighbours: BTreeMap<ProxyNeighbour, Class>,
     pub flows: BTreeSet<Flow>,
+    /// Ports the agent plugs into OVS bridges (EVPN).
+    #[serde(default)]
+    pub ovs_ports: BTreeSet<OvsPort>,
+    /// The VNIs whose FRR VRF (`vrf vrf-<vni>` / `router bgp AS vrf
+    /// vrf-<vni>`) the desired FRR text holds; an agent-shaped EVPN VRF in
+    /// FRR's running configuration outside this set gets del-vrf.
+    #[serde(default)]
+    pub evpn_vnis: BTreeSet<u32>,
+    /// Cookie-998 flows on the provider bridges are the agent's (the SB
+    /// EVPN driver's steering flows): leftovers are deleted.
+    #[serde(default)]
+    pub owns_evpn_flows: bool,
     /// The FRR configuration text to apply with `vtysh -f`, if the driver has one.
     pub frr_config: Option<String>,
 }

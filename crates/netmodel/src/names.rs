@@ -32,12 +32,103 @@ fn prefix_within(s: &str, max_chars: usize, max_bytes: usize) -> &str {
     &s[..end]
 }
 
+/// The per-VNI device names of the EVPN modes (upstream's
+/// `OVN_EVPN_*_PREFIX` constants). A VNI is 24 bits; a name that would not
+/// fit the kernel's 15 bytes is `None` (upstream would fail at creation),
+/// and the caller skips that VNI with a note.
+pub mod evpn {
+    use crate::DevName;
+
+    fn named(prefix: &str, tail: &str) -> Option<DevName> {
+        DevName::new(&format!("{prefix}{tail}")).ok()
+    }
+
+    /// `vrf-<vni>`: the tenant VRF, table = VNI.
+    pub fn vrf(vni: u32) -> Option<DevName> {
+        named("vrf-", &vni.to_string())
+    }
+    /// `br-<vni>`: the Linux bridge holding the VXLAN device.
+    pub fn bridge(vni: u32) -> Option<DevName> {
+        named("br-", &vni.to_string())
+    }
+    /// `vxlan-<vni>`.
+    pub fn vxlan(vni: u32) -> Option<DevName> {
+        named("vxlan-", &vni.to_string())
+    }
+    /// `lo-<vni>`: the SB driver's dummy holding the tenant VM /32s.
+    pub fn lo(vni: u32) -> Option<DevName> {
+        named("lo-", &vni.to_string())
+    }
+    /// `veth-vrf-<vni>` / `veth-ovs-<vni>`: the SB driver's veth pair on a
+    /// flat provider network (VNIs of up to 6 digits fit).
+    pub fn sb_veth(vni: u32) -> Option<(DevName, DevName)> {
+        Some((
+            named("veth-vrf-", &vni.to_string())?,
+            named("veth-ovs-", &vni.to_string())?,
+        ))
+    }
+    /// `vlan-<vni>`: the SB driver's OVS internal port on a VLAN provider
+    /// network.
+    pub fn sb_vlan(vni: u32) -> Option<DevName> {
+        named("vlan-", &vni.to_string())
+    }
+    /// `vrf<uuid[:11]>` / `ovs<uuid[:11]>`: the NB vrf mode's veth pair,
+    /// named after the localnet port's uuid (`str(uuid)[:11]`, 14 bytes).
+    pub fn nb_veth(localnet_uuid: &str) -> Option<(DevName, DevName)> {
+        let head = localnet_uuid.get(..11)?;
+        Some((named("vrf", head)?, named("ovs", head)?))
+    }
+
+    /// The VNI that an agent-named EVPN VRF (`vrf-<n>`) carries.
+    pub fn vni_of_vrf(name: &str) -> Option<u32> {
+        let digits = name.strip_prefix("vrf-")?;
+        if digits.is_empty()
+            || digits.starts_with('0')
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        digits.parse().ok().filter(|v| *v <= crate::MAX_VNI)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn dev(s: &str) -> DevName {
         DevName::new(s).unwrap()
+    }
+
+    #[test]
+    fn evpn_names_follow_upstreams_prefixes_and_refuse_what_does_not_fit() {
+        assert_eq!(evpn::vrf(1001).unwrap().as_str(), "vrf-1001");
+        assert_eq!(evpn::bridge(1001).unwrap().as_str(), "br-1001");
+        assert_eq!(evpn::vxlan(16_777_215).unwrap().as_str(), "vxlan-16777215");
+        assert_eq!(evpn::lo(1001).unwrap().as_str(), "lo-1001");
+        let (v, o) = evpn::sb_veth(1001).unwrap();
+        assert_eq!((v.as_str(), o.as_str()), ("veth-vrf-1001", "veth-ovs-1001"));
+        assert!(evpn::sb_veth(999_999).is_some());
+        assert!(evpn::sb_veth(1_000_000).is_none(), "17 bytes");
+        let (v, o) = evpn::nb_veth("dd3b5a95-aa01-4c1e-9d0a-1234567890ab").unwrap();
+        assert_eq!(
+            (v.as_str(), o.as_str()),
+            ("vrfdd3b5a95-aa", "ovsdd3b5a95-aa")
+        );
+        assert!(evpn::nb_veth("short").is_none());
+        // A multi-byte char across the cut is refused, not split.
+        assert!(evpn::nb_veth("dd3b5a95-aéxxxxx").is_none());
+        assert_eq!(evpn::vni_of_vrf("vrf-1001"), Some(1001));
+        for foreign in [
+            "vrf-blue",
+            "vrf-",
+            "vrf-01",
+            "vrf-99999999",
+            "bgp-vrf",
+            "vrf-1x",
+        ] {
+            assert_eq!(evpn::vni_of_vrf(foreign), None, "{foreign}");
+        }
     }
 
     #[test]

@@ -190,7 +190,13 @@ pub(crate) fn encode(
         | Op::AddRtTable { .. }
         | Op::AddFlow { .. }
         | Op::DelFlow { .. }
-        | Op::ApplyFrr { .. } => return Err(IoError::Unsupported(format!("{op} over rtnetlink"))),
+        | Op::ApplyFrr { .. }
+        | Op::AddOvsPort(_)
+        | Op::DelOvsPort { .. } => {
+            return Err(IoError::Unsupported(format!("{op} over rtnetlink")))
+        }
+        // Not encoded yet (EVPN, issue 15).
+        Op::SetBridgePort { .. } => return Err(IoError::Unsupported(op.to_string())),
     };
     Ok(req)
 }
@@ -320,6 +326,8 @@ pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
         parent: None,
         vlan_id: None,
         vrf_table: None,
+        vxlan: None,
+        bridge_port: None,
     };
     let (mut master, mut parent) = (None, None);
     for a in &l.attributes {

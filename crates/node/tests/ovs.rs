@@ -167,6 +167,7 @@ fn desired() -> DesiredNode {
             priority: 900,
             protocol: proto.into(),
             in_port: "patch-prov".into(),
+            matches: Vec::new(),
             actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
         });
     }

@@ -10,8 +10,8 @@ use std::fmt;
 use std::net::IpAddr;
 
 use obgp_netmodel::{
-    proto, scope, Address, DevName, IpNet, MacAddr, ModelError, Neighbour, ProxyNeighbour,
-    RouteType,
+    proto, scope, Address, BridgePort, DevName, IpNet, MacAddr, ModelError, Neighbour,
+    ProxyNeighbour, RouteType,
 };
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +61,22 @@ pub struct ActualLink {
     pub parent: Option<DevName>,
     pub vlan_id: Option<u16>,
     pub vrf_table: Option<u32>,
+    /// A VXLAN device's identity (`IFLA_VXLAN_*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan: Option<VxlanInfo>,
+    /// The bridge-port flags of a device enslaved to a Linux bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge_port: Option<BridgePort>,
+}
+
+/// What identifies a VXLAN device (the kernel cannot change these in
+/// place: a different one is deleted and created again).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VxlanInfo {
+    pub vni: u32,
+    pub local: Option<IpAddr>,
+    pub dstport: u16,
+    pub learning: bool,
 }
 
 /// A policy rule as the kernel holds it: always with a priority.
@@ -269,6 +285,21 @@ pub struct FrrState {
     /// for FRR until a read succeeds.
     #[serde(default)]
     pub unknown: bool,
+    /// The agent-shaped EVPN VRFs of the running configuration, by VNI: a
+    /// `vrf vrf-<n>` stanza holding `vni <n>` (see docs/ownership.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evpn_vrfs: BTreeMap<u32, FrrEvpnVrf>,
+}
+
+/// One agent-shaped EVPN VRF in FRR's running configuration: what its
+/// del-vrf text names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrrEvpnVrf {
+    /// The AS of its `router bgp <as> vrf vrf-<n>`, if there is one.
+    pub asn: Option<String>,
+    /// Interfaces of the VRF with agent EVPN names that have an
+    /// `interface` stanza (the ND text's).
+    pub interfaces: BTreeSet<String>,
 }
 
 /// A node state that does not parse, with the value.

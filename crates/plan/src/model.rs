@@ -23,6 +23,8 @@ pub enum Errno {
     Srch,
     #[error("EADDRNOTAVAIL")]
     AddrNotAvail,
+    #[error("EINVAL")]
+    Inval,
 }
 
 /// An in-memory node.
@@ -103,6 +105,8 @@ impl ModelNode {
                     parent: None,
                     vlan_id: None,
                     vrf_table: None,
+                    vxlan: None,
+                    bridge_port: None,
                 };
                 match kind {
                     LinkKind::Vrf { table } => {
@@ -123,13 +127,28 @@ impl ModelNode {
                             return Err(Errno::Exist);
                         }
                         link.kind = "veth".into();
+                        // Each end's IFLA_LINK is the other, as on Linux.
+                        link.parent = Some(peer.clone());
                         let mut p = link.clone();
+                        p.parent = Some(name.clone());
                         p.index = index + 1;
                         p.mac = Some(MacAddr([0x02, 0, 0, 1, (index >> 8) as u8, index as u8]));
                         self.actual.links.insert(peer.clone(), p);
                     }
                     LinkKind::Bridge => link.kind = "bridge".into(),
-                    LinkKind::Vxlan { .. } => link.kind = "vxlan".into(),
+                    LinkKind::Vxlan {
+                        vni,
+                        local,
+                        dstport,
+                    } => {
+                        link.kind = "vxlan".into();
+                        link.vxlan = Some(crate::actual::VxlanInfo {
+                            vni: *vni,
+                            local: *local,
+                            dstport: *dstport,
+                            learning: false,
+                        });
+                    }
                     LinkKind::Existing => return Err(Errno::NoDev),
                 }
                 self.actual.links.insert(name.clone(), link);
@@ -306,6 +325,50 @@ impl ModelNode {
                 });
                 Ok(())
             }
+            Op::SetBridgePort { name, flags } => {
+                let l = self.link_mut(name)?;
+                if l.master.is_none() {
+                    return Err(Errno::Inval);
+                }
+                l.bridge_port = Some(*flags);
+                Ok(())
+            }
+            Op::AddOvsPort(p) => {
+                let bridge = a.bridges.get_mut(&p.bridge).ok_or(Errno::NoDev)?;
+                if !bridge.ports.contains_key(p.name.as_str()) {
+                    let next = bridge.ports.values().max().map_or(1, |n| n + 1);
+                    bridge.ports.insert(p.name.to_string(), next);
+                }
+                if p.internal && !a.links.contains_key(&p.name) {
+                    let index = self.next_index();
+                    let mac = MacAddr([0x02, 0, 0, 2, (index >> 8) as u8, index as u8]);
+                    self.actual.links.insert(
+                        p.name.clone(),
+                        ActualLink {
+                            index,
+                            kind: "openvswitch".into(),
+                            mac: Some(mac),
+                            up: false,
+                            master: None,
+                            parent: None,
+                            vlan_id: None,
+                            vrf_table: None,
+                            vxlan: None,
+                            bridge_port: None,
+                        },
+                    );
+                }
+                Ok(())
+            }
+            Op::DelOvsPort { bridge, name } => {
+                if let Some(b) = a.bridges.get_mut(bridge) {
+                    b.ports.remove(name.as_str());
+                }
+                if a.links.get(name).is_some_and(|l| l.kind == "openvswitch") {
+                    a.links.remove(name);
+                }
+                Ok(())
+            }
             Op::ApplyFrr { .. } => {
                 a.frr.applied_configs += 1;
                 a.frr.has_our_config = true;
@@ -405,6 +468,8 @@ mod tests {
                 parent: None,
                 vlan_id: None,
                 vrf_table: None,
+                vxlan: None,
+                bridge_port: None,
             },
         );
         let mut m = ModelNode::new(a);

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use obgp_netmodel::{
-    proto, scope, Address, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
-    Sysctl,
+    proto, scope, Address, BridgePort, DevName, IpNet, LinkKind, MacAddr, Neighbour, OvsPort,
+    ProxyNeighbour, RouteType, Sysctl,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,18 @@ pub enum Op {
         mac: MacAddr,
     },
     DelLink {
+        name: DevName,
+    },
+    /// Bridge-port flags of a device enslaved to a Linux bridge.
+    SetBridgePort {
+        name: DevName,
+        flags: BridgePort,
+    },
+    /// `ovs-vsctl --may-exist add-port BRIDGE PORT` with its tag and type.
+    AddOvsPort(OvsPort),
+    /// `ovs-vsctl --if-exists del-port BRIDGE PORT`.
+    DelOvsPort {
+        bridge: DevName,
         name: DevName,
     },
     AddAddress(Address),
@@ -157,6 +169,14 @@ fn link_kind_text(k: &LinkKind) -> String {
     }
 }
 
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -165,6 +185,23 @@ impl fmt::Display for Op {
             Op::SetMaster { name, master } => write!(f, "~ link {name} master {master}"),
             Op::SetLinkMac { name, mac } => write!(f, "~ link {name} address {mac}"),
             Op::DelLink { name } => write!(f, "- link {name}"),
+            Op::SetBridgePort { name, flags } => write!(
+                f,
+                "~ link {name} bridge_slave learning {} neigh_suppress {}",
+                on_off(flags.learning),
+                on_off(flags.neigh_suppress)
+            ),
+            Op::AddOvsPort(p) => {
+                write!(f, "+ ovs-port {} {}", p.bridge, p.name)?;
+                if let Some(t) = p.tag {
+                    write!(f, " tag={t}")?;
+                }
+                if p.internal {
+                    write!(f, " type=internal")?;
+                }
+                Ok(())
+            }
+            Op::DelOvsPort { bridge, name } => write!(f, "- ovs-port {bridge} {name}"),
             Op::AddAddress(a) => write!(f, "+ address {} dev {}", a.net, a.dev),
             Op::DelAddress(a) => write!(f, "- address {} dev {}", a.net, a.dev),
             Op::AddRule {
@@ -246,7 +283,11 @@ impl Op {
     pub fn runs_a_command(&self) -> bool {
         matches!(
             self,
-            Op::AddFlow { .. } | Op::DelFlow { .. } | Op::ApplyFrr { .. }
+            Op::AddFlow { .. }
+                | Op::DelFlow { .. }
+                | Op::ApplyFrr { .. }
+                | Op::AddOvsPort(_)
+                | Op::DelOvsPort { .. }
         )
     }
 

@@ -112,6 +112,7 @@ fn base(dev_for_vm: &str) -> DesiredNode {
             priority: 900,
             protocol: if v6 { "ipv6" } else { "ip" }.into(),
             in_port: PATCH.into(),
+            matches: Vec::new(),
             actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
         });
     }

@@ -108,6 +108,7 @@ fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool) -> DesiredN
         priority: 900,
         protocol: "ip".into(),
         in_port: "patch-provnet-1".into(),
+        matches: Vec::new(),
         actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
     });
     for (i, ip) in IPS.iter().enumerate() {

@@ -33,6 +33,8 @@ fn links() -> Links {
                 parent: None,
                 vlan_id: None,
                 vrf_table: None,
+                vxlan: None,
+                bridge_port: None,
             };
             let entry = LinkEntry {
                 name: dev(n),

@@ -42,6 +42,15 @@ pub struct LinkState {
     pub vrf_table: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<u32>,
+    /// VXLAN devices (the EVPN scenarios' extra keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_local: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan_learning: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -188,6 +197,20 @@ impl TryFrom<NodeState> for Actual {
                     parent: opt_dev(&l.link)?,
                     vlan_id: l.vlan_id,
                     vrf_table: l.vrf_table,
+                    vxlan: match l.vxlan_id {
+                        None => None,
+                        Some(vni) => Some(VxlanInfo {
+                            vni,
+                            local: l
+                                .vxlan_local
+                                .as_deref()
+                                .map(|v| parse_ip(v, "vxlan local"))
+                                .transpose()?,
+                            dstport: l.vxlan_port.unwrap_or(4789),
+                            learning: l.vxlan_learning.unwrap_or(true),
+                        }),
+                    },
+                    bridge_port: None,
                 },
             );
         }
@@ -289,6 +312,7 @@ impl TryFrom<NodeState> for Actual {
             applied_configs: s.frr.applied_configs,
             has_our_config: s.frr.has_our_config.unwrap_or(s.frr.applied_configs > 0),
             unknown: false,
+            evpn_vrfs: BTreeMap::new(),
         };
         Ok(a)
     }
@@ -312,6 +336,14 @@ impl From<Actual> for NodeState {
                         vlan_id: l.vlan_id,
                         vrf_table: l.vrf_table,
                         index: Some(l.index),
+                        vxlan_id: l.vxlan.as_ref().map(|v| v.vni),
+                        vxlan_local: l
+                            .vxlan
+                            .as_ref()
+                            .and_then(|v| v.local)
+                            .map(|v| v.to_string()),
+                        vxlan_port: l.vxlan.as_ref().map(|v| v.dstport),
+                        vxlan_learning: l.vxlan.as_ref().map(|v| v.learning),
                     },
                 )
             })

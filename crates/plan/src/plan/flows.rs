@@ -10,6 +10,13 @@ use super::Planner;
 use crate::actual::OfFlow;
 use crate::op::Op;
 
+/// What a desired flow waits for before it can be written.
+enum Missing {
+    BridgeMac,
+    DeviceMac(DevName),
+    Port(String),
+}
+
 impl Planner<'_> {
     /// Materialises the desired flows from the node's facts (ofports, bridge
     /// MAC). Returns the concrete flows per bridge, and the bridges whose MAC
@@ -38,37 +45,64 @@ impl Planner<'_> {
                 self.skip(what, format!("port {} is not on the bridge yet", f.in_port));
                 continue;
             };
-            let mac = self.actual.links.get(&f.bridge).and_then(|l| l.mac);
+            let mac_of = |dev: &DevName| self.actual.links.get(dev).and_then(|l| l.mac);
             let mut actions = Vec::new();
-            let mut ok = true;
+            let mut missing = None;
             for a in &f.actions {
-                actions.push(match a {
-                    obgp_netmodel::FlowAction::ModDlDstBridgeMac => match mac {
-                        Some(m) => format!("mod_dl_dst:{m}"),
+                use obgp_netmodel::FlowAction as A;
+                let text = match a {
+                    A::ModDlDstBridgeMac => mac_of(&f.bridge).map(|m| format!("mod_dl_dst:{m}")),
+                    A::ModDlDstMacOf(dev) => mac_of(dev).map(|m| format!("mod_dl_dst:{m}")),
+                    A::ModDlDst(m) => Some(format!("mod_dl_dst:{m}")),
+                    A::ModDlSrc(m) => Some(format!("mod_dl_src:{m}")),
+                    A::Output(p) => match bridge.ports.get(p) {
+                        Some(n) => Some(format!("output:{n}")),
                         None => {
-                            ok = false;
+                            missing = Some(Missing::Port(p.clone()));
                             break;
                         }
                     },
-                    obgp_netmodel::FlowAction::ModDlDst(m) => format!("mod_dl_dst:{m}"),
-                    obgp_netmodel::FlowAction::ModDlSrc(m) => format!("mod_dl_src:{m}"),
-                    obgp_netmodel::FlowAction::Output(p) => match bridge.ports.get(p) {
-                        Some(n) => format!("output:{n}"),
-                        None => format!("output:{p}"),
-                    },
-                    obgp_netmodel::FlowAction::Normal => "NORMAL".into(),
-                });
+                    A::Normal => Some("NORMAL".into()),
+                };
+                match text {
+                    Some(t) => actions.push(t),
+                    None => {
+                        missing = Some(match a {
+                            A::ModDlDstMacOf(dev) if *dev != f.bridge => {
+                                Missing::DeviceMac(dev.clone())
+                            }
+                            _ => Missing::BridgeMac,
+                        });
+                        break;
+                    }
+                }
             }
-            if !ok {
-                self.skip(what, "the bridge's MAC address is unknown");
-                blind.insert(f.bridge.clone());
-                continue;
+            match missing {
+                None => {}
+                Some(Missing::BridgeMac) => {
+                    self.skip(what, "the bridge's MAC address is unknown");
+                    blind.insert(f.bridge.clone());
+                    continue;
+                }
+                // Wiring still to come (the veth end, its MAC): this flow only,
+                // the next reconcile adds it.
+                Some(Missing::DeviceMac(dev)) => {
+                    self.skip(what, format!("device {dev} is not on the node yet"));
+                    continue;
+                }
+                Some(Missing::Port(p)) => {
+                    self.skip(what, format!("port {p} is not on the bridge yet"));
+                    continue;
+                }
             }
             let flow = OfFlow {
                 cookie: f.cookie,
                 table: f.table,
                 priority: f.priority,
-                matches: [f.protocol.clone(), format!("in_port={ofport}")].into(),
+                matches: [f.protocol.clone(), format!("in_port={ofport}")]
+                    .into_iter()
+                    .chain(f.matches.iter().map(|m| m.to_string()))
+                    .collect(),
                 actions: actions.join(","),
             };
             out.entry(f.bridge.clone()).or_default().insert(flow);

@@ -182,7 +182,8 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
             | Op::DelRoute { .. }
             | Op::DelNeighbour(_)
             | Op::DelProxyNeighbour(_)
-            | Op::DelFlow { .. }) => {
+            | Op::DelFlow { .. }
+            | Op::RemoveFrr { .. }) => {
                 return Err(format!(
                     "a plan against an empty node deletes nothing, but it has: {other}"
                 ))

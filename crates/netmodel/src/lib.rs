@@ -457,12 +457,26 @@ pub struct DesiredNode {
     /// FRR's running configuration outside this set gets del-vrf.
     #[serde(default)]
     pub evpn_vnis: BTreeSet<u32>,
-    /// Cookie-998 flows on the provider bridges are the agent's (the SB
-    /// EVPN driver's steering flows): leftovers are deleted.
+    /// Set by the EVPN modes: what the agent may tear down of the EVPN
+    /// objects nothing wants any more (docs/ownership.md). `None` in the
+    /// underlay modes, which never touch EVPN objects.
     #[serde(default)]
-    pub owns_evpn_flows: bool,
+    pub evpn: Option<EvpnCleanup>,
     /// The FRR configuration text to apply with `vtysh -f`, if the driver has one.
     pub frr_config: Option<String>,
+}
+
+/// What an EVPN mode owns beyond the objects its desired state names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvpnCleanup {
+    /// `delete_vrf_on_disconnect`: a torn-down VNI also loses its VRF
+    /// device and its FRR VRF (del-vrf).
+    pub delete_vrf: bool,
+    /// The SB driver's cookie-998 steering flows are the agent's.
+    pub steering_flows: bool,
+    /// The provider bridges (`ovn-bridge-mappings`) whose agent flows
+    /// and agent-named ports are judged, also when no VNI wants them.
+    pub bridges: BTreeSet<DevName>,
 }
 
 /// Values that failed validation, with the value.

@@ -81,7 +81,18 @@ pub mod evpn {
 
     /// The VNI that an agent-named EVPN VRF (`vrf-<n>`) carries.
     pub fn vni_of_vrf(name: &str) -> Option<u32> {
-        let digits = name.strip_prefix("vrf-")?;
+        vni_after(name, "vrf-")
+    }
+
+    /// The VNI of an agent-named `lo-<n>`.
+    pub fn vni_of_lo(name: &str) -> Option<u32> {
+        vni_after(name, "lo-")
+    }
+
+    /// `<prefix><n>` with `n` a VNI written as the agent writes it (no
+    /// leading zero, no sign).
+    fn vni_after(name: &str, prefix: &str) -> Option<u32> {
+        let digits = name.strip_prefix(prefix)?;
         if digits.is_empty()
             || digits.starts_with('0')
             || !digits.bytes().all(|b| b.is_ascii_digit())

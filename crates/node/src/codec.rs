@@ -191,6 +191,7 @@ pub(crate) fn encode(
         | Op::AddFlow { .. }
         | Op::DelFlow { .. }
         | Op::ApplyFrr { .. }
+        | Op::RemoveFrr { .. }
         | Op::AddOvsPort(_)
         | Op::DelOvsPort { .. } => {
             return Err(IoError::Unsupported(format!("{op} over rtnetlink")))

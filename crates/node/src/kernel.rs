@@ -575,10 +575,13 @@ impl KernelNode {
                 f.write_all(line.as_bytes())
                     .map_err(|e| IoError::io(path.display().to_string(), e))
             }
-            Op::AddFlow { .. } | Op::DelFlow { .. } | Op::ApplyFrr { .. } => {
-                crate::commands::run_command_op(&self.config, op)
-                    .unwrap_or_else(|| Err(IoError::Invalid(op.to_string())))
-            }
+            Op::AddFlow { .. }
+            | Op::DelFlow { .. }
+            | Op::ApplyFrr { .. }
+            | Op::RemoveFrr { .. }
+            | Op::AddOvsPort(_)
+            | Op::DelOvsPort { .. } => crate::commands::run_command_op(&self.config, op)
+                .unwrap_or_else(|| Err(IoError::Invalid(op.to_string()))),
             // Links, addresses, rules, routes, neighbours: one rtnetlink request.
             _ => {
                 if let Op::AddLink {

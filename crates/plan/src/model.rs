@@ -369,6 +369,10 @@ impl ModelNode {
                 }
                 Ok(())
             }
+            Op::RemoveFrr { .. } => {
+                a.frr.applied_configs += 1;
+                Ok(())
+            }
             Op::ApplyFrr { .. } => {
                 a.frr.applied_configs += 1;
                 a.frr.has_our_config = true;

@@ -92,6 +92,12 @@ pub enum Op {
     ApplyFrr {
         config: String,
     },
+    /// `vtysh -f` of a removal text (an EVPN VRF's del-vrf): a delete,
+    /// planned after the devices it names are gone (FRR refuses to delete
+    /// an active VRF).
+    RemoveFrr {
+        config: String,
+    },
 }
 
 fn table_text(table: u32, name: &Option<String>) -> String {
@@ -257,6 +263,9 @@ impl fmt::Display for Op {
             Op::ApplyFrr { config } => {
                 write!(f, "~ frr apply ({} lines)", config.lines().count())
             }
+            Op::RemoveFrr { config } => {
+                write!(f, "- frr remove ({} lines)", config.lines().count())
+            }
         }
     }
 }
@@ -273,6 +282,8 @@ impl Op {
                 | Op::DelNeighbour(_)
                 | Op::DelProxyNeighbour(_)
                 | Op::DelFlow { .. }
+                | Op::DelOvsPort { .. }
+                | Op::RemoveFrr { .. }
         )
     }
 
@@ -286,6 +297,7 @@ impl Op {
             Op::AddFlow { .. }
                 | Op::DelFlow { .. }
                 | Op::ApplyFrr { .. }
+                | Op::RemoveFrr { .. }
                 | Op::AddOvsPort(_)
                 | Op::DelOvsPort { .. }
         )

@@ -147,6 +147,13 @@ impl Planner<'_> {
         let (flows, blind) = self.materialised_flows_quiet();
         let mut flow_bridges: BTreeSet<DevName> = d.bridge_tables.clone();
         flow_bridges.extend(d.flows.iter().map(|f| f.bridge.clone()));
+        let mut cookies = vec![obgp_netmodel::cookie::MAC_TWEAK];
+        if let Some(evpn) = &d.evpn {
+            flow_bridges.extend(evpn.bridges.iter().cloned());
+            if evpn.steering_flows {
+                cookies.push(obgp_netmodel::cookie::EVPN);
+            }
+        }
         for br in flow_bridges {
             if blind.contains(&br) {
                 continue;
@@ -156,9 +163,7 @@ impl Planner<'_> {
             };
             let want = flows.get(&br);
             for f in &have.flows {
-                if f.cookie == obgp_netmodel::cookie::MAC_TWEAK
-                    && !want.is_some_and(|w| w.contains(f))
-                {
+                if cookies.contains(&f.cookie) && !want.is_some_and(|w| w.contains(f)) {
                     let op = Op::DelFlow {
                         bridge: br.clone(),
                         flow: f.clone(),

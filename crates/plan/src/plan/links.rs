@@ -43,6 +43,16 @@ impl Planner<'_> {
 
     pub(super) fn links(&mut self) {
         let desired: Vec<_> = self.desired.links.iter().collect();
+        // The peers of the veths this plan creates come with them: the
+        // desired state names a peer as `Existing`, to be brought up.
+        let born_with_peer: BTreeSet<DevName> = desired
+            .iter()
+            .filter(|l| !self.actual.links.contains_key(&l.name))
+            .filter_map(|l| match &l.kind {
+                LinkKind::Veth { peer } => Some(peer.clone()),
+                _ => None,
+            })
+            .collect();
         for l in desired {
             let rank = match l.kind {
                 LinkKind::Vrf { .. } => rank::LINK_VRF,
@@ -77,6 +87,20 @@ impl Planner<'_> {
                             name: l.name.clone(),
                         }));
                     }
+                }
+                None if l.kind == LinkKind::Existing && born_with_peer.contains(&l.name) => {
+                    if let Some(m) = &l.master {
+                        ops.push(base(Op::SetMaster {
+                            name: l.name.clone(),
+                            master: m.clone(),
+                        }));
+                    }
+                    if l.up {
+                        ops.push(base(Op::SetLinkUp {
+                            name: l.name.clone(),
+                        }));
+                    }
+                    self.created.insert(l.name.clone());
                 }
                 None if l.kind == LinkKind::Existing => {
                     self.skip(

@@ -21,6 +21,7 @@
 //! `output` is the [`Plan`] they make.
 
 mod addresses;
+mod evpn;
 mod flows;
 mod frr;
 mod links;
@@ -63,10 +64,15 @@ pub fn plan_after(
     let mut p = Planner::new(desired, previous, actual);
     p.resolve_tables()?;
     p.check_device_kinds()?;
+    if desired.evpn.is_some() {
+        p.proven = evpn::proven_vnis(actual);
+    }
     p.want_rules = p.desired_rules();
     p.want_routes = p.desired_routes();
     // Adds, kind by kind.
     p.links();
+    p.bridge_ports();
+    p.ovs_ports();
     p.frr();
     p.sysctls();
     p.addresses();
@@ -82,6 +88,7 @@ pub fn plan_after(
     p.neighbour_leftovers(&owned_tables);
     p.flow_leftovers();
     p.link_leftovers();
+    p.evpn_leftovers();
     Ok(p.finish())
 }
 
@@ -110,6 +117,8 @@ struct Planner<'a> {
     /// The kernel's host addresses on the announce device that the desired
     /// state lacks, ascending (see [`Planner::addresses`]).
     unwanted_on_nic: Vec<&'a obgp_netmodel::Address>,
+    /// The VNIs whose devices on the node are the agent's (EVPN modes only).
+    proven: BTreeMap<u32, evpn::VniDevices>,
 }
 
 impl<'a> Planner<'a> {
@@ -132,6 +141,7 @@ impl<'a> Planner<'a> {
             prev_scans: 0,
             prev_index: None,
             unwanted_on_nic: Vec::new(),
+            proven: BTreeMap::new(),
         }
     }
 

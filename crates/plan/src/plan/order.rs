@@ -41,16 +41,20 @@ pub(super) mod rank {
     pub const LINK_OTHER: u8 = 1;
     pub const LINK_EXISTING: u8 = 2;
     pub const LINK_VLAN: u8 = 3;
-    pub const FRR: u8 = 4;
-    pub const RT_TABLES: u8 = 5;
-    pub const SYSCTL: u8 = 6;
-    pub const ADDRESS: u8 = 7;
-    pub const RULE: u8 = 8;
-    pub const NEIGHBOUR: u8 = 9;
-    pub const ROUTE: u8 = 10;
-    pub const PROXY: u8 = 11;
-    pub const FLOW: u8 = 12;
-    pub const LINK_DEL: u8 = 13;
+    /// After the master of the port is set.
+    pub const BRIDGE_PORT: u8 = 4;
+    /// After the veth end exists.
+    pub const OVS_PORT: u8 = 5;
+    pub const FRR: u8 = 6;
+    pub const RT_TABLES: u8 = 7;
+    pub const SYSCTL: u8 = 8;
+    pub const ADDRESS: u8 = 9;
+    pub const RULE: u8 = 10;
+    pub const NEIGHBOUR: u8 = 11;
+    pub const ROUTE: u8 = 12;
+    pub const PROXY: u8 = 13;
+    pub const FLOW: u8 = 14;
+    pub const LINK_DEL: u8 = 15;
 }
 
 /// O3: gateway IPs, then subnets, then LBs, then everything else; unknown last.
@@ -75,8 +79,13 @@ impl Planner<'_> {
         steps.sort_by_key(|(rank, s)| {
             let by_class = matches!(s.group, Group::Withdraw | Group::Unwire);
             let class = if by_class { class_rank(s.class) } else { 0 };
-            // VLAN device deletes come after every other cleanup.
-            let last = u8::from(matches!(s.op, Op::DelLink { .. }));
+            // Device deletes come after every other cleanup, and FRR's
+            // removals after them (FRR refuses to delete an active VRF).
+            let last = match s.op {
+                Op::DelLink { .. } => 1,
+                Op::RemoveFrr { .. } => 2,
+                _ => 0,
+            };
             (s.group, last, class, *rank)
         });
         Plan {

@@ -48,6 +48,7 @@ impl Planner<'_> {
 
     pub(super) fn routes(&mut self) {
         let present = self.routes_present();
+        let evpn_tables = self.evpn_tables();
         let want_routes = std::mem::take(&mut self.want_routes);
         for ((want, class), present) in want_routes.iter().zip(present) {
             if present {
@@ -75,7 +76,8 @@ impl Planner<'_> {
                     continue;
                 }
             }
-            let group = if want.table == self.desired.vrf_table {
+            let group = if want.table == self.desired.vrf_table || evpn_tables.contains(&want.table)
+            {
                 Group::Announce
             } else {
                 Self::wiring_group(class)
@@ -98,12 +100,13 @@ impl Planner<'_> {
         if !want_keys.is_sorted() {
             want_keys.sort_unstable();
         }
+        let evpn_tables = self.evpn_tables();
         let routes = flag_present(&a.routes, &want_keys, |h, w| h.key().cmp(w));
         for (r, wanted) in routes {
             if Actual::route_is_foreign(r) || wanted {
                 continue;
             }
-            let in_vrf = r.table == d.vrf_table;
+            let in_vrf = r.table == d.vrf_table || evpn_tables.contains(&r.table);
             let in_bridge = owned_tables.contains(&r.table) && r.dst.is_some();
             if !(in_vrf || in_bridge) || r.kind == RouteType::Local {
                 continue;

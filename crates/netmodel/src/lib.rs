@@ -16,6 +16,7 @@ pub use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 pub mod exposable;
+pub mod frr;
 pub mod hash;
 pub mod names;
 

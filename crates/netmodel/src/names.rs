@@ -89,8 +89,28 @@ pub mod evpn {
         vni_after(name, "lo-")
     }
 
-    /// `<prefix><n>` with `n` a VNI written as the agent writes it (no
-    /// leading zero, no sign).
+    /// The VNI of an SB driver's VRF-side veth (`veth-vrf-<n>`).
+    pub fn vni_of_sb_veth(name: &str) -> Option<u32> {
+        vni_after(name, "veth-vrf-")
+    }
+
+    /// Whether `name` has the shape of the NB vrf mode's VRF-side veth:
+    /// `vrf` and the first 11 characters of a uuid (8 hex digits, `-`, 2
+    /// hex digits).
+    pub fn is_nb_vrf_veth(name: &str) -> bool {
+        let Some(head) = name.strip_prefix("vrf") else {
+            return false;
+        };
+        let b = head.as_bytes();
+        b.len() == 11
+            && b[8] == b'-'
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| i == 8 || c.is_ascii_hexdigit())
+    }
+
+    /// The VNI written in decimal after `prefix` (no sign, no leading zero,
+    /// at most [`crate::MAX_VNI`]).
     fn vni_after(name: &str, prefix: &str) -> Option<u32> {
         let digits = name.strip_prefix(prefix)?;
         if digits.is_empty()
@@ -130,6 +150,19 @@ mod tests {
         // A multi-byte char across the cut is refused, not split.
         assert!(evpn::nb_veth("dd3b5a95-aéxxxxx").is_none());
         assert_eq!(evpn::vni_of_vrf("vrf-1001"), Some(1001));
+        assert_eq!(evpn::vni_of_sb_veth("veth-vrf-1001"), Some(1001));
+        assert_eq!(evpn::vni_of_sb_veth("veth-vrf-01"), None);
+        assert_eq!(evpn::vni_of_sb_veth("veth-ovs-1001"), None);
+        assert!(evpn::is_nb_vrf_veth(v.as_str()));
+        for other in [
+            "vrf-1001",
+            "vrfdd3b5a95-a",
+            "vrfdd3b5a95-aaa",
+            "vrfdd3b5a95_aa",
+            "vrfzz3b5a95-aa",
+        ] {
+            assert!(!evpn::is_nb_vrf_veth(other), "{other}");
+        }
         for foreign in [
             "vrf-blue",
             "vrf-",

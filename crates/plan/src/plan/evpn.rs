@@ -41,14 +41,9 @@ impl VniDevices {
 /// Whether `name` is one of the names the agent gives the VRF-side end of
 /// an EVPN veth, or the SB driver's `lo-<n>`, for VNI `vni`.
 fn is_vni_port_name(name: &str, vni: u32) -> bool {
-    let nb_veth = name.len() == 14
-        && name.starts_with("vrf")
-        && name[3..]
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() || b == b'-');
-    nb_veth
-        || names::sb_veth(vni).is_some_and(|(v, _)| v.as_str() == name)
-        || names::lo(vni).is_some_and(|l| l.as_str() == name)
+    names::is_nb_vrf_veth(name)
+        || names::vni_of_sb_veth(name) == Some(vni)
+        || names::vni_of_lo(name) == Some(vni)
 }
 
 /// The VNIs whose device structure on the node is the agent's, with the

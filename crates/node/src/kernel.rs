@@ -530,6 +530,7 @@ impl KernelNode {
                 | Op::SetLinkUp { .. }
                 | Op::SetMaster { .. }
                 | Op::SetLinkMac { .. }
+                | Op::SetBridgePort { .. }
                 | Op::DelLink { .. } => *stale = Stale::ALL,
                 Op::AddAddress(_) | Op::DelAddress(_) => stale.addresses = true,
                 Op::AddRule { .. } | Op::DelRule { .. } => stale.rules = true,
@@ -596,7 +597,16 @@ impl KernelNode {
                     }
                 }
                 let req = codec::encode(op, &self.config.dummy_kind, |d| self.ifindex(d))?;
-                nl(self.request(req.msg, req.flags).await)
+                let index = match &req.msg {
+                    RouteNetlinkMessage::NewLink(m) => m.header.index,
+                    _ => 0,
+                };
+                nl(self.request(req.msg, req.flags).await)?;
+                if let Op::SetBridgePort { .. } = op {
+                    // Not notified when the device is down: read it back.
+                    blocking(|| self.mirror().reread_link(index))?;
+                }
+                Ok(())
             }
         }
     }

@@ -711,3 +711,90 @@ async fn a_device_of_the_node_named_as_the_agents_is_refused_on_a_real_kernel() 
     let before = k.observe(&Scope::for_desired(&d)).await.unwrap();
     assert!(plan(&d, &before).is_ok());
 }
+
+/// VM tier: the EVPN bridge of a VNI as the agent's applier builds it: a
+/// VXLAN device (learning off from creation, local address, port 4789)
+/// enslaved to a Linux bridge with the EVPN bridge-port flags
+/// (neigh_suppress on, learning off); observed back through the mirror and
+/// a fresh dump, and as iproute2 shows it. IPv4 and IPv6 local addresses.
+#[tokio::test]
+#[ignore = "vm tier: needs vxlan"]
+async fn vxlan_in_an_evpn_bridge_round_trips() {
+    use obgp_plan::actual::VxlanInfo;
+    let bed = bed("vxlan");
+    let mut k = node(&bed, "dummy").await;
+    let cases = [(1001u32, "192.0.2.1"), (16_777_215, "2001:db8::1")];
+    for (vni, local) in cases {
+        let (br, vx) = (
+            obgp_netmodel::names::evpn::bridge(vni).unwrap(),
+            obgp_netmodel::names::evpn::vxlan(vni).unwrap(),
+        );
+        for op in [
+            Op::AddLink {
+                name: br.clone(),
+                kind: LinkKind::Bridge,
+            },
+            Op::AddLink {
+                name: vx.clone(),
+                kind: LinkKind::Vxlan {
+                    vni,
+                    local: Some(local.parse().unwrap()),
+                    dstport: 4789,
+                },
+            },
+            Op::SetMaster {
+                name: vx.clone(),
+                master: br.clone(),
+            },
+            // Before the device is up: the kernel notifies nothing of it.
+            Op::SetBridgePort {
+                name: vx.clone(),
+                flags: BridgePort::EVPN,
+            },
+            Op::SetLinkUp { name: br.clone() },
+            Op::SetLinkUp { name: vx.clone() },
+        ] {
+            k.apply(&op).await.unwrap_or_else(|e| panic!("{op}: {e}"));
+        }
+    }
+    let mirrored = k.observe(&Scope::default()).await.unwrap();
+    let dumped = node(&bed, "dummy")
+        .await
+        .observe(&Scope::default())
+        .await
+        .unwrap();
+    assert_eq!(mirrored.links, dumped.links, "mirror and dump agree");
+    for (vni, local) in cases {
+        let (br, vx) = (
+            obgp_netmodel::names::evpn::bridge(vni).unwrap(),
+            obgp_netmodel::names::evpn::vxlan(vni).unwrap(),
+        );
+        let l = &mirrored.links[&vx];
+        assert_eq!(l.kind, "vxlan");
+        assert_eq!(
+            l.vxlan,
+            Some(VxlanInfo {
+                vni,
+                local: Some(local.parse().unwrap()),
+                dstport: 4789,
+                learning: false,
+            }),
+            "{vx}"
+        );
+        assert_eq!(l.master.as_ref(), Some(&br), "{vx}");
+        assert_eq!(l.bridge_port, Some(BridgePort::EVPN), "{vx}");
+        assert!(l.up, "{vx}");
+        assert_eq!(mirrored.links[&br].kind, "bridge");
+        // What iproute2 reads from the kernel says the same.
+        let shown = bed.ns.ip(&["-d", "link", "show", vx.as_str()]).unwrap();
+        for want in [
+            format!("vxlan id {vni} local {local}"),
+            "dstport 4789".to_string(),
+            "nolearning".to_string(),
+            "neigh_suppress on".to_string(),
+            "learning off".to_string(),
+        ] {
+            assert!(shown.contains(&want), "{want:?} in {shown}");
+        }
+    }
+}

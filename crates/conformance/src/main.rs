@@ -10,6 +10,7 @@
 //! and exit non-zero when anything failed.
 
 mod event_match;
+mod frr_renderings;
 mod scenario;
 
 use std::process::ExitCode;

@@ -14,9 +14,10 @@
 //! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
 //! directory) is reported as skipped with its reason, never passed silently.
 //! The NB (`nb_ovn_bgp_driver`) and SB (`ovn_bgp_driver`) underlay drivers
-//! are replayed; the snapshot carries the NB, SB and OVS rows. Drivers the
-//! rewrite does not implement (EVPN, stretched L2, the FRR rendering file)
-//! are reported as skipped with that reason.
+//! are replayed; the snapshot carries the NB, SB and OVS rows. The FRR
+//! rendering file (driver `frr-utils`) is replayed call by call (see
+//! [`crate::frr_renderings`]). Drivers the rewrite does not implement (EVPN,
+//! stretched L2) are reported as skipped with that reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,6 +188,13 @@ pub struct ScenarioStep {
     pub node_after: Value,
     #[serde(default)]
     pub ovn_transaction: Option<Vec<Value>>,
+    /// The recorded calls (the FRR rendering file compares its texts).
+    #[serde(default)]
+    pub calls: Vec<Value>,
+    /// The arguments of the upstream function the step called (the FRR
+    /// rendering file).
+    #[serde(default)]
+    pub inputs: Value,
 }
 
 pub fn load(path: &Path) -> anyhow::Result<Scenario> {
@@ -292,7 +300,7 @@ fn desired_from_ovn(
 
 /// Compares, filters listed deviations, and sorts the result into
 /// `failures` and `accepted`.
-fn judge(
+pub(crate) fn judge(
     name: &str,
     step: &str,
     diffs: Vec<String>,
@@ -310,7 +318,7 @@ fn judge(
 
 /// FRR text as compared: blank lines and trailing spaces dropped, runs of
 /// `redistribute` lines sorted (upstream renders them from a Python set).
-fn frr_canonical(text: &str) -> Vec<String> {
+pub(crate) fn frr_canonical(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut run: Vec<String> = Vec::new();
     for line in text
@@ -333,10 +341,14 @@ fn frr_canonical(text: &str) -> Vec<String> {
 
 /// Replays one scenario with `desired` computing the desired node.
 pub fn replay(sc: &Scenario, deviations: &Deviations, desired: &DesiredFn<'_>) -> Outcome {
-    if let Some(why) = unsupported(sc) {
+    let judged = if sc.driver == crate::frr_renderings::DRIVER {
+        crate::frr_renderings::judge_steps(sc, deviations)
+    } else if let Some(why) = unsupported(sc) {
         return Outcome::Skipped(vec![why]);
-    }
-    match replay_inner(sc, deviations, desired) {
+    } else {
+        replay_inner(sc, deviations, desired)
+    };
+    match judged {
         Ok((failures, accepted)) => {
             if !failures.is_empty() {
                 let mut all = failures;
@@ -354,7 +366,8 @@ pub fn replay(sc: &Scenario, deviations: &Deviations, desired: &DesiredFn<'_>) -
     }
 }
 
-type Judged = (Vec<String>, Vec<String>);
+/// The differences found, and those a listed deviation accepts.
+pub(crate) type Judged = (Vec<String>, Vec<String>);
 
 fn replay_inner(
     sc: &Scenario,

@@ -143,6 +143,7 @@ impl Reconciler {
         let facts = NodeFacts {
             system_hostname: system_hostname(),
             frr_router_id: None,
+            vxlan_source: None,
         };
         Ok(Reconciler {
             config,

@@ -258,6 +258,9 @@ impl Reconciler {
                         .entry(op_kind(&outcome.op))
                         .or_default() += 1;
                 }
+                // A removal (`RemoveFrr`, del-vrf of a VRF no VNI wants)
+                // touches no line of our text: it neither applies it nor
+                // undoes it, and FRR is read again after it anyway.
                 Err(e) => {
                     if matches!(outcome.op, Op::ApplyFrr { .. }) {
                         self.frr_applied = None;
@@ -314,6 +317,13 @@ impl Reconciler {
                 .bridge_tables
                 .extend(prev.bridge_tables.iter().cloned());
             scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+            // And the VRF tables of the VNIs it wanted, so that a VNI that
+            // goes is torn down with its routes (the observer also reads
+            // the table of every agent-shaped VRF on the node).
+            scope.tables.extend(prev.evpn_vnis.iter().copied());
+            if let Some(e) = &prev.evpn {
+                scope.ovs_bridges.extend(e.bridges.iter().cloned());
+            }
         }
         scope
     }
@@ -384,6 +394,9 @@ impl Reconciler {
         let frr_known =
             !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
         if frr_known {
+            // Our lines are not checked; an EVPN scope still reads FRR for
+            // its EVPN VRFs (through the lane's cache: vtysh runs again
+            // only after an FRR op or an invalidation).
             scope.frr_lines.clear();
         }
         let mut actual = self

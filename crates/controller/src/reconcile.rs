@@ -330,7 +330,7 @@ impl Reconciler {
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
     pub fn chassis_name(&self, snap: &Snapshot) -> String {
-        if self.config.default.driver == obgp_config::Driver::OvnBgpDriver {
+        if self.config.default.driver.reads_sb() {
             return snap.ovs.system_id.clone().unwrap_or_default();
         }
         snap.ovs
@@ -363,6 +363,17 @@ impl Reconciler {
                 self.lane.settled().await;
                 self.facts.frr_router_id = self.lane.router_id();
             }
+        }
+
+        let d = &self.config.default;
+        if d.driver == obgp_config::Driver::OvnEvpnDriver && d.evpn_local_ip.is_none() {
+            // The VXLAN source the SB EVPN driver falls back to: the /32 on
+            // lo or evpn_nic's address, as the mirror last saw them.
+            let addresses = self.node.addresses();
+            self.facts.vxlan_source = obgp_desired::vxlan_source(
+                d.evpn_nic.as_deref(),
+                addresses.iter().map(|a| (&a.dev, a.net)),
+            );
         }
 
         let t = Instant::now();

@@ -350,6 +350,12 @@ impl KernelNode {
         Ok(())
     }
 
+    /// The node's addresses as the mirror last saw them (no request; the
+    /// next observation refreshes them).
+    pub fn addresses(&self) -> obgp_plan::SharedSet<obgp_netmodel::Address> {
+        self.mirror().state.read(&BTreeSet::new()).addresses
+    }
+
     fn mirror(&self) -> MutexGuard<'_, NetlinkMirror> {
         // A panic while holding the lock leaves a mirror that is at worst
         // stale; the next refresh repairs that.

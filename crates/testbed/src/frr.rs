@@ -84,6 +84,18 @@ impl FrrRouter {
     /// bgpd itself: saves a vtysh spawn, slow under TCG). Only for pure BGP
     /// config, which is what [`FrrPair`] has.
     fn launch(netns: &str, dir: &Path, bgpd_conf: &str, zebra_args: &[&str]) -> Result<FrrRouter> {
+        FrrRouter::launch_with_configs(netns, dir, "", bgpd_conf, zebra_args)
+    }
+
+    /// [`FrrRouter::launch`] with a zebra startup config too (e.g. an EVPN
+    /// `vrf NAME` / `vni N` mapping, which is zebra's).
+    pub(crate) fn launch_with_configs(
+        netns: &str,
+        dir: &Path,
+        zebra_conf: &str,
+        bgpd_conf: &str,
+        zebra_args: &[&str],
+    ) -> Result<FrrRouter> {
         let frr = frr_ids()?;
         fs::create_dir_all(dir.join("vartmp"))
             .with_context(|| format!("creating {}", dir.display()))?;
@@ -91,7 +103,7 @@ impl FrrRouter {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))?;
         fs::set_permissions(dir.join("vartmp"), fs::Permissions::from_mode(0o1777))?;
         check_reachable_by_others(&dir)?;
-        fs::write(dir.join("zebra.conf"), "")?;
+        fs::write(dir.join("zebra.conf"), zebra_conf)?;
         fs::write(dir.join("bgpd.conf"), bgpd_conf)?;
         chown_tree(&dir, frr)?;
         let mut router = FrrRouter {
@@ -664,10 +676,10 @@ fn route_keys(v: &Value) -> BTreeSet<String> {
 
 /// A named network namespace, deleted on drop (which also destroys the veth
 /// ends and devices in it).
-struct Netns(String);
+pub(crate) struct Netns(pub(crate) String);
 
 impl Netns {
-    fn add(name: &str) -> Result<Netns> {
+    pub(crate) fn add(name: &str) -> Result<Netns> {
         // a namespace of that name is a leftover of a crashed run of the same
         // directory: the names are ours
         if Path::new("/run/netns").join(name).exists() {
@@ -684,7 +696,7 @@ impl Drop for Netns {
     }
 }
 
-fn ip(args: &[&str]) -> Result<String> {
+pub(crate) fn ip(args: &[&str]) -> Result<String> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -692,7 +704,7 @@ fn ip(args: &[&str]) -> Result<String> {
     checked(out, &format!("ip {}", args.join(" ")))
 }
 
-fn checked(out: std::process::Output, what: &str) -> Result<String> {
+pub(crate) fn checked(out: std::process::Output, what: &str) -> Result<String> {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         bail!(
@@ -750,7 +762,7 @@ fn check_reachable_by_others(dir: &Path) -> Result<()> {
 }
 
 /// Six hex digits (FNV-1a of `s`): short enough for interface names.
-fn short_hash(s: &str) -> String {
+pub(crate) fn short_hash(s: &str) -> String {
     let mut h: u32 = 0x811c_9dc5;
     for b in s.bytes() {
         h ^= u32::from(b);

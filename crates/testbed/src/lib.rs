@@ -6,9 +6,12 @@
 //!   schemas in `fixtures/schemas`.
 //! - [`netns`]: network namespaces with veth pairs, and running commands in them.
 //! - [`frr`]: FRR daemons as a node router and as a fabric peer.
+//! - [`evpn`]: a real EVPN fabric (two VTEPs with FRR over a veth underlay)
+//!   for the VM tier.
 //! - [`vm`]: the full-kernel VM tier (QEMU TCG) for what this kernel lacks
 //!   (vrf, dummy, 802.1q).
 
+pub mod evpn;
 pub mod fixture;
 pub mod frr;
 pub mod netns;

@@ -168,12 +168,15 @@ fn version_prints_the_version() {
     );
 }
 
-/// A driver whose desired state is not implemented yet (EVPN): every command
+/// A driver whose desired state is not implemented yet (stretched L2): every command
 /// that would run it says so and exits 1, before connecting anywhere. The
 /// logging tests use it as a quick, deterministic way through start-up.
-const UNIMPLEMENTED_DRIVER: (&str, &str) = ("OVN_BGP_AGENT_DEFAULT__DRIVER", "ovn_evpn_driver");
+const UNIMPLEMENTED_DRIVER: (&str, &str) = (
+    "OVN_BGP_AGENT_DEFAULT__DRIVER",
+    "ovn_stretched_l2_bgp_driver",
+);
 const UNSUPPORTED: &str =
-    "driver = ovn_evpn_driver with exposing_method = underlay is not supported yet";
+    "driver = ovn_stretched_l2_bgp_driver with exposing_method = underlay is not supported yet";
 
 #[test]
 fn commands_refuse_an_unimplemented_driver_with_exit_1() {

@@ -49,10 +49,14 @@ impl ReconcileError {
 }
 
 /// Refuses, before connecting anywhere, a driver or exposing method whose
-/// desired state is not implemented (an empty OVN snapshot is enough to ask).
+/// desired state is not implemented, or a configuration it cannot use
+/// (`exposing_method = vrf` without `evpn_local_ip`): an empty OVN snapshot
+/// is enough to ask.
 pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
     match desired_state(&Snapshot::default(), config, &NodeFacts::default()) {
-        Err(e @ DesiredError::Unsupported { .. }) => Err(e.into()),
+        Err(e @ (DesiredError::Unsupported { .. } | DesiredError::BadConfig { .. })) => {
+            Err(e.into())
+        }
         _ => Ok(()),
     }
 }

@@ -79,23 +79,57 @@ pub(crate) fn sb_evpn(
     };
     for cr in gateways {
         if let Some(v) = gateway_vni(snap, cr, local_ip, d.evpn_udp_dstport, notes) {
-            match out.vnis.get(&v.vni) {
-                // A VNI shared by two routers stays while one still needs
-                // it; the first one found (uuid order) shapes it.
-                Some(first) => notes.push(format!(
-                    "EVPN: VNI {} is also asked by {} {}; kept as {} built it",
-                    v.vni,
-                    PortBinding::TABLE,
-                    cr.uuid,
-                    first.vrf
-                )),
+            match out.vnis.get_mut(&v.vni) {
                 None => {
                     out.vnis.insert(v.vni, v);
                 }
+                // A VNI shared by two routers: one VRF holds both, and it
+                // stays while one of them is bound here (upstream tears it
+                // down at the first withdraw).
+                Some(first) => merge_router(first, v, cr, notes),
             }
         }
     }
     out
+}
+
+/// Adds a second router's gateway and subnets to the VNI the first one
+/// built, when it reaches the VRF through the same connection.
+fn merge_router(first: &mut EvpnVni, v: EvpnVni, cr: &PortBinding, notes: &mut Vec<String>) {
+    let (Some(port), Some(theirs)) = (first.ports.first_mut(), v.ports.into_iter().next()) else {
+        return;
+    };
+    if port.vrf_end != theirs.vrf_end
+        || port.ovs_bridge != theirs.ovs_bridge
+        || port.vlan != theirs.vlan
+    {
+        notes.push(format!(
+            "EVPN: {} {} asks for VNI {} on bridge {} vlan {:?}, which VNI {} already uses on bridge {} vlan {:?}: not exposed",
+            PortBinding::TABLE,
+            cr.uuid,
+            v.vni,
+            theirs.ovs_bridge,
+            theirs.vlan,
+            first.vni,
+            port.ovs_bridge,
+            port.vlan
+        ));
+        return;
+    }
+    for r in theirs.routes {
+        if !port.routes.contains(&r) {
+            port.routes.push(r);
+        }
+    }
+    first.flows.extend(v.flows);
+    first.proxy_neighbours.extend(v.proxy_neighbours);
+    if let (Some((_, ips)), Some((_, more))) = (&mut first.lo, v.lo) {
+        for ip in more {
+            if !ips.contains(&ip) {
+                ips.push(ip);
+            }
+        }
+    }
 }
 
 /// The VNI and AS annotated on a port (upstream `get_evpn_info`: both, or

@@ -455,8 +455,11 @@ fn plan_prints_grouped_one_line_per_op() {
         text.contains("  + rule to 172.24.4.10/32 lookup br-ex (table 1)\n"),
         "{text}"
     );
+    // One line per op; FRR texts follow, their lines marked `  | `.
     assert_eq!(
-        text.lines().filter(|l| l.starts_with("  ")).count(),
+        text.lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("  | "))
+            .count(),
         p.steps.len()
     );
     let _: BTreeMap<String, serde_json::Value> =

@@ -1,0 +1,222 @@
+//! The EVPN modes' desired state from the golden scenarios' OVN rows, and
+//! what bad annotations, a missing VXLAN source and a shared VNI do.
+
+use obgp_config::Config;
+use obgp_desired::{desired_state, NodeFacts};
+use obgp_netmodel::{DesiredNode, LinkKind, TableRef};
+use obgp_ovn::fixture::FixtureDb;
+use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
+use serde_json::{json, Value};
+
+fn scenario(name: &str) -> Value {
+    let p = format!(
+        "{}/../../fixtures/conformance/scenarios/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+}
+
+fn config(sc: &Value, extra: Value) -> Config {
+    let mut c = sc["config"].clone();
+    for (k, v) in extra.as_object().unwrap() {
+        c[k] = v.clone();
+    }
+    obgp_config::Loader::new()
+        .json_overrides(c.as_object().unwrap())
+        .unwrap()
+        .load()
+        .unwrap()
+        .config
+}
+
+fn snapshot(db: &FixtureDb) -> Snapshot {
+    let empty = Tables::new();
+    let get = |n: &str| db.dbs.get(n).unwrap_or(&empty);
+    Snapshot::build_with_sb(get(NB_DB), get(SB_DB), get(OVS_DB))
+}
+
+fn node(db: &FixtureDb, c: &Config, facts: &NodeFacts) -> (DesiredNode, Vec<String>) {
+    let d = desired_state(&snapshot(db), c, facts).unwrap();
+    (d.to_node(), d.notes)
+}
+
+fn links(n: &DesiredNode) -> Vec<String> {
+    n.links.iter().map(|l| l.name.to_string()).collect()
+}
+
+fn update(db: &mut FixtureDb, name: &str, table: &str, key: &str, row: Value) {
+    let op = json!([{"op": "update", "table": table, "where": [[key, "==", name]], "row": row}]);
+    let which = if table == "Port_Binding" {
+        SB_DB
+    } else {
+        NB_DB
+    };
+    db.apply(which, op.as_array().unwrap()).unwrap();
+}
+
+#[test]
+fn sb_gateway_builds_its_vni_with_subnet_lo_ips_and_the_rd_of_the_vxlan_source() {
+    let sc = scenario("evpn-sb-basic");
+    let db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let (n, _) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    assert_eq!(
+        links(&n),
+        [
+            "br-1001",
+            "lo-1001",
+            "veth-ovs-1001",
+            "veth-vrf-1001",
+            "vrf-1001",
+            "vxlan-1001"
+        ]
+    );
+    assert!(n.links.iter().any(|l| l.name.as_str() == "vxlan-1001"
+        && l.kind
+            == LinkKind::Vxlan {
+                vni: 1001,
+                local: Some("10.1.1.1".parse().unwrap()),
+                dstport: 4789
+            }));
+    let lo: Vec<String> = n
+        .addresses
+        .keys()
+        .filter(|a| a.dev.as_str() == "lo-1001")
+        .map(|a| a.net.to_string())
+        .collect();
+    assert_eq!(lo, ["10.0.0.5/32"]);
+    assert_eq!(n.suppressed_local_routes.len(), 1);
+    let subnet = n
+        .routes
+        .keys()
+        .find(|r| r.dst.map(|d| d.to_string()) == Some("10.0.0.0/24".into()))
+        .expect("the tenant subnet is routed in table 1001");
+    assert_eq!(subnet.table, TableRef::Id(1001));
+    assert_eq!(subnet.via, Some("172.24.4.100".parse().unwrap()));
+    assert_eq!(n.flows.iter().filter(|f| f.cookie == 998).count(), 1);
+    assert!(n
+        .frr_config
+        .as_deref()
+        .unwrap()
+        .contains("rd 10.1.1.1:1001"));
+    assert!(n.evpn.as_ref().unwrap().steering_flows);
+}
+
+#[test]
+fn sb_without_evpn_local_ip_uses_the_node_vxlan_source_or_builds_nothing() {
+    let sc = scenario("evpn-sb-lo-local-ip");
+    let db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let c = config(&sc, json!({}));
+    let (n, notes) = node(&db, &c, &NodeFacts::default());
+    assert!(n.evpn_vnis.is_empty() && n.frr_config.is_none());
+    assert!(
+        notes.iter().any(|m| m.contains("no VXLAN source")),
+        "{notes:?}"
+    );
+    let facts = NodeFacts {
+        vxlan_source: Some("10.1.1.1".parse().unwrap()),
+        ..NodeFacts::default()
+    };
+    let (n, _) = node(&db, &c, &facts);
+    let text = n.frr_config.unwrap();
+    assert!(
+        text.contains("rd 10.1.1.1:1001") && !text.contains("None"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sb_a_bad_annotation_skips_that_router_with_a_note_naming_the_row() {
+    let sc = scenario("evpn-sb-basic");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    update(
+        &mut db,
+        "55555555-5555-4555-8555-555555555555",
+        "Port_Binding",
+        "logical_port",
+        json!({"external_ids": ["map", [["neutron_bgpvpn:as", "64999"], ["neutron_bgpvpn:vni", "1001\nexit"]]]}),
+    );
+    let (n, notes) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    assert!(n.evpn_vnis.is_empty(), "{:?}", n.evpn_vnis);
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.contains("Port_Binding") && m.contains("neutron_bgpvpn:vni")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn sb_a_router_port_with_another_vni_adds_no_subnet() {
+    let sc = scenario("evpn-sb-basic");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    update(
+        &mut db,
+        "66666666-6666-4666-8666-666666666666",
+        "Port_Binding",
+        "logical_port",
+        json!({"external_ids": ["map", [["neutron_bgpvpn:as", "64999"], ["neutron_bgpvpn:vni", "2002"]]]}),
+    );
+    let (n, notes) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    assert_eq!(n.evpn_vnis.iter().copied().collect::<Vec<_>>(), [1001]);
+    assert!(!n.flows.iter().any(|f| f.cookie == 998));
+    assert!(
+        notes.iter().any(|m| m.contains("differs from the gateway")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn nb_a_bad_route_distinguisher_skips_that_network_with_a_note() {
+    let sc = scenario("evpn-nb-vrf");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let c = config(&sc, json!({}));
+    let (n, _) = node(&db, &c, &NodeFacts::default());
+    assert_eq!(n.evpn_vnis.iter().copied().collect::<Vec<_>>(), [1001]);
+    update(
+        &mut db,
+        "neutron-11111111-1111-4111-8111-111111111111",
+        "Logical_Switch",
+        "name",
+        json!({"external_ids": ["map", [
+            ["neutron:network_name", "public"],
+            ["neutron_bgpvpn:type", "l3"],
+            ["neutron_bgpvpn:vni", "1001"],
+            ["neutron_bgpvpn:rd", "__import__('os')"]
+        ]]}),
+    );
+    let (n, notes) = node(&db, &c, &NodeFacts::default());
+    assert!(
+        n.evpn_vnis.is_empty() && n.links.is_empty(),
+        "{:?}",
+        links(&n)
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.contains("Logical_Switch") && m.contains("neutron_bgpvpn:rd")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn nb_vrf_mode_has_no_bgp_vrf_and_no_vrf_leak() {
+    let sc = scenario("evpn-nb-vrf");
+    let db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let (n, _) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    assert!(n.announce_dev.is_none());
+    assert!(!links(&n).iter().any(|l| l == "bgp-vrf" || l == "bgp-nic"));
+    let text = n.frr_config.unwrap();
+    assert!(!text.contains("import vrf"), "{text}");
+    assert!(text.contains("route-target export 64999:3001"), "{text}");
+    // The anycast MAC on the VRF end, the OVS end a port of br-ex.
+    let veth = n
+        .links
+        .iter()
+        .find(|l| l.name.as_str() == "vrfdd3b5a95-aa")
+        .unwrap();
+    assert_eq!(veth.mac.unwrap().to_string(), "02:00:03:e9:00:00");
+    assert!(n
+        .ovs_ports
+        .iter()
+        .any(|p| p.bridge.as_str() == "br-ex" && p.name.as_str() == "ovsdd3b5a95-aa"));
+}

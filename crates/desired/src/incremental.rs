@@ -496,6 +496,7 @@ fn exposures_of(
         tenant_subnets: Vec::new(),
         frr_config: None,
         notes: Vec::new(),
+        evpn: None,
     };
     NbUnderlay::new(snap, config, base).port_exposures(port)
 }

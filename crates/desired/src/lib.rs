@@ -7,6 +7,7 @@
 //! [`Desired::to_node`] flattens it into the planner's
 //! [`obgp_netmodel::DesiredNode`].
 
+pub mod evpn;
 pub mod frr;
 mod incremental;
 pub mod model;
@@ -87,7 +88,7 @@ fn compute(
 ) -> Result<(Desired, Option<nb_underlay::Reads>), DesiredError> {
     let d = &config.default;
     let sb_driver = match (d.driver, d.exposing_method) {
-        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay) => false,
+        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => false,
         (Driver::OvnBgpDriver, ExposingMethod::Underlay) => true,
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
     };
@@ -143,13 +144,60 @@ fn compute(
         tenant_subnets: Vec::new(),
         frr_config,
         notes,
+        evpn: None,
     };
     if sb_driver {
         return Ok((sb_underlay::SbUnderlay::new(snap, config, base).run(), None));
     }
-    let (desired, reads) =
+    let (mut desired, reads) =
         nb_underlay::NbUnderlay::new(snap, config, base).run(chassis_hostname(snap, facts));
+    if d.exposing_method == ExposingMethod::Vrf {
+        nb_vrf(snap, config, &mut desired)?;
+    }
     Ok((desired, Some(reads)))
+}
+
+/// The NB driver's `exposing_method = vrf`: its exposures, wired through
+/// the annotated networks' VNIs ([`evpn`]). Upstream skips the VRF leak
+/// and `bgp_nic` in this mode (`ensure_base_bgp_configuration` returns
+/// early), and refuses to start without `evpn_local_ip`.
+fn nb_vrf(snap: &Snapshot, config: &Config, desired: &mut Desired) -> Result<(), DesiredError> {
+    let d = &config.default;
+    let Some(local_ip) = d.evpn_local_ip else {
+        return Err(DesiredError::BadConfig {
+            option: "evpn_local_ip",
+            value: String::new(),
+            reason: "exposing_method = vrf needs the VXLAN source address".into(),
+        });
+    };
+    let asn = d
+        .bgp_as
+        .parse::<obgp_netmodel::frr::Asn>()
+        .map_err(|e| DesiredError::BadConfig {
+            option: "bgp_AS",
+            value: d.bgp_as.clone(),
+            reason: e.to_string(),
+        })?;
+    let mut notes = Vec::new();
+    let networks = evpn::nb_networks(snap, &asn, local_ip, &mut notes);
+    let bridges = snap
+        .ovs
+        .bridge_mappings
+        .iter()
+        .map(|m| m.bridge.clone())
+        .collect();
+    let l3 = evpn::rewire(
+        desired,
+        networks,
+        local_ip,
+        d.evpn_udp_dstport,
+        (bridges, d.delete_vrf_on_disconnect),
+        &mut notes,
+    );
+    desired.notes.extend(notes);
+    desired.frr_config = None;
+    desired.evpn = Some(l3);
+    Ok(())
 }
 
 /// The NB driver's chassis name: OVS `external_ids:hostname`, else the system's.

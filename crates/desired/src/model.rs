@@ -35,6 +35,11 @@ pub struct Desired {
     /// Why some OVN data was not exposed (missing identity, patch port not
     /// created yet, incomplete NAT...). Informational.
     pub notes: Vec<String>,
+    /// The EVPN modes' per-VNI state: when set, it is what goes on the
+    /// node, instead of the underlay objects (`bgp_vrf`, `bgp_nic`, bridge
+    /// tables) of the fields above, which then only record the driver's
+    /// exposure decisions.
+    pub evpn: Option<crate::evpn::EvpnL3>,
 }
 
 /// Base wiring of one provider bridge.
@@ -189,6 +194,9 @@ fn link_scope(v6: bool) -> u8 {
 impl Desired {
     /// Flattens into the node objects the planner diffs against the node.
     pub fn to_node(&self) -> DesiredNode {
+        if let Some(evpn) = &self.evpn {
+            return evpn.to_node();
+        }
         let mut n = DesiredNode {
             announce_dev: Some(self.bgp_nic.clone()),
             vrf_table: self.vrf_table,

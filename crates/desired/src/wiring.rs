@@ -119,8 +119,14 @@ impl<'a> ProviderNetwork<'a> {
 
     /// The MAC-tweak patch port of the localnet.
     pub fn patch_port(&self) -> String {
-        format!("patch-{}-to-br-int", self.localnet)
+        localnet_patch_port(self.localnet)
     }
+}
+
+/// The patch port ovn-controller creates on the provider bridge for the
+/// localnet port `localnet`.
+pub(crate) fn localnet_patch_port(localnet: &str) -> String {
+    format!("patch-{localnet}-to-br-int")
 }
 
 /// A gateway router port (cr-lrp) hosted here: tenant subnets behind its

@@ -11,15 +11,16 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use obgp_netmodel::{
-    Address, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
+    Address, BridgePort, DevName, IpNet, LinkKind, MacAddr, Neighbour, ProxyNeighbour, RouteType,
 };
-use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule};
+use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule, VxlanInfo};
 use obgp_plan::op::Op;
+use rtnetlink::packet_core::{Nla, NLA_TYPE_MASK};
 use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
 use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
 use rtnetlink::packet_route::link::{
-    InfoData, InfoKind, InfoVeth, InfoVlan, InfoVrf, LinkAttribute, LinkFlags, LinkInfo,
-    LinkLayerType, LinkMessage,
+    InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, InfoVeth, InfoVlan, InfoVrf,
+    InfoVxlan, LinkAttribute, LinkFlags, LinkInfo, LinkLayerType, LinkMessage, LinkProtoInfoBridge,
 };
 use rtnetlink::packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
@@ -80,9 +81,31 @@ pub(crate) fn encode(
                         LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
                     ]
                 }
-                LinkKind::Vxlan { .. } | LinkKind::Existing => {
-                    return Err(IoError::Unsupported(op.to_string()))
+                LinkKind::Vxlan {
+                    vni,
+                    local,
+                    dstport,
+                } => {
+                    if *vni > obgp_netmodel::MAX_VNI {
+                        return Err(IoError::Invalid(format!("{op}: vni {vni}")));
+                    }
+                    let mut v = vec![InfoVxlan::Id(*vni)];
+                    match local {
+                        Some(IpAddr::V4(a)) => v.push(InfoVxlan::Local(*a)),
+                        Some(IpAddr::V6(a)) => v.push(InfoVxlan::Local6(*a)),
+                        None => {}
+                    }
+                    // The crate writes the port in network byte order.
+                    v.push(InfoVxlan::Port(*dstport));
+                    // As upstream creates it: the EVPN control plane fills
+                    // the FDB, the data plane learns nothing.
+                    v.push(InfoVxlan::Learning(false));
+                    vec![
+                        LinkInfo::Kind(InfoKind::Vxlan),
+                        LinkInfo::Data(InfoData::Vxlan(v)),
+                    ]
                 }
+                LinkKind::Existing => return Err(IoError::Unsupported(op.to_string())),
             };
             m.attributes.push(LinkAttribute::LinkInfo(info));
             Request::new(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
@@ -106,6 +129,22 @@ pub(crate) fn encode(
             m.header.index = ifindex(name)?;
             m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
             Request::new(RouteNetlinkMessage::SetLink(m), 0)
+        }
+        Op::SetBridgePort { name, flags } => {
+            // `ip link set DEV type bridge_slave ...`: RTM_NEWLINK on the
+            // existing device (RTM_SETLINK ignores IFLA_LINKINFO) with the
+            // bridge's slave data; the kernel refuses it (EOPNOTSUPP) for a
+            // device that is not a bridge port.
+            let mut m = LinkMessage::default();
+            m.header.index = ifindex(name)?;
+            m.attributes.push(LinkAttribute::LinkInfo(vec![
+                LinkInfo::PortKind(InfoPortKind::Bridge),
+                LinkInfo::PortData(InfoPortData::BridgePort(vec![
+                    InfoBridgePort::Learning(flags.learning),
+                    InfoBridgePort::NeighSupress(flags.neigh_suppress),
+                ])),
+            ]));
+            Request::new(RouteNetlinkMessage::NewLink(m), 0)
         }
         Op::DelLink { name } => {
             let mut m = LinkMessage::default();
@@ -196,8 +235,6 @@ pub(crate) fn encode(
         | Op::DelOvsPort { .. } => {
             return Err(IoError::Unsupported(format!("{op} over rtnetlink")))
         }
-        // Not encoded yet (EVPN, issue 15).
-        Op::SetBridgePort { .. } => return Err(IoError::Unsupported(op.to_string())),
     };
     Ok(req)
 }
@@ -310,7 +347,57 @@ pub(crate) struct LinkEntry {
     /// `master` and `parent` are left `None` here.
     pub(crate) link: ActualLink,
     pub(crate) master: Option<u32>,
+    /// IFLA_LINK when it names a device of this namespace (a VLAN's lower
+    /// device, a veth's peer); `None` when IFLA_LINK_NETNSID says the index
+    /// is another namespace's.
     pub(crate) parent: Option<u32>,
+}
+
+/// IFLA_BRPORT_LEARNING and IFLA_BRPORT_NEIGH_SUPPRESS: the bridge-port
+/// flags the agent sets, as AF_BRIDGE messages carry them in IFLA_PROTINFO
+/// (the crate names only one of that nest's attributes).
+const IFLA_BRPORT_LEARNING: u16 = 8;
+const IFLA_BRPORT_NEIGH_SUPPRESS: u16 = 32;
+
+/// The kernel's bridge-port defaults, for an attribute a message lacks.
+const BRIDGE_PORT_DEFAULT: BridgePort = BridgePort {
+    learning: true,
+    neigh_suppress: false,
+};
+
+/// Whether a link message is the bridge's (AF_BRIDGE) view of a port: it
+/// carries the port's IFLA_PROTINFO but no IFLA_LINKINFO, so it must not
+/// replace the device's own (AF_UNSPEC) entry, and its RTM_DELLINK means the
+/// port left the bridge, not that the device went.
+pub(crate) fn is_bridge_port_view(l: &LinkMessage) -> bool {
+    l.header.interface_family == AddressFamily::Bridge
+}
+
+/// The bridge-port flags an AF_BRIDGE message carries, if it has them.
+pub(crate) fn decode_bridge_port_view(l: &LinkMessage) -> Option<BridgePort> {
+    let mut out = None;
+    for a in &l.attributes {
+        let LinkAttribute::ProtoInfoBridge(infos) = a else {
+            continue;
+        };
+        let flags = out.get_or_insert(BRIDGE_PORT_DEFAULT);
+        for i in infos {
+            let LinkProtoInfoBridge::Other(nla) = i else {
+                continue;
+            };
+            let mut v = [0u8; 1];
+            if nla.value_len() != 1 {
+                continue;
+            }
+            nla.emit_value(&mut v);
+            match nla.kind() & NLA_TYPE_MASK {
+                IFLA_BRPORT_LEARNING => flags.learning = v[0] != 0,
+                IFLA_BRPORT_NEIGH_SUPPRESS => flags.neigh_suppress = v[0] != 0,
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
@@ -330,10 +417,13 @@ pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
         vxlan: None,
         bridge_port: None,
     };
-    let (mut master, mut parent) = (None, None);
+    let (mut master, mut parent, mut other_netns) = (None, None, false);
+    let mut port_kind = None;
+    let mut port_flags = BRIDGE_PORT_DEFAULT;
     for a in &l.attributes {
         match a {
             LinkAttribute::IfName(n) => name = DevName::new(n).ok(),
+            LinkAttribute::LinkNetNsId(_) => other_netns = true,
             LinkAttribute::Address(b) if b.len() == 6 => {
                 let mut m = [0u8; 6];
                 m.copy_from_slice(b);
@@ -359,6 +449,19 @@ pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
                                 }
                             }
                         }
+                        LinkInfo::Data(InfoData::Vxlan(v)) => link.vxlan = Some(decode_vxlan(v)),
+                        LinkInfo::PortKind(k) => port_kind = Some(k.clone()),
+                        LinkInfo::PortData(InfoPortData::BridgePort(v)) => {
+                            for x in v {
+                                match x {
+                                    InfoBridgePort::Learning(b) => port_flags.learning = *b,
+                                    InfoBridgePort::NeighSupress(b) => {
+                                        port_flags.neigh_suppress = *b
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
                         _ => {}
                     }
                 }
@@ -366,12 +469,36 @@ pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
             _ => {}
         }
     }
+    if port_kind == Some(InfoPortKind::Bridge) {
+        link.bridge_port = Some(port_flags);
+    }
     Some(LinkEntry {
         name: name?,
         link,
         master,
-        parent,
+        parent: parent.filter(|_| !other_netns),
     })
+}
+
+fn decode_vxlan(v: &[InfoVxlan]) -> VxlanInfo {
+    // The kernel's defaults for what a message lacks (it sends them all).
+    let mut out = VxlanInfo {
+        vni: 0,
+        local: None,
+        dstport: 8472,
+        learning: true,
+    };
+    for x in v {
+        match x {
+            InfoVxlan::Id(id) => out.vni = *id,
+            InfoVxlan::Local(a) => out.local = Some(IpAddr::V4(*a)),
+            InfoVxlan::Local6(a) => out.local = Some(IpAddr::V6(*a)),
+            InfoVxlan::Port(p) => out.dstport = *p,
+            InfoVxlan::Learning(b) => out.learning = *b,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Devices by index, as the decoders resolve them.

@@ -1,4 +1,4 @@
-//! The commands the node runs, `ovs-ofctl` and `vtysh`, with arguments built
+//! The commands the node runs, `ovs-ofctl`, `ovs-vsctl` and `vtysh`, with arguments built
 //! from parsed values (never a shell) and a deadline each
 //! ([`crate::deadline`]); the parsers of their output; and the
 //! [`DriftProbe`] that re-runs them off the reconcile loop.
@@ -35,6 +35,17 @@ fn ofctl_command(config: &KernelConfig) -> Command {
     c
 }
 
+/// `ovs-vsctl` reaches the database the way `ovs-ofctl` reaches the
+/// bridges: through `OVS_RUNDIR` (`db.sock` there), as upstream runs it
+/// (no `--db`).
+fn vsctl_command(config: &KernelConfig) -> Command {
+    let mut c = Command::new(&config.ovs_vsctl);
+    if let Some(dir) = &config.ovs_rundir {
+        c.env("OVS_RUNDIR", dir);
+    }
+    c
+}
+
 fn vtysh_command(config: &KernelConfig) -> Command {
     let mut c = Command::new(&config.vtysh);
     if let Some(dir) = &config.vty_socket {
@@ -48,6 +59,14 @@ fn ofctl(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError>
     let mut cmd = ofctl_command(config);
     cmd.args(args);
     let what = format!("ovs-ofctl {}", args.join(" "));
+    deadline::run(cmd, &what, config.ovs_ofctl_timeout)
+}
+
+/// `ovs-vsctl args` within `ovs_ofctl_timeout` (the one OVS deadline).
+fn vsctl(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError> {
+    let mut cmd = vsctl_command(config);
+    cmd.args(args);
+    let what = format!("ovs-vsctl {}", args.join(" "));
     deadline::run(cmd, &what, config.ovs_ofctl_timeout)
 }
 
@@ -74,20 +93,63 @@ pub(crate) fn apply_frr_file(config: &KernelConfig, file: &Path) -> Result<(), I
         .map_err(IoError::from)
 }
 
-/// Makes a command op ([`Op::runs_a_command`]): `ovs-ofctl add-flow` or
-/// `--strict del-flows`, or `vtysh -f` of a file written for it.
-/// `None` for an op that is not one.
-pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<(), IoError>> {
+/// The `ovs-vsctl` arguments of a port op: `--may-exist add-port`, with
+/// the tag and type set in the same transaction (so that a port that is
+/// already there gets them too), or `--if-exists del-port`.
+pub(crate) fn ovs_port_args(op: &Op) -> Option<Result<Vec<String>, IoError>> {
     Some(match op {
-        Op::AddFlow { bridge, flow } => check_flow(flow)
-            .and_then(|()| run_ofctl(config, &["add-flow", bridge.as_str(), &flow.add_flow_arg()])),
+        Op::AddOvsPort(p) => (|| {
+            let (bridge, name) = (ovs_name(&p.bridge)?, ovs_name(&p.name)?);
+            let mut args: Vec<String> = ["--may-exist", "add-port", bridge, name]
+                .map(String::from)
+                .into();
+            if let Some(tag) = p.tag {
+                // 802.1Q: 0..=4095 (OVS refuses the rest anyway).
+                if tag > 4095 {
+                    return Err(IoError::Invalid(format!("{op}: tag {tag}")));
+                }
+                args.extend(["--", "set", "Port", name].map(String::from));
+                args.push(format!("tag={tag}"));
+            }
+            if p.internal {
+                args.extend(["--", "set", "Interface", name, "type=internal"].map(String::from));
+            }
+            Ok(args)
+        })(),
+        Op::DelOvsPort { bridge, name } => (|| {
+            let (bridge, name) = (ovs_name(bridge)?, ovs_name(name)?);
+            Ok(["--if-exists", "del-port", bridge, name]
+                .map(String::from)
+                .into())
+        })(),
+        _ => return None,
+    })
+}
+
+/// Makes a command op ([`Op::runs_a_command`]): `ovs-ofctl add-flow` or
+/// `--strict del-flows`, `ovs-vsctl add-port` or `del-port`, or `vtysh -f`
+/// of a file written for it. `None` for an op that is not one.
+pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<(), IoError>> {
+    if let Some(args) = ovs_port_args(op) {
+        return Some(args.and_then(|args| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            vsctl(config, &args).map(drop).map_err(IoError::from)
+        }));
+    }
+    Some(match op {
+        Op::AddFlow { bridge, flow } => check_flow(flow).and_then(|()| {
+            run_ofctl(
+                config,
+                &["add-flow", ovs_name(bridge)?, &flow.add_flow_arg()],
+            )
+        }),
         Op::DelFlow { bridge, flow } => check_flow(flow).and_then(|()| {
             run_ofctl(
                 config,
                 &[
                     "--strict",
                     "del-flows",
-                    bridge.as_str(),
+                    ovs_name(bridge)?,
                     &flow.del_flow_arg(),
                 ],
             )
@@ -142,6 +204,21 @@ pub(crate) fn frr_router_id(config: &KernelConfig) -> Result<Option<String>, IoE
         .and_then(|id| id.as_str())
         .and_then(|id| id.parse::<std::net::Ipv4Addr>().ok())
         .map(|ip| ip.to_string()))
+}
+
+/// A bridge or port name as an `ovs-ofctl` / `ovs-vsctl` argument: a
+/// [`DevName`] of plain characters that no command can read as an option
+/// (a leading `-`) or as more than a name (`=`, quotes, brackets, commas).
+pub(crate) fn ovs_name(name: &DevName) -> Result<&str, IoError> {
+    let s = name.as_str();
+    let ok = !s.starts_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-@+".contains(&b));
+    if ok {
+        Ok(s)
+    } else {
+        Err(IoError::Invalid(s.to_string()))
+    }
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to
@@ -226,7 +303,7 @@ pub(crate) fn read_ovs_bridge(
     config: &KernelConfig,
     br: &DevName,
 ) -> Result<Option<OvsBridge>, IoError> {
-    let show = match ofctl(config, &["show", br.as_str()]) {
+    let show = match ofctl(config, &["show", ovs_name(br)?]) {
         Ok(show) => show,
         Err(CommandError::Failed { .. }) => return Ok(None),
         Err(CommandError::Spawn { source, .. })
@@ -448,6 +525,53 @@ mod tests {
             "cookie=999,priority=900,ip,in_port=5,actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL"
         );
         assert_eq!(flows[1].actions, "mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL");
+    }
+
+    #[test]
+    fn port_ops_become_one_vsctl_transaction_and_odd_names_are_refused() {
+        let add = |name: &str, tag, internal| {
+            Op::AddOvsPort(obgp_netmodel::OvsPort {
+                bridge: DevName::new("br-ex").unwrap(),
+                name: DevName::new(name).unwrap(),
+                tag,
+                internal,
+            })
+        };
+        let args = |op: &Op| ovs_port_args(op).expect("a port op").map(|a| a.join(" "));
+        assert_eq!(
+            args(&add("veth-ovs-1001", None, false)).unwrap(),
+            "--may-exist add-port br-ex veth-ovs-1001"
+        );
+        assert_eq!(
+            args(&add("vlan-1001", Some(0), false)).unwrap(),
+            "--may-exist add-port br-ex vlan-1001 -- set Port vlan-1001 tag=0"
+        );
+        assert_eq!(
+            args(&add("vlan-1001", Some(4095), true)).unwrap(),
+            "--may-exist add-port br-ex vlan-1001 -- set Port vlan-1001 tag=4095 \
+             -- set Interface vlan-1001 type=internal"
+        );
+        let del = Op::DelOvsPort {
+            bridge: DevName::new("br-ex").unwrap(),
+            name: DevName::new("vlan-1001").unwrap(),
+        };
+        assert_eq!(args(&del).unwrap(), "--if-exists del-port br-ex vlan-1001");
+        assert!(matches!(
+            args(&add("vlan-1001", Some(4096), false)),
+            Err(IoError::Invalid(v)) if v.contains("4096")
+        ));
+        // Valid device names that a command could read as an option or as
+        // more than a name.
+        for odd in ["-evil", "--", "a=b", "x\"y", "p[1]", "a,b"] {
+            assert!(
+                matches!(args(&add(odd, None, false)), Err(IoError::Invalid(v)) if v == odd),
+                "{odd}"
+            );
+        }
+        assert!(ovs_port_args(&Op::ApplyFrr {
+            config: String::new()
+        })
+        .is_none());
     }
 
     #[test]

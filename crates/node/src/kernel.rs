@@ -1,6 +1,6 @@
 //! The real node: rtnetlink opened inside a network namespace, `/proc/sys`
-//! written from that namespace, rt_tables appended, `ovs-ofctl` and `vtysh`
-//! run (the `commands` module).
+//! written from that namespace, rt_tables appended, `ovs-ofctl`, `ovs-vsctl`
+//! and `vtysh` run (the `commands` module).
 //!
 //! [`KernelNode::observe`] reads what the planner needs; [`KernelNode::apply`]
 //! (what [`obgp_plan::NodeIo`] calls) makes one [`Op`]: a netlink request
@@ -41,15 +41,17 @@ pub struct KernelConfig {
     /// stand-in (`ifb`) on kernels without it.
     pub dummy_kind: String,
     pub ovs_ofctl: PathBuf,
-    /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives), when not
-    /// the default `/var/run/openvswitch`.
+    /// `ovs-vsctl`, for the ports the agent plugs into OVS bridges.
+    pub ovs_vsctl: PathBuf,
+    /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives) and
+    /// `ovs-vsctl` (`db.sock`), when not the default `/var/run/openvswitch`.
     pub ovs_rundir: Option<PathBuf>,
     pub vtysh: PathBuf,
     /// `vtysh --vty_socket DIR`.
     pub vty_socket: Option<PathBuf>,
     /// How long one `vtysh` run may take (`vtysh_timeout`).
     pub vtysh_timeout: std::time::Duration,
-    /// How long one `ovs-ofctl` run may take (`ovs_ofctl_timeout`).
+    /// How long one `ovs-ofctl` or `ovs-vsctl` run may take (`ovs_ofctl_timeout`).
     pub ovs_ofctl_timeout: std::time::Duration,
     /// Where `vtysh -f` files are written.
     pub frr_config_dir: PathBuf,
@@ -65,6 +67,7 @@ impl Default for KernelConfig {
             rt_tables: "/etc/iproute2/rt_tables".into(),
             dummy_kind: "dummy".into(),
             ovs_ofctl: "ovs-ofctl".into(),
+            ovs_vsctl: "ovs-vsctl".into(),
             ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
@@ -156,6 +159,7 @@ impl Scope {
                 .iter()
                 .cloned()
                 .chain(d.flows.iter().map(|f| f.bridge.clone()))
+                .chain(d.ovs_ports.iter().map(|p| p.bridge.clone()))
                 .collect(),
             frr_lines: d
                 .frr_config
@@ -530,6 +534,7 @@ impl KernelNode {
                 | Op::SetLinkUp { .. }
                 | Op::SetMaster { .. }
                 | Op::SetLinkMac { .. }
+                | Op::SetBridgePort { .. }
                 | Op::DelLink { .. } => *stale = Stale::ALL,
                 Op::AddAddress(_) | Op::DelAddress(_) => stale.addresses = true,
                 Op::AddRule { .. } | Op::DelRule { .. } => stale.rules = true,
@@ -599,7 +604,16 @@ impl KernelNode {
                     }
                 }
                 let req = codec::encode(op, &self.config.dummy_kind, |d| self.ifindex(d))?;
-                nl(self.request(req.msg, req.flags).await)
+                let index = match &req.msg {
+                    RouteNetlinkMessage::NewLink(m) => m.header.index,
+                    _ => 0,
+                };
+                nl(self.request(req.msg, req.flags).await)?;
+                if let Op::SetBridgePort { .. } = op {
+                    // Not notified when the device is down: read it back.
+                    blocking(|| self.mirror().reread_link(index))?;
+                }
+                Ok(())
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The command lane: the one reader and writer of FRR (`vtysh`) and of the
-//! OVS bridges' ports and agent flows (`ovs-ofctl`), on a thread of its own.
+//! OVS bridges' ports and agent flows (`ovs-ofctl`; the agent's ports with
+//! `ovs-vsctl`), on a thread of its own.
 //!
 //! A reconcile never waits for either. It plans with what the lane last
 //! read ([`CommandLane::view`]: fresh, or *unknown* while a read is due or
@@ -222,7 +223,12 @@ impl CommandLane {
         let mut any = false;
         for op in ops {
             match &op {
-                Op::AddFlow { bridge, .. } | Op::DelFlow { bridge, .. } => {
+                // A port op changes the bridge's ports (and ofports) as a
+                // flow op its flows: the bridge is read again after it.
+                Op::AddFlow { bridge, .. }
+                | Op::DelFlow { bridge, .. }
+                | Op::AddOvsPort(obgp_netmodel::OvsPort { bridge, .. })
+                | Op::DelOvsPort { bridge, .. } => {
                     l.bridges.remove(bridge);
                     l.want_bridges.insert(bridge.clone());
                     l.flows_epoch += 1;

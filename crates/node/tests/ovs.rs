@@ -1,4 +1,4 @@
-//! MAC-tweak flows against a real ovs-vswitchd (userspace datapath) running
+//! MAC-tweak flows and the agent's ports against a real ovs-vswitchd (userspace datapath) running
 //! in a network namespace the test creates, with its own ovsdb-server
 //! (root; apt packages openvswitch-switch, iproute2).
 
@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind};
-use obgp_node::{KernelConfig, KernelNode, Scope};
+use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind, OvsPort};
+use obgp_node::{CommandLane, KernelConfig, KernelNode, Scope};
 use obgp_plan::plan::plan;
 use obgp_plan::{apply_plan, Op};
 use obgp_testbed::netns::Netns;
@@ -233,4 +233,133 @@ async fn mac_tweak_flows_round_trip_and_only_cookie_999_leftovers_go() {
     let a = k.observe(&scope).await.unwrap();
     assert!(plan(&d, &a).unwrap().is_empty());
     assert_eq!(a.bridges[&dev("br-ex")].flows.len(), 2);
+}
+
+/// The agent's EVPN ports through the command lane, against the real
+/// ovs-vswitchd: a veth end untagged and then tagged (`--may-exist` on a
+/// port that is there still sets the tag), an internal VLAN port that OVS
+/// creates; each in the lane's next read of the bridge with its ofport, and
+/// gone after del-port.
+#[tokio::test]
+async fn ovs_ports_are_added_tagged_and_internal_and_removed_through_the_lane() {
+    let ns = Netns::new("ovsport").expect("netns (root)");
+    let ovs = Ovs::start(&ns);
+    ns.ip(&[
+        "link",
+        "add",
+        "veth-ovs-1001",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "veth-vrf-1001",
+    ])
+    .unwrap();
+    let lane = CommandLane::start(KernelConfig {
+        ovs_rundir: Some(ovs.run.clone()),
+        ovs_ofctl_timeout: Duration::from_secs(20),
+        ..KernelConfig::default()
+    })
+    .unwrap();
+    let scope = Scope {
+        ovs_bridges: [dev("br-ex")].into(),
+        ..Scope::default()
+    };
+    let port = |name: &str, tag: Option<u16>, internal: bool| {
+        Op::AddOvsPort(OvsPort {
+            bridge: dev("br-ex"),
+            name: dev(name),
+            tag,
+            internal,
+        })
+    };
+    // Applies `ops` and returns the bridge's ports as the lane reads them
+    // next.
+    let run = |ops: Vec<Op>| {
+        let lane = &lane;
+        let scope = &scope;
+        async move {
+            lane.submit(ops.clone());
+            lane.settled().await;
+            let outcomes = lane.take_outcomes();
+            assert_eq!(outcomes.len(), ops.len(), "{outcomes:?}");
+            for o in &outcomes {
+                assert!(o.result.is_ok(), "{}: {:?}", o.op, o.result);
+            }
+            let v = lane.view(scope);
+            assert!(v.is_complete(), "read again after the ops: {v:?}");
+            v.bridges[&dev("br-ex")].ports.clone()
+        }
+    };
+
+    let ports = run(vec![port("veth-ovs-1001", None, false)]).await;
+    let veth_ofport = ports["veth-ovs-1001"];
+    assert!(veth_ofport > 0, "{ports:?}");
+    assert_eq!(
+        ovs.vsctl(&["get", "Port", "veth-ovs-1001", "tag"]).trim(),
+        "[]"
+    );
+
+    let ports = run(vec![
+        port("veth-ovs-1001", Some(100), false),
+        port("vlan-1002", Some(200), true),
+    ])
+    .await;
+    assert_eq!(
+        ports["veth-ovs-1001"], veth_ofport,
+        "the same port, not re-added"
+    );
+    assert_eq!(
+        ovs.vsctl(&["get", "Port", "veth-ovs-1001", "tag"]).trim(),
+        "100"
+    );
+    assert!(ports["vlan-1002"] > 0, "{ports:?}");
+    assert_eq!(
+        ovs.vsctl(&["get", "Port", "vlan-1002", "tag"]).trim(),
+        "200"
+    );
+    assert_eq!(
+        ovs.vsctl(&["get", "Interface", "vlan-1002", "type"]).trim(),
+        "internal"
+    );
+    // OVS made the internal port's kernel device.
+    wait_for("vlan-1002 in the namespace", || {
+        ns.ip(&["link", "show", "vlan-1002"]).is_ok()
+    });
+
+    let ports = run(vec![
+        Op::DelOvsPort {
+            bridge: dev("br-ex"),
+            name: dev("veth-ovs-1001"),
+        },
+        Op::DelOvsPort {
+            bridge: dev("br-ex"),
+            name: dev("vlan-1002"),
+        },
+        // --if-exists: deleting what is not there is no failure.
+        Op::DelOvsPort {
+            bridge: dev("br-ex"),
+            name: dev("vlan-1002"),
+        },
+    ])
+    .await;
+    assert!(
+        !ports.contains_key("veth-ovs-1001") && !ports.contains_key("vlan-1002"),
+        "{ports:?}"
+    );
+    assert!(ports.contains_key("patch-prov"), "{ports:?}");
+    let listed = ovs.vsctl(&["list-ports", "br-ex"]);
+    assert_eq!(listed.trim(), "patch-prov", "{listed}");
+
+    // A bridge OVS does not have: the op fails and says why.
+    lane.submit([Op::AddOvsPort(OvsPort {
+        bridge: dev("br-nope"),
+        name: dev("veth-ovs-1001"),
+        tag: None,
+        internal: false,
+    })]);
+    lane.settled().await;
+    let outcomes = lane.take_outcomes();
+    let err = outcomes[0].result.as_ref().unwrap_err();
+    assert!(err.contains("br-nope"), "{err}");
 }

@@ -22,9 +22,10 @@ pub mod snapshot;
 
 pub use live::LiveSnapshot;
 pub use nb::{
-    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
-    NatType, NbGlobal, PortAddresses, RowError,
+    DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
+    LspType, Nat, NatType, NbGlobal, PortAddresses, RowError,
 };
+pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
 pub use ovs::{BridgeMapping, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
 pub use snapshot::{

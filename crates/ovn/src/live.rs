@@ -39,15 +39,15 @@ use obgp_ovsdb_data::{Row, Uuid};
 use crate::hash::FastHash;
 use crate::live_sb::SbLive;
 use crate::nb::{
-    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, LspType, Nat,
-    NatType, NbGlobal, RowError,
+    DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
+    LspType, Nat, NatType, NbGlobal, RowError,
 };
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
 use crate::snapshot::{Index, NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
-pub const NB_TABLES: [&str; 7] = [
+pub const NB_TABLES: [&str; 8] = [
     LogicalSwitchPort::TABLE,
     LogicalSwitch::TABLE,
     LogicalRouter::TABLE,
@@ -55,6 +55,7 @@ pub const NB_TABLES: [&str; 7] = [
     Nat::TABLE,
     LoadBalancer::TABLE,
     NbGlobal::TABLE,
+    DhcpOptions::TABLE,
 ];
 
 /// Where a row's warnings sort among all NB warnings: parse errors table by
@@ -67,6 +68,7 @@ enum WarningGroup {
     LrpRow,
     NatRow,
     LbRow,
+    DhcpRow,
     SwitchRefs,
     RouterRefs,
     NatRefs,
@@ -382,6 +384,7 @@ impl LiveSnapshot {
                 LogicalRouterPort::TABLE => self.set_lrp(uuid, row, &mut dirty, log),
                 Nat::TABLE => self.set_nat(uuid, row, &mut dirty, log),
                 LoadBalancer::TABLE => self.set_lb(uuid, row, log),
+                DhcpOptions::TABLE => self.set_dhcp(uuid, row, log),
                 NbGlobal::TABLE => match row {
                     Some(r) => {
                         self.nb_globals.insert(uuid, NbGlobal::parse(uuid, r));
@@ -588,6 +591,15 @@ impl LiveSnapshot {
             let new = Arc::new(new);
             index_lb(&mut self.nb, &new, true);
             self.nb.lbs.insert(uuid, new);
+        }
+    }
+
+    /// A DHCP_Options row: no index, no cross-row state (a port naming a
+    /// missing row finds none).
+    fn set_dhcp(&mut self, uuid: Uuid, row: Option<&Row>, log: bool) {
+        self.nb.dhcp_options.remove(&uuid);
+        if let Some(new) = self.parse(WarningGroup::DhcpRow, uuid, row, DhcpOptions::parse, log) {
+            self.nb.dhcp_options.insert(uuid, Arc::new(new));
         }
     }
 

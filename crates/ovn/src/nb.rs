@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb_data::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
 
-use crate::neutron::{self, key, nat_type, port_type};
+use crate::neutron::{self, dhcp_option, key, nat_type, port_type, BgpVpn, BgpVpnError};
 
 /// The OVN_Northbound tables and columns the NB driver monitors: every
 /// column a parser of this module reads, plus every column the NB event
@@ -20,7 +20,7 @@ use crate::neutron::{self, key, nat_type, port_type};
 /// tests of this module and of `obgp-events` fail if a reader strays.
 ///
 /// Leaving out the columns the agent never reads (`port_security`,
-/// `enabled`, `dynamic_addresses`, DHCP options, ...) shrinks the initial
+/// `enabled`, `dynamic_addresses`, DHCP lease options, ...) shrinks the initial
 /// dump the server has to build and the cache the agent keeps, and spares
 /// the agent the updates of those columns.
 pub const MONITORED_COLUMNS: &[(&str, &[&str])] = &[
@@ -35,6 +35,8 @@ pub const MONITORED_COLUMNS: &[(&str, &[&str])] = &[
             "external_ids",
             "options",
             "tag",
+            "dhcpv4_options",
+            "dhcpv6_options",
         ],
     ),
     ("Logical_Router", &["name", "ports", "nat", "load_balancer"]),
@@ -56,6 +58,8 @@ pub const MONITORED_COLUMNS: &[(&str, &[&str])] = &[
     ),
     ("Load_Balancer", &["name", "vips", "external_ids"]),
     ("NB_Global", &["external_ids"]),
+    // The EVPN vrf mode's gateway and router-advertisement inputs.
+    ("DHCP_Options", &["cidr", "options"]),
 ];
 
 /// The `external_ids` keys the agent reads on any NB row: the parsers'
@@ -81,6 +85,10 @@ pub const EXTERNAL_IDS_READ: &[&str] = &[
     key::EVPN_TYPE,
     key::EVPN_VNI,
     key::EVPN_AS,
+    key::EVPN_RD,
+    key::EVPN_RT,
+    key::EVPN_IT,
+    key::EVPN_ET,
 ];
 
 /// The map columns of which the NB driver keeps only some keys: (table,
@@ -102,6 +110,7 @@ pub const MONITORED_KEYS: &[(&str, &str, &[&str])] = &[
     ("NAT", "external_ids", EXTERNAL_IDS_READ),
     ("Load_Balancer", "external_ids", EXTERNAL_IDS_READ),
     ("NB_Global", "external_ids", EXTERNAL_IDS_READ),
+    ("DHCP_Options", "options", dhcp_option::READ),
 ];
 
 /// The kept keys of `table`.`column`, `None` when the column is kept whole.
@@ -192,6 +201,11 @@ pub struct LogicalSwitch {
     pub name: String,
     /// The `ports` references, in the order the row lists them.
     pub ports: Vec<Uuid>,
+    /// networking-bgpvpn's annotations (`neutron_bgpvpn:*`); `None` when it
+    /// is not a BGPVPN network. A bad value does not drop the switch (its
+    /// ports still matter to the other drivers): it is kept as the error,
+    /// for the EVPN mode to skip the network with a note.
+    pub bgpvpn: Option<Result<BgpVpn, BgpVpnError>>,
 }
 
 impl LogicalSwitch {
@@ -202,6 +216,7 @@ impl LogicalSwitch {
             uuid,
             name: string_col(Self::TABLE, uuid, row, "name")?,
             ports: row.uuids("ports").collect(),
+            bgpvpn: neutron::bgpvpn_of(|k| row.map_str("external_ids", k)),
         })
     }
 }
@@ -283,6 +298,10 @@ pub struct LogicalSwitchPort {
     pub localnet_network: Option<String>,
     /// Localnet only: the VLAN `tag`.
     pub tag: Option<u16>,
+    /// The `DHCP_Options` rows of its IPv4 and IPv6 subnets (see
+    /// [`crate::Snapshot::dhcp_options`]).
+    pub dhcpv4_options: Option<Uuid>,
+    pub dhcpv6_options: Option<Uuid>,
 }
 
 impl LogicalSwitchPort {
@@ -377,6 +396,8 @@ impl LogicalSwitchPort {
             addr_scope6: own(ids.addr_scope6),
             localnet_network: own(physnet),
             tag,
+            dhcpv4_options: row.uuid("dhcpv4_options"),
+            dhcpv6_options: row.uuid("dhcpv6_options"),
         })
     }
 
@@ -442,6 +463,39 @@ fn parse_addresses(
             ips: cidrs.iter().map(IpNet::addr).collect(),
         }),
         None => Ok(PortAddresses::default()),
+    }
+}
+
+/// `DHCP_Options`: a subnet's DHCP settings, which the EVPN vrf mode reads
+/// for the ports of a BGPVPN network.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DhcpOptions {
+    pub uuid: Uuid,
+    /// The subnet.
+    pub cidr: IpNet,
+    /// The [`dhcp_option::READ`] keys of `options` that are set, as written
+    /// (OVN syntax: `{a, b}` for a list); the others are not kept.
+    pub options: std::collections::BTreeMap<String, String>,
+}
+
+impl DhcpOptions {
+    pub const TABLE: &'static str = "DHCP_Options";
+
+    pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
+        let t = Self::TABLE;
+        let cidr = string_col(t, uuid, row, "cidr")?;
+        let cidr = cidr
+            .parse::<IpNet>()
+            .map_err(|_| bad(t, uuid, format!("bad cidr {cidr:?}")))?;
+        let options = dhcp_option::READ
+            .iter()
+            .filter_map(|k| ext(row, "options", k).map(|v| (k.to_string(), v.to_string())))
+            .collect();
+        Ok(DhcpOptions {
+            uuid,
+            cidr,
+            options,
+        })
     }
 }
 

@@ -103,6 +103,11 @@ pub struct PortBinding {
     pub addr_scope6: Option<String>,
     /// `neutron:port_name` (`ovn-lb-vip-<lb>` for an OVN LB VIP port).
     pub port_name: Option<String>,
+    /// networking-bgpvpn's annotations (the EVPN driver reads
+    /// `neutron_bgpvpn:vni` and `:as` on the gateway and router-interface
+    /// ports); `None` when the port has none. A bad value is kept as the
+    /// error (the port still matters to the other drivers).
+    pub bgpvpn: Option<Result<neutron::BgpVpn, neutron::BgpVpnError>>,
 }
 
 fn parse_mac_entry(t: &'static str, uuid: Uuid, entry: &str) -> Result<PbMac, RowError> {
@@ -222,6 +227,7 @@ impl PortBinding {
             addr_scope4: ext(key::ADDR_SCOPE4),
             addr_scope6: ext(key::ADDR_SCOPE6),
             port_name: ext(key::PORT_NAME),
+            bgpvpn: neutron::bgpvpn_of(|k| row.map_str("external_ids", k)),
         })
     }
 

@@ -22,8 +22,8 @@ use obgp_ovsdb_data::{Row, Uuid};
 use crate::hash::FastHash;
 use crate::live::LiveSnapshot;
 use crate::nb::{
-    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, Nat,
-    NbGlobal, RowError,
+    DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
+    Nat, NbGlobal, RowError,
 };
 use crate::neutron;
 use crate::ovs::LocalOvs;
@@ -210,6 +210,7 @@ pub(crate) struct NbIndex {
     /// NATs as served: `gateway_port` cleared when it names no usable LRP.
     pub nats: Rows<Nat>,
     pub lbs: Rows<LoadBalancer>,
+    pub dhcp_options: Rows<DhcpOptions>,
 
     pub lsp_by_name: Index<String, LogicalSwitchPort>,
     pub router_by_name: Index<String, LogicalRouter>,
@@ -490,6 +491,36 @@ impl Snapshot {
     /// `lr_ref` or `neutron:router_name` (upstream `get_active_local_lbs`).
     pub fn lbs_of_router<'a>(&'a self, router: &str) -> impl Iterator<Item = &'a LoadBalancer> {
         rows_at(self.nb.lbs_by_router.get(router))
+    }
+
+    /// The LSP with uuid `uuid` (a switch's `ports` entry), if it parsed.
+    pub fn lsp_by_uuid(&self, uuid: Uuid) -> Option<&LogicalSwitchPort> {
+        self.nb.lsps.get(&uuid).map(|p| &**p)
+    }
+
+    /// The switch named `name` (the first by uuid if several are).
+    pub fn switch(&self, name: &str) -> Option<&LogicalSwitch> {
+        first_at(self.nb.switches_by_name.get(name))
+    }
+
+    /// The switches with networking-bgpvpn annotations (good or bad), in
+    /// uuid order. A walk over the switches: there are few, next to ports.
+    pub fn bgpvpn_switches(&self) -> Vec<&LogicalSwitch> {
+        let mut out: Vec<&LogicalSwitch> = self
+            .nb
+            .switches
+            .values()
+            .filter(|s| s.bgpvpn.is_some())
+            .map(|s| &**s)
+            .collect();
+        out.sort_unstable_by_key(|s| s.uuid);
+        out
+    }
+
+    /// The DHCP_Options row `uuid` (a port's `dhcpv4_options` or
+    /// `dhcpv6_options`), if it exists and parsed.
+    pub fn dhcp_options(&self, uuid: Uuid) -> Option<&DhcpOptions> {
+        self.nb.dhcp_options.get(&uuid).map(|d| &**d)
     }
 
     /// The NB rows changed between `earlier` and this snapshot, as

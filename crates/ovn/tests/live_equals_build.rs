@@ -141,8 +141,32 @@ fn switch_row() -> impl Strategy<Value = Value> {
             json!(7),
         ]),
         refs(lsps()),
+        opt(&["1001", "0", "x"]),
+        opt(&["l3", "l2", "L3"]),
+        opt(&["['64999:1']", "[64999:1]"]),
     )
-        .prop_map(|(name, ports)| json!({"name": name, "ports": uuids(&ports)}))
+        .prop_map(|(name, ports, vni, ty, rt)| {
+            json!({"name": name, "ports": uuids(&ports),
+                   "external_ids": map(&[("neutron_bgpvpn:vni", vni), ("neutron_bgpvpn:type", ty),
+                                         ("neutron_bgpvpn:rt", rt)])})
+        })
+}
+
+fn dhcp_options() -> Vec<Uuid> {
+    pool(10, 2)
+}
+
+fn dhcp_row() -> impl Strategy<Value = Value> {
+    (
+        select(vec!["10.0.0.0/24", "2001:db8::/64", "bad"]),
+        opt(&["10.0.0.1", "10.0.0.254"]),
+        opt(&["true", "false"]),
+    )
+        .prop_map(|(cidr, router, stateless)| {
+            json!({"cidr": cidr,
+                   "options": map(&[("router", router), ("dhcpv6_stateless", stateless),
+                                    ("lease_time", Some("43200"))])})
+        })
 }
 
 fn router_row() -> impl Strategy<Value = Value> {
@@ -236,6 +260,7 @@ fn write() -> impl Strategy<Value = Write> {
         2 => w("NAT", nats(), nat_row()),
         1 => w("Load_Balancer", lbs(), lb_row()),
         1 => w("NB_Global", globals(), global_row()),
+        1 => w("DHCP_Options", dhcp_options(), dhcp_row()),
         // A table the snapshot does not read.
         1 => w("ACL", pool(8, 2), Just(json!({}))),
     ]
@@ -310,6 +335,20 @@ macro_rules! dump {
     }};
 }
 
+/// `dump` with the DHCP_Options rows' warnings left out: the oracle
+/// predates that table (the EVPN vrf mode's), which no other query reads.
+fn without_dhcp_warnings(mut dump: Vec<String>, s: &Snapshot) -> Vec<String> {
+    let kept: Vec<_> = s
+        .warnings()
+        .iter()
+        .filter(|w| w.table != obgp_ovn::DhcpOptions::TABLE)
+        .collect();
+    if let Some(last) = dump.last_mut() {
+        *last = format!("warnings: {kept:?}");
+    }
+    dump
+}
+
 fn tables(rows: &BTreeMap<(&'static str, Uuid), Row>) -> Tables {
     let mut t = Tables::new();
     for ((table, uuid), row) in rows {
@@ -344,7 +383,7 @@ proptest! {
             prop_assert_eq!(dump!(&got), dump!(&want));
             prop_assert!(got == want, "same answers but different internal state");
             let oracle = reference::Snapshot::build(&nb, &no_ovs);
-            prop_assert_eq!(dump!(&got), dump!(&oracle));
+            prop_assert_eq!(without_dhcp_warnings(dump!(&got), &got), dump!(&oracle));
         }
     }
 

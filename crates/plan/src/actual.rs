@@ -289,6 +289,43 @@ pub struct FrrState {
     /// `vrf vrf-<n>` stanza holding `vni <n>` (see docs/ownership.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evpn_vrfs: BTreeMap<u32, FrrEvpnVrf>,
+    /// Agent-named interface stanzas whose VRF the running configuration
+    /// does not tell (FRR with VRF-lite prints `interface NAME` alone).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub evpn_unplaced_interfaces: BTreeSet<String>,
+}
+
+impl FrrState {
+    /// Records what a running configuration (or a text the agent applied)
+    /// says of the agent's EVPN VRFs.
+    pub fn learn_evpn(&mut self, text: &str) {
+        let seen = obgp_netmodel::frr::evpn_vrfs_of_running_config(text);
+        for (vni, v) in seen.vrfs {
+            self.evpn_vrfs.insert(
+                vni,
+                FrrEvpnVrf {
+                    asn: v.asn,
+                    interfaces: v.interfaces,
+                },
+            );
+        }
+        self.evpn_unplaced_interfaces
+            .extend(seen.unplaced_interfaces);
+    }
+
+    /// Forgets the VRFs and interfaces a removal text (del-vrf) drops.
+    pub fn forget_evpn(&mut self, removal: &str) {
+        for line in removal.lines() {
+            if let Some(vrf) = line.strip_prefix("no vrf ") {
+                if let Some(vni) = obgp_netmodel::names::evpn::vni_of_vrf(vrf.trim()) {
+                    self.evpn_vrfs.remove(&vni);
+                }
+            }
+            if let Some(i) = line.strip_prefix("no interface ") {
+                self.evpn_unplaced_interfaces.remove(i.trim());
+            }
+        }
+    }
 }
 
 /// One agent-shaped EVPN VRF in FRR's running configuration: what its

@@ -15,7 +15,9 @@ pub mod op;
 pub mod plan;
 pub mod shared;
 
-pub use actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow, RtTables};
+pub use actual::{
+    Actual, ActualLink, FrrEvpnVrf, FrrState, KernelRoute, KernelRule, OfFlow, RtTables, VxlanInfo,
+};
 pub use apply::{apply_plan, apply_plan_until, Applied, ApplyReport, NodeIo};
 pub use model::ModelNode;
 pub use op::Op;

@@ -369,11 +369,13 @@ impl ModelNode {
                 }
                 Ok(())
             }
-            Op::RemoveFrr { .. } => {
+            Op::RemoveFrr { config } => {
                 a.frr.applied_configs += 1;
+                a.frr.forget_evpn(config);
                 Ok(())
             }
-            Op::ApplyFrr { .. } => {
+            Op::ApplyFrr { config } => {
+                a.frr.learn_evpn(config);
                 a.frr.applied_configs += 1;
                 a.frr.has_our_config = true;
                 Ok(())

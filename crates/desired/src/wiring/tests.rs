@@ -46,6 +46,7 @@ fn base() -> Desired {
         tenant_subnets: Vec::new(),
         frr_config: None,
         notes: Vec::new(),
+        evpn: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Unit tests of `codec`, beside it so that they may use its private items.
 
 use obgp_netmodel::{proto, scope};
-use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+use rtnetlink::packet_core::{Emitable, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
 
 use super::*;
 
@@ -319,4 +319,161 @@ fn what_is_no_rtnetlink_write_is_refused_not_encoded() {
         encode(&unknown, "dummy", ifindex),
         Err(IoError::NoDevice(d)) if d == "nope0"
     ));
+}
+
+#[test]
+fn a_vxlan_is_created_with_learning_off_and_decodes_with_its_identity() {
+    for local in [None, Some("192.0.2.1"), Some("2001:db8::1")] {
+        let local: Option<IpAddr> = local.map(|l| l.parse().unwrap());
+        let op = Op::AddLink {
+            name: dev("vxlan-1001"),
+            kind: LinkKind::Vxlan {
+                vni: 1001,
+                local,
+                dstport: 4789,
+            },
+        };
+        let RouteNetlinkMessage::NewLink(m) = over_the_wire(&op) else {
+            panic!("{op}: not a new link");
+        };
+        // The port goes in network byte order (IFLA_VXLAN_PORT is __be16).
+        let mut raw = vec![0u8; m.buffer_len()];
+        m.emit(&mut raw);
+        let port_nla = [6u8, 0, 15, 0, 0x12, 0xb5];
+        assert!(
+            raw.windows(port_nla.len()).any(|w| w == port_nla),
+            "{op}: IFLA_VXLAN_PORT 4789 big-endian in {raw:x?}"
+        );
+        let entry = decode_link(&m).unwrap();
+        assert_eq!(entry.link.kind, "vxlan");
+        assert_eq!(
+            entry.link.vxlan,
+            Some(VxlanInfo {
+                vni: 1001,
+                local,
+                dstport: 4789,
+                learning: false,
+            }),
+            "{op}"
+        );
+        assert_eq!(entry.link.bridge_port, None);
+    }
+    let too_big = Op::AddLink {
+        name: dev("vxlan-x"),
+        kind: LinkKind::Vxlan {
+            vni: obgp_netmodel::MAX_VNI + 1,
+            local: None,
+            dstport: 4789,
+        },
+    };
+    let err = encode(&too_big, "dummy", ifindex).unwrap_err();
+    assert!(
+        matches!(&err, IoError::Invalid(v) if v.contains("16777216")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bridge_port_flags_are_set_as_bridge_slave_data_and_decode_back() {
+    for flags in [
+        BridgePort::EVPN,
+        BridgePort {
+            learning: true,
+            neigh_suppress: false,
+        },
+    ] {
+        let op = Op::SetBridgePort {
+            name: dev("bgp-nic"),
+            flags,
+        };
+        let req = encode(&op, "dummy", ifindex).unwrap();
+        // RTM_NEWLINK on the existing device, neither creating nor replacing.
+        assert_eq!(req.flags, 0, "{op}");
+        let RouteNetlinkMessage::NewLink(m) = over_the_wire(&op) else {
+            panic!("{op}: RTM_SETLINK ignores IFLA_LINKINFO; it must be a new link");
+        };
+        assert_eq!(m.header.index, 7, "bgp-nic by its index");
+        // The kernel's dump of a bridge port carries the same slave data
+        // (with a name and the rest); decoded, it shows the flags.
+        let mut dumped = m.clone();
+        dumped
+            .attributes
+            .push(LinkAttribute::IfName("bgp-nic".into()));
+        let entry = decode_link(&dumped).unwrap();
+        assert_eq!(entry.link.bridge_port, Some(flags), "{op}");
+    }
+    let unknown = Op::SetBridgePort {
+        name: dev("nope0"),
+        flags: BridgePort::EVPN,
+    };
+    assert!(matches!(
+        encode(&unknown, "dummy", ifindex),
+        Err(IoError::NoDevice(d)) if d == "nope0"
+    ));
+}
+
+#[test]
+fn a_port_of_another_masters_kind_has_no_bridge_port_flags() {
+    let mut m = LinkMessage::default();
+    m.header.index = 7;
+    m.attributes.push(LinkAttribute::IfName("bgp-nic".into()));
+    m.attributes.push(LinkAttribute::Controller(9));
+    m.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::Kind(InfoKind::Dummy),
+        LinkInfo::PortKind(InfoPortKind::Vrf),
+    ]));
+    let entry = decode_link(&m).unwrap();
+    assert_eq!(entry.master, Some(9));
+    assert_eq!(entry.link.bridge_port, None);
+}
+
+#[test]
+fn a_veth_names_its_peer_only_when_the_peer_is_in_this_namespace() {
+    let mut m = LinkMessage::default();
+    m.header.index = 12;
+    m.attributes.push(LinkAttribute::IfName("veth-a".into()));
+    m.attributes.push(LinkAttribute::Link(13));
+    m.attributes
+        .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+            InfoKind::Veth,
+        )]));
+    assert_eq!(decode_link(&m).unwrap().parent, Some(13));
+    // IFLA_LINK_NETNSID: index 13 is another namespace's device.
+    m.attributes.push(LinkAttribute::LinkNetNsId(0));
+    assert_eq!(decode_link(&m).unwrap().parent, None);
+}
+
+#[test]
+fn the_bridges_view_of_a_port_carries_its_flags_and_is_told_apart() {
+    use rtnetlink::packet_core::DefaultNla;
+    let mut m = LinkMessage::default();
+    m.header.interface_family = AddressFamily::Bridge;
+    m.header.index = 7;
+    m.attributes.push(LinkAttribute::IfName("bgp-nic".into()));
+    m.attributes.push(LinkAttribute::Controller(4));
+    m.attributes.push(LinkAttribute::ProtoInfoBridge(vec![
+        LinkProtoInfoBridge::Other(DefaultNla::new(IFLA_BRPORT_LEARNING, vec![0])),
+        LinkProtoInfoBridge::Other(DefaultNla::new(IFLA_BRPORT_NEIGH_SUPPRESS, vec![1])),
+        // Another flag of the nest (unicast flood) is not read.
+        LinkProtoInfoBridge::Other(DefaultNla::new(19, vec![0])),
+    ]));
+    // Through the wire, so that the AF_BRIDGE IFLA_PROTINFO parser reads it.
+    let mut nl = NetlinkMessage::from(RouteNetlinkMessage::NewLink(m));
+    nl.finalize();
+    let mut bytes = vec![0u8; nl.buffer_len()];
+    nl.serialize(&mut bytes);
+    let back = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes).unwrap();
+    let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(mut m)) = back.payload else {
+        panic!("not a new link");
+    };
+    assert!(is_bridge_port_view(&m));
+    assert_eq!(decode_bridge_port_view(&m), Some(BridgePort::EVPN));
+    // An AF_UNSPEC message is the device's own.
+    let mut own = m.clone();
+    own.header.interface_family = AddressFamily::Unspec;
+    assert!(!is_bridge_port_view(&own));
+    // Without IFLA_PROTINFO (the bridge device itself): nothing to read.
+    m.attributes
+        .retain(|a| !matches!(a, LinkAttribute::ProtoInfoBridge(_)));
+    assert_eq!(decode_bridge_port_view(&m), None);
 }

@@ -262,3 +262,138 @@ async fn a_bridge_is_never_read_while_an_op_on_it_is_queued() {
         "the read after the flow op sees it: {v:?}"
     );
 }
+
+/// `ovs-vsctl` keeping the ports it is given in a file (one `name ofport`
+/// a line) and an `ovs-ofctl show` listing them, as OVS would.
+fn stateful_ovs(dir: &Path) -> (String, String) {
+    let ports = dir.join("ports");
+    let vsctl = format!(
+        r#"p={p}
+touch $p
+case "$*" in
+  "--may-exist add-port "*) grep -q "^$4 " $p || echo "$4 $(( $(wc -l < $p) + 7 ))" >> $p ;;
+  "--if-exists del-port "*) grep -v "^$4 " $p > $p.new; mv $p.new $p ;;
+  *) echo "unexpected: $*" >&2; exit 1 ;;
+esac"#,
+        p = ports.display()
+    );
+    let ofctl = format!(
+        r#"case "$1" in
+  show) cat {p} 2>/dev/null | while read n o; do echo " $o($n): addr:aa:aa:aa:aa:aa:0$o"; done ;;
+esac"#,
+        p = ports.display()
+    );
+    (vsctl, ofctl)
+}
+
+fn port(name: &str, tag: Option<u16>, internal: bool) -> Op {
+    Op::AddOvsPort(obgp_netmodel::OvsPort {
+        bridge: dev("br-ex"),
+        name: dev(name),
+        tag,
+        internal,
+    })
+}
+
+#[tokio::test]
+async fn port_ops_run_ovs_vsctl_and_the_bridge_is_read_again_with_the_ofport() {
+    let dir = tempfile::tempdir().unwrap();
+    let (vsctl, ofctl) = stateful_ovs(dir.path());
+    let mut cfg = config(dir.path(), &ofctl, VTYSH);
+    cfg.ovs_vsctl = script(dir.path(), "vsctl", &vsctl);
+    let lane = CommandLane::start(cfg).unwrap();
+    let scope = Scope {
+        ovs_bridges: [dev("br-ex")].into(),
+        ..Scope::default()
+    };
+    lane.view(&scope);
+    lane.settled().await;
+    assert!(lane.view(&scope).bridges[&dev("br-ex")].ports.is_empty());
+
+    lane.submit([
+        port("veth-ovs-1001", None, false),
+        port("vlan-1002", Some(100), true),
+    ]);
+    assert_eq!(
+        lane.view(&scope).bridges_unknown,
+        [dev("br-ex")].into(),
+        "unknown while the port ops are queued"
+    );
+    lane.settled().await;
+    let outcomes = lane.take_outcomes();
+    assert!(outcomes.iter().all(|o| o.result.is_ok()), "{outcomes:?}");
+    assert_eq!(
+        log(dir.path(), "vsctl"),
+        [
+            "--may-exist add-port br-ex veth-ovs-1001",
+            "--may-exist add-port br-ex vlan-1002 -- set Port vlan-1002 tag=100 \
+             -- set Interface vlan-1002 type=internal",
+        ]
+    );
+    let v = lane.view(&scope);
+    assert!(v.is_complete(), "{v:?}");
+    let ports = &v.bridges[&dev("br-ex")].ports;
+    assert_eq!(ports.get("veth-ovs-1001"), Some(&7), "{ports:?}");
+    assert_eq!(ports.get("vlan-1002"), Some(&8), "{ports:?}");
+
+    lane.submit([Op::DelOvsPort {
+        bridge: dev("br-ex"),
+        name: dev("veth-ovs-1001"),
+    }]);
+    lane.settled().await;
+    assert!(lane.take_outcomes()[0].result.is_ok());
+    assert_eq!(
+        log(dir.path(), "vsctl").last().map(String::as_str),
+        Some("--if-exists del-port br-ex veth-ovs-1001")
+    );
+    let ports = &lane.view(&scope).bridges[&dev("br-ex")].ports;
+    assert!(!ports.contains_key("veth-ovs-1001"), "{ports:?}");
+    assert!(ports.contains_key("vlan-1002"), "{ports:?}");
+}
+
+#[tokio::test]
+async fn a_wedged_ovs_vsctl_is_killed_at_its_deadline_and_the_port_op_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OFCTL, VTYSH);
+    cfg.ovs_vsctl = script(dir.path(), "vsctl", WEDGED);
+    cfg.ovs_ofctl_timeout = Duration::from_millis(500);
+    let lane = CommandLane::start(cfg).unwrap();
+    let mut signals = lane.signals();
+    let t = Instant::now();
+    lane.submit([port("veth-ovs-1001", None, false)]);
+    assert!(t.elapsed() < AT_ONCE, "submit waited {:?}", t.elapsed());
+    loop {
+        signals.changed().await.unwrap();
+        if signals.borrow().failed {
+            break;
+        }
+    }
+    lane.settled().await;
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let outcomes = lane.take_outcomes();
+    assert_eq!(outcomes.len(), 1);
+    let err = outcomes[0].result.as_ref().unwrap_err();
+    assert!(
+        err.contains("ovs-vsctl --may-exist add-port br-ex veth-ovs-1001")
+            && err.contains("no answer within"),
+        "{err}"
+    );
+    // The stand-in was killed with its process group, not left sleeping.
+    let pid: i32 = std::fs::read_to_string(dir.path().join("vsctl.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let until = Instant::now() + AT_ONCE;
+    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
+        .unwrap_or(false)
+    {
+        assert!(
+            Instant::now() < until,
+            "ovs-vsctl {pid} outlived its deadline"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -18,9 +18,19 @@
 //!   last IPv4 address of a device or a preferred source address, go without
 //!   notification: those events mark the routes stale, and the next observe
 //!   re-dumps them;
+//! - bridge-port flags set on a device that is down (`ip link set DEV type
+//!   bridge_slave ...`) go without notification: after its own
+//!   `Op::SetBridgePort` the node re-reads that link
+//!   ([`NetlinkMirror::reread_link`]); a foreign change of that kind is
+//!   seen at the next full re-read;
 //! - a notification that does not decode or does not fit what is mirrored
 //!   (a delete of an unknown route with a known key, a rename) marks its part
 //!   stale in the same way.
+//!
+//! The bridge's own view of its ports (AF_BRIDGE `RTM_NEWLINK` and
+//! `RTM_DELLINK`, on the link group too) only updates a port's bridge-port
+//! flags: it has no IFLA_LINKINFO, and its `RTM_DELLINK` means that the port
+//! left the bridge, not that the device went.
 //!
 //! Overrun (`ENOBUFS` on receive: the kernel dropped notifications) marks
 //! everything stale and is counted, so that the agent runs a full reconcile
@@ -39,8 +49,8 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use obgp_netmodel::{Neighbour, ProxyNeighbour};
 use rtnetlink::packet_core::{
-    NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE,
-    NLM_F_REQUEST,
+    NetlinkBuffer, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR,
+    NLM_F_REPLACE, NLM_F_REQUEST,
 };
 use rtnetlink::packet_route::address::AddressMessage;
 use rtnetlink::packet_route::link::LinkMessage;
@@ -227,10 +237,20 @@ impl NetlinkMirror {
     /// One dump on the dump socket, retried when the kernel marks it
     /// interrupted (the table changed under it).
     pub fn dump(&mut self, msg: RouteNetlinkMessage) -> Result<Vec<RouteNetlinkMessage>, IoError> {
+        self.query(msg, NLM_F_DUMP)
+    }
+
+    /// One request on the dump socket: a dump (`NLM_F_DUMP`: until
+    /// `NLMSG_DONE`) or a single get (`NLM_F_ACK`: until the ACK).
+    fn query(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+    ) -> Result<Vec<RouteNetlinkMessage>, IoError> {
         'attempt: for _ in 0..5 {
             self.seq = self.seq.wrapping_add(1);
             let mut req = NetlinkMessage::from(msg.clone());
-            req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+            req.header.flags = NLM_F_REQUEST | flags;
             req.header.sequence_number = self.seq;
             req.finalize();
             let mut out = vec![0u8; req.buffer_len()];
@@ -290,6 +310,8 @@ impl NetlinkMirror {
                             NetlinkPayload::Error(e) if e.code.is_some() => {
                                 return Err(io_err("netlink dump")(e.to_io()))
                             }
+                            // The ACK that ends a single get.
+                            NetlinkPayload::Error(_) => return Ok(msgs),
                             _ => {}
                         },
                         // What does not decode is not ours to read.
@@ -361,6 +383,29 @@ impl NetlinkMirror {
             )));
         }
         Ok(())
+    }
+
+    /// Re-reads one link (`RTM_GETLINK` by index) into the mirror: for a
+    /// change the kernel may not notify (bridge-port flags set on a device
+    /// that is down). A failed read marks everything stale.
+    pub fn reread_link(&mut self, index: u32) -> Result<(), IoError> {
+        // What queued before the answer goes first, so that the answer is
+        // the last word about the link.
+        self.drain();
+        let mut req = LinkMessage::default();
+        req.header.index = index;
+        match self.query(RouteNetlinkMessage::GetLink(req), NLM_F_ACK) {
+            Ok(msgs) => {
+                for m in &msgs {
+                    self.state.apply(m, false);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.state.stale = Stale::ALL;
+                Err(e)
+            }
+        }
     }
 
     /// The proxy neighbours, dumped (the kernel notifies none of their changes).

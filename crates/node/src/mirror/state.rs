@@ -10,7 +10,8 @@ use rtnetlink::packet_route::link::LinkMessage;
 use rtnetlink::packet_route::RouteNetlinkMessage;
 
 use crate::codec::{
-    decode_address, decode_link, decode_neighbour, decode_route, decode_rule, LinkEntry, Neigh,
+    decode_address, decode_bridge_port_view, decode_link, decode_neighbour, decode_route,
+    decode_rule, is_bridge_port_view, LinkEntry, Neigh,
 };
 use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule};
 use obgp_plan::shared::SharedSet;
@@ -121,9 +122,10 @@ impl MirrorState {
             .map(|e| {
                 let mut link = e.link.clone();
                 link.master = name(&e.master);
-                // IFLA_LINK of a VLAN names its lower device; other kinds
-                // (veth peers in other namespaces) may point nowhere known.
-                if link.kind == "vlan" {
+                // IFLA_LINK of a VLAN names its lower device, of a veth its
+                // peer (when the peer is in this namespace: the decoder
+                // drops another namespace's index); other kinds are not read.
+                if link.kind == "vlan" || link.kind == "veth" {
                     link.parent = name(&e.parent);
                 }
                 (e.name.clone(), link)
@@ -163,8 +165,9 @@ impl MirrorState {
         self.links.clear();
         self.by_name.clear();
         for m in dump {
-            if let RouteNetlinkMessage::NewLink(l) = m {
-                self.new_link(l);
+            match m {
+                RouteNetlinkMessage::NewLink(l) if !is_bridge_port_view(l) => self.new_link(l),
+                _ => {}
             }
         }
         self.stale.links = false;
@@ -229,6 +232,19 @@ impl MirrorState {
     /// `NLM_F_REPLACE` (a new route took the place of the one with its key).
     pub fn apply(&mut self, msg: &RouteNetlinkMessage, replace: bool) {
         match msg {
+            RouteNetlinkMessage::NewLink(l) if is_bridge_port_view(l) => {
+                // A flag change made through the bridge (`bridge link set`)
+                // is notified only this way.
+                if let (Some(flags), Some(e)) = (
+                    decode_bridge_port_view(l),
+                    self.links.get_mut(&l.header.index),
+                ) {
+                    e.link.bridge_port = Some(flags);
+                }
+            }
+            // The port left its bridge (or is going): the device's own
+            // RTM_NEWLINK or RTM_DELLINK follows and says which.
+            RouteNetlinkMessage::DelLink(l) if is_bridge_port_view(l) => {}
             RouteNetlinkMessage::NewLink(l) => {
                 let index = l.header.index;
                 let before = self.links.get(&index).cloned();
@@ -479,6 +495,10 @@ mod tests {
         s
     }
 
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
     fn tables(t: &[u32]) -> BTreeSet<u32> {
         t.iter().copied().collect()
     }
@@ -660,6 +680,105 @@ mod tests {
         assert_eq!(l.vlan_id, Some(100));
         assert_eq!(l.parent.as_ref().map(DevName::as_str), Some("br-ex"));
         assert_eq!(l.master.as_ref().map(DevName::as_str), Some("bgp-nic"));
+    }
+
+    /// A veth `veth-a` (4) with peer `veth-b` (5), `veth-a` enslaved to
+    /// bridge br-ex (2) with the given bridge-port flags.
+    fn veth_port(index: u32, name: &str, peer: u32, learning: bool) -> RouteNetlinkMessage {
+        use rtnetlink::packet_route::link::{InfoBridgePort, InfoKind, InfoPortData, InfoPortKind};
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::IfName(name.into()));
+        m.attributes.push(LinkAttribute::Link(peer));
+        let mut info = vec![LinkInfo::Kind(InfoKind::Veth)];
+        if index == 4 {
+            m.attributes.push(LinkAttribute::Controller(2));
+            info.push(LinkInfo::PortKind(InfoPortKind::Bridge));
+            info.push(LinkInfo::PortData(InfoPortData::BridgePort(vec![
+                InfoBridgePort::Learning(learning),
+                InfoBridgePort::NeighSupress(!learning),
+            ])));
+        }
+        m.attributes.push(LinkAttribute::LinkInfo(info));
+        RouteNetlinkMessage::NewLink(m)
+    }
+
+    /// What the bridge sends about port 4 (AF_BRIDGE, IFLA_PROTINFO).
+    fn bridge_view(learning: bool, new: bool) -> RouteNetlinkMessage {
+        use rtnetlink::packet_core::DefaultNla;
+        use rtnetlink::packet_route::link::LinkProtoInfoBridge;
+        let mut m = LinkMessage::default();
+        m.header.interface_family = AddressFamily::Bridge;
+        m.header.index = 4;
+        m.attributes.push(LinkAttribute::IfName("veth-a".into()));
+        m.attributes.push(LinkAttribute::Controller(2));
+        m.attributes.push(LinkAttribute::ProtoInfoBridge(vec![
+            LinkProtoInfoBridge::Other(DefaultNla::new(8, vec![u8::from(learning)])),
+            LinkProtoInfoBridge::Other(DefaultNla::new(32, vec![u8::from(!learning)])),
+        ]));
+        if new {
+            RouteNetlinkMessage::NewLink(m)
+        } else {
+            RouteNetlinkMessage::DelLink(m)
+        }
+    }
+
+    #[test]
+    fn the_bridges_view_of_a_port_updates_its_flags_and_never_replaces_or_deletes_it() {
+        use obgp_netmodel::BridgePort;
+        let mut s = mirror();
+        s.apply(&veth_port(4, "veth-a", 5, true), false);
+        s.apply(&veth_port(5, "veth-b", 4, true), false);
+        let read = |s: &MirrorState| s.read(&tables(&[])).links;
+        let a = read(&s);
+        let (va, vb) = (&a[&dev("veth-a")], &a[&dev("veth-b")]);
+        assert_eq!(va.parent, Some(dev("veth-b")), "a veth names its peer");
+        assert_eq!(vb.parent, Some(dev("veth-a")));
+        assert_eq!(va.master, Some(dev("br-ex")));
+        assert_eq!(
+            va.bridge_port,
+            Some(BridgePort {
+                learning: true,
+                neigh_suppress: false
+            })
+        );
+        assert_eq!(vb.bridge_port, None, "not a bridge port");
+
+        // `bridge link set dev veth-a learning off neigh_suppress on`: only
+        // the bridge's view is notified.
+        s.apply(&bridge_view(false, true), false);
+        let va = read(&s)[&dev("veth-a")].clone();
+        assert_eq!(va.kind, "veth", "the device's own entry stays");
+        assert_eq!(va.bridge_port, Some(BridgePort::EVPN));
+        // The port leaves the bridge: the bridge's RTM_DELLINK, then the
+        // device's own RTM_NEWLINK without master.
+        s.apply(&bridge_view(false, false), false);
+        assert!(read(&s).contains_key(&dev("veth-a")), "still there");
+        let mut own = LinkMessage::default();
+        own.header.index = 4;
+        own.attributes.push(LinkAttribute::IfName("veth-a".into()));
+        own.attributes.push(LinkAttribute::Link(5));
+        own.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+                rtnetlink::packet_route::link::InfoKind::Veth,
+            )]));
+        s.apply(&RouteNetlinkMessage::NewLink(own), false);
+        let va = read(&s)[&dev("veth-a")].clone();
+        assert_eq!((va.master, va.bridge_port), (None, None));
+        assert!(!s.stale.any());
+
+        // A dump is of AF_UNSPEC entries; an AF_BRIDGE one in it would be
+        // skipped, not taken for the device (the device's own entry has
+        // the flags too).
+        let mut s = mirror();
+        s.install_links(&[
+            link(2, "br-ex", true),
+            veth_port(4, "veth-a", 5, false),
+            bridge_view(true, true),
+        ]);
+        let va = read(&s)[&dev("veth-a")].clone();
+        assert_eq!(va.kind, "veth");
+        assert_eq!(va.bridge_port, Some(BridgePort::EVPN));
     }
 
     #[test]

@@ -360,3 +360,49 @@ fn port_changes_are_reported_only_when_nothing_else_changed() {
     live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
     assert!(live.snapshot().port_changes_since(&s3).is_none());
 }
+
+#[test]
+fn dhcp_options_rows_are_patched_like_a_fresh_build() {
+    const DHCP: Uuid = Uuid(0x50);
+    let dhcp = |router: &str| {
+        row(json!({"cidr": "10.0.0.0/24",
+                   "options": ["map", [["router", router], ["lease_time", "43200"]]]}))
+    };
+    let port = row(json!({"name": "vm1", "dhcpv4_options": ["uuid", DHCP.to_string()]}));
+    let mut live = LiveSnapshot::default();
+    live.apply_nb([
+        (LogicalSwitchPort::TABLE, VM, Some(&port)),
+        (DhcpOptions::TABLE, DHCP, Some(&dhcp("10.0.0.1"))),
+    ]);
+    let before = live.snapshot();
+    let router = |s: &Snapshot| {
+        let at = s.lsp("vm1").unwrap().dhcpv4_options.unwrap();
+        s.dhcp_options(at).map(|d| d.options["router"].clone())
+    };
+    assert_eq!(router(&before).as_deref(), Some("10.0.0.1"));
+
+    live.apply_nb([(DhcpOptions::TABLE, DHCP, Some(&dhcp("10.0.0.254")))]);
+    let s = live.snapshot();
+    assert_eq!(router(&s).as_deref(), Some("10.0.0.254"));
+    let mut fresh = LiveSnapshot::default();
+    fresh.apply_nb([
+        (LogicalSwitchPort::TABLE, VM, Some(&port)),
+        (DhcpOptions::TABLE, DHCP, Some(&dhcp("10.0.0.254"))),
+    ]);
+    assert_eq!(s, fresh.snapshot());
+    // A DHCP change is not a port-only change.
+    assert!(s.port_changes_since(&before).is_none());
+    assert_eq!(router(&before).as_deref(), Some("10.0.0.1"));
+
+    // Garbled, then deleted: a warning, then nothing.
+    live.apply_nb([(DhcpOptions::TABLE, DHCP, Some(&row(json!({"cidr": "x"}))))]);
+    assert_eq!(router(&live.snapshot()), None);
+    assert_eq!(live.snapshot().warnings()[0].table, DhcpOptions::TABLE);
+    live.apply_nb([(DhcpOptions::TABLE, DHCP, None)]);
+    let s = live.snapshot();
+    assert_eq!(router(&s), None);
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    let mut fresh = LiveSnapshot::default();
+    fresh.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&port))]);
+    assert_eq!(s, fresh.snapshot());
+}

@@ -212,3 +212,129 @@ fn fip_distributed_is_true_when_absent_and_only_for_exact_true() {
         json!({"external_ids": ["map", [["neutron:fip-distributed", "true"]]]})
     ));
 }
+
+fn scenario_ovn(name: &str) -> serde_json::Value {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/scenarios")
+        .join(format!("{name}.json"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    v["ovn"].clone()
+}
+
+#[test]
+fn a_bgpvpn_switch_carries_its_annotations_and_its_vm_port_its_dhcp_options() {
+    use crate::neutron::{BgpVpn, BgpVpnType};
+    let s = Snapshot::from_wire(&scenario_ovn("evpn-nb-vrf")).unwrap();
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    let net = "neutron-11111111-1111-4111-8111-111111111111";
+    let rd = |v: &str| vec![v.parse().unwrap()];
+    let want = BgpVpn {
+        kind: Some(BgpVpnType::L3),
+        vni: 1001,
+        asn: Some(64999),
+        rd: rd("64999:1001"),
+        route_targets: rd("64999:1001"),
+        import_targets: rd("64999:2001"),
+        export_targets: rd("64999:3001"),
+    };
+    assert_eq!(s.switch(net).unwrap().bgpvpn, Some(Ok(want)));
+    let names: Vec<&str> = s
+        .bgpvpn_switches()
+        .iter()
+        .map(|w| w.name.as_str())
+        .collect();
+    assert_eq!(names, [net]);
+    let vm = s.lsp("77777777-7777-4777-8777-777777777777").unwrap();
+    let v4 = s.dhcp_options(vm.dhcpv4_options.unwrap()).unwrap();
+    assert_eq!(v4.cidr.to_string(), "172.24.4.0/24");
+    // Only the options read are kept (lease_time, server_id... are not).
+    let opts = |d: &crate::DhcpOptions| {
+        d.options
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(opts(v4), ["dns_server={8.8.8.8}", "router=172.24.4.1"]);
+    let v6 = s.dhcp_options(vm.dhcpv6_options.unwrap()).unwrap();
+    assert_eq!(v6.cidr.to_string(), "2001:db8::/64");
+    assert_eq!(
+        opts(v6),
+        ["dhcpv6_stateless=true", "dns_server={2001:db8::53}"]
+    );
+    let sw = s.switch(net).unwrap();
+    assert!(sw.ports.iter().any(|p| s.lsp_by_uuid(*p) == Some(vm)));
+    // The localnet port has no DHCP options.
+    let ln = s
+        .lsp("provnet-22222222-2222-4222-8222-222222222222")
+        .unwrap();
+    assert_eq!((ln.dhcpv4_options, ln.dhcpv6_options), (None, None));
+}
+
+#[test]
+fn evpn_port_bindings_carry_their_vni_and_as() {
+    let s = Snapshot::from_wire(&scenario_ovn("evpn-sb-basic")).unwrap();
+    for port in [
+        "55555555-5555-4555-8555-555555555555",
+        "66666666-6666-4666-8666-666666666666",
+    ] {
+        let pb = s.sb().port(port).unwrap();
+        let vpn = pb.bgpvpn.clone().unwrap().unwrap();
+        assert_eq!(
+            (vpn.kind, vpn.vni, vpn.asn),
+            (None, 1001, Some(64999)),
+            "{port}"
+        );
+    }
+    let plain = s.sb().port("88888888-8888-4888-8888-888888888888").unwrap();
+    assert_eq!(plain.bgpvpn, None);
+}
+
+#[test]
+fn a_bad_annotation_keeps_the_switch_and_port_with_the_error() {
+    let s = Snapshot::from_wire(&json!({
+        "OVN_Northbound": {"Logical_Switch": {LS: {"name": "neutron-net1",
+            "external_ids": ["map", [["neutron_bgpvpn:type", "l3"],
+                                     ["neutron_bgpvpn:vni", "1001"],
+                                     ["neutron_bgpvpn:rt", "['64999:1\nexit']"]]]}}},
+        "OVN_Southbound": {"Port_Binding": {VM: {"logical_port": "p1",
+            "external_ids": ["map", [["neutron_bgpvpn:vni", "99999999"],
+                                     ["neutron_bgpvpn:as", "64999"]]]}}}
+    }))
+    .unwrap();
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    let err = s
+        .switch("neutron-net1")
+        .unwrap()
+        .bgpvpn
+        .clone()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.key, "neutron_bgpvpn:rt");
+    let err = s
+        .sb()
+        .port("p1")
+        .unwrap()
+        .bgpvpn
+        .clone()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.key, "neutron_bgpvpn:vni");
+    assert!(err.to_string().contains("99999999"), "{err}");
+}
+
+#[test]
+fn a_dhcp_options_row_without_a_valid_cidr_is_skipped_with_a_warning() {
+    let s = Snapshot::from_wire(&json!({
+        "OVN_Northbound": {"DHCP_Options": {
+            BAD: {"cidr": "10.0.0.0/33", "options": ["map", [["router", "10.0.0.1"]]]},
+            VM: {"cidr": "10.0.0.0/24"}}}
+    }))
+    .unwrap();
+    assert_eq!(s.warnings().len(), 1);
+    assert_eq!(s.warnings()[0].table, "DHCP_Options");
+    assert!(s.warnings()[0].reason.contains("10.0.0.0/33"));
+    let bad = Uuid::parse(BAD).unwrap();
+    let good = Uuid::parse(VM).unwrap();
+    assert!(s.dhcp_options(bad).is_none());
+    assert!(s.dhcp_options(good).unwrap().options.is_empty());
+}

@@ -313,6 +313,7 @@ impl TryFrom<NodeState> for Actual {
             has_our_config: s.frr.has_our_config.unwrap_or(s.frr.applied_configs > 0),
             unknown: false,
             evpn_vrfs: BTreeMap::new(),
+            evpn_unplaced_interfaces: BTreeSet::new(),
         };
         Ok(a)
     }

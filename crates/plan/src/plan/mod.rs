@@ -89,6 +89,7 @@ pub fn plan_after(
     p.flow_leftovers();
     p.link_leftovers();
     p.evpn_leftovers();
+    p.evpn_frr_leftovers();
     Ok(p.finish())
 }
 

@@ -1,0 +1,539 @@
+//! EVPN L3 (type-5 routes): the per-VNI objects of the NB driver's
+//! `exposing_method = vrf`, and their flattening into node objects.
+//!
+//! A provider network annotated by networking-bgpvpn (`neutron_bgpvpn:type
+//! = l3` and `:vni` on its Logical_Switch) whose localnet is mapped to a
+//! bridge here gets, while at least one IP is exposed through it (upstream
+//! builds the devices at the first exposure and tears them down at the
+//! last): `vrf-<vni>` (table = VNI), `br-<vni>` in it, `vxlan-<vni>` in the
+//! bridge, and a veth pair `vrf<ln[:11]>` (in the VRF, with the anycast
+//! MAC) / `ovs<ln[:11]>` (a port of the provider bridge, tagged on VLAN
+//! networks). Each exposed IP is a host route in table VNI through the veth
+//! with a permanent neighbour; FRR gets the add-vrf text. Which IPs are
+//! exposed is the NB driver's decision (the same passes as the underlay
+//! method, [`crate::nb_underlay`]); only their wiring differs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use obgp_netmodel::names::evpn as names;
+use obgp_netmodel::{
+    cookie, proto, scope, Address, Class, DesiredNode, DevName, EvpnCleanup, Flow, FlowAction,
+    Link, LinkKind, MacAddr, Neighbour, OvsPort, Route, RouteType, Sysctl, TableRef,
+};
+use serde::Serialize;
+
+use obgp_netmodel::frr::{add_vrf, nd, AddVrf, Asn, Nd, RedistSource, RouteDistinguisher};
+use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
+
+use crate::model::{arp_ndp_addresses, Desired};
+use crate::wiring::localnet_patch_port;
+
+/// The EVPN L3 desired state: the VNIs this node serves.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct EvpnL3 {
+    pub vnis: BTreeMap<u32, EvpnVni>,
+    /// The provider bridges of `ovn-bridge-mappings` (where the agent's
+    /// EVPN ports and flows are judged).
+    pub bridges: BTreeSet<DevName>,
+    /// `delete_vrf_on_disconnect`.
+    pub delete_vrf: bool,
+    /// The SB driver's cookie-998 steering flows are the agent's.
+    pub steering_flows: bool,
+}
+
+/// One VNI's devices and what goes through them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct EvpnVni {
+    pub vni: u32,
+    pub vrf: DevName,
+    pub bridge: DevName,
+    pub vxlan: DevName,
+    /// The VXLAN source address.
+    pub local_ip: IpAddr,
+    pub udp_port: u16,
+    /// The VRF end of each provider network's veth pair.
+    pub ports: Vec<EvpnPort>,
+    /// The add-vrf text (and the ND texts of its ports) for `vtysh -f`.
+    pub frr_text: String,
+}
+
+/// A provider network's connection to its VNI: a veth pair between the VRF
+/// and the provider bridge.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct EvpnPort {
+    /// `vrf<ln[:11]>`, enslaved to the VRF.
+    pub vrf_end: DevName,
+    /// `ovs<ln[:11]>`, a port of `ovs_bridge`.
+    pub ovs_end: DevName,
+    pub ovs_bridge: DevName,
+    pub vlan: Option<u16>,
+    /// The anycast MAC of the VRF end (the same on every node).
+    pub mac: MacAddr,
+    /// The localnet's patch port on the provider bridge: its traffic goes
+    /// to the anycast MAC (cookie-999 flows). `None` until ovn-controller
+    /// created it.
+    pub patch_port: Option<String>,
+    /// Addresses of the VRF end: the networks' DHCP router IPs, then the
+    /// 169.254 / fd53 ARP/NDP addresses.
+    pub addresses: Vec<IpNet>,
+    /// Host routes (and subnet routes via a gateway) in table VNI.
+    pub routes: Vec<EvpnRoute>,
+}
+
+/// One route in a VNI's table through an [`EvpnPort`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct EvpnRoute {
+    pub dst: IpNet,
+    pub via: Option<IpAddr>,
+    /// The permanent neighbour of a host route.
+    pub lladdr: Option<MacAddr>,
+    pub class: Class,
+}
+
+/// The anycast MAC of a VNI's port for `vlan` (upstream's
+/// `_offset_for_vni_and_vlan` added to `02:00:00:00:00:00`): the VNI in
+/// the next three bytes, the VLAN in the last two, so every node answers
+/// with the same MAC for the same network.
+pub fn anycast_mac(vni: u32, vlan: Option<u16>) -> MacAddr {
+    // Upstream folds out-of-range values the same way (with a warning).
+    let vni = if vni > 16_777_214 {
+        vni % 0xff_ffff
+    } else {
+        vni
+    };
+    let vlan = u32::from(vlan.unwrap_or(0));
+    let vlan = if vlan > 4094 { vlan % 0xfff } else { vlan };
+    let v = (u64::from(vni) << 16) + u64::from(vlan);
+    let m = 0x02_00_00_00_00_00u64 + v;
+    let b = m.to_be_bytes();
+    MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+fn host_route_scope(v6: bool) -> u8 {
+    if v6 {
+        scope::UNIVERSE
+    } else {
+        scope::LINK
+    }
+}
+
+impl EvpnL3 {
+    /// Flattens into node objects. The EVPN modes have no `bgp_nic` and no
+    /// per-bridge tables: what zebra announces is the VNI tables' routes
+    /// and connected addresses.
+    pub fn to_node(&self) -> DesiredNode {
+        let mut n = DesiredNode {
+            evpn: Some(EvpnCleanup {
+                delete_vrf: self.delete_vrf,
+                steering_flows: self.steering_flows,
+                bridges: self.bridges.clone(),
+            }),
+            ..DesiredNode::default()
+        };
+        let mut frr = String::new();
+        for v in self.vnis.values() {
+            n.evpn_vnis.insert(v.vni);
+            frr.push_str(&v.frr_text);
+            n.links.insert(Link {
+                name: v.vrf.clone(),
+                kind: LinkKind::Vrf { table: v.vni },
+                master: None,
+                mac: None,
+                up: true,
+            });
+            n.links.insert(Link {
+                name: v.bridge.clone(),
+                kind: LinkKind::Bridge,
+                master: Some(v.vrf.clone()),
+                mac: None,
+                up: true,
+            });
+            n.links.insert(Link {
+                name: v.vxlan.clone(),
+                kind: LinkKind::Vxlan {
+                    vni: v.vni,
+                    local: Some(v.local_ip),
+                    dstport: v.udp_port,
+                },
+                master: Some(v.bridge.clone()),
+                mac: None,
+                up: true,
+            });
+            for fam in [false, true] {
+                n.sysctls
+                    .insert(Sysctl::conf(fam, &v.bridge, "forwarding", "1"));
+            }
+            for p in &v.ports {
+                n.links.insert(Link {
+                    name: p.vrf_end.clone(),
+                    kind: LinkKind::Veth {
+                        peer: p.ovs_end.clone(),
+                    },
+                    master: Some(v.vrf.clone()),
+                    mac: Some(p.mac),
+                    up: true,
+                });
+                n.links.insert(Link {
+                    name: p.ovs_end.clone(),
+                    kind: LinkKind::Existing,
+                    master: None,
+                    mac: None,
+                    up: true,
+                });
+                n.ovs_ports.insert(OvsPort {
+                    bridge: p.ovs_bridge.clone(),
+                    name: p.ovs_end.clone(),
+                    tag: p.vlan,
+                    internal: false,
+                });
+                for net in &p.addresses {
+                    n.addresses.insert(
+                        Address {
+                            dev: p.vrf_end.clone(),
+                            net: *net,
+                        },
+                        Class::Base,
+                    );
+                }
+                for fam in [false, true] {
+                    n.sysctls
+                        .insert(Sysctl::conf(fam, &p.vrf_end, "forwarding", "1"));
+                }
+                n.sysctls
+                    .insert(Sysctl::conf(false, &p.vrf_end, "proxy_arp", "1"));
+                n.sysctls
+                    .insert(Sysctl::conf(true, &p.vrf_end, "proxy_ndp", "1"));
+                if let Some(patch) = &p.patch_port {
+                    for protocol in ["ip", "ipv6"] {
+                        n.flows.insert(Flow {
+                            bridge: p.ovs_bridge.clone(),
+                            cookie: cookie::MAC_TWEAK,
+                            table: 0,
+                            priority: 900,
+                            protocol: protocol.into(),
+                            in_port: patch.clone(),
+                            matches: Vec::new(),
+                            actions: vec![FlowAction::ModDlDst(p.mac), FlowAction::Normal],
+                        });
+                    }
+                }
+                for r in &p.routes {
+                    let v6 = r.dst.addr().is_ipv6();
+                    let host = r.dst.prefix_len() == r.dst.max_prefix_len();
+                    n.routes
+                        .entry(Route {
+                            table: TableRef::Id(v.vni),
+                            v6,
+                            dst: Some(r.dst),
+                            dev: Some(p.vrf_end.clone()),
+                            via: r.via,
+                            proto: proto::BOOT,
+                            scope: if host && r.via.is_none() {
+                                host_route_scope(v6)
+                            } else {
+                                scope::UNIVERSE
+                            },
+                            kind: RouteType::Unicast,
+                            metric: None,
+                        })
+                        .or_insert(r.class);
+                    if let Some(mac) = r.lladdr {
+                        n.neighbours
+                            .entry(Neighbour {
+                                dev: p.vrf_end.clone(),
+                                dst: r.dst.addr(),
+                                lladdr: mac,
+                            })
+                            .or_insert(r.class);
+                    }
+                }
+            }
+        }
+        if !self.vnis.is_empty() {
+            for key in [
+                "net.ipv4.ip_forward",
+                "net.ipv4.conf.all.forwarding",
+                "net.ipv6.conf.all.forwarding",
+            ] {
+                n.sysctls.insert(Sysctl {
+                    key: key.into(),
+                    value: "1".into(),
+                });
+            }
+            n.frr_config = Some(frr);
+        }
+        n
+    }
+}
+
+/// A provider network annotated for EVPN L3 and mapped here.
+pub(crate) struct AnnotatedNetwork {
+    pub vni: u32,
+    pub port: EvpnPort,
+    pub frr_text: String,
+}
+
+/// Re-wires the NB driver's exposures through the annotated networks'
+/// VNIs. Exposures on a network without a VNI are not wired in this mode
+/// (upstream logs "EVPN has not been setup" and skips them); so are the
+/// tenant IPs announced without wiring.
+pub(crate) fn rewire(
+    underlay: &Desired,
+    networks: Vec<AnnotatedNetwork>,
+    local_ip: IpAddr,
+    udp_port: u16,
+    cleanup: (BTreeSet<DevName>, bool),
+    notes: &mut Vec<String>,
+) -> EvpnL3 {
+    // (bridge, vlan) -> the network's port, first annotated network wins.
+    let mut by_target: BTreeMap<(DevName, Option<u16>), AnnotatedNetwork> = BTreeMap::new();
+    for n in networks {
+        let key = (n.port.ovs_bridge.clone(), n.port.vlan);
+        if let Some(first) = by_target.get(&key) {
+            notes.push(format!(
+                "EVPN: VNI {} and VNI {} both use bridge {} vlan {:?}; VNI {} kept",
+                first.vni, n.vni, key.0, key.1, first.vni
+            ));
+            continue;
+        }
+        by_target.insert(key, n);
+    }
+    for e in underlay.exposed.values() {
+        let Some(w) = &e.wiring else { continue };
+        let key = (w.target.bridge.clone(), w.target.vlan);
+        let Some(n) = by_target.get_mut(&key) else {
+            continue;
+        };
+        n.port.routes.push(EvpnRoute {
+            dst: IpNet::from(e.ip),
+            via: None,
+            lladdr: w.lladdr,
+            class: e.class,
+        });
+    }
+    for s in &underlay.tenant_subnets {
+        let vlan = by_target
+            .keys()
+            .find(|(b, v)| {
+                *b == s.bridge
+                    && match v {
+                        None => s.dev == s.bridge,
+                        Some(v) => s.dev == obgp_netmodel::names::vlan_device(b, *v),
+                    }
+            })
+            .map(|(_, v)| *v);
+        let Some(vlan) = vlan else { continue };
+        if let Some(n) = by_target.get_mut(&(s.bridge.clone(), vlan)) {
+            n.port.routes.push(EvpnRoute {
+                dst: s.net,
+                via: s.via,
+                lladdr: None,
+                class: Class::Subnet,
+            });
+        }
+    }
+    let mut out = EvpnL3 {
+        bridges: cleanup.0,
+        delete_vrf: cleanup.1,
+        steering_flows: false,
+        ..EvpnL3::default()
+    };
+    for (_, n) in by_target {
+        // Upstream builds a VNI's devices at its first exposure only.
+        if n.port.routes.is_empty() {
+            continue;
+        }
+        let (Some(vrf), Some(bridge), Some(vxlan)) =
+            (names::vrf(n.vni), names::bridge(n.vni), names::vxlan(n.vni))
+        else {
+            notes.push(format!(
+                "EVPN: VNI {} gives device names over 15 bytes",
+                n.vni
+            ));
+            continue;
+        };
+        let entry = out.vnis.entry(n.vni).or_insert_with(|| EvpnVni {
+            vni: n.vni,
+            vrf,
+            bridge,
+            vxlan,
+            local_ip,
+            udp_port,
+            ports: Vec::new(),
+            frr_text: n.frr_text.clone(),
+        });
+        entry.ports.push(n.port);
+    }
+    out
+}
+
+/// The annotated provider networks mapped to a bridge here (NB vrf mode).
+/// A bad annotation skips its network with a note naming the row; the
+/// others still converge.
+pub(crate) fn nb_networks(
+    snap: &Snapshot,
+    asn: &Asn,
+    local_ip: IpAddr,
+    notes: &mut Vec<String>,
+) -> Vec<AnnotatedNetwork> {
+    let mut out = Vec::new();
+    for ls in snap.bgpvpn_switches() {
+        let vpn = match &ls.bgpvpn {
+            None => continue,
+            Some(Err(e)) => {
+                notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
+                continue;
+            }
+            // Upstream selects `neutron_bgpvpn:type = l3` networks only.
+            Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => continue,
+            Some(Ok(v)) => v,
+        };
+        // The first localnet whose physical network is mapped here.
+        let localnets = ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u));
+        let mapped = localnets
+            .filter(|p| p.kind == obgp_ovn::LspType::Localnet)
+            .find_map(|ln| {
+                let physnet = ln.localnet_network.as_deref()?;
+                let m = snap
+                    .ovs
+                    .bridge_mappings
+                    .iter()
+                    .find(|m| m.network == physnet)?;
+                Some((ln, m.bridge.clone()))
+            });
+        let Some((ln, bridge)) = mapped else { continue };
+        let Some((vrf_end, ovs_end)) = names::nb_veth(&ln.uuid.to_string()) else {
+            notes.push(format!(
+                "{} {}: no veth name from its uuid",
+                "Logical_Switch_Port", ln.uuid
+            ));
+            continue;
+        };
+        let rd = match vpn.rd.first() {
+            Some(rd) => *rd,
+            None => match RouteDistinguisher::of_ip_and_vni(local_ip, vpn.vni) {
+                Ok(rd) => rd,
+                Err(e) => {
+                    notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
+                    continue;
+                }
+            },
+        };
+        let Some(vrf) = names::vrf(vpn.vni) else {
+            notes.push(format!(
+                "{} {}: VNI {} gives a VRF name over 15 bytes",
+                LogicalSwitch::TABLE,
+                ls.uuid,
+                vpn.vni
+            ));
+            continue;
+        };
+        let mut frr_text = add_vrf(&AddVrf {
+            vrf,
+            vni: vpn.vni,
+            // The annotation's AS is not used (upstream neither): FRR
+            // keeps a VRF's BGP instance under the AS it was created with,
+            // so a node taken over from the Python agent must keep bgp_AS.
+            asn: asn.clone(),
+            redistribute: vec![RedistSource::Connected, RedistSource::Kernel],
+            rd,
+            route_targets: vpn.route_targets.clone(),
+            import_targets: vpn.import_targets.clone(),
+            export_targets: vpn.export_targets.clone(),
+        });
+        // The DHCP options of the network's ports: router IPs on the VRF
+        // end (so OVN can reach its gateway there), IPv6 subnets announced
+        // by FRR's router advertisements.
+        let mut dhcp: BTreeSet<obgp_ovsdb_data::Uuid> = BTreeSet::new();
+        for port in ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u)) {
+            if port.uuid == ln.uuid {
+                continue;
+            }
+            dhcp.extend(port.dhcpv4_options);
+            dhcp.extend(port.dhcpv6_options);
+        }
+        let mut addresses = Vec::new();
+        for opt in dhcp.iter().filter_map(|u| snap.dhcp_options(*u)) {
+            if let Some(router) = opt.options.get(obgp_ovn::neutron::dhcp_option::ROUTER) {
+                match router.parse::<IpAddr>() {
+                    Ok(ip) => match obgp_netmodel::exposable::unexposable_ip(ip) {
+                        None => addresses.push(IpNet::from(ip)),
+                        Some(why) => {
+                            notes.push(format!("DHCP_Options {}: router {ip} is {why}", opt.uuid))
+                        }
+                    },
+                    Err(_) => {
+                        notes.push(format!("DHCP_Options {}: bad router {router:?}", opt.uuid))
+                    }
+                }
+            }
+            if let IpNet::V6(prefix) = opt.cidr {
+                match Nd::from_dhcpv6_options(vrf_end.clone(), prefix, &opt.options) {
+                    Ok(v) => frr_text.push_str(&nd(&v)),
+                    Err(e) => notes.push(format!("DHCP_Options {}: {e}", opt.uuid)),
+                }
+            }
+        }
+        addresses.extend(port_arp_ndp_addresses(ln.tag));
+        let patch = localnet_patch_port(&ln.name);
+        let patch_port = snap
+            .ovs
+            .bridge_has_port(bridge.as_str(), &patch)
+            .then_some(patch);
+        out.push(AnnotatedNetwork {
+            vni: vpn.vni,
+            frr_text,
+            port: EvpnPort {
+                vrf_end,
+                ovs_end,
+                ovs_bridge: bridge,
+                vlan: ln.tag,
+                mac: anycast_mac(vpn.vni, ln.tag),
+                patch_port,
+                addresses,
+                routes: Vec::new(),
+            },
+        });
+    }
+    out
+}
+
+/// The VRF end's ARP/NDP addresses: upstream passes the VLAN tag as the
+/// offset (`169.254.<vlan>.<vlan>`; 0 on a flat network).
+pub(crate) fn port_arp_ndp_addresses(vlan: Option<u16>) -> [IpNet; 2] {
+    arp_ndp_addresses(u32::from(vlan.unwrap_or(0)), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anycast_mac_carries_the_vni_and_the_vlan_like_upstream() {
+        assert_eq!(anycast_mac(1001, None).to_string(), "02:00:03:e9:00:00");
+        assert_eq!(
+            anycast_mac(1001, Some(100)).to_string(),
+            "02:00:03:e9:00:64"
+        );
+        assert_eq!(
+            anycast_mac(16_777_214, Some(4094)).to_string(),
+            "02:ff:ff:fe:0f:fe"
+        );
+        // Folded as upstream folds them.
+        assert_eq!(
+            anycast_mac(16_777_215, None).to_string(),
+            "02:00:00:00:00:00"
+        );
+    }
+
+    #[test]
+    fn port_addresses_use_the_vlan_as_offset() {
+        let [v4, v6] = port_arp_ndp_addresses(None);
+        assert_eq!(
+            (v4.to_string(), v6.to_string()),
+            ("169.254.0.0/32".into(), "fd53:d91e:400:7f17::/128".into())
+        );
+    }
+}

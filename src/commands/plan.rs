@@ -69,7 +69,15 @@ fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow
     };
     let state: NodeState = serde_json::from_value(state).context("node state")?;
     let actual = Actual::try_from(state).context("node state")?;
-    let facts = NodeFacts::default();
+    let facts = NodeFacts {
+        // The SB EVPN driver's VXLAN source without evpn_local_ip, from the
+        // node state's addresses.
+        vxlan_source: obgp_desired::vxlan_source(
+            config.default.evpn_nic.as_deref(),
+            actual.addresses.iter().map(|a| (&a.dev, a.net)),
+        ),
+        ..NodeFacts::default()
+    };
     let desired = desired_state(&snap, config, &facts)?;
     for note in &desired.notes {
         tracing::info!("{note}");

@@ -35,6 +35,17 @@ pub enum Driver {
     NbOvnBgpDriver,
 }
 
+impl Driver {
+    /// Whether the driver reads OVN_Southbound (and names this chassis by
+    /// its OVS `system-id`) rather than OVN_Northbound.
+    pub fn reads_sb(self) -> bool {
+        match self {
+            Driver::OvnBgpDriver | Driver::OvnEvpnDriver | Driver::OvnStretchedL2BgpDriver => true,
+            Driver::NbOvnBgpDriver => false,
+        }
+    }
+}
+
 /// `[DEFAULT] exposing_method`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

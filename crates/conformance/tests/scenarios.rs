@@ -15,7 +15,7 @@ fn every_nb_scenario_passes_differing_only_by_listed_deviations() {
         .map(|e| e.unwrap().path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            let ours = ["nb-", "evpn-nb-", "frr-and-evpn"];
+            let ours = ["nb-", "evpn-", "frr-and-evpn"];
             ours.iter().any(|p| name.starts_with(p)) && name.ends_with(".json")
         })
         .map(|p| p.display().to_string())

@@ -132,7 +132,7 @@ impl SnapshotFollower {
                 rows
             }
         };
-        let sb = self.driver == Driver::OvnBgpDriver;
+        let sb = self.driver.reads_sb();
         let database = if sb { obgp_ovn::SB_DB } else { obgp_ovn::NB_DB };
         let raw_ovn = match self.ovn.catch_up(ovn, database) {
             CatchUp::Rebuild(rows) if sb => {

@@ -143,6 +143,7 @@ impl Reconciler {
         let facts = NodeFacts {
             system_hostname: system_hostname(),
             frr_router_id: None,
+            vxlan_source: None,
         };
         Ok(Reconciler {
             config,
@@ -258,6 +259,9 @@ impl Reconciler {
                         .entry(op_kind(&outcome.op))
                         .or_default() += 1;
                 }
+                // A removal (`RemoveFrr`, del-vrf of a VRF no VNI wants)
+                // touches no line of our text: it neither applies it nor
+                // undoes it, and FRR is read again after it anyway.
                 Err(e) => {
                     if matches!(outcome.op, Op::ApplyFrr { .. }) {
                         self.frr_applied = None;
@@ -306,16 +310,7 @@ impl Reconciler {
 
     /// What to read of the node for desired objects `node`.
     fn scope(&self, node: &DesiredNode) -> Scope {
-        let mut scope = Scope::for_desired(node);
-        if let Some(prev) = self.desired.settled() {
-            // Tables and bridges the last reconcile used are read too, so
-            // their leftovers are seen when a bridge mapping goes away.
-            scope
-                .bridge_tables
-                .extend(prev.bridge_tables.iter().cloned());
-            scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
-        }
-        scope
+        scope_after(node, self.desired.settled())
     }
 
     /// A background re-read of the OVS bridges and FRR configuration the
@@ -335,7 +330,7 @@ impl Reconciler {
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
     pub fn chassis_name(&self, snap: &Snapshot) -> String {
-        if self.config.default.driver == obgp_config::Driver::OvnBgpDriver {
+        if self.config.default.driver.reads_sb() {
             return snap.ovs.system_id.clone().unwrap_or_default();
         }
         snap.ovs
@@ -370,6 +365,17 @@ impl Reconciler {
             }
         }
 
+        let d = &self.config.default;
+        if d.driver == obgp_config::Driver::OvnEvpnDriver && d.evpn_local_ip.is_none() {
+            // The VXLAN source the SB EVPN driver falls back to: the /32 on
+            // lo or evpn_nic's address, as the mirror last saw them.
+            let addresses = self.node.addresses();
+            self.facts.vxlan_source = obgp_desired::vxlan_source(
+                d.evpn_nic.as_deref(),
+                addresses.iter().map(|a| (&a.dev, a.net)),
+            );
+        }
+
         let t = Instant::now();
         let computed = self.desired.compute(snap, &self.config, &self.facts)?;
         report.desired_patched = matches!(computed, Computed::Patched { .. });
@@ -384,6 +390,9 @@ impl Reconciler {
         let frr_known =
             !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
         if frr_known {
+            // Our lines are not checked; an EVPN scope still reads FRR for
+            // its EVPN VRFs (through the lane's cache: vtysh runs again
+            // only after an FRR op or an invalidation).
             scope.frr_lines.clear();
         }
         let mut actual = self
@@ -483,6 +492,28 @@ impl Reconciler {
     }
 }
 
+/// What to read of the node for desired objects `node`, after `prev` (the
+/// desired objects the last reconcile planned with).
+fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Scope {
+    let mut scope = Scope::for_desired(node);
+    if let Some(prev) = prev {
+        // Tables and bridges the last reconcile used are read too, so
+        // their leftovers are seen when a bridge mapping goes away.
+        scope
+            .bridge_tables
+            .extend(prev.bridge_tables.iter().cloned());
+        scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+        // And the VRF tables of the VNIs it wanted, so that a VNI that
+        // goes is torn down with its routes (the observer also reads
+        // the table of every agent-shaped VRF on the node).
+        scope.tables.extend(prev.evpn_vnis.iter().copied());
+        if let Some(e) = &prev.evpn {
+            scope.ovs_bridges.extend(e.bridges.iter().cloned());
+        }
+    }
+    scope
+}
+
 /// The single writer's view of the node: netlink ops are made here, in
 /// turn; command ops are handed to the command lane and not waited for.
 struct NodeWriter<'a> {
@@ -539,4 +570,43 @@ fn op_kind(op: &obgp_plan::Op) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obgp_netmodel::{DevName, EvpnCleanup};
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    #[test]
+    fn an_evpn_scope_reads_the_previous_vnis_tables_and_the_mapped_bridges() {
+        let prev = DesiredNode {
+            evpn_vnis: [1001, 1002].into(),
+            evpn: Some(EvpnCleanup {
+                bridges: [dev("br-old")].into(),
+                ..EvpnCleanup::default()
+            }),
+            ..DesiredNode::default()
+        };
+        // VNI 1001 stays, 1002 goes; no FRR text left to apply.
+        let now = DesiredNode {
+            evpn_vnis: [1001].into(),
+            evpn: Some(EvpnCleanup {
+                bridges: [dev("br-ex")].into(),
+                ..EvpnCleanup::default()
+            }),
+            ..DesiredNode::default()
+        };
+        let s = scope_after(&now, Some(&prev));
+        assert!(s.evpn && s.reads_frr(), "{s:?}");
+        assert!(s.frr_lines.is_empty());
+        assert_eq!(s.tables, [1001, 1002].into());
+        assert_eq!(s.ovs_bridges, [dev("br-ex"), dev("br-old")].into());
+        // Underlay modes: no EVPN reads, no FRR read without a text.
+        let s = scope_after(&DesiredNode::default(), None);
+        assert!(!s.evpn && !s.reads_frr(), "{s:?}");
+    }
 }

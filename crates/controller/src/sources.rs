@@ -14,7 +14,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use obgp_config::{Config, Driver};
+use obgp_config::Config;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb::rpc::transport::parse_remotes;
 use obgp_ovsdb::{Client, ClientConfig, Remote, TlsFiles, TlsSettings};
@@ -202,7 +202,7 @@ impl OvnSources {
         let o = &config.ovn;
         let driver = config.default.driver;
         let ovn = match driver {
-            Driver::OvnBgpDriver => {
+            d if d.reads_sb() => {
                 let conn = match &o.ovn_sb_connection {
                     Some(c) => c.clone(),
                     None => {

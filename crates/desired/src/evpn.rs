@@ -20,7 +20,8 @@ use ipnet::IpNet;
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, EvpnCleanup, Flow, FlowAction,
-    Link, LinkKind, MacAddr, Neighbour, OvsPort, Route, RouteType, Sysctl, TableRef,
+    Link, LinkKind, MacAddr, Neighbour, OvsPort, ProxyNeighbour, Route, RouteType, Sysctl,
+    TableRef,
 };
 use serde::Serialize;
 
@@ -34,6 +35,10 @@ use crate::wiring::localnet_patch_port;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct EvpnL3 {
     pub vnis: BTreeMap<u32, EvpnVni>,
+    /// The SB driver's base wiring of each mapped bridge: its ARP/NDP
+    /// addresses (by its 1-based position in the mappings) and proxy
+    /// ARP/NDP, as the underlay drivers do.
+    pub bridge_base: Vec<(DevName, u32)>,
     /// The provider bridges of `ovn-bridge-mappings` (where the agent's
     /// EVPN ports and flows are judged).
     pub bridges: BTreeSet<DevName>,
@@ -55,29 +60,44 @@ pub struct EvpnVni {
     pub udp_port: u16,
     /// The VRF end of each provider network's veth pair.
     pub ports: Vec<EvpnPort>,
+    /// The SB driver's `lo-<vni>` and the tenant VM IPs on it (what zebra
+    /// announces as type-5 routes).
+    pub lo: Option<(DevName, Vec<IpNet>)>,
+    /// The SB driver's unreachable IPv4 and IPv6 defaults in table VNI
+    /// (traffic for unknown tenant IPs stops at the VRF).
+    pub unreachable_defaults: bool,
+    /// Flows steering tenant traffic into the VRF (the SB driver's
+    /// cookie-998 flows).
+    pub flows: Vec<Flow>,
+    pub proxy_neighbours: Vec<ProxyNeighbour>,
+    pub sysctls: Vec<Sysctl>,
     /// The add-vrf text (and the ND texts of its ports) for `vtysh -f`.
     pub frr_text: String,
 }
 
 /// A provider network's connection to its VNI: a veth pair between the VRF
-/// and the provider bridge.
+/// and the provider bridge, or an OVS internal port in the VRF.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct EvpnPort {
-    /// `vrf<ln[:11]>`, enslaved to the VRF.
+    /// The VRF-side device: a veth end (`vrf<ln[:11]>`, `veth-vrf-<n>`),
+    /// or the OVS internal port itself (`vlan-<n>`).
     pub vrf_end: DevName,
-    /// `ovs<ln[:11]>`, a port of `ovs_bridge`.
-    pub ovs_end: DevName,
+    /// The veth's OVS end (`ovs<ln[:11]>`, `veth-ovs-<n>`); `None` for an
+    /// OVS internal port.
+    pub ovs_end: Option<DevName>,
     pub ovs_bridge: DevName,
     pub vlan: Option<u16>,
-    /// The anycast MAC of the VRF end (the same on every node).
-    pub mac: MacAddr,
-    /// The localnet's patch port on the provider bridge: its traffic goes
-    /// to the anycast MAC (cookie-999 flows). `None` until ovn-controller
-    /// created it.
+    /// The MAC of the VRF end: the NB mode's anycast MAC (the same on
+    /// every node); `None`: the kernel's.
+    pub mac: Option<MacAddr>,
+    /// The localnet's patch port on the provider bridge whose traffic goes
+    /// to `mac` (the NB mode's cookie-999 flows). `None` until
+    /// ovn-controller created it, or without an anycast MAC.
     pub patch_port: Option<String>,
     /// Addresses of the VRF end: the networks' DHCP router IPs, then the
     /// 169.254 / fd53 ARP/NDP addresses.
     pub addresses: Vec<IpNet>,
+    pub sysctls: Vec<Sysctl>,
     /// Host routes (and subnet routes via a gateway) in table VNI.
     pub routes: Vec<EvpnRoute>,
 }
@@ -109,6 +129,33 @@ pub fn anycast_mac(vni: u32, vlan: Option<u16>) -> MacAddr {
     let m = 0x02_00_00_00_00_00u64 + v;
     let b = m.to_be_bytes();
     MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// The metric of the SB driver's unreachable defaults (upstream's
+/// `add_unreachable_route`).
+pub const UNREACHABLE_METRIC: u32 = 4_278_198_272;
+
+/// The sysctls of the NB mode's VRF end and of the node: forwarding on
+/// (the VRF routes between the fabric and the provider network), proxy
+/// ARP/NDP on the VRF end (OVN's VMs find their gateway there).
+fn nb_port_sysctls(vrf_end: &DevName) -> Vec<Sysctl> {
+    let mut out = vec![
+        Sysctl::conf(false, vrf_end, "forwarding", "1"),
+        Sysctl::conf(true, vrf_end, "forwarding", "1"),
+        Sysctl::conf(false, vrf_end, "proxy_arp", "1"),
+        Sysctl::conf(true, vrf_end, "proxy_ndp", "1"),
+    ];
+    for key in [
+        "net.ipv4.ip_forward",
+        "net.ipv4.conf.all.forwarding",
+        "net.ipv6.conf.all.forwarding",
+    ] {
+        out.push(Sysctl {
+            key: key.into(),
+            value: "1".into(),
+        });
+    }
+    out
 }
 
 fn host_route_scope(v6: bool) -> u8 {
@@ -161,32 +208,89 @@ impl EvpnL3 {
                 mac: None,
                 up: true,
             });
-            for fam in [false, true] {
-                n.sysctls
-                    .insert(Sysctl::conf(fam, &v.bridge, "forwarding", "1"));
+            n.sysctls.extend(v.sysctls.iter().cloned());
+            for f in &v.flows {
+                n.flows.insert(f.clone());
             }
-            for p in &v.ports {
+            for pn in &v.proxy_neighbours {
+                n.proxy_neighbours.insert(pn.clone(), Class::Gateway);
+            }
+            if let Some((lo, ips)) = &v.lo {
                 n.links.insert(Link {
-                    name: p.vrf_end.clone(),
-                    kind: LinkKind::Veth {
-                        peer: p.ovs_end.clone(),
-                    },
+                    name: lo.clone(),
+                    kind: LinkKind::Dummy,
                     master: Some(v.vrf.clone()),
-                    mac: Some(p.mac),
-                    up: true,
-                });
-                n.links.insert(Link {
-                    name: p.ovs_end.clone(),
-                    kind: LinkKind::Existing,
-                    master: None,
                     mac: None,
                     up: true,
                 });
+                for net in ips {
+                    n.addresses.insert(
+                        Address {
+                            dev: lo.clone(),
+                            net: *net,
+                        },
+                        Class::TenantVm,
+                    );
+                    // The kernel's local route of the address would make
+                    // the node take traffic for the VM: only zebra's
+                    // announcement is wanted.
+                    n.suppressed_local_routes.insert(Route {
+                        table: TableRef::Id(v.vni),
+                        v6: net.addr().is_ipv6(),
+                        dst: Some(*net),
+                        dev: Some(lo.clone()),
+                        via: None,
+                        proto: proto::KERNEL,
+                        scope: scope::HOST,
+                        kind: RouteType::Local,
+                        metric: None,
+                    });
+                }
+            }
+            if v.unreachable_defaults {
+                for v6 in [false, true] {
+                    n.routes.insert(
+                        Route {
+                            table: TableRef::Id(v.vni),
+                            v6,
+                            dst: None,
+                            dev: None,
+                            via: None,
+                            proto: proto::BOOT,
+                            scope: scope::UNIVERSE,
+                            kind: RouteType::Unreachable,
+                            metric: Some(UNREACHABLE_METRIC),
+                        },
+                        Class::Base,
+                    );
+                }
+            }
+            for p in &v.ports {
+                let (kind, internal) = match &p.ovs_end {
+                    Some(peer) => (LinkKind::Veth { peer: peer.clone() }, false),
+                    None => (LinkKind::Existing, true),
+                };
+                n.links.insert(Link {
+                    name: p.vrf_end.clone(),
+                    kind,
+                    master: Some(v.vrf.clone()),
+                    mac: p.mac,
+                    up: true,
+                });
+                if let Some(ovs_end) = &p.ovs_end {
+                    n.links.insert(Link {
+                        name: ovs_end.clone(),
+                        kind: LinkKind::Existing,
+                        master: None,
+                        mac: None,
+                        up: true,
+                    });
+                }
                 n.ovs_ports.insert(OvsPort {
                     bridge: p.ovs_bridge.clone(),
-                    name: p.ovs_end.clone(),
+                    name: p.ovs_end.clone().unwrap_or_else(|| p.vrf_end.clone()),
                     tag: p.vlan,
-                    internal: false,
+                    internal,
                 });
                 for net in &p.addresses {
                     n.addresses.insert(
@@ -197,15 +301,8 @@ impl EvpnL3 {
                         Class::Base,
                     );
                 }
-                for fam in [false, true] {
-                    n.sysctls
-                        .insert(Sysctl::conf(fam, &p.vrf_end, "forwarding", "1"));
-                }
-                n.sysctls
-                    .insert(Sysctl::conf(false, &p.vrf_end, "proxy_arp", "1"));
-                n.sysctls
-                    .insert(Sysctl::conf(true, &p.vrf_end, "proxy_ndp", "1"));
-                if let Some(patch) = &p.patch_port {
+                n.sysctls.extend(p.sysctls.iter().cloned());
+                if let (Some(patch), Some(mac)) = (&p.patch_port, p.mac) {
                     for protocol in ["ip", "ipv6"] {
                         n.flows.insert(Flow {
                             bridge: p.ovs_bridge.clone(),
@@ -215,7 +312,7 @@ impl EvpnL3 {
                             protocol: protocol.into(),
                             in_port: patch.clone(),
                             matches: Vec::new(),
-                            actions: vec![FlowAction::ModDlDst(p.mac), FlowAction::Normal],
+                            actions: vec![FlowAction::ModDlDst(mac), FlowAction::Normal],
                         });
                     }
                 }
@@ -251,17 +348,22 @@ impl EvpnL3 {
                 }
             }
         }
-        if !self.vnis.is_empty() {
-            for key in [
-                "net.ipv4.ip_forward",
-                "net.ipv4.conf.all.forwarding",
-                "net.ipv6.conf.all.forwarding",
-            ] {
-                n.sysctls.insert(Sysctl {
-                    key: key.into(),
-                    value: "1".into(),
-                });
+        for (bridge, index) in &self.bridge_base {
+            for net in arp_ndp_addresses(*index, None) {
+                n.addresses.insert(
+                    Address {
+                        dev: bridge.clone(),
+                        net,
+                    },
+                    Class::Base,
+                );
             }
+            n.sysctls
+                .insert(Sysctl::conf(false, bridge, "proxy_arp", "1"));
+            n.sysctls
+                .insert(Sysctl::conf(true, bridge, "proxy_ndp", "1"));
+        }
+        if !self.vnis.is_empty() {
             n.frr_config = Some(frr);
         }
         n
@@ -355,6 +457,14 @@ pub(crate) fn rewire(
             continue;
         };
         let entry = out.vnis.entry(n.vni).or_insert_with(|| EvpnVni {
+            sysctls: vec![
+                Sysctl::conf(false, &bridge, "forwarding", "1"),
+                Sysctl::conf(true, &bridge, "forwarding", "1"),
+            ],
+            lo: None,
+            unreachable_defaults: false,
+            flows: Vec::new(),
+            proxy_neighbours: Vec::new(),
             vni: n.vni,
             vrf,
             bridge,
@@ -486,11 +596,12 @@ pub(crate) fn nb_networks(
             vni: vpn.vni,
             frr_text,
             port: EvpnPort {
+                sysctls: nb_port_sysctls(&vrf_end),
                 vrf_end,
-                ovs_end,
+                ovs_end: Some(ovs_end),
                 ovs_bridge: bridge,
                 vlan: ln.tag,
-                mac: anycast_mac(vpn.vni, ln.tag),
+                mac: Some(anycast_mac(vpn.vni, ln.tag)),
                 patch_port,
                 addresses,
                 routes: Vec::new(),

@@ -12,6 +12,7 @@ pub mod frr;
 mod incremental;
 pub mod model;
 mod nb_underlay;
+mod sb_evpn;
 mod sb_underlay;
 mod wiring;
 
@@ -25,6 +26,7 @@ pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
+pub use sb_evpn::vxlan_source;
 
 /// Facts about the node that would otherwise need I/O, gathered by the
 /// caller before each computation.
@@ -36,6 +38,10 @@ pub struct NodeFacts {
     /// The router-id FRR reports (`show ip bgp summary json`), used when
     /// `bgp_router_id` is unset.
     pub frr_router_id: Option<String>,
+    /// The VXLAN source the SB EVPN driver uses when `evpn_local_ip` is
+    /// unset: the node's /32 on `lo`, else `evpn_nic`'s address
+    /// ([`vxlan_source`] of the node's addresses).
+    pub vxlan_source: Option<std::net::IpAddr>,
 }
 
 /// Why no desired state could be computed.
@@ -90,6 +96,25 @@ fn compute(
     let sb_driver = match (d.driver, d.exposing_method) {
         (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => false,
         (Driver::OvnBgpDriver, ExposingMethod::Underlay) => true,
+        // The SB EVPN driver has one way of exposing (upstream ignores
+        // exposing_method with it).
+        (Driver::OvnEvpnDriver, _) => {
+            let mut notes = Vec::new();
+            let local_ip = d.evpn_local_ip.or(facts.vxlan_source);
+            let l3 = sb_evpn::sb_evpn(snap, config, local_ip, &mut notes);
+            let desired = Desired {
+                vrf: dev_option("bgp_vrf", &d.bgp_vrf)?,
+                vrf_table: d.bgp_vrf_table_id,
+                bgp_nic: dev_option("bgp_nic", &d.bgp_nic)?,
+                bridges: Vec::new(),
+                exposed: Default::default(),
+                tenant_subnets: Vec::new(),
+                frr_config: None,
+                notes,
+                evpn: Some(l3),
+            };
+            return Ok((desired, None));
+        }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
     };
     let vrf = dev_option("bgp_vrf", &d.bgp_vrf)?;

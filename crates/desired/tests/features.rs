@@ -255,6 +255,7 @@ fn chassis_name_falls_back_to_the_system_hostname() {
     let facts = NodeFacts {
         system_hostname: Some("node-a".into()),
         frr_router_id: None,
+        vxlan_source: None,
     };
     let d = desired_state(&w.snapshot(), &config(), &facts).unwrap();
     assert_eq!(announced(&d), ["172.24.4.10"]);
@@ -674,6 +675,7 @@ fn frr_router_id_comes_from_config_then_from_frr() {
     let facts = NodeFacts {
         system_hostname: None,
         frr_router_id: Some("198.51.100.7".into()),
+        vxlan_source: None,
     };
     let d = desired_state(&w.snapshot(), &c, &facts).unwrap();
     assert!(d.frr_config.unwrap().contains("bgp router-id 198.51.100.7"));
@@ -684,19 +686,34 @@ fn frr_router_id_comes_from_config_then_from_frr() {
 
 #[test]
 fn other_drivers_are_a_typed_unsupported_error() {
+    // ovn_bgp_driver (SB), ovn_evpn_driver and the NB vrf mode are
+    // implemented; stretched L2 and the other exposing methods are not.
     let mut c = config();
-    // ovn_bgp_driver (SB) is implemented now: tests/sb_underlay.rs.
-    c.default.driver = Driver::OvnEvpnDriver;
+    c.default.driver = Driver::OvnStretchedL2BgpDriver;
     assert!(matches!(
         desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),
         Err(DesiredError::Unsupported { .. })
     ));
+    for method in [
+        ExposingMethod::Ovn,
+        ExposingMethod::L2vni,
+        ExposingMethod::Dynamic,
+    ] {
+        let mut c = config();
+        c.default.exposing_method = method;
+        assert!(matches!(
+            desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),
+            Err(DesiredError::Unsupported { .. })
+        ));
+    }
+}
+
+#[test]
+fn the_nb_vrf_mode_needs_evpn_local_ip() {
     let mut c = config();
     c.default.exposing_method = ExposingMethod::Vrf;
-    assert!(matches!(
-        desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),
-        Err(DesiredError::Unsupported { .. })
-    ));
+    let e = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap_err();
+    assert!(e.to_string().contains("evpn_local_ip"), "{e}");
 }
 
 #[test]

@@ -267,6 +267,7 @@ fn desired_lines(n: &DesiredNode, node: &Value) -> BTreeSet<String> {
                 FlowAction::ModDlDst(m) => format!("mod_dl_dst:{m}"),
                 FlowAction::ModDlSrc(m) => format!("mod_dl_src:{m}"),
                 FlowAction::Output(p) => format!("output:{p}"),
+                FlowAction::StripVlan => "strip_vlan".into(),
                 FlowAction::Normal => "NORMAL".into(),
             })
             .collect();
@@ -320,6 +321,10 @@ fn deviations() -> Result<Deviations> {
         .as_array()
         .ok_or_else(|| anyhow!("deviations: not an array"))?
     {
+        // FRR text deviations are the conformance runner's (step "frr").
+        if d["step"].as_str() == Some("frr") {
+            continue;
+        }
         let (Some(s), Some(step), Some(diff), Some(reason)) = (
             d["scenario"].as_str(),
             d["step"].as_u64(),
@@ -351,6 +356,7 @@ fn run_scenario(sc: &Value, schemas: &[Value]) -> Result<BTreeMap<usize, BTreeSe
         frr_router_id: sc["initial_node"]["frr"]["router_id_reported"]
             .as_str()
             .map(str::to_string),
+        vxlan_source: None,
     };
     let steps = sc["steps"].as_array().ok_or_else(|| anyhow!("no steps"))?;
     let mut diffs = BTreeMap::new();
@@ -450,6 +456,10 @@ fn every_nb_and_sb_scenario_matches_its_recorded_node_except_listed_deviations()
         }
     }
     for ((name, step), diffs) in &allowed {
+        // The EVPN scenarios are replayed by the conformance runner only.
+        if !(name.starts_with("nb-") || name.starts_with("sb-")) {
+            continue;
+        }
         for diff in diffs {
             if !used.contains(&(name.clone(), *step, diff.clone())) {
                 failures.push(format!(

@@ -131,6 +131,7 @@ fn bases() -> &'static [Base] {
                     frr_router_id: sc["initial_node"]["frr"]["router_id_reported"]
                         .as_str()
                         .map(String::from),
+                    vxlan_source: None,
                 };
                 let snapshot = snapshot_of(&tables);
                 let desired = config.as_ref().and_then(|c| {

@@ -403,6 +403,8 @@ pub enum FlowAction {
     ModDlDst(MacAddr),
     ModDlSrc(MacAddr),
     Output(String),
+    /// `strip_vlan` (the SB EVPN flows of a VLAN provider network).
+    StripVlan,
     Normal,
 }
 
@@ -458,6 +460,11 @@ pub struct DesiredNode {
     /// FRR's running configuration outside this set gets del-vrf.
     #[serde(default)]
     pub evpn_vnis: BTreeSet<u32>,
+    /// Kernel local routes the agent removes where they appear: those of
+    /// the tenant VM addresses on the SB EVPN driver's `lo-<vni>` (the node
+    /// must not take traffic for a VM whose IP it only announces).
+    #[serde(default)]
+    pub suppressed_local_routes: BTreeSet<Route>,
     /// Set by the EVPN modes: what the agent may tear down of the EVPN
     /// objects nothing wants any more (docs/ownership.md). `None` in the
     /// underlay modes, which never touch EVPN objects.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use obgp_netmodel::DevName;
-use obgp_plan::actual::{FrrState, OfFlow, OvsBridge};
+use obgp_plan::actual::{FrrEvpnVrf, FrrState, OfFlow, OvsBridge};
 use obgp_plan::op::Op;
 
 use crate::deadline::{self, CommandError, Finished};
@@ -154,7 +154,8 @@ pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<()
                 ],
             )
         }),
-        Op::ApplyFrr { config: text } => {
+        // A removal (del-vrf) is a text like any other for `vtysh -f`.
+        Op::ApplyFrr { config: text } | Op::RemoveFrr { config: text } => {
             let file = config
                 .frr_config_dir
                 .join(format!("obgp-frr-{}.conf", std::process::id()));
@@ -339,21 +340,23 @@ pub(crate) fn read_ovs_bridge(
     Ok(Some(bridge))
 }
 
-/// Whether FRR's running configuration holds every line of `lines`. A read
-/// that failed or timed out leaves it unknown ([`FrrState::unknown`]): no
-/// FRR op is planned from it.
+/// FRR's running configuration as the planner sees it: whether it holds
+/// every line of `lines` (our text applied), and the agent-shaped EVPN VRFs
+/// it has ([`FrrState::learn_evpn`]; only the EVPN modes plan on them). A
+/// read that failed or timed out leaves it unknown ([`FrrState::unknown`]):
+/// no FRR op is planned from it. The caller decides whether to read at all
+/// ([`Scope::reads_frr`](crate::Scope::reads_frr)).
 pub(crate) fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrState {
-    if lines.is_empty() {
-        return FrrState::default();
-    }
     match vtysh(config, &["-c", "show running-config"]) {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
             let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
-            FrrState {
+            let mut state = FrrState {
                 has_our_config: lines.iter().all(|l| running.contains(l.as_str())),
                 ..FrrState::default()
-            }
+            };
+            state.learn_evpn(&text);
+            state
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot read FRR's running configuration");
@@ -368,20 +371,41 @@ pub(crate) fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrStat
 /// Re-reads, off the reconcile loop, what periodic reconciles would
 /// otherwise re-read synchronously by running `ovs-ofctl` and `vtysh` (tens
 /// of milliseconds an event would wait for): the OVS ports and agent flows
-/// of the bridges, and whether FRR still holds our configuration.
+/// of the bridges, whether FRR still holds our configuration and, in an
+/// EVPN mode, FRR's EVPN VRFs.
 #[derive(Clone, Debug)]
 pub struct DriftProbe {
     pub(crate) config: KernelConfig,
     /// Each bridge with what the last observe saw of it.
     pub(crate) bridges: Vec<(DevName, Option<OvsBridge>)>,
     pub(crate) frr_lines: Vec<String>,
+    /// In an EVPN scope, FRR's EVPN VRFs as last read (`None`: not read
+    /// yet, or not an EVPN scope: nothing to compare).
+    pub(crate) frr_evpn: Option<EvpnSeen>,
+}
+
+/// What a read of FRR says of the agent-shaped EVPN VRFs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EvpnSeen {
+    vrfs: BTreeMap<u32, FrrEvpnVrf>,
+    unplaced_interfaces: BTreeSet<String>,
+}
+
+impl EvpnSeen {
+    pub(crate) fn of(s: &FrrState) -> EvpnSeen {
+        EvpnSeen {
+            vrfs: s.evpn_vrfs.clone(),
+            unplaced_interfaces: s.evpn_unplaced_interfaces.clone(),
+        }
+    }
 }
 
 impl DriftProbe {
     /// What drifted, if anything: a bridge whose ports or agent flows differ
-    /// from the last observe's, or FRR lacking a line of our configuration.
-    /// Blocking (runs the commands); a read that fails counts as drift, so
-    /// that the reconcile it triggers reads again and reports the error.
+    /// from the last observe's, FRR lacking a line of our configuration, or
+    /// FRR's EVPN VRFs differing from the last read's (one added or removed
+    /// by hand). Blocking (runs the commands); a read that fails is not
+    /// drift (see below).
     pub fn drift(&self) -> Option<String> {
         for (br, seen) in &self.bridges {
             match read_ovs_bridge(&self.config, br) {
@@ -394,12 +418,20 @@ impl DriftProbe {
                 }
             }
         }
-        if !self.frr_lines.is_empty() {
+        if !self.frr_lines.is_empty() || self.frr_evpn.is_some() {
             // An unreadable FRR is not drift: the reconcile it would trigger
             // could not read it either (and would wait for the deadline).
             let frr = read_frr_state(&self.config, &self.frr_lines);
-            if !frr.unknown && !frr.has_our_config {
+            if frr.unknown {
+                return None;
+            }
+            if !frr.has_our_config {
                 return Some("FRR's running configuration lacks our lines".into());
+            }
+            if let Some(seen) = &self.frr_evpn {
+                if *seen != EvpnSeen::of(&frr) {
+                    return Some("FRR's EVPN VRFs changed".into());
+                }
             }
         }
         None
@@ -446,6 +478,7 @@ mod tests {
             config: c,
             bridges: vec![(br.clone(), Some(seen.clone()))],
             frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+            frr_evpn: None,
         };
         assert_eq!(probe(config(&format!("{show}{flow}"), frr)).drift(), None);
         // A flow deleted by hand.
@@ -456,6 +489,34 @@ mod tests {
             .drift()
             .expect("drift");
         assert!(why.contains("FRR"), "{why}");
+    }
+
+    #[test]
+    fn a_drift_probe_in_an_evpn_scope_reports_changed_evpn_vrfs() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_1001 = "vrf vrf-1001\n vni 1001\nexit-vrf\nrouter bgp 64999 vrf vrf-1001\nexit\n";
+        let config = |vtysh: &str| KernelConfig {
+            vtysh: stand_in(dir.path(), "vtysh", vtysh),
+            vty_socket: None,
+            ..KernelConfig::default()
+        };
+        let seen = read_frr_state(&config(with_1001), &[]);
+        assert_eq!(seen.evpn_vrfs.len(), 1, "{seen:?}");
+        let probe = |c: KernelConfig, evpn: Option<EvpnSeen>| DriftProbe {
+            config: c,
+            bridges: Vec::new(),
+            frr_lines: Vec::new(),
+            frr_evpn: evpn,
+        };
+        let last = Some(EvpnSeen::of(&seen));
+        assert_eq!(probe(config(with_1001), last.clone()).drift(), None);
+        // Removed by hand: drift.
+        let why = probe(config("router bgp 64999\n"), last)
+            .drift()
+            .expect("drift");
+        assert!(why.contains("EVPN"), "{why}");
+        // Outside an EVPN scope, and without lines, FRR is not compared.
+        assert_eq!(probe(config("router bgp 64999\n"), None).drift(), None);
     }
 
     /// A stand-in that never answers (a wedged FRR or ovs-vswitchd).
@@ -497,6 +558,7 @@ mod tests {
             config: config.clone(),
             bridges: vec![(br.clone(), None)],
             frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+            frr_evpn: None,
         };
         assert_eq!(probe.drift(), None);
         // Six runs, each killed at its deadline.

@@ -137,6 +137,11 @@ pub struct Scope {
     pub ovs_bridges: BTreeSet<DevName>,
     /// Lines FRR's running configuration must hold for our config to count as applied.
     pub frr_lines: Vec<String>,
+    /// An EVPN mode ([`DesiredNode::evpn`]): the tables of the agent-shaped
+    /// VRFs on the node (`vrf-<n>` with table `n`) are read, and FRR's
+    /// running configuration is read for its EVPN VRFs even when the
+    /// desired state has no FRR text (the last VNI went: del-vrf is due).
+    pub evpn: bool,
 }
 
 impl Scope {
@@ -152,6 +157,8 @@ impl Scope {
                     obgp_netmodel::TableRef::Id(n) => Some(*n),
                     obgp_netmodel::TableRef::Bridge(_) => None,
                 })
+                // A wanted VNI's VRF table is its number.
+                .chain(d.evpn_vnis.iter().copied())
                 .collect(),
             sysctl_keys: d.sysctls.iter().map(|s| s.key.clone()).collect(),
             ovs_bridges: d
@@ -160,13 +167,23 @@ impl Scope {
                 .cloned()
                 .chain(d.flows.iter().map(|f| f.bridge.clone()))
                 .chain(d.ovs_ports.iter().map(|p| p.bridge.clone()))
+                // The mapped bridges, where leftover EVPN ports and flows
+                // are judged also when no VNI wants them.
+                .chain(d.evpn.iter().flat_map(|e| e.bridges.iter().cloned()))
                 .collect(),
             frr_lines: d
                 .frr_config
                 .as_deref()
                 .map(crate::commands::frr_check_lines)
                 .unwrap_or_default(),
+            evpn: d.evpn.is_some(),
         }
+    }
+
+    /// Whether FRR's running configuration is read at all: for our lines,
+    /// or for the EVPN VRFs an EVPN mode may have to remove.
+    pub fn reads_frr(&self) -> bool {
+        !self.frr_lines.is_empty() || self.evpn
     }
 }
 
@@ -333,6 +350,12 @@ impl KernelNode {
         Ok(())
     }
 
+    /// The node's addresses as the mirror last saw them (no request; the
+    /// next observation refreshes them).
+    pub fn addresses(&self) -> obgp_plan::SharedSet<obgp_netmodel::Address> {
+        self.mirror().state.read(&BTreeSet::new()).addresses
+    }
+
     fn mirror(&self) -> MutexGuard<'_, NetlinkMirror> {
         // A panic while holding the lock leaves a mirror that is at worst
         // stale; the next refresh repairs that.
@@ -392,14 +415,17 @@ impl KernelNode {
                 }
             }
         }
-        a.frr = read_frr_state(&self.config, &scope.frr_lines);
+        if scope.reads_frr() {
+            a.frr = read_frr_state(&self.config, &scope.frr_lines);
+        }
         Ok(a)
     }
 
     /// Reads the kernel's side of the node. Links, addresses, rules, routes
     /// and permanent neighbours come from the netlink mirror (re-dumped
     /// where stale); routes only of the VRF table, the scope's bridges'
-    /// tables (through rt_tables) and `scope.tables`; proxy neighbours,
+    /// tables (through rt_tables), `scope.tables` and, in an EVPN scope,
+    /// the tables of the agent-shaped VRFs the mirror holds; proxy neighbours,
     /// sysctls and rt_tables are read each time. No command runs: OVS
     /// bridges and FRR are left empty (the caller fills them in).
     pub async fn observe_kernel(&mut self, scope: &Scope) -> Result<Actual, IoError> {
@@ -430,6 +456,16 @@ impl KernelNode {
                 m.refresh()?;
             }
             let t_refresh = started.elapsed();
+            if scope.evpn {
+                // A VNI no longer desired is torn down with its routes: its
+                // table is read as long as its VRF is there. Only the
+                // agent's shape (`vrf-<n>`, table `n`): an operator's VRF's
+                // table is none of ours.
+                tables.extend(m.state.vrf_tables().filter_map(|(name, table)| {
+                    (obgp_netmodel::names::evpn::vni_of_vrf(name.as_str()) == Some(table))
+                        .then_some(table)
+                }));
+            }
             let proxies = m.proxy_neighbours()?;
             (m.state.read(&tables), proxies, t_refresh)
         };

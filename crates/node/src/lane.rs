@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::commands::{
     frr_check_lines, frr_router_id, read_frr_state, read_ovs_bridge, run_command_op, DriftProbe,
+    EvpnSeen,
 };
 use crate::deadline::{self, InFlight};
 use crate::kernel::{KernelConfig, Scope};
@@ -157,7 +158,8 @@ impl CommandLane {
         self.shared.wake.notify_one();
     }
 
-    /// What is known of `scope`'s bridges and FRR lines, at once. What is
+    /// What is known of `scope`'s bridges and FRR (its lines, its EVPN
+    /// VRFs), at once. What is
     /// not known is asked for: the lane reads it and signals
     /// ([`LaneSignal::learned`]).
     pub fn view(&self, scope: &Scope) -> CommandView {
@@ -179,9 +181,18 @@ impl CommandLane {
                 }
             }
         }
-        if !scope.frr_lines.is_empty() {
+        if scope.reads_frr() {
             match &l.frr {
                 Some((lines, state)) if *lines == scope.frr_lines => v.frr = state.clone(),
+                // An EVPN scope without lines of ours (no text, or the text
+                // known applied): a read for other lines tells the EVPN
+                // VRFs all the same, and no lines are held trivially.
+                Some((_, state)) if scope.frr_lines.is_empty() => {
+                    v.frr = FrrState {
+                        has_our_config: true,
+                        ..state.clone()
+                    }
+                }
                 _ => {
                     v.frr.unknown = true;
                     if l.reading_frr.as_ref() != Some(&scope.frr_lines) {
@@ -236,6 +247,15 @@ impl CommandLane {
                 Op::ApplyFrr { config } => {
                     l.frr = None;
                     l.want_frr = Some(frr_check_lines(config));
+                    l.frr_epoch += 1;
+                }
+                // A removal (del-vrf) holds no line of our text: FRR is read
+                // again after it for the lines it was last read for.
+                Op::RemoveFrr { .. } => {
+                    let last = l.frr.take().map(|(lines, _)| lines);
+                    if l.want_frr.is_none() {
+                        l.want_frr = last;
+                    }
                     l.frr_epoch += 1;
                 }
                 _ => continue,
@@ -305,6 +325,11 @@ impl CommandLane {
                 .filter_map(|b| Some((b.clone(), l.bridges.get(b)?.clone())))
                 .collect(),
             frr_lines: scope.frr_lines.clone(),
+            // Any read tells the EVPN VRFs; none yet: nothing to compare.
+            frr_evpn: scope
+                .evpn
+                .then(|| l.frr.as_ref().map(|(_, s)| EvpnSeen::of(s)))
+                .flatten(),
         }
     }
 }

@@ -82,3 +82,74 @@ async fn vrf_leak_is_applied_once_and_then_recognised_as_ours() {
     assert!(a.frr.has_our_config, "{running}");
     assert!(plan(&d, &a).unwrap().is_empty());
 }
+
+/// An EVPN VRF applied to a real FRR (its add-vrf text) is read back as
+/// the agent's (`vrf vrf-1001` holding `vni 1001`, `router bgp 64999 vrf
+/// vrf-1001`) by an EVPN scope without a text of ours; its del-vrf text,
+/// applied as `Op::RemoveFrr`, removes it. FRR takes the VRF stanza
+/// without a kernel VRF device (this kernel has no vrf module).
+#[tokio::test]
+async fn an_evpn_vrf_is_read_back_and_its_del_vrf_removes_it() {
+    use obgp_netmodel::frr::{add_vrf, del_vrf, AddVrf, DelVrf, RedistSource, RouteDistinguisher};
+    let ns = Netns::new("frr-evpn").expect("netns (root)");
+    let dir = tempfile::tempdir().unwrap();
+    let router = FrrRouter::start(
+        ns.name(),
+        &dir.path().join("frr"),
+        "router bgp 64999\n bgp router-id 192.168.100.11\n",
+    )
+    .expect("FRR (apt package frr)");
+    let mut k = KernelNode::connect(KernelConfig {
+        netns: Some(ns.path()),
+        rt_tables: dir.path().join("rt_tables"),
+        vty_socket: Some(router.vty_dir().to_path_buf()),
+        frr_config_dir: dir.path().to_path_buf(),
+        ..KernelConfig::default()
+    })
+    .await
+    .unwrap();
+    let scope = Scope {
+        evpn: true,
+        ..Scope::default()
+    };
+    let a = k.observe(&scope).await.unwrap();
+    assert!(!a.frr.unknown && a.frr.evpn_vrfs.is_empty(), "{:?}", a.frr);
+
+    let vrf = obgp_netmodel::names::evpn::vrf(1001).unwrap();
+    let asn: obgp_netmodel::frr::Asn = "64999".parse().unwrap();
+    let add = add_vrf(&AddVrf {
+        vrf: vrf.clone(),
+        vni: 1001,
+        asn: asn.clone(),
+        redistribute: vec![RedistSource::Connected],
+        rd: RouteDistinguisher::of_ip_and_vni("192.168.100.11".parse().unwrap(), 1001).unwrap(),
+        route_targets: vec!["64999:1001".parse().unwrap()],
+        import_targets: Vec::new(),
+        export_targets: Vec::new(),
+    });
+    k.apply(&Op::ApplyFrr { config: add }).await.unwrap();
+    let a = k.observe(&scope).await.unwrap();
+    let running = router.vtysh("show running-config").unwrap();
+    assert_eq!(
+        a.frr.evpn_vrfs.keys().copied().collect::<Vec<_>>(),
+        [1001],
+        "{running}"
+    );
+    assert_eq!(
+        a.frr.evpn_vrfs[&1001].asn.as_deref(),
+        Some("64999"),
+        "{running}"
+    );
+
+    let removal = del_vrf(&DelVrf {
+        vrf,
+        asn,
+        interfaces: Vec::new(),
+    });
+    k.apply(&Op::RemoveFrr { config: removal }).await.unwrap();
+    let a = k.observe(&scope).await.unwrap();
+    let running = router.vtysh("show running-config").unwrap();
+    assert!(a.frr.evpn_vrfs.is_empty(), "{running}");
+    assert!(!running.contains("vrf-1001"), "{running}");
+    assert!(running.contains("router bgp 64999\n"), "{running}");
+}

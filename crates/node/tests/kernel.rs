@@ -798,3 +798,82 @@ async fn vxlan_in_an_evpn_bridge_round_trips() {
         }
     }
 }
+
+/// VM tier: an EVPN scope reads the routes of an agent-shaped VRF's table
+/// (`vrf-1001`, table 1001) that no desired state names, so that a VNI
+/// nothing wants is torn down with its routes; an operator's `vrf-blue`
+/// (table 20) and a `vrf-2002` with table 7 (not the agent's shape) are
+/// never read, and outside EVPN neither is `vrf-1001`'s.
+#[tokio::test]
+#[ignore = "vm tier: needs vrf"]
+async fn an_evpn_scope_reads_the_tables_of_agent_shaped_vrfs_only() {
+    let bed = bed("evpn-tables");
+    let mut k = node(&bed, "dummy").await;
+    for (vrf, table, port, dst) in [
+        ("vrf-1001", "1001", "br-t1", "10.1.0.0/24"),
+        ("vrf-blue", "20", "br-t2", "10.2.0.0/24"),
+        ("vrf-2002", "7", "br-t3", "10.3.0.0/24"),
+    ] {
+        for args in [
+            vec!["link", "add", vrf, "type", "vrf", "table", table],
+            vec!["link", "set", vrf, "up"],
+            vec!["link", "add", port, "type", "bridge"],
+            vec!["link", "set", port, "master", vrf, "up"],
+            vec!["route", "add", dst, "dev", port, "table", table],
+        ] {
+            bed.ns.ip(&args).unwrap();
+        }
+    }
+    let dsts = |a: &Actual| -> Vec<(u32, String)> {
+        let mut v: Vec<_> = a
+            .routes
+            .iter()
+            .filter(|r| r.dst.is_some_and(|d| d.prefix_len() == 24))
+            .map(|r| (r.table, r.dst.unwrap().to_string()))
+            .collect();
+        v.sort();
+        v
+    };
+    let a = k.observe(&Scope::default()).await.unwrap();
+    assert_eq!(a.links[&dev("vrf-1001")].vrf_table, Some(1001));
+    assert_eq!(dsts(&a), [], "outside EVPN: {:?}", a.routes);
+    let evpn = Scope {
+        evpn: true,
+        ..Scope::default()
+    };
+    let a = k.observe_kernel(&evpn).await.unwrap();
+    assert_eq!(
+        dsts(&a),
+        [(1001, "10.1.0.0/24".to_string())],
+        "{:?}",
+        a.routes
+    );
+    // A VRF created since the last observe is seen by the next one.
+    for args in [
+        vec!["link", "add", "vrf-3003", "type", "vrf", "table", "3003"],
+        vec!["link", "set", "vrf-3003", "up"],
+        vec!["link", "set", "br-t3", "nomaster"],
+        vec!["link", "set", "br-t3", "master", "vrf-3003", "up"],
+        vec![
+            "route",
+            "add",
+            "10.4.0.0/24",
+            "dev",
+            "br-t3",
+            "table",
+            "3003",
+        ],
+    ] {
+        bed.ns.ip(&args).unwrap();
+    }
+    let a = k.observe_kernel(&evpn).await.unwrap();
+    assert_eq!(
+        dsts(&a),
+        [
+            (1001, "10.1.0.0/24".to_string()),
+            (3003, "10.4.0.0/24".to_string())
+        ],
+        "{:?}",
+        a.routes
+    );
+}

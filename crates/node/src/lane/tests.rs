@@ -397,3 +397,134 @@ async fn a_wedged_ovs_vsctl_is_killed_at_its_deadline_and_the_port_op_fails() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `vtysh` whose running configuration is kept in `<dir>/running`: `-f`
+/// applies a file by dropping the VRF stanzas its `no vrf` / `no router
+/// bgp ... vrf` lines name, as FRR would for a del-vrf text.
+fn stateful_vtysh(dir: &Path, running: &str) -> String {
+    let state = dir.join("running");
+    std::fs::write(&state, running).unwrap();
+    format!(
+        r#"s={s}
+case "$*" in
+  *running-config*) cat $s ;;
+  *-f*)
+    f=$(echo "$*" | sed 's/.*-f //')
+    cp $f $s.applied
+    for v in $(sed -n 's/^no vrf //p' $f); do
+      awk -v v="$v" '$0 == "vrf " v || $0 ~ ("^router bgp [0-9]+ vrf " v "$") {{skip=1; next}} /^[^ ]/ {{skip=0}} !skip' $s > $s.new
+      mv $s.new $s
+    done ;;
+esac"#,
+        s = state.display()
+    )
+}
+
+const EVPN_RUNNING: &str = "frr version 8.4\n!\nvrf vrf-1001\n vni 1001\nexit-vrf\n!\nrouter bgp 64999\n bgp router-id 192.0.2.1\nexit\n!\nrouter bgp 64999 vrf vrf-1001\n address-family l2vpn evpn\n  advertise ipv4 unicast\n exit-address-family\nexit\n!\n";
+
+fn evpn_scope() -> Scope {
+    Scope {
+        evpn: true,
+        ..Scope::default()
+    }
+}
+
+#[tokio::test]
+async fn an_evpn_scope_reads_frr_without_a_text_and_reports_its_evpn_vrfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let vtysh = stateful_vtysh(dir.path(), EVPN_RUNNING);
+    let lane = CommandLane::start(config(dir.path(), OFCTL, &vtysh)).unwrap();
+
+    // Without a text and outside EVPN, FRR is not read at all.
+    let v = lane.view(&Scope::default());
+    assert!(v.is_complete() && v.frr.evpn_vrfs.is_empty(), "{v:?}");
+    lane.settled().await;
+    assert!(
+        log(dir.path(), "vtysh").is_empty(),
+        "{:?}",
+        log(dir.path(), "vtysh")
+    );
+
+    let first = lane.view(&evpn_scope());
+    assert!(first.frr.unknown, "not read yet: {first:?}");
+    lane.settled().await;
+    let v = lane.view(&evpn_scope());
+    assert!(v.is_complete(), "{v:?}");
+    assert_eq!(
+        v.frr.evpn_vrfs.keys().copied().collect::<Vec<_>>(),
+        [1001],
+        "{v:?}"
+    );
+    assert_eq!(v.frr.evpn_vrfs[&1001].asn.as_deref(), Some("64999"));
+    assert!(v.frr.has_our_config, "no lines of ours to lack");
+    assert_eq!(
+        log(dir.path(), "vtysh"),
+        ["-c show running-config"],
+        "one read"
+    );
+
+    // A scope with lines of ours reads them; the EVPN VRFs come with it,
+    // and an EVPN scope without lines (our text known applied) takes that
+    // read as it is, without running vtysh again.
+    let ours = Scope {
+        frr_lines: vec!["router bgp 64999 vrf bgp-vrf".into()],
+        evpn: true,
+        ..Scope::default()
+    };
+    lane.view(&ours);
+    lane.settled().await;
+    let v = lane.view(&ours);
+    assert!(!v.frr.unknown && !v.frr.has_our_config, "{v:?}");
+    assert!(v.frr.evpn_vrfs.contains_key(&1001), "{v:?}");
+    let reads = log(dir.path(), "vtysh").len();
+    let v = lane.view(&evpn_scope());
+    assert!(
+        v.is_complete() && v.frr.evpn_vrfs.contains_key(&1001),
+        "{v:?}"
+    );
+    assert_eq!(log(dir.path(), "vtysh").len(), reads, "no read for it");
+}
+
+#[tokio::test]
+async fn remove_frr_runs_vtysh_f_with_its_text_and_frr_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let vtysh = stateful_vtysh(dir.path(), EVPN_RUNNING);
+    let lane = CommandLane::start(config(dir.path(), OFCTL, &vtysh)).unwrap();
+    lane.view(&evpn_scope());
+    lane.settled().await;
+    assert!(lane.view(&evpn_scope()).frr.evpn_vrfs.contains_key(&1001));
+
+    let removal = "\nno vrf vrf-1001\nno router bgp 64999 vrf vrf-1001\n".to_string();
+    lane.submit([Op::RemoveFrr {
+        config: removal.clone(),
+    }]);
+    let during = lane.view(&evpn_scope());
+    assert!(during.frr.unknown, "unknown while the removal is queued");
+    lane.settled().await;
+
+    let outcomes = lane.take_outcomes();
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    assert!(outcomes[0].result.is_ok(), "{outcomes:?}");
+    let runs = log(dir.path(), "vtysh");
+    let applied = runs
+        .iter()
+        .position(|r| r.starts_with("-f "))
+        .expect("vtysh -f ran");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("running.applied")).unwrap(),
+        removal,
+        "the file vtysh -f got holds the removal text"
+    );
+    assert!(
+        runs[applied + 1..]
+            .iter()
+            .any(|r| r == "-c show running-config"),
+        "read again after the removal: {runs:?}"
+    );
+    // The read after it is the lane's own: the next view knows at once.
+    let reads = runs.len();
+    let v = lane.view(&evpn_scope());
+    assert!(v.is_complete(), "{v:?}");
+    assert!(v.frr.evpn_vrfs.is_empty(), "{v:?}");
+    assert_eq!(log(dir.path(), "vtysh").len(), reads);
+}

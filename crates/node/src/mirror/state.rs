@@ -113,6 +113,14 @@ impl MirrorState {
         self.by_name.get(dev).copied()
     }
 
+    /// The VRF devices mirrored, with their tables.
+    pub fn vrf_tables(&self) -> impl Iterator<Item = (&DevName, u32)> {
+        self.links
+            .values()
+            .filter(|e| e.link.kind == "vrf")
+            .filter_map(|e| Some((&e.name, e.link.vrf_table?)))
+    }
+
     /// The mirrored state, with routes only of `tables`.
     pub fn read(&self, tables: &BTreeSet<u32>) -> MirrorView {
         let name = |i: &Option<u32>| i.and_then(|i| self.links.get(&i)).map(|l| l.name.clone());
@@ -520,6 +528,26 @@ mod tests {
         s.apply(&RouteNetlinkMessage::DelRoute(second), false);
         assert!(s.read(&tables(&[200])).routes.is_empty());
         assert!(!s.stale.any());
+    }
+
+    #[test]
+    fn vrf_devices_are_listed_with_their_tables() {
+        use rtnetlink::packet_route::link::{InfoKind, InfoVrf};
+        let mut s = mirror();
+        let vrf = |index, name: &str, table| {
+            let RouteNetlinkMessage::NewLink(mut m) = link(index, name, true) else {
+                unreachable!()
+            };
+            m.attributes.push(LinkAttribute::LinkInfo(vec![
+                LinkInfo::Kind(InfoKind::Vrf),
+                LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(table)])),
+            ]));
+            RouteNetlinkMessage::NewLink(m)
+        };
+        s.apply(&vrf(7, "vrf-1001", 1001), false);
+        s.apply(&vrf(8, "vrf-blue", 20), false);
+        let got: Vec<(DevName, u32)> = s.vrf_tables().map(|(n, t)| (n.clone(), t)).collect();
+        assert_eq!(got, [(dev("vrf-1001"), 1001), (dev("vrf-blue"), 20)]);
     }
 
     #[test]

@@ -160,6 +160,9 @@ impl Planner<'_> {
             let (LinkKind::Vxlan { .. }, Some(_)) = (&l.kind, &l.master) else {
                 continue;
             };
+            if !self.will_exist(&l.name) {
+                continue;
+            }
             let have = self.actual.links.get(&l.name).and_then(|a| a.bridge_port);
             if have != Some(BridgePort::EVPN) {
                 self.push(
@@ -172,6 +175,31 @@ impl Planner<'_> {
                     },
                 );
             }
+        }
+    }
+
+    /// The kernel local routes the desired state suppresses (the SB EVPN
+    /// driver's `lo-<vni>` addresses): deleted where they appear, after the
+    /// address that makes them (the kernel adds one per address).
+    pub(super) fn suppressed_local_routes(&mut self) {
+        let mut ops = Vec::new();
+        for s in &self.desired.suppressed_local_routes {
+            let table = self.resolve(&s.table);
+            for r in self.actual.routes.iter() {
+                if r.table == table
+                    && r.kind == obgp_netmodel::RouteType::Local
+                    && r.dst.map(|d| d.trunc()) == s.dst.map(|d| d.trunc())
+                    && r.dev == s.dev
+                {
+                    ops.push(Op::DelRoute {
+                        table_name: self.table_name(r.table),
+                        route: r.clone(),
+                    });
+                }
+            }
+        }
+        for op in ops {
+            self.push(Group::Withdraw, rank::ROUTE, Some(Class::TenantVm), op);
         }
     }
 
@@ -259,6 +287,22 @@ impl Planner<'_> {
                     .any(|w| w.dev == n.dev && w.dst == n.dst)
             {
                 self.leftover(Group::Unwire, rank::NEIGHBOUR, Op::DelNeighbour(n.clone()));
+            }
+        }
+        // Proxy NDP entries of the gateways (on the mapped bridges or a
+        // VNI device) that the previous desired state declared or that sit
+        // on a device of the agent's VNIs.
+        let prev = self.previous;
+        for pn in &a.proxy_neighbours {
+            let on_ours = vrf_side.contains(&pn.dev);
+            let declared = prev.is_some_and(|p| p.proxy_neighbours.contains_key(pn));
+            let scope = on_ours || cleanup.bridges.contains(&pn.dev);
+            if scope && (on_ours || declared) && !d.proxy_neighbours.contains_key(pn) {
+                self.leftover(
+                    Group::Unwire,
+                    rank::PROXY,
+                    Op::DelProxyNeighbour(pn.clone()),
+                );
             }
         }
         // Devices of proven VNIs nothing wants.

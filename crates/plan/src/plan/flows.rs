@@ -62,6 +62,7 @@ impl Planner<'_> {
                             break;
                         }
                     },
+                    A::StripVlan => Some("strip_vlan".into()),
                     A::Normal => Some("NORMAL".into()),
                 };
                 match text {

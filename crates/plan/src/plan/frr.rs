@@ -63,10 +63,14 @@ impl Planner<'_> {
                 .iter()
                 .filter_map(|i| DevName::new(i).ok())
                 .collect();
+            // The VRF's veth end on the node: upstream names the SB one
+            // (`veth-vrf-<n>`) whether FRR has a stanza for it or not.
             if let Some(devs) = self.proven.get(vni) {
                 for p in &devs.ports {
-                    if frr.evpn_unplaced_interfaces.contains(p.as_str()) && !interfaces.contains(p)
-                    {
+                    let veth = names::vni_of_sb_veth(p.as_str()) == Some(*vni)
+                        || (names::is_nb_vrf_veth(p.as_str())
+                            && frr.evpn_unplaced_interfaces.contains(p.as_str()));
+                    if veth && !interfaces.contains(p) {
                         interfaces.push(p.clone());
                     }
                 }

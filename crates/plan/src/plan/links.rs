@@ -110,6 +110,21 @@ impl Planner<'_> {
                     continue;
                 }
                 None => {
+                    // zebra must know the VNI as an L3 VNI (the VRF's `vni`
+                    // line) before its VXLAN device appears: a device seen
+                    // first is taken as an L2 VNI, and the switch to L3 loses
+                    // the remote VTEPs' router-MAC entries (traffic
+                    // blackholes; FRR 8.4, docs/evpn.md). So the device waits
+                    // until FRR holds the text.
+                    let frr_ready = self.desired.frr_config.is_none()
+                        || (!self.actual.frr.unknown && self.actual.frr.has_our_config);
+                    if matches!(l.kind, LinkKind::Vxlan { .. }) && !frr_ready {
+                        self.skip(
+                            format!("link {}", l.name),
+                            "waiting for FRR to hold the VNI's VRF configuration",
+                        );
+                        continue;
+                    }
                     if let LinkKind::Vlan { parent, .. } = &l.kind {
                         if !self.will_exist(parent) {
                             self.skip(

@@ -80,6 +80,7 @@ pub fn plan_after(
     p.routes();
     p.neighbours();
     p.flows();
+    p.suppressed_local_routes();
     // Leftovers, kind by kind: withdrawals (O2 first), then unwiring.
     let owned_tables = p.owned_tables();
     p.address_leftovers();

@@ -112,6 +112,15 @@ impl fmt::Display for Plan {
                 writeln!(f, "  {w}")?;
             }
         }
+        // What vtysh would be given, line by line (blank lines dropped).
+        for op in self.ops() {
+            if let Op::ApplyFrr { config } | Op::RemoveFrr { config } = op {
+                writeln!(f, "frr text ({op}):")?;
+                for line in config.lines().filter(|l| !l.trim().is_empty()) {
+                    writeln!(f, "  | {line}")?;
+                }
+            }
+        }
         Ok(())
     }
 }

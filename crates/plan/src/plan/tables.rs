@@ -66,13 +66,24 @@ impl Planner<'_> {
             .into_iter()
             .map(|(n, _)| n)
             .collect();
-        used.insert(d.vrf_table);
-        if let Some(name) = self.actual.rt_tables.name_of(d.vrf_table) {
-            // The agent never names the VRF's table; whoever did uses it too.
-            self.warnings.push(format!(
-                "/etc/iproute2/rt_tables names table {} {name:?}, which is bgp_vrf_table_id: the VRF's routes share that table",
-                d.vrf_table
-            ));
+        // The EVPN modes have no bgp-vrf: their VRF tables are the VNIs.
+        if d.evpn.is_none() {
+            used.insert(d.vrf_table);
+            if let Some(name) = self.actual.rt_tables.name_of(d.vrf_table) {
+                // The agent never names the VRF's table; whoever did uses it too.
+                self.warnings.push(format!(
+                    "/etc/iproute2/rt_tables names table {} {name:?}, which is bgp_vrf_table_id: the VRF's routes share that table",
+                    d.vrf_table
+                ));
+            }
+        }
+        for vni in &d.evpn_vnis {
+            used.insert(*vni);
+            if let Some(name) = self.actual.rt_tables.name_of(*vni) {
+                self.warnings.push(format!(
+                    "/etc/iproute2/rt_tables names table {vni} {name:?}, which is VNI {vni}'s VRF table: the VRF's routes share that table"
+                ));
+            }
         }
         for b in bridges {
             if let Some(n) = self.actual.rt_tables.lookup(b.as_str()) {

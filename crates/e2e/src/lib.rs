@@ -13,6 +13,7 @@ use obgp_testbed::frr::{FrrPair, FrrPairOptions};
 use obgp_testbed::ovsdb::{run, transact_cli, Cluster, OvsdbServer};
 use serde_json::Value;
 
+pub mod evpn;
 pub mod interrupt;
 pub mod python_node;
 use python_node::PythonWrite;
@@ -175,7 +176,7 @@ impl Nb {
 
 /// ovs-vswitchd (netdev datapath) in the node namespace on the local
 /// Open_vSwitch ovsdb-server; br-ex is its internal port (a tap) there.
-struct Vswitchd {
+pub(crate) struct Vswitchd {
     child: Child,
 }
 
@@ -189,8 +190,9 @@ impl Drop for Vswitchd {
 /// A running bench. Dropping it stops the agent daemon (if any), vswitchd,
 /// FRR, the ovsdb-servers and deletes the namespaces.
 pub struct Bench {
-    // drop order: daemon, vswitchd, FRR + namespaces, databases
-    daemon: Option<Child>,
+    // drop order: the agent (its daemon), vswitchd, FRR + namespaces, databases
+    /// How the bench runs the agent (its config files, its daemon).
+    pub agent: Agent,
     vswitchd: Option<Vswitchd>,
     /// The node router (in the node namespace) and the fabric peer.
     pub pair: FrrPair,
@@ -200,10 +202,6 @@ pub struct Bench {
     pub ovs: OvsdbServer,
     dir: PathBuf,
     ovs_run: PathBuf,
-    agent: PathBuf,
-    bgp_nic_kind: String,
-    /// The agent's config files, in order.
-    pub config_files: Vec<PathBuf>,
 }
 
 /// How to start a [`Bench`].
@@ -232,7 +230,7 @@ impl Bench {
     /// Established.
     pub fn start(dir: &Path, topology: &Value, opts: &BenchOptions) -> Result<Bench> {
         std::fs::create_dir_all(dir)?;
-        let agent = agent_binary()?;
+        let binary = agent_binary()?;
         let nb = if opts.nb_cluster {
             Nb::Clustered(Cluster::start("ovn-nb.ovsschema").context("OVN_Northbound cluster")?)
         } else {
@@ -254,46 +252,31 @@ impl Bench {
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;
         let vswitchd = start_vswitchd(pair.node_netns(), &ovs, &ovs_run)?;
-        // A fresh rt_tables: the agent writes its br-ex entry there, never
-        // into the host's /etc/iproute2/rt_tables.
-        std::fs::copy("/etc/iproute2/rt_tables", dir.join("rt_tables")).or_else(|_| {
-            std::fs::write(
-                dir.join("rt_tables"),
-                "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
-            )
-            .map(|_| 0)
-        })?;
-        let conn = dir.join("connections.conf");
-        // Under TCG a vtysh spawn alone takes seconds (it loads FRR's YANG
-        // models), so the VM tier gives the commands far more than the 5 s
-        // a real node's defaults give them.
-        let deadlines = "vtysh_timeout = 60\novs_ofctl_timeout = 60";
-        std::fs::write(
-            &conn,
-            format!(
-                "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{deadlines}\n{}\n[ovn]\novn_nb_connection = {}\n",
-                ovs.unix_remote(),
-                opts.extra_default,
-                nb.connection()
-            ),
-        )?;
-        let bgp_nic_kind = if kernel_has_vrf_and_dummy() {
-            "dummy"
-        } else {
-            "ifb"
-        }
-        .to_string();
-        Ok(Bench {
+        fresh_rt_tables(dir)?;
+        let conn = write_connections(dir, &ovs, &nb.connection(), &opts.extra_default)?;
+        let agent = Agent {
+            netns: pair.node_netns().to_string(),
+            binary,
+            ovs_run: ovs_run.clone(),
+            config_files: vec![opts.config.clone(), conn],
+            dir: dir.to_path_buf(),
+            vty_dir: pair.node.vty_dir().to_path_buf(),
+            bgp_nic_kind: if kernel_has_vrf_and_dummy() {
+                "dummy"
+            } else {
+                "ifb"
+            }
+            .to_string(),
             daemon: None,
+        };
+        Ok(Bench {
+            agent,
             vswitchd: Some(vswitchd),
             pair,
             nb,
             ovs,
             dir: dir.to_path_buf(),
             ovs_run,
-            agent,
-            bgp_nic_kind,
-            config_files: vec![opts.config.clone(), conn],
         })
     }
 
@@ -307,113 +290,49 @@ impl Bench {
         self.pair.node_netns()
     }
 
-    /// The command line that runs the agent in the node namespace:
-    /// `ip netns exec NODE env OVS_RUNDIR=.. ovn-bgp-agent --config-file ..`.
+    /// The agent command line (see [`Agent::command`]).
     pub fn agent_command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", self.node_netns(), "env"])
-            .arg(format!("OVS_RUNDIR={}", self.ovs_run.display()))
-            .arg(&self.agent);
-        for f in &self.config_files {
-            c.arg("--config-file").arg(f);
-        }
-        c.arg("--rt-tables")
-            .arg(self.dir.join("rt_tables"))
-            .arg("--vty-socket")
-            .arg(self.pair.node.vty_dir())
-            .args(["--bgp-nic-kind", &self.bgp_nic_kind])
-            .args(args);
-        c
+        self.agent.command(args)
     }
 
-    /// The agent command line as a shell would show it (for the output).
+    /// The agent command line as a shell would show it.
     pub fn agent_command_line(&self, args: &[&str]) -> String {
-        let c = self.agent_command(args);
-        std::iter::once(c.get_program().to_string_lossy().into_owned())
-            .chain(c.get_args().map(|a| a.to_string_lossy().into_owned()))
-            .collect::<Vec<_>>()
-            .join(" ")
+        self.agent.command_line(args)
     }
 
     /// Runs the agent with `args` to completion.
     pub fn agent(&self, args: &[&str]) -> Result<Output> {
-        self.agent_command(args)
-            .stdin(Stdio::null())
-            .output()
-            .context("running ovn-bgp-agent")
+        self.agent.run(args)
     }
 
     /// Runs the agent with `args`, failing unless it exits 0; returns stdout.
     pub fn agent_ok(&self, args: &[&str]) -> Result<String> {
-        let out = self.agent(args)?;
-        if !out.status.success() {
-            bail!(
-                "ovn-bgp-agent {args:?} failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        self.agent.run_ok(args)
     }
 
     /// `plan` live against the databases and the node: the plan's text.
     pub fn plan(&self) -> Result<String> {
-        self.agent_ok(&["plan"])
+        self.agent.plan()
     }
 
     /// `plan --format json`: the number of ops (0 = converged).
     pub fn plan_op_count(&self) -> Result<usize> {
-        let text = self.agent_ok(&["plan", "--format", "json"])?;
-        let v: Value = serde_json::from_str(&text).with_context(|| format!("plan JSON: {text}"))?;
-        Ok(count_ops(&v))
+        self.agent.plan_op_count()
     }
 
-    /// Starts the agent daemon (no subcommand), logging to `agent.log` in the
-    /// bench directory.
+    /// Starts the agent daemon, logging to `agent.log` in the bench directory.
     pub fn start_daemon(&mut self) -> Result<()> {
-        self.stop_daemon()?;
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("agent.log"))?;
-        let child = self
-            .agent_command(&["--use-stderr"])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("starting the agent daemon")?;
-        self.daemon = Some(child);
-        Ok(())
+        self.agent.start_daemon()
     }
 
-    /// SIGTERMs the daemon and waits for it (SIGKILL after 30 s); returns
-    /// how long it took to exit.
+    /// SIGTERMs the daemon and waits for it; returns how long it took to exit.
     pub fn stop_daemon(&mut self) -> Result<Duration> {
-        let start = Instant::now();
-        if let Some(mut c) = self.daemon.take() {
-            // `ip netns exec` execs the agent, so this pid is the agent's.
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(c.id().to_string())
-                .status();
-            while c.try_wait()?.is_none() {
-                if start.elapsed() > Duration::from_secs(30) {
-                    let _ = c.kill();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        Ok(start.elapsed())
+        self.agent.stop_daemon()
     }
 
     /// SIGKILLs the daemon (a crash).
     pub fn kill_daemon(&mut self) {
-        if let Some(mut c) = self.daemon.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.agent.kill_daemon()
     }
 
     /// The process id of the bench's ovs-vswitchd (`ip netns exec` execs
@@ -445,7 +364,7 @@ impl Bench {
 
     /// The daemon's log so far.
     pub fn agent_log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
+        self.agent.log()
     }
 
     /// `ip -n NODE ARGS`.
@@ -569,6 +488,180 @@ impl Drop for Bench {
     }
 }
 
+/// The real `ovn-bgp-agent` binary as a bench runs it: in the node's
+/// namespace, with the bench's config files, rt_tables, FRR vty sockets and
+/// OVS run directory; its daemon (if started) logs to `agent.log` in `dir`.
+/// Dropping it stops the daemon.
+pub struct Agent {
+    netns: String,
+    binary: PathBuf,
+    ovs_run: PathBuf,
+    /// The agent's config files, in order (later files win).
+    pub config_files: Vec<PathBuf>,
+    dir: PathBuf,
+    vty_dir: PathBuf,
+    bgp_nic_kind: String,
+    daemon: Option<Child>,
+}
+
+impl Agent {
+    /// The command line that runs the agent in the node namespace:
+    /// `ip netns exec NODE env OVS_RUNDIR=.. ovn-bgp-agent --config-file ..`.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.netns, "env"])
+            .arg(format!("OVS_RUNDIR={}", self.ovs_run.display()))
+            .arg(&self.binary);
+        for f in &self.config_files {
+            c.arg("--config-file").arg(f);
+        }
+        c.arg("--rt-tables")
+            .arg(self.dir.join("rt_tables"))
+            .arg("--vty-socket")
+            .arg(&self.vty_dir)
+            .args(["--bgp-nic-kind", &self.bgp_nic_kind])
+            .args(args);
+        c
+    }
+
+    /// The agent command line as a shell would show it (for the output).
+    pub fn command_line(&self, args: &[&str]) -> String {
+        let c = self.command(args);
+        std::iter::once(c.get_program().to_string_lossy().into_owned())
+            .chain(c.get_args().map(|a| a.to_string_lossy().into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs the agent with `args` to completion.
+    pub fn run(&self, args: &[&str]) -> Result<Output> {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .context("running ovn-bgp-agent")
+    }
+
+    /// Runs the agent with `args`, failing unless it exits 0; returns stdout.
+    pub fn run_ok(&self, args: &[&str]) -> Result<String> {
+        let out = self.run(args)?;
+        if !out.status.success() {
+            bail!(
+                "ovn-bgp-agent {args:?} failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `plan` live against the databases and the node: the plan's text.
+    pub fn plan(&self) -> Result<String> {
+        self.run_ok(&["plan"])
+    }
+
+    /// `plan --format json`: the number of ops (0 = converged).
+    pub fn plan_op_count(&self) -> Result<usize> {
+        let text = self.run_ok(&["plan", "--format", "json"])?;
+        let v: Value = serde_json::from_str(&text).with_context(|| format!("plan JSON: {text}"))?;
+        Ok(count_ops(&v))
+    }
+
+    /// Starts the agent daemon (no subcommand), logging to `agent.log` in the
+    /// bench directory.
+    pub fn start_daemon(&mut self) -> Result<()> {
+        self.stop_daemon()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("agent.log"))?;
+        let child = self
+            .command(&["--use-stderr"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting the agent daemon")?;
+        self.daemon = Some(child);
+        Ok(())
+    }
+
+    /// SIGTERMs the daemon and waits for it (SIGKILL after 30 s); returns
+    /// how long it took to exit.
+    pub fn stop_daemon(&mut self) -> Result<Duration> {
+        let start = Instant::now();
+        if let Some(mut c) = self.daemon.take() {
+            // `ip netns exec` execs the agent, so this pid is the agent's.
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
+            while c.try_wait()?.is_none() {
+                if start.elapsed() > Duration::from_secs(30) {
+                    let _ = c.kill();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(start.elapsed())
+    }
+
+    /// SIGKILLs the daemon (a crash).
+    pub fn kill_daemon(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.stop_daemon();
+    }
+}
+
+/// A fresh `rt_tables` in `dir`: the agent writes its entries there, never
+/// into the host's /etc/iproute2/rt_tables.
+fn fresh_rt_tables(dir: &Path) -> Result<()> {
+    std::fs::copy("/etc/iproute2/rt_tables", dir.join("rt_tables")).or_else(|_| {
+        std::fs::write(
+            dir.join("rt_tables"),
+            "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
+        )
+        .map(|_| 0)
+    })?;
+    Ok(())
+}
+
+/// The agent's second config file, `connections.conf` in `dir`: the
+/// throwaway databases, VM-tier deadlines and `extra_default` lines.
+fn write_connections(
+    dir: &Path,
+    ovs: &OvsdbServer,
+    nb_connection: &str,
+    extra_default: &str,
+) -> Result<PathBuf> {
+    let conn = dir.join("connections.conf");
+    // Under TCG a vtysh spawn alone takes seconds (it loads FRR's YANG
+    // models), so the VM tier gives the commands far more than the 5 s
+    // a real node's defaults give them.
+    let deadlines = "vtysh_timeout = 60\novs_ofctl_timeout = 60";
+    std::fs::write(
+        &conn,
+        format!(
+            "# written by the e2e bench: the throwaway databases\n[DEFAULT]\novsdb_connection = {}\n{deadlines}\n{extra_default}\n[ovn]\novn_nb_connection = {nb_connection}\n",
+            ovs.unix_remote(),
+        ),
+    )?;
+    Ok(conn)
+}
+
 fn load_nb(nb: &Nb, topology: &Value) -> Result<()> {
     let rows = topology
         .get("OVN_Northbound")
@@ -578,7 +671,7 @@ fn load_nb(nb: &Nb, topology: &Value) -> Result<()> {
     Ok(())
 }
 
-fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<()> {
+pub(crate) fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<()> {
     let rows = topology
         .get(db)
         .with_context(|| format!("the topology has no {db} member"))?;
@@ -602,8 +695,16 @@ fn ensure_tun_device() -> Result<()> {
     Ok(())
 }
 
-fn start_vswitchd(netns: &str, ovs: &OvsdbServer, run_dir: &Path) -> Result<Vswitchd> {
+pub(crate) fn start_vswitchd(netns: &str, ovs: &OvsdbServer, run_dir: &Path) -> Result<Vswitchd> {
     ensure_tun_device()?;
+    // The run dir stands for a node's /var/run/openvswitch, where ovs-vsctl
+    // finds the database by default (the agent's ovs-vsctl calls, like
+    // upstream's, pass no --db).
+    let db_sock = run_dir.join("db.sock");
+    if !db_sock.exists() {
+        std::os::unix::fs::symlink(ovs.dir().join("db.sock"), &db_sock)
+            .with_context(|| format!("linking {} to the Open_vSwitch socket", db_sock.display()))?;
+    }
     let child = Command::new("ip")
         .args(["netns", "exec", netns, "env"])
         .arg(format!("OVS_RUNDIR={}", run_dir.display()))

@@ -10,15 +10,25 @@
 //! `vtysh -f`; vrf-1001 / br-1001 / vxlan-1001; the veth of the provider
 //! network in the VRF with the VM's host routes and permanent neighbours)
 //! and checks what the fabric sees.
+//!
+//! `agent_vrf_mode_exposes_an_annotated_network_over_evpn` is the whole
+//! thing: the real `ovn-bgp-agent` (`exposing_method = vrf`) in the node's
+//! namespace against real OVN_Northbound and Open_vSwitch databases
+//! (`obgp_e2e::evpn::EvpnBench`) with an annotated provider network builds
+//! the node's side itself; the test checks the fabric sees it, a ping
+//! crosses it, and removing the annotations takes all of it away again
+//! while foreign devices stay.
 
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
+use obgp_e2e::evpn::EvpnBench;
 use obgp_netmodel::frr::{add_vrf, AddVrf, RedistSource};
 use obgp_netmodel::DevName;
 use obgp_testbed::evpn::{
     create_vni_devices, EvpnFabric, EvpnFabricOptions, NODE_VTEP, VXLAN_PORT,
 };
+use serde_json::{json, Value};
 
 /// Bounds for the VM tier (TCG: ~10x slower CPU); only a failure waits this long.
 const LEARN: Duration = Duration::from_secs(60);
@@ -241,6 +251,415 @@ fn node_vrf_text_and_devices_give_type5_routes_and_traffic() -> Result<()> {
         &format!(
             "{VETH_VRF} deleted: the peer withdrew {VM6}/128 and {GATEWAY4}/32 ({:.1} s)",
             took.as_secs_f64()
+        ),
+    );
+    Ok(())
+}
+
+/// The chassis (OVS `external_ids:hostname`) the VM port is bound to.
+const CHASSIS: &str = "evpn-node";
+const PROVIDER_LS: &str = "neutron-11111111-1111-4111-8111-111111111111";
+const LOCALNET: &str = "provnet-22222222-2222-4222-8222-222222222222";
+const PATCH_EX: &str = "patch-provnet-22222222-2222-4222-8222-222222222222-to-br-int";
+const PATCH_INT: &str = "patch-br-int-to-provnet-22222222-2222-4222-8222-222222222222";
+/// The node end of the VM's veth, a port of br-ex.
+const VM_TAP: &str = "tapvm1";
+/// The annotations of the provider network (evpn-nb-vrf's, with the
+/// 64512:* route targets, see [`RT`]).
+const ANNOTATIONS: [(&str, &str); 7] = [
+    ("neutron_bgpvpn:type", "l3"),
+    ("neutron_bgpvpn:vni", "1001"),
+    ("neutron_bgpvpn:as", "64999"),
+    ("neutron_bgpvpn:rd", "['64999:1001']"),
+    ("neutron_bgpvpn:rt", "['64512:1001']"),
+    ("neutron_bgpvpn:it", "['64512:2001']"),
+    ("neutron_bgpvpn:et", "['64512:3001']"),
+];
+/// Devices that are not the agent's, created before it starts: they must
+/// survive the EVPN teardown (docs/ownership.md, EVPN).
+const FOREIGN: [(&str, &[&str]); 3] = [
+    ("br-foo", &["type", "bridge"]),
+    ("vrf-blue", &["type", "vrf", "table", "77"]),
+    ("lo-1", &["type", "dummy"]),
+];
+
+/// The agent's config: the NB driver, `exposing_method = vrf`.
+fn agent_config() -> String {
+    format!(
+        "# the NB driver exposing through EVPN (tests/evpn.rs)
+[DEFAULT]
+driver = nb_ovn_bgp_driver
+exposing_method = vrf
+bgp_AS = {ASN}
+bgp_router_id = {NODE_VTEP}
+evpn_local_ip = {NODE_VTEP}
+evpn_udp_dstport = {VXLAN_PORT}
+expose_tenant_networks = false
+clear_vrf_routes_on_startup = false
+reconcile_interval = 300
+frr_reconcile_interval = 15
+ovsdb_connection_timeout = 30
+"
+    )
+}
+
+fn map(pairs: &[(&str, &str)]) -> Value {
+    json!([
+        "map",
+        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+    ])
+}
+
+/// The databases, in the shape of evpn-nb-vrf.json's `ovn` data: the
+/// annotated provider switch with its localnet port (physnet1) and a VM
+/// port bound here with DHCP options; br-ex (physnet1) and br-int on the
+/// netdev datapath, with the localnet patch ports ovn-controller would make.
+fn topology() -> Value {
+    let mut ls_ids = vec![("neutron:network_name", "public")];
+    ls_ids.extend(ANNOTATIONS);
+    let net = ("neutron:network_name", PROVIDER_LS);
+    json!({
+        "OVN_Northbound": {
+            "NB_Global": {"00000000-0000-4000-8000-0000000000a1": {}},
+            "DHCP_Options": {
+                "00000000-0000-4000-8000-0000000000d4": {
+                    "cidr": "172.24.4.0/24",
+                    "options": map(&[("router", GATEWAY4), ("server_id", GATEWAY4),
+                        ("server_mac", "fa:16:3e:00:00:01"), ("lease_time", "43200")]),
+                },
+                "00000000-0000-4000-8000-0000000000d6": {
+                    "cidr": "2001:db8::/64",
+                    "options": map(&[("dhcpv6_stateless", "true"),
+                        ("server_id", "fa:16:3e:00:00:01")]),
+                },
+            },
+            "Logical_Switch": {
+                "00000000-0000-4000-8000-0000000000b1": {
+                    "name": PROVIDER_LS,
+                    "external_ids": map(&ls_ids),
+                    "ports": ["set", [
+                        ["uuid", "00000000-0000-4000-8000-0000000000c1"],
+                        ["uuid", "00000000-0000-4000-8000-0000000000c2"],
+                    ]],
+                },
+            },
+            "Logical_Switch_Port": {
+                "00000000-0000-4000-8000-0000000000c1": {
+                    "name": LOCALNET,
+                    "type": "localnet",
+                    "addresses": "unknown",
+                    "options": map(&[("network_name", "physnet1"), ("mcast_flood", "false")]),
+                    "external_ids": map(&[net]),
+                },
+                "00000000-0000-4000-8000-0000000000c2": {
+                    "name": "77777777-7777-4777-8777-777777777777",
+                    "addresses": format!("{VM_MAC} {VM4} {VM6}"),
+                    "up": true,
+                    "options": map(&[("requested-chassis", CHASSIS)]),
+                    "external_ids": map(&[
+                        ("neutron:cidrs", &format!("{VM4}/24 {VM6}/64")),
+                        ("neutron:device_owner", "compute:nova"),
+                        ("neutron:host_id", CHASSIS),
+                        net,
+                    ]),
+                    "dhcpv4_options": ["uuid", "00000000-0000-4000-8000-0000000000d4"],
+                    "dhcpv6_options": ["uuid", "00000000-0000-4000-8000-0000000000d6"],
+                },
+            },
+        },
+        "Open_vSwitch": {
+            "Open_vSwitch": {
+                "00000000-0000-4000-8000-0000000000e0": {
+                    "bridges": ["set", [
+                        ["uuid", "00000000-0000-4000-8000-0000000000e1"],
+                        ["uuid", "00000000-0000-4000-8000-0000000000e2"],
+                    ]],
+                    "external_ids": map(&[
+                        ("hostname", CHASSIS),
+                        ("system-id", CHASSIS),
+                        ("ovn-bridge-mappings", "physnet1:br-ex"),
+                        ("ovn-encap-ip", NODE_VTEP),
+                        ("ovn-encap-type", "geneve"),
+                    ]),
+                },
+            },
+            "Bridge": {
+                "00000000-0000-4000-8000-0000000000e1": {
+                    "name": "br-ex", "datapath_type": "netdev",
+                    "ports": ["set", [
+                        ["uuid", "00000000-0000-4000-8000-0000000000f1"],
+                        ["uuid", "00000000-0000-4000-8000-0000000000f2"],
+                    ]],
+                },
+                "00000000-0000-4000-8000-0000000000e2": {
+                    "name": "br-int", "datapath_type": "netdev",
+                    "ports": ["set", [
+                        ["uuid", "00000000-0000-4000-8000-0000000000f3"],
+                        ["uuid", "00000000-0000-4000-8000-0000000000f4"],
+                    ]],
+                },
+            },
+            "Port": {
+                "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
+                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
+                "00000000-0000-4000-8000-0000000000f2": {"name": PATCH_EX,
+                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
+                "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
+                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
+                "00000000-0000-4000-8000-0000000000f4": {"name": PATCH_INT,
+                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
+            },
+            "Interface": {
+                "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
+                "00000000-0000-4000-8000-0000000001f2": {"name": PATCH_EX, "type": "patch",
+                    "options": map(&[("peer", PATCH_INT)])},
+                "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
+                "00000000-0000-4000-8000-0000000001f4": {"name": PATCH_INT, "type": "patch",
+                    "options": map(&[("peer", PATCH_EX)])},
+            },
+        },
+    })
+}
+
+/// Waits for `ok`, up to [`LEARN`]; the error names `what`.
+fn wait_until(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Duration> {
+    let t = Instant::now();
+    obgp_e2e::wait_for(what, LEARN, || Ok(ok()?.then_some(())))?;
+    Ok(t.elapsed())
+}
+
+/// What the agent did and would do, for a failure: its log and its
+/// `plan` against the node as it is now.
+fn agent_evidence(b: &EvpnBench) -> String {
+    let plan = b
+        .agent
+        .plan()
+        .unwrap_or_else(|e| format!("(plan failed: {e:#})"));
+    let frr = b
+        .fabric
+        .node
+        .vtysh("show running-config")
+        .unwrap_or_else(|e| format!("(vtysh failed: {e:#})"));
+    let flows = b
+        .flows_all("br-ex")
+        .unwrap_or_else(|e| format!("(ovs-ofctl failed: {e:#})"));
+    format!(
+        "--- agent log ({}) ---\n{}\n--- ovn-bgp-agent plan now ---\n{plan}\n--- node FRR running-config ---\n{frr}\n--- br-ex flows ---\n{flows}\n--- the path ---\n{}",
+        b.dir().join("agent.log").display(),
+        b.agent.log(),
+        b.fabric.path_evidence()
+    )
+}
+
+#[test]
+#[ignore = "vm tier: needs vrf and vxlan"]
+fn agent_vrf_mode_exposes_an_annotated_network_over_evpn() -> Result<()> {
+    let t0 = Instant::now();
+    println!("evpn: running in {}", where_we_run());
+    let dir = tempfile::Builder::new()
+        .prefix("obgp-evpn-agent-")
+        .tempdir_in("/tmp")?;
+    let mut b = EvpnBench::start(
+        dir.path(),
+        &topology(),
+        &EvpnFabricOptions {
+            vni: VNI,
+            asn: ASN,
+            route_targets: vec![RT.to_string()],
+        },
+        &agent_config(),
+    )?;
+    step(
+        t0,
+        "bench up: fabric Established, OVN_Northbound + Open_vSwitch loaded, vswitchd owns br-ex",
+    );
+    let result = agent_builds_and_removes_the_evpn_side(t0, &mut b);
+    result.with_context(|| agent_evidence(&b))
+}
+
+fn agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Result<()> {
+    for (name, kind) in FOREIGN {
+        let mut args = vec!["link", "add", name];
+        args.extend_from_slice(kind);
+        b.fabric.node_ip(&args)?;
+    }
+    let vm_ns = b
+        .fabric
+        .add_host(VM_TAP, VM_MAC, &format!("{VM4}/24"), GATEWAY4)?;
+    b.ovs_vsctl(&["add-port", "br-ex", VM_TAP])?;
+    let ln = b.nb_uuid("Logical_Switch_Port", LOCALNET)?;
+    let (veth_vrf, veth_ovs) = (format!("vrf{}", &ln[..11]), format!("ovs{}", &ln[..11]));
+    let vrf = format!("vrf-{VNI}");
+    let evpn_devices = [
+        vrf.clone(),
+        format!("br-{VNI}"),
+        format!("vxlan-{VNI}"),
+        veth_vrf.clone(),
+        veth_ovs.clone(),
+    ];
+    step(
+        t0,
+        &format!("node prepared: foreign br-foo, vrf-blue (table 77), lo-1; VM netns {vm_ns} on br-ex port {VM_TAP}; localnet {ln} -> {veth_vrf}/{veth_ovs}"),
+    );
+
+    println!(
+        "evpn: the agent's plan for the fresh node:\n$ {}\n{}",
+        b.agent.command_line(&["plan"]),
+        b.agent.plan()?
+    );
+    println!(
+        "evpn: netns {}: {}",
+        b.fabric.node_netns(),
+        b.agent.command_line(&["--use-stderr"])
+    );
+    b.agent.start_daemon()?;
+    step(t0, "agent daemon started (exposing_method = vrf)");
+
+    for prefix in [format!("{VM4}/32"), format!("{VM6}/128")] {
+        let took = b.fabric.wait_peer_type5(&prefix, true, LEARN)?;
+        check_type5(&b.fabric, &prefix)?;
+        step(
+            t0,
+            &format!("peer's l2vpn evpn table: [5] {prefix} rd {RD} RT {RT} {ET} VNI {VNI} next hop {NODE_VTEP} ({:.1} s)", took.as_secs_f64()),
+        );
+    }
+    let links = b.node_links()?;
+    for dev in &evpn_devices {
+        ensure!(
+            links.contains(dev),
+            "the agent did not create {dev}: {links:?}"
+        );
+    }
+    let ports = b.ovs_ports("br-ex")?;
+    ensure!(
+        ports.contains(&veth_ovs),
+        "{veth_ovs} is not a port of br-ex: {ports:?}"
+    );
+    step(
+        t0,
+        &format!(
+            "node: {} exist, {veth_ovs} is a port of br-ex (ports {ports:?})",
+            evpn_devices.join(", ")
+        ),
+    );
+    for dst in [VM4, VM6] {
+        let took = b.fabric.wait_peer_vrf_route(dst, true, LEARN)?;
+        step(
+            t0,
+            &format!(
+                "peer's {vrf} table: {dst} proto bgp ({:.1} s)",
+                took.as_secs_f64()
+            ),
+        );
+    }
+    let ping = b.fabric.ping_from_node_vrf(VM4, LEARN)?;
+    step(
+        t0,
+        &format!(
+            "ping from the node's {vrf} to {VM4} through {veth_vrf}, {veth_ovs} and br-ex: {}",
+            ping.lines()
+                .find(|l| l.contains("bytes from"))
+                .unwrap_or("replied")
+        ),
+    );
+    let ping = b.fabric.ping_from_peer_vrf(VM4, LEARN)?;
+    step(
+        t0,
+        &format!(
+            "ping from the peer's {vrf} to {VM4} (VM netns {vm_ns}) across the VXLAN, {veth_vrf} and br-ex: {}",
+            ping.lines()
+                .find(|l| l.contains("bytes from"))
+                .unwrap_or("replied")
+        ),
+    );
+    let took = wait_until("the agent's plan to converge (0 steps)", || {
+        Ok(b.agent.plan_op_count()? == 0)
+    })?;
+    step(
+        t0,
+        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
+    );
+    println!("evpn: br-ex cookie-999 flows:\n{}", b.flows("br-ex", 999)?);
+
+    let keys: Vec<&str> = ANNOTATIONS.iter().map(|(k, _)| *k).collect();
+    b.nb_delete_external_ids("Logical_Switch", PROVIDER_LS, &keys)?;
+    step(t0, "annotations removed from the provider Logical_Switch");
+    for prefix in [format!("{VM4}/32"), format!("{VM6}/128")] {
+        let took = b.fabric.wait_peer_type5(&prefix, false, LEARN)?;
+        step(
+            t0,
+            &format!("peer withdrew [5] {prefix} ({:.1} s)", took.as_secs_f64()),
+        );
+    }
+    for dst in [VM4, VM6] {
+        b.fabric.wait_peer_vrf_route(dst, false, LEARN)?;
+    }
+    step(t0, &format!("peer's {vrf} table: {VM4}, {VM6} gone"));
+    let took = wait_until("every EVPN device gone from the node", || {
+        let links = b.node_links()?;
+        Ok(evpn_devices.iter().all(|d| !links.contains(d)))
+    })
+    .with_context(|| format!("node links: {:?}", b.node_links().unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "node: {} gone ({:.1} s)",
+            evpn_devices.join(", "),
+            took.as_secs_f64()
+        ),
+    );
+    // the OVS port, the flows and FRR's VRF go through the command lane
+    // (ovs-vsctl, ovs-ofctl, vtysh), after the devices
+    let lane_left = || -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        if b.ovs_ports("br-ex")?.contains(&veth_ovs) {
+            left.push(format!("{veth_ovs} is a port of br-ex"));
+        }
+        let flows = b.flows("br-ex", 999)?;
+        if flows.contains("cookie=0x3e7") {
+            left.push(format!("cookie-999 flows on br-ex: {}", flows.trim()));
+        }
+        let frr = b.fabric.node.vtysh("show running-config")?;
+        if frr.contains(&format!("vrf {vrf}")) {
+            left.push(format!("the node's FRR has {vrf}:\n{frr}"));
+        }
+        Ok(left)
+    };
+    let took = wait_until(
+        "the OVS port, the cookie-999 flows and FRR's VRF gone",
+        || Ok(lane_left()?.is_empty()),
+    )
+    .with_context(|| format!("left: {:#?}", lane_left().unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "{veth_ovs} off br-ex, no cookie-999 flows, FRR has no {vrf} ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("the agent's plan to converge again (0 steps)", || {
+        Ok(b.agent.plan_op_count()? == 0)
+    })?;
+    step(
+        t0,
+        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
+    );
+    let ports = b.ovs_ports("br-ex")?;
+    let links = b.node_links()?;
+    for (name, _) in FOREIGN {
+        ensure!(
+            links.iter().any(|l| l == name),
+            "the foreign {name} was deleted: {links:?}"
+        );
+    }
+    ensure!(
+        links.iter().any(|l| l == VM_TAP) && ports.iter().any(|p| p == VM_TAP),
+        "the VM's port {VM_TAP} went: links {links:?}, br-ex ports {ports:?}"
+    );
+    step(
+        t0,
+        &format!(
+            "foreign br-foo, vrf-blue, lo-1 and the VM's {VM_TAP} (a port of br-ex) still there"
         ),
     );
     Ok(())

@@ -344,43 +344,94 @@ impl EvpnFabric {
         }
     }
 
-    /// Pings `dst` from the peer's VRF (`busybox ping -I vrf-<vni>`: the
-    /// socket bound to the VRF, the source one of its addresses), one echo
-    /// per try until one is answered or `timeout` passes. Returns the last
-    /// ping's output. (The host has no iputils ping; busybox is a VM-tier
-    /// dependency anyway.)
+    /// Pings `dst` from the peer's VRF across the VXLAN ([`ping_in_vrf`]).
     pub fn ping_from_peer_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
-        let vrf = self.vrf();
-        let args = ["ping", "-c", "1", "-W", "2", "-I", &vrf, dst];
-        say(&format!(
-            "netns {}: busybox {}",
-            self.peer_netns(),
-            args.join(" ")
-        ));
-        let started = Instant::now();
-        loop {
-            let out = Command::new("ip")
-                .args(["netns", "exec", self.peer_netns(), "busybox"])
+        ping_in_vrf(self.peer_netns(), &self.vrf(), dst, timeout).map_err(|e| {
+            e.context(format!(
+                "peer {} routes: {:#?}",
+                self.vrf(),
+                self.peer_vrf_routes().unwrap_or_default()
+            ))
+        })
+    }
+
+    /// Pings `dst` from the node's `vrf-<vni>` (no VXLAN on the way: the
+    /// node's own side of the path, e.g. to a host behind the provider
+    /// bridge).
+    pub fn ping_from_node_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
+        ping_in_vrf(self.node_netns(), &self.vrf(), dst, timeout)
+    }
+
+    /// What the node and the peer know about the path, for a failure: their
+    /// neighbours on `br-<vni>`, FDB of `vxlan-<vni>`, VRF routes and the
+    /// links' counters, and the hosts' links and neighbours.
+    pub fn path_evidence(&self) -> String {
+        let vni = self.opts.vni;
+        let (vrf, br, vx) = (self.vrf(), format!("br-{vni}"), format!("vxlan-{vni}"));
+        let mut out = String::new();
+        let mut show = |ns: &str, program: &str, args: &[&str]| {
+            let text = Command::new("ip")
+                .args(["netns", "exec", ns, program])
                 .args(args)
                 .output()
-                .context("running busybox ping (apt package busybox-static)")?;
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            if out.status.success() {
-                return Ok(text);
-            }
-            if started.elapsed() > timeout {
-                bail!(
-                    "no echo reply from {dst} to the peer's {vrf} within {timeout:?}: {}\npeer {vrf} routes: {:#?}",
-                    text.trim(),
-                    self.peer_vrf_routes().unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(500));
+                .map(|o| {
+                    format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    )
+                })
+                .unwrap_or_else(|e| format!("({e})"));
+            out.push_str(&format!(
+                "$ netns {ns}: {program} {}\n{text}",
+                args.join(" ")
+            ));
+        };
+        for ns in [self.node_netns(), self.peer_netns()] {
+            show(ns, "ip", &["neigh", "show", "dev", &br]);
+            show(ns, "bridge", &["fdb", "show", "dev", &vx]);
+            show(ns, "ip", &["route", "show", "vrf", &vrf]);
+            show(ns, "ip", &["neigh", "show", "vrf", &vrf]);
+            show(ns, "ip", &["-br", "link"]);
         }
+        for h in &self.hosts {
+            show(&h.0, "ip", &["-s", "link", "show", "eth0"]);
+            show(&h.0, "ip", &["neigh"]);
+        }
+        out
+    }
+}
+
+/// Pings `dst` from VRF `vrf` in `netns` (`busybox ping -I <vrf>`: the
+/// socket bound to the VRF, the source one of its addresses), one echo per
+/// try until one is answered or `timeout` passes. Returns the last ping's
+/// output. (The host has no iputils ping; busybox is a VM-tier dependency
+/// anyway.)
+pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Result<String> {
+    let args = ["ping", "-c", "1", "-W", "2", "-I", vrf, dst];
+    say(&format!("netns {netns}: busybox {}", args.join(" ")));
+    let started = Instant::now();
+    loop {
+        let out = Command::new("ip")
+            .args(["netns", "exec", netns, "busybox"])
+            .args(args)
+            .output()
+            .context("running busybox ping (apt package busybox-static)")?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            return Ok(text);
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "no echo reply from {dst} to {vrf} in netns {netns} within {timeout:?}: {}",
+                text.trim()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
     }
 }
 

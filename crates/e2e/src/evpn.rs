@@ -1,0 +1,199 @@
+//! The EVPN bench: the real `ovn-bgp-agent` in the node namespace of an
+//! [`EvpnFabric`] (the node's FRR and a fabric VTEP's FRR, an iBGP `l2vpn
+//! evpn` session over a veth underlay), with real OVN_Northbound and
+//! Open_vSwitch ovsdb-servers and an ovs-vswitchd (userspace datapath)
+//! owning the provider bridge in that namespace. VM tier only: the agent
+//! builds vrf and vxlan devices.
+//!
+//! ```text
+//!  host: OVN_Northbound, Open_vSwitch ovsdb-servers (unix sockets)
+//!  node netns: ovs-vswitchd (br-ex, br-int), FRR node, ovn-bgp-agent
+//!              ── veth underlay ── peer netns: FRR fabric VTEP
+//!  VM netns(es): eth0 <-> a veth whose node end the test adds to br-ex
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions};
+use obgp_testbed::ovsdb::{run, OvsdbServer};
+use serde_json::{json, Value};
+
+use crate::{
+    agent_binary, fresh_rt_tables, kernel_has_vrf_and_dummy, load, start_vswitchd,
+    write_connections, Agent, Vswitchd,
+};
+
+/// A running EVPN bench. Dropping it stops the agent daemon, vswitchd, both
+/// FRRs (and deletes the namespaces), then the databases.
+pub struct EvpnBench {
+    // drop order: the agent, vswitchd, the fabric, the databases
+    /// The agent (its config files, its daemon).
+    pub agent: Agent,
+    vswitchd: Option<Vswitchd>,
+    /// The node's and the fabric VTEP's FRR, the namespaces, the hosts.
+    pub fabric: EvpnFabric,
+    /// OVN_Northbound.
+    pub nb: OvsdbServer,
+    /// The node's local Open_vSwitch database.
+    pub ovs: OvsdbServer,
+    dir: PathBuf,
+    ovs_run: PathBuf,
+}
+
+impl EvpnBench {
+    /// Starts everything below `dir`: the fabric (session Established),
+    /// the databases with `topology`'s `OVN_Northbound` and `Open_vSwitch`
+    /// rows, vswitchd in the node namespace (waiting for br-ex). The agent's
+    /// config is `config` (written to `bgp-agent.conf`) followed by the
+    /// bench's connections file. The agent is not started.
+    pub fn start(
+        dir: &Path,
+        topology: &Value,
+        fabric: &EvpnFabricOptions,
+        config: &str,
+    ) -> Result<EvpnBench> {
+        std::fs::create_dir_all(dir)?;
+        let binary = agent_binary()?;
+        let nb = OvsdbServer::start("ovn-nb.ovsschema").context("OVN_Northbound ovsdb-server")?;
+        load(&nb, topology, "OVN_Northbound")?;
+        let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
+        load(&ovs, topology, "Open_vSwitch")?;
+        let fabric = EvpnFabric::start(&dir.join("fabric"), fabric).context("the EVPN fabric")?;
+        let ovs_run = dir.join("ovs-run");
+        std::fs::create_dir_all(&ovs_run)?;
+        let vswitchd = start_vswitchd(fabric.node_netns(), &ovs, &ovs_run)?;
+        println!(
+            "evpn-bench: OVN_Northbound {} and Open_vSwitch {} ovsdb-servers on the host; ovs-vswitchd (netdev datapath, run dir {}) in netns {}",
+            nb.unix_remote(),
+            ovs.unix_remote(),
+            ovs_run.display(),
+            fabric.node_netns()
+        );
+        fresh_rt_tables(dir)?;
+        let main_conf = dir.join("bgp-agent.conf");
+        std::fs::write(&main_conf, config)?;
+        let conn = write_connections(dir, &ovs, &nb.unix_remote(), "")?;
+        let agent = Agent {
+            netns: fabric.node_netns().to_string(),
+            binary,
+            ovs_run: ovs_run.clone(),
+            config_files: vec![main_conf, conn],
+            dir: dir.to_path_buf(),
+            vty_dir: fabric.node.vty_dir().to_path_buf(),
+            bgp_nic_kind: if kernel_has_vrf_and_dummy() {
+                "dummy"
+            } else {
+                "ifb"
+            }
+            .to_string(),
+            daemon: None,
+        };
+        Ok(EvpnBench {
+            agent,
+            vswitchd: Some(vswitchd),
+            fabric,
+            nb,
+            ovs,
+            dir: dir.to_path_buf(),
+            ovs_run,
+        })
+    }
+
+    /// The bench's directory (configs, rt_tables, agent.log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `ovs-vsctl ARGS` on the bench's Open_vSwitch database (waits for
+    /// vswitchd to apply it, as ovs-vsctl does), printed.
+    pub fn ovs_vsctl(&self, args: &[&str]) -> Result<String> {
+        println!("evpn-bench: ovs-vsctl {}", args.join(" "));
+        self.ovs_vsctl_quiet(args)
+    }
+
+    fn ovs_vsctl_quiet(&self, args: &[&str]) -> Result<String> {
+        run(Command::new("ovs-vsctl")
+            .arg(format!("--db={}", self.ovs.unix_remote()))
+            .args(["--timeout", "60"])
+            .args(args))
+    }
+
+    /// The ports of OVS bridge `bridge`.
+    pub fn ovs_ports(&self, bridge: &str) -> Result<Vec<String>> {
+        Ok(self
+            .ovs_vsctl_quiet(&["list-ports", bridge])?
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// `ovs-ofctl dump-flows --no-stats BRIDGE cookie=C/-1`.
+    pub fn flows(&self, bridge: &str, cookie: u32) -> Result<String> {
+        run(Command::new("ovs-ofctl")
+            .env("OVS_RUNDIR", &self.ovs_run)
+            .args(["dump-flows", "--no-stats", bridge])
+            .arg(format!("cookie={cookie}/-1")))
+    }
+
+    /// Every flow of `bridge` (`ovs-ofctl dump-flows`, with counters).
+    pub fn flows_all(&self, bridge: &str) -> Result<String> {
+        run(Command::new("ovs-ofctl")
+            .env("OVS_RUNDIR", &self.ovs_run)
+            .args(["dump-flows", bridge]))
+    }
+
+    /// `ip -n NODE -j ARGS`, parsed.
+    pub fn node_json(&self, args: &[&str]) -> Result<Vec<Value>> {
+        let mut all = vec!["-n", self.fabric.node_netns(), "-j"];
+        all.extend_from_slice(args);
+        let text = crate::ip(&all)?;
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        serde_json::from_str(&text).with_context(|| format!("ip {args:?}: {text}"))
+    }
+
+    /// The names of the node namespace's links.
+    pub fn node_links(&self) -> Result<Vec<String>> {
+        Ok(self
+            .node_json(&["link", "show"])?
+            .iter()
+            .filter_map(|l| l["ifname"].as_str().map(str::to_string))
+            .collect())
+    }
+
+    /// The `_uuid` of the row of NB `table` whose `name` is `name`.
+    pub fn nb_uuid(&self, table: &str, name: &str) -> Result<String> {
+        let r = self.nb.transact(&[json!({
+            "op": "select", "table": table,
+            "where": [["name", "==", name]], "columns": ["_uuid"],
+        })])?;
+        r[0]["rows"][0]["_uuid"][1]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("no {table} row named {name}: {r:?}"))
+    }
+
+    /// Deletes the keys `keys` from the `external_ids` of the NB `table` row
+    /// named `name` (one transaction), printed.
+    pub fn nb_delete_external_ids(&self, table: &str, name: &str, keys: &[&str]) -> Result<()> {
+        println!(
+            "evpn-bench: OVN_Northbound {table} {name}: external_ids delete {}",
+            keys.join(", ")
+        );
+        self.nb.transact(&[json!({
+            "op": "mutate", "table": table, "where": [["name", "==", name]],
+            "mutations": [["external_ids", "delete", ["set", keys]]],
+        })])?;
+        Ok(())
+    }
+}
+
+impl Drop for EvpnBench {
+    fn drop(&mut self) {
+        let _ = self.agent.stop_daemon();
+        self.vswitchd.take();
+    }
+}

@@ -387,7 +387,7 @@ impl Reconciler {
             unreachable!("a successful compute leaves a result");
         };
         report.desired_time = t.elapsed();
-        report.exposed = desired.exposed.len();
+        report.exposed = desired.exposure_count();
 
         let t = Instant::now();
         let mut scope = self.scope(node);

@@ -192,6 +192,23 @@ fn link_scope(v6: bool) -> u8 {
 }
 
 impl Desired {
+    /// How many IPs and prefixes this node announces: the exposed IPs, or
+    /// in an EVPN mode the routes and `lo-<vni>` addresses of its VNIs
+    /// (`exposed` then only records the NB driver's decisions).
+    pub fn exposure_count(&self) -> usize {
+        match &self.evpn {
+            None => self.exposed.len(),
+            Some(e) => e
+                .vnis
+                .values()
+                .map(|v| {
+                    v.ports.iter().map(|p| p.routes.len()).sum::<usize>()
+                        + v.lo.as_ref().map_or(0, |(_, ips)| ips.len())
+                })
+                .sum(),
+        }
+    }
+
     /// Flattens into the node objects the planner diffs against the node.
     pub fn to_node(&self) -> DesiredNode {
         if let Some(evpn) = &self.evpn {

@@ -42,6 +42,10 @@ fn main() -> ExitCode {
                 || matches!(
                     e.downcast_ref::<obgp_plan::PlanError>(),
                     Some(obgp_plan::PlanError::ForeignDevice { .. })
+                )
+                || matches!(
+                    e.downcast_ref::<obgp_desired::DesiredError>(),
+                    Some(obgp_desired::DesiredError::BadConfig { .. })
                 );
             ExitCode::from(if invalid { EXIT_INVALID } else { EXIT_FAILURE })
         }

@@ -196,6 +196,24 @@ fn commands_refuse_an_unimplemented_driver_with_exit_1() {
 }
 
 #[test]
+fn the_vrf_mode_without_evpn_local_ip_exits_2_naming_the_option() {
+    let s = path(&sample()).to_string();
+    let env = [
+        ("OVN_BGP_AGENT_DEFAULT__DRIVER", "nb_ovn_bgp_driver"),
+        ("OVN_BGP_AGENT_DEFAULT__EXPOSING_METHOD", "vrf"),
+    ];
+    for args in [
+        &["--config-file", &s, "reconcile", "--once"][..],
+        &["--config-file", &s][..],
+    ] {
+        let out = agent(args, &env);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(said.contains("evpn_local_ip"), "{args:?}: {said}");
+    }
+}
+
+#[test]
 fn the_daemon_logs_why_it_cannot_run_and_exits_1_logging_to_stdout_by_default() {
     let out = agent(&["--config-file", path(&sample())], &[UNIMPLEMENTED_DRIVER]);
     assert_eq!(out.status.code(), Some(1));

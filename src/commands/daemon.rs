@@ -59,7 +59,13 @@ pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // Logged (not only printed) so it lands where the operator's logs go.
             tracing::error!("ovn-bgp-agent cannot run: {e}");
-            Ok(ExitCode::from(crate::EXIT_FAILURE))
+            // A configuration that cannot work here is invalid configuration.
+            let code = if e.is_config_error() {
+                crate::EXIT_INVALID
+            } else {
+                crate::EXIT_FAILURE
+            };
+            Ok(ExitCode::from(code))
         }
     }
 }

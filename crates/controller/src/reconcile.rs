@@ -42,9 +42,15 @@ impl ReconcileError {
     }
 
     /// The configuration names a device of the node the agent must not
-    /// touch ([`PlanError::ForeignDevice`]).
+    /// touch ([`PlanError::ForeignDevice`]), or a value the driver cannot
+    /// use ([`DesiredError::BadConfig`], e.g. `exposing_method = vrf`
+    /// without `evpn_local_ip`).
     pub fn is_config_error(&self) -> bool {
-        matches!(self, ReconcileError::Plan(PlanError::ForeignDevice { .. }))
+        matches!(
+            self,
+            ReconcileError::Plan(PlanError::ForeignDevice { .. })
+                | ReconcileError::Desired(DesiredError::BadConfig { .. })
+        )
     }
 }
 

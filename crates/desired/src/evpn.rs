@@ -540,19 +540,24 @@ pub(crate) fn nb_networks(
             ));
             continue;
         };
-        let mut frr_text = add_vrf(&AddVrf {
-            vrf,
-            vni: vpn.vni,
-            // The annotation's AS is not used (upstream neither): FRR
-            // keeps a VRF's BGP instance under the AS it was created with,
-            // so a node taken over from the Python agent must keep bgp_AS.
-            asn: asn.clone(),
-            redistribute: vec![RedistSource::Connected, RedistSource::Kernel],
-            rd,
-            route_targets: vpn.route_targets.clone(),
-            import_targets: vpn.import_targets.clone(),
-            export_targets: vpn.export_targets.clone(),
-        });
+        let row = format!("{} {}", LogicalSwitch::TABLE, ls.uuid);
+        let mut frr_text = add_vrf_text(
+            &AddVrf {
+                vrf,
+                vni: vpn.vni,
+                // The annotation's AS is not used (upstream neither): FRR
+                // keeps a VRF's BGP instance under the AS it was created with,
+                // so a node taken over from the Python agent must keep bgp_AS.
+                asn: asn.clone(),
+                redistribute: vec![RedistSource::Connected, RedistSource::Kernel],
+                rd,
+                route_targets: vpn.route_targets.clone(),
+                import_targets: vpn.import_targets.clone(),
+                export_targets: vpn.export_targets.clone(),
+            },
+            &row,
+            notes,
+        );
         // The DHCP options of the network's ports: router IPs on the VRF
         // end (so OVN can reach its gateway there), IPv6 subnets announced
         // by FRR's router advertisements.
@@ -609,6 +614,33 @@ pub(crate) fn nb_networks(
         });
     }
     out
+}
+
+/// The add-vrf text of a VNI, with a note for each route target FRR will
+/// not keep: one equal to FRR's automatic `<AS>:<VNI>` is refused as
+/// already configured, and an explicit export then replaces the automatic
+/// one (FRR 8.4; docs/evpn.md, "Known limits"). The text stays upstream's.
+pub(crate) fn add_vrf_text(v: &AddVrf, row: &str, notes: &mut Vec<String>) -> String {
+    let auto = v
+        .asn
+        .as_str()
+        .parse::<u32>()
+        .ok()
+        .map(|asn| RouteDistinguisher::As { asn, number: v.vni });
+    let all = v
+        .route_targets
+        .iter()
+        .chain(&v.import_targets)
+        .chain(&v.export_targets);
+    for rt in all {
+        if Some(*rt) == auto {
+            notes.push(format!(
+                "{row}: route target {rt} is FRR's automatic one for VNI {}: FRR refuses it, and an explicit export target replaces the automatic one",
+                v.vni
+            ));
+        }
+    }
+    add_vrf(v)
 }
 
 /// The VRF end's ARP/NDP addresses: upstream passes the VLAN tag as the

@@ -20,7 +20,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_config::Config;
-use obgp_netmodel::frr::{add_vrf, AddVrf, Asn, RedistSource, RouteDistinguisher};
+use obgp_netmodel::frr::{AddVrf, Asn, RedistSource, RouteDistinguisher};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, ProxyNeighbour, Sysctl};
 use obgp_ovn::{BgpVpn, PbMac, PbType, PortBinding, Snapshot};
@@ -207,18 +207,22 @@ fn gateway_vni(
             }
         },
     };
-    let frr_text = add_vrf(&AddVrf {
-        vrf: vrf.clone(),
-        vni,
-        asn,
-        redistribute: vec![RedistSource::Connected],
-        rd,
-        // Upstream's SB driver never reads these; the annotations are the
-        // same networking-bgpvpn keys as the NB mode's (docs/evpn.md).
-        route_targets: vpn.route_targets.clone(),
-        import_targets: vpn.import_targets.clone(),
-        export_targets: vpn.export_targets.clone(),
-    });
+    let frr_text = crate::evpn::add_vrf_text(
+        &AddVrf {
+            vrf: vrf.clone(),
+            vni,
+            asn,
+            redistribute: vec![RedistSource::Connected],
+            rd,
+            // Upstream's SB driver never reads these; the annotations are the
+            // same networking-bgpvpn keys as the NB mode's (docs/evpn.md).
+            route_targets: vpn.route_targets.clone(),
+            import_targets: vpn.import_targets.clone(),
+            export_targets: vpn.export_targets.clone(),
+        },
+        &row,
+        notes,
+    );
 
     // The gateway IPs through the connection, with the gateway's MAC.
     let mut routes: Vec<EvpnRoute> = gw_nets

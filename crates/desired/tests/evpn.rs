@@ -202,7 +202,11 @@ fn nb_a_bad_route_distinguisher_skips_that_network_with_a_note() {
 fn nb_vrf_mode_has_no_bgp_vrf_and_no_vrf_leak() {
     let sc = scenario("evpn-nb-vrf");
     let db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
-    let (n, _) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    let (n, notes) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    // rt ['64999:1001'] is FRR's automatic target for VNI 1001: said once.
+    let auto: Vec<&String> = notes.iter().filter(|m| m.contains("automatic one")).collect();
+    assert_eq!(auto.len(), 1, "{notes:?}");
+    assert!(auto[0].contains("Logical_Switch") && auto[0].contains("64999:1001"));
     assert!(n.announce_dev.is_none());
     assert!(!links(&n).iter().any(|l| l == "bgp-vrf" || l == "bgp-nic"));
     let text = n.frr_config.unwrap();

@@ -204,7 +204,10 @@ fn nb_vrf_mode_has_no_bgp_vrf_and_no_vrf_leak() {
     let db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
     let (n, notes) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
     // rt ['64999:1001'] is FRR's automatic target for VNI 1001: said once.
-    let auto: Vec<&String> = notes.iter().filter(|m| m.contains("automatic one")).collect();
+    let auto: Vec<&String> = notes
+        .iter()
+        .filter(|m| m.contains("automatic one"))
+        .collect();
     assert_eq!(auto.len(), 1, "{notes:?}");
     assert!(auto[0].contains("Logical_Switch") && auto[0].contains("64999:1001"));
     assert!(n.announce_dev.is_none());
@@ -223,4 +226,55 @@ fn nb_vrf_mode_has_no_bgp_vrf_and_no_vrf_leak() {
         .ovs_ports
         .iter()
         .any(|p| p.bridge.as_str() == "br-ex" && p.name.as_str() == "ovsdd3b5a95-aa"));
+}
+
+#[test]
+fn sb_on_a_vlan_network_the_vrf_end_is_the_tagged_internal_port_vlan_vni() {
+    let sc = scenario("evpn-sb-basic");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    update(
+        &mut db,
+        "provnet-22222222-2222-4222-8222-222222222222",
+        "Port_Binding",
+        "logical_port",
+        json!({"tag": 100}),
+    );
+    let (n, _) = node(&db, &config(&sc, json!({})), &NodeFacts::default());
+    let port = n.ovs_ports.iter().next().expect("one OVS port");
+    assert_eq!(
+        (
+            port.bridge.as_str(),
+            port.name.as_str(),
+            port.tag,
+            port.internal
+        ),
+        ("br-ex", "vlan-1001", Some(100), true)
+    );
+    assert!(
+        !links(&n).iter().any(|l| l.starts_with("veth")),
+        "{:?}",
+        links(&n)
+    );
+    let vlan = n
+        .links
+        .iter()
+        .find(|l| l.name.as_str() == "vlan-1001")
+        .unwrap();
+    assert_eq!(vlan.master.as_ref().map(|m| m.as_str()), Some("vrf-1001"));
+    // Proxy NDP on the VLAN port, its sysctl, and the VLAN stripped on the
+    // way into the VXLAN.
+    assert!(n
+        .proxy_neighbours
+        .keys()
+        .any(|p| p.dev.as_str() == "vlan-1001"));
+    assert!(n
+        .sysctls
+        .iter()
+        .any(|s| s.key == "net.ipv6.conf.vlan-1001.proxy_ndp"));
+    let flow = n.flows.iter().find(|f| f.cookie == 998).unwrap();
+    assert!(flow.actions.contains(&obgp_netmodel::FlowAction::StripVlan));
+    assert_eq!(
+        flow.actions.last(),
+        Some(&obgp_netmodel::FlowAction::Output("vlan-1001".into()))
+    );
 }

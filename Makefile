@@ -41,9 +41,9 @@ check-pure:
 	@scripts/check-pure-crates.sh
 
 ## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)
-## on this kernel, the conformance runners, then the VM tier for what this
-## kernel lacks (vrf, dummy, 802.1q).
-test: deps test-unit test-conformance test-vm
+## on this kernel, the conformance runners, the short soak, then the VM tier
+## for what this kernel lacks (vrf, dummy, 802.1q, vxlan).
+test: deps test-unit test-conformance soak-short test-vm
 
 test-unit:
 	$(CARGO) test --workspace --locked --no-fail-fast
@@ -67,9 +67,10 @@ bench:
 	$(CARGO) bench --workspace --locked
 
 # The soak benchmark's short version (docs/soak.md): 2000 ports, 60 s of
-# churn, then the end checks; about 2 minutes with a warm build. Root.
+# churn, then the end checks; about 2 minutes. Built with the dev profile,
+# so in `make test` it reuses the test build instead of a release one. Root.
 soak-short: deps
-	$(CARGO) bench -p obgp-controller --locked --bench soak -- 2000 duration=60
+	$(CARGO) bench --profile dev -p obgp-controller --locked --bench soak -- 2000 duration=60
 
 clean:
 	$(CARGO) clean

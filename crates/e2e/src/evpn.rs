@@ -1,12 +1,13 @@
 //! The EVPN bench: the real `ovn-bgp-agent` in the node namespace of an
 //! [`EvpnFabric`] (the node's FRR and a fabric VTEP's FRR, an iBGP `l2vpn
-//! evpn` session over a veth underlay), with real OVN_Northbound and
-//! Open_vSwitch ovsdb-servers and an ovs-vswitchd (userspace datapath)
-//! owning the provider bridge in that namespace. VM tier only: the agent
-//! builds vrf and vxlan devices.
+//! evpn` session over a veth underlay), with real OVN_Northbound,
+//! OVN_Southbound (when the topology has rows for it) and Open_vSwitch
+//! ovsdb-servers and an ovs-vswitchd (userspace datapath) owning the
+//! provider bridge in that namespace. VM tier only: the agent builds vrf
+//! and vxlan devices.
 //!
 //! ```text
-//!  host: OVN_Northbound, Open_vSwitch ovsdb-servers (unix sockets)
+//!  host: OVN_Northbound, [OVN_Southbound,] Open_vSwitch ovsdb-servers (unix sockets)
 //!  node netns: ovs-vswitchd (br-ex, br-int), FRR node, ovn-bgp-agent
 //!              ── veth underlay ── peer netns: FRR fabric VTEP
 //!  VM netns(es): eth0 <-> a veth whose node end the test adds to br-ex
@@ -15,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions};
 use obgp_testbed::ovsdb::{run, OvsdbServer};
 use serde_json::{json, Value};
@@ -36,6 +37,10 @@ pub struct EvpnBench {
     pub fabric: EvpnFabric,
     /// OVN_Northbound.
     pub nb: OvsdbServer,
+    /// OVN_Southbound, when the topology has an `OVN_Southbound` member;
+    /// the Open_vSwitch row's `external_ids:ovn-remote` names it, as
+    /// ovn-controller's node has it.
+    pub sb: Option<OvsdbServer>,
     /// The node's local Open_vSwitch database.
     pub ovs: OvsdbServer,
     dir: PathBuf,
@@ -45,9 +50,12 @@ pub struct EvpnBench {
 impl EvpnBench {
     /// Starts everything below `dir`: the fabric (session Established),
     /// the databases with `topology`'s `OVN_Northbound` and `Open_vSwitch`
-    /// rows, vswitchd in the node namespace (waiting for br-ex). The agent's
-    /// config is `config` (written to `bgp-agent.conf`) followed by the
-    /// bench's connections file. The agent is not started.
+    /// rows (and an OVN_Southbound server with its `OVN_Southbound` rows,
+    /// when it has that member), vswitchd in the node namespace (waiting
+    /// for br-ex). The agent's config is `config` (written to
+    /// `bgp-agent.conf`) followed by the bench's connections file (which
+    /// names OVN_Northbound; an SB driver ignores it and finds
+    /// OVN_Southbound through `ovn-remote`). The agent is not started.
     pub fn start(
         dir: &Path,
         topology: &Value,
@@ -60,6 +68,25 @@ impl EvpnBench {
         load(&nb, topology, "OVN_Northbound")?;
         let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
         load(&ovs, topology, "Open_vSwitch")?;
+        let sb = match topology.get("OVN_Southbound") {
+            None => None,
+            Some(_) => {
+                let sb = OvsdbServer::start("ovn-sb.ovsschema")
+                    .context("OVN_Southbound ovsdb-server")?;
+                load(&sb, topology, "OVN_Southbound")?;
+                ovs.transact(&[json!({
+                    "op": "mutate", "table": "Open_vSwitch", "where": [],
+                    "mutations": [["external_ids", "insert",
+                        ["map", [["ovn-remote", sb.unix_remote()]]]]],
+                })])
+                .context("setting external_ids:ovn-remote")?;
+                println!(
+                    "evpn-bench: OVN_Southbound ovsdb-server {} on the host (the Open_vSwitch row's external_ids:ovn-remote)",
+                    sb.unix_remote()
+                );
+                Some(sb)
+            }
+        };
         let fabric = EvpnFabric::start(&dir.join("fabric"), fabric).context("the EVPN fabric")?;
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;
@@ -95,6 +122,7 @@ impl EvpnBench {
             vswitchd: Some(vswitchd),
             fabric,
             nb,
+            sb,
             ovs,
             dir: dir.to_path_buf(),
             ovs_run,
@@ -179,16 +207,48 @@ impl EvpnBench {
     /// Deletes the keys `keys` from the `external_ids` of the NB `table` row
     /// named `name` (one transaction), printed.
     pub fn nb_delete_external_ids(&self, table: &str, name: &str, keys: &[&str]) -> Result<()> {
-        println!(
-            "evpn-bench: OVN_Northbound {table} {name}: external_ids delete {}",
-            keys.join(", ")
-        );
-        self.nb.transact(&[json!({
-            "op": "mutate", "table": table, "where": [["name", "==", name]],
-            "mutations": [["external_ids", "delete", ["set", keys]]],
-        })])?;
-        Ok(())
+        delete_external_ids(&self.nb, table, ("name", name), keys)
     }
+
+    /// Deletes the keys `keys` from the `external_ids` of the SB `table`
+    /// row whose `column` is `value` (one transaction), printed.
+    pub fn sb_delete_external_ids(
+        &self,
+        table: &str,
+        (column, value): (&str, &str),
+        keys: &[&str],
+    ) -> Result<()> {
+        let sb = self
+            .sb
+            .as_ref()
+            .context("the bench has no OVN_Southbound (the topology had no rows for it)")?;
+        delete_external_ids(sb, table, (column, value), keys)
+    }
+}
+
+fn delete_external_ids(
+    db: &OvsdbServer,
+    table: &str,
+    (column, value): (&str, &str),
+    keys: &[&str],
+) -> Result<()> {
+    println!(
+        "evpn-bench: {} {table} {column}={value}: external_ids delete {}",
+        db.db_name(),
+        keys.join(", ")
+    );
+    let r = db.transact(&[json!({
+        "op": "mutate", "table": table, "where": [[column, "==", value]],
+        "mutations": [["external_ids", "delete", ["set", keys]]],
+    })])?;
+    // a where clause that matched nothing is no error to ovsdb-server
+    if r[0]["count"].as_u64() != Some(1) {
+        bail!(
+            "{} {table}: no single row with {column}={value}: {r:?}",
+            db.db_name()
+        );
+    }
+    Ok(())
 }
 
 impl Drop for EvpnBench {

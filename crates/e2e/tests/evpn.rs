@@ -18,7 +18,16 @@
 //! the node's side itself; the test checks the fabric sees it, a ping
 //! crosses it, and removing the annotations takes all of it away again
 //! while foreign devices stay.
+//!
+//! `agent_sb_driver_announces_tenant_vms_with_the_lo_address_as_rd` is the
+//! SB driver (`driver = ovn_evpn_driver`) with `evpn_local_ip` unset: the
+//! agent against a real OVN_Southbound holding evpn-sb-basic.json's rows
+//! takes the node's /32 on `lo` (the fabric's VTEP, 192.0.2.11) as VXLAN
+//! source and RD; the peer gets the tenant VM's /32 from lo-1001 under
+//! `rd 192.0.2.11:1001`, and removing the gateway port's VNI withdraws it
+//! and takes the VNI's devices, flow, FRR VRF and table away.
 
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
@@ -94,6 +103,7 @@ fn fabric(tag: &str) -> Result<(tempfile::TempDir, EvpnFabric)> {
             vni: VNI,
             asn: ASN,
             route_targets: vec![RT.to_string()],
+            ..EvpnFabricOptions::default()
         },
     )?;
     Ok((dir, f))
@@ -367,56 +377,64 @@ fn topology() -> Value {
                 },
             },
         },
+        "Open_vSwitch": ovs_rows(CHASSIS),
+    })
+}
+
+/// The node's Open_vSwitch rows: `system-id` and `hostname` = `system_id`,
+/// `ovn-bridge-mappings=physnet1:br-ex`, br-ex and br-int on the netdev
+/// datapath with the localnet patch pair ovn-controller would make for
+/// `provnet-2222…`.
+fn ovs_rows(system_id: &str) -> Value {
+    json!({
         "Open_vSwitch": {
-            "Open_vSwitch": {
-                "00000000-0000-4000-8000-0000000000e0": {
-                    "bridges": ["set", [
-                        ["uuid", "00000000-0000-4000-8000-0000000000e1"],
-                        ["uuid", "00000000-0000-4000-8000-0000000000e2"],
-                    ]],
-                    "external_ids": map(&[
-                        ("hostname", CHASSIS),
-                        ("system-id", CHASSIS),
-                        ("ovn-bridge-mappings", "physnet1:br-ex"),
-                        ("ovn-encap-ip", NODE_VTEP),
-                        ("ovn-encap-type", "geneve"),
-                    ]),
-                },
+            "00000000-0000-4000-8000-0000000000e0": {
+                "bridges": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000e1"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000e2"],
+                ]],
+                "external_ids": map(&[
+                    ("hostname", system_id),
+                    ("system-id", system_id),
+                    ("ovn-bridge-mappings", "physnet1:br-ex"),
+                    ("ovn-encap-ip", NODE_VTEP),
+                    ("ovn-encap-type", "geneve"),
+                ]),
             },
-            "Bridge": {
-                "00000000-0000-4000-8000-0000000000e1": {
-                    "name": "br-ex", "datapath_type": "netdev",
-                    "ports": ["set", [
-                        ["uuid", "00000000-0000-4000-8000-0000000000f1"],
-                        ["uuid", "00000000-0000-4000-8000-0000000000f2"],
-                    ]],
-                },
-                "00000000-0000-4000-8000-0000000000e2": {
-                    "name": "br-int", "datapath_type": "netdev",
-                    "ports": ["set", [
-                        ["uuid", "00000000-0000-4000-8000-0000000000f3"],
-                        ["uuid", "00000000-0000-4000-8000-0000000000f4"],
-                    ]],
-                },
+        },
+        "Bridge": {
+            "00000000-0000-4000-8000-0000000000e1": {
+                "name": "br-ex", "datapath_type": "netdev",
+                "ports": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000f1"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000f2"],
+                ]],
             },
-            "Port": {
-                "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
-                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
-                "00000000-0000-4000-8000-0000000000f2": {"name": PATCH_EX,
-                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
-                "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
-                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
-                "00000000-0000-4000-8000-0000000000f4": {"name": PATCH_INT,
-                    "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
+            "00000000-0000-4000-8000-0000000000e2": {
+                "name": "br-int", "datapath_type": "netdev",
+                "ports": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000f3"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000f4"],
+                ]],
             },
-            "Interface": {
-                "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
-                "00000000-0000-4000-8000-0000000001f2": {"name": PATCH_EX, "type": "patch",
-                    "options": map(&[("peer", PATCH_INT)])},
-                "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
-                "00000000-0000-4000-8000-0000000001f4": {"name": PATCH_INT, "type": "patch",
-                    "options": map(&[("peer", PATCH_EX)])},
-            },
+        },
+        "Port": {
+            "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
+            "00000000-0000-4000-8000-0000000000f2": {"name": PATCH_EX,
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
+            "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
+            "00000000-0000-4000-8000-0000000000f4": {"name": PATCH_INT,
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
+        },
+        "Interface": {
+            "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
+            "00000000-0000-4000-8000-0000000001f2": {"name": PATCH_EX, "type": "patch",
+                "options": map(&[("peer", PATCH_INT)])},
+            "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
+            "00000000-0000-4000-8000-0000000001f4": {"name": PATCH_INT, "type": "patch",
+                "options": map(&[("peer", PATCH_EX)])},
         },
     })
 }
@@ -466,6 +484,7 @@ fn agent_vrf_mode_exposes_an_annotated_network_over_evpn() -> Result<()> {
             vni: VNI,
             asn: ASN,
             route_targets: vec![RT.to_string()],
+            ..EvpnFabricOptions::default()
         },
         &agent_config(),
     )?;
@@ -662,5 +681,337 @@ fn agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Res
             "foreign br-foo, vrf-blue, lo-1 and the VM's {VM_TAP} (a port of br-ex) still there"
         ),
     );
+    Ok(())
+}
+
+// The SB driver (`driver = ovn_evpn_driver`) with `evpn_local_ip` unset.
+
+/// The node's VTEP in the SB test: a /32 on its `lo`, routed by the peer
+/// over the underlay. With `evpn_local_ip` unset the agent takes it as the
+/// VXLAN source and renders the RD from it; an address apart from the
+/// underlay's 10.1.1.1, so the RD can only have come from `lo`.
+const LO_VTEP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 11);
+/// The golden scenario whose OVN_Southbound rows the SB test loads.
+const SB_SCENARIO: &str = "evpn-sb-basic.json";
+/// The router gateway's provider-side patch port (of `cr-lrp-5555…`), which
+/// carries `neutron_bgpvpn:vni=1001` and `:as=64999` in the scenario.
+const SB_GATEWAY_PORT: &str = "55555555-5555-4555-8555-555555555555";
+/// The scenario's tenant VM (10.0.0.0/24 behind the router), bound here.
+const TENANT_VM4: &str = "10.0.0.5";
+/// The scenario's gateway (cr-lrp) address.
+const SB_GATEWAY4: &str = "172.24.4.100";
+/// FRR's automatic route target of the L3 VNI, `<AS>:<VNI>`: the SB rows
+/// carry no `:rt`/`:et`, so the text configures none.
+const AUTO_RT: &str = "64999:1001";
+
+/// The agent's config: the SB EVPN driver, no `evpn_local_ip`.
+fn sb_agent_config() -> String {
+    format!(
+        "# the SB EVPN driver without evpn_local_ip (tests/evpn.rs)
+[DEFAULT]
+driver = ovn_evpn_driver
+bgp_AS = {ASN}
+bgp_router_id = {NODE_VTEP}
+evpn_udp_dstport = {VXLAN_PORT}
+clear_vrf_routes_on_startup = false
+reconcile_interval = 300
+frr_reconcile_interval = 15
+ovsdb_connection_timeout = 30
+"
+    )
+}
+
+/// The databases: evpn-sb-basic.json's OVN_Southbound rows as they are
+/// (Chassis/Chassis_Private/Encap, the provider, tenant and router
+/// datapaths, the localnet port on physnet1, `cr-lrp-5555…` bound to the
+/// chassis with `fa:16:3e:aa:aa:01 172.24.4.100/24 2001:db8::100/64`, the
+/// annotated gateway patch port `5555…` and router interface port `6666…`
+/// behind `lrp-6666…` 10.0.0.1/24, the VM port 10.0.0.5 bound here), the
+/// node's Open_vSwitch rows with `system-id` = that chassis, and an empty
+/// OVN_Northbound. Returns them and the chassis name.
+fn sb_topology() -> Result<(Value, String)> {
+    let path = obgp_testbed::fixtures_dir()
+        .join("conformance/scenarios")
+        .join(SB_SCENARIO);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let scenario: Value = serde_json::from_str(&text)?;
+    let sb = scenario["ovn"]["OVN_Southbound"].clone();
+    let chassis = sb["Chassis"]
+        .as_object()
+        .and_then(|rows| rows.values().next())
+        .and_then(|row| row["name"].as_str())
+        .with_context(|| format!("{SB_SCENARIO}: no Chassis row"))?
+        .to_string();
+    println!(
+        "evpn: OVN_Southbound rows from {}, chassis {chassis}",
+        path.display()
+    );
+    let topology = json!({
+        "OVN_Northbound": {},
+        "OVN_Southbound": sb,
+        "Open_vSwitch": ovs_rows(&chassis),
+    });
+    Ok((topology, chassis))
+}
+
+/// The prefixes of every type-5 route the peer has from the node, sorted.
+fn prefixes_from_node(f: &EvpnFabric) -> Result<Vec<String>> {
+    let vtep = f.node_vtep();
+    let mut out: Vec<String> = f
+        .peer_type5_routes()?
+        .into_iter()
+        .filter(|r| r.next_hop == vtep)
+        .map(|r| r.prefix)
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+#[test]
+#[ignore = "vm tier: needs vrf and vxlan"]
+fn agent_sb_driver_announces_tenant_vms_with_the_lo_address_as_rd() -> Result<()> {
+    let t0 = Instant::now();
+    println!("evpn: running in {}", where_we_run());
+    let dir = tempfile::Builder::new()
+        .prefix("obgp-evpn-sb-")
+        .tempdir_in("/tmp")?;
+    let (topology, chassis) = sb_topology()?;
+    let mut b = EvpnBench::start(
+        dir.path(),
+        &topology,
+        &EvpnFabricOptions {
+            vni: VNI,
+            asn: ASN,
+            // the peer imports and exports FRR's automatic <AS>:<VNI>
+            route_targets: Vec::new(),
+            node_lo_vtep: Some(LO_VTEP),
+        },
+        &sb_agent_config(),
+    )?;
+    step(
+        t0,
+        &format!("bench up: fabric Established (node VTEP {LO_VTEP}/32 on lo), OVN_Southbound ({SB_SCENARIO}, chassis {chassis}) + Open_vSwitch loaded, vswitchd owns br-ex"),
+    );
+    let result = sb_agent_builds_and_removes_the_evpn_side(t0, &mut b);
+    result.with_context(|| agent_evidence(&b))
+}
+
+fn sb_agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Result<()> {
+    for (name, kind) in FOREIGN {
+        let mut args = vec!["link", "add", name];
+        args.extend_from_slice(kind);
+        b.fabric.node_ip(&args)?;
+    }
+    let vrf = format!("vrf-{VNI}");
+    let (vxlan, lo_vni) = (format!("vxlan-{VNI}"), format!("lo-{VNI}"));
+    let (veth_vrf, veth_ovs) = (format!("veth-vrf-{VNI}"), format!("veth-ovs-{VNI}"));
+    let evpn_devices = [
+        vrf.clone(),
+        format!("br-{VNI}"),
+        vxlan.clone(),
+        lo_vni.clone(),
+        veth_vrf.clone(),
+        veth_ovs.clone(),
+    ];
+    let rd = format!("{LO_VTEP}:{VNI}");
+    let vm = format!("{TENANT_VM4}/32");
+    step(
+        t0,
+        "node prepared: foreign br-foo, vrf-blue (table 77), lo-1",
+    );
+
+    println!(
+        "evpn: the agent's plan for the fresh node:\n$ {}\n{}",
+        b.agent.command_line(&["plan"]),
+        b.agent.plan()?
+    );
+    println!(
+        "evpn: netns {}: {}",
+        b.fabric.node_netns(),
+        b.agent.command_line(&["--use-stderr"])
+    );
+    b.agent.start_daemon()?;
+    step(
+        t0,
+        "agent daemon started (driver = ovn_evpn_driver, evpn_local_ip unset)",
+    );
+
+    let took = b.fabric.wait_peer_type5(&vm, true, LEARN)?;
+    let routes = b.fabric.peer_type5_from_node(&vm)?;
+    ensure!(routes.len() == 1, "one type-5 route of {vm}: {routes:#?}");
+    let r = &routes[0];
+    ensure!(
+        r.rd == rd,
+        "{vm}: RD {} instead of {rd} (the lo address)",
+        r.rd
+    );
+    ensure!(r.vni == Some(VNI), "{vm}: VNI {:?} instead of {VNI}", r.vni);
+    ensure!(
+        r.route_targets == [AUTO_RT],
+        "{vm}: route targets {:?} instead of FRR's automatic {AUTO_RT}",
+        r.route_targets
+    );
+    step(
+        t0,
+        &format!(
+            "peer's l2vpn evpn table: [5] {vm} rd {rd} RT {AUTO_RT} VNI {VNI} next hop {LO_VTEP} ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    );
+
+    let links = b.node_links()?;
+    for dev in &evpn_devices {
+        ensure!(
+            links.contains(dev),
+            "the agent did not create {dev}: {links:?}"
+        );
+    }
+    let vx = b.node_json(&["-d", "link", "show", &vxlan])?;
+    let local = vx[0]["linkinfo"]["info_data"]["local"].as_str();
+    ensure!(
+        local == Some(&LO_VTEP.to_string()),
+        "{vxlan} local {local:?} instead of {LO_VTEP} (the /32 on lo): {vx:?}"
+    );
+    let lo_addrs: Vec<String> = b.node_json(&["addr", "show", "dev", &lo_vni])?[0]["addr_info"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| Some(format!("{}/{}", a["local"].as_str()?, a["prefixlen"])))
+        .collect();
+    ensure!(lo_addrs.contains(&vm), "{lo_vni} lacks {vm}: {lo_addrs:?}");
+    let ports = b.ovs_ports("br-ex")?;
+    ensure!(
+        ports.contains(&veth_ovs),
+        "{veth_ovs} is not a port of br-ex: {ports:?}"
+    );
+    let frr = b.fabric.node.vtysh("show running-config")?;
+    ensure!(
+        frr.lines().any(|l| l.trim() == format!("rd {rd}")),
+        "the node's FRR has no rd {rd}:\n{frr}"
+    );
+    step(
+        t0,
+        &format!(
+            "node: {} exist, {vxlan} local {LO_VTEP}, {lo_vni} holds {lo_addrs:?}, {veth_ovs} is a port of br-ex, FRR's {vrf} has rd {rd}",
+            evpn_devices.join(", ")
+        ),
+    );
+    let took = b.fabric.wait_peer_vrf_route(TENANT_VM4, true, LEARN)?;
+    step(
+        t0,
+        &format!(
+            "peer's {vrf} table: {TENANT_VM4} proto bgp, next hop {LO_VTEP} resolved over the underlay ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("the agent's plan to converge (0 steps)", || {
+        Ok(b.agent.plan_op_count()? == 0)
+    })?;
+    step(
+        t0,
+        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
+    );
+    println!("evpn: br-ex cookie-998 flows:\n{}", b.flows("br-ex", 998)?);
+    println!(
+        "evpn: node table {VNI}:\n{}",
+        b.fabric
+            .node_ip(&["route", "show", "table", &VNI.to_string()])?
+    );
+    // What zebra announces: the SB text redistributes connected routes
+    // only, so lo-<vni>'s VM /32s go out; the gateway's 172.24.4.100/32 and
+    // the subnet route in table 1001 are kernel routes (proto boot) and do
+    // not.
+    let announced = prefixes_from_node(&b.fabric)?;
+    ensure!(
+        announced == [vm.clone()],
+        "the node announces {announced:?}, expected only {vm} ({SB_GATEWAY4}/32 is a kernel route, not redistributed)"
+    );
+    step(
+        t0,
+        &format!("every type-5 route from {LO_VTEP}: {announced:?} (no {SB_GATEWAY4}/32: a kernel route in table {VNI}, the SB text has only redistribute connected)"),
+    );
+
+    b.sb_delete_external_ids(
+        "Port_Binding",
+        ("logical_port", SB_GATEWAY_PORT),
+        &["neutron_bgpvpn:vni"],
+    )?;
+    step(
+        t0,
+        "neutron_bgpvpn:vni removed from the gateway's provider-side patch port",
+    );
+    let took = b.fabric.wait_peer_type5(&vm, false, LEARN)?;
+    b.fabric.wait_peer_vrf_route(TENANT_VM4, false, LEARN)?;
+    step(
+        t0,
+        &format!(
+            "peer withdrew [5] {vm}, its {vrf} table lost {TENANT_VM4} ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("every EVPN device gone from the node", || {
+        let links = b.node_links()?;
+        Ok(evpn_devices.iter().all(|d| !links.contains(d)))
+    })
+    .with_context(|| format!("node links: {:?}", b.node_links().unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "node: {} gone ({:.1} s)",
+            evpn_devices.join(", "),
+            took.as_secs_f64()
+        ),
+    );
+    let table = VNI.to_string();
+    let left = || -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        if b.ovs_ports("br-ex")?.contains(&veth_ovs) {
+            left.push(format!("{veth_ovs} is a port of br-ex"));
+        }
+        let flows = b.flows("br-ex", 998)?;
+        if flows.contains("cookie=0x3e6") {
+            left.push(format!("cookie-998 flows on br-ex: {}", flows.trim()));
+        }
+        let frr = b.fabric.node.vtysh("show running-config")?;
+        if frr.contains(&format!("vrf {vrf}")) {
+            left.push(format!("the node's FRR has {vrf}:\n{frr}"));
+        }
+        for fam in ["-4", "-6"] {
+            let routes = b.fabric.node_ip(&[fam, "route", "show", "table", &table])?;
+            if !routes.trim().is_empty() {
+                left.push(format!("table {table} ({fam}): {}", routes.trim()));
+            }
+        }
+        Ok(left)
+    };
+    let took = wait_until(
+        "the OVS port, the cookie-998 flows, FRR's VRF and table 1001's routes gone",
+        || Ok(left()?.is_empty()),
+    )
+    .with_context(|| format!("left: {:#?}", left().unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "{veth_ovs} off br-ex, no cookie-998 flows, FRR has no {vrf}, table {VNI} empty ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("the agent's plan to converge again (0 steps)", || {
+        Ok(b.agent.plan_op_count()? == 0)
+    })?;
+    step(
+        t0,
+        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
+    );
+    let links = b.node_links()?;
+    for (name, _) in FOREIGN {
+        ensure!(
+            links.iter().any(|l| l == name),
+            "the foreign {name} was deleted: {links:?}"
+        );
+    }
+    step(t0, "foreign br-foo, vrf-blue, lo-1 still there");
     Ok(())
 }

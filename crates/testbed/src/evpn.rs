@@ -11,6 +11,10 @@
 //!                                             fd00:201::1/128 on vrf-<vni>
 //! ```
 //!
+//! With [`EvpnFabricOptions::node_lo_vtep`] the node's VTEP is a /32 on its
+//! `lo` instead (the peer has a route to it via 10.1.1.1): the VXLAN
+//! source an agent finds there when `evpn_local_ip` is unset.
+//!
 //! The node's router starts with only the default instance (the operator's
 //! base config): the EVPN VRF text (`vrf vrf-<vni>` / `vni`, `router bgp
 //! ASN vrf vrf-<vni>`) is what the code under test applies with vtysh. The
@@ -22,6 +26,7 @@
 //! this is for `#[ignore = "vm tier: ..."]` tests (docs/testbed.md).
 
 use std::fs;
+use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -57,7 +62,13 @@ pub struct EvpnFabricOptions {
     pub asn: u32,
     /// The route targets the peer's VRF imports and exports: the node's
     /// exported targets must meet them for the peer to install the routes.
+    /// Empty: FRR's automatic `<AS>:<VNI>` both ways.
     pub route_targets: Vec<String>,
+    /// A /32 on the node's `lo` to be its VTEP (the VXLAN source, the
+    /// type-5 routes' next hop) instead of the underlay address [`NODE_VTEP`],
+    /// the way a routed fabric gives each node a loopback; the peer routes
+    /// it over the underlay. `None`: the VTEP is [`NODE_VTEP`].
+    pub node_lo_vtep: Option<Ipv4Addr>,
 }
 
 impl Default for EvpnFabricOptions {
@@ -66,6 +77,7 @@ impl Default for EvpnFabricOptions {
             vni: 1001,
             asn: 64999,
             route_targets: vec!["64999:1001".to_string()],
+            node_lo_vtep: None,
         }
     }
 }
@@ -139,6 +151,14 @@ impl EvpnFabric {
             ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
         }
+        if let Some(lo) = opts.node_lo_vtep {
+            run_in(&n, "ip", &["addr", "add", &format!("{lo}/32"), "dev", "lo"])?;
+            run_in(
+                &p,
+                "ip",
+                &["route", "add", &format!("{lo}/32"), "via", NODE_VTEP],
+            )?;
+        }
         let vni = opts.vni;
         create_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
         let vrf = format!("vrf-{vni}");
@@ -196,6 +216,14 @@ impl EvpnFabric {
     /// The fabric VTEP's namespace.
     pub fn peer_netns(&self) -> &str {
         &self.peer_ns.0
+    }
+
+    /// The node's VTEP: [`EvpnFabricOptions::node_lo_vtep`], else
+    /// [`NODE_VTEP`]. The next hop of the type-5 routes the node announces.
+    pub fn node_vtep(&self) -> String {
+        self.opts
+            .node_lo_vtep
+            .map_or_else(|| NODE_VTEP.to_string(), |ip| ip.to_string())
     }
 
     /// The VNI of the peer's VRF.
@@ -258,12 +286,13 @@ impl EvpnFabric {
     }
 
     /// The peer's type-5 routes for `prefix` that came from the node (next
-    /// hop [`NODE_VTEP`]).
+    /// hop [`EvpnFabric::node_vtep`]).
     pub fn peer_type5_from_node(&self, prefix: &str) -> Result<Vec<Type5Route>> {
+        let vtep = self.node_vtep();
         Ok(self
             .peer_type5_routes()?
             .into_iter()
-            .filter(|r| r.prefix == prefix && r.next_hop == NODE_VTEP)
+            .filter(|r| r.prefix == prefix && r.next_hop == vtep)
             .collect())
     }
 
@@ -284,8 +313,9 @@ impl EvpnFabric {
             }
             if started.elapsed() > timeout {
                 bail!(
-                    "the peer still {} the type-5 route {prefix} from {NODE_VTEP} after {timeout:?}; its type-5 routes: {:#?}\n{}",
+                    "the peer still {} the type-5 route {prefix} from {} after {timeout:?}; its type-5 routes: {:#?}\n{}",
                     if present { "lacks" } else { "has" },
+                    self.node_vtep(),
                     self.peer_type5_routes()?,
                     self.peer.logs()
                 );

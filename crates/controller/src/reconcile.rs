@@ -379,7 +379,12 @@ impl Reconciler {
         if d.driver == obgp_config::Driver::OvnEvpnDriver && d.evpn_local_ip.is_none() {
             // The VXLAN source the SB EVPN driver falls back to: the /32 on
             // lo or evpn_nic's address, as the mirror last saw them.
-            let addresses = self.node.addresses();
+            // Read before the desired state, so that the first reconcile
+            // (and `plan`) already knows it.
+            let addresses = self
+                .node
+                .addresses()
+                .map_err(|e| ReconcileError::Observe(e.to_string()))?;
             self.facts.vxlan_source = obgp_desired::vxlan_source(
                 d.evpn_nic.as_deref(),
                 addresses.iter().map(|a| (&a.dev, a.net)),

@@ -624,6 +624,11 @@ pub(crate) fn decode_route(
         Some(ip) => Some(IpNet::new(ip, r.header.destination_prefix_length).ok()?),
         None => None,
     };
+    // IPv6 unreachable and blackhole routes come with the loopback device
+    // as oif; they have no device (what was asked, and what IPv4 reports).
+    if matches!(kind, RouteType::Unreachable | RouteType::Blackhole) {
+        dev = None;
+    }
     let route = KernelRoute {
         table,
         v6,

@@ -350,10 +350,12 @@ impl KernelNode {
         Ok(())
     }
 
-    /// The node's addresses as the mirror last saw them (no request; the
-    /// next observation refreshes them).
-    pub fn addresses(&self) -> obgp_plan::SharedSet<obgp_netmodel::Address> {
-        self.mirror().state.read(&BTreeSet::new()).addresses
+    /// The node's addresses, the mirror brought up to date first (the
+    /// first call dumps them; later ones apply the pending notifications).
+    pub fn addresses(&self) -> Result<obgp_plan::SharedSet<obgp_netmodel::Address>, IoError> {
+        let mut m = self.mirror();
+        m.refresh()?;
+        Ok(m.state.read(&BTreeSet::new()).addresses)
     }
 
     fn mirror(&self) -> MutexGuard<'_, NetlinkMirror> {

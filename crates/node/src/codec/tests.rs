@@ -182,6 +182,32 @@ fn routes_decode_as_they_were_encoded() {
 }
 
 #[test]
+fn an_ipv6_unreachable_route_the_kernel_reports_on_lo_decodes_without_a_device() {
+    let route = KernelRoute {
+        table: 1001,
+        v6: true,
+        dst: None,
+        metric: Some(4278198272),
+        dev: None,
+        via: None,
+        proto: proto::BOOT,
+        scope: scope::UNIVERSE,
+        kind: RouteType::Unreachable,
+    };
+    let op = Op::ReplaceRoute {
+        route: route.clone(),
+        table_name: None,
+    };
+    let RouteNetlinkMessage::NewRoute(mut m) = over_the_wire(&op) else {
+        panic!("not a new route");
+    };
+    // What the kernel sends back: oif = the loopback device (here br-ex's
+    // index stands in for it).
+    m.attributes.push(RouteAttribute::Oif(4));
+    assert_eq!(decode_route(&m, &links()), Some((route, None)));
+}
+
+#[test]
 fn addresses_decode_as_they_were_encoded() {
     for net in ["172.24.4.10/32", "192.0.2.1/24", "2001:db8::10/128"] {
         let ad = Address {

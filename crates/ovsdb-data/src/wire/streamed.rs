@@ -328,11 +328,16 @@ impl RowBatch {
                 None => match from_bytes(&self.bytes[key.clone()], plain::<UuidText>()) {
                     Ok(uuid) => uuid.0,
                     Err(e) if is_row_fault(&self.bytes[key.clone()], &e) => {
-                        let key = String::from_utf8_lossy(&self.bytes[key.clone()]);
+                        // The key as the buffered decoder names it: the
+                        // decoded string, Rust-escaped (not its JSON text,
+                        // whose escapes differ).
+                        let raw = &self.bytes[key.clone()];
+                        let key = serde_json::from_slice::<String>(raw)
+                            .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned());
                         skipped.push(RowFault {
                             table: table.to_string(),
                             uuid: None,
-                            reason: format!("row key {key} is not a UUID"),
+                            reason: format!("row key {key:?} is not a UUID"),
                         });
                         continue;
                     }

@@ -368,3 +368,28 @@ fn a_row_with_bytes_that_are_not_utf8_fails_the_message_streamed_as_buffered() {
         assert!(streamed.is_err(), "{streamed:?}");
     }
 }
+
+/// Found by the `wire` fuzz target's 10M replay: a row key that is not a
+/// UUID and holds a JSON escape (`\f`) was named by its JSON text in the
+/// streamed decoder's row fault and by the decoded string in the buffered
+/// one; both skip the row, and now name it the same way.
+#[test]
+fn a_bad_row_key_with_an_escape_is_named_alike_streamed_and_buffered() {
+    let text = br#"{"id":7,"result":{"Bridge":{"eae18c\f6-1554-4a88-bc1a-606032daf2f9":{"initial":{"name":"br-ex"}},"f91a7d9e-31f3-4a8b-b4ba-383960dfc640":{"initial":{"name":"br-int"}}}},"error":null}"#;
+    let none = KeyProjection::default();
+    let start = text.windows(9).position(|w| w == b"{\"Bridge\"").unwrap();
+    let end = text
+        .windows(14)
+        .position(|w| w == b",\"error\":null}")
+        .unwrap();
+    let want = MonitorResultSeed(&none)
+        .deserialize(&mut serde_json::Deserializer::from_slice(&text[start..end]))
+        .unwrap();
+    let faults = format!("{want:?}");
+    assert!(faults.contains("\\u{c}6-1554"), "{faults}");
+    for round in 0..5 {
+        let got = decode_streamed_reply_on(&opts(&none), 2, 16 + round, pieces(text, &[7 * round]))
+            .unwrap();
+        assert_eq!(got.result.as_ref(), Some(&want), "round {round}");
+    }
+}

@@ -116,10 +116,10 @@ pub struct ReconcileReport {
     /// Whether the desired state differs from the one the previous
     /// reconcile planned with (always true for the first).
     pub desired_changed: bool,
-    /// Ops started on objects of the node that drifted from a desired
-    /// state that did not change, after a clean reconcile: repairs of a
-    /// change made on the node (an address removed by hand, FRR lost its
-    /// configuration), by object (`address`, `route`, `frr`...).
+    /// Ops applied (or handed to the command lane) while the desired state
+    /// did not change, and which the previous reconcile did not plan:
+    /// repairs of a change made on the node (an address removed by hand,
+    /// FRR lost its configuration), by object (`address`, `route`, `frr`...).
     pub drift_repairs: BTreeMap<&'static str, usize>,
     /// Why this reconcile handed FRR our text again, if it did
     /// (see [`FrrApplyCause`]).
@@ -181,9 +181,9 @@ pub struct Reconciler {
     /// The FRR text last applied successfully or found in FRR, kept across
     /// FRR checks (unlike `frr_applied`): what tells an FRR re-apply's cause.
     frr_known: Option<String>,
-    /// Whether the last reconcile applied everything it planned (no
-    /// failure, nothing held): only then is a later op a drift repair.
-    last_clean: bool,
+    /// The ops the last reconcile planned: one planned again (a retry of
+    /// a failure, a held withdrawal) is no drift repair.
+    last_plan: Vec<Op>,
 }
 
 impl Reconciler {
@@ -215,7 +215,7 @@ impl Reconciler {
             guard: None,
             database_rows: 0,
             frr_known: None,
-            last_clean: false,
+            last_plan: Vec::new(),
         })
     }
 
@@ -537,7 +537,16 @@ impl Reconciler {
                 Some(_) => FrrApplyCause::Missing,
             });
         }
-        let repairs = self.last_clean && !report.desired_changed;
+        // Only when the desired state did not change can an op repair the
+        // node; the previous plan's text is built only then, and only when
+        // there is something to judge.
+        let planned_before: std::collections::HashSet<String> =
+            if report.desired_changed || plan.steps.is_empty() {
+                Default::default()
+            } else {
+                self.last_plan.iter().map(|op| op.to_string()).collect()
+            };
+        let repairs = !report.desired_changed;
         // The observed sets are shared with the node's netlink mirror:
         // released before the writes, the notifications those cause update
         // the mirror in place instead of copying it.
@@ -563,7 +572,7 @@ impl Reconciler {
         for step in &plan.steps[..started] {
             let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
                 && !applied.held_back.contains(&step.op);
-            if done && repairs {
+            if done && repairs && !planned_before.contains(&step.op.to_string()) {
                 *report
                     .drift_repairs
                     .entry(object_kind(&step.op))
@@ -580,10 +589,7 @@ impl Reconciler {
             *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
         }
         report.held_back = applied.held_back.len();
-        self.last_clean = report.failed.is_empty()
-            && report.held_back == 0
-            && report.withdrawals_held == 0
-            && report.not_started == 0;
+        self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();
         // While withdrawals are held, the previous desired state stays the
         // one leftovers are judged by (their class, the neighbour evidence).
         if !holding {

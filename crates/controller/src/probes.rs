@@ -132,8 +132,8 @@ impl Progress {
             let running = now.saturating_duration_since(*since);
             if running > bounds.stuck_after {
                 return Verdict::fail(format!(
-                    "stuck: a reconcile ({reasons}) has run for {} s (bound {} s)",
-                    running.as_secs(),
+                    "stuck: a reconcile ({reasons}) has run for {:.1} s (bound {} s)",
+                    running.as_secs_f64(),
                     bounds.stuck_after.as_secs()
                 ));
             }
@@ -148,8 +148,8 @@ impl Progress {
         let idle = now.saturating_duration_since(since);
         if self.running.is_none() && idle > bounds.idle_after {
             return Verdict::fail(format!(
-                "stuck: no reconcile finished for {} s (bound {} s)",
-                idle.as_secs(),
+                "stuck: no reconcile finished for {:.1} s (bound {} s)",
+                idle.as_secs_f64(),
                 bounds.idle_after.as_secs()
             ));
         }
@@ -267,7 +267,7 @@ mod tests {
         assert!(!h.ok);
         assert_eq!(
             h.reason,
-            "stuck: a reconcile (event X on Logical_Switch_Port) has run for 121 s (bound 120 s)"
+            "stuck: a reconcile (event X on Logical_Switch_Port) has run for 121.0 s (bound 120 s)"
         );
         p.finished(t0 + Duration::from_secs(130), Ok(()));
         assert!(
@@ -286,7 +286,7 @@ mod tests {
         assert!(!h.ok);
         assert_eq!(
             h.reason,
-            "stuck: no reconcile finished for 166 s (bound 165 s)"
+            "stuck: no reconcile finished for 166.0 s (bound 165 s)"
         );
         p.started(t0 + Duration::from_secs(170), "frr check".into());
         p.finished(t0 + Duration::from_secs(171), Ok(()));

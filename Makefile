@@ -13,7 +13,8 @@ export CARGO_TERM_COLOR ?= never
 # FRR as the BGP peer, iproute2 for namespaces, openssl for the SSL tests,
 # QEMU + busybox for the full-kernel VM tier.
 DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
-                frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod
+                frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod \
+                prometheus curl
 
 .PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy check-pure bench soak-short clean
 

@@ -105,6 +105,7 @@ pub fn run_options(
             window: std::time::Duration::from_millis(node.merge_window_ms),
             ..obgp_controller::QueueConfig::default()
         },
+        ..obgp_controller::RunOptions::default()
     }
 }
 

@@ -67,6 +67,7 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "ovs_ofctl_timeout") => u(d.ovs_ofctl_timeout),
         ("DEFAULT", "mass_withdrawal_grace") => u(d.mass_withdrawal_grace),
         ("DEFAULT", "mass_withdrawal_percent") => u(d.mass_withdrawal_percent.into()),
+        ("DEFAULT", "metrics_listen") => d.metrics_listen.map(|a| Typed::Str(a.to_string())),
         ("DEFAULT", "frr_reconcile_interval") => u(d.frr_reconcile_interval),
         ("DEFAULT", "expose_tenant_networks") => b(d.expose_tenant_networks),
         ("DEFAULT", "advertisement_method_tenant_networks") => Some(Typed::Str(
@@ -155,6 +156,12 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
         ("DEFAULT", "mass_withdrawal_percent") => {
             d.mass_withdrawal_percent = u8::try_from(int(&v)?).map_err(|_| mismatch())?
         }
+        ("DEFAULT", "metrics_listen") => {
+            d.metrics_listen = match opt_text(&v)? {
+                None => None,
+                Some(a) => Some(a.parse().map_err(|_| mismatch())?),
+            }
+        }
         ("DEFAULT", "frr_reconcile_interval") => d.frr_reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "expose_tenant_networks") => d.expose_tenant_networks = flag(&v)?,
         ("DEFAULT", "advertisement_method_tenant_networks") => {
@@ -233,6 +240,7 @@ mod tests {
             // Unset defaults have no value to write back; use a valid one.
             let value = get(&defaults, spec).unwrap_or_else(|| match spec.name {
                 "evpn_local_ip" => Typed::Ip("192.0.2.1".parse().unwrap()),
+                "metrics_listen" => Typed::Str("127.0.0.1:9476".into()),
                 "address_scopes" => Typed::List(vec!["scope".into()]),
                 "ovn_sb_connection" | "ovn_nb_connection" => {
                     Typed::Str("tcp:192.0.2.1:6642".into())

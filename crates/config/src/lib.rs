@@ -111,6 +111,9 @@ pub struct DefaultSection {
     /// rows) from which a withdrawal counts as a mass withdrawal (the
     /// agent's own option).
     pub mass_withdrawal_percent: u8,
+    /// Where the daemon serves `/metrics`, `/healthz` and `/readyz`;
+    /// `None`: no listener (the agent's own option).
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// `[agent]`.
@@ -187,6 +190,7 @@ impl Default for Config {
                 vtysh_timeout: 5,
                 mass_withdrawal_grace: 120,
                 mass_withdrawal_percent: 50,
+                metrics_listen: None,
                 ovs_ofctl_timeout: 5,
             },
             agent: AgentSection {

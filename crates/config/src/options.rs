@@ -43,6 +43,9 @@ pub enum Kind {
     IpList,
     /// `provider_networks_pool_prefixes`: a list of CIDR prefixes.
     CidrList,
+    /// `metrics_listen`: `IP:PORT` (IPv6 in brackets), port 1..=65535;
+    /// empty means unset. No host name: nothing is resolved at start-up.
+    ListenAddr,
 }
 
 impl Kind {
@@ -66,6 +69,7 @@ impl Kind {
             Kind::DevNameList => "list of interface names".into(),
             Kind::IpList => "list of IP addresses".into(),
             Kind::CidrList => "list of CIDR prefixes".into(),
+            Kind::ListenAddr => "IP:PORT (IPv6 as [addr]:port)".into(),
         }
     }
 }
@@ -227,6 +231,10 @@ pub static OPTIONS: &[OptSpec] = &[
     agent_only(
         opt("DEFAULT", "mass_withdrawal_percent", Kind::Int { min: 1, max: 100 }),
         "what `most` means for `mass_withdrawal_grace`: the share, in percent, of the announced prefixes withdrawn and of the database rows lost",
+    ),
+    agent_only(
+        opt("DEFAULT", "metrics_listen", Kind::ListenAddr),
+        "where the daemon serves Prometheus metrics (`/metrics`) and its probes (`/healthz`, `/readyz`), e.g. `127.0.0.1:9476` (docs/operations.md); unset or empty: no listener",
     ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),

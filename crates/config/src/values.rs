@@ -1,7 +1,7 @@
 //! Turns an option's raw text into a typed value, with oslo.config's
 //! conversion rules and the agent's extra checks; and a typed value into JSON.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 
 use obgp_netmodel::{DevName, IpNet};
@@ -114,6 +114,17 @@ pub fn parse(kind: Kind, raw: &str) -> Result<Typed, String> {
             |item| IpNet::from_str(item).is_ok(),
             "every item must be a CIDR prefix (address/length)",
         ),
+        Kind::ListenAddr => match raw {
+            "" => Ok(Typed::Str(String::new())),
+            _ => match SocketAddr::from_str(raw) {
+                Ok(a) if a.port() != 0 => Ok(Typed::Str(a.to_string())),
+                Ok(_) => Err("the port must be 1..=65535, not 0 (probes need a fixed port)".into()),
+                Err(_) => Err(
+                    "must be IP:PORT, an IPv6 address in brackets ([::1]:9476); no host names"
+                        .into(),
+                ),
+            },
+        },
     }
 }
 
@@ -336,5 +347,27 @@ mod tests {
         assert!(parse(Kind::IpList, "10.0.0.1,2001:db8::1").is_ok());
         assert!(parse(Kind::CidrList, "192.168.0.0/16, 2001:db8::/32").is_ok());
         assert!(parse(Kind::CidrList, "192.168.0.0").is_err());
+    }
+
+    #[test]
+    fn listen_addresses_are_ip_and_port() {
+        let k = Kind::ListenAddr;
+        assert_eq!(
+            parse(k, "127.0.0.1:9476"),
+            Ok(Typed::Str("127.0.0.1:9476".into()))
+        );
+        assert_eq!(parse(k, "[::1]:9476"), Ok(Typed::Str("[::1]:9476".into())));
+        assert_eq!(parse(k, ""), Ok(Typed::Str(String::new())), "unset");
+        for bad in [
+            "localhost:9476",
+            "127.0.0.1",
+            "::1:9476",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:9476 ",
+            "0.0.0.0:9476;x",
+        ] {
+            assert!(parse(k, bad).is_err(), "{bad:?}");
+        }
     }
 }

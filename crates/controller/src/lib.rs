@@ -2,7 +2,9 @@
 //! debounced, coalesced and rate-limited triggers), what one reconcile does
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]), what the event filters read ([`view`]), the
-//! mass-withdrawal guard ([`guard`]), and the loop that ties them ([`run`]).
+//! mass-withdrawal guard ([`guard`]), the metrics and probes served on
+//! `metrics_listen` ([`metrics`], [`probes`], [`http`], [`telemetry`]), and
+//! the loop that ties them ([`run`]).
 //!
 //! Events never touch the node: an OVSDB update that passes the event filters,
 //! a timer, a reconnect or a netlink overrun only schedules the next
@@ -11,12 +13,16 @@
 
 pub mod follower;
 pub mod guard;
+pub mod http;
+pub mod metrics;
 pub mod ofports;
+pub mod probes;
 pub mod queue;
 pub mod reason;
 pub mod reconcile;
 pub mod run;
 pub mod sources;
+pub mod telemetry;
 pub mod triggers;
 pub mod view;
 

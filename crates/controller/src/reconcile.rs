@@ -104,6 +104,47 @@ pub struct ReconcileReport {
     pub commands_applied: BTreeMap<String, usize>,
     /// Withdrawals and unwiring held back by the mass-withdrawal guard.
     pub withdrawals_held: usize,
+    /// Ops in the plan (before the guard held any back).
+    pub planned: usize,
+    /// Failed ops by kind (netlink ops of this reconcile, command ops the
+    /// lane reported since the last one); [`ReconcileReport::failed`] has
+    /// their text.
+    pub failed_kinds: BTreeMap<String, usize>,
+    /// What the observe could not read (FRR, an OVS bridge): nothing was
+    /// planned on it, so the node is not known to match.
+    pub unread: Vec<String>,
+    /// Whether the desired state differs from the one the previous
+    /// reconcile planned with (always true for the first).
+    pub desired_changed: bool,
+    /// Ops applied (or handed to the command lane) while the desired state
+    /// did not change, and which the previous reconcile did not plan:
+    /// repairs of a change made on the node (an address removed by hand,
+    /// FRR lost its configuration), by object (`address`, `route`, `frr`...).
+    pub drift_repairs: BTreeMap<&'static str, usize>,
+    /// Why this reconcile handed FRR our text again, if it did
+    /// (see [`FrrApplyCause`]).
+    pub frr_apply: Option<FrrApplyCause>,
+}
+
+/// Why a reconcile applied the FRR text (`vtysh -f`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrrApplyCause {
+    /// No text of ours was known to be in FRR since the agent started.
+    Initial,
+    /// The desired text differs from the one last applied or found.
+    Changed,
+    /// FRR lacked the text last applied or found (restarted, edited by hand).
+    Missing,
+}
+
+impl FrrApplyCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrrApplyCause::Initial => "initial",
+            FrrApplyCause::Changed => "changed",
+            FrrApplyCause::Missing => "missing",
+        }
+    }
 }
 
 impl ReconcileReport {
@@ -137,6 +178,12 @@ pub struct Reconciler {
     /// count it compares.
     guard: Option<WithdrawalGuard>,
     database_rows: usize,
+    /// The FRR text last applied successfully or found in FRR, kept across
+    /// FRR checks (unlike `frr_applied`): what tells an FRR re-apply's cause.
+    frr_known: Option<String>,
+    /// The ops the last reconcile planned: one planned again (a retry of
+    /// a failure, a held withdrawal) is no drift repair.
+    last_plan: Vec<Op>,
 }
 
 impl Reconciler {
@@ -167,6 +214,8 @@ impl Reconciler {
             wait_for_commands: false,
             guard: None,
             database_rows: 0,
+            frr_known: None,
+            last_plan: Vec::new(),
         })
     }
 
@@ -263,6 +312,7 @@ impl Reconciler {
                 Ok(()) => {
                     if let Op::ApplyFrr { config } = &outcome.op {
                         self.frr_applied = Some(config.clone());
+                        self.frr_known = Some(config.clone());
                     }
                     *report
                         .commands_applied
@@ -277,6 +327,7 @@ impl Reconciler {
                         self.frr_applied = None;
                     }
                     report.failed.push(format!("{}: {e}", outcome.op));
+                    *report.failed_kinds.entry(op_kind(&outcome.op)).or_default() += 1;
                 }
             }
         }
@@ -311,6 +362,11 @@ impl Reconciler {
     /// run loop answers with a full reconcile.
     pub fn netlink_overruns(&self) -> watch::Receiver<u64> {
         self.node.overruns()
+    }
+
+    /// The last desired state, if one was computed.
+    pub fn desired(&self) -> Option<&obgp_desired::Desired> {
+        self.desired.desired()
     }
 
     /// The IPs the last desired state exposes (a cheap copy).
@@ -397,6 +453,13 @@ impl Reconciler {
         let (Some(desired), Some(node)) = (self.desired.desired(), self.desired.node()) else {
             unreachable!("a successful compute leaves a result");
         };
+        // A patch that redid no port changed nothing; a full computation
+        // is compared (it already walked every row, so the comparison adds
+        // little).
+        report.desired_changed = match computed {
+            Computed::Patched { ports } => ports > 0,
+            Computed::Full => self.desired.settled() != Some(node),
+        };
         report.desired_time = t.elapsed();
         report.exposed = desired.exposure_count();
 
@@ -437,10 +500,12 @@ impl Reconciler {
             }
         }
         report.observe_time = t.elapsed();
+        report.unread = unread_commands(&actual);
 
         let t = Instant::now();
         let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
         report.plan_time = t.elapsed();
+        report.planned = plan.steps.len();
         for w in &plan.warnings {
             if self.warned.insert(w.clone()) {
                 tracing::warn!("{w}");
@@ -459,11 +524,34 @@ impl Reconciler {
         let (Planned { actual, mut plan }, mut report) =
             self.plan(snap, ofports, check_frr).await?;
         let holding = self.guard(&mut plan, &actual, &mut report);
+        let desired_frr = self.desired.node().and_then(|n| n.frr_config.clone());
         // FRR read and found holding our text: later reconciles may take it
         // as applied without reading (until the next FRR check).
         if !actual.frr.unknown && actual.frr.has_our_config {
-            self.frr_applied = self.desired.node().and_then(|n| n.frr_config.clone());
+            self.frr_applied = desired_frr.clone();
+            self.frr_known = desired_frr.clone();
         }
+        if plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.op, Op::ApplyFrr { .. }))
+        {
+            report.frr_apply = Some(match &self.frr_known {
+                None => FrrApplyCause::Initial,
+                Some(known) if Some(known) != desired_frr.as_ref() => FrrApplyCause::Changed,
+                Some(_) => FrrApplyCause::Missing,
+            });
+        }
+        // Only when the desired state did not change can an op repair the
+        // node; the previous plan's text is built only then, and only when
+        // there is something to judge.
+        let planned_before: std::collections::HashSet<String> =
+            if report.desired_changed || plan.steps.is_empty() {
+                Default::default()
+            } else {
+                self.last_plan.iter().map(|op| op.to_string()).collect()
+            };
+        let repairs = !report.desired_changed;
         // The observed sets are shared with the node's netlink mirror:
         // released before the writes, the notifications those cause update
         // the mirror in place instead of copying it.
@@ -487,17 +575,26 @@ impl Reconciler {
         report.not_started = applied.not_started;
         let started = plan.steps.len() - applied.not_started;
         for step in &plan.steps[..started] {
-            if !step.op.runs_a_command()
-                && !applied.failed.iter().any(|(op, _)| op == &step.op)
-                && !applied.held_back.contains(&step.op)
-            {
+            let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
+                && !applied.held_back.contains(&step.op);
+            if done && repairs && !planned_before.contains(&step.op.to_string()) {
+                *report
+                    .drift_repairs
+                    .entry(object_kind(&step.op))
+                    .or_default() += 1;
+            }
+            if !step.op.runs_a_command() && done {
                 *report.applied.entry(op_kind(&step.op)).or_default() += 1;
             }
         }
         report
             .failed
             .extend(applied.failed.iter().map(|(op, e)| format!("{op}: {e}")));
+        for (op, _) in &applied.failed {
+            *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
+        }
         report.held_back = applied.held_back.len();
+        self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();
         // While withdrawals are held, the previous desired state stays the
         // one leftovers are judged by (their class, the neighbour evidence).
         if !holding {
@@ -575,6 +672,45 @@ fn system_hostname() -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+/// What the agent reads of the node and could not (FRR, OVS bridges): a
+/// node whose FRR or flows are unknown has not been shown to converge.
+pub(crate) fn unread_commands(actual: &Actual) -> Vec<String> {
+    let mut out = Vec::new();
+    if actual.frr.unknown {
+        out.push(
+            "FRR's running configuration could not be read (vtysh failed or timed out)".into(),
+        );
+    }
+    for br in &actual.bridges_unknown {
+        out.push(format!(
+            "the ports and flows of OVS bridge {br} could not be read (ovs-ofctl failed or timed out)"
+        ));
+    }
+    out
+}
+
+/// The kind of node object an op writes, for the drift-repair counts.
+pub fn object_kind(op: &Op) -> &'static str {
+    match op {
+        Op::AddLink { .. }
+        | Op::SetLinkUp { .. }
+        | Op::SetMaster { .. }
+        | Op::SetLinkMac { .. }
+        | Op::DelLink { .. } => "link",
+        Op::SetBridgePort { .. } => "bridge_port",
+        Op::AddOvsPort(_) | Op::DelOvsPort { .. } => "ovs_port",
+        Op::AddAddress(_) | Op::DelAddress(_) => "address",
+        Op::AddRule { .. } | Op::DelRule { .. } => "rule",
+        Op::ReplaceRoute { .. } | Op::DelRoute { .. } => "route",
+        Op::ReplaceNeighbour(_) | Op::DelNeighbour(_) => "neighbour",
+        Op::AddProxyNeighbour(_) | Op::DelProxyNeighbour(_) => "proxy_neighbour",
+        Op::SetSysctl(_) => "sysctl",
+        Op::AddRtTable { .. } => "rt_table",
+        Op::AddFlow { .. } | Op::DelFlow { .. } => "flow",
+        Op::ApplyFrr { .. } | Op::RemoveFrr { .. } => "frr",
+    }
 }
 
 /// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.

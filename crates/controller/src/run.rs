@@ -17,9 +17,13 @@ use obgp_plan::Plan;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::probes::ProbeBounds;
 use crate::queue::{QueueConfig, Scheduler, WorkQueue};
-use crate::reconcile::{check_supported, Planned, ReconcileError, ReconcileReport, Reconciler};
+use crate::reconcile::{
+    check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
+};
 use crate::sources::{OvnSources, SourceError};
+use crate::telemetry::{spawn_update_clock, Telemetry};
 use crate::triggers;
 use crate::view::FilterView;
 use crate::Reason;
@@ -29,6 +33,12 @@ use crate::Reason;
 pub struct RunOptions {
     pub queue: QueueConfig,
     pub kernel: KernelConfig,
+    /// The probes' bounds; `None`: [`ProbeBounds::for_config`].
+    pub probes: Option<ProbeBounds>,
+    /// For tests: every reconcile, once started, waits until this is
+    /// true; a stand-in for a reconcile that hangs (`/healthz` then
+    /// reports it stuck). `None` in the agent.
+    pub hold_reconciles: Option<watch::Receiver<bool>>,
 }
 
 /// Why the agent stopped or a one-shot command failed.
@@ -42,6 +52,11 @@ pub enum RunError {
         "the node did not converge: {0} op(s) or read(s) still pending after the reconcile:\n{1}"
     )]
     NotConverged(usize, String),
+    #[error("[DEFAULT] metrics_listen = {addr}: cannot listen: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 impl RunError {
@@ -111,23 +126,6 @@ fn database_rows(db: &obgp_ovsdb_data::DbSnapshot) -> usize {
     db.tables().map(|t| db.table(t).len()).sum()
 }
 
-/// What the last observe could not read (FRR, OVS bridges): a node whose
-/// FRR or flows are unknown has not been shown to converge.
-fn unread_commands(actual: &obgp_plan::Actual) -> Vec<String> {
-    let mut out = Vec::new();
-    if actual.frr.unknown {
-        out.push(
-            "FRR's running configuration could not be read (vtysh failed or timed out)".into(),
-        );
-    }
-    for br in &actual.bridges_unknown {
-        out.push(format!(
-            "the ports and flows of OVS bridge {br} could not be read (ovs-ofctl failed or timed out)"
-        ));
-    }
-    out
-}
-
 fn log_report(report: &ReconcileReport, why: &str) {
     log_report_queued(report, why, Duration::ZERO, Duration::ZERO)
 }
@@ -181,12 +179,48 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     check_supported(&config)?;
+    let bounds = opts
+        .probes
+        .unwrap_or_else(|| ProbeBounds::for_config(&config));
+    let telemetry = Arc::new(Telemetry::new(&config, bounds));
+    // Before connecting anywhere: the probes answer while the agent waits.
+    let listener = match config.default.metrics_listen {
+        Some(addr) => Some(
+            crate::http::serve(addr, telemetry.clone(), shutdown.child_token())
+                .await
+                .map_err(|source| RunError::Listen { addr, source })?,
+        ),
+        None => None,
+    };
+    let result = run_loop(config, opts, shutdown, telemetry).await;
+    if let Some(l) = listener {
+        l.abort();
+    }
+    result
+}
+
+fn waiting_for(e: &SourceError) -> Option<String> {
+    match e {
+        SourceError::SyncTimeout {
+            database, remotes, ..
+        } => Some(format!("{database} ({remotes})")),
+        _ => None,
+    }
+}
+
+async fn run_loop(
+    config: Config,
+    opts: RunOptions,
+    shutdown: CancellationToken,
+    telemetry: Arc<Telemetry>,
+) -> Result<(), RunError> {
     let sources = loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             r = OvnSources::start(&config, Duration::from_secs(30)) => match r {
                 Ok(s) => break s,
                 Err(e @ SourceError::SyncTimeout { .. }) => {
+                    telemetry.waiting(waiting_for(&e).unwrap_or_default());
                     tracing::warn!("still waiting for the databases: {e}")
                 }
                 Err(e) => return Err(e.into()),
@@ -200,10 +234,17 @@ pub async fn run(
             _ = shutdown.cancelled() => return Ok(()),
             r = sources.wait_synced(Duration::from_secs(30)) => match r {
                 Ok(()) => break,
-                Err(e) => tracing::warn!("still waiting for the databases: {e}"),
+                Err(e) => {
+                    if let Some(what) = waiting_for(&e) {
+                        telemetry.waiting(what);
+                    }
+                    tracing::warn!("still waiting for the databases: {e}")
+                }
             },
         }
     }
+    let sources = Arc::new(sources);
+    telemetry.synced(sources.clone());
     let mut reconciler = loop {
         match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
             Ok(mut r) => {
@@ -246,7 +287,10 @@ pub async fn run(
         spawn_resync_watch(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
         spawn_resync_watch(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
         spawn_overrun_watch(reconciler.netlink_overruns(), sched.clone()),
+        spawn_update_clock(&telemetry, &sources.ovn),
+        spawn_update_clock(&telemetry, &sources.ovs),
     ];
+    let mut hold = opts.hold_reconciles.clone();
     sched.trigger(Reason::Startup);
 
     let mut retry = Retry::default();
@@ -273,6 +317,13 @@ pub async fn run(
             }
         };
         let started = Instant::now();
+        telemetry.started(&batch);
+        if let Some(hold) = &mut hold {
+            tokio::select! {
+                _ = shutdown.cancelled() => break Ok(()),
+                _ = hold.wait_for(|open| *open) => {}
+            }
+        }
         let inputs = sources.inputs();
         let snapshot_time = started.elapsed();
         reconciler.note_database_rows(database_rows(&inputs.raw_ovn));
@@ -302,6 +353,12 @@ pub async fn run(
             }
             Ok(mut report) => {
                 report.snapshot_time = snapshot_time;
+                telemetry.finished(
+                    &batch,
+                    Ok(&report),
+                    started.elapsed(),
+                    reconciler.withdrawal_holds(),
+                );
                 log_report_queued(
                     &report,
                     &batch.to_string(),
@@ -326,11 +383,24 @@ pub async fn run(
             }
             Err(e) if e.is_fatal() || (first && e.is_config_error()) => break Err(e.into()),
             Err(e) => {
+                telemetry.finished(
+                    &batch,
+                    Err(&e),
+                    started.elapsed(),
+                    reconciler.withdrawal_holds(),
+                );
                 tracing::error!(reasons = %batch, "reconcile failed, retrying: {e}");
                 retry.schedule(&sched);
             }
         }
         first = false;
+        if telemetry.metrics.exposed_wanted() {
+            if let Some(desired) = reconciler.desired() {
+                telemetry
+                    .metrics
+                    .set_exposed(&crate::metrics::count_exposed(desired));
+            }
+        }
         let chassis = reconciler.chassis_name(snap);
         let view = FilterView::new(
             inputs.raw_ovn,

@@ -129,6 +129,7 @@ impl BenchNode {
                 ..KernelConfig::default()
             },
             queue,
+            ..RunOptions::default()
         })
     }
 }

@@ -278,3 +278,81 @@ fn sb_on_a_vlan_network_the_vrf_end_is_the_tagged_internal_port_vlan_vni() {
         Some(&obgp_netmodel::FlowAction::Output("vlan-1001".into()))
     );
 }
+
+#[test]
+fn sb_two_routers_sharing_a_vni_share_its_vrf_and_it_stays_while_one_is_here() {
+    let sc = scenario("evpn-sb-basic");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let sb = |t: &str, k: &str| -> String {
+        // The uuid of the SB row of table `t` whose logical_port is `k`.
+        let rows = &sc["ovn"]["OVN_Southbound"][t];
+        rows.as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, r)| r["logical_port"] == k)
+            .map(|(u, _)| u.clone())
+            .unwrap()
+    };
+    let gw = sb(
+        "Port_Binding",
+        "cr-lrp-55555555-5555-4555-8555-555555555555",
+    );
+    let row = &sc["ovn"]["OVN_Southbound"]["Port_Binding"][&gw];
+    let chassis = row["chassis"].clone();
+    let provider_dp = sc["ovn"]["OVN_Southbound"]["Port_Binding"]
+        [&sb("Port_Binding", "55555555-5555-4555-8555-555555555555")]["datapath"]
+        .clone();
+    // A second router on the same provider network, its gateway bound
+    // here, annotated with the same VNI and AS.
+    let ops = json!([
+        {"op": "insert", "table": "Datapath_Binding", "uuid-name": "r2",
+         "row": {"tunnel_key": 9, "external_ids": ["map", [["name", "neutron-r2"]]]}},
+        {"op": "insert", "table": "Port_Binding", "row": {
+            "logical_port": "cr-lrp-99999999-9999-4999-8999-999999999999",
+            "type": "chassisredirect", "tunnel_key": 1,
+            "datapath": ["named-uuid", "r2"], "chassis": chassis,
+            "mac": "fa:16:3e:99:99:01 172.24.4.200/24"}},
+        {"op": "insert", "table": "Port_Binding", "row": {
+            "logical_port": "99999999-9999-4999-8999-999999999999",
+            "type": "patch", "tunnel_key": 7, "mac": "router",
+            "datapath": provider_dp,
+            "external_ids": ["map", [["neutron_bgpvpn:as", "64999"], ["neutron_bgpvpn:vni", "1001"]]]}}
+    ]);
+    db.apply(SB_DB, ops.as_array().unwrap()).unwrap();
+    let c = config(&sc, json!({}));
+    let (n, notes) = node(&db, &c, &NodeFacts::default());
+    assert_eq!(
+        n.evpn_vnis.iter().copied().collect::<Vec<_>>(),
+        [1001],
+        "{notes:?}"
+    );
+    // One VRF, both gateways routed through the same veth.
+    let gws: Vec<String> = n
+        .routes
+        .keys()
+        .filter(|r| r.dev.as_ref().map(|d| d.as_str()) == Some("veth-vrf-1001") && r.via.is_none())
+        .filter_map(|r| r.dst.map(|d| d.to_string()))
+        .collect();
+    for want in ["172.24.4.100/32", "172.24.4.200/32"] {
+        assert!(gws.contains(&want.to_string()), "{gws:?}");
+    }
+    // The first router's gateway leaves: the VNI stays for the second.
+    db.apply(
+        SB_DB,
+        json!([{"op": "delete", "table": "Port_Binding", "where": [["logical_port", "==", "cr-lrp-55555555-5555-4555-8555-555555555555"]]}])
+            .as_array()
+            .unwrap(),
+    )
+    .unwrap();
+    let (n, _) = node(&db, &c, &NodeFacts::default());
+    assert_eq!(n.evpn_vnis.iter().copied().collect::<Vec<_>>(), [1001]);
+    assert!(n.links.iter().any(|l| l.name.as_str() == "vrf-1001"));
+    assert!(n
+        .routes
+        .keys()
+        .any(|r| r.dst.map(|d| d.to_string()) == Some("172.24.4.200/32".into())));
+    assert!(!n
+        .routes
+        .keys()
+        .any(|r| r.dst.map(|d| d.to_string()) == Some("172.24.4.100/32".into())));
+}

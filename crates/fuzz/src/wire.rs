@@ -313,6 +313,10 @@ fn fixture_tables() -> &'static [[Tables; 3]] {
 /// Decodes `reply` streamed in reads of `chunks`' sizes, and checks it
 /// against the buffered decode of its `result`.
 fn check_streamed(reply: &[u8], result: &[u8], projection: &KeyProjection, chunks: &[u16]) {
+    // To see what a failing input decodes: OBGP_FUZZ_DUMP=1 (docs/fuzzing.md).
+    if std::env::var_os("OBGP_FUZZ_DUMP").is_some() {
+        eprintln!("REPLY {}", String::from_utf8_lossy(reply));
+    }
     let mut rest = reply;
     let mut sizes = chunks.iter().cycle();
     let next = || {

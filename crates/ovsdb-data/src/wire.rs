@@ -124,11 +124,12 @@ impl std::fmt::Display for RowFault {
 /// serde's category: a data error is checked by parsing the text again
 /// (only on this error path).
 pub(crate) fn is_row_fault(json: &[u8], e: &serde_json::Error) -> bool {
-    // `IgnoredAny` skips strings without checking their UTF-8: bytes that
-    // are not UTF-8 are a corrupt message, never a bad row.
+    // A bad row is well-formed JSON with the wrong shape. Checked by
+    // decoding it whole (only on this path, so rarely): `IgnoredAny` would
+    // skip strings without checking their UTF-8 or their `\u` escapes (a
+    // lone surrogate), which are a corrupt message, never a bad row.
     e.classify() == serde_json::error::Category::Data
-        && std::str::from_utf8(json).is_ok()
-        && serde_json::from_slice::<serde::de::IgnoredAny>(json).is_ok()
+        && serde_json::from_slice::<serde_json::Value>(json).is_ok()
 }
 
 /// The `table-updates2` object of an update notification or monitor reply.

@@ -352,7 +352,15 @@ impl RowBatch {
                     Some(row) => Ok(row),
                     None => from_text(value, seed),
                 },
-                None => from_bytes(&self.bytes[value.clone()], seed),
+                // Not UTF-8: checked whole first, as the buffered decoder
+                // takes each row (a `RawValue`), since the visitors skip
+                // the columns and map keys they do not read without
+                // checking their UTF-8 (the bad bytes may sit there).
+                None => {
+                    let bytes = &self.bytes[value.clone()];
+                    serde_json::from_slice::<Box<serde_json::value::RawValue>>(bytes)
+                        .and_then(|_| from_bytes(bytes, seed))
+                }
             };
             match row {
                 Ok(row) => {

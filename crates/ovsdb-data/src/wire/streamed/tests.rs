@@ -393,3 +393,32 @@ fn a_bad_row_key_with_an_escape_is_named_alike_streamed_and_buffered() {
         assert_eq!(got.result.as_ref(), Some(&want), "round {round}");
     }
 }
+
+/// Found by the `wire` fuzz target's 10M replay: a byte that is not UTF-8
+/// in a map value the key projection drops was skipped unchecked by the
+/// streamed decoder's visitors while the buffered decoder (each row a
+/// `RawValue`) refused the message; both refuse it now.
+#[test]
+fn a_non_utf8_byte_in_a_projected_away_value_fails_the_message_streamed_as_buffered() {
+    let mut text = json!({"id": 7, "result": {"Logical_Switch_Port": {
+        "ccc56e87-580d-41d3-9c73-b0e89e964718": {"initial": {"name": "p1",
+            "external_ids": ["map", [["neutron:cidrs", "10.0.0.5/24"], ["dropped", "4320x"]]]}},
+    }}})
+    .to_string()
+    .into_bytes();
+    let at = text.windows(5).position(|w| w == b"4320x").unwrap() + 4;
+    text[at] = 0xff;
+    let p = KeyProjection::default().keep("Logical_Switch_Port", "external_ids", ["neutron:cidrs"]);
+    let result = &text[text
+        .windows(22)
+        .position(|w| w == b"{\"Logical_Switch_Port\"")
+        .unwrap()..text.len() - 1];
+    assert!(MonitorResultSeed(&p)
+        .deserialize(&mut serde_json::Deserializer::from_slice(result))
+        .is_err());
+    for round in 0..5 {
+        let streamed =
+            decode_streamed_reply_on(&opts(&p), 2, 16 + round, pieces(&text, &[7 * round]));
+        assert!(streamed.is_err(), "round {round}: {streamed:?}");
+    }
+}

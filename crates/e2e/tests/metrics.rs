@@ -240,7 +240,18 @@ fn a_real_prometheus_scrapes_the_daemon_and_reads_back_its_series() -> Result<()
     );
     ensure!(added >= 7.0, "add_address applied {added}");
     ensure!(sum(&text, "ovn_bgp_agent_reconcile_duration_seconds_count") >= 1.0);
-    ensure!(v("ovn_bgp_agent_frr_applies_total{cause=\"initial\"}")? == 1.0);
+    // The FRR text goes through the command lane, off the reconcile: its
+    // apply is counted once the lane reported it (a later reconcile).
+    let frr = "ovn_bgp_agent_frr_applies_total{cause=\"initial\"}";
+    let applied = obgp_e2e::wait_for(frr, WAIT, || {
+        let (_, body) = agent(&b, "/metrics")?;
+        Ok(sample(&body, frr).filter(|got| *got == 1.0))
+    });
+    ensure!(
+        applied.is_ok(),
+        "{frr} never 1:\n{}",
+        agent(&b, "/metrics")?.1
+    );
 
     // Readiness: converged where the kernel has VRFs; here the VRF ops are
     // refused at every reconcile, and /readyz says so.

@@ -52,8 +52,13 @@ pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// How long an ovsdb-server may take to listen: it loads the whole
+/// database first, and a 50k-port NB on a loaded 2-core machine took over
+/// 15 s (the soak's NB restarts). A server that exits fails at once.
+const LISTEN_WITHIN: Duration = Duration::from_secs(90);
+
 fn wait_for_socket(path: &Path, child: &mut Child, log: &Path) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    let deadline = Instant::now() + LISTEN_WITHIN;
     loop {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Ok(());
@@ -67,8 +72,9 @@ fn wait_for_socket(path: &Path, child: &mut Child, log: &Path) -> Result<()> {
         }
         if Instant::now() > deadline {
             bail!(
-                "ovsdb-server did not listen on {} within 15 s",
-                path.display()
+                "ovsdb-server did not listen on {} within {} s",
+                path.display(),
+                LISTEN_WITHIN.as_secs()
             );
         }
         std::thread::sleep(Duration::from_millis(20));

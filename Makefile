@@ -11,12 +11,15 @@ export CARGO_TERM_COLOR ?= never
 
 # Debian packages the tests and the demo use: real ovsdb-server and OVN tools,
 # FRR as the BGP peer, iproute2 for namespaces, openssl for the SSL tests,
-# QEMU + busybox for the full-kernel VM tier.
+# QEMU + busybox for the full-kernel VM tier; mmdebstrap, podman and binutils
+# (strip) for the container image, python3-venv and systemd for the checks of
+# deploy/ (kubernetes-validate, systemd-analyze); prometheus (and its
+# promtool) and curl for the metrics tests.
 DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
                 frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod \
-                prometheus curl
+                prometheus curl mmdebstrap podman binutils python3-venv systemd
 
-.PHONY: all build deps demo test test-unit test-conformance test-vm lint fmt clippy check-pure bench soak-short clean
+.PHONY: all build deps demo test test-unit test-conformance test-vm image-test deploy-check lint fmt clippy check-pure bench soak-short clean
 
 all: build
 
@@ -42,9 +45,10 @@ check-pure:
 	@scripts/check-pure-crates.sh
 
 ## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)
-## on this kernel, the conformance runners, the short soak, then the VM tier
-## for what this kernel lacks (vrf, dummy, 802.1q, vxlan).
-test: deps test-unit test-conformance soak-short test-vm
+## on this kernel, the conformance runners, the checks of deploy/, the
+## container image, the short soak, then the VM tier for what this kernel
+## lacks (vrf, dummy, 802.1q, vxlan).
+test: deps test-unit test-conformance deploy-check image-test soak-short test-vm
 
 test-unit:
 	$(CARGO) test --workspace --locked --no-fail-fast
@@ -55,6 +59,17 @@ test-conformance:
 
 test-vm:
 	@scripts/test-vm.sh
+
+## image-test: build the container image without a registry (a Debian base
+## made by mmdebstrap, podman build --isolation=chroot) and run its contents
+## by chroot (docs/deployment.md). Root; about 1.5 minutes.
+image-test: deps
+	@scripts/image.sh
+
+## deploy-check: deploy/*.yaml against the Kubernetes schemas and the agent,
+## the systemd unit with systemd-analyze verify (docs/deployment.md).
+deploy-check: deps
+	@scripts/deploy-check.sh
 
 demo: deps
 	@scripts/demo.sh

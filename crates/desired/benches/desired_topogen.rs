@@ -145,18 +145,12 @@ fn bare_node(patch: &str) -> Actual {
     let br = DevName::new("br-ex").expect("valid");
     a.links.insert(
         br.clone(),
-        ActualLink {
-            index: 1,
-            kind: "openvswitch".into(),
-            mac: Some(MacAddr([0x02, 0, 0, 0, 0xbe, 0xef])),
-            up: true,
-            master: None,
-            parent: None,
-            vlan_id: None,
-            vrf_table: None,
-            vxlan: None,
-            bridge_port: None,
-        },
+        ActualLink::new(
+            1,
+            "openvswitch",
+            Some(MacAddr([0x02, 0, 0, 0, 0xbe, 0xef])),
+            true,
+        ),
     );
     for v6 in [false, true] {
         for (priority, table) in [(0, 255), (32766, 254), (32767, 253)] {

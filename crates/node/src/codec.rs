@@ -402,21 +402,16 @@ pub(crate) fn decode_bridge_port_view(l: &LinkMessage) -> Option<BridgePort> {
 
 pub(crate) fn decode_link(l: &LinkMessage) -> Option<LinkEntry> {
     let mut name = None;
-    let mut link = ActualLink {
-        index: l.header.index,
-        kind: match l.header.link_layer_type {
-            LinkLayerType::Loopback => "loopback".into(),
-            _ => "ether".into(),
-        },
-        mac: None,
-        up: l.header.flags.contains(LinkFlags::Up),
-        master: None,
-        parent: None,
-        vlan_id: None,
-        vrf_table: None,
-        vxlan: None,
-        bridge_port: None,
+    let kind = match l.header.link_layer_type {
+        LinkLayerType::Loopback => "loopback",
+        _ => "ether",
     };
+    let mut link = ActualLink::new(
+        l.header.index,
+        kind,
+        None,
+        l.header.flags.contains(LinkFlags::Up),
+    );
     let (mut master, mut parent, mut other_netns) = (None, None, false);
     let mut port_kind = None;
     let mut port_flags = BRIDGE_PORT_DEFAULT;

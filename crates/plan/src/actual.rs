@@ -69,6 +69,25 @@ pub struct ActualLink {
     pub bridge_port: Option<BridgePort>,
 }
 
+impl ActualLink {
+    /// A link of `kind` with only its index, MAC and state known: no master,
+    /// parent, VLAN, VRF table, VXLAN identity or bridge-port flags.
+    pub fn new(index: u32, kind: impl Into<String>, mac: Option<MacAddr>, up: bool) -> ActualLink {
+        ActualLink {
+            index,
+            kind: kind.into(),
+            mac,
+            up,
+            master: None,
+            parent: None,
+            vlan_id: None,
+            vrf_table: None,
+            vxlan: None,
+            bridge_port: None,
+        }
+    }
+}
+
 /// What identifies a VXLAN device (the kernel cannot change these in
 /// place: a different one is deleted and created again).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -96,18 +96,7 @@ impl ModelNode {
                 let index = self.next_index();
                 // Locally administered MACs, deterministic per index.
                 let own_mac = MacAddr([0x02, 0, 0, 0, (index >> 8) as u8, index as u8]);
-                let mut link = ActualLink {
-                    index,
-                    kind: String::new(),
-                    mac: Some(own_mac),
-                    up: false,
-                    master: None,
-                    parent: None,
-                    vlan_id: None,
-                    vrf_table: None,
-                    vxlan: None,
-                    bridge_port: None,
-                };
+                let mut link = ActualLink::new(index, String::new(), Some(own_mac), false);
                 match kind {
                     LinkKind::Vrf { table } => {
                         link.kind = "vrf".into();
@@ -344,18 +333,7 @@ impl ModelNode {
                     let mac = MacAddr([0x02, 0, 0, 2, (index >> 8) as u8, index as u8]);
                     self.actual.links.insert(
                         p.name.clone(),
-                        ActualLink {
-                            index,
-                            kind: "openvswitch".into(),
-                            mac: Some(mac),
-                            up: false,
-                            master: None,
-                            parent: None,
-                            vlan_id: None,
-                            vrf_table: None,
-                            vxlan: None,
-                            bridge_port: None,
-                        },
+                        ActualLink::new(index, "openvswitch", Some(mac), false),
                     );
                 }
                 Ok(())

@@ -24,18 +24,7 @@ fn links() -> Links {
     DEVICES
         .iter()
         .map(|(n, i)| {
-            let link = ActualLink {
-                index: *i,
-                kind: "ether".into(),
-                mac: None,
-                up: true,
-                master: None,
-                parent: None,
-                vlan_id: None,
-                vrf_table: None,
-                vxlan: None,
-                bridge_port: None,
-            };
+            let link = ActualLink::new(*i, "ether", None, true);
             let entry = LinkEntry {
                 name: dev(n),
                 link,

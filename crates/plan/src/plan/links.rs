@@ -3,11 +3,40 @@
 
 use std::collections::BTreeSet;
 
-use obgp_netmodel::{Class, DevName, LinkKind};
+use obgp_netmodel::{Class, DevName, Link, LinkKind};
 
 use super::order::{rank, Group};
 use super::{PlanError, Planner};
+use crate::actual::ActualLink;
 use crate::op::Op;
+
+/// The ops that give the link `l` its MAC, master and state, where the
+/// device `have` differs (`None`: a device this plan creates).
+fn settle(l: &Link, have: Option<&ActualLink>) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if let Some(mac) = l.mac {
+        if have.is_none_or(|a| a.mac != Some(mac)) {
+            ops.push(Op::SetLinkMac {
+                name: l.name.clone(),
+                mac,
+            });
+        }
+    }
+    if let Some(m) = &l.master {
+        if have.is_none_or(|a| a.master.as_ref() != Some(m)) {
+            ops.push(Op::SetMaster {
+                name: l.name.clone(),
+                master: m.clone(),
+            });
+        }
+    }
+    if l.up && have.is_none_or(|a| !a.up) {
+        ops.push(Op::SetLinkUp {
+            name: l.name.clone(),
+        });
+    }
+    ops
+}
 
 impl Planner<'_> {
     /// A device the agent creates that exists as another kind is not the
@@ -63,43 +92,11 @@ impl Planner<'_> {
             let base = |op| (Group::Base, rank, Some(Class::Base), op);
             let mut ops = Vec::new();
             match self.actual.links.get(&l.name) {
-                Some(a) => {
-                    // An existing device of the right kind is adopted (a node
-                    // set up by the Python agent; see `check_device_kinds`).
-                    if let Some(mac) = l.mac {
-                        if a.mac != Some(mac) {
-                            ops.push(base(Op::SetLinkMac {
-                                name: l.name.clone(),
-                                mac,
-                            }));
-                        }
-                    }
-                    if let Some(m) = &l.master {
-                        if a.master.as_ref() != Some(m) {
-                            ops.push(base(Op::SetMaster {
-                                name: l.name.clone(),
-                                master: m.clone(),
-                            }));
-                        }
-                    }
-                    if l.up && !a.up {
-                        ops.push(base(Op::SetLinkUp {
-                            name: l.name.clone(),
-                        }));
-                    }
-                }
+                // An existing device of the right kind is adopted (a node
+                // set up by the Python agent; see `check_device_kinds`).
+                Some(a) => ops.extend(settle(l, Some(a)).into_iter().map(base)),
                 None if l.kind == LinkKind::Existing && born_with_peer.contains(&l.name) => {
-                    if let Some(m) = &l.master {
-                        ops.push(base(Op::SetMaster {
-                            name: l.name.clone(),
-                            master: m.clone(),
-                        }));
-                    }
-                    if l.up {
-                        ops.push(base(Op::SetLinkUp {
-                            name: l.name.clone(),
-                        }));
-                    }
+                    ops.extend(settle(l, None).into_iter().map(base));
                     self.created.insert(l.name.clone());
                 }
                 None if l.kind == LinkKind::Existing => {
@@ -138,23 +135,7 @@ impl Planner<'_> {
                         name: l.name.clone(),
                         kind: l.kind.clone(),
                     }));
-                    if let Some(mac) = l.mac {
-                        ops.push(base(Op::SetLinkMac {
-                            name: l.name.clone(),
-                            mac,
-                        }));
-                    }
-                    if let Some(m) = &l.master {
-                        ops.push(base(Op::SetMaster {
-                            name: l.name.clone(),
-                            master: m.clone(),
-                        }));
-                    }
-                    if l.up {
-                        ops.push(base(Op::SetLinkUp {
-                            name: l.name.clone(),
-                        }));
-                    }
+                    ops.extend(settle(l, None).into_iter().map(base));
                     self.created.insert(l.name.clone());
                 }
             }

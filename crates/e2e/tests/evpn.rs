@@ -496,6 +496,96 @@ fn agent_vrf_mode_exposes_an_annotated_network_over_evpn() -> Result<()> {
     result.with_context(|| agent_evidence(&b))
 }
 
+/// What a torn-down VNI must not leave behind once the command lane has
+/// run (ovs-vsctl, ovs-ofctl, vtysh): its OVS port, the agent's flows of
+/// `cookie` on br-ex, FRR's VRF and, for the SB driver, the routes of its
+/// table.
+struct Leftovers<'a> {
+    ovs_port: &'a str,
+    cookie: u32,
+    vrf: &'a str,
+    table: Option<u32>,
+}
+
+impl Leftovers<'_> {
+    fn on(&self, b: &EvpnBench) -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        if b.ovs_ports("br-ex")?.iter().any(|p| p == self.ovs_port) {
+            left.push(format!("{} is a port of br-ex", self.ovs_port));
+        }
+        let flows = b.flows("br-ex", self.cookie)?;
+        if flows.contains(&format!("cookie={:#x}", self.cookie)) {
+            left.push(format!(
+                "cookie-{} flows on br-ex: {}",
+                self.cookie,
+                flows.trim()
+            ));
+        }
+        let frr = b.fabric.node.vtysh("show running-config")?;
+        if frr.contains(&format!("vrf {}", self.vrf)) {
+            left.push(format!("the node's FRR has {}:\n{frr}", self.vrf));
+        }
+        if let Some(table) = self.table {
+            let table = table.to_string();
+            for fam in ["-4", "-6"] {
+                let routes = b.fabric.node_ip(&[fam, "route", "show", "table", &table])?;
+                if !routes.trim().is_empty() {
+                    left.push(format!("table {table} ({fam}): {}", routes.trim()));
+                }
+            }
+        }
+        Ok(left)
+    }
+}
+
+/// After a VNI's removal from OVN: its devices go (netlink), then what
+/// the command lane removes, then `plan` converges to 0 steps.
+fn teardown_completes(
+    t0: Instant,
+    b: &EvpnBench,
+    evpn_devices: &[String],
+    leftovers: &Leftovers<'_>,
+) -> Result<()> {
+    let took = wait_until("every EVPN device gone from the node", || {
+        let links = b.node_links()?;
+        Ok(evpn_devices.iter().all(|d| !links.contains(d)))
+    })
+    .with_context(|| format!("node links: {:?}", b.node_links().unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "node: {} gone ({:.1} s)",
+            evpn_devices.join(", "),
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("what the command lane removes gone", || {
+        Ok(leftovers.on(b)?.is_empty())
+    })
+    .with_context(|| format!("left: {:#?}", leftovers.on(b).unwrap_or_default()))?;
+    step(
+        t0,
+        &format!(
+            "{} off br-ex, no cookie-{} flows, FRR has no {}{} ({:.1} s)",
+            leftovers.ovs_port,
+            leftovers.cookie,
+            leftovers.vrf,
+            leftovers
+                .table
+                .map_or(String::new(), |t| format!(", table {t} empty")),
+            took.as_secs_f64()
+        ),
+    );
+    let took = wait_until("the agent's plan to converge again (0 steps)", || {
+        Ok(b.agent.plan_op_count()? == 0)
+    })?;
+    step(
+        t0,
+        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
+    );
+    Ok(())
+}
+
 fn agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Result<()> {
     for (name, kind) in FOREIGN {
         let mut args = vec!["link", "add", name];
@@ -614,55 +704,17 @@ fn agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Res
         b.fabric.wait_peer_vrf_route(dst, false, LEARN)?;
     }
     step(t0, &format!("peer's {vrf} table: {VM4}, {VM6} gone"));
-    let took = wait_until("every EVPN device gone from the node", || {
-        let links = b.node_links()?;
-        Ok(evpn_devices.iter().all(|d| !links.contains(d)))
-    })
-    .with_context(|| format!("node links: {:?}", b.node_links().unwrap_or_default()))?;
-    step(
+    teardown_completes(
         t0,
-        &format!(
-            "node: {} gone ({:.1} s)",
-            evpn_devices.join(", "),
-            took.as_secs_f64()
-        ),
-    );
-    // the OVS port, the flows and FRR's VRF go through the command lane
-    // (ovs-vsctl, ovs-ofctl, vtysh), after the devices
-    let lane_left = || -> Result<Vec<String>> {
-        let mut left = Vec::new();
-        if b.ovs_ports("br-ex")?.contains(&veth_ovs) {
-            left.push(format!("{veth_ovs} is a port of br-ex"));
-        }
-        let flows = b.flows("br-ex", 999)?;
-        if flows.contains("cookie=0x3e7") {
-            left.push(format!("cookie-999 flows on br-ex: {}", flows.trim()));
-        }
-        let frr = b.fabric.node.vtysh("show running-config")?;
-        if frr.contains(&format!("vrf {vrf}")) {
-            left.push(format!("the node's FRR has {vrf}:\n{frr}"));
-        }
-        Ok(left)
-    };
-    let took = wait_until(
-        "the OVS port, the cookie-999 flows and FRR's VRF gone",
-        || Ok(lane_left()?.is_empty()),
-    )
-    .with_context(|| format!("left: {:#?}", lane_left().unwrap_or_default()))?;
-    step(
-        t0,
-        &format!(
-            "{veth_ovs} off br-ex, no cookie-999 flows, FRR has no {vrf} ({:.1} s)",
-            took.as_secs_f64()
-        ),
-    );
-    let took = wait_until("the agent's plan to converge again (0 steps)", || {
-        Ok(b.agent.plan_op_count()? == 0)
-    })?;
-    step(
-        t0,
-        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
-    );
+        b,
+        &evpn_devices,
+        &Leftovers {
+            ovs_port: &veth_ovs,
+            cookie: 999,
+            vrf: &vrf,
+            table: None,
+        },
+    )?;
     let ports = b.ovs_ports("br-ex")?;
     let links = b.node_links()?;
     for (name, _) in FOREIGN {
@@ -951,60 +1003,17 @@ fn sb_agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> 
             took.as_secs_f64()
         ),
     );
-    let took = wait_until("every EVPN device gone from the node", || {
-        let links = b.node_links()?;
-        Ok(evpn_devices.iter().all(|d| !links.contains(d)))
-    })
-    .with_context(|| format!("node links: {:?}", b.node_links().unwrap_or_default()))?;
-    step(
+    teardown_completes(
         t0,
-        &format!(
-            "node: {} gone ({:.1} s)",
-            evpn_devices.join(", "),
-            took.as_secs_f64()
-        ),
-    );
-    let table = VNI.to_string();
-    let left = || -> Result<Vec<String>> {
-        let mut left = Vec::new();
-        if b.ovs_ports("br-ex")?.contains(&veth_ovs) {
-            left.push(format!("{veth_ovs} is a port of br-ex"));
-        }
-        let flows = b.flows("br-ex", 998)?;
-        if flows.contains("cookie=0x3e6") {
-            left.push(format!("cookie-998 flows on br-ex: {}", flows.trim()));
-        }
-        let frr = b.fabric.node.vtysh("show running-config")?;
-        if frr.contains(&format!("vrf {vrf}")) {
-            left.push(format!("the node's FRR has {vrf}:\n{frr}"));
-        }
-        for fam in ["-4", "-6"] {
-            let routes = b.fabric.node_ip(&[fam, "route", "show", "table", &table])?;
-            if !routes.trim().is_empty() {
-                left.push(format!("table {table} ({fam}): {}", routes.trim()));
-            }
-        }
-        Ok(left)
-    };
-    let took = wait_until(
-        "the OVS port, the cookie-998 flows, FRR's VRF and table 1001's routes gone",
-        || Ok(left()?.is_empty()),
-    )
-    .with_context(|| format!("left: {:#?}", left().unwrap_or_default()))?;
-    step(
-        t0,
-        &format!(
-            "{veth_ovs} off br-ex, no cookie-998 flows, FRR has no {vrf}, table {VNI} empty ({:.1} s)",
-            took.as_secs_f64()
-        ),
-    );
-    let took = wait_until("the agent's plan to converge again (0 steps)", || {
-        Ok(b.agent.plan_op_count()? == 0)
-    })?;
-    step(
-        t0,
-        &format!("plan converged: 0 steps ({:.1} s)", took.as_secs_f64()),
-    );
+        b,
+        &evpn_devices,
+        &Leftovers {
+            ovs_port: &veth_ovs,
+            cookie: 998,
+            vrf: &vrf,
+            table: Some(VNI),
+        },
+    )?;
     let links = b.node_links()?;
     for (name, _) in FOREIGN {
         ensure!(

@@ -443,18 +443,7 @@ mod tests {
         let mut a = Actual::default();
         a.links.insert(
             dev("br-ex"),
-            ActualLink {
-                index: 1,
-                kind: "openvswitch".into(),
-                mac: None,
-                up: true,
-                master: None,
-                parent: None,
-                vlan_id: None,
-                vrf_table: None,
-                vxlan: None,
-                bridge_port: None,
-            },
+            ActualLink::new(1, "openvswitch", None, true),
         );
         let mut m = ModelNode::new(a);
         let n = Neighbour {

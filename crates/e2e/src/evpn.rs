@@ -22,8 +22,7 @@ use obgp_testbed::ovsdb::{run, OvsdbServer};
 use serde_json::{json, Value};
 
 use crate::{
-    agent_binary, fresh_rt_tables, kernel_has_vrf_and_dummy, load, start_vswitchd,
-    write_connections, Agent, Vswitchd,
+    agent_binary, fresh_rt_tables, load, start_vswitchd, write_connections, Agent, Vswitchd,
 };
 
 /// A running EVPN bench. Dropping it stops the agent daemon, vswitchd, both
@@ -102,21 +101,14 @@ impl EvpnBench {
         let main_conf = dir.join("bgp-agent.conf");
         std::fs::write(&main_conf, config)?;
         let conn = write_connections(dir, &ovs, &nb.unix_remote(), "")?;
-        let agent = Agent {
-            netns: fabric.node_netns().to_string(),
+        let agent = Agent::new(
+            fabric.node_netns(),
             binary,
-            ovs_run: ovs_run.clone(),
-            config_files: vec![main_conf, conn],
-            dir: dir.to_path_buf(),
-            vty_dir: fabric.node.vty_dir().to_path_buf(),
-            bgp_nic_kind: if kernel_has_vrf_and_dummy() {
-                "dummy"
-            } else {
-                "ifb"
-            }
-            .to_string(),
-            daemon: None,
-        };
+            ovs_run.clone(),
+            vec![main_conf, conn],
+            dir.to_path_buf(),
+            fabric.node.vty_dir().to_path_buf(),
+        );
         Ok(EvpnBench {
             agent,
             vswitchd: Some(vswitchd),

@@ -441,10 +441,8 @@ mod tests {
     #[test]
     fn missing_neighbour_delete_is_enoent_and_proxy_add_is_idempotent() {
         let mut a = Actual::default();
-        a.links.insert(
-            dev("br-ex"),
-            ActualLink::new(1, "openvswitch", None, true),
-        );
+        a.links
+            .insert(dev("br-ex"), ActualLink::new(1, "openvswitch", None, true));
         let mut m = ModelNode::new(a);
         let n = Neighbour {
             dev: dev("br-ex"),

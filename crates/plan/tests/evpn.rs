@@ -236,3 +236,42 @@ fn evpn_a_wanted_vxlan_gets_its_bridge_port_flags_once() {
         "{again}"
     );
 }
+
+#[test]
+fn evpn_the_kernel_local_route_of_a_lo_vni_address_is_removed_and_no_other() {
+    let mut a = node();
+    let local = |dst: &str, dev_name: &str| KernelRoute {
+        proto: proto::KERNEL,
+        scope: scope::HOST,
+        kind: RouteType::Local,
+        ..route(1001, dst, Some(dev_name))
+    };
+    a.routes.insert(local("10.0.0.5/32", "lo-1001"));
+    // The kernel's local route of an address that is not a suppressed one.
+    a.routes.insert(local("172.24.4.1/32", "veth-vrf-1001"));
+    let mut d = evpn_mode(true);
+    d.suppressed_local_routes.insert(obgp_netmodel::Route {
+        table: obgp_netmodel::TableRef::Id(1001),
+        v6: false,
+        dst: Some("10.0.0.5/32".parse().unwrap()),
+        dev: Some(dev("lo-1001")),
+        via: None,
+        proto: proto::KERNEL,
+        scope: scope::HOST,
+        kind: RouteType::Local,
+        metric: None,
+    });
+    let p = plan(&d, &a).unwrap();
+    let dels: Vec<String> = p
+        .ops()
+        .filter_map(|op| match op {
+            Op::DelRoute { route, .. } if route.kind == RouteType::Local => Some(format!(
+                "{} {}",
+                route.dst.unwrap(),
+                route.dev.as_ref().unwrap()
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dels, ["10.0.0.5/32 lo-1001"], "{p}");
+}

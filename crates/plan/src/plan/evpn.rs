@@ -182,22 +182,34 @@ impl Planner<'_> {
     /// driver's `lo-<vni>` addresses): deleted where they appear, after the
     /// address that makes them (the kernel adds one per address).
     pub(super) fn suppressed_local_routes(&mut self) {
-        let mut ops = Vec::new();
-        for s in &self.desired.suppressed_local_routes {
-            let table = self.resolve(&s.table);
-            for r in self.actual.routes.iter() {
-                if r.table == table
-                    && r.kind == obgp_netmodel::RouteType::Local
-                    && r.dst.map(|d| d.trunc()) == s.dst.map(|d| d.trunc())
-                    && r.dev == s.dev
-                {
-                    ops.push(Op::DelRoute {
-                        table_name: self.table_name(r.table),
-                        route: r.clone(),
-                    });
-                }
-            }
+        if self.desired.suppressed_local_routes.is_empty() {
+            return;
         }
+        // One pass over the node's routes, looked up by (table, dst, dev):
+        // a tenant network may put thousands of addresses on `lo-<vni>`.
+        let wanted_gone: BTreeSet<(u32, Option<obgp_netmodel::IpNet>, Option<&DevName>)> = self
+            .desired
+            .suppressed_local_routes
+            .iter()
+            .map(|s| {
+                (
+                    self.resolve(&s.table),
+                    s.dst.map(|d| d.trunc()),
+                    s.dev.as_ref(),
+                )
+            })
+            .collect();
+        let ops: Vec<Op> = self
+            .actual
+            .routes
+            .iter()
+            .filter(|r| r.kind == obgp_netmodel::RouteType::Local)
+            .filter(|r| wanted_gone.contains(&(r.table, r.dst.map(|d| d.trunc()), r.dev.as_ref())))
+            .map(|r| Op::DelRoute {
+                table_name: self.table_name(r.table),
+                route: r.clone(),
+            })
+            .collect();
         for op in ops {
             self.push(Group::Withdraw, rank::ROUTE, Some(Class::TenantVm), op);
         }

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use common::{start_node, BenchNode};
 use obgp_controller::{plan_once, render_plan, run, QueueConfig};
+use obgp_testbed::heap::{self, CountingAlloc};
 use obgp_testbed::netns::Netns;
 use obgp_testbed::ovsdb::OvsdbServer;
 use obgp_topogen::Rng;
@@ -41,6 +42,11 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
 use tracing_subscriber::Layer;
+
+// Live heap beside RSS: tells what the process holds from what the
+// allocator keeps after a resync's transient copies are freed.
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 mod common;
 
@@ -190,9 +196,10 @@ fn spawn_sampler(
             out.lock().expect("samples").push(sample);
             if s as u64 >= next_minute * 60 {
                 println!(
-                    "  minute {:>3}: RSS {:>7.1} MiB, {:>6} reconciles ({} periodic), {:>6} events sent",
+                    "  minute {:>3}: RSS {:>7.1} MiB (heap live {:>7.1} MiB), {:>6} reconciles ({} periodic), {:>6} events sent",
                     next_minute,
                     mib(sample.1),
+                    heap::mib(heap::live()),
                     sample.2,
                     counters.periodic.load(Ordering::Relaxed),
                     sample.3
@@ -642,6 +649,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     // stays in this process's heap (the allocator keeps it), which counts
     // against the bound, never for it.
     let rss_synced = rss_kib();
+    let heap_synced = heap::live();
     // What the agent cannot converge on this node whatever OVN says (on a
     // kernel without VRF support, the VRF and its enslavement): the plan
     // right after the sync. The end check wants exactly this plan again.
@@ -736,6 +744,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let rss_end = rss_kib();
+    let heap_end = heap::live();
     let reconciles = counters.reconciles.load(Ordering::Relaxed) - reconciles_before;
     shutdown.cancel();
     let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), daemon).await });
@@ -847,6 +856,12 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         samples.len()
     );
     println!("  RSS over the churn alone (last sample / first): {churn_ratio:.3}");
+    println!(
+        "  heap live (what the process holds, not what the allocator keeps): {:.1} MiB after the sync, {:.1} MiB at the end, peak {:.1} MiB",
+        heap::mib(heap_synced),
+        heap::mib(heap_end),
+        heap::mib(heap::peak())
+    );
     println!(
         "  plan against the live DBs and node: {} steps, {} (the ones this node refuses after the sync too)",
         planned.plan.steps.len(),

@@ -13,60 +13,14 @@
 #[path = "support/proc_status.rs"]
 mod proc_status;
 use proc_status::status_kib;
-use std::alloc::{GlobalAlloc, Layout};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use obgp_ovsdb::{Client, ClientConfig, Remote, Session, SessionConfig};
 use obgp_ovsdb_data::MonitorSpec;
+use obgp_testbed::heap::{self, CountingAlloc};
 use obgp_topogen::{Params, Topology};
-
-/// Counts live and peak heap bytes, to tell the cache's own size from what
-/// the allocator keeps around (RSS).
-struct CountingAlloc;
-
-/// The allocator underneath (swap in another one here to compare).
-static INNER: std::alloc::System = std::alloc::System;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only
-// counts sizes on the side.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { INNER.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
-            raise_peak(now);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { INNER.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { INNER.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Relaxed);
-            let now = LIVE.fetch_add(new_size, Relaxed) + new_size;
-            raise_peak(now);
-        }
-        p
-    }
-}
-
-/// Records `live` as the peak if it is one. Reading first keeps the decoding
-/// threads from writing the shared counter on every allocation (a
-/// `fetch_max` each time was ~5% of the decoder's samples).
-fn raise_peak(live: usize) {
-    if live > PEAK.load(Relaxed) {
-        PEAK.fetch_max(live, Relaxed);
-    }
-}
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -161,8 +115,7 @@ async fn breakdown(remote: &str) -> Result<()> {
             tokio::task::spawn_blocking(move || reply_timing(&path, &request)).await??;
         print!("raw socket: first byte {first:.3}s last byte {last:.3}s ({bytes} bytes); ");
     }
-    let mib = |v: &AtomicUsize| v.load(Relaxed) as f64 / (1 << 20) as f64;
-    PEAK.store(LIVE.load(Relaxed), Relaxed);
+    heap::reset_peak();
     let t0 = Instant::now();
     let reply = session
         .call(
@@ -175,7 +128,7 @@ async fn breakdown(remote: &str) -> Result<()> {
     let projection = spec.key_projection();
     let updates = reply.result_with(obgp_ovsdb_data::wire::TableUpdatesSeed(&projection))?;
     let t_decode = t0.elapsed();
-    let heap_decoded = (mib(&LIVE), mib(&PEAK));
+    let heap_decoded = (heap::mib(heap::live()), heap::mib(heap::peak()));
     let bytes = reply.len();
     drop(reply);
     let schema = std::sync::Arc::new(schema);
@@ -186,8 +139,8 @@ async fn breakdown(remote: &str) -> Result<()> {
         "heap live/peak MiB: decoded {:.1}/{:.1} applied {:.1}/{:.1}; ",
         heap_decoded.0,
         heap_decoded.1,
-        mib(&LIVE),
-        mib(&PEAK)
+        heap::mib(heap::live()),
+        heap::mib(heap::peak())
     );
     println!(
         "reply {:.3}s ({} MB, hwm {} MiB) decode {:.3}s apply {:.3}s rows {} hwm {} MiB",
@@ -377,8 +330,8 @@ async fn measure(remote: &str) -> Result<()> {
         serde_json::json!({
             "wall_s": wall.as_secs_f64(),
             "cpu_s": cpu_s("self")? - cpu_before,
-            "heap_live_mib": LIVE.load(Relaxed) as f64 / 1048576.0,
-            "heap_peak_mib": PEAK.load(Relaxed) as f64 / 1048576.0,
+            "heap_live_mib": heap::mib(heap::live()),
+            "heap_peak_mib": heap::mib(heap::peak()),
             "rss_before_kib": rss_before,
             "vm_hwm_kib": hwm,
             "rss_after_kib": rss_after,

@@ -8,12 +8,14 @@
 //! - [`frr`]: FRR daemons as a node router and as a fabric peer.
 //! - [`evpn`]: a real EVPN fabric (two VTEPs with FRR over a veth underlay)
 //!   for the VM tier.
+//! - [`heap`]: a counting global allocator for benches (live and peak heap).
 //! - [`vm`]: the full-kernel VM tier (QEMU TCG) for what this kernel lacks
 //!   (vrf, dummy, 802.1q).
 
 pub mod evpn;
 pub mod fixture;
 pub mod frr;
+pub mod heap;
 pub mod netns;
 pub mod ovsdb;
 pub mod vm;

@@ -216,6 +216,34 @@ fn delete_reports_the_whole_row() {
 }
 
 #[test]
+fn replace_keeps_the_rows_a_dump_left_unchanged_shared_with_the_old_snapshot() {
+    let s = base();
+    let lsp = Uuid::parse(LSP1).unwrap();
+    let empty = DbSnapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);
+    // The same port as in `base`, the switch renamed: a resync's dump.
+    let (next, changes) = s
+        .replace(empty, updates(json!({
+            "Logical_Switch": {LS1: {"initial": {"name": "ls1-renamed", "ports": ["uuid", LSP1]}}},
+            "Logical_Switch_Port": {LSP1: {"initial": {
+                "name": "p1", "addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.5"]],
+                "external_ids": ["map", [["a", "1"], ["b", "2"]]], "up": false}}}
+        })))
+        .unwrap();
+    assert_eq!(changes.len(), 1, "only the switch changed: {changes:?}");
+    let old_port = s.table("Logical_Switch_Port").get(&lsp).unwrap();
+    let new_port = next.table("Logical_Switch_Port").get(&lsp).unwrap();
+    assert!(
+        Arc::ptr_eq(old_port, new_port),
+        "an unchanged row is the old snapshot's allocation, not the dump's copy"
+    );
+    let ls = Uuid::parse(LS1).unwrap();
+    assert_eq!(
+        next.get("Logical_Switch", ls).unwrap().str("name"),
+        Some("ls1-renamed")
+    );
+}
+
+#[test]
 fn replace_reports_the_difference_to_the_new_dump() {
     let s = base();
     let empty = DbSnapshot::empty(nb(), ["Logical_Switch", "Logical_Switch_Port"]);

@@ -2,7 +2,8 @@
 //! debounced, coalesced and rate-limited triggers), what one reconcile does
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]), what the event filters read ([`view`]), the
-//! mass-withdrawal guard ([`guard`]), the metrics and probes served on
+//! mass-withdrawal guard ([`guard`]), returning freed heap after full dumps
+//! ([`memory`]), the metrics and probes served on
 //! `metrics_listen` ([`metrics`], [`probes`], [`http`], [`telemetry`]), and
 //! the loop that ties them ([`run`]).
 //!
@@ -14,6 +15,7 @@
 pub mod follower;
 pub mod guard;
 pub mod http;
+pub mod memory;
 pub mod metrics;
 pub mod ofports;
 pub mod probes;

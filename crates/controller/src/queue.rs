@@ -86,6 +86,12 @@ impl TriggerBatch {
         self.reasons.keys().any(Reason::recomputes_desired)
     }
 
+    /// Whether any reason follows a database's full dump
+    /// ([`Reason::follows_full_dump`]).
+    pub fn follows_full_dump(&self) -> bool {
+        self.reasons.keys().any(Reason::follows_full_dump)
+    }
+
     /// Whether any reason asks for the OVS ports and flows to be re-read.
     pub fn rereads_flows(&self) -> bool {
         self.reasons.keys().any(Reason::rereads_flows)

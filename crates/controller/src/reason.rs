@@ -100,6 +100,15 @@ impl Reason {
         )
     }
 
+    /// Whether this reconcile follows a database's full dump (the initial
+    /// sync or a resync): the dump was decoded beside the cache it
+    /// replaced and the OVN snapshot rebuilt from it, the largest transient
+    /// allocations the agent makes, so freed heap is returned to the kernel
+    /// after it ([`crate::memory::release_freed_heap`]).
+    pub fn follows_full_dump(&self) -> bool {
+        matches!(self, Reason::Startup | Reason::Resync { .. })
+    }
+
     /// Whether this reason needs FRR's running configuration re-checked even
     /// when nothing else changed.
     pub fn checks_frr(&self) -> bool {

@@ -366,6 +366,9 @@ async fn run_loop(
                     batch.rate_wait,
                 );
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
+                if batch.follows_full_dump() {
+                    crate::memory::release_freed_heap();
+                }
                 // Held withdrawals are looked at again with the retry's
                 // backoff: released once the grace period is over.
                 if report.failed.is_empty() && report.held_back == 0 && report.withdrawals_held == 0

@@ -104,7 +104,7 @@ impl Reason {
     /// sync or a resync): the dump was decoded beside the cache it
     /// replaced and the OVN snapshot rebuilt from it, the largest transient
     /// allocations the agent makes, so freed heap is returned to the kernel
-    /// after it ([`crate::memory::release_freed_heap`]).
+    /// after it ([`crate::memory::TrimSchedule`]).
     pub fn follows_full_dump(&self) -> bool {
         matches!(self, Reason::Startup | Reason::Resync { .. })
     }

@@ -299,6 +299,7 @@ async fn run_loop(
     // A configuration that names a device of the node (`bgp_nic = lo`)
     // stops the agent at start-up; met later, it is retried like any error.
     let mut first = true;
+    let mut trim = crate::memory::TrimSchedule::new();
     let result = loop {
         let batch = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -366,7 +367,7 @@ async fn run_loop(
                     batch.rate_wait,
                 );
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
-                if batch.follows_full_dump() {
+                if trim.due(Instant::now(), batch.follows_full_dump()) {
                     crate::memory::release_freed_heap();
                 }
                 // Held withdrawals are looked at again with the retry's

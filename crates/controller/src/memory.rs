@@ -16,9 +16,13 @@
 //! reconcile at most every [`TRIM_PERIOD`]: trimming only after dumps left
 //! RSS climbing back by ~4 MiB a minute under churn (freed chunks reused
 //! fault their pages in again, and the periodic full recompute of the
-//! desired state allocates afresh), with the live heap flat. Its cost is
-//! timed in the log at debug. On other C libraries it does nothing.
+//! desired state allocates afresh), with the live heap flat. A trim of a
+//! fragmented 500 MiB heap over four arenas took 50-110 ms on the 2-vCPU
+//! CI machine under load, so it runs on a blocking thread beside the loop
+//! ([`spawn_release`]), one at a time, timed in the log at debug. On other
+//! C libraries it does nothing.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The longest time between two trims while reconciles run (an idle agent
@@ -55,6 +59,19 @@ impl Default for TrimSchedule {
     fn default() -> Self {
         TrimSchedule::new()
     }
+}
+
+/// Runs [`release_freed_heap`] on a blocking thread unless one is still
+/// running: the reconcile loop never waits for a trim.
+pub fn spawn_release() {
+    static RUNNING: AtomicBool = AtomicBool::new(false);
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::task::spawn_blocking(|| {
+        release_freed_heap();
+        RUNNING.store(false, Ordering::Release);
+    });
 }
 
 /// Gives the heap pages nothing uses back to the kernel; returns whether

@@ -368,7 +368,7 @@ async fn run_loop(
                 );
                 tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
                 if trim.due(Instant::now(), batch.follows_full_dump()) {
-                    crate::memory::release_freed_heap();
+                    crate::memory::spawn_release();
                 }
                 // Held withdrawals are looked at again with the retry's
                 // backoff: released once the grace period is over.

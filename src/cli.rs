@@ -176,6 +176,25 @@ pub enum Command {
         #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
         node_state: Option<PathBuf>,
     },
+    /// Explain why an IP or a port (Logical_Switch_Port name or uuid, i.e.
+    /// the Neutron port id; SB drivers: Port_Binding logical_port or uuid)
+    /// is, or is not, exposed on this node: the deciding rule and the OVN
+    /// row values behind it. Changes nothing.
+    Explain {
+        /// An IP address, or a port.
+        #[arg(value_name = "IP|PORT")]
+        target: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Read OVN from this file (OVSDB wire notation per database, or a
+        /// conformance scenario) instead of the configured databases.
+        #[arg(long, value_name = "FILE")]
+        ovn: Option<PathBuf>,
+        /// With --ovn: the node state (scenario JSON shape) whose addresses
+        /// give the SB EVPN driver's VXLAN source; a scenario's `initial_node` by default.
+        #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
+        node_state: Option<PathBuf>,
+    },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
     Reconcile {

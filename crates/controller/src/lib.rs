@@ -14,6 +14,7 @@
 pub mod follower;
 pub mod guard;
 pub mod http;
+pub mod inputs;
 pub mod metrics;
 pub mod ofports;
 pub mod probes;
@@ -26,6 +27,7 @@ pub mod telemetry;
 pub mod triggers;
 pub mod view;
 
+pub use inputs::inputs_once;
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reason::Reason;
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};

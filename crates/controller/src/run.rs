@@ -69,7 +69,7 @@ impl RunError {
 
 /// How long the one-shot commands wait for the initial dumps:
 /// `ovsdb_connection_timeout`.
-fn sync_timeout(config: &Config) -> Duration {
+pub(crate) fn sync_timeout(config: &Config) -> Duration {
     Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
 }
 

@@ -177,6 +177,8 @@ pub(crate) struct Decisions<'a> {
     pub hostname: Option<&'a str>,
     pub system_id: Option<&'a str>,
     pub sb: bool,
+    /// The SB EVPN driver: VM ports count only through a local gateway's VNI.
+    pub sb_evpn: bool,
 }
 
 /// Explains `query` on this node: the same inputs as [`crate::desired_state`].
@@ -198,6 +200,7 @@ pub fn explain(
         hostname: chassis_hostname(snap, facts),
         system_id: snap.ovs.system_id.as_deref(),
         sb,
+        sb_evpn: d.driver == Driver::OvnEvpnDriver,
     };
     let subjects = match query {
         Query::Ip(ip) => subjects::carrying(&ctx, *ip),

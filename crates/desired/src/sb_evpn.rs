@@ -150,14 +150,26 @@ fn evpn_info<'a>(
             notes.push(format!("{} {}: {e}", PortBinding::TABLE, pb.uuid));
             trace.reject(|| {
                 let error = e.to_string();
-                Rejection::of(pb_ref(pb), Reason::BadAnnotation { error })
+                let r = Rejection::of(pb_ref(pb), Reason::BadAnnotation { error });
+                match pb.datapath {
+                    Some(dp) => r.network(dp.to_string()),
+                    None => r,
+                }
             });
             return None;
         }
         Some(Ok(v)) => v.asn.map(|asn| (v, asn)),
     };
     if info.is_none() {
-        trace.reject(|| Rejection::of(pb_ref(pb), Reason::NotAnnotated));
+        // Every port of its network is concerned (a router interface's
+        // annotation decides for its subnet's VMs).
+        trace.reject(|| {
+            let r = Rejection::of(pb_ref(pb), Reason::NotAnnotated);
+            match pb.datapath {
+                Some(dp) => r.network(dp.to_string()),
+                None => r,
+            }
+        });
     }
     info
 }

@@ -202,11 +202,22 @@ fn pb_selection(p: &PortBinding, system_id: Option<&str>) -> Option<Reason> {
 }
 
 fn pb_subject(ctx: &Decisions, p: &PortBinding) -> Subject {
+    let network = p.datapath.map(|d| d.to_string());
+    let selection = match p.kind {
+        // The SB EVPN driver reads VM ports, bound to any chassis, only on
+        // the subnets of a gateway hosted here: one it did not visit has none.
+        PbType::Vm | PbType::Virtual if ctx.sb_evpn && p.chassis.is_some() => {
+            Some(Reason::NoLocalGateway {
+                network: network.clone().unwrap_or_default(),
+            })
+        }
+        _ => pb_selection(p, ctx.system_id),
+    };
     Subject {
         row: row(PortBinding::TABLE, p.uuid),
         ips: pb_ips(p),
-        network: p.datapath.map(|d| d.to_string()),
-        selection: pb_selection(p, ctx.system_id),
+        network,
+        selection,
     }
 }
 
@@ -298,14 +309,18 @@ pub(crate) fn detail(snap: &Snapshot, o: &Origin) -> Option<String> {
                 .gateway_port
                 .and_then(|g| snap.lrp_by_uuid(g))
                 .and_then(|g| g.router.clone());
+            let logical = match nat.logical_ip {
+                n if n.prefix_len() == n.max_prefix_len() => n.addr().to_string(),
+                n => n.to_string(),
+            };
             let hosted = if o.rule == ExposeRule::CentralizedFip {
                 " (gateway hosted here)"
             } else {
                 " (distributed: the port is bound here)"
             };
             Some(match router {
-                Some(r) => format!("FIP of {} on router {r}{hosted}", nat.logical_ip),
-                None => format!("FIP of {}{hosted}", nat.logical_ip),
+                Some(r) => format!("FIP of {logical} on router {r}{hosted}"),
+                None => format!("FIP of {logical}{hosted}"),
             })
         }
         ExposeRule::Gateway => router_of_lrp(&o.source).map(|r| format!("gateway of router {r}")),

@@ -400,3 +400,39 @@ fn findings_of(ctx: &Decisions, s: &Subject, only: Option<IpAddr>) -> Vec<Findin
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demo topology under its own configuration.
+    fn demo() -> (Snapshot, Config) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+        let text = std::fs::read_to_string(dir.join("topology.json")).unwrap();
+        let snap = Snapshot::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();
+        let config = obgp_config::Loader::new()
+            .sources(vec![obgp_config::Source::File(dir.join("bgp-agent.conf"))])
+            .load()
+            .unwrap()
+            .config;
+        (snap, config)
+    }
+
+    #[test]
+    fn a_recording_trace_changes_nothing_of_the_desired_state_and_an_idle_one_records_nothing() {
+        let (snap, config) = demo();
+        let facts = NodeFacts::default();
+        let (quiet, _, idle) = compute_traced(&snap, &config, &facts, Trace::default()).unwrap();
+        let (traced, _, rec) = compute_traced(&snap, &config, &facts, Trace::recording()).unwrap();
+        assert_eq!(quiet, traced);
+        assert!(idle.rejections.is_empty() && idle.exposures.is_empty());
+        // The demo's tenant network is announced as a subnet: refused one by one.
+        assert!(
+            rec.rejections
+                .iter()
+                .any(|r| matches!(r.reason, Reason::SubnetMethod { .. })),
+            "{:?}",
+            rec.rejections
+        );
+    }
+}

@@ -3,26 +3,24 @@
 //! facts) or, with `--ovn FILE`, from a file. It changes nothing. The
 //! answer is `obgp_desired::explain`'s.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use obgp_config::Config;
 use obgp_desired::{explain, Query};
 
 use super::ovn_file::{self, OvnFile};
-use crate::cli::{Format, NodeArgs};
+use crate::cli::{Format, NodeArgs, OvnInput};
 
 pub fn run(
     config: &Config,
     node: &NodeArgs,
     target: &str,
     format: Format,
-    ovn: Option<&Path>,
-    node_state: Option<&Path>,
+    input: &OvnInput,
 ) -> anyhow::Result<ExitCode> {
-    let (snapshot, facts) = match ovn {
+    let (snapshot, facts) = match &input.ovn {
         Some(file) => {
-            let f = OvnFile::read(file, node_state)?;
+            let f = OvnFile::read(file, input.node_state.as_deref())?;
             let facts = ovn_file::facts(config, &f.actual);
             (f.snapshot, facts)
         }

@@ -44,30 +44,12 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     match &args.command {
         None => daemon::run(config, &args.node),
         Some(Command::Config { format }) => config::run(config, *format),
-        Some(Command::Plan {
-            format,
-            ovn,
-            node_state,
-        }) => plan::run(
-            config,
-            &args.node,
-            *format,
-            ovn.as_deref(),
-            node_state.as_deref(),
-        ),
+        Some(Command::Plan { format, input }) => plan::run(config, &args.node, *format, input),
         Some(Command::Explain {
             target,
             format,
-            ovn,
-            node_state,
-        }) => explain::run(
-            config,
-            &args.node,
-            target,
-            *format,
-            ovn.as_deref(),
-            node_state.as_deref(),
-        ),
+            input,
+        }) => explain::run(config, &args.node, target, *format, input),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),
     }

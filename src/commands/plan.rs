@@ -16,17 +16,16 @@ use obgp_desired::desired_state;
 use obgp_plan::Plan;
 
 use super::ovn_file::OvnFile;
-use crate::cli::{Format, NodeArgs};
+use crate::cli::{Format, NodeArgs, OvnInput};
 
 pub fn run(
     config: &Config,
     node: &NodeArgs,
     format: Format,
-    ovn: Option<&Path>,
-    node_state: Option<&Path>,
+    input: &OvnInput,
 ) -> anyhow::Result<ExitCode> {
-    let plan = match ovn {
-        Some(file) => offline(config, file, node_state)?,
+    let plan = match &input.ovn {
+        Some(file) => offline(config, file, input.node_state.as_deref())?,
         None => {
             let opts = super::run_options(config, node);
             let planned = super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;

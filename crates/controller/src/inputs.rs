@@ -1,6 +1,7 @@
 //! What a reconcile would compute with now, read once: the OVN snapshot
 //! and the node facts, for commands that ask the desired state a question
-//! without planning (`explain`).
+//! without planning (`explain`), and the connection every one-shot
+//! command starts from.
 
 use obgp_config::Config;
 use obgp_desired::NodeFacts;
@@ -10,6 +11,20 @@ use crate::reconcile::{check_supported, Reconciler};
 use crate::run::{sync_timeout, RunError, RunOptions};
 use crate::sources::OvnSources;
 
+/// What the one-shot commands start from: the OVN sources synced and a
+/// reconciler connected to the node, waiting for its command lane.
+pub(crate) async fn connect_once(
+    config: &Config,
+    opts: &RunOptions,
+) -> Result<(OvnSources, Reconciler), RunError> {
+    check_supported(config)?;
+    let sources = OvnSources::start(config, sync_timeout(config)).await?;
+    sources.wait_synced(sync_timeout(config)).await?;
+    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    reconciler.wait_for_commands();
+    Ok((sources, reconciler))
+}
+
 /// Connects to the configured databases and the node, waits for the
 /// initial dumps, and returns the snapshot with the node facts a reconcile
 /// would use (hostname, FRR's router-id, the VXLAN source the node's
@@ -18,11 +33,7 @@ pub async fn inputs_once(
     config: &Config,
     opts: &RunOptions,
 ) -> Result<(Snapshot, NodeFacts), RunError> {
-    check_supported(config)?;
-    let sources = OvnSources::start(config, sync_timeout(config)).await?;
-    sources.wait_synced(sync_timeout(config)).await?;
-    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    reconciler.wait_for_commands();
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.inputs();
     // A plan gathers the facts exactly as a reconcile does.
     reconciler

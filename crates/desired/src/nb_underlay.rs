@@ -476,6 +476,22 @@ impl<'a> NbUnderlay<'a> {
         Ok((nat.external_ip, mac, switch, nat_ref(nat)))
     }
 
+    /// The distributed FIP of `port` under `rule`, asked for by row `by`
+    /// (the port itself, or the load balancer of a VIP port); refused with
+    /// what its NAT lacks.
+    fn distributed_fip(&mut self, port: &'a LogicalSwitchPort, rule: ExposeRule, by: RowRef) {
+        match self.distributed_fip_of(&port.name) {
+            Ok((ip, mac, switch, nat)) => {
+                let origin = Origin::new(rule, nat).via(by);
+                self.expose_fip(ip, mac, switch, port, origin);
+            }
+            Err(missing) => self
+                .w
+                .trace
+                .reject(|| Rejection::of(by, Reason::FipIncomplete { missing })),
+        }
+    }
+
     /// VM and virtual ports bound to this chassis: their FIP if they have
     /// one, else their own IPs when on a provider network.
     fn bound_ports(&mut self, hostname: &str) {
@@ -487,16 +503,7 @@ impl<'a> NbUnderlay<'a> {
     fn bound_port(&mut self, port: &'a LogicalSwitchPort) {
         let row = lsp_ref(port);
         if port.port_fip.is_some() {
-            match self.distributed_fip_of(&port.name) {
-                Ok((ip, mac, switch, source)) => {
-                    let origin = Origin::new(ExposeRule::DistributedFip, source).via(row);
-                    self.expose_fip(ip, mac, switch, port, origin);
-                }
-                Err(missing) => self
-                    .w
-                    .trace
-                    .reject(|| Rejection::of(row, Reason::FipIncomplete { missing })),
-            }
+            self.distributed_fip(port, ExposeRule::DistributedFip, row);
             return;
         }
         let Some(switch) = port.network.as_deref() else {
@@ -607,16 +614,7 @@ impl<'a> NbUnderlay<'a> {
                 .reject(|| Rejection::of(vip_row, Reason::NoNetworkName).ip(vip)),
         }
         if lb.vip_fip.is_some() {
-            match self.distributed_fip_of(&vip_lsp.name) {
-                Ok((ip, mac, switch, nat)) => {
-                    let origin = Origin::new(ExposeRule::VipFip, nat).via(source);
-                    self.expose_fip(ip, mac, switch, vip_lsp, origin);
-                }
-                Err(missing) => self
-                    .w
-                    .trace
-                    .reject(|| Rejection::of(source, Reason::FipIncomplete { missing })),
-            }
+            self.distributed_fip(vip_lsp, ExposeRule::VipFip, source);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! chassis, gateways hosted elsewhere) are explained by the predicates the
 //! snapshot's indexes use to leave them out. Nothing here decides anew:
 //! why this is computed on demand rather than kept by the daemon is
-//! [ADR 0006](../../../docs/adr/0006-explain-on-demand.md).
+//! [ADR 0007](../../../docs/adr/0007-explain-on-demand.md).
 
 mod render;
 mod subjects;

@@ -6,7 +6,7 @@
 //! rows, and each place that refuses records its reason here through
 //! [`Trace::reject`], whose closure the daemon's computation never calls
 //! (its trace is off), so the reasons cost nothing per event
-//! ([ADR 0006](../../../docs/adr/0006-explain-on-demand.md)).
+//! ([ADR 0007](../../../docs/adr/0007-explain-on-demand.md)).
 
 use std::fmt;
 use std::net::IpAddr;

@@ -221,7 +221,9 @@ fn pb_subject(ctx: &Decisions, p: &PortBinding) -> Subject {
     }
 }
 
-/// Every row of the driver's database that carries `ip`.
+/// Every row of the driver's database that carries `ip`: each table is
+/// scanned with a cheap test first, and only the rows that carry it are
+/// made subjects.
 pub(crate) fn carrying(ctx: &Decisions, ip: IpAddr) -> Vec<Subject> {
     let snap = ctx.snap;
     if ctx.sb {
@@ -229,8 +231,8 @@ pub(crate) fn carrying(ctx: &Decisions, ip: IpAddr) -> Vec<Subject> {
             .sb()
             .all_ports()
             .into_iter()
+            .filter(|p| pb_ips(p).contains(&ip))
             .map(|p| pb_subject(ctx, p))
-            .filter(|s| s.ips.contains(&ip))
             .collect();
     }
     let mut out: Vec<Subject> = Vec::new();
@@ -238,16 +240,27 @@ pub(crate) fn carrying(ctx: &Decisions, ip: IpAddr) -> Vec<Subject> {
         snap.all_lsps()
             .into_iter()
             .filter(|p| matches!(p.kind, LspType::Vm | LspType::Virtual))
+            .filter(|p| p.addresses.ips.contains(&ip) || p.cidrs.iter().any(|c| c.addr() == ip))
             .map(|p| lsp_subject(ctx, p)),
     );
-    out.extend(snap.all_lrps().into_iter().map(|p| lrp_subject(ctx, p)));
+    out.extend(
+        snap.all_lrps()
+            .into_iter()
+            .filter(|p| p.networks.iter().any(|n| n.addr() == ip))
+            .map(|p| lrp_subject(ctx, p)),
+    );
     out.extend(
         snap.all_nats()
             .into_iter()
-            .filter(|n| n.kind == NatType::DnatAndSnat)
+            .filter(|n| n.kind == NatType::DnatAndSnat && n.external_ip == ip)
             .map(|n| nat_subject(ctx, n)),
     );
-    out.extend(snap.all_lbs().into_iter().map(lb_subject));
+    out.extend(
+        snap.all_lbs()
+            .into_iter()
+            .filter(|lb| lb.vip_ips.contains(&ip) || lb.vip == Some(ip))
+            .map(lb_subject),
+    );
     out.retain(|s| s.ips.contains(&ip));
     out
 }

@@ -167,14 +167,21 @@ pub enum Command {
     Plan {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Read OVN from this file (OVSDB wire notation per database, or a
-        /// conformance scenario) instead of the configured databases.
-        #[arg(long, value_name = "FILE")]
-        ovn: Option<PathBuf>,
-        /// With --ovn: plan against this node state (scenario JSON shape)
-        /// instead of the live node; a scenario file's `initial_node` by default.
-        #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
-        node_state: Option<PathBuf>,
+        #[command(flatten)]
+        input: OvnInput,
+    },
+    /// Explain why an IP or a port (Logical_Switch_Port name or uuid, i.e.
+    /// the Neutron port id; SB drivers: Port_Binding logical_port or uuid)
+    /// is, or is not, exposed on this node: the deciding rule and the OVN
+    /// row values behind it. Changes nothing.
+    Explain {
+        /// An IP address, or a port.
+        #[arg(value_name = "IP|PORT")]
+        target: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[command(flatten)]
+        input: OvnInput,
     },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
@@ -185,6 +192,20 @@ pub enum Command {
     },
     /// Print the version.
     Version,
+}
+
+/// Where `plan` and `explain` read OVN from: the configured databases, or a file.
+#[derive(Args, Debug)]
+pub struct OvnInput {
+    /// Read OVN from this file (OVSDB wire notation per database, or a
+    /// conformance scenario) instead of the configured databases.
+    #[arg(long, value_name = "FILE")]
+    pub ovn: Option<PathBuf>,
+    /// With --ovn: the node state (scenario JSON shape) to plan against
+    /// instead of the live node, whose addresses also give the SB EVPN
+    /// driver's VXLAN source; a scenario file's `initial_node` by default.
+    #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
+    pub node_state: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

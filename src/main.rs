@@ -46,6 +46,12 @@ fn main() -> ExitCode {
                 || matches!(
                     e.downcast_ref::<obgp_desired::DesiredError>(),
                     Some(obgp_desired::DesiredError::BadConfig { .. })
+                )
+                || matches!(
+                    e.downcast_ref::<obgp_desired::ExplainError>(),
+                    Some(obgp_desired::ExplainError::Desired(
+                        obgp_desired::DesiredError::BadConfig { .. }
+                    ))
                 );
             ExitCode::from(if invalid { EXIT_INVALID } else { EXIT_FAILURE })
         }

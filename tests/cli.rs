@@ -597,3 +597,74 @@ fn a_bgp_nic_or_bgp_vrf_naming_a_device_of_the_node_exits_2_with_the_reason() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn explain_ovn_answers_from_a_scenario_in_text_and_json() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = dir.join("fixtures/conformance/scenarios/nb-provider-vm.json");
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(&scenario).unwrap()).unwrap();
+    let config = dir.join("fixtures/demo/bgp-agent.conf");
+    // The scenario's chassis and its VM port bound there, from its rows.
+    let ovs = sc["ovn"]["Open_vSwitch"]["Open_vSwitch"]
+        .as_object()
+        .unwrap();
+    let ids = &ovs.values().next().unwrap()["external_ids"][1];
+    let hostname = ids
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kv| kv[0] == "hostname")
+        .map(|kv| kv[1].as_str().unwrap().to_string())
+        .unwrap();
+    let lsps = sc["ovn"]["OVN_Northbound"]["Logical_Switch_Port"]
+        .as_object()
+        .unwrap();
+    let (uuid, vm) = lsps
+        .iter()
+        .find(|(_, p)| p["type"].as_str().unwrap_or("").is_empty() && p["up"] == true)
+        .unwrap();
+    let ip = vm["addresses"].as_str().unwrap().split(' ').nth(1).unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec![
+            "--config-file",
+            path(&config),
+            "explain",
+            "--ovn",
+            path(&scenario),
+        ];
+        all.extend_from_slice(args);
+        agent(&all, &[])
+    };
+    let out = run(&[ip]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("{ip}: exposed on this node")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "exposed: {ip} as provider-network VM port bound here"
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&hostname), "{text}");
+
+    let out = run(&["--format", "json", uuid]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["query"], uuid.as_str());
+    assert_eq!(j["hostname"], hostname.as_str());
+    let finding = &j["findings"][0];
+    assert_eq!(finding["verdict"], "exposed");
+    assert_eq!(finding["rule"], "provider_vm");
+    assert_eq!(finding["source"]["uuid"], uuid.as_str());
+
+    let out = run(&["no-such-port"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no port named \"no-such-port\""),
+        "{}",
+        stderr(&out)
+    );
+}

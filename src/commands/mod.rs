@@ -4,6 +4,8 @@
 
 pub mod config;
 pub mod daemon;
+pub mod explain;
+pub mod ovn_file;
 pub mod plan;
 pub mod reconcile;
 pub mod version;
@@ -20,7 +22,9 @@ use crate::logging::{self, Mode};
 pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     let mode = match &args.command {
         Some(Command::Version) => return version::run(),
-        Some(Command::Config { .. }) | Some(Command::Plan { .. }) => Mode::Tool,
+        Some(Command::Config { .. })
+        | Some(Command::Plan { .. })
+        | Some(Command::Explain { .. }) => Mode::Tool,
         Some(Command::Reconcile { .. }) | None => Mode::Service,
     };
     let config = match load(args, argv) {
@@ -40,17 +44,12 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     match &args.command {
         None => daemon::run(config, &args.node),
         Some(Command::Config { format }) => config::run(config, *format),
-        Some(Command::Plan {
+        Some(Command::Plan { format, input }) => plan::run(config, &args.node, *format, input),
+        Some(Command::Explain {
+            target,
             format,
-            ovn,
-            node_state,
-        }) => plan::run(
-            config,
-            &args.node,
-            *format,
-            ovn.as_deref(),
-            node_state.as_deref(),
-        ),
+            input,
+        }) => explain::run(config, &args.node, target, *format, input),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),
     }

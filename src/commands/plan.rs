@@ -11,23 +11,21 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use obgp_config::Config;
-use obgp_desired::{desired_state, NodeFacts};
-use obgp_plan::actual::state::NodeState;
-use obgp_plan::{Actual, Plan};
+use obgp_desired::desired_state;
+use obgp_plan::Plan;
 
-use crate::cli::{Format, NodeArgs};
+use super::ovn_file::OvnFile;
+use crate::cli::{Format, NodeArgs, OvnInput};
 
 pub fn run(
     config: &Config,
     node: &NodeArgs,
     format: Format,
-    ovn: Option<&Path>,
-    node_state: Option<&Path>,
+    input: &OvnInput,
 ) -> anyhow::Result<ExitCode> {
-    let plan = match ovn {
-        Some(file) => offline(config, file, node_state)?,
+    let plan = match &input.ovn {
+        Some(file) => offline(config, file, input.node_state.as_deref())?,
         None => {
             let opts = super::run_options(config, node);
             let planned = super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;
@@ -46,39 +44,11 @@ fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))
-}
-
 /// Plans from files: no database, no node.
 fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
-    let doc = read_json(ovn_file)?;
-    // A conformance scenario carries OVN under `ovn` and a start state.
-    let (ovn, initial) = match doc.get("ovn") {
-        Some(ovn) => (ovn.clone(), doc.get("initial_node").cloned()),
-        None => (doc, None),
-    };
-    let snap = obgp_ovn::Snapshot::from_wire(&ovn)
-        .with_context(|| format!("reading OVN rows from {}", ovn_file.display()))?;
-    let state = match (node_file, initial) {
-        (Some(f), _) => read_json(f)?,
-        (None, Some(initial)) => initial,
-        (None, None) => serde_json::json!({}),
-    };
-    let state: NodeState = serde_json::from_value(state).context("node state")?;
-    let actual = Actual::try_from(state).context("node state")?;
-    let facts = NodeFacts {
-        // The SB EVPN driver's VXLAN source without evpn_local_ip, from the
-        // node state's addresses.
-        vxlan_source: obgp_desired::vxlan_source(
-            config.default.evpn_nic.as_deref(),
-            actual.addresses.iter().map(|a| (&a.dev, a.net)),
-        ),
-        ..NodeFacts::default()
-    };
-    let desired = desired_state(&snap, config, &facts)?;
+    let OvnFile { snapshot, actual } = OvnFile::read(ovn_file, node_file)?;
+    let facts = super::ovn_file::facts(config, &actual);
+    let desired = desired_state(&snapshot, config, &facts)?;
     for note in &desired.notes {
         tracing::info!("{note}");
     }

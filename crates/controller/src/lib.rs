@@ -15,6 +15,7 @@
 pub mod follower;
 pub mod guard;
 pub mod http;
+pub mod inputs;
 pub mod memory;
 pub mod metrics;
 pub mod ofports;
@@ -28,6 +29,7 @@ pub mod telemetry;
 pub mod triggers;
 pub mod view;
 
+pub use inputs::inputs_once;
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reason::Reason;
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};

@@ -369,6 +369,12 @@ impl Reconciler {
         self.desired.desired()
     }
 
+    /// The node facts the last plan computed with (hostname, FRR's
+    /// router-id, the VXLAN source).
+    pub fn facts(&self) -> &NodeFacts {
+        &self.facts
+    }
+
     /// The IPs the last desired state exposes (a cheap copy).
     pub fn exposed_ips(&self) -> obgp_desired::ExposedIps {
         self.desired.exposed_ips()

@@ -17,6 +17,7 @@ use obgp_plan::Plan;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::inputs::connect_once;
 use crate::probes::ProbeBounds;
 use crate::queue::{QueueConfig, Scheduler, WorkQueue};
 use crate::reconcile::{
@@ -69,17 +70,13 @@ impl RunError {
 
 /// How long the one-shot commands wait for the initial dumps:
 /// `ovsdb_connection_timeout`.
-fn sync_timeout(config: &Config) -> Duration {
+pub(crate) fn sync_timeout(config: &Config) -> Duration {
     Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
 }
 
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
-    check_supported(config)?;
-    let sources = OvnSources::start(config, sync_timeout(config)).await?;
-    sources.wait_synced(sync_timeout(config)).await?;
-    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    reconciler.wait_for_commands();
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.inputs();
     let (planned, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
@@ -92,11 +89,7 @@ pub async fn reconcile_once(
     config: &Config,
     opts: &RunOptions,
 ) -> Result<ReconcileReport, RunError> {
-    check_supported(config)?;
-    let sources = OvnSources::start(config, sync_timeout(config)).await?;
-    sources.wait_synced(sync_timeout(config)).await?;
-    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    reconciler.wait_for_commands();
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.inputs();
     let report = reconciler
         .reconcile(&inputs.snapshot, &inputs.ofports, true)

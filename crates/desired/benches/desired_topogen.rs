@@ -28,7 +28,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
+use obgp_desired::{desired_state, explain, Computed, Desired, DesiredCache, NodeFacts, Query};
 use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
@@ -247,7 +247,7 @@ fn main() {
     let facts = NodeFacts::default();
     println!("median on-CPU ms per phase, and wall ms of the +1 pipeline ({iters} iterations)");
     println!(
-        "{:>7} {:>11} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+        "{:>7} {:>11} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>8}",
         "vms",
         "fip mode",
         "exposed",
@@ -259,7 +259,8 @@ fn main() {
         "plan -1",
         "ops +1",
         "cpu +1",
-        "wall +1"
+        "wall +1",
+        "explain"
     );
     for n in sizes {
         for distributed in [false, true] {
@@ -303,6 +304,15 @@ fn main() {
                 c_total.push(c3 - c0);
                 black_box((d, node));
             }
+            // `explain` of one exposed IP: the traced full computation and
+            // the lookups (whole-table scans included).
+            let mut c_explain = Vec::new();
+            for _ in 0..iters {
+                let c0 = cpu_ns();
+                let e = explain(black_box(&snap), &config, &facts, &Query::Ip(gone));
+                c_explain.push(cpu_ns() - c0);
+                assert!(e.expect("explained").exposed());
+            }
             assert!(
                 add.steps.iter().all(|s| s.op.is_add()) && !add.is_empty(),
                 "plan +1 for {gone}:\n{add}"
@@ -327,7 +337,7 @@ fn main() {
                 + full.neighbours.len()
                 + full.proxy_neighbours.len();
             println!(
-                "{n:>7} {mode:>11} {:>7} {objects:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9}",
+                "{n:>7} {mode:>11} {:>7} {objects:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>8}",
                 desired.exposed.len(),
                 ms(median(c_desired)),
                 ms(median(c_patched)),
@@ -337,6 +347,7 @@ fn main() {
                 add.steps.len(),
                 ms(median(c_total)),
                 ms(median(w_total)),
+                ms(median(c_explain)),
             );
         }
     }

@@ -28,7 +28,8 @@ use serde::Serialize;
 use obgp_netmodel::frr::{add_vrf, nd, AddVrf, Asn, Nd, RedistSource, RouteDistinguisher};
 use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
 
-use crate::model::{arp_ndp_addresses, Desired};
+use crate::model::{arp_ndp_addresses, Desired, RowRef};
+use crate::provenance::{Reason, Rejection, Trace};
 use crate::wiring::localnet_patch_port;
 
 /// The EVPN L3 desired state: the VNIs this node serves.
@@ -388,6 +389,7 @@ pub(crate) fn rewire(
     udp_port: u16,
     cleanup: (BTreeSet<DevName>, bool),
     notes: &mut Vec<String>,
+    trace: &mut Trace,
 ) -> EvpnL3 {
     // (bridge, vlan) -> the network's port, first annotated network wins.
     let mut by_target: BTreeMap<(DevName, Option<u16>), AnnotatedNetwork> = BTreeMap::new();
@@ -403,9 +405,16 @@ pub(crate) fn rewire(
         by_target.insert(key, n);
     }
     for e in underlay.exposed.values() {
-        let Some(w) = &e.wiring else { continue };
+        let Some(w) = &e.wiring else {
+            trace.reject(|| Rejection::of(e.source, Reason::NotWiredInVrfMode).ip(e.ip));
+            continue;
+        };
         let key = (w.target.bridge.clone(), w.target.vlan);
         let Some(n) = by_target.get_mut(&key) else {
+            trace.reject(|| {
+                let (bridge, vlan) = key;
+                Rejection::of(e.source, Reason::NoVni { bridge, vlan }).ip(e.ip)
+            });
             continue;
         };
         n.port.routes.push(EvpnRoute {
@@ -487,6 +496,7 @@ pub(crate) fn nb_networks(
     asn: &Asn,
     local_ip: IpAddr,
     notes: &mut Vec<String>,
+    trace: &mut Trace,
 ) -> Vec<AnnotatedNetwork> {
     let mut out = Vec::new();
     for ls in snap.bgpvpn_switches() {
@@ -494,6 +504,14 @@ pub(crate) fn nb_networks(
             None => continue,
             Some(Err(e)) => {
                 notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
+                trace.reject(|| {
+                    let row = RowRef {
+                        table: LogicalSwitch::TABLE,
+                        uuid: ls.uuid,
+                    };
+                    let error = e.to_string();
+                    Rejection::of(row, Reason::BadAnnotation { error }).network(ls.name.clone())
+                });
                 continue;
             }
             // Upstream selects `neutron_bgpvpn:type = l3` networks only.

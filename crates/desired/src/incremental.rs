@@ -498,7 +498,7 @@ fn exposures_of(
         notes: Vec::new(),
         evpn: None,
     };
-    NbUnderlay::new(snap, config, base).port_exposures(port)
+    NbUnderlay::new(snap, config, base, crate::Trace::default()).port_exposures(port)
 }
 
 #[cfg(test)]

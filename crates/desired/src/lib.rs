@@ -8,10 +8,12 @@
 //! [`obgp_netmodel::DesiredNode`].
 
 pub mod evpn;
+pub mod explain;
 pub mod frr;
 mod incremental;
 pub mod model;
 mod nb_underlay;
+pub mod provenance;
 mod sb_evpn;
 mod sb_underlay;
 mod wiring;
@@ -22,10 +24,12 @@ use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
 use obgp_ovn::Snapshot;
 
+pub use explain::{explain, ExplainError, Explanation, Finding, Query, RowInfo};
 pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
+pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;
 
 /// Facts about the node that would otherwise need I/O, gathered by the
@@ -92,6 +96,17 @@ fn compute(
     config: &Config,
     facts: &NodeFacts,
 ) -> Result<(Desired, Option<nb_underlay::Reads>), DesiredError> {
+    compute_traced(snap, config, facts, Trace::default()).map(|(d, reads, _)| (d, reads))
+}
+
+/// The one computation behind [`desired_state`] and [`explain`]: with a
+/// recording `trace`, every refusal is recorded with its reason.
+pub(crate) fn compute_traced(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+    mut trace: Trace,
+) -> Result<(Desired, Option<nb_underlay::Reads>, Trace), DesiredError> {
     let d = &config.default;
     let sb_driver = match (d.driver, d.exposing_method) {
         (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => false,
@@ -101,7 +116,7 @@ fn compute(
         (Driver::OvnEvpnDriver, _) => {
             let mut notes = Vec::new();
             let local_ip = d.evpn_local_ip.or(facts.vxlan_source);
-            let l3 = sb_evpn::sb_evpn(snap, config, local_ip, &mut notes);
+            let l3 = sb_evpn::sb_evpn(snap, config, local_ip, &mut notes, &mut trace);
             let desired = Desired {
                 vrf: dev_option("bgp_vrf", &d.bgp_vrf)?,
                 vrf_table: d.bgp_vrf_table_id,
@@ -113,7 +128,7 @@ fn compute(
                 notes,
                 evpn: Some(l3),
             };
-            return Ok((desired, None));
+            return Ok((desired, None, trace));
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
     };
@@ -172,21 +187,27 @@ fn compute(
         evpn: None,
     };
     if sb_driver {
-        return Ok((sb_underlay::SbUnderlay::new(snap, config, base).run(), None));
+        let (desired, trace) = sb_underlay::SbUnderlay::new(snap, config, base, trace).run();
+        return Ok((desired, None, trace));
     }
-    let (mut desired, reads) =
-        nb_underlay::NbUnderlay::new(snap, config, base).run(chassis_hostname(snap, facts));
+    let (mut desired, reads, mut trace) =
+        nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
     if d.exposing_method == ExposingMethod::Vrf {
-        nb_vrf(snap, config, &mut desired)?;
+        nb_vrf(snap, config, &mut desired, &mut trace)?;
     }
-    Ok((desired, Some(reads)))
+    Ok((desired, Some(reads), trace))
 }
 
 /// The NB driver's `exposing_method = vrf`: its exposures, wired through
 /// the annotated networks' VNIs ([`evpn`]). Upstream skips the VRF leak
 /// and `bgp_nic` in this mode (`ensure_base_bgp_configuration` returns
 /// early), and refuses to start without `evpn_local_ip`.
-fn nb_vrf(snap: &Snapshot, config: &Config, desired: &mut Desired) -> Result<(), DesiredError> {
+fn nb_vrf(
+    snap: &Snapshot,
+    config: &Config,
+    desired: &mut Desired,
+    trace: &mut Trace,
+) -> Result<(), DesiredError> {
     let d = &config.default;
     let Some(local_ip) = d.evpn_local_ip else {
         return Err(DesiredError::BadConfig {
@@ -204,7 +225,7 @@ fn nb_vrf(snap: &Snapshot, config: &Config, desired: &mut Desired) -> Result<(),
             reason: e.to_string(),
         })?;
     let mut notes = Vec::new();
-    let networks = evpn::nb_networks(snap, &asn, local_ip, &mut notes);
+    let networks = evpn::nb_networks(snap, &asn, local_ip, &mut notes, trace);
     let bridges = snap
         .ovs
         .bridge_mappings
@@ -218,6 +239,7 @@ fn nb_vrf(snap: &Snapshot, config: &Config, desired: &mut Desired) -> Result<(),
         d.evpn_udp_dstport,
         (bridges, d.delete_vrf_on_disconnect),
         &mut notes,
+        trace,
     );
     desired.notes.extend(notes);
     desired.frr_config = None;

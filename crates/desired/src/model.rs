@@ -74,6 +74,22 @@ pub struct ExposedIp {
     pub wiring: Option<IpWiring>,
     /// The OVN row that asks for it.
     pub source: RowRef,
+    /// The rule that exposed it (which pass of the driver).
+    pub rule: crate::provenance::ExposeRule,
+    /// The other row the decision rested on: the port of a FIP, the
+    /// gateway port a tenant IP or VIP goes through.
+    pub via: Option<RowRef>,
+}
+
+impl ExposedIp {
+    /// Its provenance: rule, source and related row.
+    pub fn origin(&self) -> crate::provenance::Origin {
+        crate::provenance::Origin {
+            rule: self.rule,
+            source: self.source,
+            via: self.via,
+        }
+    }
 }
 
 /// An OVN row, by table and uuid (cheap to copy, names the row in logs).

@@ -26,6 +26,8 @@ use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, ProxyNe
 use obgp_ovn::{BgpVpn, PbMac, PbType, PortBinding, Snapshot};
 
 use crate::evpn::{EvpnL3, EvpnPort, EvpnRoute, EvpnVni};
+use crate::provenance::{ExposeRule, Origin, Reason, Rejection, Trace, Traced};
+use crate::sb_underlay::{pb_ref, unmapped_localnet};
 use crate::wiring::localnet_patch_port;
 
 /// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
@@ -39,6 +41,7 @@ pub(crate) fn sb_evpn(
     config: &Config,
     local_ip: Option<IpAddr>,
     notes: &mut Vec<String>,
+    trace: &mut Trace,
 ) -> EvpnL3 {
     let d = &config.default;
     let mut out = EvpnL3 {
@@ -60,6 +63,7 @@ pub(crate) fn sb_evpn(
     };
     let Some(system_id) = snap.ovs.system_id.as_deref() else {
         notes.push("Open_vSwitch external_ids:system-id is unset: no port is local".into());
+        trace.reject(|| Rejection::node(Reason::NoSystemId));
         return out;
     };
     let sb = snap.sb();
@@ -75,10 +79,11 @@ pub(crate) fn sb_evpn(
             "EVPN: no VXLAN source address (evpn_local_ip unset, no /32 on lo, no address on evpn_nic): no VNI built"
                 .into(),
         );
+        trace.reject(|| Rejection::node(Reason::NoVxlanSource));
         return out;
     };
     for cr in gateways {
-        if let Some(v) = gateway_vni(snap, cr, local_ip, d.evpn_udp_dstport, notes) {
+        if let Some(v) = gateway_vni(snap, cr, local_ip, d.evpn_udp_dstport, notes, trace) {
             match out.vnis.get_mut(&v.vni) {
                 None => {
                     out.vnis.insert(v.vni, v);
@@ -134,14 +139,39 @@ fn merge_router(first: &mut EvpnVni, v: EvpnVni, cr: &PortBinding, notes: &mut V
 
 /// The VNI and AS annotated on a port (upstream `get_evpn_info`: both, or
 /// nothing). A bad annotation is noted with the row.
-fn evpn_info<'a>(pb: &'a PortBinding, notes: &mut Vec<String>) -> Option<(&'a BgpVpn, u32)> {
-    match pb.bgpvpn.as_ref()? {
-        Err(e) => {
+fn evpn_info<'a>(
+    pb: &'a PortBinding,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Option<(&'a BgpVpn, u32)> {
+    let info = match pb.bgpvpn.as_ref() {
+        None => None,
+        Some(Err(e)) => {
             notes.push(format!("{} {}: {e}", PortBinding::TABLE, pb.uuid));
-            None
+            trace.reject(|| {
+                let error = e.to_string();
+                let r = Rejection::of(pb_ref(pb), Reason::BadAnnotation { error });
+                match pb.datapath {
+                    Some(dp) => r.network(dp.to_string()),
+                    None => r,
+                }
+            });
+            return None;
         }
-        Ok(v) => Some((v, v.asn?)),
+        Some(Ok(v)) => v.asn.map(|asn| (v, asn)),
+    };
+    if info.is_none() {
+        // Every port of its network is concerned (a router interface's
+        // annotation decides for its subnet's VMs).
+        trace.reject(|| {
+            let r = Rejection::of(pb_ref(pb), Reason::NotAnnotated);
+            match pb.datapath {
+                Some(dp) => r.network(dp.to_string()),
+                None => r,
+            }
+        });
     }
+    info
 }
 
 fn gateway_vni(
@@ -150,18 +180,35 @@ fn gateway_vni(
     local_ip: IpAddr,
     udp_port: u16,
     notes: &mut Vec<String>,
+    trace: &mut Trace,
 ) -> Option<EvpnVni> {
     let sb = snap.sb();
-    let gw_port = sb.port(cr.logical_port.strip_prefix(CR_LRP_PREFIX)?)?;
-    let (vpn, asn) = evpn_info(gw_port, notes)?;
+    let cr_row = pb_ref(cr);
+    let gw_name = cr.logical_port.strip_prefix(CR_LRP_PREFIX)?;
+    let Some(gw_port) = sb.port(gw_name) else {
+        trace.reject(|| {
+            let port = gw_name.to_string();
+            Rejection::of(cr_row, Reason::GatewayPortMissing { port })
+        });
+        return None;
+    };
+    let (vpn, asn) = evpn_info(gw_port, notes, trace)?;
     let provider_dp = gw_port.datapath?;
     let router_dp = cr.datapath?;
     let PbMac::Addresses { mac, ips: gw_nets } = &cr.mac else {
+        trace.reject(|| Rejection::of(cr_row, Reason::NoAddresses));
         return None;
     };
-    let localnet = sb.localnet_of_datapath(provider_dp, |net| {
+    let Some(localnet) = sb.localnet_of_datapath(provider_dp, |net| {
         snap.ovs.bridge_for_network(net).is_some()
-    })?;
+    }) else {
+        trace.reject(|| {
+            let reason =
+                unmapped_localnet(snap, provider_dp).reason(&snap.ovs, &provider_dp.to_string());
+            Rejection::of(cr_row, reason)
+        });
+        return None;
+    };
     let bridge = snap
         .ovs
         .bridge_for_network(localnet.network_name.as_deref()?)?
@@ -225,6 +272,13 @@ fn gateway_vni(
     );
 
     // The gateway IPs through the connection, with the gateway's MAC.
+    for n in gw_nets {
+        trace.exposed(|| Traced {
+            ip: n.addr(),
+            origin: Origin::new(ExposeRule::Gateway, cr_row),
+            vni,
+        });
+    }
     let mut routes: Vec<EvpnRoute> = gw_nets
         .iter()
         .map(|n| EvpnRoute {
@@ -270,10 +324,25 @@ fn gateway_vni(
         else {
             continue;
         };
-        let Some((lvpn, lasn)) = evpn_info(peer, notes) else {
+        let Some((lvpn, lasn)) = evpn_info(peer, notes, trace) else {
             continue;
         };
         if lvpn.vni != vni || Some(lasn) != vpn.asn {
+            trace.reject(|| {
+                let r = Rejection::of(
+                    pb_ref(peer),
+                    Reason::VniMismatch {
+                        vni: lvpn.vni,
+                        asn: lasn,
+                        gateway_vni: vni,
+                        gateway_asn: vpn.asn.unwrap_or(0),
+                    },
+                );
+                match peer.datapath {
+                    Some(dp) => r.network(dp.to_string()),
+                    None => r,
+                }
+            });
             notes.push(format!(
                 "{} {}: VNI {} AS {} differs from the gateway's (VNI {vni} AS {}): subnet not exposed",
                 PortBinding::TABLE,
@@ -332,16 +401,28 @@ fn gateway_vni(
                     _ => false,
                 };
                 if !bound {
+                    if vm.kind == PbType::Vm {
+                        trace.reject(|| Rejection::of(pb_ref(vm), Reason::Unbound));
+                    }
                     continue;
                 }
                 let PbMac::Addresses { ips, .. } = &vm.mac else {
+                    trace.reject(|| Rejection::of(pb_ref(vm), Reason::NoAddresses));
                     continue;
                 };
                 for ip in ips.iter().map(IpNet::addr).filter(|ip| ip.is_ipv6() == v6) {
                     if let Some(why) = obgp_netmodel::exposable::unexposable_ip(ip) {
                         notes.push(format!("{} {}: {ip} is {why}", PortBinding::TABLE, vm.uuid));
+                        trace.reject(|| {
+                            Rejection::of(pb_ref(vm), Reason::UnexposableIp { why }).ip(ip)
+                        });
                         continue;
                     }
+                    trace.exposed(|| Traced {
+                        ip,
+                        origin: Origin::new(ExposeRule::TenantVm, pb_ref(vm)).via(cr_row),
+                        vni,
+                    });
                     let host = IpNet::from(ip);
                     if !lo_ips.contains(&host) {
                         lo_ips.push(host);

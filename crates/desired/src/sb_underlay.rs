@@ -15,14 +15,15 @@ use std::rc::Rc;
 
 use ipnet::IpNet;
 use obgp_config::Config;
-use obgp_netmodel::Class;
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{PbMac, PbType, PortBinding, SbLoadBalancer, Snapshot};
 use obgp_ovsdb_data::Uuid;
 
 use crate::model::{Desired, RowRef};
+use crate::provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 use crate::wiring::{
-    wire_target, DriverPolicy, Gateway, MacTweakOnce, ProviderNetwork, SameIp, Wiring,
+    localnet_target, DriverPolicy, Gateway, MacTweakOnce, NoProvider, ProviderNetwork, SameIp,
+    Wiring,
 };
 
 /// The SB driver's policy. The first exposure of an IP wins: upstream's
@@ -39,7 +40,24 @@ const CR_LRP_PREFIX: &str = "cr-lrp-";
 /// `neutron:port_name` prefix of an OVN LB VIP port: `ovn-lb-vip-<lb name>`.
 const LB_VIP_PORT_PREFIX: &str = "ovn-lb-vip-";
 
-fn pb_ref(p: &PortBinding) -> RowRef {
+/// Why datapath `dp` has no localnet mapped here (the caller found none):
+/// none at all, or the first one's physical network is not mapped.
+pub(crate) fn unmapped_localnet(snap: &Snapshot, dp: Uuid) -> NoProvider<'_> {
+    let first = snap.sb().localnets_of_datapath(dp).next();
+    first.map_or(NoProvider::NoLocalnet, |ln| {
+        match ln.network_name.as_deref() {
+            Some(physnet) => NoProvider::Unmapped {
+                localnet: &ln.logical_port,
+                physnet,
+            },
+            None => NoProvider::NoPhysnet {
+                localnet: &ln.logical_port,
+            },
+        }
+    })
+}
+
+pub(crate) fn pb_ref(p: &PortBinding) -> RowRef {
     RowRef {
         table: PortBinding::TABLE,
         uuid: p.uuid,
@@ -59,20 +77,36 @@ struct LocalGateway<'a> {
 pub(crate) struct SbUnderlay<'a> {
     snap: &'a Snapshot,
     w: Wiring<'a>,
-    /// Wiring target per datapath (`None`: not a provider mapped here).
-    providers: HashMap<Uuid, Option<Rc<ProviderNetwork<'a>>>, FastHash>,
+    /// Wiring target per datapath (or why it is none).
+    providers: HashMap<Uuid, Provider<'a>, FastHash>,
 }
 
+/// A provider network looked up by datapath, or why there is none.
+type Provider<'a> = Result<Rc<ProviderNetwork<'a>>, NoProvider<'a>>;
+
 impl<'a> SbUnderlay<'a> {
-    pub(crate) fn new(snap: &'a Snapshot, cfg: &'a Config, base: Desired) -> Self {
+    pub(crate) fn new(snap: &'a Snapshot, cfg: &'a Config, base: Desired, trace: Trace) -> Self {
         SbUnderlay {
             snap,
-            w: Wiring::new(&snap.ovs, cfg, POLICY, base),
+            w: Wiring::new(&snap.ovs, cfg, POLICY, base, trace),
             providers: HashMap::default(),
         }
     }
 
-    pub(crate) fn run(mut self) -> Desired {
+    /// Records, when tracing, that `row` (or its `ip`) is not exposed
+    /// because datapath `dp` gives no provider network.
+    fn reject_provider(&mut self, row: RowRef, ip: Option<IpAddr>, dp: Uuid, why: NoProvider) {
+        let ovs = &self.snap.ovs;
+        self.w.trace.reject(|| {
+            let r = Rejection::of(row, why.reason(ovs, &dp.to_string()));
+            match ip {
+                Some(ip) => r.ip(ip),
+                None => r,
+            }
+        });
+    }
+
+    pub(crate) fn run(mut self) -> (Desired, Trace) {
         let snap = self.snap;
         self.w.wire_bridges(|net| {
             snap.sb()
@@ -83,6 +117,7 @@ impl<'a> SbUnderlay<'a> {
         let Some(system_id) = self.snap.ovs.system_id.clone() else {
             self.w
                 .note("Open_vSwitch external_ids:system-id is unset: no port is local".into());
+            self.w.trace.reject(|| Rejection::node(Reason::NoSystemId));
             return self.finish();
         };
         let sb = self.snap.sb();
@@ -106,8 +141,9 @@ impl<'a> SbUnderlay<'a> {
         self.finish()
     }
 
-    fn finish(self) -> Desired {
-        self.w.finish().0
+    fn finish(self) -> (Desired, Trace) {
+        let (desired, _, trace) = self.w.finish();
+        (desired, trace)
     }
 
     /// Whether datapath `dp` has a localnet port at all (upstream
@@ -117,8 +153,9 @@ impl<'a> SbUnderlay<'a> {
     }
 
     /// The wiring target of datapath `dp`: its first localnet whose
-    /// network is in `ovn-bridge-mappings` (upstream `_get_bridge_for_datapath`).
-    fn provider(&mut self, dp: Uuid) -> Option<Rc<ProviderNetwork<'a>>> {
+    /// network is in `ovn-bridge-mappings` (upstream `_get_bridge_for_datapath`),
+    /// or why there is none.
+    fn provider(&mut self, dp: Uuid) -> Provider<'a> {
         if let Some(p) = self.providers.get(&dp) {
             return p.clone();
         }
@@ -127,37 +164,54 @@ impl<'a> SbUnderlay<'a> {
         p
     }
 
-    fn find_provider(&self, dp: Uuid) -> Option<Rc<ProviderNetwork<'a>>> {
-        let snap = self.snap;
-        let ln = snap
-            .sb()
-            .localnet_of_datapath(dp, |net| snap.ovs.bridge_for_network(net).is_some())?;
-        let target = wire_target(&snap.ovs, ln.network_name.as_deref()?, ln.tag)?;
-        Some(Rc::new(ProviderNetwork::new(&ln.logical_port, target)))
+    fn find_provider(&self, dp: Uuid) -> Provider<'a> {
+        let sb = self.snap.sb();
+        let ovs = &self.snap.ovs;
+        let Some(ln) = sb.localnet_of_datapath(dp, |net| ovs.bridge_for_network(net).is_some())
+        else {
+            return Err(unmapped_localnet(self.snap, dp));
+        };
+        let target = localnet_target(ovs, &ln.logical_port, ln.network_name.as_deref(), ln.tag)?;
+        Ok(Rc::new(ProviderNetwork::new(&ln.logical_port, target)))
     }
 
     /// A VM or virtual port bound here (upstream `_ensure_port_exposed` and
     /// `_expose_ip`): on a provider network its own IPs, else the FIP that
     /// a router's NAT addresses give it.
     fn bound_vif(&mut self, pb: &'a PortBinding) {
+        let row = pb_ref(pb);
         let Some(dp) = pb.datapath else {
             return;
         };
         let provider_network = self.is_provider(dp);
         let ips = match &pb.mac {
-            PbMac::Empty | PbMac::Router => return,
+            PbMac::Empty | PbMac::Router => {
+                self.w
+                    .trace
+                    .reject(|| Rejection::of(row, Reason::NoAddresses));
+                return;
+            }
             // Config-drive ports: their IPs are in `neutron:cidrs` (pack
             // § 2.3; upstream's SB sync skips them, docs/defects.md).
             PbMac::Unknown => pb.vm_ips(),
-            PbMac::Addresses { ips, .. } if ips.is_empty() => return,
+            PbMac::Addresses { ips, .. } if ips.is_empty() => {
+                self.w
+                    .trace
+                    .reject(|| Rejection::of(row, Reason::NoAddresses));
+                return;
+            }
             PbMac::Addresses { ips, .. } => ips.iter().map(IpNet::addr).collect(),
         };
         if provider_network {
             if ips.is_empty() {
+                self.w
+                    .trace
+                    .reject(|| Rejection::of(row, Reason::NoAddresses));
                 return;
             }
-            let Some(provider) = self.provider(dp) else {
-                return;
+            let provider = match self.provider(dp) {
+                Ok(p) => p,
+                Err(why) => return self.reject_provider(row, None, dp, why),
             };
             // Amphora VIPs (virtual ports) need proxy NDP for their subnet.
             let proxy: &[IpNet] = if pb.kind == PbType::Virtual {
@@ -165,25 +219,32 @@ impl<'a> SbUnderlay<'a> {
             } else {
                 &[]
             };
-            self.w
-                .expose_provider(&ips, None, &provider, proxy, Class::Vm, pb_ref(pb));
+            let origin = Origin::new(ExposeRule::ProviderVm, row);
+            self.w.expose_provider(&ips, None, &provider, proxy, origin);
             return;
         }
         // Upstream `get_fip_associated`: the first NAT address entry naming
         // the port, its first IP, on the patch port's datapath.
         let sb = self.snap.sb();
         let Some((patch, nat)) = sb.nat_addresses_of(&pb.logical_port).next() else {
+            self.w
+                .trace
+                .reject(|| Rejection::of(row, Reason::NoNatAddressFip).network(dp.to_string()));
             return;
         };
         let (Some(&fip), Some(fip_dp)) = (nat.ips.first(), patch.datapath) else {
             return;
         };
         if !self.is_provider(fip_dp) {
+            self.reject_provider(row, Some(fip), fip_dp, NoProvider::NoLocalnet);
             return;
         }
-        if let Some(provider) = self.provider(fip_dp) {
-            self.w
-                .expose_provider(&[fip], None, &provider, &[], Class::Fip, pb_ref(patch));
+        match self.provider(fip_dp) {
+            Ok(provider) => {
+                let origin = Origin::new(ExposeRule::NatAddressFip, pb_ref(patch)).via(row);
+                self.w.expose_provider(&[fip], None, &provider, &[], origin);
+            }
+            Err(why) => self.reject_provider(row, Some(fip), fip_dp, why),
         }
     }
 
@@ -191,33 +252,46 @@ impl<'a> SbUnderlay<'a> {
     /// its gateway port (upstream `_expose_ip` for chassisredirect).
     fn gateway(&mut self, cr: &'a PortBinding) -> Option<LocalGateway<'a>> {
         let sb = self.snap.sb();
+        let row = pb_ref(cr);
         let gw_port = cr.logical_port.split_once(CR_LRP_PREFIX)?.1;
-        let provider_dp = sb.port(gw_port)?.datapath?;
+        let Some(gw_pb) = sb.port(gw_port) else {
+            self.w.trace.reject(|| {
+                let port = gw_port.to_string();
+                Rejection::of(row, Reason::GatewayPortMissing { port })
+            });
+            return None;
+        };
+        let provider_dp = gw_pb.datapath?;
         if !self.is_provider(provider_dp) {
+            self.reject_provider(row, None, provider_dp, NoProvider::NoLocalnet);
             return None;
         }
-        let provider = self.provider(provider_dp)?;
+        let provider = match self.provider(provider_dp) {
+            Ok(p) => p,
+            Err(why) => {
+                self.reject_provider(row, None, provider_dp, why);
+                return None;
+            }
+        };
         let PbMac::Addresses { mac, ips: nets } = &cr.mac else {
             self.w.note(format!(
                 "{} has no \"<mac> <ip>...\" mac: gateway not exposed",
                 pb_ref(cr)
             ));
+            self.w
+                .trace
+                .reject(|| Rejection::of(row, Reason::NoAddresses));
             return None;
         };
         let ips: Vec<IpAddr> = nets.iter().map(IpNet::addr).collect();
-        self.w.expose_provider(
-            &ips,
-            Some(*mac),
-            &provider,
-            nets,
-            Class::Gateway,
-            pb_ref(cr),
-        );
+        let origin = Origin::new(ExposeRule::Gateway, row);
+        self.w
+            .expose_provider(&ips, Some(*mac), &provider, nets, origin);
         Some(LocalGateway {
             cr_lrp: cr,
             router_datapath: cr.datapath?,
             provider_datapath: provider_dp,
-            gw: Gateway { provider, ips },
+            gw: Gateway { provider, ips, row },
         })
     }
 
@@ -237,24 +311,25 @@ impl<'a> SbUnderlay<'a> {
         if !self.is_provider(dp) {
             return;
         }
-        let Some(provider) = self.provider(dp) else {
+        let Ok(provider) = self.provider(dp) else {
             return;
         };
         for nat in &patch.nat_addresses {
-            let local = sb
+            let Some(resident) = sb
                 .port(&nat.resident_port)
-                .is_some_and(|p| p.chassis.as_deref() == Some(system_id));
-            if !local {
+                .filter(|p| p.chassis.as_deref() == Some(system_id))
+            else {
                 continue;
-            }
+            };
             let fips: Vec<IpAddr> = nat
                 .ips
                 .iter()
                 .copied()
                 .filter(|ip| !gw.gw.ips.contains(ip))
                 .collect();
-            self.w
-                .expose_provider(&fips, None, &provider, &[], Class::Fip, pb_ref(patch));
+            let origin =
+                Origin::new(ExposeRule::NatAddressFip, pb_ref(patch)).via(pb_ref(resident));
+            self.w.expose_provider(&fips, None, &provider, &[], origin);
         }
     }
 
@@ -293,13 +368,18 @@ impl<'a> SbUnderlay<'a> {
             } else {
                 lb.router_datapaths.contains(&gw.router_datapath)
             };
+            let source = RowRef {
+                table: SbLoadBalancer::TABLE,
+                uuid: lb.uuid,
+            };
             if behind_router {
-                let source = RowRef {
-                    table: SbLoadBalancer::TABLE,
-                    uuid: lb.uuid,
-                };
+                let origin = Origin::new(ExposeRule::LbVip, source).via(pb_ref(vip_port));
                 self.w
-                    .expose_provider(&[vip], None, &gw.gw.provider, &[], Class::Lb, source);
+                    .expose_provider(&[vip], None, &gw.gw.provider, &[], origin);
+            } else {
+                self.w
+                    .trace
+                    .reject(|| Rejection::of(pb_ref(vip_port), Reason::LbNotBehindGateway).ip(vip));
             }
         }
     }
@@ -317,6 +397,10 @@ impl<'a> SbUnderlay<'a> {
     /// reads only the first address, every address of the port counts.
     fn tenant_networks(&mut self, gw: &LocalGateway<'a>) {
         if !self.w.tenant.any() {
+            let row = gw.gw.row;
+            self.w
+                .trace
+                .reject(|| Rejection::of(row, Reason::TenantNotExposed { gua_only: false }));
             return;
         }
         let sb = self.snap.sb();
@@ -341,6 +425,13 @@ impl<'a> SbUnderlay<'a> {
             for &net in nets {
                 if self.scope_allowed(net.addr(), peer) {
                     self.tenant_subnet(gw, net, peer.and_then(|p| p.datapath));
+                } else if let Some(dp) = peer.and_then(|p| p.datapath) {
+                    let scope = peer.and_then(|p| p.addr_scope_for(net.addr()));
+                    let allowed = &self.w.tenant;
+                    let reason = allowed.scope_reason(scope);
+                    self.w
+                        .trace
+                        .reject(|| Rejection::of(pb_ref(lrp), reason()).network(dp.to_string()));
                 }
             }
         }
@@ -349,6 +440,12 @@ impl<'a> SbUnderlay<'a> {
     fn tenant_subnet(&mut self, gw: &LocalGateway<'a>, net: IpNet, subnet_datapath: Option<Uuid>) {
         // Reached only with some tenant exposure on (`tenant_networks`).
         if !self.w.tenant.exposes(net.addr()) {
+            if let Some(dp) = subnet_datapath {
+                self.w.trace.reject(|| {
+                    Rejection::of(gw.gw.row, Reason::TenantNotExposed { gua_only: true })
+                        .network(dp.to_string())
+                });
+            }
             return;
         }
         if gw.gw.ips.contains(&net.addr()) {
@@ -359,9 +456,16 @@ impl<'a> SbUnderlay<'a> {
         let Some(dp) = subnet_datapath else {
             return;
         };
+        if self.w.tenant.subnet_method() {
+            let subnet = Some(net.trunc());
+            self.w.trace.reject(|| {
+                Rejection::of(gw.gw.row, Reason::SubnetMethod { subnet }).network(dp.to_string())
+            });
+            return;
+        }
         let v6 = net.addr().is_ipv6();
         for port in self.snap.sb().ports_on_datapath(dp) {
-            self.tenant_port(port, v6);
+            self.tenant_port(port, v6, gw.gw.row);
         }
     }
 
@@ -370,14 +474,12 @@ impl<'a> SbUnderlay<'a> {
     /// some chassis. A port without MAC, chassis or `up` is an OVN LB VIP:
     /// its first `neutron:cidrs` IP is announced. Only in the host method
     /// (pack § 3.2): the subnet method announces the subnet route instead.
-    fn tenant_port(&mut self, port: &'a PortBinding, v6: bool) {
-        if self.w.tenant.subnet_method() {
-            return;
-        }
+    fn tenant_port(&mut self, port: &'a PortBinding, v6: bool, gateway: RowRef) {
         if port.mac == PbMac::Empty {
             if port.chassis.is_none() && port.up == Some(false) {
                 if let Some(vip) = port.cidrs.first() {
-                    self.w.announce(vip.addr(), Class::Lb, pb_ref(port));
+                    let origin = Origin::new(ExposeRule::TenantOvnLbVip, pb_ref(port)).via(gateway);
+                    self.w.announce(vip.addr(), origin);
                 }
             }
             return;
@@ -388,11 +490,17 @@ impl<'a> SbUnderlay<'a> {
             _ => false,
         };
         if !bound_vm {
+            if port.kind == PbType::Vm {
+                self.w
+                    .trace
+                    .reject(|| Rejection::of(pb_ref(port), Reason::Unbound));
+            }
             return;
         }
         for ip in port.vm_ips() {
             if ip.is_ipv6() == v6 {
-                self.w.announce(ip, Class::TenantVm, pb_ref(port));
+                let origin = Origin::new(ExposeRule::TenantVm, pb_ref(port)).via(gateway);
+                self.w.announce(ip, origin);
             }
         }
     }

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 use obgp_config::{AdvertisementMethod, Config};
 use obgp_netmodel::exposable::{unexposable_ip, unusable_lladdr};
-use obgp_netmodel::{Class, MacAddr};
+use obgp_netmodel::MacAddr;
 use obgp_ovn::hash::FastHash;
 use obgp_ovn::{neutron, LocalOvs};
 
@@ -42,6 +42,7 @@ use crate::model::{
     proxy_ndp_networks, vlan_device, BridgeWiring, Desired, ExposedIp, IpWiring, RowRef,
     TenantSubnet, VlanDevice, WireTarget,
 };
+use crate::provenance::{Origin, Reason, Rejection, Trace};
 
 /// The OVS ports the base wiring gives MAC-tweak flows on their bridge:
 /// the patch ports of Neutron's localnets (`patch-provnet-<id>-to-br-int`).
@@ -136,6 +137,59 @@ pub(crate) struct Gateway<'a> {
     pub provider: Rc<ProviderNetwork<'a>>,
     /// The gateway's IPs, in row order.
     pub ips: Vec<IpAddr>,
+    /// Its row (NB Logical_Router_Port, SB cr-lrp Port_Binding).
+    pub row: RowRef,
+}
+
+/// Why a network has no wire target here, as the drivers' provider lookups
+/// find it (borrowed from the snapshot: nothing is allocated unless a
+/// trace asks for the [`Reason`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoProvider<'a> {
+    /// No localnet port: a tenant network.
+    NoLocalnet,
+    /// The localnet has no `options:network_name`.
+    NoPhysnet { localnet: &'a str },
+    /// The localnet's physical network is not in `ovn-bridge-mappings`.
+    Unmapped { localnet: &'a str, physnet: &'a str },
+}
+
+impl NoProvider<'_> {
+    /// The reason, for the network named `network`.
+    pub fn reason(self, ovs: &LocalOvs, network: &str) -> Reason {
+        match self {
+            NoProvider::NoLocalnet => Reason::NoLocalnet {
+                network: network.to_string(),
+            },
+            NoProvider::NoPhysnet { localnet } => Reason::LocalnetWithoutPhysnet {
+                localnet: localnet.to_string(),
+            },
+            NoProvider::Unmapped { localnet, physnet } => Reason::PhysnetNotMapped {
+                physnet: physnet.to_string(),
+                localnet: localnet.to_string(),
+                mappings: ovs
+                    .bridge_mappings
+                    .iter()
+                    .map(|m| format!("{}:{}", m.network, m.bridge))
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// The wire target of `localnet` (named `name`, on physical network
+/// `physnet` with VLAN `tag`), or why there is none.
+pub(crate) fn localnet_target<'a>(
+    ovs: &LocalOvs,
+    name: &'a str,
+    physnet: Option<&'a str>,
+    tag: Option<u16>,
+) -> Result<WireTarget, NoProvider<'a>> {
+    let physnet = physnet.ok_or(NoProvider::NoPhysnet { localnet: name })?;
+    wire_target(ovs, physnet, tag).ok_or(NoProvider::Unmapped {
+        localnet: name,
+        physnet,
+    })
 }
 
 /// The tenant-network options, read once from the configuration.
@@ -188,6 +242,20 @@ impl<'a> TenantRules<'a> {
     pub fn allows_scope(&self, scope: Option<&str>) -> bool {
         self.allowed_scopes.is_empty() || scope.is_some_and(|s| self.allowed_scopes.contains(s))
     }
+
+    /// The refusal of an address in `scope` that [`Self::allows_scope`]
+    /// refused, built only when a trace asks for it.
+    pub fn scope_reason<'s>(&'s self, scope: Option<&'s str>) -> impl FnOnce() -> Reason + 's {
+        move || {
+            let mut allowed: Vec<String> =
+                self.allowed_scopes.iter().map(|s| s.to_string()).collect();
+            allowed.sort();
+            Reason::AddressScope {
+                scope: scope.map(str::to_string),
+                allowed,
+            }
+        }
+    }
 }
 
 /// An IP as a hash key: hashed as one or two words, where `IpAddr`'s own
@@ -230,7 +298,7 @@ impl Exposures {
         }
     }
 
-    fn expose(&mut self, ip: IpAddr, class: Class, wiring: Option<IpWiring>, source: RowRef) {
+    fn expose(&mut self, ip: IpAddr, wiring: Option<IpWiring>, origin: Origin) {
         match self.at.entry(IpKey(ip)) {
             Entry::Occupied(at) => {
                 self.contested.insert(ip);
@@ -244,9 +312,11 @@ impl Exposures {
                 at.insert(self.slots.len() as u32);
                 self.slots.push(Some(ExposedIp {
                     ip,
-                    class,
+                    class: origin.rule.class(),
                     wiring,
-                    source,
+                    source: origin.source,
+                    rule: origin.rule,
+                    via: origin.via,
                 }));
             }
         }
@@ -290,10 +360,18 @@ pub(crate) struct Wiring<'a> {
     exposures: Exposures,
     /// Localnets whose MAC-tweak flow was asked for ([`MacTweakOnce::PerLocalnet`]).
     mac_tweak_asked: HashSet<&'a str>,
+    /// The refusals, when recording (`explain`).
+    pub trace: Trace,
 }
 
 impl<'a> Wiring<'a> {
-    pub fn new(ovs: &'a LocalOvs, cfg: &'a Config, policy: DriverPolicy, base: Desired) -> Self {
+    pub fn new(
+        ovs: &'a LocalOvs,
+        cfg: &'a Config,
+        policy: DriverPolicy,
+        base: Desired,
+        trace: Trace,
+    ) -> Self {
         Wiring {
             ovs,
             policy,
@@ -301,6 +379,7 @@ impl<'a> Wiring<'a> {
             out: base,
             exposures: Exposures::new(policy.same_ip),
             mac_tweak_asked: HashSet::new(),
+            trace,
         }
     }
 
@@ -357,14 +436,15 @@ impl<'a> Wiring<'a> {
         lladdr: Option<MacAddr>,
         provider: &ProviderNetwork<'a>,
         proxy_cidrs: &[IpNet],
-        class: Class,
-        source: RowRef,
+        origin: Origin,
     ) {
-        if let Some(why) = lladdr.and_then(unusable_lladdr) {
-            let mac = lladdr.map(|m| m.to_string()).unwrap_or_default();
+        let source = origin.source;
+        if let Some((mac, why)) = lladdr.and_then(|m| Some((m, unusable_lladdr(m)?))) {
             self.note(format!(
                 "{source}: MAC {mac} is a {why} address: none of its IPs is exposed"
             ));
+            self.trace
+                .reject(|| Rejection::of(source, Reason::UnusableMac { mac, why }));
             return;
         }
         let proxy_ndp = proxy_ndp_networks(proxy_cidrs);
@@ -374,13 +454,12 @@ impl<'a> Wiring<'a> {
             }
             self.exposures.expose(
                 ip,
-                class,
                 Some(IpWiring {
                     target: provider.target.clone(),
                     lladdr,
                     proxy_ndp: proxy_ndp.clone(),
                 }),
-                source,
+                origin,
             );
         }
         let first_ask = match self.policy.mac_tweak_once {
@@ -431,9 +510,9 @@ impl<'a> Wiring<'a> {
 
     /// Announces `ip` without wiring: a tenant IP (or VIP) that OVN routes
     /// through a gateway hosted here.
-    pub fn announce(&mut self, ip: IpAddr, class: Class, source: RowRef) {
-        if self.exposable(ip, source) {
-            self.exposures.expose(ip, class, None, source);
+    pub fn announce(&mut self, ip: IpAddr, origin: Origin) {
+        if self.exposable(ip, origin.source) {
+            self.exposures.expose(ip, None, origin);
         }
     }
 
@@ -444,6 +523,8 @@ impl<'a> Wiring<'a> {
             None => true,
             Some(why) => {
                 self.note(format!("{source}: {ip} is a {why} address: not exposed"));
+                self.trace
+                    .reject(|| Rejection::of(source, Reason::UnexposableIp { why }).ip(ip));
                 false
             }
         }
@@ -475,12 +556,12 @@ impl<'a> Wiring<'a> {
         (e.slots.into_iter().flatten().collect(), e.contested)
     }
 
-    /// The desired state, and the IPs exposed more than once.
-    pub fn finish(self) -> (Desired, HashSet<IpAddr>) {
+    /// The desired state, the IPs exposed more than once, and the trace.
+    pub fn finish(self) -> (Desired, HashSet<IpAddr>, Trace) {
         let (mut out, mut exposures) = (self.out, self.exposures);
         let contested = std::mem::take(&mut exposures.contested);
         out.exposed = exposures.into_map();
-        (out, contested)
+        (out, contested, self.trace)
     }
 }
 

@@ -386,5 +386,15 @@ proptest! {
         let facts = NodeFacts::default();
         let desired = desired_state(&snap, &config, &facts).expect("supported driver, valid config");
         let _ = desired.to_node();
+        // explain never panics either, and explains every exposure as one.
+        for ip in desired.exposed.keys().take(8) {
+            let e = obgp_desired::explain(&snap, &config, &facts, &obgp_desired::Query::Ip(*ip))
+                .expect("supported driver, valid config");
+            prop_assert!(e.exposed(), "{}", e);
+        }
+        for p in snap.all_lsps().into_iter().take(8) {
+            let q = obgp_desired::Query::Port(p.uuid.to_string());
+            prop_assert!(obgp_desired::explain(&snap, &config, &facts, &q).is_ok());
+        }
     }
 }

@@ -712,7 +712,7 @@ fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) {
     let u = p.uuid;
     edit(&mut nb.lsp_by_name, p.name.clone(), u, p, add);
     match p.kind {
-        LspType::Vm | LspType::Virtual if p.up => {
+        _ if p.is_active_vif() => {
             // A set: a chassis listed twice binds the port once.
             for c in p.binding_candidates() {
                 edit(&mut nb.active_vifs_by_chassis, c.to_string(), u, p, add);

@@ -406,11 +406,26 @@ impl LogicalSwitchPort {
     /// entries: "our host wins if listed") except for virtual ports, else
     /// `neutron:host_id`. A port is on chassis C iff C is in this list.
     pub fn binding_candidates(&self) -> Vec<&str> {
-        if self.kind != LspType::Virtual && !self.requested_chassis.is_empty() {
-            self.requested_chassis.iter().map(String::as_str).collect()
-        } else {
-            self.host_id.iter().map(String::as_str).collect()
+        match self.binding_key() {
+            key::REQUESTED_CHASSIS => self.requested_chassis.iter().map(String::as_str).collect(),
+            _ => self.host_id.iter().map(String::as_str).collect(),
         }
+    }
+
+    /// Which column [`Self::binding_candidates`] reads: `requested-chassis`
+    /// (not for virtual ports), else `neutron:host_id`.
+    pub fn binding_key(&self) -> &'static str {
+        if self.kind != LspType::Virtual && !self.requested_chassis.is_empty() {
+            key::REQUESTED_CHASSIS
+        } else {
+            key::HOST_ID
+        }
+    }
+
+    /// Whether the port is an up VM or virtual port: what the agent binds
+    /// to a chassis (upstream `get_active_lsp_on_chassis`).
+    pub fn is_active_vif(&self) -> bool {
+        matches!(self.kind, LspType::Vm | LspType::Virtual) && self.up
     }
 
     /// Whether upstream's `get_port_chassis(port, chassis) == chassis`.

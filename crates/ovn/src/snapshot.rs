@@ -636,5 +636,7 @@ pub(crate) fn first_at<T>(idx: Option<&RowSet<T>>) -> Option<&T> {
     idx.and_then(RowSet::first)
 }
 
+mod scan;
+
 #[cfg(test)]
 mod tests;

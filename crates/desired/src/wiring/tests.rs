@@ -6,7 +6,10 @@ use obgp_netmodel::DevName;
 use obgp_ovn::BridgeMapping;
 use obgp_ovsdb_data::Uuid;
 
+use obgp_netmodel::Class;
+
 use super::*;
+use crate::provenance::ExposeRule;
 
 fn dev(name: &str) -> DevName {
     DevName::new(name).expect("valid device name")
@@ -57,6 +60,10 @@ fn row(n: u128) -> RowRef {
     }
 }
 
+fn origin(rule: ExposeRule, n: u128) -> Origin {
+    Origin::new(rule, row(n))
+}
+
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("IP literal")
 }
@@ -89,12 +96,12 @@ fn a_tagged_localnet_is_wired_on_the_vlan_device_of_the_last_mapping_of_its_netw
 #[test]
 fn base_wiring_has_a_vlan_device_per_tag_and_the_provnet_patch_ports() {
     let (ovs, cfg) = (ovs(), Config::default());
-    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base());
+    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base(), Trace::default());
     w.wire_bridges(|net| match net {
         "physnet1" => BTreeSet::from([200, 100]),
         _ => BTreeSet::new(),
     });
-    let (d, _) = w.finish();
+    let (d, _, _) = w.finish();
     let br_ex = &d.bridges[0];
     assert_eq!((br_ex.bridge.as_str(), br_ex.index), ("br-ex", 1));
     let vlans: Vec<_> = br_ex
@@ -114,7 +121,7 @@ fn base_wiring_has_a_vlan_device_per_tag_and_the_provnet_patch_ports() {
 #[test]
 fn only_a_provnet_patch_port_on_the_bridge_is_in_the_base_wiring() {
     let (ovs, cfg) = (ovs(), Config::default());
-    let w = Wiring::new(&ovs, &cfg, NB_LIKE, base());
+    let w = Wiring::new(&ovs, &cfg, NB_LIKE, base(), Trace::default());
     let on = |localnet, network| {
         let p = ProviderNetwork::new(localnet, wire_target(&ovs, network, None).unwrap());
         w.mac_tweak_in_base(&p)
@@ -130,12 +137,18 @@ fn a_later_wiring_of_the_same_ip_wins_only_under_later_wiring_wins() {
     let first = ProviderNetwork::new("provnet-1", wire_target(&ovs, "physnet1", None).unwrap());
     let second = ProviderNetwork::new("provnet-2", wire_target(&ovs, "physnet2", Some(5)).unwrap());
     for (policy, kept) in [(NB_LIKE, "br-b.5"), (SB_LIKE, "br-ex")] {
-        let mut w = Wiring::new(&ovs, &cfg, policy, base());
+        let mut w = Wiring::new(&ovs, &cfg, policy, base(), Trace::default());
         let a = ip("192.0.2.10");
-        w.expose_provider(&[a], None, &first, &[], Class::Gateway, row(1));
-        w.announce(a, Class::TenantVm, row(2));
-        w.expose_provider(&[a], None, &second, &[], Class::Fip, row(3));
-        let (d, contested) = w.finish();
+        w.expose_provider(&[a], None, &first, &[], origin(ExposeRule::Gateway, 1));
+        w.announce(a, origin(ExposeRule::TenantVm, 2));
+        w.expose_provider(
+            &[a],
+            None,
+            &second,
+            &[],
+            origin(ExposeRule::CentralizedFip, 3),
+        );
+        let (d, contested, _) = w.finish();
         let e = &d.exposed[&a];
         assert_eq!((e.class, e.source), (Class::Gateway, row(1)), "{policy:?}");
         let target = &e.wiring.as_ref().expect("wired").target;
@@ -154,12 +167,12 @@ fn the_mac_tweak_flow_is_asked_once_per_provider_or_per_localnet_name() {
         ProviderNetwork::new("dup", target()),
     );
     for (policy, notes) in [(NB_LIKE, 2), (SB_LIKE, 1)] {
-        let mut w = Wiring::new(&ovs, &cfg, policy, base());
+        let mut w = Wiring::new(&ovs, &cfg, policy, base(), Trace::default());
         for (n, p) in [(1, &p1), (2, &p1), (3, &p2)] {
             let a = IpAddr::from([192, 0, 2, n]);
-            w.expose_provider(&[a], None, p, &[], Class::Vm, row(n.into()));
+            w.expose_provider(&[a], None, p, &[], origin(ExposeRule::ProviderVm, n.into()));
         }
-        let (d, _) = w.finish();
+        let (d, _, _) = w.finish();
         assert_eq!(d.notes.len(), notes, "{policy:?}: {:?}", d.notes);
         p1.mac_tweak_asked.set(false);
         p2.mac_tweak_asked.set(false);
@@ -170,7 +183,7 @@ fn the_mac_tweak_flow_is_asked_once_per_provider_or_per_localnet_name() {
 fn a_provider_exposure_wires_the_neighbour_and_proxy_ndp_of_its_ipv6_subnets() {
     let (ovs, cfg) = (ovs(), Config::default());
     let p = ProviderNetwork::new("provnet-1", wire_target(&ovs, "physnet1", None).unwrap());
-    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base());
+    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base(), Trace::default());
     let mac = "fa:16:3e:00:00:01".parse().expect("MAC literal");
     let cidrs: Vec<IpNet> = ["2001:db8::5/64", "172.24.4.5/24"]
         .iter()
@@ -181,10 +194,9 @@ fn a_provider_exposure_wires_the_neighbour_and_proxy_ndp_of_its_ipv6_subnets() {
         Some(mac),
         &p,
         &cidrs,
-        Class::Vm,
-        row(1),
+        origin(ExposeRule::ProviderVm, 1),
     );
-    let (d, _) = w.finish();
+    let (d, _, _) = w.finish();
     let wiring = d.exposed[&ip("2001:db8::5")].wiring.clone().expect("wired");
     assert_eq!(wiring.lladdr, Some(mac));
     let net: std::net::Ipv6Addr = "2001:db8::".parse().unwrap();
@@ -226,10 +238,11 @@ fn a_tenant_subnet_is_routed_via_the_gateway_ip_of_its_family() {
             wire_target(&ovs, "physnet1", Some(30)).unwrap(),
         )),
         ips: vec![ip("172.24.4.1"), ip("2001:db8::1"), ip("172.24.4.2")],
+        row: row(9),
     };
-    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base());
+    let mut w = Wiring::new(&ovs, &cfg, NB_LIKE, base(), Trace::default());
     w.route_tenant_subnet(&gw, "10.0.0.1/24".parse().unwrap(), "r1".into());
-    let (d, _) = w.finish();
+    let (d, _, _) = w.finish();
     let s = &d.tenant_subnets[0];
     assert_eq!(s.net.to_string(), "10.0.0.0/24");
     assert_eq!(s.rule_dst.to_string(), "10.0.0.1/24");

@@ -1,0 +1,43 @@
+//! What a reconcile would compute with now, read once: the OVN snapshot
+//! and the node facts, for commands that ask the desired state a question
+//! without planning (`explain`), and the connection every one-shot
+//! command starts from.
+
+use obgp_config::Config;
+use obgp_desired::NodeFacts;
+use obgp_ovn::Snapshot;
+
+use crate::reconcile::{check_supported, Reconciler};
+use crate::run::{sync_timeout, RunError, RunOptions};
+use crate::sources::OvnSources;
+
+/// What the one-shot commands start from: the OVN sources synced and a
+/// reconciler connected to the node, waiting for its command lane.
+pub(crate) async fn connect_once(
+    config: &Config,
+    opts: &RunOptions,
+) -> Result<(OvnSources, Reconciler), RunError> {
+    check_supported(config)?;
+    let sources = OvnSources::start(config, sync_timeout(config)).await?;
+    sources.wait_synced(sync_timeout(config)).await?;
+    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    reconciler.wait_for_commands();
+    Ok((sources, reconciler))
+}
+
+/// Connects to the configured databases and the node, waits for the
+/// initial dumps, and returns the snapshot with the node facts a reconcile
+/// would use (hostname, FRR's router-id, the VXLAN source the node's
+/// addresses give). Changes nothing.
+pub async fn inputs_once(
+    config: &Config,
+    opts: &RunOptions,
+) -> Result<(Snapshot, NodeFacts), RunError> {
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
+    let inputs = sources.inputs();
+    // A plan gathers the facts exactly as a reconcile does.
+    reconciler
+        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .await?;
+    Ok((inputs.snapshot, reconciler.facts().clone()))
+}

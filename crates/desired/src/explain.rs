@@ -1,0 +1,438 @@
+//! `explain`: why an IP or a port is, or is not, exposed on this node.
+//!
+//! A pure function of the same inputs as [`crate::desired_state`]. It runs
+//! the drivers' one computation with a recording [`Trace`], so every
+//! exposure comes with the rule and rows behind it and every refusal with
+//! its [`Reason`]; rows the drivers never visit (ports bound to other
+//! chassis, gateways hosted elsewhere) are explained by the predicates the
+//! snapshot's indexes use to leave them out. Nothing here decides anew:
+//! why this is computed on demand rather than kept by the daemon is
+//! [ADR 0007](../../../docs/adr/0007-explain-on-demand.md).
+
+mod render;
+mod subjects;
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use obgp_config::{Config, Driver};
+use obgp_netmodel::{Class, DevName};
+use obgp_ovn::Snapshot;
+use serde::Serialize;
+
+use crate::model::{Desired, RowRef};
+use crate::provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
+use crate::{chassis_hostname, compute_traced, DesiredError, NodeFacts};
+
+use subjects::Subject;
+
+/// What to explain: an IP, or a port by name (for Neutron ports, the
+/// Neutron port id), by uuid, or (SB drivers) a Port_Binding's
+/// `logical_port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Query {
+    Ip(IpAddr),
+    Port(String),
+}
+
+impl Query {
+    /// An IP if `s` parses as one, else a port.
+    pub fn parse(s: &str) -> Query {
+        match s.parse::<IpAddr>() {
+            Ok(ip) => Query::Ip(ip),
+            Err(_) => Query::Port(s.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Query::Ip(ip) => write!(f, "{ip}"),
+            Query::Port(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+/// Why `explain` gave no answer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ExplainError {
+    #[error(transparent)]
+    Desired(#[from] DesiredError),
+    #[error("no port named {0:?} (by name, uuid or logical_port) in the {1} database")]
+    NoSuchPort(String, &'static str),
+}
+
+/// An OVN row as an operator reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RowInfo {
+    pub table: &'static str,
+    pub uuid: String,
+    /// Its name (port or router name, NAT external IP, binding's logical_port).
+    pub name: Option<String>,
+    #[serde(skip)]
+    pub row: RowRef,
+}
+
+impl RowInfo {
+    pub(crate) fn of(snap: &Snapshot, row: RowRef) -> Self {
+        RowInfo {
+            table: row.table,
+            uuid: row.uuid.to_string(),
+            name: snap.row_name(row.table, row.uuid),
+            row,
+        }
+    }
+}
+
+/// One verdict about one IP or row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Finding {
+    /// The IP is announced from this node.
+    Exposed {
+        ip: IpAddr,
+        rule: ExposeRule,
+        class: Class,
+        /// The row that asks for it.
+        source: RowInfo,
+        /// The row the decision rested on (a FIP's port, a VIP port...).
+        via: Option<RowInfo>,
+        /// Where it lands: the bridge or VLAN device, `bgp_nic` only, or the VNI.
+        through: String,
+        /// The rows' values that matter (a FIP's logical IP and router...).
+        detail: Option<String>,
+    },
+    /// The IP is inside a tenant subnet routed through a gateway hosted here.
+    Covered {
+        ip: IpAddr,
+        subnet: IpNet,
+        router: String,
+        bridge: DevName,
+        /// Announced as a subnet (subnet method); otherwise routed only.
+        announced: bool,
+    },
+    /// Not exposed, and why.
+    NotExposed {
+        ip: Option<IpAddr>,
+        row: Option<RowInfo>,
+        #[serde(flatten)]
+        reason: Reason,
+    },
+}
+
+/// The answer to one query.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    pub query: String,
+    pub driver: &'static str,
+    /// This node as OVN names it.
+    pub hostname: Option<String>,
+    pub system_id: Option<String>,
+    /// The rows the query named or that carry the IP.
+    pub rows: Vec<RowInfo>,
+    pub findings: Vec<Finding>,
+    /// Refusals that concern the whole node (no system-id...).
+    pub node: Vec<Reason>,
+}
+
+impl Explanation {
+    /// Whether anything the query names is announced (an exposed IP, or
+    /// one covered by an announced subnet).
+    pub fn exposed(&self) -> bool {
+        self.findings.iter().any(|f| {
+            matches!(
+                f,
+                Finding::Exposed { .. }
+                    | Finding::Covered {
+                        announced: true,
+                        ..
+                    }
+            )
+        })
+    }
+
+    /// The refusals found, in order (the first is the deciding one).
+    pub fn reasons(&self) -> impl Iterator<Item = &Reason> {
+        self.findings.iter().filter_map(|f| match f {
+            Finding::NotExposed { reason, .. } => Some(reason),
+            _ => None,
+        })
+    }
+}
+
+/// One exposure on the node, with its origin and where it lands.
+pub(crate) struct Exposure {
+    pub ip: IpAddr,
+    pub origin: Origin,
+    pub through: String,
+}
+
+/// What the computation gave, for the lookups.
+pub(crate) struct Decisions<'a> {
+    pub snap: &'a Snapshot,
+    pub desired: Desired,
+    pub exposures: Vec<Exposure>,
+    pub rejections: Vec<Rejection>,
+    pub hostname: Option<&'a str>,
+    pub system_id: Option<&'a str>,
+    pub sb: bool,
+    /// The SB EVPN driver: VM ports count only through a local gateway's VNI.
+    pub sb_evpn: bool,
+}
+
+/// Explains `query` on this node: the same inputs as [`crate::desired_state`].
+pub fn explain(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+    query: &Query,
+) -> Result<Explanation, ExplainError> {
+    let (desired, _, trace) = compute_traced(snap, config, facts, Trace::recording())?;
+    let d = &config.default;
+    let sb = matches!(d.driver, Driver::OvnBgpDriver | Driver::OvnEvpnDriver);
+    let exposures = exposures(&desired, &trace);
+    let ctx = Decisions {
+        snap,
+        desired,
+        exposures,
+        rejections: trace.rejections,
+        hostname: chassis_hostname(snap, facts),
+        system_id: snap.ovs.system_id.as_deref(),
+        sb,
+        sb_evpn: d.driver == Driver::OvnEvpnDriver,
+    };
+    let subjects = match query {
+        Query::Ip(ip) => subjects::carrying(&ctx, *ip),
+        Query::Port(name) => subjects::named(&ctx, name)?,
+    };
+    let ip = match query {
+        Query::Ip(ip) => Some(*ip),
+        Query::Port(_) => None,
+    };
+    let mut findings = Vec::new();
+    if let Some(ip) = ip {
+        findings.extend(
+            ctx.exposures
+                .iter()
+                .filter(|e| e.ip == ip)
+                .map(|e| exposed(&ctx, e)),
+        );
+    }
+    for s in &subjects {
+        for f in findings_of(&ctx, s, ip) {
+            if !findings.contains(&f) {
+                findings.push(f);
+            }
+        }
+    }
+    if let Some(ip) = ip {
+        if findings.is_empty() {
+            findings.extend(covered(&ctx, ip));
+        }
+        // Refusals of the IP by a row that does not carry it (a VIP's LB).
+        for r in ctx.rejections.iter().filter(|r| r.ip == Some(ip)) {
+            let f = not_exposed(&ctx, r);
+            if !findings.contains(&f) && !ctx.exposures.iter().any(|e| e.ip == ip) {
+                findings.push(f);
+            }
+        }
+    }
+    Ok(Explanation {
+        query: query.to_string(),
+        driver: d.driver.as_str(),
+        hostname: ctx.hostname.map(str::to_string),
+        system_id: ctx.system_id.map(str::to_string),
+        rows: subjects.iter().map(|s| RowInfo::of(snap, s.row)).collect(),
+        findings,
+        node: ctx
+            .rejections
+            .iter()
+            .filter(|r| r.row.is_none())
+            .map(|r| r.reason.clone())
+            .collect(),
+    })
+}
+
+/// Every exposure that reaches the node, from the desired state (the
+/// underlay drivers, the NB vrf mode's re-wired ones) or the trace (the
+/// SB EVPN driver's per-VNI state).
+fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
+    let Some(evpn) = &desired.evpn else {
+        return desired
+            .exposed
+            .values()
+            .map(|e| Exposure {
+                ip: e.ip,
+                origin: e.origin(),
+                through: match &e.wiring {
+                    Some(w) => format!(
+                        "wired on {}, announced on {}",
+                        w.target.dev, desired.bgp_nic
+                    ),
+                    None => format!("announced on {} only", desired.bgp_nic),
+                },
+            })
+            .collect();
+    };
+    // The VNI whose table routes `ip`, or whose lo-<vni> holds it.
+    let vni_of = |ip: IpAddr| {
+        let host = IpNet::from(ip);
+        evpn.vnis.values().find_map(|v| {
+            let routed = v
+                .ports
+                .iter()
+                .any(|p| p.routes.iter().any(|r| r.dst == host));
+            let on_lo = v.lo.as_ref().is_some_and(|(_, ips)| ips.contains(&host));
+            (routed || on_lo).then(|| format!("VNI {} ({})", v.vni, v.vrf))
+        })
+    };
+    let from_desired = desired.exposed.values().filter_map(|e| {
+        Some(Exposure {
+            ip: e.ip,
+            origin: e.origin(),
+            through: vni_of(e.ip)?,
+        })
+    });
+    let from_trace = trace.exposures.iter().filter_map(|t| {
+        Some(Exposure {
+            ip: t.ip,
+            origin: t.origin,
+            through: vni_of(t.ip)?,
+        })
+    });
+    from_desired.chain(from_trace).collect()
+}
+
+fn exposed(ctx: &Decisions, e: &Exposure) -> Finding {
+    let snap = ctx.snap;
+    Finding::Exposed {
+        ip: e.ip,
+        rule: e.origin.rule,
+        class: e.origin.rule.class(),
+        source: RowInfo::of(snap, e.origin.source),
+        via: e.origin.via.map(|v| RowInfo::of(snap, v)),
+        through: e.through.clone(),
+        detail: subjects::detail(snap, &e.origin),
+    }
+}
+
+fn not_exposed(ctx: &Decisions, r: &Rejection) -> Finding {
+    Finding::NotExposed {
+        ip: r.ip,
+        row: r.row.map(|row| RowInfo::of(ctx.snap, row)),
+        reason: r.reason.clone(),
+    }
+}
+
+/// The tenant subnets routed here that contain `ip`.
+fn covered(ctx: &Decisions, ip: IpAddr) -> Vec<Finding> {
+    ctx.desired
+        .tenant_subnets
+        .iter()
+        .filter(|s| s.net.contains(&ip))
+        .map(|s| Finding::Covered {
+            ip,
+            subnet: s.net,
+            router: s.router.clone(),
+            bridge: s.bridge.clone(),
+            announced: s.vrf_route,
+        })
+        .collect()
+}
+
+/// What is known of one row: its exposures (as source, or as the port
+/// behind them), the subnets covering its other IPs, its refusals, why the
+/// drivers did not visit it, and the refusals of its whole network.
+fn findings_of(ctx: &Decisions, s: &Subject, only: Option<IpAddr>) -> Vec<Finding> {
+    let want = |ip: IpAddr| only.is_none_or(|o| o == ip);
+    let mut out = Vec::new();
+    let mine: Vec<&Exposure> = ctx
+        .exposures
+        .iter()
+        .filter(|e| {
+            e.origin.source == s.row
+                || (e.origin.via == Some(s.row) && !e.origin.rule.via_gateway())
+        })
+        .filter(|e| want(e.ip))
+        .collect();
+    out.extend(mine.iter().map(|e| exposed(ctx, e)));
+    let is_exposed = |ip: IpAddr| ctx.exposures.iter().any(|e| e.ip == ip);
+    let open: Vec<IpAddr> = s
+        .ips
+        .iter()
+        .copied()
+        .filter(|&ip| want(ip) && !is_exposed(ip))
+        .collect();
+    for &ip in &open {
+        out.extend(covered(ctx, ip));
+    }
+    let applies = |r: &Rejection| r.ip.is_none_or(|ip| want(ip) && !is_exposed(ip));
+    let own: Vec<&Rejection> = ctx
+        .rejections
+        .iter()
+        .filter(|r| r.row == Some(s.row) && applies(r))
+        .collect();
+    if mine.is_empty() && (!open.is_empty() || s.ips.is_empty()) {
+        out.extend(own.iter().map(|r| not_exposed(ctx, r)));
+        if own.is_empty() {
+            if let Some(reason) = &s.selection {
+                out.push(Finding::NotExposed {
+                    ip: None,
+                    row: Some(RowInfo::of(ctx.snap, s.row)),
+                    reason: reason.clone(),
+                });
+            }
+        }
+    } else {
+        // Exposed, but some of its IPs may be refused.
+        out.extend(
+            own.iter()
+                .filter(|r| r.ip.is_some())
+                .map(|r| not_exposed(ctx, r)),
+        );
+    }
+    if !open.is_empty() {
+        let network_wide = ctx.rejections.iter().filter(|r| {
+            r.row != Some(s.row) && r.network.is_some() && r.network == s.network && r.ip.is_none()
+        });
+        out.extend(network_wide.map(|r| not_exposed(ctx, r)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demo topology under its own configuration.
+    fn demo() -> (Snapshot, Config) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
+        let text = std::fs::read_to_string(dir.join("topology.json")).unwrap();
+        let snap = Snapshot::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();
+        let config = obgp_config::Loader::new()
+            .sources(vec![obgp_config::Source::File(dir.join("bgp-agent.conf"))])
+            .load()
+            .unwrap()
+            .config;
+        (snap, config)
+    }
+
+    #[test]
+    fn a_recording_trace_changes_nothing_of_the_desired_state_and_an_idle_one_records_nothing() {
+        let (snap, config) = demo();
+        let facts = NodeFacts::default();
+        let (quiet, _, idle) = compute_traced(&snap, &config, &facts, Trace::default()).unwrap();
+        let (traced, _, rec) = compute_traced(&snap, &config, &facts, Trace::recording()).unwrap();
+        assert_eq!(quiet, traced);
+        assert!(idle.rejections.is_empty() && idle.exposures.is_empty());
+        // The demo's tenant network is announced as a subnet: refused one by one.
+        assert!(
+            rec.rejections
+                .iter()
+                .any(|r| matches!(r.reason, Reason::SubnetMethod { .. })),
+            "{:?}",
+            rec.rejections
+        );
+    }
+}

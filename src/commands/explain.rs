@@ -1,0 +1,38 @@
+//! `ovn-bgp-agent explain IP|PORT`: why an IP or a port is, or is not,
+//! exposed on this node, from the configured databases (and the node's
+//! facts) or, with `--ovn FILE`, from a file. It changes nothing. The
+//! answer is `obgp_desired::explain`'s.
+
+use std::process::ExitCode;
+
+use obgp_config::Config;
+use obgp_desired::{explain, Query};
+
+use super::ovn_file::{self, OvnFile};
+use crate::cli::{Format, NodeArgs, OvnInput};
+
+pub fn run(
+    config: &Config,
+    node: &NodeArgs,
+    target: &str,
+    format: Format,
+    input: &OvnInput,
+) -> anyhow::Result<ExitCode> {
+    let (snapshot, facts) = match &input.ovn {
+        Some(file) => {
+            let f = OvnFile::read(file, input.node_state.as_deref())?;
+            let facts = ovn_file::facts(config, &f.actual);
+            (f.snapshot, facts)
+        }
+        None => {
+            let opts = super::run_options(config, node);
+            super::runtime()?.block_on(obgp_controller::inputs_once(config, &opts))?
+        }
+    };
+    let answer = explain(&snapshot, config, &facts, &Query::parse(target))?;
+    match format {
+        Format::Text => print!("{answer}"),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,59 @@
+//! OVN content and a node state read from files, for the commands that
+//! work offline (`plan --ovn`, `explain --ovn`).
+
+use std::path::Path;
+
+use anyhow::Context;
+use obgp_config::Config;
+use obgp_desired::NodeFacts;
+use obgp_ovn::Snapshot;
+use obgp_plan::actual::state::NodeState;
+use obgp_plan::Actual;
+
+/// A file's OVN rows and the node state to go with them.
+pub struct OvnFile {
+    pub snapshot: Snapshot,
+    pub actual: Actual,
+}
+
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))
+}
+
+impl OvnFile {
+    /// OVN from `ovn_file` (OVSDB wire notation per database, or a
+    /// conformance scenario, whose `initial_node` is the node state unless
+    /// `node_file` gives one; otherwise an empty node).
+    pub fn read(ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<OvnFile> {
+        let doc = read_json(ovn_file)?;
+        // A conformance scenario carries OVN under `ovn` and a start state.
+        let (ovn, initial) = match doc.get("ovn") {
+            Some(ovn) => (ovn.clone(), doc.get("initial_node").cloned()),
+            None => (doc, None),
+        };
+        let snapshot = Snapshot::from_wire(&ovn)
+            .with_context(|| format!("reading OVN rows from {}", ovn_file.display()))?;
+        let state = match (node_file, initial) {
+            (Some(f), _) => read_json(f)?,
+            (None, Some(initial)) => initial,
+            (None, None) => serde_json::json!({}),
+        };
+        let state: NodeState = serde_json::from_value(state).context("node state")?;
+        let actual = Actual::try_from(state).context("node state")?;
+        Ok(OvnFile { snapshot, actual })
+    }
+}
+
+/// The node facts offline: the SB EVPN driver's VXLAN source without
+/// `evpn_local_ip`, from the node state's addresses.
+pub fn facts(config: &Config, actual: &Actual) -> NodeFacts {
+    NodeFacts {
+        vxlan_source: obgp_desired::vxlan_source(
+            config.default.evpn_nic.as_deref(),
+            actual.addresses.iter().map(|a| (&a.dev, a.net)),
+        ),
+        ..NodeFacts::default()
+    }
+}

@@ -6,6 +6,7 @@ pub mod config;
 pub mod daemon;
 pub mod plan;
 pub mod reconcile;
+pub mod status;
 pub mod version;
 
 use std::ffi::OsString;
@@ -20,7 +21,9 @@ use crate::logging::{self, Mode};
 pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     let mode = match &args.command {
         Some(Command::Version) => return version::run(),
-        Some(Command::Config { .. }) | Some(Command::Plan { .. }) => Mode::Tool,
+        Some(Command::Config { .. })
+        | Some(Command::Plan { .. })
+        | Some(Command::Status { .. }) => Mode::Tool,
         Some(Command::Reconcile { .. }) | None => Mode::Service,
     };
     let config = match load(args, argv) {
@@ -50,6 +53,18 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
             *format,
             ovn.as_deref(),
             node_state.as_deref(),
+        ),
+        Some(Command::Status {
+            format,
+            daemon,
+            direct,
+            ovn,
+            node_state,
+        }) => status::run(
+            config,
+            &args.node,
+            *format,
+            status::Source::of(daemon.as_deref(), *direct, ovn.as_deref(), node_state.as_deref()),
         ),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),

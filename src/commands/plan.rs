@@ -52,15 +52,29 @@ fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
     serde_json::from_str(&text).with_context(|| format!("parsing {} as JSON", path.display()))
 }
 
-/// Plans from files: no database, no node.
-fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
+/// OVN rows and a node state read from files, and the desired state they
+/// give: what `plan --ovn` and `status --ovn` work from.
+pub struct Offline {
+    pub snapshot: obgp_ovn::Snapshot,
+    pub actual: Actual,
+    pub desired: obgp_desired::Desired,
+}
+
+/// Reads `ovn_file` (OVSDB wire notation per database, or a conformance
+/// scenario) and the node state (`node_file`, else the scenario's
+/// `initial_node`, else an empty node), and computes the desired state.
+pub fn offline_inputs(
+    config: &Config,
+    ovn_file: &Path,
+    node_file: Option<&Path>,
+) -> anyhow::Result<Offline> {
     let doc = read_json(ovn_file)?;
     // A conformance scenario carries OVN under `ovn` and a start state.
     let (ovn, initial) = match doc.get("ovn") {
         Some(ovn) => (ovn.clone(), doc.get("initial_node").cloned()),
         None => (doc, None),
     };
-    let snap = obgp_ovn::Snapshot::from_wire(&ovn)
+    let snapshot = obgp_ovn::Snapshot::from_wire(&ovn)
         .with_context(|| format!("reading OVN rows from {}", ovn_file.display()))?;
     let state = match (node_file, initial) {
         (Some(f), _) => read_json(f)?,
@@ -78,9 +92,19 @@ fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow
         ),
         ..NodeFacts::default()
     };
-    let desired = desired_state(&snap, config, &facts)?;
+    let desired = desired_state(&snapshot, config, &facts)?;
     for note in &desired.notes {
         tracing::info!("{note}");
     }
-    Ok(obgp_plan::plan(&desired.to_node(), &actual)?)
+    Ok(Offline {
+        snapshot,
+        actual,
+        desired,
+    })
+}
+
+/// Plans from files: no database, no node.
+fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
+    let o = offline_inputs(config, ovn_file, node_file)?;
+    Ok(obgp_plan::plan(&o.desired.to_node(), &o.actual)?)
 }

@@ -3,8 +3,8 @@
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]), what the event filters read ([`view`]), the
 //! mass-withdrawal guard ([`guard`]), the metrics and probes served on
-//! `metrics_listen` ([`metrics`], [`probes`], [`http`], [`telemetry`]), and
-//! the loop that ties them ([`run`]).
+//! `metrics_listen` ([`metrics`], [`probes`], [`http`], [`telemetry`]), what
+//! `status` shows ([`status`]), and the loop that ties them ([`run`]).
 //!
 //! Events never touch the node: an OVSDB update that passes the event filters,
 //! a timer, a reconnect or a netlink overrun only schedules the next
@@ -22,6 +22,7 @@ pub mod reason;
 pub mod reconcile;
 pub mod run;
 pub mod sources;
+pub mod status;
 pub mod telemetry;
 pub mod triggers;
 pub mod view;

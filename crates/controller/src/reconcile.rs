@@ -396,14 +396,49 @@ impl Reconciler {
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
     pub fn chassis_name(&self, snap: &Snapshot) -> String {
-        if self.config.default.driver.reads_sb() {
-            return snap.ovs.system_id.clone().unwrap_or_default();
+        chassis_name(&self.config, snap, self.facts.system_hostname.as_deref())
+    }
+
+    /// Whether FRR counts as holding our text without reading it: it is
+    /// the text last applied.
+    fn frr_known_applied(&self, node: &DesiredNode) -> bool {
+        self.frr_applied.is_some() && self.frr_applied == node.frr_config
+    }
+
+    /// The flattened desired state the last reconcile computed.
+    pub fn desired_node(&self) -> Option<&DesiredNode> {
+        self.desired.node()
+    }
+
+    /// Observes the node against the desired state the last reconcile
+    /// computed (nothing is recomputed, nothing written, no lane outcome
+    /// taken) and plans from it: what `status` shows on the daemon.
+    /// `None` before a desired state was computed.
+    pub async fn observe_desired(
+        &mut self,
+        ofports: &OfPorts,
+    ) -> Result<Option<Planned>, ReconcileError> {
+        let Some(node) = self.desired.node() else {
+            return Ok(None);
+        };
+        let mut scope = self.scope(node);
+        let frr_known = self.frr_known_applied(node);
+        if frr_known {
+            scope.frr_lines.clear();
         }
-        snap.ovs
-            .hostname
-            .clone()
-            .or_else(|| self.facts.system_hostname.clone())
-            .unwrap_or_default()
+        let mut actual = observe(
+            &mut self.node,
+            &self.lane,
+            &scope,
+            self.wait_for_commands,
+            ofports,
+        )
+        .await?;
+        if frr_known {
+            actual.frr.has_our_config = true;
+        }
+        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
+        Ok(Some(Planned { actual, plan }))
     }
 
     /// Computes desired state, observes the node and plans, without writing.
@@ -465,39 +500,23 @@ impl Reconciler {
 
         let t = Instant::now();
         let mut scope = self.scope(node);
-        let frr_known =
-            !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
+        let frr_known = !check_frr && self.frr_known_applied(node);
         if frr_known {
             // Our lines are not checked; an EVPN scope still reads FRR for
             // its EVPN VRFs (through the lane's cache: vtysh runs again
             // only after an FRR op or an invalidation).
             scope.frr_lines.clear();
         }
-        let mut actual = self
-            .node
-            .observe_kernel(&scope)
-            .await
-            .map_err(|e| ReconcileError::Observe(e.to_string()))?;
-        // FRR and the OVS flows as the lane last read them: what it does
-        // not know yet is unknown to the planner (no op planned on it).
-        let mut commands = self.lane.view(&scope);
-        if !commands.is_complete() && self.wait_for_commands {
-            self.lane.settled().await;
-            commands = self.lane.view(&scope);
-        }
-        actual.bridges = commands.bridges;
-        actual.bridges_unknown = commands.bridges_unknown;
-        actual.frr = commands.frr;
+        let mut actual = observe(
+            &mut self.node,
+            &self.lane,
+            &scope,
+            self.wait_for_commands,
+            ofports,
+        )
+        .await?;
         if frr_known {
             actual.frr.has_our_config = true;
-        }
-        // ovs-ofctl cuts port names to 15 characters; the database has them whole.
-        for (bridge, observed) in actual.bridges.iter_mut() {
-            if let Some(numbered) = ofports.get(bridge.as_str()) {
-                observed
-                    .ports
-                    .extend(numbered.iter().map(|(n, p)| (n.clone(), *p)));
-            }
         }
         report.observe_time = t.elapsed();
         report.unread = unread_commands(&actual);
@@ -604,6 +623,40 @@ impl Reconciler {
     }
 }
 
+/// Observes `scope` of the node: the kernel through the netlink mirror,
+/// FRR and the OVS flows as the command lane last read them (what it does
+/// not know yet is unknown to the planner: no op planned on it; waited
+/// for when `wait`), the ports ovs-ofctl names cut to 15 characters
+/// completed from the database's `ofports`.
+async fn observe(
+    node: &mut KernelNode,
+    lane: &CommandLane,
+    scope: &Scope,
+    wait: bool,
+    ofports: &OfPorts,
+) -> Result<Actual, ReconcileError> {
+    let mut actual = node
+        .observe_kernel(scope)
+        .await
+        .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+    let mut commands = lane.view(scope);
+    if !commands.is_complete() && wait {
+        lane.settled().await;
+        commands = lane.view(scope);
+    }
+    actual.bridges = commands.bridges;
+    actual.bridges_unknown = commands.bridges_unknown;
+    actual.frr = commands.frr;
+    for (bridge, observed) in actual.bridges.iter_mut() {
+        if let Some(numbered) = ofports.get(bridge.as_str()) {
+            observed
+                .ports
+                .extend(numbered.iter().map(|(n, p)| (n.clone(), *p)));
+        }
+    }
+    Ok(actual)
+}
+
 /// What to read of the node for desired objects `node`, after `prev` (the
 /// desired objects the last reconcile planned with).
 fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Scope {
@@ -663,6 +716,20 @@ fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
         })
         .count();
     on_nic + vrf_routes
+}
+
+/// This node's name in the rows `config`'s driver reads: the OVS
+/// `system-id` for the SB drivers, the hostname (OVS `hostname`, else
+/// `system_hostname`) for the NB driver.
+pub fn chassis_name(config: &Config, snap: &Snapshot, system_hostname: Option<&str>) -> String {
+    if config.default.driver.reads_sb() {
+        return snap.ovs.system_id.clone().unwrap_or_default();
+    }
+    snap.ovs
+        .hostname
+        .clone()
+        .or_else(|| system_hostname.map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The system hostname (`/proc/sys/kernel/hostname`), upstream's

@@ -73,13 +73,24 @@ fn sync_timeout(config: &Config) -> Duration {
     Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
 }
 
-/// Computes the pending plan against the live databases and node, changing nothing.
-pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
+/// The one-shot commands' start: the databases synced (within
+/// `ovsdb_connection_timeout`) and a reconciler that waits for the
+/// command lane.
+pub(crate) async fn one_shot(
+    config: &Config,
+    opts: &RunOptions,
+) -> Result<(OvnSources, Reconciler), RunError> {
     check_supported(config)?;
     let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
     reconciler.wait_for_commands();
+    Ok((sources, reconciler))
+}
+
+/// Computes the pending plan against the live databases and node, changing nothing.
+pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
+    let (sources, mut reconciler) = one_shot(config, opts).await?;
     let inputs = sources.inputs();
     let (planned, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
@@ -92,11 +103,7 @@ pub async fn reconcile_once(
     config: &Config,
     opts: &RunOptions,
 ) -> Result<ReconcileReport, RunError> {
-    check_supported(config)?;
-    let sources = OvnSources::start(config, sync_timeout(config)).await?;
-    sources.wait_synced(sync_timeout(config)).await?;
-    let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    reconciler.wait_for_commands();
+    let (sources, mut reconciler) = one_shot(config, opts).await?;
     let inputs = sources.inputs();
     let report = reconciler
         .reconcile(&inputs.snapshot, &inputs.ofports, true)
@@ -262,6 +269,9 @@ async fn run_loop(
         }
     };
 
+    // `/status` requests, answered between reconciles.
+    let (status_tx, mut status_rx) = tokio::sync::mpsc::channel(8);
+    telemetry.serve_status(status_tx);
     let inputs = sources.inputs();
     let chassis = reconciler.chassis_name(&inputs.snapshot);
     let view0 = FilterView::new(
@@ -313,6 +323,11 @@ async fn run_loop(
                 if signal.failed {
                     retry.schedule(&sched);
                 }
+                continue;
+            }
+            Some(reply) = status_rx.recv() => {
+                let status = crate::status::live::answer(&mut reconciler, &sources, &telemetry, &config).await;
+                let _ = reply.send(status);
                 continue;
             }
         };

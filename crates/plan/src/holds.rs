@@ -168,6 +168,18 @@ impl<'a> HoldsIndex<'a> {
     }
 }
 
+/// The devices of `names` the node lacks, one line each (`link vrf-1001`).
+pub fn missing_links<'n>(
+    actual: &Actual,
+    names: impl IntoIterator<Item = &'n obgp_netmodel::DevName>,
+) -> Vec<String> {
+    names
+        .into_iter()
+        .filter(|n| !actual.links.contains_key(*n))
+        .map(|n| format!("link {n}"))
+        .collect()
+}
+
 fn table_text(t: &TableRef) -> String {
     match t {
         TableRef::Id(n) => n.to_string(),
@@ -312,6 +324,15 @@ mod tests {
         a.routes.insert(other);
         let h = HoldsIndex::new(&d, &a).of(net("172.24.4.10/32"));
         assert_eq!(h.missing.len(), 2, "{h:?}");
+    }
+
+    #[test]
+    fn missing_links_are_named_in_order() {
+        let mut a = Actual::default();
+        a.links
+            .insert(dev("vrf-1001"), crate::ActualLink::new(7, "vrf", None, true));
+        let names = [dev("vrf-1001"), dev("br-1001"), dev("vxlan-1001")];
+        assert_eq!(missing_links(&a, &names), ["link br-1001", "link vxlan-1001"]);
     }
 
     #[test]

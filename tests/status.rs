@@ -55,7 +55,11 @@ fn status_of_a_scenario_names_each_exposed_ip_its_row_and_what_the_node_lacks() 
         assert_eq!(row["neutron"]["host_id"], "compute-1");
         assert_eq!(e["wiring"]["bridge"], "br-ex");
         assert_eq!(e["wiring"]["table"], "br-ex");
-        assert_eq!(e["wiring"]["table_id"], Value::Null, "no rt_tables entry yet");
+        assert_eq!(
+            e["wiring"]["table_id"],
+            Value::Null,
+            "no rt_tables entry yet"
+        );
         // The scenario's initial node has no bgp-nic and no br-ex table.
         assert_eq!(e["held"], false);
         let missing: Vec<&str> = e["missing"]
@@ -65,7 +69,9 @@ fn status_of_a_scenario_names_each_exposed_ip_its_row_and_what_the_node_lacks() 
             .map(|m| m.as_str().unwrap())
             .collect();
         assert!(
-            missing.contains(&format!("address {} on bgp-nic", e["prefix"].as_str().unwrap()).as_str()),
+            missing.contains(
+                &format!("address {} on bgp-nic", e["prefix"].as_str().unwrap()).as_str()
+            ),
             "{missing:?}"
         );
     }
@@ -73,7 +79,10 @@ fn status_of_a_scenario_names_each_exposed_ip_its_row_and_what_the_node_lacks() 
 
     let (code, text, err) = status("text");
     assert_eq!(code, Some(0), "{err}");
-    assert!(text.starts_with("ovn-bgp-agent status (computed offline from files)"), "{text}");
+    assert!(
+        text.starts_with("ovn-bgp-agent status (computed offline from files)"),
+        "{text}"
+    );
     assert!(
         text.contains("exposed: 2 IP(s) and prefix(es), 0 held by the node"),
         "{text}"

@@ -64,7 +64,12 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
             config,
             &args.node,
             *format,
-            status::Source::of(daemon.as_deref(), *direct, ovn.as_deref(), node_state.as_deref()),
+            status::Source::of(
+                daemon.as_deref(),
+                *direct,
+                ovn.as_deref(),
+                node_state.as_deref(),
+            ),
         ),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),

@@ -273,7 +273,11 @@ mod tests {
         let (at, reasons, outcome) = p.last().unwrap();
         assert_eq!(
             (at, reasons, outcome),
-            (t0 + Duration::from_secs(3), "retry after a failure", &Ok(()))
+            (
+                t0 + Duration::from_secs(3),
+                "retry after a failure",
+                &Ok(())
+            )
         );
         // A reconcile in flight does not change readiness: the last one counts.
         p.started(t0 + Duration::from_secs(4), "periodic reconcile".into());

@@ -189,7 +189,12 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
         None => {
             for e in i.desired.exposed.values() {
                 let w = underlay_wiring(i, e);
-                out.push(entry(IpNet::from(e.ip), e.class, vec![rows.of(e.source)], w));
+                out.push(entry(
+                    IpNet::from(e.ip),
+                    e.class,
+                    vec![rows.of(e.source)],
+                    w,
+                ));
             }
             for s in &i.desired.tenant_subnets {
                 let (table, table_id) = bridge_table(i.actual, &s.bridge.to_string());
@@ -229,7 +234,11 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                 for p in &v.ports {
                     for r in &p.routes {
                         let (_, found) = behind(r.dst).unwrap_or((r.class, Vec::new()));
-                        let found = if found.is_empty() { vni_rows.clone() } else { found };
+                        let found = if found.is_empty() {
+                            vni_rows.clone()
+                        } else {
+                            found
+                        };
                         let w = wiring(
                             p.vrf_end.as_str(),
                             Some(p.ovs_bridge.to_string()),

@@ -47,7 +47,11 @@ fn on_bgp_nic(node: &common::BenchNode) -> Result<BTreeSet<String>> {
     let out = node.ns.ip(&["-o", "addr", "show", "dev", "bgp-nic"])?;
     Ok(out
         .lines()
-        .filter_map(|l| l.split_whitespace().skip_while(|w| !w.starts_with("inet")).nth(1))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .skip_while(|w| !w.starts_with("inet"))
+                .nth(1)
+        })
         .filter(|a| !a.starts_with("fe80:"))
         .map(String::from)
         .collect())
@@ -58,7 +62,10 @@ fn announced(s: &Status) -> BTreeSet<String> {
     s.exposed
         .iter()
         .filter(|e| e.prefix.prefix_len() == e.prefix.max_prefix_len())
-        .filter(|e| !e.missing.contains(&format!("address {} on bgp-nic", e.prefix)))
+        .filter(|e| {
+            !e.missing
+                .contains(&format!("address {} on bgp-nic", e.prefix))
+        })
         .map(|e| e.prefix.to_string())
         .collect()
 }
@@ -121,10 +128,15 @@ async fn the_daemon_serves_what_it_exposes_with_rows_and_what_the_node_holds() -
     // exposure is announced.
     let nic = on_bgp_nic(&node)?;
     ensure!(!nic.is_empty(), "the daemon announced nothing");
-    ensure!(announced(&first) == nic, "{:?} vs {nic:?}", announced(&first));
+    ensure!(
+        announced(&first) == nic,
+        "{:?} vs {nic:?}",
+        announced(&first)
+    );
     for e in first.exposed.iter().filter(|e| e.held) {
         ensure!(
-            e.prefix.prefix_len() < e.prefix.max_prefix_len() || nic.contains(&e.prefix.to_string()),
+            e.prefix.prefix_len() < e.prefix.max_prefix_len()
+                || nic.contains(&e.prefix.to_string()),
             "{} held but not on bgp-nic",
             e.prefix
         );
@@ -144,7 +156,11 @@ async fn the_daemon_serves_what_it_exposes_with_rows_and_what_the_node_holds() -
         if s.exposed.iter().any(|e| e.prefix == gone.prefix && !e.held) {
             break s;
         }
-        ensure!(t.elapsed() < WAIT, "{} still held after its removal", gone.prefix);
+        ensure!(
+            t.elapsed() < WAIT,
+            "{} still held after its removal",
+            gone.prefix
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let e = after

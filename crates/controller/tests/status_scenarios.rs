@@ -45,7 +45,11 @@ fn after_first_sync(sc: &Value) -> Option<Actual> {
     let last = sc["steps"]
         .as_array()?
         .iter()
-        .take_while(|s| !s["action"].as_str().is_some_and(|a| a.starts_with("ovn_update")))
+        .take_while(|s| {
+            !s["action"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("ovn_update"))
+        })
         .last()?;
     (!last["node_after"].is_null()).then(|| actual(&last["node_after"]))
 }
@@ -85,9 +89,8 @@ fn check(path: &Path) -> Option<Checked> {
         Err(DesiredError::Unsupported { .. }) => return None,
         Err(e) => panic!("{}: {e}", name),
     };
-    let status = |node: &Actual| -> Status {
-        live::offline(&config, &snap, &desired, node).unwrap()
-    };
+    let status =
+        |node: &Actual| -> Status { live::offline(&config, &snap, &desired, node).unwrap() };
 
     // The rows, on the initial node.
     let before = status(&initial);
@@ -135,10 +138,18 @@ fn check(path: &Path) -> Option<Checked> {
     }
     let after = status(&model.actual);
     for e in &after.exposed {
-        assert!(e.held, "{}: {} not held after the plan: {e:?}", name, e.prefix);
+        assert!(
+            e.held,
+            "{}: {} not held after the plan: {e:?}",
+            name, e.prefix
+        );
     }
     for v in &after.vnis {
-        assert!(v.held, "{}: VNI {} not held after the plan: {v:?}", name, v.vni);
+        assert!(
+            v.held,
+            "{}: VNI {} not held after the plan: {v:?}",
+            name, v.vni
+        );
     }
     assert_eq!(after.health.pending_ops, Some(0), "{}", name);
 
@@ -158,7 +169,10 @@ fn check(path: &Path) -> Option<Checked> {
                 .exposed
                 .iter()
                 .filter(|e| e.prefix.prefix_len() == e.prefix.max_prefix_len())
-                .filter(|e| !e.missing.contains(&format!("address {} on {nic}", e.prefix)))
+                .filter(|e| {
+                    !e.missing
+                        .contains(&format!("address {} on {nic}", e.prefix))
+                })
                 .map(|e| e.prefix.to_string())
                 .collect();
             assert_eq!(announced, on_nic, "{}: {shown:#?}", name);
@@ -193,5 +207,8 @@ fn every_exposed_ip_names_its_ovn_rows_and_is_held_as_the_node_state_says() {
     }
     // Every NB, SB and EVPN scenario is supported; most expose something.
     assert!(checked.len() >= 18, "{} scenarios checked", checked.len());
-    assert!(with_exposures >= 15, "{with_exposures} scenarios expose something");
+    assert!(
+        with_exposures >= 15,
+        "{with_exposures} scenarios expose something"
+    );
 }

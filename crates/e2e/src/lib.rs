@@ -275,6 +275,19 @@ impl Bench {
         })
     }
 
+    /// GET `url` with curl from inside the node namespace (where the
+    /// agent's `metrics_listen` is): status and body.
+    pub fn http_get(&self, url: &str) -> Result<(u16, String)> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", self.node_netns(), "curl", "-s", "-m", "15"])
+            .args(["-w", "\n%{http_code}", url])
+            .output()
+            .context("curl")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "000"));
+        Ok((code.parse().unwrap_or(0), body.to_string()))
+    }
+
     /// The bench's directory (configs, rt_tables, logs).
     pub fn dir(&self) -> &Path {
         &self.dir

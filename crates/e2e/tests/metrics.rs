@@ -56,20 +56,8 @@ fn start_prometheus(b: &Bench) -> Result<Prometheus> {
     Ok(Prometheus(child))
 }
 
-/// GET `url` from inside the node namespace: status and body.
-fn get(b: &Bench, url: &str) -> Result<(u16, String)> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", b.node_netns(), "curl", "-s", "-m", "5"])
-        .args(["-w", "\n%{http_code}", url])
-        .output()
-        .context("curl")?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "000"));
-    Ok((code.parse().unwrap_or(0), body.to_string()))
-}
-
 fn agent(b: &Bench, path: &str) -> Result<(u16, String)> {
-    get(b, &format!("http://127.0.0.1:{AGENT_PORT}{path}"))
+    b.http_get(&format!("http://127.0.0.1:{AGENT_PORT}{path}"))
 }
 
 /// The value of one series of the exposition (labels as written).

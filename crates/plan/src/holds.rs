@@ -71,7 +71,10 @@ impl<'a> HoldsIndex<'a> {
     pub fn new(desired: &'a DesiredNode, actual: &'a Actual) -> HoldsIndex<'a> {
         let mut wants: HashMap<IpNet, Vec<Want<'a>>, FastHash> = HashMap::default();
         for a in desired.addresses.keys() {
-            wants.entry(a.net.trunc()).or_default().push(Want::Address(a));
+            wants
+                .entry(a.net.trunc())
+                .or_default()
+                .push(Want::Address(a));
         }
         for r in desired.rules.keys() {
             wants.entry(r.dst.trunc()).or_default().push(Want::Rule(r));
@@ -101,7 +104,10 @@ impl<'a> HoldsIndex<'a> {
 
     /// What the node holds of `prefix`'s desired objects.
     pub fn of(&self, prefix: IpNet) -> Holding {
-        let wants = self.wants.get(&prefix.trunc()).map_or(&[][..], Vec::as_slice);
+        let wants = self
+            .wants
+            .get(&prefix.trunc())
+            .map_or(&[][..], Vec::as_slice);
         let mut out = Holding {
             wanted: wants.len(),
             missing: Vec::new(),
@@ -131,8 +137,9 @@ impl<'a> HoldsIndex<'a> {
     fn missing(&self, w: &Want<'_>) -> Option<String> {
         let a = self.actual;
         match w {
-            Want::Address(ad) => (!a.addresses.contains(ad))
-                .then(|| format!("address {} on {}", ad.net, ad.dev)),
+            Want::Address(ad) => {
+                (!a.addresses.contains(ad)).then(|| format!("address {} on {}", ad.net, ad.dev))
+            }
             Want::Rule(r) => {
                 let what = format!("rule to {} table {}", r.dst, table_text(&r.table));
                 let table = match self.table(&r.table) {
@@ -329,10 +336,15 @@ mod tests {
     #[test]
     fn missing_links_are_named_in_order() {
         let mut a = Actual::default();
-        a.links
-            .insert(dev("vrf-1001"), crate::ActualLink::new(7, "vrf", None, true));
+        a.links.insert(
+            dev("vrf-1001"),
+            crate::ActualLink::new(7, "vrf", None, true),
+        );
         let names = [dev("vrf-1001"), dev("br-1001"), dev("vxlan-1001")];
-        assert_eq!(missing_links(&a, &names), ["link br-1001", "link vxlan-1001"]);
+        assert_eq!(
+            missing_links(&a, &names),
+            ["link br-1001", "link vxlan-1001"]
+        );
     }
 
     #[test]

@@ -43,7 +43,9 @@ pub async fn answer(
         Ok(Some(p)) => p,
         Ok(None) => return health_only(config, Origin::Daemon, health),
         Err(e) => {
-            health.unread.push(format!("observing the node failed: {e}"));
+            health
+                .unread
+                .push(format!("observing the node failed: {e}"));
             return health_only(config, Origin::Daemon, health);
         }
     };

@@ -18,7 +18,11 @@ pub fn text(s: &Status) -> String {
         "ovn-bgp-agent status ({origin}): driver {}, exposing_method {}, chassis {}",
         s.driver,
         s.exposing_method,
-        if s.chassis.is_empty() { "-" } else { &s.chassis }
+        if s.chassis.is_empty() {
+            "-"
+        } else {
+            &s.chassis
+        }
     );
     health(&mut out, &s.health);
     let held = s.exposed.iter().filter(|e| e.held).count();

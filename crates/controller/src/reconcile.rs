@@ -424,12 +424,33 @@ impl Reconciler {
         &mut self,
         ofports: &OfPorts,
     ) -> Result<Option<Planned>, ReconcileError> {
+        let Some(actual) = self.observe_for_desired(false, ofports).await? else {
+            return Ok(None);
+        };
+        let Some(node) = self.desired.node() else {
+            return Ok(None);
+        };
+        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
+        Ok(Some(Planned { actual, plan }))
+    }
+
+    /// Observes the node for the desired state last computed (`None`
+    /// before one). `check_frr`: FRR's lines are read; otherwise FRR
+    /// counts as holding our text when it is the one last applied.
+    async fn observe_for_desired(
+        &mut self,
+        check_frr: bool,
+        ofports: &OfPorts,
+    ) -> Result<Option<Actual>, ReconcileError> {
         let Some(node) = self.desired.node() else {
             return Ok(None);
         };
         let mut scope = self.scope(node);
-        let frr_known = self.frr_known_applied(node);
+        let frr_known = !check_frr && self.frr_known_applied(node);
         if frr_known {
+            // Our lines are not checked; an EVPN scope still reads FRR for
+            // its EVPN VRFs (through the lane's cache: vtysh runs again
+            // only after an FRR op or an invalidation).
             scope.frr_lines.clear();
         }
         let mut actual = observe(
@@ -443,8 +464,7 @@ impl Reconciler {
         if frr_known {
             actual.frr.has_our_config = true;
         }
-        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
-        Ok(Some(Planned { actual, plan }))
+        Ok(Some(actual))
     }
 
     /// Computes desired state, observes the node and plans, without writing.
@@ -505,25 +525,10 @@ impl Reconciler {
         report.exposed = desired.exposure_count();
 
         let t = Instant::now();
-        let mut scope = self.scope(node);
-        let frr_known = !check_frr && self.frr_known_applied(node);
-        if frr_known {
-            // Our lines are not checked; an EVPN scope still reads FRR for
-            // its EVPN VRFs (through the lane's cache: vtysh runs again
-            // only after an FRR op or an invalidation).
-            scope.frr_lines.clear();
-        }
-        let mut actual = observe(
-            &mut self.node,
-            &self.lane,
-            &scope,
-            self.wait_for_commands,
-            ofports,
-        )
-        .await?;
-        if frr_known {
-            actual.frr.has_our_config = true;
-        }
+        let actual = self.observe_for_desired(check_frr, ofports).await?;
+        let (Some(actual), Some(node)) = (actual, self.desired.node()) else {
+            unreachable!("a successful compute leaves a result");
+        };
         report.observe_time = t.elapsed();
         report.unread = unread_commands(&actual);
 

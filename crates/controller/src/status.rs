@@ -270,7 +270,7 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
             }
         }
     }
-    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    out.sort_by_key(|e| e.prefix);
     (out, vnis)
 }
 

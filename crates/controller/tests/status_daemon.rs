@@ -14,30 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use obgp_controller::status::{Origin, Status};
 use obgp_controller::{run, QueueConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// GET `path`: status and body.
-async fn get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
-        .await?;
-    let mut text = String::new();
-    tokio::time::timeout(Duration::from_secs(15), s.read_to_string(&mut text))
-        .await
-        .context("the listener did not answer within 15 s")??;
-    let status = text
-        .get(9..12)
-        .and_then(|c| c.parse().ok())
-        .with_context(|| format!("status line of {text:?}"))?;
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    Ok((status, body.to_string()))
-}
-
 async fn status(addr: std::net::SocketAddr) -> Result<Status> {
-    let (code, body) = get(addr, "/status").await?;
+    let (code, body) = common::http_get(addr, "/status", Duration::from_secs(15)).await?;
     ensure!(code == 200, "/status {code}: {body}");
     Ok(serde_json::from_str(&body)?)
 }

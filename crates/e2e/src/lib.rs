@@ -226,6 +226,24 @@ impl Default for BenchOptions {
     }
 }
 
+/// A [`Bench`] of the demo topology in a fresh directory under /tmp
+/// (`obgp-e2e-<tag>-*`, removed when the returned guard drops), with
+/// `extra_default` lines for the agent's `[DEFAULT]`.
+pub fn demo_bench(tag: &str, extra_default: &str) -> Result<(tempfile::TempDir, Bench)> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("obgp-e2e-{tag}-"))
+        .tempdir_in("/tmp")?;
+    let b = Bench::start(
+        dir.path(),
+        &demo_topology()?,
+        &BenchOptions {
+            extra_default: extra_default.to_string(),
+            ..BenchOptions::default()
+        },
+    )?;
+    Ok((dir, b))
+}
+
 impl Bench {
     /// Starts everything below `dir` with `topology` loaded (its
     /// `OVN_Northbound` and `Open_vSwitch` rows), and the FRR pair

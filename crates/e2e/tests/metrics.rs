@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use obgp_e2e::{demo_topology, Bench, BenchOptions};
+use obgp_e2e::Bench;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -130,18 +130,9 @@ fn promtool_check(exposition: &str) -> Result<()> {
 #[test]
 fn a_real_prometheus_scrapes_the_daemon_and_reads_back_its_series() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-e2e-metrics-")
-        .tempdir_in("/tmp")?;
-    let mut b = Bench::start(
-        dir.path(),
-        &demo_topology()?,
-        &BenchOptions {
-            extra_default: format!(
-                "metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2"
-            ),
-            ..BenchOptions::default()
-        },
+    let (_dir, mut b) = obgp_e2e::demo_bench(
+        "metrics",
+        &format!("metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2"),
     )?;
     let _prometheus = start_prometheus(&b)?;
     b.start_daemon()?;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_e2e::{demo_topology, Bench, BenchOptions};
+use obgp_e2e::Bench;
 use serde_json::Value;
 
 /// TCG makes every process spawn slow (docs/testbed.md, "VM tier").
@@ -71,18 +71,9 @@ fn held_exposures(
 #[ignore = "vm tier: full agent needs vrf/dummy"]
 fn the_converged_daemon_is_ready_and_its_status_shows_every_exposed_ip_held() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-e2e-status-")
-        .tempdir_in("/tmp")?;
-    let mut b = Bench::start(
-        dir.path(),
-        &demo_topology()?,
-        &BenchOptions {
-            extra_default: format!(
-                "metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 5"
-            ),
-            ..BenchOptions::default()
-        },
+    let (_dir, mut b) = obgp_e2e::demo_bench(
+        "status",
+        &format!("metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 5"),
     )?;
     step(t0, "bench up");
     b.start_daemon()?;

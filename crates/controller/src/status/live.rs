@@ -9,7 +9,7 @@ use obgp_plan::Actual;
 use tokio::sync::oneshot;
 
 use super::{health_only, status, DbHealth, Health, Inputs, Origin, Status};
-use crate::reconcile::{unread_commands, Reconciler};
+use crate::reconcile::{unread_commands, Planned, Reconciler};
 use crate::run::{one_shot, RunError, RunOptions};
 use crate::sources::{OvnSources, Source};
 use crate::telemetry::Telemetry;
@@ -49,24 +49,39 @@ pub async fn answer(
             return health_only(config, Origin::Daemon, health);
         }
     };
+    of_reconciler(
+        reconciler,
+        config,
+        &inputs.snapshot,
+        &planned,
+        Origin::Daemon,
+        health,
+    )
+}
+
+/// The status of `planned`, the node observed against `reconciler`'s
+/// desired state; `health` gets the plan's size and what was unread.
+fn of_reconciler(
+    reconciler: &Reconciler,
+    config: &Config,
+    snapshot: &Snapshot,
+    planned: &Planned,
+    origin: Origin,
+    mut health: Health,
+) -> Status {
     health.pending_ops = Some(planned.plan.steps.len());
     health.unread = unread_commands(&planned.actual);
     let (Some(desired), Some(node)) = (reconciler.desired(), reconciler.desired_node()) else {
-        return health_only(config, Origin::Daemon, health);
+        return health_only(config, origin, health);
     };
     let i = Inputs {
         config,
-        snapshot: &inputs.snapshot,
+        snapshot,
         desired,
         node,
         actual: &planned.actual,
     };
-    status(
-        &i,
-        Origin::Daemon,
-        reconciler.chassis_name(&inputs.snapshot),
-        health,
-    )
+    status(&i, origin, reconciler.chassis_name(snapshot), health)
 }
 
 /// The status from the live databases and node, as `plan` computes its
@@ -79,24 +94,14 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
         .await?;
     let health = Health {
         databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],
-        pending_ops: Some(planned.plan.steps.len()),
-        unread: unread_commands(&planned.actual),
         ..Health::default()
     };
-    let (Some(desired), Some(node)) = (reconciler.desired(), reconciler.desired_node()) else {
-        unreachable!("a successful plan leaves a desired state");
-    };
-    let i = Inputs {
+    Ok(of_reconciler(
+        &reconciler,
         config,
-        snapshot: &inputs.snapshot,
-        desired,
-        node,
-        actual: &planned.actual,
-    };
-    Ok(status(
-        &i,
+        &inputs.snapshot,
+        &planned,
         Origin::Direct,
-        reconciler.chassis_name(&inputs.snapshot),
         health,
     ))
 }

@@ -183,6 +183,29 @@ pub enum Command {
         #[command(flatten)]
         input: OvnInput,
     },
+    /// What this node exposes now and why (the OVN rows behind each
+    /// exposed IP, its wiring, whether the node holds it) and the agent's
+    /// health. From the running daemon (`GET /status` on metrics_listen)
+    /// when one answers, else computed here like `plan`. Changes nothing.
+    Status {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Ask the daemon listening on ADDR (host:port); fails if it does
+        /// not answer. Default: metrics_listen when set, falling back to
+        /// computing it here when nothing listens there.
+        #[arg(long, value_name = "ADDR", conflicts_with_all = ["direct", "ovn"])]
+        daemon: Option<String>,
+        /// Compute it here even when a daemon listens on metrics_listen.
+        #[arg(long)]
+        direct: bool,
+        /// Read OVN from this file, as `plan --ovn` (offline; implies --direct).
+        #[arg(long, value_name = "FILE")]
+        ovn: Option<std::path::PathBuf>,
+        /// With --ovn: the node state (scenario JSON shape); a scenario
+        /// file's `initial_node` by default.
+        #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
+        node_state: Option<std::path::PathBuf>,
+    },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
     Reconcile {

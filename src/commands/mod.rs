@@ -8,6 +8,7 @@ pub mod explain;
 pub mod ovn_file;
 pub mod plan;
 pub mod reconcile;
+pub mod status;
 pub mod version;
 
 use std::ffi::OsString;
@@ -24,7 +25,8 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
         Some(Command::Version) => return version::run(),
         Some(Command::Config { .. })
         | Some(Command::Plan { .. })
-        | Some(Command::Explain { .. }) => Mode::Tool,
+        | Some(Command::Explain { .. })
+        | Some(Command::Status { .. }) => Mode::Tool,
         Some(Command::Reconcile { .. }) | None => Mode::Service,
     };
     let config = match load(args, argv) {
@@ -50,6 +52,23 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
             format,
             input,
         }) => explain::run(config, &args.node, target, *format, input),
+        Some(Command::Status {
+            format,
+            daemon,
+            direct,
+            ovn,
+            node_state,
+        }) => status::run(
+            config,
+            &args.node,
+            *format,
+            status::Source::of(
+                daemon.as_deref(),
+                *direct,
+                ovn.as_deref(),
+                node_state.as_deref(),
+            ),
+        ),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),
     }

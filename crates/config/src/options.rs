@@ -234,7 +234,7 @@ pub static OPTIONS: &[OptSpec] = &[
     ),
     agent_only(
         opt("DEFAULT", "metrics_listen", Kind::ListenAddr),
-        "where the daemon serves Prometheus metrics (`/metrics`) and its probes (`/healthz`, `/readyz`), e.g. `127.0.0.1:9476` (docs/operations.md); unset or empty: no listener",
+        "where the daemon serves Prometheus metrics (`/metrics`), its probes (`/healthz`, `/readyz`) and `/status` (what `ovn-bgp-agent status` asks), e.g. `127.0.0.1:9476` (docs/operations.md); unset or empty: no listener",
     ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),

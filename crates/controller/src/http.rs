@@ -1,6 +1,7 @@
-//! The `metrics_listen` listener: `/metrics`, `/healthz`, `/readyz`.
+//! The `metrics_listen` listener: `/metrics`, `/healthz`, `/readyz`,
+//! `/status`.
 //!
-//! A minimal HTTP/1.1 responder rather than hyper: three fixed GET paths,
+//! A minimal HTTP/1.1 responder rather than hyper: four fixed GET paths,
 //! one request per connection (`Connection: close`), no body to read, no
 //! keep-alive, TLS or streaming. What it needs is bounds, and they are
 //! simplest to see in a page of code: a request head of at most
@@ -10,7 +11,9 @@
 //! than GET or HEAD 405. It runs on its own tasks and only reads shared
 //! state (the metrics' atomics, the probes' progress under a lock held
 //! for a copy), so a scrape never waits for the reconcile loop, nor the
-//! loop for a scrape.
+//! loop for a scrape. `/status` is the exception: the loop answers it
+//! between two reconciles (it observes the node), within
+//! [`STATUS_WAIT`], else 503.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +31,13 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 16;
+/// How long `/status` waits for the run loop (a reconcile in flight ends
+/// first).
+pub const STATUS_WAIT: Duration = Duration::from_secs(10);
+
+/// What [`Endpoints::status`] returns: served or not, and the body.
+pub type StatusFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (bool, String)> + Send + 'a>>;
 
 /// What the listener serves.
 pub trait Endpoints: Send + Sync + 'static {
@@ -37,6 +47,10 @@ pub trait Endpoints: Send + Sync + 'static {
     fn health(&self) -> (bool, String);
     /// `/readyz`: ready, and why.
     fn readiness(&self) -> (bool, String);
+    /// `/status`: the status JSON (`true`), or why there is none.
+    fn status(&self) -> StatusFuture<'_> {
+        Box::pin(async { (false, "no status is served here\n".to_string()) })
+    }
 }
 
 /// A parsed request line.
@@ -91,7 +105,11 @@ pub fn respond(request: &Request<'_>, endpoints: &dyn Endpoints) -> (u16, &'stat
         }
         "/healthz" => probe(endpoints.health()),
         "/readyz" => probe(endpoints.readiness()),
-        _ => (404, TEXT, "not found: /metrics, /healthz, /readyz\n".into()),
+        _ => (
+            404,
+            TEXT,
+            "not found: /metrics, /healthz, /readyz, /status\n".into(),
+        ),
     }
 }
 
@@ -154,6 +172,25 @@ async fn serve_one(mut stream: TcpStream, endpoints: &dyn Endpoints) -> std::io:
         })??;
     let (status, content_type, body, head_only) = match head {
         Ok(head) => match parse_request(&head) {
+            Ok(req) if req.path == "/status" && matches!(req.method, "GET" | "HEAD") => {
+                let (ok, body) = tokio::time::timeout(STATUS_WAIT, endpoints.status())
+                    .await
+                    .unwrap_or_else(|_| {
+                        (
+                            false,
+                            format!(
+                                "busy: the run loop did not answer within {} s (a reconcile is in flight)\n",
+                                STATUS_WAIT.as_secs()
+                            ),
+                        )
+                    });
+                let (status, content_type) = if ok {
+                    (200, "application/json")
+                } else {
+                    (503, "text/plain; charset=utf-8")
+                };
+                (status, content_type, body, req.method == "HEAD")
+            }
             Ok(req) => {
                 let (s, c, b) = respond(&req, endpoints);
                 (s, c, b, req.method == "HEAD")

@@ -3,9 +3,10 @@
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]), what the event filters read ([`view`]), the
 //! mass-withdrawal guard ([`guard`]), returning freed heap after full dumps
-//! ([`memory`]), the metrics and probes served on
-//! `metrics_listen` ([`metrics`], [`probes`], [`http`], [`telemetry`]), and
-//! the loop that ties them ([`run`]).
+//! ([`memory`]), the one-shot commands' inputs ([`inputs`]), the metrics and
+//! probes served on `metrics_listen` ([`metrics`], [`probes`], [`http`],
+//! [`telemetry`]), what `status` shows ([`status`]), and the loop that ties
+//! them ([`run`]).
 //!
 //! Events never touch the node: an OVSDB update that passes the event filters,
 //! a timer, a reconnect or a netlink overrun only schedules the next
@@ -25,6 +26,7 @@ pub mod reason;
 pub mod reconcile;
 pub mod run;
 pub mod sources;
+pub mod status;
 pub mod telemetry;
 pub mod triggers;
 pub mod view;

@@ -66,6 +66,8 @@ pub struct Progress {
     last_finished: Option<Instant>,
     /// Why the last reconcile did not converge; `None` when it did.
     last_outcome: Option<Result<(), String>>,
+    /// The reasons of the last finished reconcile.
+    last_reasons: String,
 }
 
 impl Default for Progress {
@@ -76,6 +78,7 @@ impl Default for Progress {
             running: None,
             last_finished: None,
             last_outcome: None,
+            last_reasons: String::new(),
         }
     }
 }
@@ -121,9 +124,25 @@ impl Progress {
 
     /// The reconcile in flight ended: `Ok` when it converged, else why not.
     pub fn finished(&mut self, now: Instant, outcome: Result<(), String>) {
-        self.running = None;
+        if let Some((_, reasons)) = self.running.take() {
+            self.last_reasons = reasons;
+        }
         self.last_finished = Some(now);
         self.last_outcome = Some(outcome);
+    }
+
+    /// The last finished reconcile: when, its reasons and its outcome.
+    pub fn last(&self) -> Option<(Instant, &str, &Result<(), String>)> {
+        Some((
+            self.last_finished?,
+            self.last_reasons.as_str(),
+            self.last_outcome.as_ref()?,
+        ))
+    }
+
+    /// When the reconcile in flight started, if one is.
+    pub fn running_since(&self) -> Option<Instant> {
+        self.running.as_ref().map(|(t, _)| *t)
     }
 
     /// `/healthz`.
@@ -251,6 +270,15 @@ mod tests {
         p.started(t0 + Duration::from_secs(2), "retry after a failure".into());
         p.finished(t0 + Duration::from_secs(3), Ok(()));
         assert!(p.readiness().ok);
+        let (at, reasons, outcome) = p.last().unwrap();
+        assert_eq!(
+            (at, reasons, outcome),
+            (
+                t0 + Duration::from_secs(3),
+                "retry after a failure",
+                &Ok(())
+            )
+        );
         // A reconcile in flight does not change readiness: the last one counts.
         p.started(t0 + Duration::from_secs(4), "periodic reconcile".into());
         assert!(p.readiness().ok);

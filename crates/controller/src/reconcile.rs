@@ -10,12 +10,18 @@ use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFact
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
 use obgp_ovn::Snapshot;
-use obgp_plan::{apply_plan_until, Actual, Applied, NodeIo, Op, Plan, PlanError};
+use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
 use crate::ofports::OfPorts;
+
+mod node_side;
+
+pub(crate) use node_side::unread_commands;
+use node_side::{announced_prefixes, observe, op_kind, scope_after, system_hostname, NodeWriter};
+pub use node_side::{chassis_name, object_kind};
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
 /// `TablesExhausted` is fatal for the agent; everything else is retried by
@@ -402,14 +408,69 @@ impl Reconciler {
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
     pub fn chassis_name(&self, snap: &Snapshot) -> String {
-        if self.config.default.driver.reads_sb() {
-            return snap.ovs.system_id.clone().unwrap_or_default();
+        chassis_name(&self.config, snap, self.facts.system_hostname.as_deref())
+    }
+
+    /// Whether FRR counts as holding our text without reading it: it is
+    /// the text last applied.
+    fn frr_known_applied(&self, node: &DesiredNode) -> bool {
+        self.frr_applied.is_some() && self.frr_applied == node.frr_config
+    }
+
+    /// The flattened desired state the last reconcile computed.
+    pub fn desired_node(&self) -> Option<&DesiredNode> {
+        self.desired.node()
+    }
+
+    /// Observes the node against the desired state the last reconcile
+    /// computed (nothing is recomputed, nothing written, no lane outcome
+    /// taken) and plans from it: what `status` shows on the daemon.
+    /// `None` before a desired state was computed.
+    pub async fn observe_desired(
+        &mut self,
+        ofports: &OfPorts,
+    ) -> Result<Option<Planned>, ReconcileError> {
+        let Some(actual) = self.observe_for_desired(false, ofports).await? else {
+            return Ok(None);
+        };
+        let Some(node) = self.desired.node() else {
+            return Ok(None);
+        };
+        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
+        Ok(Some(Planned { actual, plan }))
+    }
+
+    /// Observes the node for the desired state last computed (`None`
+    /// before one). `check_frr`: FRR's lines are read; otherwise FRR
+    /// counts as holding our text when it is the one last applied.
+    async fn observe_for_desired(
+        &mut self,
+        check_frr: bool,
+        ofports: &OfPorts,
+    ) -> Result<Option<Actual>, ReconcileError> {
+        let Some(node) = self.desired.node() else {
+            return Ok(None);
+        };
+        let mut scope = self.scope(node);
+        let frr_known = !check_frr && self.frr_known_applied(node);
+        if frr_known {
+            // Our lines are not checked; an EVPN scope still reads FRR for
+            // its EVPN VRFs (through the lane's cache: vtysh runs again
+            // only after an FRR op or an invalidation).
+            scope.frr_lines.clear();
         }
-        snap.ovs
-            .hostname
-            .clone()
-            .or_else(|| self.facts.system_hostname.clone())
-            .unwrap_or_default()
+        let mut actual = observe(
+            &mut self.node,
+            &self.lane,
+            &scope,
+            self.wait_for_commands,
+            ofports,
+        )
+        .await?;
+        if frr_known {
+            actual.frr.has_our_config = true;
+        }
+        Ok(Some(actual))
     }
 
     /// Computes desired state, observes the node and plans, without writing.
@@ -470,41 +531,10 @@ impl Reconciler {
         report.exposed = desired.exposure_count();
 
         let t = Instant::now();
-        let mut scope = self.scope(node);
-        let frr_known =
-            !check_frr && self.frr_applied.is_some() && self.frr_applied == node.frr_config;
-        if frr_known {
-            // Our lines are not checked; an EVPN scope still reads FRR for
-            // its EVPN VRFs (through the lane's cache: vtysh runs again
-            // only after an FRR op or an invalidation).
-            scope.frr_lines.clear();
-        }
-        let mut actual = self
-            .node
-            .observe_kernel(&scope)
-            .await
-            .map_err(|e| ReconcileError::Observe(e.to_string()))?;
-        // FRR and the OVS flows as the lane last read them: what it does
-        // not know yet is unknown to the planner (no op planned on it).
-        let mut commands = self.lane.view(&scope);
-        if !commands.is_complete() && self.wait_for_commands {
-            self.lane.settled().await;
-            commands = self.lane.view(&scope);
-        }
-        actual.bridges = commands.bridges;
-        actual.bridges_unknown = commands.bridges_unknown;
-        actual.frr = commands.frr;
-        if frr_known {
-            actual.frr.has_our_config = true;
-        }
-        // ovs-ofctl cuts port names to 15 characters; the database has them whole.
-        for (bridge, observed) in actual.bridges.iter_mut() {
-            if let Some(numbered) = ofports.get(bridge.as_str()) {
-                observed
-                    .ports
-                    .extend(numbered.iter().map(|(n, p)| (n.clone(), *p)));
-            }
-        }
+        let actual = self.observe_for_desired(check_frr, ofports).await?;
+        let (Some(actual), Some(node)) = (actual, self.desired.node()) else {
+            unreachable!("a successful compute leaves a result");
+        };
         report.observe_time = t.elapsed();
         report.unread = unread_commands(&actual);
 
@@ -607,163 +637,5 @@ impl Reconciler {
             self.desired.settle();
         }
         Ok(report)
-    }
-}
-
-/// What to read of the node for desired objects `node`, after `prev` (the
-/// desired objects the last reconcile planned with).
-fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Scope {
-    let mut scope = Scope::for_desired(node);
-    if let Some(prev) = prev {
-        // Tables and bridges the last reconcile used are read too, so
-        // their leftovers are seen when a bridge mapping goes away.
-        scope
-            .bridge_tables
-            .extend(prev.bridge_tables.iter().cloned());
-        scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
-        // And the VRF tables of the VNIs it wanted, so that a VNI that
-        // goes is torn down with its routes (the observer also reads
-        // the table of every agent-shaped VRF on the node).
-        scope.tables.extend(prev.evpn_vnis.iter().copied());
-        if let Some(e) = &prev.evpn {
-            scope.ovs_bridges.extend(e.bridges.iter().cloned());
-        }
-    }
-    scope
-}
-
-/// The single writer's view of the node: netlink ops are made here, in
-/// turn; command ops are handed to the command lane and not waited for.
-struct NodeWriter<'a> {
-    node: &'a mut KernelNode,
-    lane: &'a CommandLane,
-}
-
-impl NodeIo for NodeWriter<'_> {
-    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
-        if op.runs_a_command() {
-            self.lane.submit([op.clone()]);
-            return Ok(Applied::Queued);
-        }
-        self.node.apply_op(op).await
-    }
-}
-
-/// The prefixes the node announces now: addresses on the announce device
-/// and the VRF table's routes that are neither the kernel's (those the
-/// addresses bring) nor FRR's: what a plan's withdrawals can remove.
-fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
-    let nic = config.default.bgp_nic.as_str();
-    let on_nic = actual
-        .addresses
-        .iter()
-        .filter(|a| a.dev.as_str() == nic)
-        .count();
-    let vrf_routes = actual
-        .routes
-        .iter()
-        .filter(|r| {
-            r.table == config.default.bgp_vrf_table_id
-                && r.proto != obgp_netmodel::proto::KERNEL
-                && r.proto != obgp_netmodel::proto::FRR
-        })
-        .count();
-    on_nic + vrf_routes
-}
-
-/// The system hostname (`/proc/sys/kernel/hostname`), upstream's
-/// `socket.gethostname()` fallback for the chassis name.
-fn system_hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-/// What the agent reads of the node and could not (FRR, OVS bridges): a
-/// node whose FRR or flows are unknown has not been shown to converge.
-pub(crate) fn unread_commands(actual: &Actual) -> Vec<String> {
-    let mut out = Vec::new();
-    if actual.frr.unknown {
-        out.push(
-            "FRR's running configuration could not be read (vtysh failed or timed out)".into(),
-        );
-    }
-    for br in &actual.bridges_unknown {
-        out.push(format!(
-            "the ports and flows of OVS bridge {br} could not be read (ovs-ofctl failed or timed out)"
-        ));
-    }
-    out
-}
-
-/// The kind of node object an op writes, for the drift-repair counts.
-pub fn object_kind(op: &Op) -> &'static str {
-    match op {
-        Op::AddLink { .. }
-        | Op::SetLinkUp { .. }
-        | Op::SetMaster { .. }
-        | Op::SetLinkMac { .. }
-        | Op::DelLink { .. } => "link",
-        Op::SetBridgePort { .. } => "bridge_port",
-        Op::AddOvsPort(_) | Op::DelOvsPort { .. } => "ovs_port",
-        Op::AddAddress(_) | Op::DelAddress(_) => "address",
-        Op::AddRule { .. } | Op::DelRule { .. } => "rule",
-        Op::ReplaceRoute { .. } | Op::DelRoute { .. } => "route",
-        Op::ReplaceNeighbour(_) | Op::DelNeighbour(_) => "neighbour",
-        Op::AddProxyNeighbour(_) | Op::DelProxyNeighbour(_) => "proxy_neighbour",
-        Op::SetSysctl(_) => "sysctl",
-        Op::AddRtTable { .. } => "rt_table",
-        Op::AddFlow { .. } | Op::DelFlow { .. } => "flow",
-        Op::ApplyFrr { .. } | Op::RemoveFrr { .. } => "frr",
-    }
-}
-
-/// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.
-fn op_kind(op: &obgp_plan::Op) -> String {
-    let debug = format!("{op:?}");
-    debug
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use obgp_netmodel::{DevName, EvpnCleanup};
-
-    fn dev(s: &str) -> DevName {
-        DevName::new(s).unwrap()
-    }
-
-    #[test]
-    fn an_evpn_scope_reads_the_previous_vnis_tables_and_the_mapped_bridges() {
-        let prev = DesiredNode {
-            evpn_vnis: [1001, 1002].into(),
-            evpn: Some(EvpnCleanup {
-                bridges: [dev("br-old")].into(),
-                ..EvpnCleanup::default()
-            }),
-            ..DesiredNode::default()
-        };
-        // VNI 1001 stays, 1002 goes; no FRR text left to apply.
-        let now = DesiredNode {
-            evpn_vnis: [1001].into(),
-            evpn: Some(EvpnCleanup {
-                bridges: [dev("br-ex")].into(),
-                ..EvpnCleanup::default()
-            }),
-            ..DesiredNode::default()
-        };
-        let s = scope_after(&now, Some(&prev));
-        assert!(s.evpn && s.reads_frr(), "{s:?}");
-        assert!(s.frr_lines.is_empty());
-        assert_eq!(s.tables, [1001, 1002].into());
-        assert_eq!(s.ovs_bridges, [dev("br-ex"), dev("br-old")].into());
-        // Underlay modes: no EVPN reads, no FRR read without a text.
-        let s = scope_after(&DesiredNode::default(), None);
-        assert!(!s.evpn && !s.reads_frr(), "{s:?}");
     }
 }

@@ -255,6 +255,9 @@ async fn run_loop(
         }
     };
 
+    // `/status` requests, answered between reconciles.
+    let (status_tx, mut status_rx) = tokio::sync::mpsc::channel(8);
+    telemetry.serve_status(status_tx);
     let inputs = sources.inputs();
     let chassis = reconciler.chassis_name(&inputs.snapshot);
     let view0 = FilterView::new(
@@ -307,6 +310,11 @@ async fn run_loop(
                 if signal.failed {
                     retry.schedule(&sched);
                 }
+                continue;
+            }
+            Some(reply) = status_rx.recv() => {
+                let status = crate::status::live::answer(&mut reconciler, &sources, &telemetry, &config).await;
+                let _ = reply.send(status);
                 continue;
             }
         };

@@ -1,27 +1,33 @@
 //! What the run loop shares with the `metrics_listen` listener: the
 //! metrics, the probes' progress record and, once connected, the
 //! databases (read at scrape time). The loop writes once per reconcile;
-//! the listener only reads.
+//! the listener only reads, except `/status`, which the loop answers
+//! between reconciles (through [`Telemetry::serve_status`]).
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_ovsdb_data::DbSnapshot;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::http::Endpoints;
+use crate::http::{Endpoints, StatusFuture};
 use crate::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
 use crate::probes::{not_converged, ProbeBounds, Progress};
 use crate::queue::TriggerBatch;
 use crate::reconcile::{ReconcileError, ReconcileReport};
 use crate::sources::{OvnSources, Source};
+use crate::status::live::{db_health, Reply};
+use crate::status::{health_only, Health, LastReconcile, Origin, Probe};
 
 pub struct Telemetry {
     pub metrics: Metrics,
     progress: Mutex<Progress>,
     bounds: ProbeBounds,
     sources: OnceLock<Arc<OvnSources>>,
+    /// Where `/status` requests go once the loop takes them.
+    status: OnceLock<mpsc::Sender<Reply>>,
+    config: Config,
 }
 
 impl Telemetry {
@@ -31,6 +37,8 @@ impl Telemetry {
             progress: Mutex::new(Progress::default()),
             bounds,
             sources: OnceLock::new(),
+            status: OnceLock::new(),
+            config: config.clone(),
         }
     }
 
@@ -73,6 +81,56 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// The loop answers `/status` requests sent to `tx` from now on.
+    pub fn serve_status(&self, tx: mpsc::Sender<Reply>) {
+        let _ = self.status.set(tx);
+    }
+
+    /// The loop's health as `status` shows it: the databases, the last
+    /// reconcile and the probes (no plan: the caller adds it).
+    pub fn health(&self) -> Health {
+        let now = Instant::now();
+        let unix = unix_now();
+        let p = self.progress().clone();
+        let databases = match self.sources.get() {
+            Some(s) => [&s.ovn, &s.ovs]
+                .into_iter()
+                .map(|src| {
+                    let last = self.metrics.db_update_clock(src.database).get();
+                    db_health(src, (last > 0.0).then_some(last))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let last_reconcile = p.last().map(|(at, reasons, outcome)| {
+            let ago = now.saturating_duration_since(at).as_secs_f64();
+            LastReconcile {
+                finished_unix: unix - ago,
+                ago_s: ago,
+                reasons: reasons.to_string(),
+                converged: outcome.is_ok(),
+                why: outcome.clone().err(),
+            }
+        });
+        let probe = |v: crate::probes::Verdict| Probe {
+            ok: v.ok,
+            reason: v.reason,
+        };
+        Health {
+            databases,
+            last_reconcile,
+            reconcile_running_s: p
+                .running_since()
+                .map(|t| now.saturating_duration_since(t).as_secs_f64()),
+            pending_ops: None,
+            unread: Vec::new(),
+            ready: Some(probe(p.readiness())),
+            healthy: Some(probe(p.health(now, &self.bounds))),
+        }
+    }
+}
+
 fn status(source: &Source) -> DbStatus {
     DbStatus {
         database: source.database,
@@ -99,6 +157,31 @@ impl Endpoints for Telemetry {
     fn readiness(&self) -> (bool, String) {
         let v = self.progress().readiness();
         (v.ok, v.reason)
+    }
+
+    fn status(&self) -> StatusFuture<'_> {
+        let tx = self.status.get().cloned();
+        Box::pin(async move {
+            let status = match tx {
+                // Before the loop takes requests (waiting for the
+                // databases, connecting to the node): the health only.
+                None => health_only(&self.config, Origin::Daemon, self.health()),
+                Some(tx) => {
+                    let (reply, answer) = oneshot::channel();
+                    if tx.send(reply).await.is_err() {
+                        return (false, "the run loop has stopped\n".to_string());
+                    }
+                    match answer.await {
+                        Ok(s) => s,
+                        Err(_) => return (false, "the run loop has stopped\n".to_string()),
+                    }
+                }
+            };
+            match serde_json::to_string_pretty(&status) {
+                Ok(json) => (true, json + "\n"),
+                Err(e) => (false, format!("status: {e}\n")),
+            }
+        })
     }
 }
 

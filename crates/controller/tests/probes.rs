@@ -14,25 +14,13 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use obgp_controller::probes::ProbeBounds;
 use obgp_controller::{run, QueueConfig, RunOptions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// GET `path`: status and body (the listener closes after one answer).
+/// GET `path`: status and body without its line end.
 async fn get(addr: std::net::SocketAddr, path: &str) -> Result<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
-        .await?;
-    let mut text = String::new();
-    tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut text))
-        .await
-        .context("the listener did not answer within 2 s")??;
-    let status = text
-        .get(9..12)
-        .and_then(|c| c.parse().ok())
-        .with_context(|| format!("status line of {text:?}"))?;
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let (status, body) = common::http_get(addr, path, Duration::from_secs(2)).await?;
     Ok((status, body.trim_end().to_string()))
 }
 

@@ -226,6 +226,24 @@ impl Default for BenchOptions {
     }
 }
 
+/// A [`Bench`] of the demo topology in a fresh directory under /tmp
+/// (`obgp-e2e-<tag>-*`, removed when the returned guard drops), with
+/// `extra_default` lines for the agent's `[DEFAULT]`.
+pub fn demo_bench(tag: &str, extra_default: &str) -> Result<(tempfile::TempDir, Bench)> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("obgp-e2e-{tag}-"))
+        .tempdir_in("/tmp")?;
+    let b = Bench::start(
+        dir.path(),
+        &demo_topology()?,
+        &BenchOptions {
+            extra_default: extra_default.to_string(),
+            ..BenchOptions::default()
+        },
+    )?;
+    Ok((dir, b))
+}
+
 impl Bench {
     /// Starts everything below `dir` with `topology` loaded (its
     /// `OVN_Northbound` and `Open_vSwitch` rows), and the FRR pair
@@ -273,6 +291,19 @@ impl Bench {
             dir: dir.to_path_buf(),
             ovs_run,
         })
+    }
+
+    /// GET `url` with curl from inside the node namespace (where the
+    /// agent's `metrics_listen` is): status and body.
+    pub fn http_get(&self, url: &str) -> Result<(u16, String)> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", self.node_netns(), "curl", "-s", "-m", "15"])
+            .args(["-w", "\n%{http_code}", url])
+            .output()
+            .context("curl")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "000"));
+        Ok((code.parse().unwrap_or(0), body.to_string()))
     }
 
     /// The bench's directory (configs, rt_tables, logs).

@@ -55,18 +55,7 @@ fn step(t0: Instant, what: &str) {
 }
 
 fn bench(tag: &str, extra_default: &str) -> Result<(tempfile::TempDir, Bench)> {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("obgp-e2e-{tag}-"))
-        .tempdir_in("/tmp")?;
-    let b = Bench::start(
-        dir.path(),
-        &demo_topology()?,
-        &BenchOptions {
-            extra_default: extra_default.to_string(),
-            ..BenchOptions::default()
-        },
-    )?;
-    Ok((dir, b))
+    obgp_e2e::demo_bench(tag, extra_default)
 }
 
 /// Whether `ip FAM rule` has a rule to `dst` (`ADDR` for a host, else `ADDR/LEN`).

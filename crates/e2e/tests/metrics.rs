@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use obgp_e2e::{demo_topology, Bench, BenchOptions};
+use obgp_e2e::Bench;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -56,20 +56,8 @@ fn start_prometheus(b: &Bench) -> Result<Prometheus> {
     Ok(Prometheus(child))
 }
 
-/// GET `url` from inside the node namespace: status and body.
-fn get(b: &Bench, url: &str) -> Result<(u16, String)> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", b.node_netns(), "curl", "-s", "-m", "5"])
-        .args(["-w", "\n%{http_code}", url])
-        .output()
-        .context("curl")?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "000"));
-    Ok((code.parse().unwrap_or(0), body.to_string()))
-}
-
 fn agent(b: &Bench, path: &str) -> Result<(u16, String)> {
-    get(b, &format!("http://127.0.0.1:{AGENT_PORT}{path}"))
+    b.http_get(&format!("http://127.0.0.1:{AGENT_PORT}{path}"))
 }
 
 /// The value of one series of the exposition (labels as written).
@@ -142,18 +130,9 @@ fn promtool_check(exposition: &str) -> Result<()> {
 #[test]
 fn a_real_prometheus_scrapes_the_daemon_and_reads_back_its_series() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-e2e-metrics-")
-        .tempdir_in("/tmp")?;
-    let mut b = Bench::start(
-        dir.path(),
-        &demo_topology()?,
-        &BenchOptions {
-            extra_default: format!(
-                "metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2"
-            ),
-            ..BenchOptions::default()
-        },
+    let (_dir, mut b) = obgp_e2e::demo_bench(
+        "metrics",
+        &format!("metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2"),
     )?;
     let _prometheus = start_prometheus(&b)?;
     b.start_daemon()?;

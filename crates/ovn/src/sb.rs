@@ -390,6 +390,30 @@ impl SbIndex {
             })
     }
 
+    /// The Port_Binding with uuid `uuid`, if it parsed.
+    pub fn port_by_uuid(&self, uuid: Uuid) -> Option<&PortBinding> {
+        self.pbs.get(&uuid).map(|p| &**p)
+    }
+
+    /// The SB load balancer with uuid `uuid`, if it parsed.
+    pub fn load_balancer_by_uuid(&self, uuid: Uuid) -> Option<&SbLoadBalancer> {
+        self.lbs.get(&uuid).map(|l| &**l)
+    }
+
+    /// The Port_Bindings whose networking-bgpvpn annotation names `vni`,
+    /// in uuid order. A walk over every binding: for `status`, not for
+    /// the reconcile.
+    pub fn ports_with_vni(&self, vni: u32) -> Vec<&PortBinding> {
+        let mut out: Vec<&PortBinding> = self
+            .pbs
+            .values()
+            .filter(|p| matches!(&p.bgpvpn, Some(Ok(v)) if v.vni == vni))
+            .map(|p| &**p)
+            .collect();
+        out.sort_unstable_by_key(|p| p.uuid);
+        out
+    }
+
     /// Number of parsed Port_Binding rows.
     pub fn len(&self) -> usize {
         self.pbs.len()

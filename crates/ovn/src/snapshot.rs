@@ -498,6 +498,26 @@ impl Snapshot {
         self.nb.lsps.get(&uuid).map(|p| &**p)
     }
 
+    /// The router with uuid `uuid`, if it parsed.
+    pub fn router_by_uuid(&self, uuid: Uuid) -> Option<&LogicalRouter> {
+        self.nb.routers.get(&uuid).map(|r| &**r)
+    }
+
+    /// The NAT with uuid `uuid`, as served (see the NAT index), if it parsed.
+    pub fn nat_by_uuid(&self, uuid: Uuid) -> Option<&Nat> {
+        self.nb.nats.get(&uuid).map(|n| &**n)
+    }
+
+    /// The NB load balancer with uuid `uuid`, if it parsed.
+    pub fn lb_by_uuid(&self, uuid: Uuid) -> Option<&LoadBalancer> {
+        self.nb.lbs.get(&uuid).map(|l| &**l)
+    }
+
+    /// The switch with uuid `uuid`, if it parsed.
+    pub fn switch_by_uuid(&self, uuid: Uuid) -> Option<&LogicalSwitch> {
+        self.nb.switches.get(&uuid).map(|s| &**s)
+    }
+
     /// The switch named `name` (the first by uuid if several are).
     pub fn switch(&self, name: &str) -> Option<&LogicalSwitch> {
         first_at(self.nb.switches_by_name.get(name))

@@ -1,7 +1,8 @@
 //! The pure planning vocabulary: what a node holds ([`actual`]), the writes
 //! the agent makes ([`op`]), the planner that diffs desired against actual in
 //! the pack's O1–O5 order ([`mod@plan`]), an in-memory model node ([`model`]),
-//! the comparison of two observed nodes ([`compare`]), and the single writer
+//! the comparison of two observed nodes ([`compare`]), what a node holds of
+//! one prefix ([`holds`]), and the single writer
 //! that runs a plan through any [`NodeIo`] ([`apply`]).
 //!
 //! Nothing here touches the system: the kernel, OVS and FRR side is
@@ -10,6 +11,7 @@
 pub mod actual;
 pub mod apply;
 pub mod compare;
+pub mod holds;
 pub mod model;
 pub mod op;
 pub mod plan;

@@ -178,3 +178,26 @@ pub fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     Ok(script.display().to_string())
 }
+
+/// GET `path` from the daemon's listener at `addr`, within `within`:
+/// status and body (the listener closes after one answer).
+pub async fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    within: std::time::Duration,
+) -> Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .await?;
+    let mut text = String::new();
+    tokio::time::timeout(within, s.read_to_string(&mut text))
+        .await
+        .with_context(|| format!("the listener did not answer within {within:?}"))??;
+    let status = text
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .with_context(|| format!("status line of {text:?}"))?;
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((status, body.to_string()))
+}

@@ -41,11 +41,6 @@ impl Snapshot {
         self.nb.switches_by_name.get(name).and_then(|s| s.first())
     }
 
-    /// The NAT with uuid `uuid`.
-    pub fn nat_by_uuid(&self, uuid: Uuid) -> Option<&Nat> {
-        self.nb.nats.get(&uuid).map(|n| &**n)
-    }
-
     /// What an operator calls row `uuid` of `table`: a port's or router's
     /// name, a NAT's external IP, a load balancer's name, a binding's
     /// `logical_port`. `None` when the row is not in the snapshot.
@@ -86,10 +81,5 @@ impl SbIndex {
     /// Every Port_Binding, in uuid order.
     pub fn all_ports(&self) -> Vec<&PortBinding> {
         sorted(&self.pbs)
-    }
-
-    /// The Port_Binding with uuid `uuid`.
-    pub fn port_by_uuid(&self, uuid: Uuid) -> Option<&PortBinding> {
-        self.pbs.get(&uuid).map(|p| &**p)
     }
 }

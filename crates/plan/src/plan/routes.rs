@@ -16,18 +16,7 @@ impl Planner<'_> {
             .routes
             .iter()
             .map(|(r, c)| {
-                let k = KernelRoute {
-                    table: self.resolve(&r.table),
-                    v6: r.v6,
-                    dst: r.dst,
-                    metric: r.metric,
-                    dev: r.dev.clone(),
-                    via: r.via,
-                    proto: r.proto,
-                    scope: r.scope,
-                    kind: r.kind,
-                }
-                .normalised();
+                let k = crate::holds::kernel_route(r, self.resolve(&r.table));
                 (k, *c)
             })
             .collect()

@@ -1,0 +1,218 @@
+//! The node side of a reconcile: what to read of the node, the observe
+//! (kernel, then what the command lane knows of FRR and OVS), the single
+//! writer, and the names and counts the reports use.
+
+use obgp_config::Config;
+use obgp_netmodel::DesiredNode;
+use obgp_node::{CommandLane, KernelNode, Scope};
+use obgp_ovn::Snapshot;
+use obgp_plan::{Actual, Applied, NodeIo, Op};
+
+use super::ReconcileError;
+use crate::ofports::OfPorts;
+
+/// Observes `scope` of the node: the kernel through the netlink mirror,
+/// FRR and the OVS flows as the command lane last read them (what it does
+/// not know yet is unknown to the planner: no op planned on it; waited
+/// for when `wait`), the ports ovs-ofctl names cut to 15 characters
+/// completed from the database's `ofports`.
+pub(super) async fn observe(
+    node: &mut KernelNode,
+    lane: &CommandLane,
+    scope: &Scope,
+    wait: bool,
+    ofports: &OfPorts,
+) -> Result<Actual, ReconcileError> {
+    let mut actual = node
+        .observe_kernel(scope)
+        .await
+        .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+    let mut commands = lane.view(scope);
+    if !commands.is_complete() && wait {
+        lane.settled().await;
+        commands = lane.view(scope);
+    }
+    actual.bridges = commands.bridges;
+    actual.bridges_unknown = commands.bridges_unknown;
+    actual.frr = commands.frr;
+    for (bridge, observed) in actual.bridges.iter_mut() {
+        if let Some(numbered) = ofports.get(bridge.as_str()) {
+            observed
+                .ports
+                .extend(numbered.iter().map(|(n, p)| (n.clone(), *p)));
+        }
+    }
+    Ok(actual)
+}
+
+/// What to read of the node for desired objects `node`, after `prev` (the
+/// desired objects the last reconcile planned with).
+pub(super) fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Scope {
+    let mut scope = Scope::for_desired(node);
+    if let Some(prev) = prev {
+        // Tables and bridges the last reconcile used are read too, so
+        // their leftovers are seen when a bridge mapping goes away.
+        scope
+            .bridge_tables
+            .extend(prev.bridge_tables.iter().cloned());
+        scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+        // And the VRF tables of the VNIs it wanted, so that a VNI that
+        // goes is torn down with its routes (the observer also reads
+        // the table of every agent-shaped VRF on the node).
+        scope.tables.extend(prev.evpn_vnis.iter().copied());
+        if let Some(e) = &prev.evpn {
+            scope.ovs_bridges.extend(e.bridges.iter().cloned());
+        }
+    }
+    scope
+}
+
+/// The single writer's view of the node: netlink ops are made here, in
+/// turn; command ops are handed to the command lane and not waited for.
+pub(super) struct NodeWriter<'a> {
+    pub node: &'a mut KernelNode,
+    pub lane: &'a CommandLane,
+}
+
+impl NodeIo for NodeWriter<'_> {
+    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
+        if op.runs_a_command() {
+            self.lane.submit([op.clone()]);
+            return Ok(Applied::Queued);
+        }
+        self.node.apply_op(op).await
+    }
+}
+
+/// The prefixes the node announces now: addresses on the announce device
+/// and the VRF table's routes that are neither the kernel's (those the
+/// addresses bring) nor FRR's: what a plan's withdrawals can remove.
+pub(super) fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
+    let nic = config.default.bgp_nic.as_str();
+    let on_nic = actual
+        .addresses
+        .iter()
+        .filter(|a| a.dev.as_str() == nic)
+        .count();
+    let vrf_routes = actual
+        .routes
+        .iter()
+        .filter(|r| {
+            r.table == config.default.bgp_vrf_table_id
+                && r.proto != obgp_netmodel::proto::KERNEL
+                && r.proto != obgp_netmodel::proto::FRR
+        })
+        .count();
+    on_nic + vrf_routes
+}
+
+/// This node's name in the rows `config`'s driver reads: the OVS
+/// `system-id` for the SB drivers, the hostname (OVS `hostname`, else
+/// `system_hostname`) for the NB driver.
+pub fn chassis_name(config: &Config, snap: &Snapshot, system_hostname: Option<&str>) -> String {
+    if config.default.driver.reads_sb() {
+        return snap.ovs.system_id.clone().unwrap_or_default();
+    }
+    snap.ovs
+        .hostname
+        .clone()
+        .or_else(|| system_hostname.map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The system hostname (`/proc/sys/kernel/hostname`), upstream's
+/// `socket.gethostname()` fallback for the chassis name.
+pub(super) fn system_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// What the agent reads of the node and could not (FRR, OVS bridges): a
+/// node whose FRR or flows are unknown has not been shown to converge.
+pub(crate) fn unread_commands(actual: &Actual) -> Vec<String> {
+    let mut out = Vec::new();
+    if actual.frr.unknown {
+        out.push(
+            "FRR's running configuration could not be read (vtysh failed or timed out)".into(),
+        );
+    }
+    for br in &actual.bridges_unknown {
+        out.push(format!(
+            "the ports and flows of OVS bridge {br} could not be read (ovs-ofctl failed or timed out)"
+        ));
+    }
+    out
+}
+
+/// The kind of node object an op writes, for the drift-repair counts.
+pub fn object_kind(op: &Op) -> &'static str {
+    match op {
+        Op::AddLink { .. }
+        | Op::SetLinkUp { .. }
+        | Op::SetMaster { .. }
+        | Op::SetLinkMac { .. }
+        | Op::DelLink { .. } => "link",
+        Op::SetBridgePort { .. } => "bridge_port",
+        Op::AddOvsPort(_) | Op::DelOvsPort { .. } => "ovs_port",
+        Op::AddAddress(_) | Op::DelAddress(_) => "address",
+        Op::AddRule { .. } | Op::DelRule { .. } => "rule",
+        Op::ReplaceRoute { .. } | Op::DelRoute { .. } => "route",
+        Op::ReplaceNeighbour(_) | Op::DelNeighbour(_) => "neighbour",
+        Op::AddProxyNeighbour(_) | Op::DelProxyNeighbour(_) => "proxy_neighbour",
+        Op::SetSysctl(_) => "sysctl",
+        Op::AddRtTable { .. } => "rt_table",
+        Op::AddFlow { .. } | Op::DelFlow { .. } => "flow",
+        Op::ApplyFrr { .. } | Op::RemoveFrr { .. } => "frr",
+    }
+}
+
+/// An op's variant name (`AddRule`, `DelAddress`...), for the per-kind counts.
+pub(super) fn op_kind(op: &obgp_plan::Op) -> String {
+    let debug = format!("{op:?}");
+    debug
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use obgp_netmodel::{DevName, EvpnCleanup};
+
+    fn dev(s: &str) -> DevName {
+        DevName::new(s).unwrap()
+    }
+
+    #[test]
+    fn an_evpn_scope_reads_the_previous_vnis_tables_and_the_mapped_bridges() {
+        let prev = DesiredNode {
+            evpn_vnis: [1001, 1002].into(),
+            evpn: Some(EvpnCleanup {
+                bridges: [dev("br-old")].into(),
+                ..EvpnCleanup::default()
+            }),
+            ..DesiredNode::default()
+        };
+        // VNI 1001 stays, 1002 goes; no FRR text left to apply.
+        let now = DesiredNode {
+            evpn_vnis: [1001].into(),
+            evpn: Some(EvpnCleanup {
+                bridges: [dev("br-ex")].into(),
+                ..EvpnCleanup::default()
+            }),
+            ..DesiredNode::default()
+        };
+        let s = scope_after(&now, Some(&prev));
+        assert!(s.evpn && s.reads_frr(), "{s:?}");
+        assert!(s.frr_lines.is_empty());
+        assert_eq!(s.tables, [1001, 1002].into());
+        assert_eq!(s.ovs_bridges, [dev("br-ex"), dev("br-old")].into());
+        // Underlay modes: no EVPN reads, no FRR read without a text.
+        let s = scope_after(&DesiredNode::default(), None);
+        assert!(!s.evpn && !s.reads_frr(), "{s:?}");
+    }
+}

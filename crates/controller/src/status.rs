@@ -1,0 +1,333 @@
+//! `ovn-bgp-agent status`: what this node exposes now and why, and the
+//! agent's health. One model ([`Status`]) that the daemon serves on
+//! `metrics_listen` (`GET /status`, JSON) and the command computes itself
+//! when no daemon answers, rendered as text by [`render::text`].
+//!
+//! For each exposed IP or prefix: its kind (the desired state's class),
+//! the OVN rows behind it ([`rows`]: table, uuid, the Neutron name or id
+//! the row carries), its wiring (bridge, VLAN, table or VRF) and whether
+//! the observed node holds it ([`obgp_plan::holds`], the same comparison
+//! the planner makes). [`exposures`] builds that part from values only;
+//! [`live`] gathers the values from the daemon's loop or from the live
+//! databases and node.
+
+pub mod live;
+pub mod render;
+pub mod rows;
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use obgp_config::Config;
+use obgp_desired::{Desired, ExposedIp};
+use obgp_netmodel::{Class, DesiredNode};
+use obgp_ovn::Snapshot;
+use obgp_plan::holds::{missing_links, HoldsIndex};
+use obgp_plan::Actual;
+use serde::{Deserialize, Serialize};
+
+pub use rows::RowInfo;
+
+/// Who computed a [`Status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The running daemon: its last desired state against the node now.
+    Daemon,
+    /// The `status` command itself, from the live databases and node.
+    Direct,
+    /// The `status` command from files (`--ovn`, a node state).
+    Offline,
+}
+
+/// What this node exposes and why, and the agent's health.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub origin: Origin,
+    pub driver: String,
+    pub exposing_method: String,
+    /// This node's name in the rows the driver reads (system-id or hostname).
+    pub chassis: String,
+    /// Every exposed IP and prefix, in prefix order.
+    pub exposed: Vec<Exposure>,
+    /// The EVPN drivers' VNIs (empty in the underlay modes).
+    pub vnis: Vec<VniStatus>,
+    /// Why some OVN data is not exposed (the desired state's notes).
+    pub notes: Vec<String>,
+    pub health: Health,
+}
+
+/// One exposed IP or prefix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exposure {
+    pub prefix: IpNet,
+    /// The class of the exposure (`vm`, `fip`, `gateway`, `lb`, `subnet`,
+    /// `tenant_vm`).
+    pub kind: Class,
+    /// The OVN rows behind it.
+    pub rows: Vec<RowInfo>,
+    pub wiring: Wiring,
+    /// The node holds every object the desired state asks for it.
+    pub held: bool,
+    /// What the node lacks of it, one line each.
+    pub missing: Vec<String>,
+}
+
+/// Where an exposure lands on the node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wiring {
+    /// The provider bridge traffic for it goes through.
+    pub bridge: Option<String>,
+    pub vlan: Option<u16>,
+    /// The device its route or address is on (bridge, VLAN device,
+    /// `bgp_nic`, a VNI's port or `lo-<vni>`).
+    pub dev: Option<String>,
+    /// The routing table: a bridge's rt_tables name, or the VRF's number.
+    pub table: Option<String>,
+    /// Its number on this node (`None`: the bridge has no rt_tables entry yet).
+    pub table_id: Option<u32>,
+    /// The VRF announcing it (`bgp_vrf`, `vrf-<vni>`).
+    pub vrf: Option<String>,
+    /// The next hop of a subnet route.
+    pub via: Option<IpAddr>,
+}
+
+/// One VNI of an EVPN driver.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VniStatus {
+    pub vni: u32,
+    pub vrf: String,
+    pub bridge: String,
+    pub vxlan: String,
+    pub local_ip: IpAddr,
+    /// The rows carrying the VNI's networking-bgpvpn annotation.
+    pub rows: Vec<RowInfo>,
+    /// The node has the VNI's devices.
+    pub held: bool,
+    pub missing: Vec<String>,
+}
+
+/// The agent's health.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub databases: Vec<DbHealth>,
+    /// The daemon's last finished reconcile (`None`: none yet, or no daemon).
+    pub last_reconcile: Option<LastReconcile>,
+    /// How long the reconcile in flight has run, if one is.
+    pub reconcile_running_s: Option<f64>,
+    /// Ops the node still needs (what `plan` prints now); `None` when not
+    /// computed (no desired state yet).
+    pub pending_ops: Option<usize>,
+    /// What could not be read of the node (FRR, an OVS bridge).
+    pub unread: Vec<String>,
+    /// `/readyz` and `/healthz` with their reasons (daemon only).
+    pub ready: Option<Probe>,
+    pub healthy: Option<Probe>,
+}
+
+/// One database connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbHealth {
+    pub database: String,
+    /// The remote it is connected to; `None`: disconnected.
+    pub connected_to: Option<String>,
+    /// Completed syncs: the initial dump and one per reconnect.
+    pub syncs: u64,
+    /// Unix time of its last update, as the daemon saw it.
+    pub last_update_unix: Option<f64>,
+}
+
+/// The last finished reconcile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LastReconcile {
+    pub finished_unix: f64,
+    pub ago_s: f64,
+    /// What triggered it.
+    pub reasons: String,
+    pub converged: bool,
+    /// Why it did not converge.
+    pub why: Option<String>,
+}
+
+/// A probe's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    pub ok: bool,
+    pub reason: String,
+}
+
+/// The values the exposure list is computed from.
+pub struct Inputs<'a> {
+    pub config: &'a Config,
+    pub snapshot: &'a Snapshot,
+    pub desired: &'a Desired,
+    /// `desired` flattened (what the planner diffs).
+    pub node: &'a DesiredNode,
+    /// The observed node.
+    pub actual: &'a Actual,
+}
+
+/// The exposed IPs and prefixes with their rows, wiring and whether the
+/// node holds them, and the VNIs of an EVPN driver.
+pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
+    let holds = HoldsIndex::new(i.node, i.actual);
+    let rows = rows::Lookup::new(i.snapshot, i.config);
+    let entry = |prefix: IpNet, kind, rows: Vec<RowInfo>, wiring| {
+        let h = holds.of(prefix);
+        Exposure {
+            prefix,
+            kind,
+            rows,
+            wiring,
+            held: h.held(),
+            missing: h.missing,
+        }
+    };
+    let mut out = Vec::new();
+    let mut vnis = Vec::new();
+    match &i.desired.evpn {
+        None => {
+            for e in i.desired.exposed.values() {
+                let w = underlay_wiring(i, e);
+                out.push(entry(
+                    IpNet::from(e.ip),
+                    e.class,
+                    vec![rows.of(e.source)],
+                    w,
+                ));
+            }
+            for s in &i.desired.tenant_subnets {
+                let (table, table_id) = bridge_table(i.actual, &s.bridge.to_string());
+                let w = Wiring {
+                    bridge: Some(s.bridge.to_string()),
+                    dev: Some(s.dev.to_string()),
+                    table,
+                    table_id,
+                    vrf: s.vrf_route.then(|| i.desired.vrf.to_string()),
+                    via: s.via,
+                    ..Wiring::default()
+                };
+                out.push(entry(s.net, Class::Subnet, rows.router(&s.router), w));
+            }
+        }
+        Some(evpn) => {
+            for v in evpn.vnis.values() {
+                let vni_rows = rows.vni(v.vni);
+                let wiring = |dev: &str, bridge: Option<String>, vlan, via| Wiring {
+                    bridge,
+                    vlan,
+                    dev: Some(dev.to_string()),
+                    table: Some(v.vni.to_string()),
+                    table_id: Some(v.vni),
+                    vrf: Some(v.vrf.to_string()),
+                    via,
+                };
+                let behind = |prefix: IpNet| -> Option<(Class, Vec<RowInfo>)> {
+                    if let Some(e) = i.desired.exposed.get(&prefix.addr()) {
+                        if prefix.prefix_len() == IpNet::from(e.ip).prefix_len() {
+                            return Some((e.class, vec![rows.of(e.source)]));
+                        }
+                    }
+                    let s = i.desired.tenant_subnets.iter().find(|s| s.net == prefix)?;
+                    Some((Class::Subnet, rows.router(&s.router)))
+                };
+                for p in &v.ports {
+                    for r in &p.routes {
+                        let (_, found) = behind(r.dst).unwrap_or((r.class, Vec::new()));
+                        let found = if found.is_empty() {
+                            vni_rows.clone()
+                        } else {
+                            found
+                        };
+                        let w = wiring(
+                            p.vrf_end.as_str(),
+                            Some(p.ovs_bridge.to_string()),
+                            p.vlan,
+                            r.via,
+                        );
+                        out.push(entry(r.dst, r.class, found, w));
+                    }
+                }
+                if let Some((lo, ips)) = &v.lo {
+                    for ip in ips {
+                        let (kind, found) =
+                            behind(*ip).unwrap_or((Class::TenantVm, vni_rows.clone()));
+                        let w = wiring(lo.as_str(), None, None, None);
+                        out.push(entry(*ip, kind, found, w));
+                    }
+                }
+                let missing = missing_links(i.actual, [&v.vrf, &v.bridge, &v.vxlan]);
+                vnis.push(VniStatus {
+                    vni: v.vni,
+                    vrf: v.vrf.to_string(),
+                    bridge: v.bridge.to_string(),
+                    vxlan: v.vxlan.to_string(),
+                    local_ip: v.local_ip,
+                    rows: vni_rows,
+                    held: missing.is_empty(),
+                    missing,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|e| e.prefix);
+    (out, vnis)
+}
+
+fn underlay_wiring(i: &Inputs<'_>, e: &ExposedIp) -> Wiring {
+    let vrf = Some(i.desired.vrf.to_string());
+    let Some(w) = &e.wiring else {
+        // The host method's tenant IPs: announced only, OVN routes them
+        // through the gateway.
+        return Wiring {
+            dev: Some(i.desired.bgp_nic.to_string()),
+            vrf,
+            ..Wiring::default()
+        };
+    };
+    let (table, table_id) = bridge_table(i.actual, w.target.bridge.as_str());
+    Wiring {
+        bridge: Some(w.target.bridge.to_string()),
+        vlan: w.target.vlan,
+        dev: Some(w.target.dev.to_string()),
+        table,
+        table_id,
+        vrf,
+        via: None,
+    }
+}
+
+/// A bridge's table: its name, and its number where rt_tables has one.
+fn bridge_table(actual: &Actual, bridge: &str) -> (Option<String>, Option<u32>) {
+    (Some(bridge.to_string()), actual.rt_tables.lookup(bridge))
+}
+
+/// A status with no exposure computed: the daemon before its first
+/// reconcile.
+pub fn health_only(config: &Config, origin: Origin, health: Health) -> Status {
+    Status {
+        origin,
+        driver: config.default.driver.as_str().to_string(),
+        exposing_method: config.default.exposing_method.as_str().to_string(),
+        chassis: String::new(),
+        exposed: Vec::new(),
+        vnis: Vec::new(),
+        notes: Vec::new(),
+        health,
+    }
+}
+
+/// The whole status from its inputs and the health part.
+pub fn status(i: &Inputs<'_>, origin: Origin, chassis: String, health: Health) -> Status {
+    let (exposed, vnis) = exposures(i);
+    Status {
+        exposed,
+        vnis,
+        chassis,
+        notes: i.desired.notes.clone(),
+        ..health_only(i.config, origin, health)
+    }
+}
+
+#[cfg(test)]
+mod tests;

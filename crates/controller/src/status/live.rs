@@ -1,0 +1,133 @@
+//! Where a [`Status`]'s values come from: the daemon's run loop, which
+//! answers a `/status` request between two reconciles ([`answer`]), the
+//! `status` command without a daemon ([`direct`]), or files ([`offline`]).
+
+use obgp_config::Config;
+use obgp_desired::Desired;
+use obgp_ovn::Snapshot;
+use obgp_plan::Actual;
+use tokio::sync::oneshot;
+
+use super::{health_only, status, DbHealth, Health, Inputs, Origin, Status};
+use crate::inputs::connect_once;
+use crate::reconcile::{unread_commands, Planned, Reconciler};
+use crate::run::{RunError, RunOptions};
+use crate::sources::{OvnSources, Source};
+use crate::telemetry::Telemetry;
+
+/// Where the loop sends a `/status` answer.
+pub type Reply = oneshot::Sender<Status>;
+
+/// A database's connection as `status` shows it.
+pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
+    DbHealth {
+        database: source.database.to_string(),
+        connected_to: source.client.connected_to(),
+        syncs: *source.client.cache().resynced().borrow(),
+        last_update_unix,
+    }
+}
+
+/// The daemon's status now: its last desired state against the node as
+/// observed now (through the same observer and planner as a reconcile,
+/// changing nothing), with the loop's health. Rows are looked up in the
+/// databases' current contents.
+pub async fn answer(
+    reconciler: &mut Reconciler,
+    sources: &OvnSources,
+    telemetry: &Telemetry,
+    config: &Config,
+) -> Status {
+    let inputs = sources.inputs();
+    let mut health = telemetry.health();
+    let planned = match reconciler.observe_desired(&inputs.ofports).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return health_only(config, Origin::Daemon, health),
+        Err(e) => {
+            health
+                .unread
+                .push(format!("observing the node failed: {e}"));
+            return health_only(config, Origin::Daemon, health);
+        }
+    };
+    of_reconciler(
+        reconciler,
+        config,
+        &inputs.snapshot,
+        &planned,
+        Origin::Daemon,
+        health,
+    )
+}
+
+/// The status of `planned`, the node observed against `reconciler`'s
+/// desired state; `health` gets the plan's size and what was unread.
+fn of_reconciler(
+    reconciler: &Reconciler,
+    config: &Config,
+    snapshot: &Snapshot,
+    planned: &Planned,
+    origin: Origin,
+    mut health: Health,
+) -> Status {
+    health.pending_ops = Some(planned.plan.steps.len());
+    health.unread = unread_commands(&planned.actual);
+    let (Some(desired), Some(node)) = (reconciler.desired(), reconciler.desired_node()) else {
+        return health_only(config, origin, health);
+    };
+    let i = Inputs {
+        config,
+        snapshot,
+        desired,
+        node,
+        actual: &planned.actual,
+    };
+    status(&i, origin, reconciler.chassis_name(snapshot), health)
+}
+
+/// The status from the live databases and node, as `plan` computes its
+/// plan (no daemon: no reconcile history, no probes).
+pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunError> {
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
+    let inputs = sources.inputs();
+    let (planned, _) = reconciler
+        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .await?;
+    let health = Health {
+        databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],
+        ..Health::default()
+    };
+    Ok(of_reconciler(
+        &reconciler,
+        config,
+        &inputs.snapshot,
+        &planned,
+        Origin::Direct,
+        health,
+    ))
+}
+
+/// The status of OVN rows and a node state read from files (`status
+/// --ovn`): no database, no node.
+pub fn offline(
+    config: &Config,
+    snapshot: &Snapshot,
+    desired: &Desired,
+    actual: &Actual,
+) -> Result<Status, obgp_plan::PlanError> {
+    let node = desired.to_node();
+    let plan = obgp_plan::plan(&node, actual)?;
+    let health = Health {
+        pending_ops: Some(plan.steps.len()),
+        ..Health::default()
+    };
+    let i = Inputs {
+        config,
+        snapshot,
+        desired,
+        node: &node,
+        actual,
+    };
+    let chassis = crate::reconcile::chassis_name(config, snapshot, None);
+    Ok(status(&i, Origin::Offline, chassis, health))
+}

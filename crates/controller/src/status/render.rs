@@ -1,0 +1,185 @@
+//! The text rendering of a [`Status`]: health first, then one line per
+//! exposed IP or prefix with its rows, wiring and what the node lacks.
+
+use std::fmt::Write;
+
+use super::{Exposure, Health, Origin, RowInfo, Status, Wiring};
+
+/// `status --format text`.
+pub fn text(s: &Status) -> String {
+    let mut out = String::new();
+    let origin = match s.origin {
+        Origin::Daemon => "from the running daemon",
+        Origin::Direct => "computed by this command (no daemon answered)",
+        Origin::Offline => "computed offline from files",
+    };
+    let _ = writeln!(
+        out,
+        "ovn-bgp-agent status ({origin}): driver {}, exposing_method {}, chassis {}",
+        s.driver,
+        s.exposing_method,
+        if s.chassis.is_empty() {
+            "-"
+        } else {
+            &s.chassis
+        }
+    );
+    health(&mut out, &s.health);
+    let held = s.exposed.iter().filter(|e| e.held).count();
+    let _ = writeln!(
+        out,
+        "\nexposed: {} IP(s) and prefix(es), {held} held by the node",
+        s.exposed.len()
+    );
+    for e in &s.exposed {
+        exposure(&mut out, e);
+    }
+    if !s.vnis.is_empty() {
+        let _ = writeln!(out, "\nVNIs:");
+        for v in &s.vnis {
+            let _ = writeln!(
+                out,
+                "  {:<8} {} {} {} local {} {}",
+                v.vni,
+                v.vrf,
+                v.bridge,
+                v.vxlan,
+                v.local_ip,
+                if v.held { "held" } else { "NOT HELD" }
+            );
+            for r in &v.rows {
+                let _ = writeln!(out, "           row {}", row(r));
+            }
+            for m in &v.missing {
+                let _ = writeln!(out, "           missing {m}");
+            }
+        }
+    }
+    if !s.notes.is_empty() {
+        let _ = writeln!(out, "\nnot exposed (notes of the desired state):");
+        for n in &s.notes {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
+    out
+}
+
+fn health(out: &mut String, h: &Health) {
+    for db in &h.databases {
+        let state = match &db.connected_to {
+            Some(r) => format!("connected to {r}"),
+            None => "DISCONNECTED".into(),
+        };
+        let _ = write!(
+            out,
+            "  database {:<15} {state}, {} sync(s)",
+            db.database, db.syncs
+        );
+        if let Some(t) = db.last_update_unix {
+            let _ = write!(out, ", last update at {t:.0} (Unix time)");
+        }
+        out.push('\n');
+    }
+    match &h.last_reconcile {
+        Some(r) => {
+            let outcome = if r.converged {
+                "converged".to_string()
+            } else {
+                format!(
+                    "did not converge: {}",
+                    r.why.as_deref().unwrap_or("unknown")
+                )
+            };
+            let _ = writeln!(
+                out,
+                "  last reconcile   {:.1} s ago ({}): {outcome}",
+                r.ago_s, r.reasons
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  last reconcile   none");
+        }
+    }
+    if let Some(s) = h.reconcile_running_s {
+        let _ = writeln!(out, "  a reconcile has run for {s:.1} s");
+    }
+    match h.pending_ops {
+        Some(n) => {
+            let _ = writeln!(out, "  pending plan     {n} op(s)");
+        }
+        None => {
+            let _ = writeln!(out, "  pending plan     not computed yet");
+        }
+    }
+    for u in &h.unread {
+        let _ = writeln!(out, "  unread           {u}");
+    }
+    for (name, p) in [("readyz", &h.ready), ("healthz", &h.healthy)] {
+        if let Some(p) = p {
+            let code = if p.ok { 200 } else { 503 };
+            let _ = writeln!(out, "  /{name:<15} {code} {}", p.reason);
+        }
+    }
+}
+
+fn exposure(out: &mut String, e: &Exposure) {
+    let kind = serde_json::to_value(e.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {:<24} {:<9} {:<8} {}",
+        e.prefix.to_string(),
+        kind,
+        if e.held { "held" } else { "NOT HELD" },
+        wiring(&e.wiring)
+    );
+    for r in &e.rows {
+        let _ = writeln!(out, "      row {}", row(r));
+    }
+    for m in &e.missing {
+        let _ = writeln!(out, "      missing {m}");
+    }
+}
+
+fn wiring(w: &Wiring) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = &w.bridge {
+        parts.push(format!("bridge {b}"));
+    }
+    if let Some(v) = w.vlan {
+        parts.push(format!("vlan {v}"));
+    }
+    if let Some(d) = &w.dev {
+        parts.push(format!("dev {d}"));
+    }
+    if let Some(t) = &w.table {
+        match w.table_id {
+            Some(id) if id.to_string() != *t => parts.push(format!("table {t} ({id})")),
+            Some(_) => parts.push(format!("table {t}")),
+            None => parts.push(format!("table {t} (no number yet)")),
+        }
+    }
+    if let Some(v) = &w.via {
+        parts.push(format!("via {v}"));
+    }
+    if let Some(v) = &w.vrf {
+        parts.push(format!("vrf {v}"));
+    }
+    parts.join(", ")
+}
+
+fn row(r: &RowInfo) -> String {
+    let mut s = format!("{} {}", r.table, r.uuid);
+    if let Some(n) = &r.name {
+        let _ = write!(s, " {n}");
+    }
+    for (k, v) in &r.neutron {
+        let _ = write!(s, " {k}={v}");
+    }
+    if !r.found {
+        s.push_str(" (not in the snapshot)");
+    }
+    s
+}

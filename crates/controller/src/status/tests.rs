@@ -1,0 +1,91 @@
+//! The status model on plain values: the JSON the daemon serves reads
+//! back into the same model (what the CLI does with it), and the text
+//! rendering says what an operator looks for.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+fn sample() -> Status {
+    Status {
+        origin: Origin::Daemon,
+        driver: "nb_ovn_bgp_driver".into(),
+        exposing_method: "underlay".into(),
+        chassis: "demo-node".into(),
+        exposed: vec![Exposure {
+            prefix: "172.24.4.10/32".parse().unwrap(),
+            kind: Class::Vm,
+            rows: vec![RowInfo {
+                table: "Logical_Switch_Port".into(),
+                uuid: "d0000001-0000-4000-8000-000000000001".into(),
+                found: true,
+                name: Some("77777777-7777-4777-8777-777777777701".into()),
+                neutron: BTreeMap::from([("host_id".into(), "demo-node".into())]),
+            }],
+            wiring: Wiring {
+                bridge: Some("br-ex".into()),
+                dev: Some("br-ex".into()),
+                table: Some("br-ex".into()),
+                table_id: Some(1),
+                vrf: Some("bgp-vrf".into()),
+                ..Wiring::default()
+            },
+            held: false,
+            missing: vec!["address 172.24.4.10/32 on bgp-nic".into()],
+        }],
+        vnis: Vec::new(),
+        notes: vec!["NAT 1234: no existing logical_port".into()],
+        health: Health {
+            databases: vec![DbHealth {
+                database: "OVN_Northbound".into(),
+                connected_to: None,
+                syncs: 2,
+                last_update_unix: Some(1.0e9),
+            }],
+            last_reconcile: Some(LastReconcile {
+                finished_unix: 1.0e9,
+                ago_s: 2.5,
+                reasons: "periodic reconcile".into(),
+                converged: false,
+                why: Some("1 op(s) failed".into()),
+            }),
+            pending_ops: Some(1),
+            ready: Some(Probe {
+                ok: false,
+                reason: "not ready: the last reconcile did not converge: 1 op(s) failed".into(),
+            }),
+            ..Health::default()
+        },
+    }
+}
+
+#[test]
+fn the_served_json_reads_back_into_the_same_status() {
+    let s = sample();
+    let json = serde_json::to_string_pretty(&s).unwrap();
+    let back: Status = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, s);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["origin"], "daemon");
+    assert_eq!(v["exposed"][0]["kind"], "vm");
+    assert_eq!(v["exposed"][0]["prefix"], "172.24.4.10/32");
+}
+
+#[test]
+fn the_text_names_the_unheld_ip_its_row_the_missing_object_and_the_health() {
+    let text = render::text(&sample());
+    for line in [
+        "ovn-bgp-agent status (from the running daemon): driver nb_ovn_bgp_driver, exposing_method underlay, chassis demo-node",
+        "  database OVN_Northbound  DISCONNECTED, 2 sync(s), last update at 1000000000 (Unix time)",
+        "  last reconcile   2.5 s ago (periodic reconcile): did not converge: 1 op(s) failed",
+        "  pending plan     1 op(s)",
+        "  /readyz          503 not ready: the last reconcile did not converge: 1 op(s) failed",
+        "exposed: 1 IP(s) and prefix(es), 0 held by the node",
+        "  172.24.4.10/32           vm        NOT HELD bridge br-ex, dev br-ex, table br-ex (1), vrf bgp-vrf",
+        "      row Logical_Switch_Port d0000001-0000-4000-8000-000000000001 77777777-7777-4777-8777-777777777701 host_id=demo-node",
+        "      missing address 172.24.4.10/32 on bgp-nic",
+        "  NAT 1234: no existing logical_port",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
+}

@@ -1,0 +1,144 @@
+//! `ovn-bgp-agent status`: what this node exposes now and why, and the
+//! agent's health (docs/operations.md, "status").
+//!
+//! Where it comes from: `--daemon ADDR` asks the daemon listening there
+//! (`GET /status`) and fails when it does not answer; by default the
+//! daemon on `[DEFAULT] metrics_listen` is asked when that is set, and
+//! when nothing listens there (no daemon running) the status is computed
+//! here from the live databases and node, as `plan` does (`--direct`
+//! forces that); `--ovn FILE` computes it from files. Every path gives the
+//! same model (`obgp_controller::status::Status`), printed by one renderer.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use obgp_config::Config;
+use obgp_controller::status::{live, render, Status};
+
+use crate::cli::{Format, NodeArgs};
+
+/// How long a daemon has to accept the connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long it has to answer: its own wait for the run loop and some.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Where the status comes from.
+pub enum Source<'a> {
+    /// The daemon at this address, or fail.
+    Daemon(&'a str),
+    /// The daemon on metrics_listen if one listens, else computed here.
+    Default,
+    /// Computed here from the live databases and node.
+    Direct,
+    /// Computed from files.
+    Offline {
+        ovn: &'a Path,
+        node_state: Option<&'a Path>,
+    },
+}
+
+impl<'a> Source<'a> {
+    pub fn of(
+        daemon: Option<&'a str>,
+        direct: bool,
+        ovn: Option<&'a Path>,
+        node_state: Option<&'a Path>,
+    ) -> Source<'a> {
+        match (daemon, ovn) {
+            (Some(addr), _) => Source::Daemon(addr),
+            (None, Some(ovn)) => Source::Offline { ovn, node_state },
+            (None, None) if direct => Source::Direct,
+            (None, None) => Source::Default,
+        }
+    }
+}
+
+pub fn run(
+    config: &Config,
+    node: &NodeArgs,
+    format: Format,
+    source: Source<'_>,
+) -> anyhow::Result<ExitCode> {
+    let status = match source {
+        Source::Daemon(addr) => from_daemon(addr)?,
+        Source::Offline { ovn, node_state } => {
+            let super::ovn_file::OvnFile { snapshot, actual } =
+                super::ovn_file::OvnFile::read(ovn, node_state)?;
+            let facts = super::ovn_file::facts(config, &actual);
+            let desired = obgp_desired::desired_state(&snapshot, config, &facts)?;
+            live::offline(config, &snapshot, &desired, &actual)?
+        }
+        Source::Direct => direct(config, node)?,
+        Source::Default => match config.default.metrics_listen {
+            Some(addr) => match from_daemon(&addr.to_string()) {
+                Ok(s) => s,
+                Err(e) if no_daemon(&e) => {
+                    tracing::info!(
+                        "no daemon listens on metrics_listen = {addr}: computing the status here"
+                    );
+                    direct(config, node)?
+                }
+                Err(e) => return Err(e),
+            },
+            None => direct(config, node)?,
+        },
+    };
+    match format {
+        Format::Text => print!("{}", render::text(&status)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn direct(config: &Config, node: &NodeArgs) -> anyhow::Result<Status> {
+    let opts = super::run_options(config, node);
+    Ok(super::runtime()?.block_on(live::direct(config, &opts))?)
+}
+
+/// Nothing listens there: the connection was refused (a daemon that
+/// listens but fails to answer is an error, not a reason to compute
+/// around it).
+fn no_daemon(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    })
+}
+
+/// `GET /status` from the daemon at `addr` (host:port).
+fn from_daemon(addr: &str) -> anyhow::Result<Status> {
+    let target = addr
+        .to_socket_addrs()
+        .with_context(|| format!("daemon address {addr:?}"))?
+        .next()
+        .with_context(|| format!("daemon address {addr:?} resolves to nothing"))?;
+    let mut stream = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT)
+        .with_context(|| format!("connecting to the daemon at {addr}"))?;
+    stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+    stream.set_write_timeout(Some(CONNECT_TIMEOUT))?;
+    write!(
+        stream,
+        "GET /status HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .with_context(|| format!("reading the daemon's answer from {addr}"))?;
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .with_context(|| format!("{addr} answered without an HTTP head: {answer:?}"))?;
+    let code = head.get(9..12).unwrap_or_default();
+    if code != "200" {
+        bail!(
+            "the daemon at {addr} answered {}: {}",
+            head.lines().next().unwrap_or_default(),
+            body.trim_end()
+        );
+    }
+    serde_json::from_str(body).with_context(|| format!("the status JSON from {addr}"))
+}

@@ -75,11 +75,11 @@ pub struct RowInfo {
 }
 
 impl RowInfo {
-    pub(crate) fn of(snap: &Snapshot, row: RowRef) -> Self {
+    pub(crate) fn of(snap: &Snapshot, sb: bool, row: RowRef) -> Self {
         RowInfo {
             table: row.table,
             uuid: row.uuid.to_string(),
-            name: snap.row_name(row.table, row.uuid),
+            name: snap.row_facts(row.table, row.uuid, sb).and_then(|f| f.name),
             row,
         }
     }
@@ -181,6 +181,13 @@ pub(crate) struct Decisions<'a> {
     pub sb_evpn: bool,
 }
 
+impl Decisions<'_> {
+    /// Row `row` as the driver's database names it.
+    pub fn row(&self, row: RowRef) -> RowInfo {
+        RowInfo::of(self.snap, self.sb, row)
+    }
+}
+
 /// Explains `query` on this node: the same inputs as [`crate::desired_state`].
 pub fn explain(
     snap: &Snapshot,
@@ -190,7 +197,7 @@ pub fn explain(
 ) -> Result<Explanation, ExplainError> {
     let (desired, _, trace) = compute_traced(snap, config, facts, Trace::recording())?;
     let d = &config.default;
-    let sb = matches!(d.driver, Driver::OvnBgpDriver | Driver::OvnEvpnDriver);
+    let sb = d.driver.reads_sb();
     let exposures = exposures(&desired, &trace);
     let ctx = Decisions {
         snap,
@@ -243,7 +250,7 @@ pub fn explain(
         driver: d.driver.as_str(),
         hostname: ctx.hostname.map(str::to_string),
         system_id: ctx.system_id.map(str::to_string),
-        rows: subjects.iter().map(|s| RowInfo::of(snap, s.row)).collect(),
+        rows: subjects.iter().map(|s| ctx.row(s.row)).collect(),
         findings,
         node: ctx
             .rejections
@@ -310,8 +317,8 @@ fn exposed(ctx: &Decisions, e: &Exposure) -> Finding {
         ip: e.ip,
         rule: e.origin.rule,
         class: e.origin.rule.class(),
-        source: RowInfo::of(snap, e.origin.source),
-        via: e.origin.via.map(|v| RowInfo::of(snap, v)),
+        source: ctx.row(e.origin.source),
+        via: e.origin.via.map(|v| ctx.row(v)),
         through: e.through.clone(),
         detail: subjects::detail(snap, &e.origin),
     }
@@ -320,7 +327,7 @@ fn exposed(ctx: &Decisions, e: &Exposure) -> Finding {
 fn not_exposed(ctx: &Decisions, r: &Rejection) -> Finding {
     Finding::NotExposed {
         ip: r.ip,
-        row: r.row.map(|row| RowInfo::of(ctx.snap, row)),
+        row: r.row.map(|row| ctx.row(row)),
         reason: r.reason.clone(),
     }
 }
@@ -379,7 +386,7 @@ fn findings_of(ctx: &Decisions, s: &Subject, only: Option<IpAddr>) -> Vec<Findin
             if let Some(reason) = &s.selection {
                 out.push(Finding::NotExposed {
                     ip: None,
-                    row: Some(RowInfo::of(ctx.snap, s.row)),
+                    row: Some(ctx.row(s.row)),
                     reason: reason.clone(),
                 });
             }
@@ -393,10 +400,35 @@ fn findings_of(ctx: &Decisions, s: &Subject, only: Option<IpAddr>) -> Vec<Findin
         );
     }
     if !open.is_empty() {
-        let network_wide = ctx.rejections.iter().filter(|r| {
-            r.row != Some(s.row) && r.network.is_some() && r.network == s.network && r.ip.is_none()
-        });
-        out.extend(network_wide.map(|r| not_exposed(ctx, r)));
+        let network_wide: Vec<&Rejection> = ctx
+            .rejections
+            .iter()
+            .filter(|r| {
+                r.row != Some(s.row)
+                    && r.network.is_some()
+                    && r.network == s.network
+                    && r.ip.is_none()
+            })
+            .collect();
+        out.extend(network_wide.iter().map(|r| not_exposed(ctx, r)));
+        if network_wide.is_empty() {
+            if let Some(reason) = &s.undecided {
+                let spoken_for = |ip: IpAddr| {
+                    out.iter().any(|f| match f {
+                        Finding::NotExposed { ip: i, .. } => i.is_none_or(|i| i == ip),
+                        Finding::Covered { ip: i, .. } => *i == ip,
+                        _ => false,
+                    })
+                };
+                let silent: Vec<IpAddr> =
+                    open.iter().copied().filter(|&ip| !spoken_for(ip)).collect();
+                out.extend(silent.into_iter().map(|ip| Finding::NotExposed {
+                    ip: Some(ip),
+                    row: Some(ctx.row(s.row)),
+                    reason: reason.clone(),
+                }));
+            }
+        }
     }
     out
 }

@@ -221,6 +221,15 @@ pub enum Reason {
     },
     /// SB EVPN: no VXLAN source address (evpn_local_ip, lo /32, evpn_nic).
     NoVxlanSource,
+    /// SB EVPN: another router's gateway already wires the VNI through a
+    /// different bridge or VLAN; one VRF cannot reach two.
+    VniWiredElsewhere {
+        vni: u32,
+        bridge: DevName,
+        vlan: Option<u16>,
+        wired_bridge: DevName,
+        wired_vlan: Option<u16>,
+    },
 }
 
 impl fmt::Display for Reason {
@@ -361,6 +370,21 @@ impl fmt::Display for Reason {
                 f,
                 "no VXLAN source address (evpn_local_ip unset, no /32 on lo, no address on evpn_nic)"
             ),
+            Reason::VniWiredElsewhere {
+                vni,
+                bridge,
+                vlan,
+                wired_bridge,
+                wired_vlan,
+            } => {
+                let tag = |v: &Option<u16>| v.map_or("flat".to_string(), |v| format!("vlan {v}"));
+                write!(
+                    f,
+                    "VNI {vni} is asked on bridge {bridge} ({}), but another router's gateway already wires it on bridge {wired_bridge} ({})",
+                    tag(vlan),
+                    tag(wired_vlan)
+                )
+            }
         }
     }
 }

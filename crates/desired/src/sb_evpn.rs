@@ -91,7 +91,7 @@ pub(crate) fn sb_evpn(
                 // A VNI shared by two routers: one VRF holds both, and it
                 // stays while one of them is bound here (upstream tears it
                 // down at the first withdraw).
-                Some(first) => merge_router(first, v, cr, notes),
+                Some(first) => merge_router(first, v, cr, notes, trace),
             }
         }
     }
@@ -100,7 +100,13 @@ pub(crate) fn sb_evpn(
 
 /// Adds a second router's gateway and subnets to the VNI the first one
 /// built, when it reaches the VRF through the same connection.
-fn merge_router(first: &mut EvpnVni, v: EvpnVni, cr: &PortBinding, notes: &mut Vec<String>) {
+fn merge_router(
+    first: &mut EvpnVni,
+    v: EvpnVni,
+    cr: &PortBinding,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) {
     let (Some(port), Some(theirs)) = (first.ports.first_mut(), v.ports.into_iter().next()) else {
         return;
     };
@@ -119,6 +125,18 @@ fn merge_router(first: &mut EvpnVni, v: EvpnVni, cr: &PortBinding, notes: &mut V
             port.ovs_bridge,
             port.vlan
         ));
+        trace.reject(|| {
+            Rejection::of(
+                pb_ref(cr),
+                Reason::VniWiredElsewhere {
+                    vni: v.vni,
+                    bridge: theirs.ovs_bridge.clone(),
+                    vlan: theirs.vlan,
+                    wired_bridge: port.ovs_bridge.clone(),
+                    wired_vlan: port.vlan,
+                },
+            )
+        });
         return;
     }
     for r in theirs.routes {

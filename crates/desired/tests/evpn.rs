@@ -356,3 +356,73 @@ fn sb_two_routers_sharing_a_vni_share_its_vrf_and_it_stays_while_one_is_here() {
         .keys()
         .any(|r| r.dst.map(|d| d.to_string()) == Some("172.24.4.100/32".into())));
 }
+
+#[test]
+fn sb_a_second_router_asking_for_the_vni_on_another_vlan_is_refused_with_both_wirings() {
+    let sc = scenario("evpn-sb-basic");
+    let mut db = FixtureDb::from_wire(&sc["ovn"]).unwrap();
+    let gw = &sc["ovn"]["OVN_Southbound"]["Port_Binding"]["6146a6ec-2a15-4181-b8f4-43c50dce37c2"];
+    // A second provider network on physnet1, tagged 100, whose router's
+    // gateway is bound here and annotated with the first one's VNI.
+    let ops = json!([
+        {"op": "insert", "table": "Datapath_Binding", "uuid-name": "pn2",
+         "row": {"tunnel_key": 8, "external_ids": ["map", [["name", "neutron-pn2"]]]}},
+        {"op": "insert", "table": "Datapath_Binding", "uuid-name": "r2",
+         "row": {"tunnel_key": 9, "external_ids": ["map", [["name", "neutron-r2"]]]}},
+        {"op": "insert", "table": "Port_Binding", "row": {
+            "logical_port": "provnet-pn2", "type": "localnet", "tunnel_key": 1,
+            "datapath": ["named-uuid", "pn2"], "tag": 100, "mac": "unknown",
+            "options": ["map", [["network_name", "physnet1"]]]}},
+        {"op": "insert", "table": "Port_Binding", "row": {
+            "logical_port": "cr-lrp-99999999-9999-4999-8999-999999999999",
+            "type": "chassisredirect", "tunnel_key": 1,
+            "datapath": ["named-uuid", "r2"], "chassis": gw["chassis"].clone(),
+            "mac": "fa:16:3e:99:99:01 198.51.100.200/24"}},
+        {"op": "insert", "table": "Port_Binding", "row": {
+            "logical_port": "99999999-9999-4999-8999-999999999999",
+            "type": "patch", "tunnel_key": 7, "mac": "router",
+            "datapath": ["named-uuid", "pn2"],
+            "external_ids": ["map", [["neutron_bgpvpn:as", "64999"], ["neutron_bgpvpn:vni", "1001"]]]}}
+    ]);
+    db.apply(SB_DB, ops.as_array().unwrap()).unwrap();
+    let c = config(&sc, json!({}));
+    let (n, notes) = node(&db, &c, &NodeFacts::default());
+    // The first router keeps the VNI; nothing of the second is routed.
+    assert_eq!(n.evpn_vnis.iter().copied().collect::<Vec<_>>(), [1001]);
+    assert!(!n
+        .routes
+        .keys()
+        .any(|r| r.dst.map(|d| d.to_string()) == Some("198.51.100.200/32".into())));
+    assert!(
+        notes.iter().any(|n| n.contains("asks for VNI 1001")),
+        "{notes:?}"
+    );
+
+    let cr = "cr-lrp-99999999-9999-4999-8999-999999999999";
+    let e = obgp_desired::explain(
+        &snapshot(&db),
+        &c,
+        &NodeFacts::default(),
+        &obgp_desired::Query::Port(cr.into()),
+    )
+    .unwrap();
+    assert!(!e.exposed(), "{e}");
+    let reasons: Vec<&obgp_desired::Reason> = e.reasons().collect();
+    match reasons.as_slice() {
+        [obgp_desired::Reason::VniWiredElsewhere {
+            vni: 1001,
+            bridge,
+            vlan: Some(100),
+            wired_bridge,
+            wired_vlan: None,
+        }] => {
+            assert_eq!((bridge.as_str(), wired_bridge.as_str()), ("br-ex", "br-ex"));
+        }
+        other => panic!("{other:?}\n{e}"),
+    }
+    assert!(
+        e.to_string()
+            .contains("already wires it on bridge br-ex (flat)"),
+        "{e}"
+    );
+}

@@ -105,7 +105,8 @@ fn check_state(name: &str, snap: &Snapshot, config: &Config, facts: &NodeFacts) 
             assert_eq!(fip, ip, "{name}:\n{e}");
             for row in std::iter::once(source).chain(via) {
                 assert!(
-                    snap.contains_row(row.table, row.row.uuid),
+                    snap.row_facts(row.table, row.row.uuid, config.default.driver.reads_sb())
+                        .is_some(),
                     "{name}: {ip}: row {row} is not in the snapshot"
                 );
             }
@@ -448,5 +449,62 @@ fn a_physical_network_missing_from_the_bridge_mappings_is_named() {
         e.to_string()
             .contains("network physnet1 (localnet provnet-"),
         "{e}"
+    );
+}
+
+#[test]
+fn the_fixed_ip_of_a_tenant_vm_whose_gateway_is_elsewhere_is_refused_for_that_gateway() {
+    // nb-fip: a VM bound here on tenant network 10.0.0.0/24 with a
+    // distributed FIP; its router's gateway is hosted on another chassis.
+    let sc = read(&fixtures().join("conformance/scenarios/nb-fip.json"));
+    let snap = Snapshot::from_wire(&sc["ovn"]).unwrap();
+    let config = scenario_config(&sc).unwrap();
+    let facts = facts(&sc, &config);
+    let lsps = sc["ovn"]["OVN_Northbound"]["Logical_Switch_Port"]
+        .as_object()
+        .unwrap();
+    let vm = lsps
+        .values()
+        .find(|p| key(p, "external_ids", "neutron:port_fip").is_some())
+        .unwrap();
+    let fixed = ip_of(vm["addresses"].as_str().unwrap().split(' ').nth(1).unwrap());
+    let network = format!(
+        "neutron-{}",
+        key(vm, "external_ids", "neutron:network_name")
+            .unwrap()
+            .trim_start_matches("neutron-")
+    );
+
+    let by_ip = explain(&snap, &config, &facts, &Query::Ip(fixed)).unwrap();
+    assert!(!by_ip.exposed(), "{by_ip}");
+    let reasons: Vec<&Reason> = by_ip.reasons().collect();
+    assert_eq!(
+        reasons,
+        vec![&Reason::NoLocalGateway {
+            network: network.clone()
+        }],
+        "{by_ip}"
+    );
+
+    // Asked by port: the FIP is exposed on its behalf, the fixed IP is not.
+    let name = vm["name"].as_str().unwrap();
+    let by_port = explain(&snap, &config, &facts, &Query::Port(name.into())).unwrap();
+    let fip = ip_of(key(vm, "external_ids", "neutron:port_fip").unwrap());
+    assert_eq!(
+        exposed_as(&by_port),
+        vec![(fip, ExposeRule::DistributedFip)]
+    );
+    let refused: Vec<(Option<IpAddr>, &Reason)> = by_port
+        .findings
+        .iter()
+        .filter_map(|f| match f {
+            Finding::NotExposed { ip, reason, .. } => Some((*ip, reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![(Some(fixed), &Reason::NoLocalGateway { network })],
+        "{by_port}"
     );
 }

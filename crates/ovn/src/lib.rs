@@ -29,5 +29,5 @@ pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
 pub use ovs::{BridgeMapping, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
 pub use snapshot::{
-    PortChange, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,
+    PortChange, RowFacts, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,
 };

@@ -657,6 +657,7 @@ pub(crate) fn first_at<T>(idx: Option<&RowSet<T>>) -> Option<&T> {
 }
 
 mod scan;
+pub use scan::RowFacts;
 
 #[cfg(test)]
 mod tests;

@@ -5,10 +5,7 @@ use std::collections::BTreeMap;
 
 use obgp_config::Config;
 use obgp_desired::RowRef;
-use obgp_ovn::{
-    LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, Nat, PbType,
-    PortBinding, Snapshot,
-};
+use obgp_ovn::{LogicalRouter, LogicalSwitch, PbType, PortBinding, RowFacts, Snapshot};
 use obgp_ovsdb_data::Uuid;
 use serde::{Deserialize, Serialize};
 
@@ -39,12 +36,13 @@ impl RowInfo {
         }
     }
 
-    fn found(mut self, name: Option<&str>, neutron: &[(&str, Option<&str>)]) -> RowInfo {
+    fn found(mut self, facts: RowFacts<'_>) -> RowInfo {
         self.found = true;
-        self.name = name.map(str::to_string);
-        self.neutron = neutron
-            .iter()
-            .filter_map(|(k, v)| Some((k.to_string(), (*v)?.to_string())))
+        self.name = facts.name;
+        self.neutron = facts
+            .neutron
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         self
     }
@@ -70,68 +68,9 @@ impl<'a> Lookup<'a> {
     /// The row `r`.
     pub fn of(&self, r: RowRef) -> RowInfo {
         let info = RowInfo::new(r.table, r.uuid);
-        let s = self.snap;
-        match r.table {
-            LogicalSwitchPort::TABLE => match s.lsp_by_uuid(r.uuid) {
-                Some(p) => info.found(
-                    Some(&p.name),
-                    &[
-                        ("device_id", p.device_id.as_deref()),
-                        ("device_owner", p.device_owner.as_deref()),
-                        ("network_name", p.network.as_deref()),
-                        ("host_id", p.host_id.as_deref()),
-                    ],
-                ),
-                None => info,
-            },
-            LogicalRouterPort::TABLE => match s.lrp_by_uuid(r.uuid) {
-                Some(p) => info.found(
-                    Some(&p.name),
-                    &[
-                        ("router", p.router.as_deref()),
-                        ("network_name", p.network.as_deref()),
-                    ],
-                ),
-                None => info,
-            },
-            Nat::TABLE => match s.nat_by_uuid(r.uuid) {
-                Some(n) => info.found(
-                    None,
-                    &[
-                        ("logical_port", n.logical_port.as_deref()),
-                        ("fip_network_id", n.fip_network_id.as_deref()),
-                    ],
-                ),
-                None => info,
-            },
-            PortBinding::TABLE => match s.sb().port_by_uuid(r.uuid) {
-                Some(p) => port_binding(info, p),
-                None => info,
-            },
-            LoadBalancer::TABLE if self.sb => match s.sb().load_balancer_by_uuid(r.uuid) {
-                Some(l) => info.found(Some(&l.name), &[]),
-                None => info,
-            },
-            LoadBalancer::TABLE => match s.lb_by_uuid(r.uuid) {
-                Some(l) => info.found(
-                    Some(&l.name),
-                    &[
-                        ("router_name", l.router_name.as_deref()),
-                        ("lr_ref", l.lr_ref.as_deref()),
-                        ("vip_port_id", l.vip_port.as_deref()),
-                    ],
-                ),
-                None => info,
-            },
-            LogicalRouter::TABLE => match s.router_by_uuid(r.uuid) {
-                Some(l) => info.found(Some(&l.name), &[]),
-                None => info,
-            },
-            LogicalSwitch::TABLE => match s.switch_by_uuid(r.uuid) {
-                Some(l) => info.found(Some(&l.name), &[]),
-                None => info,
-            },
-            _ => info,
+        match self.snap.row_facts(r.table, r.uuid, self.sb) {
+            Some(facts) => info.found(facts),
+            None => info,
         }
     }
 
@@ -153,7 +92,7 @@ impl<'a> Lookup<'a> {
             .sb()
             .ports_on_datapath(dp)
             .filter(|p| p.kind == PbType::ChassisRedirect && p.chassis.as_deref() == self.chassis)
-            .map(|p| port_binding(RowInfo::new(PortBinding::TABLE, p.uuid), p))
+            .map(|p| self.of(row(PortBinding::TABLE, p.uuid)))
             .collect()
     }
 
@@ -166,7 +105,7 @@ impl<'a> Lookup<'a> {
                 .sb()
                 .ports_with_vni(vni)
                 .into_iter()
-                .map(|p| port_binding(RowInfo::new(PortBinding::TABLE, p.uuid), p))
+                .map(|p| self.of(row(PortBinding::TABLE, p.uuid)))
                 .collect();
         }
         self.snap
@@ -180,15 +119,4 @@ impl<'a> Lookup<'a> {
 
 fn row(table: &'static str, uuid: Uuid) -> RowRef {
     RowRef { table, uuid }
-}
-
-fn port_binding(info: RowInfo, p: &PortBinding) -> RowInfo {
-    info.found(
-        Some(&p.logical_port),
-        &[
-            ("port_name", p.port_name.as_deref()),
-            ("chassis", p.chassis.as_deref()),
-            ("network_name", p.network_name.as_deref()),
-        ],
-    )
 }

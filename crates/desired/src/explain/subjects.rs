@@ -26,6 +26,9 @@ pub(crate) struct Subject {
     pub network: Option<String>,
     /// Why the drivers' indexes leave it out, if they do.
     pub selection: Option<Reason>,
+    /// Why an IP of a row the drivers did visit was left undecided: a VM
+    /// on a tenant network is only looked at behind a gateway hosted here.
+    pub undecided: Option<Reason>,
 }
 
 fn row(table: &'static str, uuid: Uuid) -> RowRef {
@@ -84,11 +87,22 @@ fn lsp_subject(ctx: &Decisions, p: &LogicalSwitchPort) -> Subject {
     if ips.is_empty() {
         ips = p.cidrs.iter().map(IpNet::addr).collect();
     }
+    // The NB driver reads a tenant network's VMs from the router
+    // interfaces of the gateways hosted here (`expose_subnet`), and a VM
+    // with a FIP for its FIP only: one it decided nothing for has none.
+    let undecided = p
+        .network
+        .as_deref()
+        .filter(|n| ctx.snap.localnet_of_switch(n).is_none())
+        .map(|n| Reason::NoLocalGateway {
+            network: n.to_string(),
+        });
     Subject {
         row: row(LogicalSwitchPort::TABLE, p.uuid),
         ips,
         network: p.network.clone(),
         selection: lsp_selection(p, ctx.hostname),
+        undecided,
     }
 }
 
@@ -98,6 +112,7 @@ fn lrp_subject(ctx: &Decisions, p: &LogicalRouterPort) -> Subject {
         ips: p.networks.iter().map(IpNet::addr).collect(),
         network: p.network.clone(),
         selection: lrp_selection(p, ctx.system_id),
+        undecided: None,
     }
 }
 
@@ -122,6 +137,7 @@ fn nat_subject(ctx: &Decisions, n: &Nat) -> Subject {
         ips: vec![n.external_ip],
         network: None,
         selection,
+        undecided: None,
     }
 }
 
@@ -136,6 +152,7 @@ fn lb_subject(lb: &LoadBalancer) -> Subject {
         selection: Some(Reason::LbRouterNotLocal {
             router: lb.router_name.clone().or_else(|| lb.lr_ref.clone()),
         }),
+        undecided: None,
     }
 }
 
@@ -218,6 +235,7 @@ fn pb_subject(ctx: &Decisions, p: &PortBinding) -> Subject {
         ips: pb_ips(p),
         network,
         selection,
+        undecided: None,
     }
 }
 

@@ -41,38 +41,93 @@ impl Snapshot {
         self.nb.switches_by_name.get(name).and_then(|s| s.first())
     }
 
-    /// What an operator calls row `uuid` of `table`: a port's or router's
-    /// name, a NAT's external IP, a load balancer's name, a binding's
-    /// `logical_port`. `None` when the row is not in the snapshot.
-    pub fn row_name(&self, table: &str, uuid: Uuid) -> Option<String> {
+    /// What an operator reads of row `uuid` of `table`: its name and the
+    /// Neutron ids it carries; `None` when the row is not in the snapshot
+    /// (parsed rows only). `Load_Balancer` is a table of both databases:
+    /// `sb` says which one the driver reads. The one row lookup behind
+    /// `explain` and `status`.
+    pub fn row_facts(&self, table: &str, uuid: Uuid, sb: bool) -> Option<RowFacts<'_>> {
         let nb = &self.nb;
         match table {
-            LogicalSwitchPort::TABLE => nb.lsps.get(&uuid).map(|r| r.name.clone()),
-            LogicalSwitch::TABLE => nb.switches.get(&uuid).map(|r| r.name.clone()),
-            LogicalRouterPort::TABLE => nb.lrps.get(&uuid).map(|r| r.name.clone()),
-            crate::LogicalRouter::TABLE => nb.routers.get(&uuid).map(|r| r.name.clone()),
-            Nat::TABLE => nb.nats.get(&uuid).map(|r| r.external_ip.to_string()),
-            LoadBalancer::TABLE => (nb.lbs.get(&uuid).map(|r| r.name.clone()))
-                .or_else(|| self.sb.lbs.get(&uuid).map(|r| r.name.clone())),
-            PortBinding::TABLE => self.sb.pbs.get(&uuid).map(|r| r.logical_port.clone()),
+            LogicalSwitchPort::TABLE => nb.lsps.get(&uuid).and_then(|p| {
+                facts(
+                    &p.name,
+                    &[
+                        ("device_id", p.device_id.as_deref()),
+                        ("device_owner", p.device_owner.as_deref()),
+                        ("network_name", p.network.as_deref()),
+                        ("host_id", p.host_id.as_deref()),
+                    ],
+                )
+            }),
+            LogicalRouterPort::TABLE => nb.lrps.get(&uuid).and_then(|p| {
+                facts(
+                    &p.name,
+                    &[
+                        ("router", p.router.as_deref()),
+                        ("network_name", p.network.as_deref()),
+                    ],
+                )
+            }),
+            Nat::TABLE => nb.nats.get(&uuid).and_then(|n| {
+                facts(
+                    &n.external_ip.to_string(),
+                    &[
+                        ("logical_port", n.logical_port.as_deref()),
+                        ("fip_network_id", n.fip_network_id.as_deref()),
+                    ],
+                )
+            }),
+            PortBinding::TABLE => self.sb.pbs.get(&uuid).and_then(|p| {
+                facts(
+                    &p.logical_port,
+                    &[
+                        ("port_name", p.port_name.as_deref()),
+                        ("chassis", p.chassis.as_deref()),
+                        ("network_name", p.network_name.as_deref()),
+                    ],
+                )
+            }),
+            LoadBalancer::TABLE if sb => self.sb.lbs.get(&uuid).and_then(|l| facts(&l.name, &[])),
+            LoadBalancer::TABLE => nb.lbs.get(&uuid).and_then(|l| {
+                facts(
+                    &l.name,
+                    &[
+                        ("router_name", l.router_name.as_deref()),
+                        ("lr_ref", l.lr_ref.as_deref()),
+                        ("vip_port_id", l.vip_port.as_deref()),
+                    ],
+                )
+            }),
+            crate::LogicalRouter::TABLE => nb.routers.get(&uuid).and_then(|r| facts(&r.name, &[])),
+            LogicalSwitch::TABLE => nb.switches.get(&uuid).and_then(|r| facts(&r.name, &[])),
             _ => None,
         }
     }
+}
 
-    /// Whether the snapshot holds row `uuid` of `table` (NB, SB
-    /// Port_Binding and Load_Balancer of either database; parsed rows only).
-    pub fn contains_row(&self, table: &str, uuid: Uuid) -> bool {
-        let nb = &self.nb;
-        match table {
-            LogicalSwitchPort::TABLE => nb.lsps.contains_key(&uuid),
-            LogicalSwitch::TABLE => nb.switches.contains_key(&uuid),
-            LogicalRouterPort::TABLE => nb.lrps.contains_key(&uuid),
-            crate::LogicalRouter::TABLE => nb.routers.contains_key(&uuid),
-            Nat::TABLE => nb.nats.contains_key(&uuid),
-            // NB and SB both name it Load_Balancer.
-            LoadBalancer::TABLE => nb.lbs.contains_key(&uuid) || self.sb.lbs.contains_key(&uuid),
-            PortBinding::TABLE => self.sb.pbs.contains_key(&uuid),
-            _ => false,
+/// A row as an operator names it ([`Snapshot::row_facts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowFacts<'a> {
+    /// A port's or router's name, a NAT's external IP, a load balancer's
+    /// name, a binding's `logical_port`.
+    pub name: Option<String>,
+    /// The Neutron ids it carries (`device_id`, `network_name`, `router`...).
+    pub neutron: Vec<(&'static str, &'a str)>,
+}
+
+fn facts<'a>(name: &str, neutron: &[(&'static str, Option<&'a str>)]) -> Option<RowFacts<'a>> {
+    Some(RowFacts::new(Some(name.to_string()), neutron))
+}
+
+impl<'a> RowFacts<'a> {
+    fn new(name: Option<String>, neutron: &[(&'static str, Option<&'a str>)]) -> Self {
+        RowFacts {
+            name,
+            neutron: neutron
+                .iter()
+                .filter_map(|(k, v)| Some((*k, (*v)?)))
+                .collect(),
         }
     }
 }

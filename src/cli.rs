@@ -198,13 +198,9 @@ pub enum Command {
         /// Compute it here even when a daemon listens on metrics_listen.
         #[arg(long)]
         direct: bool,
-        /// Read OVN from this file, as `plan --ovn` (offline; implies --direct).
-        #[arg(long, value_name = "FILE")]
-        ovn: Option<std::path::PathBuf>,
-        /// With --ovn: the node state (scenario JSON shape); a scenario
-        /// file's `initial_node` by default.
-        #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
-        node_state: Option<std::path::PathBuf>,
+        /// Offline, as `plan --ovn` (implies --direct).
+        #[command(flatten)]
+        input: OvnInput,
     },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
@@ -217,7 +213,8 @@ pub enum Command {
     Version,
 }
 
-/// Where `plan` and `explain` read OVN from: the configured databases, or a file.
+/// Where `plan`, `explain` and `status` read OVN from: the configured
+/// databases, or a file.
 #[derive(Args, Debug)]
 pub struct OvnInput {
     /// Read OVN from this file (OVSDB wire notation per database, or a

@@ -668,3 +668,26 @@ fn explain_ovn_answers_from_a_scenario_in_text_and_json() {
         stderr(&out)
     );
 }
+
+#[test]
+fn an_ovn_file_without_the_database_the_driver_reads_is_refused_naming_both() {
+    // The demo topology holds NB rows only; without a config file the
+    // driver is upstream's default, the SB ovn_bgp_driver.
+    let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo/topology.json");
+    for command in [
+        vec!["explain", "--ovn", path(&topology), "172.24.4.10"],
+        vec!["plan", "--ovn", path(&topology)],
+        vec!["status", "--ovn", path(&topology)],
+    ] {
+        let out = agent(&command, &[]);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(
+                "has no OVN_Southbound rows, and driver = ovn_bgp_driver reads OVN_Southbound"
+            ),
+            "{command:?}: {err}"
+        );
+        assert!(stdout(&out).is_empty(), "{command:?}: {}", stdout(&out));
+    }
+}

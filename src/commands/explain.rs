@@ -20,7 +20,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let (snapshot, facts) = match &input.ovn {
         Some(file) => {
-            let f = OvnFile::read(file, input.node_state.as_deref())?;
+            let f = OvnFile::read(file, input.node_state.as_deref(), config)?;
             let facts = ovn_file::facts(config, &f.actual);
             (f.snapshot, facts)
         }

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use obgp_config::Config;
 use obgp_desired::NodeFacts;
-use obgp_ovn::Snapshot;
+use obgp_ovn::{Snapshot, NB_DB, SB_DB};
 use obgp_plan::actual::state::NodeState;
 use obgp_plan::Actual;
 
@@ -25,14 +25,37 @@ fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
 impl OvnFile {
     /// OVN from `ovn_file` (OVSDB wire notation per database, or a
     /// conformance scenario, whose `initial_node` is the node state unless
-    /// `node_file` gives one; otherwise an empty node).
-    pub fn read(ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<OvnFile> {
+    /// `node_file` gives one; otherwise an empty node). Fails when the
+    /// file has no rows of the database `config`'s driver reads: every
+    /// answer from it would be "no row".
+    pub fn read(
+        ovn_file: &Path,
+        node_file: Option<&Path>,
+        config: &Config,
+    ) -> anyhow::Result<OvnFile> {
         let doc = read_json(ovn_file)?;
         // A conformance scenario carries OVN under `ovn` and a start state.
         let (ovn, initial) = match doc.get("ovn") {
             Some(ovn) => (ovn.clone(), doc.get("initial_node").cloned()),
             None => (doc, None),
         };
+        let driver = config.default.driver;
+        let db = if driver.reads_sb() { SB_DB } else { NB_DB };
+        let has_rows = ovn
+            .get(db)
+            .and_then(|tables| tables.as_object())
+            .is_some_and(|tables| {
+                tables
+                    .values()
+                    .any(|rows| rows.as_object().is_some_and(|r| !r.is_empty()))
+            });
+        if !has_rows {
+            bail!(
+                "{} has no {db} rows, and driver = {} reads {db}: check the configuration's driver (or pass the config file the OVN content was made for)",
+                ovn_file.display(),
+                driver.as_str()
+            );
+        }
         let snapshot = Snapshot::from_wire(&ovn)
             .with_context(|| format!("reading OVN rows from {}", ovn_file.display()))?;
         let state = match (node_file, initial) {

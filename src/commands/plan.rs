@@ -46,7 +46,7 @@ fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
 
 /// Plans from files: no database, no node.
 fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
-    let OvnFile { snapshot, actual } = OvnFile::read(ovn_file, node_file)?;
+    let OvnFile { snapshot, actual } = OvnFile::read(ovn_file, node_file, config)?;
     let facts = super::ovn_file::facts(config, &actual);
     let desired = desired_state(&snapshot, config, &facts)?;
     for note in &desired.notes {

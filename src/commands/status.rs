@@ -19,7 +19,7 @@ use anyhow::{bail, Context};
 use obgp_config::Config;
 use obgp_controller::status::{live, render, Status};
 
-use crate::cli::{Format, NodeArgs};
+use crate::cli::{Format, NodeArgs, OvnInput};
 
 /// How long a daemon has to accept the connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -42,15 +42,13 @@ pub enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    pub fn of(
-        daemon: Option<&'a str>,
-        direct: bool,
-        ovn: Option<&'a Path>,
-        node_state: Option<&'a Path>,
-    ) -> Source<'a> {
-        match (daemon, ovn) {
+    pub fn of(daemon: Option<&'a str>, direct: bool, input: &'a OvnInput) -> Source<'a> {
+        match (daemon, input.ovn.as_deref()) {
             (Some(addr), _) => Source::Daemon(addr),
-            (None, Some(ovn)) => Source::Offline { ovn, node_state },
+            (None, Some(ovn)) => Source::Offline {
+                ovn,
+                node_state: input.node_state.as_deref(),
+            },
             (None, None) if direct => Source::Direct,
             (None, None) => Source::Default,
         }
@@ -67,7 +65,7 @@ pub fn run(
         Source::Daemon(addr) => from_daemon(addr)?,
         Source::Offline { ovn, node_state } => {
             let super::ovn_file::OvnFile { snapshot, actual } =
-                super::ovn_file::OvnFile::read(ovn, node_state)?;
+                super::ovn_file::OvnFile::read(ovn, node_state, config)?;
             let facts = super::ovn_file::facts(config, &actual);
             let desired = obgp_desired::desired_state(&snapshot, config, &facts)?;
             live::offline(config, &snapshot, &desired, &actual)?

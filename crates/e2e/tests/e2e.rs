@@ -528,6 +528,30 @@ fn live_plan_reads_real_databases_and_changes_nothing() -> Result<()> {
         "vm3 is bound elsewhere:\n{plan}"
     );
     ensure!(b.plan_op_count()? > 0, "the JSON plan is empty");
+
+    // explain, live: the same databases, the answers their rows call for.
+    let vm1 = b.agent_ok(&["explain", "172.24.4.10"])?;
+    ensure!(
+        vm1.starts_with("172.24.4.10: exposed on this node")
+            && vm1.contains("as provider-network VM port bound here")
+            && vm1.contains("hostname demo-node"),
+        "explain vm1:\n{vm1}"
+    );
+    let vm3 = b.agent_ok(&["explain", "--format", "json", "172.24.4.12"])?;
+    let vm3: serde_json::Value = serde_json::from_str(&vm3).context("explain JSON")?;
+    let finding = &vm3["findings"][0];
+    ensure!(
+        finding["verdict"] == "not_exposed"
+            && finding["reason"] == "bound_elsewhere"
+            && finding["chassis"][0] == "other-node",
+        "explain vm3: {vm3:#}"
+    );
+    let fip = b.agent_ok(&["explain", "172.24.4.50"])?;
+    ensure!(
+        fip.contains("as floating IP (distributed) of a port bound here, FIP of 10.0.0.5"),
+        "explain FIP:\n{fip}"
+    );
+    step(t0, "live explain done");
     ensure!(
         b.node_ip(&["-br", "link"])? == links_before,
         "plan changed the links"

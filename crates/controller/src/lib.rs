@@ -30,6 +30,7 @@ pub mod status;
 pub mod telemetry;
 pub mod triggers;
 pub mod view;
+mod watchers;
 
 pub use inputs::inputs_once;
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};

@@ -14,7 +14,7 @@ use obgp_config::Config;
 use obgp_events::Filters;
 use obgp_node::KernelConfig;
 use obgp_plan::Plan;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::connect_once;
@@ -25,8 +25,8 @@ use crate::reconcile::{
 };
 use crate::sources::{OvnSources, SourceError};
 use crate::telemetry::{spawn_update_clock, Telemetry};
-use crate::triggers;
 use crate::view::FilterView;
+use crate::watchers;
 use crate::Reason;
 
 /// How the loop runs beyond the configuration file.
@@ -278,11 +278,11 @@ async fn run_loop(
             Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
             Reason::FrrCheck,
         ),
-        spawn_event_filter(sources.ovn.changes(), filters, view_rx, sched.clone()),
-        spawn_local_ovs_watch(sources.ovs.changes(), sched.clone()),
-        spawn_resync_watch(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
-        spawn_resync_watch(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
-        spawn_overrun_watch(reconciler.netlink_overruns(), sched.clone()),
+        watchers::event_filter(sources.ovn.changes(), filters, view_rx, sched.clone()),
+        watchers::local_ovs(sources.ovs.changes(), sched.clone()),
+        watchers::resync(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
+        watchers::resync(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
+        watchers::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
         spawn_update_clock(&telemetry, &sources.ovn),
         spawn_update_clock(&telemetry, &sources.ovs),
     ];
@@ -549,104 +549,6 @@ impl Retry {
     }
 }
 
-/// Feeds every change of the driver's OVN database through the driver's event filters; a match
-/// schedules a reconcile carrying the class name as its reason.
-fn spawn_event_filter(
-    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
-    filters: Filters,
-    view: watch::Receiver<Arc<FilterView>>,
-    sched: Scheduler,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            match changes.recv().await {
-                Ok(change) => {
-                    let current = view.borrow().clone();
-                    for class in triggers::reasons(&filters, &change, current.as_ref()) {
-                        tracing::debug!(class, table = %change.table, uuid = %change.uuid, "event matched");
-                        sched.trigger(Reason::Event {
-                            class,
-                            table: change.table.to_string(),
-                        });
-                    }
-                }
-                // Lost changes: a full reconcile sees everything anyway.
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(lost = n, "event stream lagged; reconciling in full");
-                    sched.trigger(Reason::Resync {
-                        database: obgp_ovn::NB_DB.into(),
-                    });
-                }
-                Err(broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    })
-}
-
-/// A full reconcile whenever the node's netlink mirror lost notifications
-/// (it re-dumps everything at that reconcile's observe).
-fn spawn_overrun_watch(
-    mut overruns: watch::Receiver<u64>,
-    sched: Scheduler,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        overruns.borrow_and_update();
-        while overruns.changed().await.is_ok() {
-            let n = *overruns.borrow_and_update();
-            tracing::warn!(overruns = n, "netlink overrun; reconciling in full");
-            if !sched.trigger(Reason::NetlinkOverrun) {
-                return;
-            }
-        }
-    })
-}
-
-/// Local OVS changes (bridge mappings, a patch port appearing) change the
-/// wiring: any change of the monitored columns schedules a reconcile.
-fn spawn_local_ovs_watch(
-    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
-    sched: Scheduler,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            match changes.recv().await {
-                Ok(change) => {
-                    sched.trigger(Reason::Event {
-                        class: crate::reason::LOCAL_OVS_CHANGE,
-                        table: change.table.to_string(),
-                    });
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    sched.trigger(Reason::Resync {
-                        database: obgp_ovn::OVS_DB.into(),
-                    });
-                }
-                Err(broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    })
-}
-
-/// A full reconcile after every reconnect's resync (generation > 1).
-fn spawn_resync_watch(
-    mut generation: watch::Receiver<u64>,
-    database: &'static str,
-    sched: Scheduler,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut seen = *generation.borrow_and_update();
-        while generation.changed().await.is_ok() {
-            let now = *generation.borrow_and_update();
-            if now > seen && now > 1 {
-                sched.trigger(Reason::Resync {
-                    database: database.into(),
-                });
-            }
-            seen = now;
-        }
-    })
-}
-
 /// The plan as `ovn-bgp-agent plan` prints it.
 pub fn render_plan(plan: &Plan) -> String {
     if plan.is_empty() {
@@ -660,33 +562,6 @@ pub fn render_plan(plan: &Plan) -> String {
 mod tests {
     use super::*;
     use tokio::time::Instant;
-
-    #[tokio::test(start_paused = true)]
-    async fn a_netlink_overrun_schedules_a_reconcile_that_rereads_the_node() {
-        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        let (overruns, rx) = watch::channel(0u64);
-        let watcher = spawn_overrun_watch(rx, sched.clone());
-        tokio::task::yield_now().await;
-        overruns.send_replace(1);
-        let t0 = Instant::now();
-        let batch = queue.next().await.unwrap();
-        assert_eq!(t0.elapsed(), Duration::ZERO);
-        assert_eq!(
-            batch.reasons.keys().collect::<Vec<_>>(),
-            [&Reason::NetlinkOverrun]
-        );
-        assert!(batch.rereads_node() && batch.rereads_flows());
-        // One reconcile per overrun seen, none without.
-        overruns.send_replace(2);
-        assert!(queue.next().await.is_some());
-        drop(overruns);
-        watcher.await.unwrap();
-        drop(sched);
-        assert!(
-            queue.next().await.is_none(),
-            "no trigger without an overrun"
-        );
-    }
 
     #[test]
     fn the_full_desired_check_runs_at_most_once_a_minute() {

@@ -1,0 +1,149 @@
+//! The tasks that turn what happens outside the loop into work-queue
+//! triggers: OVSDB changes through the driver's event filters, local OVS
+//! changes, a reconnect's resync, a netlink overrun. Each runs until its
+//! source closes.
+
+use std::sync::Arc;
+
+use obgp_events::Filters;
+use tokio::sync::{broadcast, watch};
+
+use crate::queue::Scheduler;
+use crate::triggers;
+use crate::view::FilterView;
+use crate::Reason;
+
+/// Feeds every change of the driver's OVN database through the driver's event filters; a match
+/// schedules a reconcile carrying the class name as its reason.
+pub(crate) fn event_filter(
+    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
+    filters: Filters,
+    view: watch::Receiver<Arc<FilterView>>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(change) => {
+                    let current = view.borrow().clone();
+                    for class in triggers::reasons(&filters, &change, current.as_ref()) {
+                        tracing::debug!(class, table = %change.table, uuid = %change.uuid, "event matched");
+                        sched.trigger(Reason::Event {
+                            class,
+                            table: change.table.to_string(),
+                        });
+                    }
+                }
+                // Lost changes: a full reconcile sees everything anyway.
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(lost = n, "event stream lagged; reconciling in full");
+                    sched.trigger(Reason::Resync {
+                        database: obgp_ovn::NB_DB.into(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// A full reconcile whenever the node's netlink mirror lost notifications
+/// (it re-dumps everything at that reconcile's observe).
+pub(crate) fn netlink_overrun(
+    mut overruns: watch::Receiver<u64>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        overruns.borrow_and_update();
+        while overruns.changed().await.is_ok() {
+            let n = *overruns.borrow_and_update();
+            tracing::warn!(overruns = n, "netlink overrun; reconciling in full");
+            if !sched.trigger(Reason::NetlinkOverrun) {
+                return;
+            }
+        }
+    })
+}
+
+/// Local OVS changes (bridge mappings, a patch port appearing) change the
+/// wiring: any change of the monitored columns schedules a reconcile.
+pub(crate) fn local_ovs(
+    mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                Ok(change) => {
+                    sched.trigger(Reason::Event {
+                        class: crate::reason::LOCAL_OVS_CHANGE,
+                        table: change.table.to_string(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    sched.trigger(Reason::Resync {
+                        database: obgp_ovn::OVS_DB.into(),
+                    });
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// A full reconcile after every reconnect's resync (generation > 1).
+pub(crate) fn resync(
+    mut generation: watch::Receiver<u64>,
+    database: &'static str,
+    sched: Scheduler,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut seen = *generation.borrow_and_update();
+        while generation.changed().await.is_ok() {
+            let now = *generation.borrow_and_update();
+            if now > seen && now > 1 {
+                sched.trigger(Reason::Resync {
+                    database: database.into(),
+                });
+            }
+            seen = now;
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::queue::{QueueConfig, WorkQueue};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_netlink_overrun_schedules_a_reconcile_that_rereads_the_node() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        let (overruns, rx) = watch::channel(0u64);
+        let watcher = netlink_overrun(rx, sched.clone());
+        tokio::task::yield_now().await;
+        overruns.send_replace(1);
+        let t0 = Instant::now();
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(
+            batch.reasons.keys().collect::<Vec<_>>(),
+            [&Reason::NetlinkOverrun]
+        );
+        assert!(batch.rereads_node() && batch.rereads_flows());
+        // One reconcile per overrun seen, none without.
+        overruns.send_replace(2);
+        assert!(queue.next().await.is_some());
+        drop(overruns);
+        watcher.await.unwrap();
+        drop(sched);
+        assert!(
+            queue.next().await.is_none(),
+            "no trigger without an overrun"
+        );
+    }
+}

@@ -153,3 +153,37 @@ fn an_update_names_only_the_changed_columns_and_prints_them() {
         json!({"networks": ["set", ["172.16.0.0/16", "2001:db8:5::/48"]]})
     );
 }
+
+#[test]
+fn the_monitor_covers_every_table_written_bfd_included_and_they_exist_in_the_nb_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/schemas/ovn-nb.ovsschema"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let spec = obgp_localnb::monitor_spec();
+    let parsed = obgp_ovsdb_data::DatabaseSchema::from_json(&schema).unwrap();
+    let monitored: Vec<&str> = spec.tables_in(&parsed).collect();
+    for t in Table::ALL {
+        let table = &schema["tables"][t.name()];
+        assert!(table.is_object(), "{t} is in the OVN NB schema");
+        assert_eq!(
+            table["isRoot"].as_bool().unwrap_or(false),
+            t.is_root(),
+            "{t} rootness"
+        );
+        for c in t.key_columns() {
+            assert!(table["columns"][c].is_object(), "{t}.{c}");
+        }
+        if let Some((p, col)) = t.parent() {
+            assert_eq!(
+                schema["tables"][p.name()]["columns"][col]["type"]["key"]["refTable"],
+                t.name()
+            );
+        }
+        assert!(monitored.contains(&t.name()), "{t} monitored");
+    }
+}

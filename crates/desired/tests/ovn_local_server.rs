@@ -131,3 +131,44 @@ fn the_local_nb_transaction_applies_on_a_real_server_and_converges() {
         "nothing recreated"
     );
 }
+
+#[test]
+fn a_local_nb_the_python_agent_filled_is_adopted_in_place() {
+    // The rows as upstream's commands leave them: the same columns
+    // (fixtures/ovn-local/basic.json's notes trace each to wire.py and
+    // ovsdbapp), without the agent's owner mark.
+    let server = OvsdbServer::start("ovn-nb.ovsschema").expect("ovsdb-server");
+    let doc = fixture();
+    let desired = compute(&doc);
+    let ops: Vec<Value> = plan(&desired, &Observed::new())
+        .ops
+        .iter()
+        .map(|o| {
+            let mut w = o.wire();
+            w["row"].as_object_mut().unwrap().remove("external_ids");
+            w
+        })
+        .collect();
+    server.transact(&ops).unwrap();
+    let before = observe(&server);
+    let p = plan(&desired, &before);
+    assert!(
+        p.ops
+            .iter()
+            .all(|o| matches!(o, obgp_localnb::NbOp::MarkOwned { .. })),
+        "adoption marks rows, nothing else:\n{p}"
+    );
+    let with_external_ids = Table::ALL
+        .iter()
+        .filter(|t| t.has_external_ids())
+        .map(|t| desired.rows_of(*t).count())
+        .sum::<usize>();
+    assert_eq!(p.ops.len(), with_external_ids);
+    write(&server, &desired);
+    assert_eq!(write(&server, &desired), 0);
+    assert_eq!(
+        uuids(&observe(&server)),
+        uuids(&before),
+        "every row kept its uuid"
+    );
+}

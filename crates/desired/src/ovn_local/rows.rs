@@ -27,9 +27,11 @@ pub fn internal_router_port() -> String {
     format!("{ROUTER}-openstack")
 }
 
-/// The name `ovn-nbctl lrp-set-gateway-chassis` gives the row.
+/// The name upstream's `lrp_set_gateway_chassis` (ovsdbapp) gives the row,
+/// so a Python agent's row is found again (`ovn-nbctl` would say
+/// `<port>-<chassis>`).
 pub fn gateway_chassis_name(port: &str, chassis: &str) -> String {
-    format!("{port}-{chassis}")
+    format!("{port}_{chassis}")
 }
 
 pub(super) struct Inputs<'a> {
@@ -282,6 +284,8 @@ fn default_routes(
             vec![
                 ("ip_prefix", s(prefix)),
                 ("nexthop", s(peer.to_string())),
+                // ovsdbapp's lr_route_add writes it; the default anyway.
+                ("policy", Value::set(["dst-ip"])),
                 ("bfd", Value::Ref(Some(bfd))),
             ],
         ));

@@ -75,7 +75,9 @@ pub struct Segment {
 pub struct OvnLocal {
     /// The NB driver's exposures that the local cluster reaches: what is
     /// announced on `bgp_nic` (`bridges` and `tenant_subnets` are empty:
-    /// this mode has no kernel wiring).
+    /// this mode has no kernel wiring). Their `wiring` is the underlay
+    /// driver's, kept for the MACs: do not flatten this with
+    /// [`Desired::to_node`], which would wire them in the kernel.
     pub exposure: Desired,
     /// The segments of the local cluster, internal first.
     pub segments: Vec<Segment>,
@@ -123,6 +125,24 @@ fn pool(config: &Config) -> Result<Vec<IpNet>, DesiredError> {
             })
         })
         .collect()
+}
+
+/// `bgp_chassis_id` goes into row names and match-free columns
+/// (`chassis_name`, `<port>_<chassis>`) and an OVS key suffix: printable
+/// ASCII without spaces, quotes, commas or colons.
+fn chassis_id(id: &str) -> Result<(), DesiredError> {
+    let ok = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !matches!(c, '"' | '\\' | ',' | ':'));
+    if ok {
+        return Ok(());
+    }
+    Err(DesiredError::BadConfig {
+        option: "bgp_chassis_id",
+        value: id.to_string(),
+        reason: "must be printable ASCII without spaces, quotes, commas or colons".into(),
+    })
 }
 
 /// The segments: the bgp mappings, internal ones (bridge also mapped by
@@ -230,7 +250,7 @@ pub fn desired_ovn_local(
     }
     let peers = peers(config)?;
     let pool = pool(config)?;
-    crate::dev_option("bgp_chassis_id", &config.local_ovn_cluster.bgp_chassis_id)?;
+    chassis_id(&config.local_ovn_cluster.bgp_chassis_id)?;
     // The exposure decisions are the underlay driver's.
     let mut underlay = config.clone();
     underlay.default.exposing_method = ExposingMethod::Underlay;

@@ -527,4 +527,13 @@ fn bad_ovn_mode_options_are_errors_naming_the_option() {
     let e =
         desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
     assert!(e.to_string().contains("peer_ips"), "{e}");
+    let mut c = case.config();
+    c.local_ovn_cluster.bgp_chassis_id = "bgp,x".into();
+    let e =
+        desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
+    assert!(e.to_string().contains("bgp_chassis_id"), "{e}");
+    // A chassis id longer than a device name is fine.
+    let mut c = case.config();
+    c.local_ovn_cluster.bgp_chassis_id = "5f8e4a1c-0c4b-4e8f-9f43-2a7d3c1b9e01".into();
+    assert!(desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).is_ok());
 }

@@ -38,10 +38,26 @@ fn target_uuid(t: &Target, names: &HashMap<String, Uuid>) -> Option<Uuid> {
     }
 }
 
+/// An operation the in-memory model could not apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{op}: {reason}")]
+pub struct ApplyError {
+    /// The operation, as `plan` prints it.
+    pub op: String,
+    pub reason: String,
+}
+
+fn fail(op: &NbOp, reason: impl Into<String>) -> ApplyError {
+    ApplyError {
+        op: op.to_string(),
+        reason: reason.into(),
+    }
+}
+
 /// Applies `ops` to `db` (one transaction). New rows get fresh uuids above
 /// every uuid already present. Errors name the operation that could not
 /// be applied (a row gone, a column that does not decode).
-pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), String> {
+pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
     let mut next = db
         .values()
         .flat_map(|t| t.keys())
@@ -60,7 +76,7 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), String> {
                     columns: Columns::new(),
                 };
                 for (c, _, j) in columns {
-                    let d = Datum::from_wire(j).map_err(|e| format!("{op}: {c}: {e}"))?;
+                    let d = Datum::from_wire(j).map_err(|e| fail(op, format!("{c}: {e}")))?;
                     set_column(&mut row, c, resolve(d, &names));
                 }
                 if key.table.has_external_ids() {
@@ -77,7 +93,7 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), String> {
             NbOp::Update { key, uuid, columns } => {
                 let row = row_mut(db, key.table, *uuid, op)?;
                 for (c, _, j) in columns {
-                    let d = Datum::from_wire(j).map_err(|e| format!("{op}: {c}: {e}"))?;
+                    let d = Datum::from_wire(j).map_err(|e| fail(op, format!("{c}: {e}")))?;
                     set_column(row, c, resolve(d, &names));
                 }
             }
@@ -137,7 +153,7 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), String> {
             NbOp::Delete { key, uuid } => {
                 db.get_mut(key.table.name())
                     .and_then(|t| t.remove(uuid))
-                    .ok_or_else(|| format!("{op}: no such row"))?;
+                    .ok_or_else(|| fail(op, "no such row"))?;
             }
         }
     }
@@ -145,10 +161,15 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), String> {
     Ok(())
 }
 
-fn row_mut<'a>(db: &'a mut Observed, t: Table, u: Uuid, op: &NbOp) -> Result<&'a mut Row, String> {
+fn row_mut<'a>(
+    db: &'a mut Observed,
+    t: Table,
+    u: Uuid,
+    op: &NbOp,
+) -> Result<&'a mut Row, ApplyError> {
     db.get_mut(t.name())
         .and_then(|rows| rows.get_mut(&u))
-        .ok_or_else(|| format!("{op}: no such row"))
+        .ok_or_else(|| fail(op, "no such row"))
 }
 
 /// Removes non-root rows no parent references (repeatedly: a port's

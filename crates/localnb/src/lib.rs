@@ -18,7 +18,7 @@ pub mod apply;
 pub mod model;
 pub mod plan;
 
-pub use apply::apply_model;
+pub use apply::{apply_model, ApplyError};
 pub use model::{LocalNb, LocalRow, RowKey, Table, Value, OWNER_KEY, OWNER_VALUE};
 pub use plan::{plan, LocalNbPlan, NbOp, Observed, Target};
 

@@ -187,3 +187,16 @@ fn the_monitor_covers_every_table_written_bfd_included_and_they_exist_in_the_nb_
         assert!(monitored.contains(&t.name()), "{t} monitored");
     }
 }
+
+#[test]
+fn applying_an_op_on_a_row_that_is_gone_is_an_error_naming_the_op() {
+    let desired = router_with_port();
+    let db = db_with(
+        "Logical_Router",
+        vec![(1, json!({"name": "bgp-router", "external_ids": owned()}))],
+    );
+    let p = plan(&desired, &db);
+    let e = apply_model(&mut Observed::new(), &p.ops).unwrap_err();
+    assert!(e.op.starts_with("mutate Logical_Router bgp-router"), "{e}");
+    assert_eq!(e.reason, "no such row");
+}

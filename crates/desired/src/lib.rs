@@ -13,6 +13,7 @@ pub mod frr;
 mod incremental;
 pub mod model;
 mod nb_underlay;
+pub mod ovn_local;
 pub mod provenance;
 mod sb_evpn;
 mod sb_underlay;
@@ -29,6 +30,7 @@ pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
+pub use ovn_local::{desired_ovn_local, BridgeFacts, FdbEntry, LocalFacts, OvnLocal, Segment};
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;
 

@@ -379,6 +379,10 @@ pub enum FlowMatch {
     DlSrc(MacAddr),
     /// `nw_src=` (IPv4) or `ipv6_src=` (IPv6).
     Src(IpNet),
+    /// `nw_dst=` (IPv4) or `ipv6_dst=` (IPv6): the `exposing_method = ovn`
+    /// ingress flows (upstream writes `nw_dst` for IPv6 too, which
+    /// ovs-ofctl rejects).
+    Dst(IpNet),
 }
 
 impl fmt::Display for FlowMatch {
@@ -387,6 +391,8 @@ impl fmt::Display for FlowMatch {
             FlowMatch::DlSrc(m) => write!(f, "dl_src={m}"),
             FlowMatch::Src(n @ IpNet::V4(_)) => write!(f, "nw_src={n}"),
             FlowMatch::Src(n @ IpNet::V6(_)) => write!(f, "ipv6_src={n}"),
+            FlowMatch::Dst(n @ IpNet::V4(_)) => write!(f, "nw_dst={n}"),
+            FlowMatch::Dst(n @ IpNet::V6(_)) => write!(f, "ipv6_dst={n}"),
         }
     }
 }

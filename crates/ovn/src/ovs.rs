@@ -1,7 +1,7 @@
 //! Typed view of the local Open_vSwitch database: this chassis's identity,
 //! its OVN remotes and bridge mappings, and the ports of its bridges.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use obgp_netmodel::DevName;
 use obgp_ovsdb_data::{Row, Uuid};
@@ -33,6 +33,44 @@ pub struct LocalOvs {
     pub bridge_mappings: Vec<BridgeMapping>,
     /// Bridge name to the names of its ports, in row order.
     pub bridge_ports: HashMap<String, Vec<String>>,
+    /// The instance-specific mappings `ovn-bridge-mappings-<suffix>`, by
+    /// suffix: a second ovn-controller started with `-n <suffix>` reads
+    /// them (`exposing_method = ovn` reads the one of `bgp_chassis_id`).
+    pub suffixed_bridge_mappings: BTreeMap<String, Vec<BridgeMapping>>,
+}
+
+/// Parses `<network>:<bridge>,...`; bad entries are reported and skipped
+/// (their position still counts in the indexes).
+fn parse_mappings(mappings: &str, uuid: Uuid, warnings: &mut Vec<RowError>) -> Vec<BridgeMapping> {
+    let mut out = Vec::new();
+    for (i, entry) in mappings.split(',').enumerate() {
+        let entry = entry.trim();
+        let bad = |reason: String| RowError {
+            table: "Open_vSwitch",
+            uuid,
+            reason,
+        };
+        let parts: Vec<&str> = entry.split(':').collect();
+        let [network, bridge] = parts[..] else {
+            warnings.push(bad(format!(
+                "bridge mapping {entry:?} is not <network>:<bridge>"
+            )));
+            continue;
+        };
+        if network.is_empty() {
+            warnings.push(bad(format!("bridge mapping {entry:?} has no network")));
+            continue;
+        }
+        match DevName::new(bridge) {
+            Ok(bridge) => out.push(BridgeMapping {
+                index: i as u32 + 1,
+                network: network.to_string(),
+                bridge,
+            }),
+            Err(e) => warnings.push(bad(format!("bridge mapping {entry:?}: {e}"))),
+        }
+    }
+    out
 }
 
 impl LocalOvs {
@@ -59,31 +97,21 @@ impl LocalOvs {
         out.ovn_remote = ext("ovn-remote");
         out.ovn_nb_remote = ext("ovn-nb-remote");
         if let Some(mappings) = ext("ovn-bridge-mappings") {
-            for (i, entry) in mappings.split(',').enumerate() {
-                let entry = entry.trim();
-                let bad = |reason: String| RowError {
-                    table: "Open_vSwitch",
-                    uuid,
-                    reason,
-                };
-                let parts: Vec<&str> = entry.split(':').collect();
-                let [network, bridge] = parts[..] else {
-                    warnings.push(bad(format!(
-                        "bridge mapping {entry:?} is not <network>:<bridge>"
-                    )));
+            out.bridge_mappings = parse_mappings(&mappings, uuid, warnings);
+        }
+        let prefix = "ovn-bridge-mappings-";
+        if let Some(obgp_ovsdb_data::Datum::Map(pairs)) = row.get("external_ids") {
+            for (k, v) in pairs {
+                let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
                     continue;
                 };
-                if network.is_empty() {
-                    warnings.push(bad(format!("bridge mapping {entry:?} has no network")));
-                    continue;
-                }
-                match DevName::new(bridge) {
-                    Ok(bridge) => out.bridge_mappings.push(BridgeMapping {
-                        index: i as u32 + 1,
-                        network: network.to_string(),
-                        bridge,
-                    }),
-                    Err(e) => warnings.push(bad(format!("bridge mapping {entry:?}: {e}"))),
+                match k.strip_prefix(prefix) {
+                    Some(suffix) if !suffix.is_empty() && !v.is_empty() => {
+                        let parsed = parse_mappings(v, uuid, warnings);
+                        out.suffixed_bridge_mappings
+                            .insert(suffix.to_string(), parsed);
+                    }
+                    _ => {}
                 }
             }
         }

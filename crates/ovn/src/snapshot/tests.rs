@@ -338,3 +338,30 @@ fn a_dhcp_options_row_without_a_valid_cidr_is_skipped_with_a_warning() {
     assert!(s.dhcp_options(bad).is_none());
     assert!(s.dhcp_options(good).unwrap().options.is_empty());
 }
+
+#[test]
+fn suffixed_bridge_mappings_are_kept_per_suffix_and_bad_entries_skipped() {
+    let s = Snapshot::from_wire(&json!({
+        "OVN_Northbound": {},
+        "Open_vSwitch": {"Open_vSwitch": {"22222222-0000-4000-8000-000000000001": {
+            "external_ids": ["map", [
+                ["ovn-bridge-mappings", "physnet1:br-osp"],
+                ["ovn-bridge-mappings-bgp", "fabric1:br-ex,garbage,local:br-osp"],
+                ["ovn-bridge-mappings-", "ignored:br-x"],
+                ["ovn-bridge-mappings-other", ""]]]}}}
+    }))
+    .unwrap();
+    let ovs = &s.ovs;
+    assert_eq!(ovs.bridge_mappings.len(), 1);
+    let bgp: Vec<_> = ovs.suffixed_bridge_mappings["bgp"]
+        .iter()
+        .map(|m| (m.index, m.network.as_str(), m.bridge.as_str()))
+        .collect();
+    assert_eq!(bgp, [(1, "fabric1", "br-ex"), (3, "local", "br-osp")]);
+    assert_eq!(
+        ovs.suffixed_bridge_mappings.keys().collect::<Vec<_>>(),
+        ["bgp"],
+        "an empty suffix or value is not a mapping"
+    );
+    assert!(s.warnings().iter().any(|w| w.reason.contains("garbage")));
+}

@@ -168,15 +168,12 @@ fn version_prints_the_version() {
     );
 }
 
-/// A driver whose desired state is not implemented yet (stretched L2): every command
-/// that would run it says so and exits 1, before connecting anywhere. The
-/// logging tests use it as a quick, deterministic way through start-up.
-const UNIMPLEMENTED_DRIVER: (&str, &str) = (
-    "OVN_BGP_AGENT_DEFAULT__DRIVER",
-    "ovn_stretched_l2_bgp_driver",
-);
-const UNSUPPORTED: &str =
-    "driver = ovn_stretched_l2_bgp_driver with exposing_method = underlay is not supported yet";
+/// An exposing method whose desired state is not implemented yet (l2vni):
+/// every command that would run it says so and exits 1, before connecting
+/// anywhere. The logging tests use it as a quick, deterministic way through
+/// start-up.
+const UNIMPLEMENTED_DRIVER: (&str, &str) = ("OVN_BGP_AGENT_DEFAULT__EXPOSING_METHOD", "l2vni");
+const UNSUPPORTED: &str = "with exposing_method = l2vni is not supported yet";
 
 #[test]
 fn commands_refuse_an_unimplemented_driver_with_exit_1() {

@@ -14,11 +14,12 @@
 //! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
 //! directory) is an upstream defect the rewrite fixes: the scenario passes
 //! with each such difference printed with its reason, never silently.
-//! The NB (`nb_ovn_bgp_driver`) and SB (`ovn_bgp_driver`) underlay drivers
-//! are replayed; the snapshot carries the NB, SB and OVS rows. The FRR
-//! rendering file (driver `frr-utils`) is replayed call by call (see
-//! [`crate::frr_renderings`]). Drivers the rewrite does not implement (EVPN,
-//! stretched L2) are reported as skipped with that reason.
+//! The NB (`nb_ovn_bgp_driver`) and SB (`ovn_bgp_driver`) underlay drivers,
+//! the SB EVPN driver and the stretched-L2 driver are replayed; the
+//! snapshot carries the NB, SB and OVS rows. The FRR rendering file (driver
+//! `frr-utils`) is replayed call by call (see [`crate::frr_renderings`]).
+//! Drivers or exposing methods the rewrite does not implement are reported
+//! as skipped with that reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -231,7 +232,12 @@ fn unsupported(sc: &Scenario) -> Option<String> {
         .unwrap_or(&sc.driver);
     // The SB scenarios say `ovn_bgp_driver` in both places; EVPN and
     // stretched-L2 ones name their own driver at the top level.
-    let implemented = ["nb_ovn_bgp_driver", "ovn_bgp_driver", "ovn_evpn_driver"];
+    let implemented = [
+        "nb_ovn_bgp_driver",
+        "ovn_bgp_driver",
+        "ovn_evpn_driver",
+        "ovn_stretched_l2_bgp_driver",
+    ];
     if !implemented.contains(&driver) || driver != sc.driver {
         return Some(format!("driver {} is not implemented", sc.driver));
     }
@@ -242,8 +248,9 @@ fn unsupported(sc: &Scenario) -> Option<String> {
         .unwrap_or("underlay");
     let method_ok = match driver {
         "nb_ovn_bgp_driver" => matches!(method, "underlay" | "vrf"),
-        // Upstream ignores exposing_method with the SB EVPN driver.
-        "ovn_evpn_driver" => true,
+        // Upstream ignores exposing_method with the SB EVPN and
+        // stretched-L2 drivers.
+        "ovn_evpn_driver" | "ovn_stretched_l2_bgp_driver" => true,
         _ => method == "underlay",
     };
     if !method_ok {

@@ -173,6 +173,10 @@ pub fn count_exposed(desired: &Desired) -> BTreeMap<(Class, &'static str), u64> 
         *out.entry((Class::Subnet, family(s.net.addr().is_ipv6())))
             .or_default() += 1;
     }
+    for r in desired.vrf_routes.values() {
+        *out.entry((r.class, family(r.net.addr().is_ipv6())))
+            .or_default() += 1;
+    }
     out
 }
 

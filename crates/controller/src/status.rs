@@ -209,6 +209,19 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                 };
                 out.push(entry(s.net, Class::Subnet, rows.router(&s.router), w));
             }
+            // The stretched-L2 driver's provider and tenant subnets.
+            for r in i.desired.vrf_routes.values() {
+                let w = Wiring {
+                    dev: Some(i.desired.bgp_nic.to_string()),
+                    table: Some(i.desired.vrf_table.to_string()),
+                    table_id: Some(i.desired.vrf_table),
+                    vrf: Some(i.desired.vrf.to_string()),
+                    via: r.via,
+                    ..Wiring::default()
+                };
+                let found = r.rows.iter().map(|&row| rows.of(row)).collect();
+                out.push(entry(r.net, r.class, found, w));
+            }
         }
         Some(evpn) => {
             for v in evpn.vnis.values() {

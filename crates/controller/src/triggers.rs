@@ -8,13 +8,25 @@
 //! see it, and upstream waits for its next sync. An insert that matches no
 //! class is therefore also judged as an update from an empty row. A spurious
 //! match costs one reconcile that plans nothing; a missed one costs up to
-//! `reconcile_interval` of latency.
+//! `reconcile_interval` of latency. Last, the driver's own wake-ups
+//! ([`Filters::own_reasons`]: the stretched-L2 driver's gateway and
+//! address-scope changes on any chassis).
 
 use obgp_events::{AgentView, EventKind, Filters, RowView};
 use obgp_ovsdb_data::{Change, ChangeKind, Datum, Row};
 
 /// The classes `change` matches, as reconcile reasons.
 pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
+    let mut out = upstream_reasons(filters, change, view);
+    for r in filters.own_reasons(change) {
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn upstream_reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
     let matched = filters.matching_change(change, view);
     if !matched.is_empty() || change.kind != ChangeKind::Insert {
         return matched;
@@ -150,6 +162,32 @@ mod tests {
             reasons(&nb_filters(), &c, &View),
             vec!["LogicalSwitchPortProviderCreateEvent"]
         );
+    }
+
+    #[test]
+    fn the_stretched_l2_driver_wakes_on_a_gateway_created_on_another_chassis() {
+        let mut config = Config::default();
+        config.default.driver = Driver::OvnStretchedL2BgpDriver;
+        let filters = Filters::for_config(&config.default);
+        let cr = Row::from_wire(&serde_json::json!({
+            "logical_port": "cr-lrp-gw", "type": "chassisredirect",
+            "mac": "fa:16:3e:aa:aa:01 172.24.4.100/24"
+        }))
+        .unwrap();
+        let c = Change {
+            table: Arc::from("Port_Binding"),
+            uuid: Uuid(2),
+            kind: ChangeKind::Insert,
+            new: Some(Arc::new(cr)),
+            old: None,
+        };
+        assert!(
+            filters.matching_change(&c, &View).is_empty(),
+            "upstream misses it"
+        );
+        assert_eq!(reasons(&filters, &c, &View), ["StretchedL2GatewayChange"]);
+        // The NB driver has no such wake-up.
+        assert!(nb_filters().own_reasons(&c).is_empty());
     }
 
     #[test]

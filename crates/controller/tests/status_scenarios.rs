@@ -205,7 +205,15 @@ fn every_exposed_ip_names_its_ovn_rows_and_is_held_as_the_node_state_says() {
     for c in &checked {
         println!("status: {} exposed {}", c.scenario, c.exposed);
     }
-    // Every NB, SB and EVPN scenario is supported; most expose something.
+    // The stretched-L2 driver's four VRF routes (two provider subnets, two
+    // tenant subnets), each with its rows.
+    let l2 = checked
+        .iter()
+        .find(|c| c.scenario == "stretched-l2-basic")
+        .expect("stretched-l2-basic is supported");
+    assert_eq!(l2.exposed, 4);
+    // Every NB, SB, EVPN and stretched-L2 scenario is supported; most
+    // expose something.
     assert!(checked.len() >= 18, "{} scenarios checked", checked.len());
     assert!(
         with_exposures >= 15,

@@ -112,6 +112,18 @@ pub enum Finding {
         /// Announced as a subnet (subnet method); otherwise routed only.
         announced: bool,
     },
+    /// Stretched L2: the IP is inside a route of the VRF table, announced
+    /// by `redistribute kernel` from every node alike.
+    Routed {
+        ip: IpAddr,
+        /// The route's destination.
+        subnet: IpNet,
+        /// Its next hop (a tenant subnet's gateway IP); `None`: on-link.
+        via: Option<IpAddr>,
+        class: Class,
+        /// The rows it rests on (router interface, gateway ports).
+        rows: Vec<RowInfo>,
+    },
     /// Not exposed, and why.
     NotExposed {
         ip: Option<IpAddr>,
@@ -144,6 +156,7 @@ impl Explanation {
             matches!(
                 f,
                 Finding::Exposed { .. }
+                    | Finding::Routed { .. }
                     | Finding::Covered {
                         announced: true,
                         ..
@@ -179,6 +192,8 @@ pub(crate) struct Decisions<'a> {
     pub sb: bool,
     /// The SB EVPN driver: VM ports count only through a local gateway's VNI.
     pub sb_evpn: bool,
+    /// The stretched-L2 driver: every gateway counts, wherever it is hosted.
+    pub stretched: bool,
 }
 
 impl Decisions<'_> {
@@ -208,6 +223,7 @@ pub fn explain(
         system_id: snap.ovs.system_id.as_deref(),
         sb,
         sb_evpn: d.driver == Driver::OvnEvpnDriver,
+        stretched: d.driver == Driver::OvnStretchedL2BgpDriver,
     };
     let subjects = match query {
         Query::Ip(ip) => subjects::carrying(&ctx, *ip),
@@ -332,9 +348,10 @@ fn not_exposed(ctx: &Decisions, r: &Rejection) -> Finding {
     }
 }
 
-/// The tenant subnets routed here that contain `ip`.
+/// The tenant subnets routed here and the VRF routes that contain `ip`.
 fn covered(ctx: &Decisions, ip: IpAddr) -> Vec<Finding> {
-    ctx.desired
+    let subnets = ctx
+        .desired
         .tenant_subnets
         .iter()
         .filter(|s| s.net.contains(&ip))
@@ -344,8 +361,24 @@ fn covered(ctx: &Decisions, ip: IpAddr) -> Vec<Finding> {
             router: s.router.clone(),
             bridge: s.bridge.clone(),
             announced: s.vrf_route,
-        })
-        .collect()
+        });
+    let routes = ctx
+        .desired
+        .vrf_routes
+        .values()
+        .filter(|r| r.net.contains(&ip))
+        .map(|r| Finding::Routed {
+            ip,
+            subnet: r.net,
+            via: r.via,
+            class: r.class,
+            rows: r
+                .rows
+                .iter()
+                .map(|&row| ctx.row(row))
+                .collect(),
+        });
+    subnets.chain(routes).collect()
 }
 
 /// What is known of one row: its exposures (as source, or as the port

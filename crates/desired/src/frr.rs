@@ -11,6 +11,8 @@ pub enum Redistribute {
     Connected,
     /// `kernel` and `connected`: the subnet advertisement method's VRF routes too.
     KernelAndConnected,
+    /// `kernel` only: the VRF routes (the stretched-L2 driver).
+    Kernel,
 }
 
 /// Renders the VRF leak for `vrf` under `router bgp <asn>`.
@@ -22,6 +24,7 @@ pub fn vrf_leak(vrf: &str, asn: &str, router_id: Ipv4Addr, redistribute: Redistr
     let redists: &[&str] = match redistribute {
         Redistribute::Connected => &["connected"],
         Redistribute::KernelAndConnected => &["kernel", "connected"],
+        Redistribute::Kernel => &["kernel"],
     };
     let mut t = String::new();
     let _ = write!(
@@ -73,6 +76,18 @@ mod tests {
         assert_eq!(
             vrf_leak("bgp-vrf", "64999", rid, Redistribute::KernelAndConnected),
             KERNEL
+        );
+    }
+
+    // stretched-l2-basic.json, the start step's vtysh_config.
+    const KERNEL_ONLY: &str = "\nrouter bgp 64999\n  address-family ipv4 unicast\n    import vrf bgp-vrf\n  exit-address-family\n\n  address-family ipv6 unicast\n    import vrf bgp-vrf\n  exit-address-family\n\nrouter bgp 64999 vrf bgp-vrf\n  bgp router-id 192.168.100.11\n  address-family ipv4 unicast\n\n    redistribute kernel\n\n  exit-address-family\n\n  address-family ipv6 unicast\n\n    redistribute kernel\n\n  exit-address-family\n";
+
+    #[test]
+    fn vrf_leak_kernel_only_renders_the_stretched_l2_text() {
+        let rid = "192.168.100.11".parse().unwrap();
+        assert_eq!(
+            vrf_leak("bgp-vrf", "64999", rid, Redistribute::Kernel),
+            KERNEL_ONLY
         );
     }
 

@@ -494,6 +494,7 @@ fn exposures_of(
         bridges: Vec::new(),
         exposed: Default::default(),
         tenant_subnets: Vec::new(),
+        vrf_routes: Default::default(),
         frr_config: None,
         notes: Vec::new(),
         evpn: None,

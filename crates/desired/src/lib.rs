@@ -16,6 +16,7 @@ mod nb_underlay;
 pub mod ovn_local;
 pub mod provenance;
 mod sb_evpn;
+mod sb_stretched_l2;
 mod sb_underlay;
 mod wiring;
 
@@ -76,9 +77,11 @@ fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError
 
 /// Computes what must exist on this node for `config`'s driver.
 ///
-/// Supported: `nb_ovn_bgp_driver` (from the NB rows) and `ovn_bgp_driver`
-/// (from the SB rows, see [`Snapshot::build_with_sb`]), both with
-/// `exposing_method = underlay`. Any
+/// Supported: `nb_ovn_bgp_driver` (from the NB rows; `exposing_method`
+/// underlay or vrf), `ovn_bgp_driver` (from the SB rows, see
+/// [`Snapshot::build_with_sb`]; underlay), `ovn_evpn_driver` and
+/// `ovn_stretched_l2_bgp_driver` (SB; both ignore `exposing_method`, as
+/// upstream does). Any
 /// other combination is [`DesiredError::Unsupported`], never an empty state.
 /// Bad OVN rows never fail the computation (the snapshot skipped them);
 /// invalid values in the configuration that would reach a device name or a
@@ -110,9 +113,11 @@ pub(crate) fn compute_traced(
     mut trace: Trace,
 ) -> Result<(Desired, Option<nb_underlay::Reads>, Trace), DesiredError> {
     let d = &config.default;
-    let sb_driver = match (d.driver, d.exposing_method) {
-        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => false,
-        (Driver::OvnBgpDriver, ExposingMethod::Underlay) => true,
+    let driver = match (d.driver, d.exposing_method) {
+        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => Underlay::Nb,
+        (Driver::OvnBgpDriver, ExposingMethod::Underlay) => Underlay::Sb,
+        // Upstream's stretched-L2 driver never reads exposing_method.
+        (Driver::OvnStretchedL2BgpDriver, _) => Underlay::StretchedL2,
         // The SB EVPN driver has one way of exposing (upstream ignores
         // exposing_method with it).
         (Driver::OvnEvpnDriver, _) => {
@@ -126,6 +131,7 @@ pub(crate) fn compute_traced(
                 bridges: Vec::new(),
                 exposed: Default::default(),
                 tenant_subnets: Vec::new(),
+                vrf_routes: Default::default(),
                 frr_config: None,
                 notes,
                 evpn: Some(l3),
@@ -171,9 +177,11 @@ pub(crate) fn compute_traced(
             None
         }
     };
-    let redistribute = match d.advertisement_method_tenant_networks {
-        AdvertisementMethod::Subnet => frr::Redistribute::KernelAndConnected,
-        AdvertisementMethod::Host => frr::Redistribute::Connected,
+    let redistribute = match (driver, d.advertisement_method_tenant_networks) {
+        // Upstream's start() sets the default redistribution to kernel only.
+        (Underlay::StretchedL2, _) => frr::Redistribute::Kernel,
+        (_, AdvertisementMethod::Subnet) => frr::Redistribute::KernelAndConnected,
+        (_, AdvertisementMethod::Host) => frr::Redistribute::Connected,
     };
     let frr_config = router_id.map(|rid| frr::vrf_leak(vrf.as_str(), &d.bgp_as, rid, redistribute));
 
@@ -184,13 +192,23 @@ pub(crate) fn compute_traced(
         bridges: Vec::new(),
         exposed: Default::default(),
         tenant_subnets: Vec::new(),
+        vrf_routes: Default::default(),
         frr_config,
         notes,
         evpn: None,
     };
-    if sb_driver {
-        let (desired, trace) = sb_underlay::SbUnderlay::new(snap, config, base, trace).run();
-        return Ok((desired, None, trace));
+    match driver {
+        Underlay::Nb => {}
+        Underlay::Sb => {
+            let (desired, trace) = sb_underlay::SbUnderlay::new(snap, config, base, trace).run();
+            return Ok((desired, None, trace));
+        }
+        Underlay::StretchedL2 => {
+            let mut desired = base;
+            desired.vrf_routes =
+                sb_stretched_l2::stretched_l2(snap, config, &mut desired.notes, &mut trace);
+            return Ok((desired, None, trace));
+        }
     }
     let (mut desired, reads, mut trace) =
         nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
@@ -198,6 +216,17 @@ pub(crate) fn compute_traced(
         nb_vrf(snap, config, &mut desired, &mut trace)?;
     }
     Ok((desired, Some(reads), trace))
+}
+
+/// The drivers that announce through `bgp_nic` in `bgp_vrf`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Underlay {
+    /// `nb_ovn_bgp_driver` (underlay or vrf).
+    Nb,
+    /// `ovn_bgp_driver`, underlay.
+    Sb,
+    /// `ovn_stretched_l2_bgp_driver`.
+    StretchedL2,
 }
 
 /// The NB driver's `exposing_method = vrf`: its exposures, wired through

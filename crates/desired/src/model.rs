@@ -29,6 +29,10 @@ pub struct Desired {
     pub exposed: BTreeMap<IpAddr, ExposedIp>,
     /// Tenant subnets routed through a gateway hosted here.
     pub tenant_subnets: Vec<TenantSubnet>,
+    /// Routes in the VRF table (`bgp_vrf_table_id`) on `bgp_nic` that stand
+    /// on their own, not behind an exposed IP or a tenant subnet (the
+    /// stretched-L2 driver's provider and tenant subnets), by destination.
+    pub vrf_routes: BTreeMap<IpNet, VrfRoute>,
     /// The FRR VRF-leak text to apply with `vtysh -f`; `None` when no
     /// router-id is known (neither configured nor reported by FRR).
     pub frr_config: Option<String>,
@@ -157,6 +161,43 @@ pub struct TenantSubnet {
     pub router: String,
 }
 
+/// One route in the VRF table on `bgp_nic`, announced by `redistribute
+/// kernel`: on-link (`via: None`, a provider subnet) or through a gateway.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct VrfRoute {
+    /// The destination (a network: host bits cleared).
+    pub net: IpNet,
+    pub via: Option<IpAddr>,
+    /// `gateway` for a provider subnet, `subnet` for a tenant subnet.
+    pub class: Class,
+    /// The OVN rows it rests on: the router interface of a tenant subnet,
+    /// then the gateway ports (cr-lrp) that ask for it.
+    pub rows: Vec<RowRef>,
+}
+
+impl VrfRoute {
+    /// The node route: table `vrf_table`, device `dev`, `proto boot`; an
+    /// on-link IPv4 route has scope link (IPv6 routes all report universe).
+    pub fn route(&self, vrf_table: u32, dev: &DevName) -> Route {
+        let v6 = self.net.addr().is_ipv6();
+        Route {
+            table: TableRef::Id(vrf_table),
+            v6,
+            dst: Some(self.net),
+            dev: Some(dev.clone()),
+            via: self.via,
+            proto: proto::BOOT,
+            scope: if self.via.is_some() {
+                scope::UNIVERSE
+            } else {
+                link_scope(v6)
+            },
+            kind: RouteType::Unicast,
+            metric: None,
+        }
+    }
+}
+
 /// The network addresses of the IPv6 `cidrs`: the proxy NDP entries of a
 /// provider port (IPv4 needs none: the bridge does proxy ARP).
 pub fn proxy_ndp_networks(cidrs: &[IpNet]) -> Vec<Ipv6Addr> {
@@ -213,7 +254,7 @@ impl Desired {
     /// (`exposed` then only records the NB driver's decisions).
     pub fn exposure_count(&self) -> usize {
         match &self.evpn {
-            None => self.exposed.len(),
+            None => self.exposed.len() + self.vrf_routes.len(),
             Some(e) => e
                 .vnis
                 .values()
@@ -384,6 +425,11 @@ impl Desired {
                         .or_insert(Class::Subnet);
                 }
             }
+        }
+        for r in self.vrf_routes.values() {
+            routes
+                .entry(r.route(self.vrf_table, &self.bgp_nic))
+                .or_insert(r.class);
         }
         n.addresses = addresses.into_map();
         n.rules = rules.into_map();

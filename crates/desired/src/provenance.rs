@@ -186,6 +186,12 @@ pub enum Reason {
         scope: Option<String>,
         allowed: Vec<String>,
     },
+    /// Stretched L2: the router interface's address scope differs from the
+    /// gateway's (both read with `address_scopes` set).
+    ScopeMismatch {
+        gateway: Option<String>,
+        interface: Option<String>,
+    },
     /// The tenant network's router has no gateway port hosted here.
     NoLocalGateway { network: String },
     /// A load balancer lacks `neutron:vip`, `lr_ref` or `neutron:vip_port_id`.
@@ -315,6 +321,12 @@ impl fmt::Display for Reason {
                 "address scope {} is not in address_scopes ({})",
                 scope.as_deref().unwrap_or("(none)"),
                 allowed.join(",")
+            ),
+            Reason::ScopeMismatch { gateway, interface } => write!(
+                f,
+                "the router interface's address scope {} differs from the gateway's {}",
+                interface.as_deref().unwrap_or("(none)"),
+                gateway.as_deref().unwrap_or("(none)")
             ),
             Reason::NoLocalGateway { network } => write!(
                 f,

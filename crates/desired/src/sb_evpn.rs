@@ -30,8 +30,7 @@ use crate::provenance::{ExposeRule, Origin, Reason, Rejection, Trace, Traced};
 use crate::sb_underlay::{pb_ref, unmapped_localnet};
 use crate::wiring::localnet_patch_port;
 
-/// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
-const CR_LRP_PREFIX: &str = "cr-lrp-";
+use obgp_ovn::neutron::CR_LRP_PREFIX;
 
 /// The SB EVPN desired state. `local_ip` is the VXLAN source in use
 /// (`evpn_local_ip`, else the node's address that the caller found on `lo`

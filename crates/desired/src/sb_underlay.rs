@@ -35,8 +35,7 @@ pub(crate) const POLICY: DriverPolicy = DriverPolicy {
     mac_tweak_once: MacTweakOnce::PerLocalnet,
 };
 
-/// Prefix of a gateway chassis-redirect port: `cr-lrp-<lrp id>`.
-const CR_LRP_PREFIX: &str = "cr-lrp-";
+use obgp_ovn::neutron::CR_LRP_PREFIX;
 /// `neutron:port_name` prefix of an OVN LB VIP port: `ovn-lb-vip-<lb name>`.
 const LB_VIP_PORT_PREFIX: &str = "ovn-lb-vip-";
 

@@ -686,14 +686,13 @@ fn frr_router_id_comes_from_config_then_from_frr() {
 
 #[test]
 fn other_drivers_are_a_typed_unsupported_error() {
-    // ovn_bgp_driver (SB), ovn_evpn_driver and the NB vrf mode are
-    // implemented; stretched L2 and the other exposing methods are not.
+    // ovn_bgp_driver (SB), ovn_evpn_driver, ovn_stretched_l2_bgp_driver
+    // and the NB vrf mode are implemented; the other NB exposing methods
+    // are not.
     let mut c = config();
     c.default.driver = Driver::OvnStretchedL2BgpDriver;
-    assert!(matches!(
-        desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),
-        Err(DesiredError::Unsupported { .. })
-    ));
+    let d = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap();
+    assert!(d.exposed.is_empty() && d.bridges.is_empty());
     for method in [
         ExposingMethod::Ovn,
         ExposingMethod::L2vni,

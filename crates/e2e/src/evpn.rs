@@ -22,7 +22,8 @@ use obgp_testbed::ovsdb::{run, OvsdbServer};
 use serde_json::{json, Value};
 
 use crate::{
-    agent_binary, fresh_rt_tables, load, start_vswitchd, write_connections, Agent, Vswitchd,
+    agent_binary, fresh_rt_tables, load, start_sb, start_vswitchd, write_connections, Agent,
+    Vswitchd,
 };
 
 /// A running EVPN bench. Dropping it stops the agent daemon, vswitchd, both
@@ -67,25 +68,7 @@ impl EvpnBench {
         load(&nb, topology, "OVN_Northbound")?;
         let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
         load(&ovs, topology, "Open_vSwitch")?;
-        let sb = match topology.get("OVN_Southbound") {
-            None => None,
-            Some(_) => {
-                let sb = OvsdbServer::start("ovn-sb.ovsschema")
-                    .context("OVN_Southbound ovsdb-server")?;
-                load(&sb, topology, "OVN_Southbound")?;
-                ovs.transact(&[json!({
-                    "op": "mutate", "table": "Open_vSwitch", "where": [],
-                    "mutations": [["external_ids", "insert",
-                        ["map", [["ovn-remote", sb.unix_remote()]]]]],
-                })])
-                .context("setting external_ids:ovn-remote")?;
-                println!(
-                    "evpn-bench: OVN_Southbound ovsdb-server {} on the host (the Open_vSwitch row's external_ids:ovn-remote)",
-                    sb.unix_remote()
-                );
-                Some(sb)
-            }
-        };
+        let sb = start_sb(topology, &ovs)?;
         let fabric = EvpnFabric::start(&dir.join("fabric"), fabric).context("the EVPN fabric")?;
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;

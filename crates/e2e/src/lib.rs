@@ -200,6 +200,9 @@ pub struct Bench {
     pub pair: FrrPair,
     /// OVN_Northbound.
     pub nb: Nb,
+    /// OVN_Southbound, when the topology has an `OVN_Southbound` member
+    /// (named by the Open_vSwitch row's `external_ids:ovn-remote`).
+    pub sb: Option<OvsdbServer>,
     /// The node's local Open_vSwitch database.
     pub ovs: OvsdbServer,
     dir: PathBuf,
@@ -246,7 +249,8 @@ pub fn demo_bench(tag: &str, extra_default: &str) -> Result<(tempfile::TempDir, 
 
 impl Bench {
     /// Starts everything below `dir` with `topology` loaded (its
-    /// `OVN_Northbound` and `Open_vSwitch` rows), and the FRR pair
+    /// `OVN_Northbound` and `Open_vSwitch` rows, and its `OVN_Southbound`
+    /// rows in their own server when it has them), and the FRR pair
     /// Established.
     pub fn start(dir: &Path, topology: &Value, opts: &BenchOptions) -> Result<Bench> {
         std::fs::create_dir_all(dir)?;
@@ -261,6 +265,7 @@ impl Bench {
         load_nb(&nb, topology)?;
         let ovs = OvsdbServer::start("vswitch.ovsschema").context("Open_vSwitch ovsdb-server")?;
         load(&ovs, topology, "Open_vSwitch")?;
+        let sb = start_sb(topology, &ovs)?;
         let pair = FrrPair::start_with(
             &dir.join("frr"),
             &FrrPairOptions {
@@ -287,6 +292,7 @@ impl Bench {
             vswitchd: Some(vswitchd),
             pair,
             nb,
+            sb,
             ovs,
             dir: dir.to_path_buf(),
             ovs_run,
@@ -557,6 +563,29 @@ fn load_nb(nb: &Nb, topology: &Value) -> Result<()> {
     nb.transact(&obgp_testbed::fixture::insert_ops(rows))
         .context("loading the OVN_Northbound rows")?;
     Ok(())
+}
+
+/// An OVN_Southbound ovsdb-server with `topology`'s `OVN_Southbound` rows,
+/// when it has that member, named by the Open_vSwitch row's
+/// `external_ids:ovn-remote` as ovn-controller's node has it (an SB driver
+/// finds it there).
+pub(crate) fn start_sb(topology: &Value, ovs: &OvsdbServer) -> Result<Option<OvsdbServer>> {
+    if topology.get("OVN_Southbound").is_none() {
+        return Ok(None);
+    }
+    let sb = OvsdbServer::start("ovn-sb.ovsschema").context("OVN_Southbound ovsdb-server")?;
+    load(&sb, topology, "OVN_Southbound")?;
+    ovs.transact(&[serde_json::json!({
+        "op": "mutate", "table": "Open_vSwitch", "where": [],
+        "mutations": [["external_ids", "insert",
+            ["map", [["ovn-remote", sb.unix_remote()]]]]],
+    })])
+    .context("setting external_ids:ovn-remote")?;
+    println!(
+        "bench: OVN_Southbound ovsdb-server {} on the host (the Open_vSwitch row's external_ids:ovn-remote)",
+        sb.unix_remote()
+    );
+    Ok(Some(sb))
 }
 
 pub(crate) fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<()> {

@@ -18,6 +18,7 @@ pub mod nb;
 pub mod neutron;
 pub mod registry;
 pub mod sb;
+pub mod stretched;
 pub mod view;
 
 #[cfg(test)]

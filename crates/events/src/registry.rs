@@ -522,6 +522,9 @@ pub struct Filters {
     /// NB only: watched while FIPs are distributed / centralized.
     distributed: Vec<&'static Filter>,
     centralized: Vec<&'static Filter>,
+    /// The stretched-L2 driver: the agent's own wake-ups
+    /// ([`crate::stretched`]) come on top of upstream's classes.
+    stretched_l2: bool,
 }
 
 impl Filters {
@@ -633,6 +636,17 @@ impl Filters {
             always,
             distributed,
             centralized,
+            stretched_l2: config.driver == Driver::OvnStretchedL2BgpDriver,
+        }
+    }
+
+    /// The agent's own reasons for `change`, beyond upstream's classes
+    /// (the stretched-L2 driver's, [`crate::stretched::reasons`]).
+    pub fn own_reasons(&self, change: &Change) -> Vec<&'static str> {
+        if self.stretched_l2 {
+            crate::stretched::reasons(change)
+        } else {
+            Vec::new()
         }
     }
 

@@ -97,8 +97,8 @@ fn the_seeds_reach_the_planner_and_the_ovn_snapshot() {
         .iter()
         .filter(|s| wire::run_to(s) == wire::Stage::Snapshot)
         .count();
-    // Every implemented-driver scenario's node states reach the planner;
-    // the EVPN and stretched-L2 ones stop at `desired_state` (unsupported).
+    // Every scenario's node states reach the planner (every recorded
+    // driver is implemented).
     assert!(
         planned >= 150,
         "only {planned} pipeline seeds reach the planner"

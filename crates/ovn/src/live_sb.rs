@@ -279,6 +279,9 @@ fn index_pb(ix: &mut SbIndex, pb: &Arc<PortBinding>, add: bool) {
             edit(&mut ix.localnets_by_datapath, dp, u, pb, add);
         }
     }
+    if pb.kind == PbType::ChassisRedirect {
+        edit(&mut ix.chassis_redirects, (), u, pb, add);
+    }
     if pb.is_lb_vip_port() {
         if let Some(dp) = pb.datapath {
             edit(&mut ix.lb_vip_ports_by_datapath, dp, u, pb, add);

@@ -96,6 +96,9 @@ pub const PF_LB_PREFIX: &str = "pf-floatingip-";
 pub const NAME_PREFIX: &str = "neutron-";
 /// Prefix Neutron puts before a router port's id in its LRP name.
 pub const LRP_PREFIX: &str = "lrp-";
+/// Prefix of a gateway's chassis-redirect port: `cr-lrp-<router port id>`
+/// (the router port's id is also the name of its provider-side peer).
+pub const CR_LRP_PREFIX: &str = "cr-lrp-";
 
 /// `neutron-<id>` for an id; the name Neutron gives switches and routers.
 pub fn ovn_name(id: &str) -> String {

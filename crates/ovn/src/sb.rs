@@ -293,6 +293,8 @@ pub struct SbIndex {
     pub(crate) localnets_by_datapath: Index<Uuid, PortBinding>,
     /// OVN LB VIP ports (type `""`, no chassis, no MAC, `up = false`) by datapath.
     pub(crate) lb_vip_ports_by_datapath: Index<Uuid, PortBinding>,
+    /// Every `chassisredirect` binding, bound or not (one key).
+    pub(crate) chassis_redirects: Index<(), PortBinding>,
     /// Patch ports' NAT address entries by their resident port:
     /// `(port binding, entry index)`.
     pub(crate) nat_by_resident: PMap<String, OrdSet<(Uuid, u32)>>,
@@ -367,6 +369,12 @@ impl SbIndex {
     ) -> Option<&PortBinding> {
         self.localnets_of_datapath(dp)
             .find(|p| p.network_name.as_deref().is_some_and(&mapped))
+    }
+
+    /// Every `chassisredirect` binding in the database, whatever chassis
+    /// hosts it (upstream `get_cr_lrp_ports`), in uuid order.
+    pub fn chassis_redirect_ports(&self) -> impl Iterator<Item = &PortBinding> {
+        self.at(self.chassis_redirects.get(&()))
     }
 
     /// OVN LB VIP ports of datapath `dp` ([`PortBinding::is_lb_vip_port`]).

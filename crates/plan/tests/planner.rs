@@ -557,3 +557,37 @@ fn a_vrf_table_named_in_rt_tables_is_reported_not_changed() {
     // Nothing else changes: the same ops, and rt_tables is not rewritten.
     assert_eq!(p.ops().collect::<Vec<_>>(), quiet.ops().collect::<Vec<_>>());
 }
+
+#[test]
+fn a_vrf_route_through_a_gateway_comes_after_the_on_link_route_to_it() {
+    // stretched L2: the tenant subnet sorts before its provider subnet, but
+    // the kernel refuses `via 172.24.4.100` until 172.24.4.0/24 is on-link.
+    let mut d = base("br-ex");
+    let route = |dst: &str, via: Option<&str>, scope| Route {
+        table: TableRef::Id(10),
+        v6: false,
+        dst: Some(dst.parse().unwrap()),
+        dev: Some(dev("bgp-nic")),
+        via: via.map(|v| v.parse().unwrap()),
+        proto: proto::BOOT,
+        scope,
+        kind: RouteType::Unicast,
+        metric: None,
+    };
+    d.routes.insert(
+        route("10.0.0.0/24", Some("172.24.4.100"), scope::UNIVERSE),
+        Class::Subnet,
+    );
+    d.routes
+        .insert(route("172.24.4.0/24", None, scope::LINK), Class::Gateway);
+    let (_, ops) = apply(&node(&scenario("nb-provider-vm")["initial_node"]), &d);
+    let at = |dst: &str| {
+        ops.iter()
+            .position(|o| {
+                matches!(o, Op::ReplaceRoute { route, .. }
+                    if route.dst.map(|n| n.to_string()).as_deref() == Some(dst))
+            })
+            .unwrap_or_else(|| panic!("{dst} not planned: {ops:?}"))
+    };
+    assert!(at("172.24.4.0/24") < at("10.0.0.0/24"), "{ops:?}");
+}

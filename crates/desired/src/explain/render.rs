@@ -53,6 +53,25 @@ impl fmt::Display for Finding {
                     write!(f, " (not announced as a subnet: host method)")
                 }
             }
+            Finding::Routed {
+                ip,
+                subnet,
+                via,
+                rows,
+                ..
+            } => {
+                write!(f, "routed: {ip} is in {subnet}, in the VRF table ")?;
+                match via {
+                    Some(v) => write!(f, "via gateway {v}")?,
+                    None => write!(f, "on-link (a gateway's provider subnet)")?,
+                }
+                let rows: Vec<String> = rows.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    ", announced by redistribute kernel; from {}",
+                    rows.join(", ")
+                )
+            }
             Finding::NotExposed { ip, row, reason } => {
                 write!(f, "not exposed: ")?;
                 match (ip, row) {

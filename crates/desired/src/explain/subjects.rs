@@ -228,6 +228,8 @@ fn pb_subject(ctx: &Decisions, p: &PortBinding) -> Subject {
                 network: network.clone().unwrap_or_default(),
             })
         }
+        // The stretched-L2 driver reads every gateway, hosted anywhere.
+        PbType::ChassisRedirect if ctx.stretched => None,
         _ => pb_selection(p, ctx.system_id),
     };
     Subject {

@@ -47,6 +47,7 @@ fn base() -> Desired {
         bridges: Vec::new(),
         exposed: BTreeMap::new(),
         tenant_subnets: Vec::new(),
+        vrf_routes: Default::default(),
         frr_config: None,
         notes: Vec::new(),
         evpn: None,

@@ -86,7 +86,11 @@ impl Planner<'_> {
                 Op::RemoveFrr { .. } => 2,
                 _ => 0,
             };
-            (s.group, last, class, *rank)
+            // A route through a gateway after the on-link routes: the
+            // kernel refuses a next hop it cannot reach on the device
+            // (the stretched-L2 tenant subnets behind their provider subnet).
+            let via = matches!(&s.op, Op::ReplaceRoute { route, .. } if route.via.is_some());
+            (s.group, last, class, *rank, via)
         });
         Plan {
             steps: steps.into_iter().map(|(_, s)| s).collect(),

@@ -169,6 +169,12 @@ pub enum Command {
         format: Format,
         #[command(flatten)]
         input: OvnInput,
+        /// With --ovn and exposing_method = ovn: the node-local OVN NB rows
+        /// (OVSDB wire notation, `{"OVN_Northbound": {table: {uuid: row}}}`
+        /// or `{table: {uuid: row}}`) to plan the local-NB transaction
+        /// against, instead of an empty local NB.
+        #[arg(long = "local-nb", value_name = "FILE", requires = "ovn")]
+        local_nb: Option<PathBuf>,
     },
     /// Explain why an IP or a port (Logical_Switch_Port name or uuid, i.e.
     /// the Neutron port id; SB drivers: Port_Binding logical_port or uuid)
@@ -253,6 +259,7 @@ const TAKES_VALUE: &[&str] = &[
     "--merge-window-ms",
     "--ovn",
     "--node-state",
+    "--local-nb",
     "--log-file",
     "--logfile",
     "--log-dir",

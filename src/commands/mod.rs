@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod explain;
 pub mod ovn_file;
 pub mod plan;
+mod plan_ovn;
 pub mod reconcile;
 pub mod status;
 pub mod version;
@@ -46,7 +47,11 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     match &args.command {
         None => daemon::run(config, &args.node),
         Some(Command::Config { format }) => config::run(config, *format),
-        Some(Command::Plan { format, input }) => plan::run(config, &args.node, *format, input),
+        Some(Command::Plan {
+            format,
+            input,
+            local_nb,
+        }) => plan::run(config, &args.node, *format, input, local_nb.as_deref()),
         Some(Command::Explain {
             target,
             format,

@@ -14,6 +14,10 @@ use obgp_plan::Actual;
 pub struct OvnFile {
     pub snapshot: Snapshot,
     pub actual: Actual,
+    /// A scenario's `facts` (`{bridge: {"mac": .., "addrs": [..]}}`): the
+    /// kernel facts of `exposing_method = ovn`'s external bridges, which
+    /// otherwise come from the node state's links and addresses.
+    pub bridge_facts: Option<serde_json::Value>,
 }
 
 fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
@@ -35,9 +39,13 @@ impl OvnFile {
     ) -> anyhow::Result<OvnFile> {
         let doc = read_json(ovn_file)?;
         // A conformance scenario carries OVN under `ovn` and a start state.
-        let (ovn, initial) = match doc.get("ovn") {
-            Some(ovn) => (ovn.clone(), doc.get("initial_node").cloned()),
-            None => (doc, None),
+        let (ovn, initial, bridge_facts) = match doc.get("ovn") {
+            Some(ovn) => (
+                ovn.clone(),
+                doc.get("initial_node").cloned(),
+                doc.get("facts").cloned(),
+            ),
+            None => (doc, None, None),
         };
         let driver = config.default.driver;
         let db = if driver.reads_sb() { SB_DB } else { NB_DB };
@@ -65,7 +73,11 @@ impl OvnFile {
         };
         let state: NodeState = serde_json::from_value(state).context("node state")?;
         let actual = Actual::try_from(state).context("node state")?;
-        Ok(OvnFile { snapshot, actual })
+        Ok(OvnFile {
+            snapshot,
+            actual,
+            bridge_facts,
+        })
     }
 }
 

@@ -6,12 +6,15 @@
 //! node. Offline (`--ovn FILE`): OVN from a file in OVSDB wire notation,
 //! against a node state from a file (`--node-state`, or the scenario's
 //! `initial_node`), so an operator can ask "what would the agent do with
-//! this OVN content" without touching anything.
+//! this OVN content" without touching anything. With
+//! `exposing_method = ovn` it also prints the node-local NB transaction
+//! (`plan_ovn`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use obgp_config::Config;
+use anyhow::bail;
+use obgp_config::{Config, ExposingMethod};
 use obgp_desired::desired_state;
 use obgp_plan::Plan;
 
@@ -23,7 +26,19 @@ pub fn run(
     node: &NodeArgs,
     format: Format,
     input: &OvnInput,
+    local_nb: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
+    if config.default.exposing_method == ExposingMethod::Ovn {
+        let Some(file) = &input.ovn else {
+            bail!("exposing_method = ovn: plan works offline only for now (--ovn FILE); the live local-NB writer is not built yet");
+        };
+        let p = super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?;
+        super::plan_ovn::print(&p, format)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if local_nb.is_some() {
+        bail!("--local-nb is for exposing_method = ovn only");
+    }
     let plan = match &input.ovn {
         Some(file) => offline(config, file, input.node_state.as_deref())?,
         None => {
@@ -46,7 +61,9 @@ fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
 
 /// Plans from files: no database, no node.
 fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
-    let OvnFile { snapshot, actual } = OvnFile::read(ovn_file, node_file, config)?;
+    let OvnFile {
+        snapshot, actual, ..
+    } = OvnFile::read(ovn_file, node_file, config)?;
     let facts = super::ovn_file::facts(config, &actual);
     let desired = desired_state(&snapshot, config, &facts)?;
     for note in &desired.notes {

@@ -3,7 +3,8 @@
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]), what the event filters read ([`view`]), the
 //! mass-withdrawal guard ([`guard`]), returning freed heap after full dumps
-//! ([`memory`]), the one-shot commands' inputs ([`inputs`]), the metrics and
+//! ([`memory`]), the one-shot commands' inputs ([`inputs`]), the node-local NB of
+//! `exposing_method = ovn` ([`local_nb`]), the metrics and
 //! probes served on `metrics_listen` ([`metrics`], [`probes`], [`http`],
 //! [`telemetry`]), what `status` shows ([`status`]), and the loop that ties
 //! them ([`run`]).
@@ -17,6 +18,7 @@ pub mod follower;
 pub mod guard;
 pub mod http;
 pub mod inputs;
+pub mod local_nb;
 pub mod memory;
 pub mod metrics;
 pub mod ofports;

@@ -130,12 +130,13 @@ fn columns(spec: &[(&str, &[&str])]) -> MonitorSpec {
 }
 
 /// A client for an OVN database, with TLS when a remote is `ssl:`.
-fn ovn_client(
+pub(crate) fn ovn_client(
     option: &'static str,
     conn: &str,
     database: &'static str,
     monitor: MonitorSpec,
     tls: (&str, &str, &str),
+    leader_only: bool,
 ) -> Result<Source, SourceError> {
     // The session's default limits are the agent's: a 100k-port dump and
     // large updates are decoded while they arrive (bounded by
@@ -143,6 +144,7 @@ fn ovn_client(
     // string, nesting or stalled message can make it hold more
     // (docs/reliability.md, "Memory under a hostile server").
     let mut cfg = ClientConfig::new(remotes(option, conn)?, database, monitor);
+    cfg.leader_only = leader_only;
     if cfg.remotes.iter().any(|r| matches!(r, Remote::Ssl { .. })) {
         let files = TlsFiles {
             private_key: tls.0.into(),
@@ -160,7 +162,7 @@ fn ovn_client(
 }
 
 impl Source {
-    async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
         let synced = tokio::time::timeout(timeout, self.client.cache().wait_resynced(1)).await;
         if matches!(synced, Ok(Ok(()))) {
             Ok(())
@@ -227,6 +229,7 @@ impl OvnSources {
                         &o.ovn_sb_certificate,
                         &o.ovn_sb_ca_cert,
                     ),
+                    false,
                 )?
             }
             _ => ovn_client(
@@ -241,6 +244,7 @@ impl OvnSources {
                     &o.ovn_nb_certificate,
                     &o.ovn_nb_ca_cert,
                 ),
+                false,
             )?,
         };
         let maintained = Mutex::new(SnapshotFollower::new(

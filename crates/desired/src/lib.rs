@@ -31,7 +31,10 @@ pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
-pub use ovn_local::{desired_ovn_local, BridgeFacts, FdbEntry, LocalFacts, OvnLocal, Segment};
+pub use ovn_local::{
+    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, LocalFacts, OvnLocal,
+    Segment,
+};
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;
 

@@ -409,3 +409,61 @@ fn ingress_flows(
         })
         .collect()
 }
+
+impl OvnLocal {
+    /// Flattens into the node objects the planner diffs against the node:
+    /// the announcements on `bgp_nic` (the VRF, `bgp_nic` and the VRF leak
+    /// as the underlay driver has them, each exposed IP's /32 or /128
+    /// there) without any kernel wiring (no bridge tables, rules, routes,
+    /// neighbours: the local cluster routes), plus the cookie-999 flows.
+    /// The local-NB rows and the FDB entries are not node objects.
+    pub fn to_node(&self) -> obgp_netmodel::DesiredNode {
+        let mut announced = self.exposure.clone();
+        announced.bridges.clear();
+        announced.tenant_subnets.clear();
+        for e in announced.exposed.values_mut() {
+            e.wiring = None;
+        }
+        let mut node = announced.to_node();
+        node.flows.extend(self.flows.iter().cloned());
+        node
+    }
+}
+
+/// The kernel facts of `bridges` (the local cluster's external bridges)
+/// from the node's links and addresses: each bridge's MAC and addresses
+/// (in the order given). A bridge the node does not have gets no entry.
+pub fn local_facts<'a>(
+    bridges: impl IntoIterator<Item = &'a DevName>,
+    mac_of: impl Fn(&DevName) -> Option<Option<MacAddr>>,
+    addresses: impl IntoIterator<Item = (&'a DevName, IpNet)> + Clone,
+) -> LocalFacts {
+    let mut facts = LocalFacts::default();
+    for bridge in bridges {
+        let Some(mac) = mac_of(bridge) else {
+            continue;
+        };
+        let addrs = addresses
+            .clone()
+            .into_iter()
+            .filter(|(dev, _)| *dev == bridge)
+            .map(|(_, net)| net)
+            .collect();
+        facts
+            .bridges
+            .insert(bridge.as_str().to_string(), BridgeFacts { mac, addrs });
+    }
+    facts
+}
+
+/// The bridges of the local cluster's external segments
+/// (`ovn-bridge-mappings-<bgp_chassis_id>` minus OpenStack's), whose
+/// kernel facts [`desired_ovn_local`] needs.
+pub fn external_bridges(snap: &Snapshot, config: &Config) -> Vec<DevName> {
+    let mut notes = Vec::new();
+    segments(snap, config, &mut notes)
+        .into_iter()
+        .filter(|s| !s.internal)
+        .map(|s| s.bridge)
+        .collect()
+}

@@ -537,3 +537,32 @@ fn bad_ovn_mode_options_are_errors_naming_the_option() {
     c.local_ovn_cluster.bgp_chassis_id = "5f8e4a1c-0c4b-4e8f-9f43-2a7d3c1b9e01".into();
     assert!(desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).is_ok());
 }
+
+#[test]
+fn to_node_announces_on_bgp_nic_without_kernel_wiring_and_carries_the_flows() {
+    let case = Case::load("basic.json");
+    let o = case.compute();
+    // The underlay driver wires these exposures in the kernel.
+    assert!(o.exposure.exposed.values().any(|e| e.wiring.is_some()));
+    let node = o.to_node();
+    let announced: Vec<String> = node
+        .addresses
+        .keys()
+        .map(|a| {
+            assert_eq!(a.dev, o.exposure.bgp_nic, "{a:?}");
+            a.net.addr().to_string()
+        })
+        .collect();
+    let want: Vec<String> = o.exposure.exposed.keys().map(|ip| ip.to_string()).collect();
+    assert_eq!(announced, want);
+    assert!(node.rules.is_empty(), "{:?}", node.rules);
+    assert!(node.routes.is_empty(), "{:?}", node.routes);
+    assert!(node.neighbours.is_empty() && node.proxy_neighbours.is_empty());
+    assert!(node.bridge_tables.is_empty() && node.sysctls.is_empty());
+    assert_eq!(node.flows, o.flows);
+    assert_eq!(node.announce_dev.as_ref(), Some(&o.exposure.bgp_nic));
+    assert!(
+        node.frr_config.is_some(),
+        "the VRF leak, as the underlay driver"
+    );
+}

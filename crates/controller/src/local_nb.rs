@@ -1,0 +1,179 @@
+//! The node-local OVN NB of `exposing_method = ovn` (ADR 0008): a monitor
+//! of the tables the agent writes there (`obgp_localnb::monitor_spec()`,
+//! BFD included) on a `leader_only` connection to `[local_ovn_cluster]
+//! ovn_nb_connection`, and the writer: plan the desired rows against the
+//! monitored ones and run the operations as one `transact`.
+//!
+//! A failed transaction is returned (the caller logs it; the next
+//! reconcile plans again from what the monitor shows), never a panic.
+//! After a committed transaction the writer waits until the monitor shows
+//! the inserted rows, so the next plan does not insert them again.
+
+use std::time::Duration;
+
+use obgp_config::Config;
+use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, Observed, Table};
+use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use crate::sources::{ovn_client, Source, SourceError};
+
+/// Why the local NB could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalNbError {
+    #[error("local NB {remotes}: the initial dump has not arrived: not planning against an unknown database")]
+    NotSynced { remotes: String },
+    #[error("local NB {remotes}: transaction of {ops} operations failed: {source}")]
+    Transact {
+        remotes: String,
+        ops: usize,
+        source: obgp_ovsdb::Error,
+    },
+    #[error("local NB {remotes}: the monitor did not show the {missing} inserted rows within {timeout:?}")]
+    NotSeen {
+        remotes: String,
+        missing: usize,
+        timeout: Duration,
+    },
+}
+
+/// The monitored node-local NB.
+pub struct LocalNbSource {
+    source: Source,
+    remotes: String,
+}
+
+/// How long the writer waits for the monitor to show its inserts.
+const SEEN_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl LocalNbSource {
+    /// Starts connecting (in the background, leader only) to
+    /// `[local_ovn_cluster] ovn_nb_connection`.
+    pub fn start(config: &Config) -> Result<LocalNbSource, SourceError> {
+        let conn = &config.local_ovn_cluster.ovn_nb_connection;
+        let source = ovn_client(
+            "[local_ovn_cluster] ovn_nb_connection",
+            conn,
+            obgp_ovn::NB_DB,
+            obgp_localnb::monitor_spec(),
+            // upstream has no TLS options for the local cluster.
+            ("", "", ""),
+            true,
+        )?;
+        Ok(LocalNbSource {
+            source,
+            remotes: conn.clone(),
+        })
+    }
+
+    /// Waits for the initial dump.
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+        self.source.wait_synced(timeout).await
+    }
+
+    /// Row changes from now on: each schedules a reconcile.
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.source.changes()
+    }
+
+    /// The resync generation (a reconnect's dump schedules a reconcile).
+    pub fn resynced(&self) -> watch::Receiver<u64> {
+        self.source.resynced()
+    }
+
+    /// The agent's tables as the monitor shows them now.
+    pub fn observed(&self) -> Observed {
+        observed_of(&self.source.client.cache().snapshot())
+    }
+
+    /// Plans `desired` against the monitored rows and, when anything
+    /// differs, runs the operations as one transaction. Returns the plan
+    /// (its `problems` name the rows the planner skipped).
+    pub async fn write(&self, desired: &LocalNb) -> Result<LocalNbPlan, LocalNbError> {
+        if *self.source.resynced().borrow() == 0 {
+            return Err(LocalNbError::NotSynced {
+                remotes: self.remotes.clone(),
+            });
+        }
+        let plan = obgp_localnb::plan(desired, &self.observed());
+        if plan.is_empty() {
+            return Ok(plan);
+        }
+        let ops: Vec<Value> = plan.ops.iter().map(NbOp::wire).collect();
+        let n = ops.len();
+        let results =
+            self.source
+                .client
+                .transact(ops)
+                .await
+                .map_err(|source| LocalNbError::Transact {
+                    remotes: self.remotes.clone(),
+                    ops: n,
+                    source,
+                })?;
+        self.wait_seen(&inserted(&plan, &results)).await?;
+        Ok(plan)
+    }
+
+    /// Waits until every row in `uuids` is in the monitored cache.
+    async fn wait_seen(&self, uuids: &[(Table, Uuid)]) -> Result<(), LocalNbError> {
+        let mut snapshots = self.source.client.cache().watch();
+        let missing = |s: &DbSnapshot| {
+            uuids
+                .iter()
+                .filter(|(t, u)| s.get(t.name(), *u).is_none())
+                .count()
+        };
+        let waited = tokio::time::timeout(SEEN_TIMEOUT, async {
+            loop {
+                if missing(&snapshots.borrow_and_update()) == 0 {
+                    return true;
+                }
+                if snapshots.changed().await.is_err() {
+                    return false;
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(true) => Ok(()),
+            _ => Err(LocalNbError::NotSeen {
+                remotes: self.remotes.clone(),
+                missing: missing(&self.source.client.cache().snapshot()),
+                timeout: SEEN_TIMEOUT,
+            }),
+        }
+    }
+}
+
+/// The uuids the server gave the plan's inserts (a transaction's result
+/// for an insert is `{"uuid": ["uuid", "<uuid>"]}`).
+fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(Table, Uuid)> {
+    plan.ops
+        .iter()
+        .zip(results)
+        .filter_map(|(op, r)| {
+            let NbOp::Insert { key, .. } = op else {
+                return None;
+            };
+            let u = r.get("uuid")?.get(1)?.as_str()?;
+            Some((key.table, Uuid::parse(u).ok()?))
+        })
+        .collect()
+}
+
+/// The agent's tables of a local-NB snapshot, as the planner reads them.
+pub fn observed_of(snap: &DbSnapshot) -> Observed {
+    Table::ALL
+        .iter()
+        .map(|t| {
+            let rows = snap
+                .table(t.name())
+                .iter()
+                .map(|(u, r)| (*u, (**r).clone()))
+                .collect();
+            (t.name().to_string(), rows)
+        })
+        .collect()
+}

@@ -1,0 +1,194 @@
+//! `plan --ovn FILE` with `exposing_method = ovn`: the node ops (the
+//! announcements on `bgp_nic`, the cookie-999 flows; no kernel wiring) and
+//! the node-local OVN NB transaction, planned against an empty local NB or
+//! the rows of `--local-nb FILE`. Offline only: the live writer of the
+//! local NB is not built yet.
+
+use std::path::Path;
+
+use anyhow::Context;
+use obgp_config::Config;
+use obgp_desired::{desired_ovn_local, BridgeFacts, LocalFacts};
+use obgp_localnb::{LocalNbPlan, Observed};
+use obgp_ovsdb_data::{Row, Uuid};
+use obgp_plan::{Actual, Plan};
+use serde_json::{json, Value};
+
+use super::ovn_file::{self, OvnFile};
+use crate::cli::Format;
+
+/// What `plan` prints in this mode.
+pub struct OvnPlan {
+    pub node: Plan,
+    pub local_nb: LocalNbPlan,
+    /// What the local-NB transaction was planned against.
+    pub against: String,
+    /// The FDB entries the mode wants (`ovs-appctl fdb/add`), not applied yet.
+    pub fdb: Vec<String>,
+}
+
+/// Plans from files: no database, no node.
+pub fn offline(
+    config: &Config,
+    ovn_file: &Path,
+    node_file: Option<&Path>,
+    local_nb_file: Option<&Path>,
+) -> anyhow::Result<OvnPlan> {
+    let f = OvnFile::read(ovn_file, node_file, config)?;
+    let facts = ovn_file::facts(config, &f.actual);
+    let local = match &f.bridge_facts {
+        Some(v) => scenario_facts(v).context("the scenario's facts")?,
+        None => node_facts(&f, config),
+    };
+    let o = desired_ovn_local(&f.snapshot, config, &facts, &local)?;
+    for note in o.exposure.notes.iter().chain(&o.notes) {
+        tracing::info!("{note}");
+    }
+    let node = obgp_plan::plan(&o.to_node(), &f.actual)?;
+    let (observed, against) = match local_nb_file {
+        Some(p) => (
+            read_observed(p)?,
+            format!("planned against the local NB rows of {}", p.display()),
+        ),
+        None => (
+            Observed::new(),
+            "planned offline against an EMPTY local NB (give --local-nb FILE for its rows)"
+                .to_string(),
+        ),
+    };
+    let local_nb = obgp_localnb::plan(&o.local_nb, &observed);
+    let fdb = o
+        .fdb
+        .iter()
+        .map(|e| format!("fdb/add {} {} {} {}", e.bridge, e.port, e.vlan, e.mac))
+        .collect();
+    Ok(OvnPlan {
+        node,
+        local_nb,
+        against,
+        fdb,
+    })
+}
+
+pub fn print(p: &OvnPlan, format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Text => print!("{}", text(p)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&to_json(p)?)?),
+    }
+    Ok(())
+}
+
+fn text(p: &OvnPlan) -> String {
+    let mut out = obgp_controller::render_plan(&p.node);
+    out.push_str(&format!(
+        "\nnode-local OVN NB transaction ({}):\n",
+        p.against
+    ));
+    if p.local_nb.is_empty() {
+        out.push_str("  nothing to do: the local NB holds the desired rows\n");
+    }
+    for op in &p.local_nb.ops {
+        out.push_str(&format!("  {op}\n"));
+    }
+    for problem in &p.local_nb.problems {
+        out.push_str(&format!("  problem: {problem}\n"));
+    }
+    if !p.fdb.is_empty() {
+        out.push_str("\nOVS FDB entries wanted (not applied by this version):\n");
+        for e in &p.fdb {
+            out.push_str(&format!("  ovs-appctl {e}\n"));
+        }
+    }
+    out
+}
+
+/// The node plan's JSON with a `local_nb` member: `against`, `lines` (as
+/// printed), `transact` (the `transact` parameters), `problems`, and `fdb`.
+fn to_json(p: &OvnPlan) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(&p.node)?;
+    let lines: Vec<String> = p.local_nb.ops.iter().map(|o| o.to_string()).collect();
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "local_nb".into(),
+            json!({
+                "against": p.against,
+                "lines": lines,
+                "transact": p.local_nb.transact_params(),
+                "problems": p.local_nb.problems,
+                "fdb": p.fdb,
+            }),
+        );
+    }
+    Ok(v)
+}
+
+/// `{bridge: {"mac": "..", "addrs": ["..", ..]}}`, a scenario's kernel
+/// facts of the external bridges.
+fn scenario_facts(v: &Value) -> anyhow::Result<LocalFacts> {
+    let mut facts = LocalFacts::default();
+    let obj = v.as_object().context("facts is not an object")?;
+    for (bridge, f) in obj {
+        let mac = match f.get("mac").and_then(Value::as_str) {
+            Some(m) => Some(
+                m.parse()
+                    .map_err(|e| anyhow::anyhow!("bridge {bridge}: MAC {m:?}: {e}"))?,
+            ),
+            None => None,
+        };
+        let mut addrs = Vec::new();
+        for a in f
+            .get("addrs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let s = a.as_str().context("an address is not a string")?;
+            addrs.push(
+                s.parse()
+                    .with_context(|| format!("bridge {bridge}: address {s:?}"))?,
+            );
+        }
+        facts
+            .bridges
+            .insert(bridge.clone(), BridgeFacts { mac, addrs });
+    }
+    Ok(facts)
+}
+
+/// The external bridges' facts from the node state's links and addresses.
+fn node_facts(f: &OvnFile, config: &Config) -> LocalFacts {
+    let actual: &Actual = &f.actual;
+    let bridges = obgp_desired::external_bridges(&f.snapshot, config);
+    obgp_desired::local_facts(
+        &bridges,
+        |b| actual.links.get(b).map(|l| l.mac),
+        actual.addresses.iter().map(|a| (&a.dev, a.net)),
+    )
+}
+
+/// Local-NB rows in OVSDB wire notation, by table and uuid.
+fn read_observed(path: &Path) -> anyhow::Result<Observed> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("parsing {} as JSON", path.display()))?;
+    let tables = doc.get("OVN_Northbound").unwrap_or(&doc);
+    let tables = tables
+        .as_object()
+        .with_context(|| format!("{}: not an object of tables", path.display()))?;
+    let mut observed = Observed::new();
+    for (table, rows) in tables {
+        let rows = rows
+            .as_object()
+            .with_context(|| format!("{}: table {table} is not an object", path.display()))?;
+        let into = observed.entry(table.clone()).or_default();
+        for (uuid, row) in rows {
+            let u = Uuid::parse(uuid)
+                .map_err(|e| anyhow::anyhow!("{}: {table} uuid {uuid:?}: {e}", path.display()))?;
+            let r = Row::from_wire(row)
+                .map_err(|e| anyhow::anyhow!("{}: {table} row {uuid}: {e}", path.display()))?;
+            into.insert(u, r);
+        }
+    }
+    Ok(observed)
+}

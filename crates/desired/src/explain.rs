@@ -372,11 +372,7 @@ fn covered(ctx: &Decisions, ip: IpAddr) -> Vec<Finding> {
             subnet: r.net,
             via: r.via,
             class: r.class,
-            rows: r
-                .rows
-                .iter()
-                .map(|&row| ctx.row(row))
-                .collect(),
+            rows: r.rows.iter().map(|&row| ctx.row(row)).collect(),
         });
     subnets.chain(routes).collect()
 }

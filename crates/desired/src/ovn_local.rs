@@ -1,6 +1,6 @@
 //! `nb_ovn_bgp_driver` with `exposing_method = ovn`: the NB driver's
 //! exposures, reached through a node-local OVN cluster instead of kernel
-//! routing (docs/modes-ovn.md, ADR 0008).
+//! routing (docs/modes.md, ADR 0008).
 //!
 //! What is exposed is the NB underlay driver's decision, reused as is
 //! ([`crate::desired_state`] under `exposing_method = underlay`); this

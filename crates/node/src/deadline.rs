@@ -103,20 +103,44 @@ pub enum CommandError {
     },
 }
 
+/// How often a spawn refused with ETXTBSY is tried again, and how long
+/// apart.
+const TEXT_BUSY_TRIES: u32 = 5;
+const TEXT_BUSY_PAUSE: Duration = Duration::from_millis(20);
+
+/// Spawns `cmd`, trying again a few times while the kernel answers
+/// ETXTBSY. That answer means some process still holds the program open
+/// for writing: a package upgrade copying ovs-ofctl in place, or another
+/// thread's fork inheriting the descriptor of a script just written,
+/// until that child execs. Both last milliseconds.
+fn spawn_past_text_busy(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 1;
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && tries < TEXT_BUSY_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(TEXT_BUSY_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Runs `cmd` to completion within `deadline`, stdin closed. `what` names
 /// it in errors (for example `ovs-ofctl dump-flows br-ex`). A non-zero
 /// exit is [`CommandError::Failed`] with the child's stderr.
 pub fn run(mut cmd: Command, what: &str, deadline: Duration) -> Result<Finished, CommandError> {
-    let child = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| CommandError::Spawn {
-            cmd: what.to_string(),
-            source,
-        })?;
+        .process_group(0);
+    let child = spawn_past_text_busy(&mut cmd).map_err(|source| CommandError::Spawn {
+        cmd: what.to_string(),
+        source,
+    })?;
     let pgid = child.id() as libc::pid_t;
     let tracking = Tracking(TRACKED.with(|t| t.borrow().clone()));
     if let Some(slot) = &tracking.0 {
@@ -261,5 +285,55 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, CommandError::Spawn { .. }), "{e}");
+    }
+
+    /// A script still open for writing, as another thread's fork leaves it
+    /// until its child execs.
+    fn script_held_open(dir: &std::path::Path) -> (std::path::PathBuf, std::fs::File) {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("ofctl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(b"#!/bin/sh\necho answered\n").unwrap();
+        file.set_permissions(std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        (path, file)
+    }
+
+    #[test]
+    fn a_program_busy_for_a_moment_is_started_once_its_writer_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, file) = script_held_open(dir.path());
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(TEXT_BUSY_PAUSE);
+            drop(file);
+        });
+        let done = run(
+            Command::new(&path),
+            "ovs-ofctl show",
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        writer.join().unwrap();
+        assert_eq!(String::from_utf8_lossy(&done.stdout), "answered\n");
+    }
+
+    #[test]
+    fn a_program_busy_for_good_is_a_spawn_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _file) = script_held_open(dir.path());
+        let e = run(
+            Command::new(&path),
+            "ovs-ofctl show",
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        match &e {
+            CommandError::Spawn { source, .. } => {
+                assert_eq!(source.kind(), std::io::ErrorKind::ExecutableFileBusy, "{e}")
+            }
+            other => panic!("{other}"),
+        }
+        assert!(e.to_string().contains("ovs-ofctl show"), "{e}");
     }
 }

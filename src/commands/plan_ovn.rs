@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use obgp_config::Config;
-use obgp_desired::{desired_ovn_local, BridgeFacts, LocalFacts};
+use obgp_desired::{desired_ovn_local, LocalFacts};
 use obgp_localnb::{LocalNbPlan, Observed};
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_plan::{Actual, Plan};
@@ -37,7 +37,9 @@ pub fn offline(
     let f = OvnFile::read(ovn_file, node_file, config)?;
     let facts = ovn_file::facts(config, &f.actual);
     let local = match &f.bridge_facts {
-        Some(v) => scenario_facts(v).context("the scenario's facts")?,
+        Some(v) => {
+            serde_json::from_value::<LocalFacts>(v.clone()).context("the scenario's facts")?
+        }
         None => node_facts(&f, config),
     };
     let o = desired_ovn_local(&f.snapshot, config, &facts, &local)?;
@@ -124,37 +126,6 @@ fn to_json(p: &OvnPlan) -> anyhow::Result<Value> {
 
 /// `{bridge: {"mac": "..", "addrs": ["..", ..]}}`, a scenario's kernel
 /// facts of the external bridges.
-fn scenario_facts(v: &Value) -> anyhow::Result<LocalFacts> {
-    let mut facts = LocalFacts::default();
-    let obj = v.as_object().context("facts is not an object")?;
-    for (bridge, f) in obj {
-        let mac = match f.get("mac").and_then(Value::as_str) {
-            Some(m) => Some(
-                m.parse()
-                    .map_err(|e| anyhow::anyhow!("bridge {bridge}: MAC {m:?}: {e}"))?,
-            ),
-            None => None,
-        };
-        let mut addrs = Vec::new();
-        for a in f
-            .get("addrs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let s = a.as_str().context("an address is not a string")?;
-            addrs.push(
-                s.parse()
-                    .with_context(|| format!("bridge {bridge}: address {s:?}"))?,
-            );
-        }
-        facts
-            .bridges
-            .insert(bridge.clone(), BridgeFacts { mac, addrs });
-    }
-    Ok(facts)
-}
-
 /// The external bridges' facts from the node state's links and addresses.
 fn node_facts(f: &OvnFile, config: &Config) -> LocalFacts {
     let actual: &Actual = &f.actual;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_controller::local_nb::{LocalNbError, LocalNbSource};
-use obgp_desired::{desired_ovn_local, BridgeFacts, LocalFacts, NodeFacts};
+use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts};
 use obgp_localnb::{LocalNb, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
@@ -46,21 +46,8 @@ fn config(doc: &Value, local_nb: &str) -> Config {
 }
 
 fn compute(doc: &Value, config: &Config) -> LocalNb {
-    let mut facts = LocalFacts::default();
-    for (b, v) in doc["facts"].as_object().unwrap() {
-        facts.bridges.insert(
-            b.clone(),
-            BridgeFacts {
-                mac: Some(v["mac"].as_str().unwrap().parse().unwrap()),
-                addrs: v["addrs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|a| a.as_str().unwrap().parse().unwrap())
-                    .collect(),
-            },
-        );
-    }
+    let facts =
+        serde_json::from_value::<LocalFacts>(doc["facts"].clone()).expect("the fixture's facts");
     let snap = Snapshot::from_wire(&doc["ovn"]).unwrap();
     desired_ovn_local(&snap, config, &NodeFacts::default(), &facts)
         .unwrap()

@@ -20,7 +20,7 @@ use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_localnb::LocalNb;
 use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, MacAddr};
 use obgp_ovn::Snapshot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Desired;
 use crate::{DesiredError, NodeFacts};
@@ -32,15 +32,21 @@ pub use rows::{
 /// What the kernel says about a bridge of the local cluster's external
 /// side (upstream `get_nic_info`): read by the caller before each
 /// computation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Scenario files and `plan --ovn` give them as JSON:
+/// `{"mac": "aa:..", "addrs": ["100.64.1.9/30"]}`, both keys optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BridgeFacts {
     pub mac: Option<MacAddr>,
     /// Its addresses, in the kernel's order.
     pub addrs: Vec<IpNet>,
 }
 
-/// The kernel facts of the external bridges, by bridge name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The kernel facts of the external bridges, by bridge name; in JSON, an
+/// object of [`BridgeFacts`] by bridge name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
 pub struct LocalFacts {
     pub bridges: BTreeMap<String, BridgeFacts>,
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_ovn_local, BridgeFacts, LocalFacts, NodeFacts, OvnLocal};
+use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts, OvnLocal};
 use obgp_localnb::{apply_model, plan, LocalNb, NbOp, Observed, Table};
 use obgp_netmodel::FlowAction;
 use obgp_ovn::Snapshot;
@@ -63,22 +63,10 @@ impl Case {
     }
 
     fn facts(&self) -> LocalFacts {
-        let mut f = LocalFacts::default();
-        for (bridge, v) in self.doc["facts"].as_object().into_iter().flatten() {
-            f.bridges.insert(
-                bridge.clone(),
-                BridgeFacts {
-                    mac: v["mac"].as_str().map(|m| m.parse().expect("fact MAC")),
-                    addrs: v["addrs"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|a| a.as_str().unwrap().parse().expect("fact address"))
-                        .collect(),
-                },
-            );
+        match self.doc.get("facts") {
+            Some(v) => serde_json::from_value::<LocalFacts>(v.clone()).expect("the case's facts"),
+            None => LocalFacts::default(),
         }
-        f
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -565,4 +553,25 @@ fn to_node_announces_on_bgp_nic_without_kernel_wiring_and_carries_the_flows() {
         node.frr_config.is_some(),
         "the VRF leak, as the underlay driver"
     );
+}
+
+#[test]
+fn bridge_facts_read_from_json_refuse_a_garbled_mac_address_or_key_naming_it() {
+    let read = |v: Value| serde_json::from_value::<LocalFacts>(v).map_err(|e| e.to_string());
+    let ok = read(
+        json!({"br-ex": {"mac": "52:54:00:30:93:ea", "addrs": ["100.64.1.4/30"]},
+                         "br-ex-2": {}}),
+    )
+    .unwrap();
+    assert_eq!(
+        ok.bridges["br-ex"].addrs,
+        vec!["100.64.1.4/30".parse().unwrap()]
+    );
+    assert_eq!(ok.bridges["br-ex-2"], Default::default());
+    let e = read(json!({"br-ex": {"mac": "52:54:00:zz:93:ea"}})).unwrap_err();
+    assert!(e.contains("52:54:00:zz:93:ea"), "{e}");
+    let e = read(json!({"br-ex": {"addrs": ["100.64.1.400/30"]}})).unwrap_err();
+    assert!(e.contains("address"), "{e}");
+    let e = read(json!({"br-ex": {"macs": "52:54:00:30:93:ea"}})).unwrap_err();
+    assert!(e.contains("macs"), "{e}");
 }

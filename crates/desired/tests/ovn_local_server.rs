@@ -5,7 +5,7 @@
 //! go, and a foreign row stays.
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_ovn_local, BridgeFacts, LocalFacts, NodeFacts};
+use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts};
 use obgp_localnb::{plan, LocalNb, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
@@ -34,21 +34,8 @@ fn compute(doc: &Value) -> LocalNb {
     c.local_ovn_cluster.peer_ips = list("peer_ips");
     c.local_ovn_cluster.external_nics = list("external_nics");
     c.local_ovn_cluster.provider_networks_pool_prefixes = list("provider_networks_pool_prefixes");
-    let mut facts = LocalFacts::default();
-    for (b, v) in doc["facts"].as_object().unwrap() {
-        facts.bridges.insert(
-            b.clone(),
-            BridgeFacts {
-                mac: Some(v["mac"].as_str().unwrap().parse().unwrap()),
-                addrs: v["addrs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|a| a.as_str().unwrap().parse().unwrap())
-                    .collect(),
-            },
-        );
-    }
+    let facts =
+        serde_json::from_value::<LocalFacts>(doc["facts"].clone()).expect("the fixture's facts");
     let snap = Snapshot::from_wire(&doc["ovn"]).unwrap();
     desired_ovn_local(&snap, &c, &NodeFacts::default(), &facts)
         .unwrap()

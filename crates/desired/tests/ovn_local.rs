@@ -575,3 +575,50 @@ fn bridge_facts_read_from_json_refuse_a_garbled_mac_address_or_key_naming_it() {
     let e = read(json!({"br-ex": {"macs": "52:54:00:30:93:ea"}})).unwrap_err();
     assert!(e.contains("macs"), "{e}");
 }
+
+#[test]
+fn split_in_two_the_plan_writes_the_new_rows_first_and_removes_the_old_after() {
+    let mut case = Case::load("basic.json");
+    case.ovs_ext(
+        "ovn-bridge-mappings-bgp",
+        Some("fabric1:br-ex,local:br-osp"),
+    );
+    let mut db = Observed::new();
+    converge(&case.compute().local_nb, &mut db);
+    // fabric1 goes, fabric2 comes, in one reconcile.
+    case.ovs_ext(
+        "ovn-bridge-mappings-bgp",
+        Some("fabric2:br-ex-2,local:br-osp"),
+    );
+    let desired = case.compute().local_nb;
+    let mut whole = db.clone();
+    converge(&desired, &mut whole);
+
+    let (writes, removals) = plan(&desired, &db).split_removals();
+    assert!(
+        !writes.is_empty() && !removals.is_empty(),
+        "{writes}\n{removals}"
+    );
+    apply_model(&mut db, &writes.ops).expect("the writes apply");
+    let switch = |db: &Observed, name: &str| {
+        db["Logical_Switch"].values().any(|r| {
+            r.get("name")
+                .and_then(|d| d.as_scalar().and_then(|a| a.as_str()))
+                == Some(name)
+        })
+    };
+    // Between the two: every desired row is there, the old ones still are.
+    let between = plan(&desired, &db);
+    assert!(
+        between
+            .ops
+            .iter()
+            .all(|o| matches!(o, NbOp::Delete { .. } | NbOp::RemoveChildren { .. })),
+        "only removals are left: {between}"
+    );
+    assert!(switch(&db, "fabric2") && switch(&db, "fabric1"));
+    apply_model(&mut db, &removals.ops).expect("the removals apply");
+    assert!(!switch(&db, "fabric1"));
+    assert!(plan(&desired, &db).is_empty());
+    assert_eq!(db, whole, "the two transactions end where the one does");
+}

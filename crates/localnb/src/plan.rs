@@ -215,6 +215,33 @@ impl LocalNbPlan {
     }
 }
 
+impl LocalNbPlan {
+    /// The plan as two transactions, for the order of announcements (O1):
+    /// first everything that makes the desired rows exist and hold their
+    /// values (inserts, updates, attachments, adoptions), run before the
+    /// addresses are announced; then the removals (detachments and
+    /// deletions), run after the withdrawals. Together they do what the
+    /// single transaction does: no update writes a children column, so
+    /// the first part never drops a child the second would detach.
+    /// Problems stay with the first part.
+    pub fn split_removals(self) -> (LocalNbPlan, LocalNbPlan) {
+        let (removals, writes) = self
+            .ops
+            .into_iter()
+            .partition(|op| matches!(op, NbOp::Delete { .. } | NbOp::RemoveChildren { .. }));
+        (
+            LocalNbPlan {
+                ops: writes,
+                problems: self.problems,
+            },
+            LocalNbPlan {
+                ops: removals,
+                problems: Vec::new(),
+            },
+        )
+    }
+}
+
 impl fmt::Display for LocalNbPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for op in &self.ops {

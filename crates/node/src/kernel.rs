@@ -43,6 +43,8 @@ pub struct KernelConfig {
     pub ovs_ofctl: PathBuf,
     /// `ovs-vsctl`, for the ports the agent plugs into OVS bridges.
     pub ovs_vsctl: PathBuf,
+    /// `ovs-appctl`, for static FDB entries on OVS bridges.
+    pub ovs_appctl: PathBuf,
     /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives) and
     /// `ovs-vsctl` (`db.sock`), when not the default `/var/run/openvswitch`.
     pub ovs_rundir: Option<PathBuf>,
@@ -68,6 +70,7 @@ impl Default for KernelConfig {
             dummy_kind: "dummy".into(),
             ovs_ofctl: "ovs-ofctl".into(),
             ovs_vsctl: "ovs-vsctl".into(),
+            ovs_appctl: "ovs-appctl".into(),
             ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),

@@ -9,6 +9,7 @@
 mod codec;
 mod commands;
 pub mod deadline;
+pub mod fdb;
 pub mod kernel;
 pub mod lane;
 pub mod mirror;

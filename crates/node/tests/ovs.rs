@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind, OvsPort};
+use obgp_node::fdb::{add_static, read_static, StaticFdb};
 use obgp_node::{CommandLane, KernelConfig, KernelNode, Scope};
 use obgp_plan::plan::plan;
 use obgp_plan::{apply_plan, Op};
@@ -107,7 +108,8 @@ impl Ovs {
             .arg(format!("OVS_RUNDIR={}", run.display()))
             .arg("ovs-vswitchd")
             .arg(format!("unix:{}/db.sock", run.display()))
-            .arg(format!("--unixctl={}/ovs-vswitchd.ctl", run.display()))
+            // ovs-appctl finds the daemon through OVS_RUNDIR's pidfile.
+            .arg(format!("--pidfile={}/ovs-vswitchd.pid", run.display()))
             .arg(log("ovs-vswitchd"))
             .args(["--no-chdir", "-vconsole:off"])
             .stdin(Stdio::null())
@@ -362,4 +364,58 @@ async fn ovs_ports_are_added_tagged_and_internal_and_removed_through_the_lane() 
     let outcomes = lane.take_outcomes();
     let err = outcomes[0].result.as_ref().unwrap_err();
     assert!(err.contains("br-nope"), "{err}");
+}
+
+/// Static FDB entries (the `ovn` method's pinned bridge MACs) against the
+/// real ovs-vswitchd: added, read back by port name, added again without
+/// a second entry, and someone else's entry on the bridge's own port read
+/// as that port.
+#[test]
+fn static_fdb_entries_are_added_once_and_read_back_by_port_name() {
+    let ns = Netns::new("ovsfdb").expect("netns (root)");
+    let ovs = Ovs::start(&ns);
+    let config = KernelConfig {
+        ovs_rundir: Some(ovs.run.clone()),
+        ..KernelConfig::default()
+    };
+    let ofport: u32 = ovs
+        .vsctl(&["get", "interface", "patch-prov", "ofport"])
+        .trim()
+        .parse()
+        .unwrap();
+    let ports = std::collections::BTreeMap::from([("patch-prov".to_string(), ofport)]);
+    let entry = StaticFdb {
+        bridge: dev("br-ex"),
+        port: "patch-prov".into(),
+        vlan: 0,
+        mac: "52:54:00:30:93:ea".parse().unwrap(),
+    };
+    assert!(read_static(&config, &dev("br-ex"), &ports)
+        .unwrap()
+        .is_empty());
+    add_static(&config, &entry).unwrap();
+    add_static(&config, &entry).unwrap();
+    let appctl = |args: &[&str]| {
+        let out = Command::new("ovs-appctl")
+            .env("OVS_RUNDIR", &ovs.run)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    appctl(&["fdb/add", "br-ex", "br-ex", "100", "52:54:00:30:93:eb"]);
+    let seen = read_static(&config, &dev("br-ex"), &ports).unwrap();
+    let foreign = StaticFdb {
+        port: "br-ex".into(),
+        vlan: 100,
+        mac: "52:54:00:30:93:eb".parse().unwrap(),
+        ..entry.clone()
+    };
+    let show = appctl(&["fdb/show", "br-ex"]);
+    assert_eq!(seen, [entry, foreign].into_iter().collect(), "{show}");
 }

@@ -114,6 +114,8 @@ pub fn run_options(
         vty_socket: Some(node.vty_socket.clone()),
         vtysh_timeout: std::time::Duration::from_secs(config.default.vtysh_timeout),
         ovs_ofctl_timeout: std::time::Duration::from_secs(config.default.ovs_ofctl_timeout),
+        // The one mode that pins bridge MACs reads them back.
+        read_static_fdb: config.default.exposing_method == obgp_config::ExposingMethod::Ovn,
         ..obgp_node::KernelConfig::default()
     };
     obgp_controller::RunOptions {

@@ -23,8 +23,6 @@ pub struct OvnPlan {
     pub local_nb: LocalNbPlan,
     /// What the local-NB transaction was planned against.
     pub against: String,
-    /// The FDB entries the mode wants (`ovs-appctl fdb/add`), not applied yet.
-    pub fdb: Vec<String>,
 }
 
 /// Plans from files: no database, no node.
@@ -59,16 +57,10 @@ pub fn offline(
         ),
     };
     let local_nb = obgp_localnb::plan(&o.local_nb, &observed);
-    let fdb = o
-        .fdb
-        .iter()
-        .map(|e| format!("fdb/add {} {} {} {}", e.bridge, e.port, e.vlan, e.mac))
-        .collect();
     Ok(OvnPlan {
         node,
         local_nb,
         against,
-        fdb,
     })
 }
 
@@ -95,17 +87,11 @@ fn text(p: &OvnPlan) -> String {
     for problem in &p.local_nb.problems {
         out.push_str(&format!("  problem: {problem}\n"));
     }
-    if !p.fdb.is_empty() {
-        out.push_str("\nOVS FDB entries wanted (not applied by this version):\n");
-        for e in &p.fdb {
-            out.push_str(&format!("  ovs-appctl {e}\n"));
-        }
-    }
     out
 }
 
 /// The node plan's JSON with a `local_nb` member: `against`, `lines` (as
-/// printed), `transact` (the `transact` parameters), `problems`, and `fdb`.
+/// printed), `transact` (the `transact` parameters), and `problems`.
 fn to_json(p: &OvnPlan) -> anyhow::Result<Value> {
     let mut v = serde_json::to_value(&p.node)?;
     let lines: Vec<String> = p.local_nb.ops.iter().map(|o| o.to_string()).collect();
@@ -117,7 +103,6 @@ fn to_json(p: &OvnPlan) -> anyhow::Result<Value> {
                 "lines": lines,
                 "transact": p.local_nb.transact_params(),
                 "problems": p.local_nb.problems,
-                "fdb": p.fdb,
             }),
         );
     }

@@ -51,16 +51,7 @@ pub struct LocalFacts {
     pub bridges: BTreeMap<String, BridgeFacts>,
 }
 
-/// A static FDB entry (`ovs-appctl fdb/add BRIDGE PORT VLAN MAC`): the
-/// external bridge's own MAC on its internal port, so the bridge does not
-/// re-learn it and drop on a table miss.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct FdbEntry {
-    pub bridge: DevName,
-    pub port: String,
-    pub vlan: u16,
-    pub mac: MacAddr,
-}
+pub use obgp_netmodel::FdbEntry;
 
 /// One mapping of `ovn-bridge-mappings-<bgp_chassis_id>` and its role.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -432,6 +423,7 @@ impl OvnLocal {
         }
         let mut node = announced.to_node();
         node.flows.extend(self.flows.iter().cloned());
+        node.fdb.extend(self.fdb.iter().cloned());
         node
     }
 }

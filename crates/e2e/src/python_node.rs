@@ -188,7 +188,10 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
                     "a plan against an empty node deletes nothing, but it has: {other}"
                 ))
             }
-            other @ (Op::SetBridgePort { .. } | Op::AddOvsPort(_) | Op::DelOvsPort { .. }) => {
+            other @ (Op::SetBridgePort { .. }
+            | Op::AddOvsPort(_)
+            | Op::DelOvsPort { .. }
+            | Op::AddFdb(_)) => {
                 return Err(format!(
                     "the Python-configured node of these tests has no EVPN: {other}"
                 ))

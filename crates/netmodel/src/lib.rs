@@ -278,6 +278,21 @@ pub struct OvsPort {
     pub internal: bool,
 }
 
+/// A static entry of an OVS bridge's MAC learning table
+/// (`ovs-appctl fdb/add BRIDGE PORT VLAN MAC`). The `ovn` exposing method
+/// pins an external bridge's own MAC on its own port this way, so the
+/// bridge does not re-learn it elsewhere and drop on a table miss.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FdbEntry {
+    pub bridge: DevName,
+    /// The OVS port's name (OVS port names may be longer than a kernel
+    /// device's; the bridge's own port is the bridge's name). Checked
+    /// before it reaches `ovs-appctl`.
+    pub port: String,
+    pub vlan: u16,
+    pub mac: MacAddr,
+}
+
 /// An address on a device (`ip addr add NET dev DEV`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Address {
@@ -461,6 +476,11 @@ pub struct DesiredNode {
     /// Ports the agent plugs into OVS bridges (EVPN).
     #[serde(default)]
     pub ovs_ports: BTreeSet<OvsPort>,
+    /// Static FDB entries on OVS bridges (the `ovn` exposing method).
+    /// Added where missing, never removed: an entry carries no owner mark,
+    /// and an OVS restart drops them all anyway (docs/ownership.md).
+    #[serde(default)]
+    pub fdb: BTreeSet<FdbEntry>,
     /// The VNIs whose FRR VRF (`vrf vrf-<vni>` / `router bgp AS vrf
     /// vrf-<vni>`) the desired FRR text holds; an agent-shaped EVPN VRF in
     /// FRR's running configuration outside this set gets del-vrf.

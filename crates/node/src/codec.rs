@@ -232,9 +232,8 @@ pub(crate) fn encode(
         | Op::ApplyFrr { .. }
         | Op::RemoveFrr { .. }
         | Op::AddOvsPort(_)
-        | Op::DelOvsPort { .. } => {
-            return Err(IoError::Unsupported(format!("{op} over rtnetlink")))
-        }
+        | Op::DelOvsPort { .. }
+        | Op::AddFdb(_) => return Err(IoError::Unsupported(format!("{op} over rtnetlink"))),
     };
     Ok(req)
 }

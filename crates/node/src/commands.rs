@@ -137,6 +137,7 @@ pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<()
         }));
     }
     Some(match op {
+        Op::AddFdb(entry) => crate::fdb::add_static(config, entry),
         Op::AddFlow { bridge, flow } => check_flow(flow).and_then(|()| {
             run_ofctl(
                 config,
@@ -316,8 +317,11 @@ pub(crate) fn read_ovs_bridge(
     };
     let mut bridge = OvsBridge {
         ports: parse_ofctl_show(&String::from_utf8_lossy(&show.stdout)),
-        flows: BTreeSet::new(),
+        ..OvsBridge::default()
     };
+    if config.read_static_fdb {
+        bridge.fdb = crate::fdb::read_static(config, br, &bridge.ports)?;
+    }
     for cookie in [
         obgp_netmodel::cookie::MAC_TWEAK,
         obgp_netmodel::cookie::EVPN,

@@ -10,21 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use obgp_netmodel::{DevName, MacAddr};
+use obgp_netmodel::{DevName, FdbEntry, MacAddr};
 
 use crate::commands::ovs_name;
 use crate::deadline::{self, CommandError, Finished};
 use crate::kernel::{IoError, KernelConfig};
-
-/// One static entry: `ovs-appctl fdb/add BRIDGE PORT VLAN MAC`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StaticFdb {
-    pub bridge: DevName,
-    /// The OVS port's name (the bridge's own port is its name too).
-    pub port: String,
-    pub vlan: u16,
-    pub mac: MacAddr,
-}
 
 /// `ovs-appctl` reaches ovs-vswitchd through `OVS_RUNDIR` (its pidfile
 /// and control socket there), as `ovs-ofctl` does.
@@ -40,7 +30,7 @@ fn appctl(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError
 
 /// Adds (or refreshes) `entry`. Every argument is checked first: they go
 /// to `ovs-appctl` as words.
-pub fn add_static(config: &KernelConfig, entry: &StaticFdb) -> Result<(), IoError> {
+pub fn add_static(config: &KernelConfig, entry: &FdbEntry) -> Result<(), IoError> {
     let bridge = ovs_name(&entry.bridge)?;
     let port = DevName::new(&entry.port)
         .ok()
@@ -63,7 +53,7 @@ pub fn read_static(
     config: &KernelConfig,
     bridge: &DevName,
     ports: &BTreeMap<String, u32>,
-) -> Result<BTreeSet<StaticFdb>, IoError> {
+) -> Result<BTreeSet<FdbEntry>, IoError> {
     let out = appctl(config, &["fdb/show", ovs_name(bridge)?])?;
     Ok(parse_fdb_show(
         &String::from_utf8_lossy(&out.stdout),
@@ -78,7 +68,7 @@ fn parse_fdb_show(
     text: &str,
     bridge: &DevName,
     ports: &BTreeMap<String, u32>,
-) -> BTreeSet<StaticFdb> {
+) -> BTreeSet<FdbEntry> {
     let by_number: BTreeMap<u32, &str> = ports.iter().map(|(n, p)| (*p, n.as_str())).collect();
     let mut out = BTreeSet::new();
     for line in text.lines() {
@@ -94,7 +84,7 @@ fn parse_fdb_show(
             n => n.parse().ok().and_then(|n| by_number.get(&n).copied()),
         };
         if let Some(port) = port {
-            out.insert(StaticFdb {
+            out.insert(FdbEntry {
                 bridge: bridge.clone(),
                 port: port.to_string(),
                 vlan,
@@ -120,7 +110,7 @@ mod tests {
                     \x20   7     0  52:54:00:30:93:ed  static\n\
                     \x20   1     0  zz:54:00:30:93:ed  static\n";
         let seen = parse_fdb_show(text, &br, &ports);
-        let entry = |port: &str, vlan, mac: &str| StaticFdb {
+        let entry = |port: &str, vlan, mac: &str| FdbEntry {
             bridge: br.clone(),
             port: port.into(),
             vlan,
@@ -141,7 +131,7 @@ mod tests {
             ovs_appctl: "/nonexistent/ovs-appctl".into(),
             ..KernelConfig::default()
         };
-        let entry = |port: &str, vlan| StaticFdb {
+        let entry = |port: &str, vlan| FdbEntry {
             bridge: DevName::new("br-ex").unwrap(),
             port: port.into(),
             vlan,

@@ -45,6 +45,10 @@ pub struct KernelConfig {
     pub ovs_vsctl: PathBuf,
     /// `ovs-appctl`, for static FDB entries on OVS bridges.
     pub ovs_appctl: PathBuf,
+    /// Whether a bridge read includes its static FDB entries (`fdb/show`):
+    /// set in the `ovn` exposing method, the one that writes them, so the
+    /// other modes spawn no extra command per bridge read.
+    pub read_static_fdb: bool,
     /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives) and
     /// `ovs-vsctl` (`db.sock`), when not the default `/var/run/openvswitch`.
     pub ovs_rundir: Option<PathBuf>,
@@ -71,6 +75,7 @@ impl Default for KernelConfig {
             ovs_ofctl: "ovs-ofctl".into(),
             ovs_vsctl: "ovs-vsctl".into(),
             ovs_appctl: "ovs-appctl".into(),
+            read_static_fdb: false,
             ovs_rundir: None,
             vtysh: "vtysh".into(),
             vty_socket: Some("/run/frr".into()),
@@ -170,6 +175,7 @@ impl Scope {
                 .cloned()
                 .chain(d.flows.iter().map(|f| f.bridge.clone()))
                 .chain(d.ovs_ports.iter().map(|p| p.bridge.clone()))
+                .chain(d.fdb.iter().map(|e| e.bridge.clone()))
                 // The mapped bridges, where leftover EVPN ports and flows
                 // are judged also when no VNI wants them.
                 .chain(d.evpn.iter().flat_map(|e| e.bridges.iter().cloned()))
@@ -626,7 +632,8 @@ impl KernelNode {
             | Op::ApplyFrr { .. }
             | Op::RemoveFrr { .. }
             | Op::AddOvsPort(_)
-            | Op::DelOvsPort { .. } => crate::commands::run_command_op(&self.config, op)
+            | Op::DelOvsPort { .. }
+            | Op::AddFdb(_) => crate::commands::run_command_op(&self.config, op)
                 .unwrap_or_else(|| Err(IoError::Invalid(op.to_string()))),
             // Links, addresses, rules, routes, neighbours: one rtnetlink request.
             _ => {

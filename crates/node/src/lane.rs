@@ -239,7 +239,8 @@ impl CommandLane {
                 Op::AddFlow { bridge, .. }
                 | Op::DelFlow { bridge, .. }
                 | Op::AddOvsPort(obgp_netmodel::OvsPort { bridge, .. })
-                | Op::DelOvsPort { bridge, .. } => {
+                | Op::DelOvsPort { bridge, .. }
+                | Op::AddFdb(obgp_netmodel::FdbEntry { bridge, .. }) => {
                     l.bridges.remove(bridge);
                     l.want_bridges.insert(bridge.clone());
                     l.flows_epoch += 1;

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use obgp_netmodel::{DesiredNode, DevName, Flow, FlowAction, Link, LinkKind, OvsPort};
-use obgp_node::fdb::{add_static, read_static, StaticFdb};
+use obgp_node::fdb::{add_static, read_static};
 use obgp_node::{CommandLane, KernelConfig, KernelNode, Scope};
 use obgp_plan::plan::plan;
 use obgp_plan::{apply_plan, Op};
@@ -384,7 +384,7 @@ fn static_fdb_entries_are_added_once_and_read_back_by_port_name() {
         .parse()
         .unwrap();
     let ports = std::collections::BTreeMap::from([("patch-prov".to_string(), ofport)]);
-    let entry = StaticFdb {
+    let entry = obgp_netmodel::FdbEntry {
         bridge: dev("br-ex"),
         port: "patch-prov".into(),
         vlan: 0,
@@ -410,7 +410,7 @@ fn static_fdb_entries_are_added_once_and_read_back_by_port_name() {
     };
     appctl(&["fdb/add", "br-ex", "br-ex", "100", "52:54:00:30:93:eb"]);
     let seen = read_static(&config, &dev("br-ex"), &ports).unwrap();
-    let foreign = StaticFdb {
+    let foreign = obgp_netmodel::FdbEntry {
         port: "br-ex".into(),
         vlan: 100,
         mac: "52:54:00:30:93:eb".parse().unwrap(),
@@ -418,4 +418,43 @@ fn static_fdb_entries_are_added_once_and_read_back_by_port_name() {
     };
     let show = appctl(&["fdb/show", "br-ex"]);
     assert_eq!(seen, [entry, foreign].into_iter().collect(), "{show}");
+}
+
+/// The same through the planner and the writer: a desired entry is
+/// planned, applied with ovs-appctl, read back with the bridge, and then
+/// planned no more.
+#[tokio::test]
+async fn a_desired_static_fdb_entry_is_planned_applied_and_then_seen() {
+    let ns = Netns::new("ovsfdbplan").expect("netns (root)");
+    let ovs = Ovs::start(&ns);
+    let dir = tempfile::tempdir().unwrap();
+    let mut k = KernelNode::connect(KernelConfig {
+        netns: Some(ns.path()),
+        rt_tables: dir.path().join("rt_tables"),
+        ovs_rundir: Some(ovs.run.clone()),
+        read_static_fdb: true,
+        ..KernelConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut d = desired();
+    d.fdb.insert(obgp_netmodel::FdbEntry {
+        bridge: dev("br-ex"),
+        port: "br-ex".into(),
+        vlan: 0,
+        mac: "52:54:00:30:93:ea".parse().unwrap(),
+    });
+    let scope = Scope::for_desired(&d);
+    let a = k.observe(&scope).await.unwrap();
+    let p = plan(&d, &a).unwrap();
+    assert_eq!(
+        p.ops().filter(|o| matches!(o, Op::AddFdb(_))).count(),
+        1,
+        "{p}"
+    );
+    let report = apply_plan(&mut k, &p).await;
+    assert!(report.ok(), "{report:?}");
+    let a = k.observe(&scope).await.unwrap();
+    assert_eq!(a.bridges[&dev("br-ex")].fdb, d.fdb);
+    assert!(plan(&d, &a).unwrap().is_empty());
 }

@@ -41,8 +41,6 @@ pub struct Actual {
     /// or timed out): unknown, not absent, so no flow is added or deleted
     /// on them. Never part of a scenario file.
     pub bridges_unknown: BTreeSet<DevName>,
-    /// OVS FDB entries, carried through unread (only EVPN uses them).
-    pub fdb: serde_json::Value,
     pub frr: FrrState,
 }
 
@@ -154,6 +152,10 @@ impl KernelRoute {
 pub struct OvsBridge {
     pub ports: BTreeMap<String, u32>,
     pub flows: BTreeSet<OfFlow>,
+    /// Its static FDB entries, read only where the agent writes them (the
+    /// `ovn` exposing method); learned ones are never read.
+    #[serde(default)]
+    pub fdb: BTreeSet<obgp_netmodel::FdbEntry>,
 }
 
 /// A concrete OpenFlow flow: what `ovs-ofctl add-flow` takes and

@@ -347,6 +347,11 @@ impl ModelNode {
                 }
                 Ok(())
             }
+            Op::AddFdb(e) => {
+                let bridge = a.bridges.get_mut(&e.bridge).ok_or(Errno::NoDev)?;
+                bridge.fdb.insert(e.clone());
+                Ok(())
+            }
             Op::RemoveFrr { config } => {
                 a.frr.applied_configs += 1;
                 a.frr.forget_evpn(config);

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use obgp_netmodel::{
-    proto, scope, Address, BridgePort, DevName, IpNet, LinkKind, MacAddr, Neighbour, OvsPort,
-    ProxyNeighbour, RouteType, Sysctl,
+    proto, scope, Address, BridgePort, DevName, FdbEntry, IpNet, LinkKind, MacAddr, Neighbour,
+    OvsPort, ProxyNeighbour, RouteType, Sysctl,
 };
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,9 @@ pub enum Op {
         bridge: DevName,
         name: DevName,
     },
+    /// `ovs-appctl fdb/add BRIDGE PORT VLAN MAC` (no delete: see
+    /// [`DesiredNode::fdb`](obgp_netmodel::DesiredNode::fdb)).
+    AddFdb(FdbEntry),
     AddAddress(Address),
     DelAddress(Address),
     /// `ip rule add to DST lookup TABLE [pref P]`; without a priority the
@@ -208,6 +211,7 @@ impl fmt::Display for Op {
                 Ok(())
             }
             Op::DelOvsPort { bridge, name } => write!(f, "- ovs-port {bridge} {name}"),
+            Op::AddFdb(e) => write!(f, "+ fdb {} {} vlan {} {}", e.bridge, e.port, e.vlan, e.mac),
             Op::AddAddress(a) => write!(f, "+ address {} dev {}", a.net, a.dev),
             Op::DelAddress(a) => write!(f, "- address {} dev {}", a.net, a.dev),
             Op::AddRule {
@@ -300,6 +304,7 @@ impl Op {
                 | Op::RemoveFrr { .. }
                 | Op::AddOvsPort(_)
                 | Op::DelOvsPort { .. }
+                | Op::AddFdb(_)
         )
     }
 

@@ -591,3 +591,60 @@ fn a_vrf_route_through_a_gateway_comes_after_the_on_link_route_to_it() {
     };
     assert!(at("172.24.4.0/24") < at("10.0.0.0/24"), "{ops:?}");
 }
+
+#[test]
+fn a_static_fdb_entry_is_added_once_on_a_port_the_bridge_has_and_never_removed() {
+    let s = scenario("nb-provider-vm");
+    let a = node(&s["final_node"]);
+    let entry = |port: &str, mac: &str| obgp_netmodel::FdbEntry {
+        bridge: dev("br-ex"),
+        port: port.into(),
+        vlan: 0,
+        mac: mac.parse().unwrap(),
+    };
+    let mut d = with_vm(base("br-ex"), "br-ex");
+    // The bridge's own port, one of its ports, one it lacks.
+    d.fdb = [
+        entry("br-ex", "52:54:00:30:93:ea"),
+        entry(PATCH, "52:54:00:30:93:eb"),
+        entry("patch-gone", "52:54:00:30:93:ec"),
+    ]
+    .into();
+    let p = plan(&d, &a).unwrap();
+    let added: Vec<String> = p
+        .ops()
+        .filter(|o| matches!(o, Op::AddFdb(_)))
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "+ fdb br-ex br-ex vlan 0 52:54:00:30:93:ea".to_string(),
+            format!("+ fdb br-ex {PATCH} vlan 0 52:54:00:30:93:eb"),
+        ],
+        "{p}"
+    );
+    assert_eq!(p.skipped.len(), 1, "{p}");
+    assert!(
+        p.skipped[0].reason.contains("patch-gone is not on br-ex"),
+        "{p}"
+    );
+    let (after, _) = apply(&a, &d);
+    let again = plan(&d, &after).unwrap();
+    assert!(!again.ops().any(|o| matches!(o, Op::AddFdb(_))), "{again}");
+    // Nothing wants them any more: they stay (no owner mark to judge by).
+    let gone = plan(&with_vm(base("br-ex"), "br-ex"), &after).unwrap();
+    assert!(gone.is_empty(), "{gone}");
+    // The node state file carries them.
+    let round = Actual::try_from(obgp_plan::actual::state::NodeState::from(after.clone())).unwrap();
+    assert_eq!(
+        round.bridges[&dev("br-ex")].fdb,
+        after.bridges[&dev("br-ex")].fdb
+    );
+    // An unread bridge plans no entry.
+    let mut unknown = a.clone();
+    unknown.bridges.remove(&dev("br-ex"));
+    unknown.bridges_unknown.insert(dev("br-ex"));
+    let p = plan(&d, &unknown).unwrap();
+    assert!(!p.ops().any(|o| matches!(o, Op::AddFdb(_))), "{p}");
+}

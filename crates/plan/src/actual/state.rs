@@ -96,8 +96,10 @@ pub struct OvsState {
     pub bridges: BTreeMap<String, BridgeState>,
     #[serde(default)]
     pub flows: BTreeMap<String, Vec<FlowState>>,
+    /// Static FDB entries of the bridges (upstream's recordings have an
+    /// empty list).
     #[serde(default)]
-    pub fdb: serde_json::Value,
+    pub fdb: Vec<obgp_netmodel::FdbEntry>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -281,7 +283,15 @@ impl TryFrom<NodeState> for Actual {
         }
         a.sysctls = s.sysctls;
         a.rt_tables = RtTables { text: s.rt_tables };
-        let names: BTreeSet<&String> = s.ovs.bridges.keys().chain(s.ovs.flows.keys()).collect();
+        let fdb_bridges: BTreeSet<String> =
+            s.ovs.fdb.iter().map(|e| e.bridge.to_string()).collect();
+        let names: BTreeSet<&String> = s
+            .ovs
+            .bridges
+            .keys()
+            .chain(s.ovs.flows.keys())
+            .chain(&fdb_bridges)
+            .collect();
         for br in names {
             let mut bridge = OvsBridge {
                 ports: s
@@ -291,6 +301,13 @@ impl TryFrom<NodeState> for Actual {
                     .map(|b| b.ports.clone())
                     .unwrap_or_default(),
                 flows: BTreeSet::new(),
+                fdb: s
+                    .ovs
+                    .fdb
+                    .iter()
+                    .filter(|e| e.bridge.as_str() == br.as_str())
+                    .cloned()
+                    .collect(),
             };
             for f in s.ovs.flows.get(br).into_iter().flatten() {
                 let hex = f.cookie.trim_start_matches("0x");
@@ -306,7 +323,6 @@ impl TryFrom<NodeState> for Actual {
             }
             a.bridges.insert(DevName::new(br)?, bridge);
         }
-        a.fdb = s.ovs.fdb;
         a.frr = FrrState {
             router_id_reported: s.frr.router_id_reported,
             applied_configs: s.frr.applied_configs,
@@ -401,7 +417,11 @@ impl From<Actual> for NodeState {
             proxy: true,
         }));
         let mut ovs = OvsState {
-            fdb: a.fdb,
+            fdb: a
+                .bridges
+                .values()
+                .flat_map(|b| b.fdb.iter().cloned())
+                .collect(),
             ..OvsState::default()
         };
         for (br, b) in &a.bridges {

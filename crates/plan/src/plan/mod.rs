@@ -22,6 +22,7 @@
 
 mod addresses;
 mod evpn;
+mod fdb;
 mod flows;
 mod frr;
 mod links;
@@ -73,6 +74,7 @@ pub fn plan_after(
     p.links();
     p.bridge_ports();
     p.ovs_ports();
+    p.fdb();
     p.frr();
     p.sysctls();
     p.addresses();

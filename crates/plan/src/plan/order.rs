@@ -45,6 +45,8 @@ pub(super) mod rank {
     pub const BRIDGE_PORT: u8 = 4;
     /// After the veth end exists.
     pub const OVS_PORT: u8 = 5;
+    /// After the port it pins a MAC on.
+    pub const FDB: u8 = 5;
     pub const FRR: u8 = 6;
     pub const RT_TABLES: u8 = 7;
     pub const SYSCTL: u8 = 8;

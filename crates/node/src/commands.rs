@@ -451,11 +451,9 @@ mod tests {
     /// An executable shell script in `dir` printing `output` (whatever
     /// arguments it gets), standing in for ovs-ofctl or vtysh.
     fn stand_in(dir: &std::path::Path, name: &str, output: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join(name);
         let text = format!("#!/bin/sh\ncat <<'EOF'\n{output}EOF\n");
-        std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::stand_in::write_executable(&path, &text);
         path
     }
 
@@ -525,10 +523,8 @@ mod tests {
 
     /// A stand-in that never answers (a wedged FRR or ovs-vswitchd).
     fn wedged(dir: &std::path::Path, name: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join(name);
-        std::fs::write(&path, "#!/bin/sh\nsleep 600\n").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::stand_in::write_executable(&path, "#!/bin/sh\nsleep 600\n");
         path
     }
 

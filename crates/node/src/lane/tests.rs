@@ -16,12 +16,10 @@ const AT_ONCE: Duration = Duration::from_secs(2);
 /// An executable shell script `name` in `dir` running `body`; every run
 /// appends its arguments to `<dir>/<name>.log`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     let log = dir.join(format!("{name}.log"));
     let text = format!("#!/bin/sh\necho \"$*\" >> {}\n{body}\n", log.display());
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::stand_in::write_executable(&path, &text);
     path
 }
 

@@ -29,10 +29,27 @@ pub fn run(
     local_nb: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     if config.default.exposing_method == ExposingMethod::Ovn {
-        let Some(file) = &input.ovn else {
-            bail!("exposing_method = ovn: plan works offline only for now (--ovn FILE); the live local-NB writer is not built yet");
+        let p = match &input.ovn {
+            Some(file) => {
+                super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?
+            }
+            None => {
+                if local_nb.is_some() {
+                    bail!("--local-nb goes with --ovn FILE: live, the local NB is read from [local_ovn_cluster] ovn_nb_connection");
+                }
+                let opts = super::run_options(config, node);
+                let planned =
+                    super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;
+                super::plan_ovn::OvnPlan {
+                    node: planned.plan,
+                    local_nb: planned.local_nb.unwrap_or_default(),
+                    against: format!(
+                        "planned against the local NB at {}",
+                        config.local_ovn_cluster.ovn_nb_connection
+                    ),
+                }
+            }
         };
-        let p = super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?;
         super::plan_ovn::print(&p, format)?;
         return Ok(ExitCode::SUCCESS);
     }

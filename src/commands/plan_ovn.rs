@@ -1,8 +1,8 @@
-//! `plan --ovn FILE` with `exposing_method = ovn`: the node ops (the
-//! announcements on `bgp_nic`, the cookie-999 flows; no kernel wiring) and
-//! the node-local OVN NB transaction, planned against an empty local NB or
-//! the rows of `--local-nb FILE`. Offline only: the live writer of the
-//! local NB is not built yet.
+//! `plan` with `exposing_method = ovn`: the node ops (the announcements on
+//! `bgp_nic`, the cookie-999 flows and FDB entries; no kernel wiring) and
+//! the node-local OVN NB transaction. Live, against the local NB the
+//! agent writes; offline (`--ovn FILE`), against an empty local NB or the
+//! rows of `--local-nb FILE`.
 
 use std::path::Path;
 

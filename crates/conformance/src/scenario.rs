@@ -331,6 +331,7 @@ fn desired_from_ovn(
                 config.default.evpn_nic.as_deref(),
                 addresses.iter().map(|(d, n)| (d, *n)),
             ),
+            local_bridges: Default::default(),
         };
         Ok(obgp_desired::desired_state(snapshot, config, &facts)?.to_node())
     }

@@ -22,6 +22,9 @@ pub(crate) async fn connect_once(
     sources.wait_synced(sync_timeout(config)).await?;
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
     reconciler.wait_for_commands();
+    if let Some(local) = &sources.local_nb {
+        reconciler.write_local_nb(local.clone());
+    }
     Ok((sources, reconciler))
 }
 

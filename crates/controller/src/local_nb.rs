@@ -91,14 +91,32 @@ impl LocalNbSource {
     /// differs, runs the operations as one transaction. Returns the plan
     /// (its `problems` name the rows the planner skipped).
     pub async fn write(&self, desired: &LocalNb) -> Result<LocalNbPlan, LocalNbError> {
+        let plan = self.plan(desired)?;
+        self.run(&plan).await?;
+        Ok(plan)
+    }
+
+    /// Plans `desired` against the monitored rows; refused before the
+    /// initial dump (an unknown database is not an empty one).
+    pub fn plan(&self, desired: &LocalNb) -> Result<LocalNbPlan, LocalNbError> {
         if *self.source.resynced().borrow() == 0 {
             return Err(LocalNbError::NotSynced {
                 remotes: self.remotes.clone(),
             });
         }
-        let plan = obgp_localnb::plan(desired, &self.observed());
+        Ok(obgp_localnb::plan(desired, &self.observed()))
+    }
+
+    /// Where the local NB is (`[local_ovn_cluster] ovn_nb_connection`).
+    pub fn remotes(&self) -> &str {
+        &self.remotes
+    }
+
+    /// Runs `plan`'s operations as one transaction (nothing when empty)
+    /// and waits until the monitor shows its inserts.
+    pub async fn run(&self, plan: &LocalNbPlan) -> Result<(), LocalNbError> {
         if plan.is_empty() {
-            return Ok(plan);
+            return Ok(());
         }
         let ops: Vec<Value> = plan.ops.iter().map(NbOp::wire).collect();
         let n = ops.len();
@@ -112,8 +130,7 @@ impl LocalNbSource {
                     ops: n,
                     source,
                 })?;
-        self.wait_seen(&inserted(&plan, &results)).await?;
-        Ok(plan)
+        self.wait_seen(&inserted(plan, &results)).await
     }
 
     /// Waits until every row in `uuids` is in the monitored cache.

@@ -39,6 +39,12 @@ pub enum Reason {
 /// The event class of a change in the local Open_vSwitch database.
 pub const LOCAL_OVS_CHANGE: &str = "LocalOvsChange";
 
+/// The event class of a change in the node-local NB (`exposing_method =
+/// ovn`), and that database's name in resync reasons (the central NB is
+/// `OVN_Northbound`).
+pub const LOCAL_NB_CHANGE: &str = "LocalNbChange";
+pub const LOCAL_NB: &str = "local OVN_Northbound";
+
 impl Reason {
     /// Whether a trigger with this reason opens the queue's merge window:
     /// only database changes come in bursts worth merging. Timers, retries,

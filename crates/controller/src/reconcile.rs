@@ -3,10 +3,12 @@
 //! how long each phase took.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
+use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
 use obgp_ovn::Snapshot;
@@ -15,6 +17,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
+use crate::local_nb::{LocalNbError, LocalNbSource};
 use crate::ofports::OfPorts;
 
 mod node_side;
@@ -36,6 +39,8 @@ pub enum ReconcileError {
     Plan(#[from] PlanError),
     #[error("connecting to the node: {0}")]
     Connect(String),
+    #[error(transparent)]
+    LocalNb(#[from] LocalNbError),
 }
 
 impl ReconcileError {
@@ -77,6 +82,16 @@ pub fn check_supported(config: &Config) -> Result<(), ReconcileError> {
 pub struct Planned {
     pub actual: Actual,
     pub plan: Plan,
+    /// `exposing_method = ovn`: the node-local NB transaction, planned
+    /// against the rows its monitor shows.
+    pub local_nb: Option<LocalNbPlan>,
+}
+
+impl Planned {
+    /// Whether nothing is to be done, on the node or in the local NB.
+    pub fn is_empty(&self) -> bool {
+        self.plan.is_empty() && self.local_nb.as_ref().is_none_or(LocalNbPlan::is_empty)
+    }
 }
 
 /// What one reconcile did.
@@ -190,6 +205,8 @@ pub struct Reconciler {
     /// The ops the last reconcile planned: one planned again (a retry of
     /// a failure, a held withdrawal) is no drift repair.
     last_plan: Vec<Op>,
+    /// `exposing_method = ovn`: the node-local NB this reconciler writes.
+    local_nb: Option<Arc<LocalNbSource>>,
 }
 
 impl Reconciler {
@@ -205,8 +222,7 @@ impl Reconciler {
             .map_err(|e| ReconcileError::Connect(format!("starting the command lane: {e}")))?;
         let facts = NodeFacts {
             system_hostname: system_hostname(),
-            frr_router_id: None,
-            vxlan_source: None,
+            ..NodeFacts::default()
         };
         Ok(Reconciler {
             config,
@@ -222,7 +238,29 @@ impl Reconciler {
             database_rows: 0,
             frr_known: None,
             last_plan: Vec::new(),
+            local_nb: None,
         })
+    }
+
+    /// Writes the desired state's node-local NB rows (`exposing_method =
+    /// ovn`) through `source`: planned with the node, transacted by
+    /// [`Reconciler::reconcile`] around the node's plan (O1).
+    pub fn write_local_nb(&mut self, source: Arc<LocalNbSource>) {
+        self.local_nb = Some(source);
+    }
+
+    /// The local-NB transaction the desired state asks for, when this mode
+    /// has one and a local NB to write.
+    fn plan_local_nb(&self) -> Result<Option<LocalNbPlan>, ReconcileError> {
+        let (Some(source), Some(cluster)) = (
+            &self.local_nb,
+            self.desired
+                .desired()
+                .and_then(|d| d.local_cluster.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(source.plan(&cluster.local_nb)?))
     }
 
     /// Guards this reconciler's withdrawals against an emptied database
@@ -339,6 +377,36 @@ impl Reconciler {
         }
     }
 
+    /// Runs one local-NB transaction (nothing when empty), counting its
+    /// operations in `report` under `kind`, applied or failed.
+    async fn run_local_nb(
+        &self,
+        plan: &LocalNbPlan,
+        kind: &str,
+        report: &mut ReconcileReport,
+    ) -> Result<(), LocalNbError> {
+        let Some(source) = &self.local_nb else {
+            return Ok(());
+        };
+        if plan.is_empty() {
+            return Ok(());
+        }
+        for line in plan.ops.iter() {
+            tracing::info!(op = %line, "local NB");
+        }
+        match source.run(plan).await {
+            Ok(()) => {
+                *report.applied.entry(kind.to_string()).or_default() += plan.ops.len();
+                Ok(())
+            }
+            Err(e) => {
+                report.failed.push(format!("{kind}: {e}"));
+                *report.failed_kinds.entry(kind.to_string()).or_default() += 1;
+                Err(e)
+            }
+        }
+    }
+
     /// Stops applying after the op in flight once `token` is cancelled
     /// (the rest of the plan is left for the next start; see
     /// [`obgp_plan::apply_plan_until`] for why any prefix is safe).
@@ -437,7 +505,12 @@ impl Reconciler {
             return Ok(None);
         };
         let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
-        Ok(Some(Planned { actual, plan }))
+        let local_nb = self.plan_local_nb()?;
+        Ok(Some(Planned {
+            actual,
+            plan,
+            local_nb,
+        }))
     }
 
     /// Observes the node for the desired state last computed (`None`
@@ -514,6 +587,20 @@ impl Reconciler {
             );
         }
 
+        if d.exposing_method == obgp_config::ExposingMethod::Ovn {
+            // The external bridges' MAC and addresses name the local
+            // router's ports; read from the mirror before each computation.
+            let (links, addresses) = self
+                .node
+                .links_and_addresses()
+                .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+            self.facts.local_bridges = obgp_desired::local_facts(
+                &obgp_desired::external_bridges(snap, &self.config),
+                |b| links.get(b).map(|l| l.mac),
+                addresses.iter().map(|a| (&a.dev, a.net)),
+            );
+        }
+
         let t = Instant::now();
         let computed = self.desired.compute(snap, &self.config, &self.facts)?;
         report.desired_patched = matches!(computed, Computed::Patched { .. });
@@ -540,14 +627,22 @@ impl Reconciler {
 
         let t = Instant::now();
         let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
+        let local_nb = self.plan_local_nb()?;
         report.plan_time = t.elapsed();
-        report.planned = plan.steps.len();
+        report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
         for w in &plan.warnings {
             if self.warned.insert(w.clone()) {
                 tracing::warn!("{w}");
             }
         }
-        Ok((Planned { actual, plan }, report))
+        Ok((
+            Planned {
+                actual,
+                plan,
+                local_nb,
+            },
+            report,
+        ))
     }
 
     /// One full reconcile.
@@ -557,9 +652,29 @@ impl Reconciler {
         ofports: &OfPorts,
         check_frr: bool,
     ) -> Result<ReconcileReport, ReconcileError> {
-        let (Planned { actual, mut plan }, mut report) =
-            self.plan(snap, ofports, check_frr).await?;
+        let (
+            Planned {
+                actual,
+                mut plan,
+                local_nb,
+            },
+            mut report,
+        ) = self.plan(snap, ofports, check_frr).await?;
         let holding = self.guard(&mut plan, &actual, &mut report);
+        // The local NB's rows before the announcements they route (O1),
+        // its removals after the withdrawals; held with them.
+        let (nb_writes, nb_removals) = match local_nb {
+            Some(p) => p.split_removals(),
+            None => Default::default(),
+        };
+        let mut nb_held = Vec::new();
+        if let Err(e) = self.run_local_nb(&nb_writes, "local_nb", &mut report).await {
+            nb_held = plan.hold_announcements();
+            tracing::warn!(
+                held = nb_held.len(),
+                "not announcing: the local NB rows that route them were not written: {e}"
+            );
+        }
         let desired_frr = self.desired.node().and_then(|n| n.frr_config.clone());
         // FRR read and found holding our text: later reconciles may take it
         // as applied without reading (until the next FRR check).
@@ -629,7 +744,13 @@ impl Reconciler {
         for (op, _) in &applied.failed {
             *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
         }
-        report.held_back = applied.held_back.len();
+        report.held_back = applied.held_back.len() + nb_held.len();
+        if !holding && !self.stop.is_cancelled() {
+            // A failure is reported; the next reconcile plans it again.
+            let _ = self
+                .run_local_nb(&nb_removals, "local_nb_removal", &mut report)
+                .await;
+        }
         self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();
         // While withdrawals are held, the previous desired state stays the
         // one leftovers are judged by (their class, the neighbour evidence).

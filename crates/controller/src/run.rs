@@ -101,13 +101,20 @@ pub async fn reconcile_once(
         .plan(&inputs.snapshot, &inputs.ofports, true)
         .await?;
     let unread = unread_commands(&again.actual);
-    if !again.plan.is_empty() || !unread.is_empty() {
+    if !again.is_empty() || !unread.is_empty() {
         let mut pending = again.plan.to_string();
+        let mut local_ops = 0;
+        if let Some(local) = &again.local_nb {
+            local_ops = local.ops.len();
+            for op in &local.ops {
+                pending.push_str(&format!("  local NB: {op}\n"));
+            }
+        }
         for what in &unread {
             pending.push_str(&format!("  ? {what}\n"));
         }
         return Err(RunError::NotConverged(
-            again.plan.steps.len() + unread.len(),
+            again.plan.steps.len() + local_ops + unread.len(),
             pending,
         ));
     }
@@ -243,6 +250,9 @@ async fn run_loop(
             Ok(mut r) => {
                 r.stop_on(shutdown.clone());
                 r.guard_withdrawals(crate::guard::GuardConfig::from_config(&config));
+                if let Some(local) = &sources.local_nb {
+                    r.write_local_nb(local.clone());
+                }
                 break r;
             }
             Err(e) => {
@@ -279,13 +289,33 @@ async fn run_loop(
             Reason::FrrCheck,
         ),
         watchers::event_filter(sources.ovn.changes(), filters, view_rx, sched.clone()),
-        watchers::local_ovs(sources.ovs.changes(), sched.clone()),
+        watchers::every_change(
+            sources.ovs.changes(),
+            crate::reason::LOCAL_OVS_CHANGE,
+            sources.ovs.database,
+            sched.clone(),
+        ),
         watchers::resync(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
         watchers::resync(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
         watchers::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
         spawn_update_clock(&telemetry, &sources.ovn),
         spawn_update_clock(&telemetry, &sources.ovs),
     ];
+    if let Some(local) = &sources.local_nb {
+        // Rows of the agent's tables changed or removed by someone else
+        // (or by the agent's own writes: that reconcile plans nothing).
+        tasks.push(watchers::every_change(
+            local.changes(),
+            crate::reason::LOCAL_NB_CHANGE,
+            crate::reason::LOCAL_NB,
+            sched.clone(),
+        ));
+        tasks.push(watchers::resync(
+            local.resynced(),
+            crate::reason::LOCAL_NB,
+            sched.clone(),
+        ));
+    }
     let mut hold = opts.hold_reconciles.clone();
     sched.trigger(Reason::Startup);
 

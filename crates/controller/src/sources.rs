@@ -11,7 +11,7 @@
 //! ([`SnapshotFollower`]): a reconcile after a one-row change re-reads that
 //! row, not the database.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use obgp_config::Config;
@@ -22,6 +22,7 @@ use obgp_ovsdb_data::{Change, MonitorSpec, TableMonitor};
 use tokio::sync::{broadcast, watch};
 
 use crate::follower::SnapshotFollower;
+use crate::local_nb::LocalNbSource;
 use crate::ofports::{ofports, OfPorts};
 
 /// The SB tables and columns the SB driver reads.
@@ -98,11 +99,14 @@ pub struct Source {
     remotes: String,
 }
 
-/// The monitored databases: the OVN one the driver reads, and the local OVS.
+/// The monitored databases: the OVN one the driver reads, the local OVS,
+/// and with `exposing_method = ovn` the node-local NB the agent writes.
 pub struct OvnSources {
     /// OVN_Northbound (NB driver) or OVN_Southbound (SB driver).
     pub ovn: Source,
     pub ovs: Source,
+    /// `[local_ovn_cluster] ovn_nb_connection` (`exposing_method = ovn`).
+    pub local_nb: Option<Arc<LocalNbSource>>,
     /// Behind a lock so that `inputs` can take `&self`; only the reconcile
     /// loop calls it, so it is never contended.
     maintained: Mutex<SnapshotFollower>,
@@ -247,6 +251,13 @@ impl OvnSources {
                 false,
             )?,
         };
+        let local_nb = if driver == obgp_config::Driver::NbOvnBgpDriver
+            && config.default.exposing_method == obgp_config::ExposingMethod::Ovn
+        {
+            Some(Arc::new(LocalNbSource::start(config)?))
+        } else {
+            None
+        };
         let maintained = Mutex::new(SnapshotFollower::new(
             ovn.client.cache(),
             ovs.client.cache(),
@@ -255,14 +266,19 @@ impl OvnSources {
         Ok(OvnSources {
             ovn,
             ovs,
+            local_nb,
             maintained,
         })
     }
 
-    /// Waits until both databases delivered their initial dump.
+    /// Waits until every database delivered its initial dump.
     pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
         self.ovn.wait_synced(timeout).await?;
-        self.ovs.wait_synced(timeout).await
+        self.ovs.wait_synced(timeout).await?;
+        match &self.local_nb {
+            Some(local) => local.wait_synced(timeout).await,
+            None => Ok(()),
+        }
     }
 
     /// What the next reconcile reads: the maintained snapshot brought up to

@@ -65,10 +65,14 @@ pub(crate) fn netlink_overrun(
     })
 }
 
-/// Local OVS changes (bridge mappings, a patch port appearing) change the
-/// wiring: any change of the monitored columns schedules a reconcile.
-pub(crate) fn local_ovs(
+/// A database whose every change of the monitored columns schedules a
+/// reconcile under event class `class`: the local OVS (bridge mappings, a
+/// patch port appearing change the wiring) and the node-local NB of
+/// `exposing_method = ovn` (the agent's rows edited or removed).
+pub(crate) fn every_change(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
+    class: &'static str,
+    database: &'static str,
     sched: Scheduler,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -76,13 +80,13 @@ pub(crate) fn local_ovs(
             match changes.recv().await {
                 Ok(change) => {
                     sched.trigger(Reason::Event {
-                        class: crate::reason::LOCAL_OVS_CHANGE,
+                        class,
                         table: change.table.to_string(),
                     });
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     sched.trigger(Reason::Resync {
-                        database: obgp_ovn::OVS_DB.into(),
+                        database: database.into(),
                     });
                 }
                 Err(broadcast::error::RecvError::Closed) => return,

@@ -498,6 +498,7 @@ fn exposures_of(
         frr_config: None,
         notes: Vec::new(),
         evpn: None,
+        local_cluster: None,
     };
     NbUnderlay::new(snap, config, base, crate::Trace::default()).port_exposures(port)
 }

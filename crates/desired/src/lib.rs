@@ -32,8 +32,8 @@ pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
 pub use ovn_local::{
-    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, LocalFacts, OvnLocal,
-    Segment,
+    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, LocalCluster,
+    LocalFacts, OvnLocal, Segment,
 };
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;
@@ -52,6 +52,10 @@ pub struct NodeFacts {
     /// unset: the node's /32 on `lo`, else `evpn_nic`'s address
     /// ([`vxlan_source`] of the node's addresses).
     pub vxlan_source: Option<std::net::IpAddr>,
+    /// `exposing_method = ovn`: the MAC and addresses of the local
+    /// cluster's external bridges ([`local_facts`] over
+    /// [`external_bridges`]).
+    pub local_bridges: LocalFacts,
 }
 
 /// Why no desired state could be computed.
@@ -84,7 +88,9 @@ fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError
 /// underlay or vrf), `ovn_bgp_driver` (from the SB rows, see
 /// [`Snapshot::build_with_sb`]; underlay), `ovn_evpn_driver` and
 /// `ovn_stretched_l2_bgp_driver` (SB; both ignore `exposing_method`, as
-/// upstream does). Any
+/// upstream does), and `nb_ovn_bgp_driver` with `exposing_method = ovn`
+/// (the underlay decisions reached through the node-local cluster:
+/// [`Desired::local_cluster`], [`ovn_local`]). Any
 /// other combination is [`DesiredError::Unsupported`], never an empty state.
 /// Bad OVN rows never fail the computation (the snapshot skipped them);
 /// invalid values in the configuration that would reach a device name or a
@@ -138,8 +144,18 @@ pub(crate) fn compute_traced(
                 frr_config: None,
                 notes,
                 evpn: Some(l3),
+                local_cluster: None,
             };
             return Ok((desired, None, trace));
+        }
+        // What is exposed is the underlay driver's decision (recorded in
+        // the same trace); the node-local cluster is how it is reached.
+        (Driver::NbOvnBgpDriver, ExposingMethod::Ovn) => {
+            let mut underlay = config.clone();
+            underlay.default.exposing_method = ExposingMethod::Underlay;
+            let (exposure, _, trace) = compute_traced(snap, &underlay, facts, trace)?;
+            let local = ovn_local::with_exposure(snap, config, &facts.local_bridges, exposure)?;
+            return Ok((local.into_desired(), None, trace));
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
     };
@@ -199,6 +215,7 @@ pub(crate) fn compute_traced(
         frr_config,
         notes,
         evpn: None,
+        local_cluster: None,
     };
     match driver {
         Underlay::Nb => {}

@@ -44,6 +44,11 @@ pub struct Desired {
     /// tables) of the fields above, which then only record the driver's
     /// exposure decisions.
     pub evpn: Option<crate::evpn::EvpnL3>,
+    /// `exposing_method = ovn`: the node-local OVN cluster that reaches
+    /// the exposures instead of kernel routing (its NB rows, the OVS flows
+    /// and FDB entries). When set, `bridges` and `tenant_subnets` are
+    /// empty and no exposure has a kernel `wiring`.
+    pub local_cluster: Option<crate::ovn_local::LocalCluster>,
 }
 
 /// Base wiring of one provider bridge.
@@ -436,6 +441,10 @@ impl Desired {
         n.routes = routes.into_map();
         n.neighbours = neighbours.into_map();
         n.proxy_neighbours = proxy_neighbours.into_map();
+        if let Some(local) = &self.local_cluster {
+            n.flows.extend(local.flows.iter().cloned());
+            n.fdb.extend(local.fdb.iter().cloned());
+        }
         n
     }
 }

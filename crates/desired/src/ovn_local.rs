@@ -54,7 +54,7 @@ pub struct LocalFacts {
 pub use obgp_netmodel::FdbEntry;
 
 /// One mapping of `ovn-bridge-mappings-<bgp_chassis_id>` and its role.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Segment {
     /// The local cluster's network name: its switch's name.
     pub network: String,
@@ -86,6 +86,16 @@ pub struct OvnLocal {
     pub fdb: BTreeSet<FdbEntry>,
     /// What was refused or could not be built yet, each naming the value.
     pub notes: Vec<String>,
+}
+
+/// What the node-local cluster needs, as [`Desired::local_cluster`]
+/// carries it: the part of [`OvnLocal`] that is not the exposure.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct LocalCluster {
+    pub segments: Vec<Segment>,
+    pub local_nb: LocalNb,
+    pub flows: BTreeSet<Flow>,
+    pub fdb: BTreeSet<FdbEntry>,
 }
 
 /// The IPv4 and IPv6 peers of `[local_ovn_cluster] peer_ips`, validated.
@@ -245,13 +255,24 @@ pub fn desired_ovn_local(
             method: ExposingMethod::Ovn,
         });
     }
-    let peers = peers(config)?;
-    let pool = pool(config)?;
-    chassis_id(&config.local_ovn_cluster.bgp_chassis_id)?;
     // The exposure decisions are the underlay driver's.
     let mut underlay = config.clone();
     underlay.default.exposing_method = ExposingMethod::Underlay;
-    let mut exposure = crate::desired_state(snap, &underlay, facts)?;
+    let exposure = crate::desired_state(snap, &underlay, facts)?;
+    with_exposure(snap, config, local, exposure)
+}
+
+/// The node-local cluster for the underlay driver's `exposure`: what of
+/// it the cluster reaches, its NB rows, flows and FDB entries.
+pub(crate) fn with_exposure(
+    snap: &Snapshot,
+    config: &Config,
+    local: &LocalFacts,
+    mut exposure: Desired,
+) -> Result<OvnLocal, DesiredError> {
+    let peers = peers(config)?;
+    let pool = pool(config)?;
+    chassis_id(&config.local_ovn_cluster.bgp_chassis_id)?;
     let mut notes = Vec::new();
     let segments = segments(snap, config, &mut notes);
     keep_reachable(&mut exposure, &segments, &mut notes);
@@ -415,16 +436,28 @@ impl OvnLocal {
     /// neighbours: the local cluster routes), plus the cookie-999 flows.
     /// The local-NB rows and the FDB entries are not node objects.
     pub fn to_node(&self) -> obgp_netmodel::DesiredNode {
-        let mut announced = self.exposure.clone();
-        announced.bridges.clear();
-        announced.tenant_subnets.clear();
-        for e in announced.exposed.values_mut() {
+        self.clone().into_desired().to_node()
+    }
+
+    /// The desired state the reconcile plans with: the announcements
+    /// without kernel wiring (the exposures' `wiring` dropped: the local
+    /// cluster routes), the cluster in [`Desired::local_cluster`], and
+    /// this mode's notes after the underlay driver's.
+    pub fn into_desired(self) -> Desired {
+        let mut d = self.exposure;
+        d.bridges.clear();
+        d.tenant_subnets.clear();
+        for e in d.exposed.values_mut() {
             e.wiring = None;
         }
-        let mut node = announced.to_node();
-        node.flows.extend(self.flows.iter().cloned());
-        node.fdb.extend(self.fdb.iter().cloned());
-        node
+        d.notes.extend(self.notes);
+        d.local_cluster = Some(LocalCluster {
+            segments: self.segments,
+            local_nb: self.local_nb,
+            flows: self.flows,
+            fdb: self.fdb,
+        });
+        d
     }
 }
 

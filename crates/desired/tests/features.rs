@@ -256,6 +256,7 @@ fn chassis_name_falls_back_to_the_system_hostname() {
         system_hostname: Some("node-a".into()),
         frr_router_id: None,
         vxlan_source: None,
+        local_bridges: Default::default(),
     };
     let d = desired_state(&w.snapshot(), &config(), &facts).unwrap();
     assert_eq!(announced(&d), ["172.24.4.10"]);
@@ -676,6 +677,7 @@ fn frr_router_id_comes_from_config_then_from_frr() {
         system_hostname: None,
         frr_router_id: Some("198.51.100.7".into()),
         vxlan_source: None,
+        local_bridges: Default::default(),
     };
     let d = desired_state(&w.snapshot(), &c, &facts).unwrap();
     assert!(d.frr_config.unwrap().contains("bgp router-id 198.51.100.7"));
@@ -687,17 +689,27 @@ fn frr_router_id_comes_from_config_then_from_frr() {
 #[test]
 fn other_drivers_are_a_typed_unsupported_error() {
     // ovn_bgp_driver (SB), ovn_evpn_driver, ovn_stretched_l2_bgp_driver
-    // and the NB vrf mode are implemented; the other NB exposing methods
+    // and the NB vrf and ovn modes are implemented; l2vni and dynamic
     // are not.
     let mut c = config();
     c.default.driver = Driver::OvnStretchedL2BgpDriver;
     let d = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap();
     assert!(d.exposed.is_empty() && d.bridges.is_empty());
-    for method in [
-        ExposingMethod::Ovn,
-        ExposingMethod::L2vni,
-        ExposingMethod::Dynamic,
-    ] {
+    // The ovn mode is computed: without `ovn-bridge-mappings-bgp` the
+    // local cluster has no segment, which a note says.
+    let mut c = config();
+    c.default.exposing_method = ExposingMethod::Ovn;
+    let d = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap();
+    let cluster = d.local_cluster.as_ref().expect("the local cluster");
+    assert!(cluster.segments.is_empty() && d.bridges.is_empty());
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("ovn-bridge-mappings-bgp is unset")),
+        "{:?}",
+        d.notes
+    );
+    for method in [ExposingMethod::L2vni, ExposingMethod::Dynamic] {
         let mut c = config();
         c.default.exposing_method = method;
         assert!(matches!(

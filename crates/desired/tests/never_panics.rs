@@ -203,7 +203,7 @@ proptest! {
         hostname in prop::option::of(text_strategy()),
     ) {
         let snap = Snapshot::build(&nb, &ovs);
-        let facts = NodeFacts { system_hostname: hostname, frr_router_id: Some("198.51.100.1".into()), vxlan_source: None };
+        let facts = NodeFacts { system_hostname: hostname, frr_router_id: Some("198.51.100.1".into()), vxlan_source: None, local_bridges: Default::default() };
         let desired = desired_state(&snap, &config, &facts).expect("supported driver, valid config");
         let node = desired.to_node();
         // Everything wired points at a bridge the base wiring declares.

@@ -357,6 +357,7 @@ fn run_scenario(sc: &Value, schemas: &[Value]) -> Result<BTreeMap<usize, BTreeSe
             .as_str()
             .map(str::to_string),
         vxlan_source: None,
+        local_bridges: Default::default(),
     };
     let steps = sc["steps"].as_array().ok_or_else(|| anyhow!("no steps"))?;
     let mut diffs = BTreeMap::new();

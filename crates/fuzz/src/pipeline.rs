@@ -132,6 +132,7 @@ fn bases() -> &'static [Base] {
                         .as_str()
                         .map(String::from),
                     vxlan_source: None,
+                    local_bridges: Default::default(),
                 };
                 let snapshot = snapshot_of(&tables);
                 let desired = config.as_ref().and_then(|c| {

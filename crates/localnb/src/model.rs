@@ -233,7 +233,7 @@ impl fmt::Display for Value {
 /// One desired row: its key and the columns the agent sets. Columns not
 /// listed are left as the database has them (defaults on insert).
 /// `external_ids` is never listed: the planner adds the owner mark.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LocalRow {
     pub key: RowKey,
     pub columns: BTreeMap<&'static str, Value>,
@@ -258,7 +258,7 @@ impl LocalRow {
 
 /// The desired content of the node-local NB: every row the agent wants,
 /// by key.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct LocalNb {
     pub rows: BTreeMap<RowKey, LocalRow>,
 }

@@ -367,6 +367,23 @@ impl KernelNode {
         Ok(m.state.read(&BTreeSet::new()).addresses)
     }
 
+    /// The node's links and addresses, the mirror brought up to date
+    /// first (as [`Self::addresses`]).
+    pub fn links_and_addresses(
+        &self,
+    ) -> Result<
+        (
+            BTreeMap<DevName, obgp_plan::ActualLink>,
+            obgp_plan::SharedSet<obgp_netmodel::Address>,
+        ),
+        IoError,
+    > {
+        let mut m = self.mirror();
+        m.refresh()?;
+        let view = m.state.read(&BTreeSet::new());
+        Ok((view.links, view.addresses))
+    }
+
     fn mirror(&self) -> MutexGuard<'_, NetlinkMirror> {
         // A panic while holding the lock leaves a mirror that is at worst
         // stale; the next refresh repairs that.

@@ -31,6 +31,30 @@ fn node(v: &serde_json::Value) -> Actual {
 }
 
 /// The base wiring of the NB underlay driver for br-ex (bridge index 1).
+#[test]
+fn held_announcements_leave_the_wiring_and_the_withdrawals() {
+    let s = scenario("nb-provider-vm");
+    let mut p = plan(&with_vm(base("br-ex"), "br-ex"), &node(&s["initial_node"])).unwrap();
+    let announced: Vec<Op> = p
+        .steps
+        .iter()
+        .filter(|s| s.group == Group::Announce)
+        .map(|s| s.op.clone())
+        .collect();
+    assert!(!announced.is_empty());
+    let rest = p.steps.len() - announced.len();
+    let held = p.hold_announcements();
+    assert_eq!(held, announced);
+    assert_eq!(p.steps.len(), rest);
+    assert!(
+        p.ops().any(|o| matches!(o, Op::AddRule { .. })),
+        "wiring kept"
+    );
+    assert!(!p
+        .ops()
+        .any(|o| matches!(o, Op::AddAddress(a) if a.dev.as_str() == "bgp-nic")));
+}
+
 fn base(dev_for_vm: &str) -> DesiredNode {
     let br = dev("br-ex");
     let mut d = DesiredNode {

@@ -485,6 +485,47 @@ impl Drop for Cluster {
     }
 }
 
+/// A real `ovn-northd` compiling an NB [`OvsdbServer`] into an SB one, its
+/// log in the NB server's directory; killed on drop.
+pub struct Northd {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Northd {
+    pub fn start(nb: &OvsdbServer, sb: &OvsdbServer) -> Result<Northd> {
+        require("ovn-northd")?;
+        let d = nb.dir();
+        let log = d.join("northd.log");
+        let child = Command::new("ovn-northd")
+            .arg(format!("--ovnnb-db={}", nb.unix_remote()))
+            .arg(format!("--ovnsb-db={}", sb.unix_remote()))
+            .arg(format!("--unixctl={}", d.join("northd.ctl").display()))
+            .arg(format!("--log-file={}", log.display()))
+            .args(["--no-chdir", "-vconsole:off"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting ovn-northd")?;
+        Ok(Northd {
+            child: Some(child),
+            log,
+        })
+    }
+
+    /// What northd logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Northd {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,6 +51,7 @@ fn base() -> Desired {
         frr_config: None,
         notes: Vec::new(),
         evpn: None,
+        local_cluster: None,
     }
 }
 

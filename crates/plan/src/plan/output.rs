@@ -84,6 +84,19 @@ impl Plan {
             .retain(|s| !matches!(s.group, Group::Withdraw | Group::Unwire));
         before - self.steps.len()
     }
+
+    /// Drops the new announcements (an address on the announcement device,
+    /// a route in the VRF table) and returns them: for when what routes
+    /// them outside the kernel could not be written (`exposing_method =
+    /// ovn`: the node-local NB), so nothing is announced without a path
+    /// (O1). Wiring, withdrawals and cleanup stay.
+    pub fn hold_announcements(&mut self) -> Vec<Op> {
+        let (held, kept) = std::mem::take(&mut self.steps)
+            .into_iter()
+            .partition(|s| s.group == Group::Announce);
+        self.steps = kept;
+        held.into_iter().map(|s| s.op).collect()
+    }
 }
 
 impl fmt::Display for Plan {

@@ -23,7 +23,10 @@ use crate::ofports::OfPorts;
 mod node_side;
 
 pub(crate) use node_side::unread_commands;
-use node_side::{announced_prefixes, observe, op_kind, scope_after, system_hostname, NodeWriter};
+use node_side::{
+    announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, system_hostname,
+    NodeWriter,
+};
 pub use node_side::{chassis_name, object_kind};
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
@@ -703,6 +706,10 @@ impl Reconciler {
                 self.last_plan.iter().map(|op| op.to_string()).collect()
             };
         let repairs = !report.desired_changed;
+        let unjudged = self
+            .desired
+            .node()
+            .is_some_and(|now| leftover_flows_unjudged(self.desired.settled(), now, &actual));
         // The observed sets are shared with the node's netlink mirror:
         // released before the writes, the notifications those cause update
         // the mirror in place instead of copying it.
@@ -752,9 +759,11 @@ impl Reconciler {
                 .await;
         }
         self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();
-        // While withdrawals are held, the previous desired state stays the
-        // one leftovers are judged by (their class, the neighbour evidence).
-        if !holding {
+        // While withdrawals are held, or a bridge the previous desired
+        // state put flows on is not read yet, the previous desired state
+        // stays the one leftovers are judged by (their class, the
+        // neighbour evidence, the bridges whose flows are the agent's).
+        if !holding && !unjudged {
             self.desired.settle();
         }
         Ok(report)

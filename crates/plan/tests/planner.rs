@@ -469,6 +469,38 @@ fn undeclared_cookie_999_flow_is_deleted_other_cookies_kept() {
 }
 
 #[test]
+fn cookie_999_flows_on_a_bridge_only_the_previous_state_used_are_deleted() {
+    // `exposing_method = ovn`: a fabric bridge has flows but no table; its
+    // segment went, so only the previous desired state names it.
+    let s = scenario("nb-provider-vm");
+    let mut a = node(&s["final_node"]);
+    let fab = a.bridges[&dev("br-ex")].clone();
+    let stale = fab.flows.iter().find(|f| f.cookie == 999).unwrap().clone();
+    a.bridges.insert(dev("br-fab"), fab);
+    let now = with_vm(base("br-ex"), "br-ex");
+    let mut prev = now.clone();
+    let mut on_fab = prev.flows.iter().next().unwrap().clone();
+    on_fab.bridge = dev("br-fab");
+    prev.flows.insert(on_fab);
+    let dels = |p: &obgp_plan::Plan| -> Vec<Op> {
+        p.ops()
+            .filter(|o| matches!(o, Op::DelFlow { bridge, .. } if bridge.as_str() == "br-fab"))
+            .cloned()
+            .collect()
+    };
+    let p = plan_after(&now, Some(&prev), &a).unwrap();
+    assert!(
+        dels(&p).contains(&Op::DelFlow {
+            bridge: dev("br-fab"),
+            flow: stale
+        }),
+        "{p}"
+    );
+    // Without that history the bridge is nobody's concern of the agent.
+    assert!(dels(&plan(&now, &a).unwrap()).is_empty());
+}
+
+#[test]
 fn plan_prints_grouped_one_line_per_op() {
     let s = scenario("nb-provider-vm");
     let p = plan(&with_vm(base("br-ex"), "br-ex"), &node(&s["initial_node"])).unwrap();

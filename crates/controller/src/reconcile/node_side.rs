@@ -2,8 +2,10 @@
 //! (kernel, then what the command lane knows of FRR and OVS), the single
 //! writer, and the names and counts the reports use.
 
+use std::collections::BTreeSet;
+
 use obgp_config::Config;
-use obgp_netmodel::DesiredNode;
+use obgp_netmodel::{DesiredNode, DevName};
 use obgp_node::{CommandLane, KernelNode, Scope};
 use obgp_ovn::Snapshot;
 use obgp_plan::{Actual, Applied, NodeIo, Op};
@@ -56,6 +58,11 @@ pub(super) fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Sco
             .bridge_tables
             .extend(prev.bridge_tables.iter().cloned());
         scope.ovs_bridges.extend(prev.bridge_tables.iter().cloned());
+        // The bridges its flows were on (`exposing_method = ovn` has flows
+        // on bridges without a table: the fabric bridges).
+        scope
+            .ovs_bridges
+            .extend(prev.flows.iter().map(|f| f.bridge.clone()));
         // And the VRF tables of the VNIs it wanted, so that a VNI that
         // goes is torn down with its routes (the observer also reads
         // the table of every agent-shaped VRF on the node).
@@ -65,6 +72,24 @@ pub(super) fn scope_after(node: &DesiredNode, prev: Option<&DesiredNode>) -> Sco
         }
     }
     scope
+}
+
+/// Whether a bridge that the previous desired state put flows on, and this
+/// one does not, could not be read (the command lane's read is due or
+/// failed): its leftover flows were not judged, so the previous state
+/// must stay the one the next reconcile judges leftovers by.
+pub(super) fn leftover_flows_unjudged(
+    prev: Option<&DesiredNode>,
+    now: &DesiredNode,
+    actual: &Actual,
+) -> bool {
+    let Some(prev) = prev else { return false };
+    let wanted: BTreeSet<&DevName> = now.flows.iter().map(|f| &f.bridge).collect();
+    prev.flows
+        .iter()
+        .map(|f| &f.bridge)
+        .filter(|b| !wanted.contains(b))
+        .any(|b| actual.bridges_unknown.contains(b))
 }
 
 /// The single writer's view of the node: netlink ops are made here, in
@@ -215,5 +240,46 @@ mod tests {
         // Underlay modes: no EVPN reads, no FRR read without a text.
         let s = scope_after(&DesiredNode::default(), None);
         assert!(!s.evpn && !s.reads_frr(), "{s:?}");
+    }
+
+    #[test]
+    fn the_bridges_of_the_previous_flows_are_read_for_their_leftovers() {
+        // exposing_method = ovn: a fabric bridge holds flows but no table;
+        // its segment went, so nothing wants it now.
+        let flow = |bridge: &str| obgp_netmodel::Flow {
+            bridge: dev(bridge),
+            cookie: obgp_netmodel::cookie::MAC_TWEAK,
+            table: 0,
+            priority: 1000,
+            protocol: "ip".into(),
+            in_port: "eth-fab".into(),
+            matches: Vec::new(),
+            actions: vec![obgp_netmodel::FlowAction::Normal],
+        };
+        let prev = DesiredNode {
+            flows: [flow("br-ex"), flow("br-fab")].into(),
+            ..DesiredNode::default()
+        };
+        let now = DesiredNode {
+            flows: [flow("br-ex")].into(),
+            ..DesiredNode::default()
+        };
+        assert_eq!(
+            scope_after(&now, Some(&prev)).ovs_bridges,
+            [dev("br-ex"), dev("br-fab")].into()
+        );
+        assert_eq!(scope_after(&now, None).ovs_bridges, [dev("br-ex")].into());
+        // While br-fab's read is due its leftovers are unjudged; once read
+        // (present or absent), judged.
+        let mut actual = Actual::default();
+        actual.bridges_unknown.insert(dev("br-fab"));
+        assert!(leftover_flows_unjudged(Some(&prev), &now, &actual));
+        assert!(!leftover_flows_unjudged(None, &now, &actual));
+        assert!(
+            !leftover_flows_unjudged(Some(&prev), &prev, &actual),
+            "still wanted"
+        );
+        actual.bridges_unknown.clear();
+        assert!(!leftover_flows_unjudged(Some(&prev), &now, &actual));
     }
 }

@@ -142,12 +142,18 @@ impl Planner<'_> {
     }
 
     /// Cookie-999 flows that the desired state does not declare, on the
-    /// bridges the agent manages (not judged where the bridge MAC is unknown).
+    /// bridges the agent manages: those it or the previous desired state
+    /// wires or puts flows on (`exposing_method = ovn`'s fabric bridges
+    /// hold flows without a table; one whose segment went is judged once
+    /// more). Not judged where the bridge MAC is unknown.
     pub(super) fn flow_leftovers(&mut self) {
         let (d, a) = (self.desired, self.actual);
         let (flows, blind) = self.materialised_flows_quiet();
         let mut flow_bridges: BTreeSet<DevName> = d.bridge_tables.clone();
         flow_bridges.extend(d.flows.iter().map(|f| f.bridge.clone()));
+        if let Some(prev) = self.previous {
+            flow_bridges.extend(prev.flows.iter().map(|f| f.bridge.clone()));
+        }
         let mut cookies = vec![obgp_netmodel::cookie::MAC_TWEAK];
         if let Some(evpn) = &d.evpn {
             flow_bridges.extend(evpn.bridges.iter().cloned());

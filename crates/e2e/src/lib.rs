@@ -627,7 +627,10 @@ pub(crate) fn start_vswitchd(netns: &str, ovs: &OvsdbServer, run_dir: &Path) -> 
         .arg(format!("OVS_RUNDIR={}", run_dir.display()))
         .arg("ovs-vswitchd")
         .arg(ovs.unix_remote())
-        .arg(format!("--unixctl={}/ovs-vswitchd.ctl", run_dir.display()))
+        // As on a node: ovs-appctl (the agent's `fdb/add`, `fdb/show`)
+        // finds the daemon through OVS_RUNDIR's pidfile and its default
+        // control socket there (ovs-vswitchd.<pid>.ctl).
+        .arg(format!("--pidfile={}/ovs-vswitchd.pid", run_dir.display()))
         .arg(format!("--log-file={}/ovs-vswitchd.log", run_dir.display()))
         .args(["--no-chdir", "-vconsole:off"])
         .stdin(Stdio::null())

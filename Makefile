@@ -55,7 +55,7 @@ test-unit:
 
 test-conformance:
 	$(CARGO) run --locked -q -p obgp-conformance -- event-match fixtures/conformance/event-match.json fixtures/conformance/event-match-crafted.json
-	$(CARGO) run --locked -q -p obgp-conformance -- scenario fixtures/conformance/scenarios/*.json
+	$(CARGO) run --locked -q -p obgp-conformance -- scenario fixtures/conformance/scenarios/*.json fixtures/ovn-local/*.json
 
 test-vm:
 	@scripts/test-vm.sh

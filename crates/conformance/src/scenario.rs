@@ -19,7 +19,9 @@
 //! snapshot carries the NB, SB and OVS rows. The FRR rendering file (driver
 //! `frr-utils`) is replayed call by call (see [`crate::frr_renderings`]).
 //! Drivers or exposing methods the rewrite does not implement are reported
-//! as skipped with that reason.
+//! as skipped with that reason. The golden files of `exposing_method = ovn`
+//! (`fixtures/ovn-local/*.json`, no upstream recording exists) are checked
+//! by [`crate::ovn_local`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,18 +116,14 @@ pub fn run(files: &[String]) -> anyhow::Result<Summary> {
     let mut summary = Summary::default();
     for file in files {
         let path = PathBuf::from(file);
+        let golden = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(crate::ovn_local::is_ovn_local);
         let deviations = Deviations::load(&deviations_path(&path))?;
-        let outcome = match load(&path) {
-            Ok(sc) => {
-                let router_id = sc.initial_node["frr"]["router_id_reported"]
-                    .as_str()
-                    .map(String::from);
-                let addresses = serde_json::from_value::<Actual>(sc.initial_node.clone())
-                    .map(|a| a.addresses.iter().map(|a| (a.dev.clone(), a.net)).collect())
-                    .unwrap_or_default();
-                replay(&sc, &deviations, &desired_from_ovn(router_id, addresses))
-            }
-            Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+        let outcome = match golden {
+            Some(doc) => crate::ovn_local::check(&path, doc),
+            None => scenario_outcome(&path, &deviations),
         };
         let name = path
             .file_stem()
@@ -143,6 +141,22 @@ pub fn run(files: &[String]) -> anyhow::Result<Summary> {
         }
     }
     Ok(summary)
+}
+
+/// Replays one of upstream's recorded scenarios.
+fn scenario_outcome(path: &Path, deviations: &Deviations) -> Outcome {
+    match load(path) {
+        Ok(sc) => {
+            let router_id = sc.initial_node["frr"]["router_id_reported"]
+                .as_str()
+                .map(String::from);
+            let addresses = serde_json::from_value::<Actual>(sc.initial_node.clone())
+                .map(|a| a.addresses.iter().map(|a| (a.dev.clone(), a.net)).collect())
+                .unwrap_or_default();
+            replay(&sc, deviations, &desired_from_ovn(router_id, addresses))
+        }
+        Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+    }
 }
 
 fn print_outcome(name: &str, outcome: &Outcome) {

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use obgp_config::{Config, Driver, ExposingMethod};
+use obgp_config::Config;
 use obgp_controller::local_nb::{LocalNbError, LocalNbSource};
-use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts};
+use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
 use obgp_localnb::{LocalNb, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
@@ -25,23 +25,10 @@ fn fixture() -> Value {
 }
 
 fn config(doc: &Value, local_nb: &str) -> Config {
-    let mut c = Config::default();
-    c.default.driver = Driver::NbOvnBgpDriver;
-    c.default.exposing_method = ExposingMethod::Ovn;
-    c.default.bgp_router_id = Some("192.0.2.1".into());
-    let list = |k: &str| -> Vec<String> {
-        doc["config"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect()
-    };
-    let lc = &mut c.local_ovn_cluster;
-    lc.peer_ips = list("peer_ips");
-    lc.external_nics = list("external_nics");
-    lc.provider_networks_pool_prefixes = list("provider_networks_pool_prefixes");
-    lc.ovn_nb_connection = local_nb.to_string();
+    let mut c = serde_json::from_value::<GoldenConfig>(doc["config"].clone())
+        .expect("the fixture's config")
+        .config();
+    c.local_ovn_cluster.ovn_nb_connection = local_nb.to_string();
     c
 }
 

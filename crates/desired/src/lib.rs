@@ -32,8 +32,8 @@ pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
 pub use ovn_local::{
-    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, LocalCluster,
-    LocalFacts, OvnLocal, Segment,
+    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, GoldenConfig,
+    LocalCluster, LocalFacts, OvnLocal, Segment,
 };
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;

@@ -53,6 +53,41 @@ pub struct LocalFacts {
 
 pub use obgp_netmodel::FdbEntry;
 
+/// The `config` member of the golden files (`fixtures/ovn-local/*.json`):
+/// the `[local_ovn_cluster]` options a case sets, and
+/// `expose_tenant_networks`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoldenConfig {
+    pub peer_ips: Vec<String>,
+    pub external_nics: Vec<String>,
+    pub provider_networks_pool_prefixes: Vec<String>,
+    pub bgp_chassis_id: Option<String>,
+    pub expose_tenant_networks: Option<bool>,
+}
+
+impl GoldenConfig {
+    /// The NB driver in this mode (router-id 192.0.2.1) with the case's
+    /// options; the rest upstream's defaults.
+    pub fn config(&self) -> Config {
+        let mut c = Config::default();
+        c.default.driver = Driver::NbOvnBgpDriver;
+        c.default.exposing_method = ExposingMethod::Ovn;
+        c.default.bgp_router_id = Some("192.0.2.1".into());
+        if let Some(t) = self.expose_tenant_networks {
+            c.default.expose_tenant_networks = t;
+        }
+        let lc = &mut c.local_ovn_cluster;
+        lc.peer_ips = self.peer_ips.clone();
+        lc.external_nics = self.external_nics.clone();
+        lc.provider_networks_pool_prefixes = self.provider_networks_pool_prefixes.clone();
+        if let Some(id) = &self.bgp_chassis_id {
+            lc.bgp_chassis_id = id.clone();
+        }
+        c
+    }
+}
+
 /// One mapping of `ovn-bridge-mappings-<bgp_chassis_id>` and its role.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Segment {

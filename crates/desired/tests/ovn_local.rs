@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts, OvnLocal};
+use obgp_config::Config;
+use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts, OvnLocal};
 use obgp_localnb::{apply_model, plan, LocalNb, NbOp, Observed, Table};
-use obgp_netmodel::FlowAction;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::{json, Value};
@@ -34,32 +33,9 @@ impl Case {
     }
 
     fn config(&self) -> Config {
-        let mut c = Config::default();
-        c.default.driver = Driver::NbOvnBgpDriver;
-        c.default.exposing_method = ExposingMethod::Ovn;
-        c.default.bgp_router_id = Some("192.0.2.1".into());
-        let lc = &mut c.local_ovn_cluster;
-        let cfg = &self.doc["config"];
-        let list = |k: &str| -> Vec<String> {
-            cfg[k]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        lc.peer_ips = list("peer_ips");
-        lc.external_nics = list("external_nics");
-        lc.provider_networks_pool_prefixes = list("provider_networks_pool_prefixes");
-        if let Some(id) = cfg["bgp_chassis_id"].as_str() {
-            lc.bgp_chassis_id = id.into();
-        }
-        if let Some(t) = cfg["expose_tenant_networks"].as_bool() {
-            c.default.expose_tenant_networks = t;
-        }
-        c
+        serde_json::from_value::<GoldenConfig>(self.doc["config"].clone())
+            .expect("the case's config")
+            .config()
     }
 
     fn facts(&self) -> LocalFacts {
@@ -106,86 +82,9 @@ impl Case {
     }
 }
 
-fn render_rows(nb: &LocalNb) -> Vec<String> {
-    nb.rows
-        .values()
-        .map(|r| {
-            let cols: Vec<String> = r.columns.iter().map(|(c, v)| format!("{c}={v}")).collect();
-            format!("{}: {}", r.key, cols.join(" "))
-        })
-        .collect()
-}
-
-/// The computation in the golden files' terms.
-fn render(o: &OvnLocal) -> Value {
-    let flows: Vec<String> = o
-        .flows
-        .iter()
-        .map(|f| {
-            let matches: Vec<String> = f.matches.iter().map(|m| format!(",{m}")).collect();
-            let actions: Vec<String> = f
-                .actions
-                .iter()
-                .map(|a| match a {
-                    FlowAction::ModDlDstBridgeMac => format!("mod_dl_dst:<{} MAC>", f.bridge),
-                    FlowAction::ModDlDst(m) => format!("mod_dl_dst:{m}"),
-                    FlowAction::Output(p) => format!("output:{p}"),
-                    FlowAction::Normal => "NORMAL".into(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            format!(
-                "{} cookie={} priority={},{},in_port={}{} actions={}",
-                f.bridge,
-                f.cookie,
-                f.priority,
-                f.protocol,
-                f.in_port,
-                matches.concat(),
-                actions.join(",")
-            )
-        })
-        .collect();
-    let fdb: Vec<String> = o
-        .fdb
-        .iter()
-        .map(|e| format!("fdb/add {} {} {} {}", e.bridge, e.port, e.vlan, e.mac))
-        .collect();
-    json!({
-        "announced": o.exposure.exposed.keys().map(|ip| ip.to_string()).collect::<Vec<_>>(),
-        "local_nb": render_rows(&o.local_nb),
-        "flows": flows,
-        "fdb": fdb,
-    })
-}
-
-/// Checks a golden scenario; `OBGP_BLESS=1` writes the computed result
-/// into its `expected` (to be reviewed line by line against upstream's
-/// code before committing).
-fn golden(name: &str) {
-    let mut case = Case::load(name);
-    let got = render(&case.compute());
-    if std::env::var_os("OBGP_BLESS").is_some() {
-        case.doc["expected"] = got;
-        let text = serde_json::to_string_pretty(&case.doc).unwrap() + "\n";
-        std::fs::write(fixture_path(name), text).unwrap();
-        return;
-    }
-    let want = &case.doc["expected"];
-    for part in ["announced", "local_nb", "flows", "fdb"] {
-        assert_eq!(&got[part], &want[part], "{name}: {part} differs");
-    }
-}
-
-#[test]
-fn golden_basic_upstream_design_layout() {
-    golden("basic.json");
-}
-
-#[test]
-fn golden_ipv6_and_vlan() {
-    golden("ipv6-vlan.json");
-}
+// The golden files themselves (`expected`: announced IPs, rows, flows,
+// FDB entries) are checked by `conformance scenario fixtures/ovn-local/*.json`
+// (crates/conformance/src/ovn_local.rs), through `desired_state`.
 
 /// Plans `desired` against `db`, applies the plan to `db` and returns it.
 fn converge(desired: &LocalNb, db: &mut Observed) -> Vec<NbOp> {

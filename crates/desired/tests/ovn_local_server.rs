@@ -4,8 +4,7 @@
 //! uuids after a "restart" of the computation), a removed segment's rows
 //! go, and a foreign row stays.
 
-use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_desired::{desired_ovn_local, LocalFacts, NodeFacts};
+use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
 use obgp_localnb::{plan, LocalNb, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
@@ -19,21 +18,9 @@ fn fixture() -> Value {
 }
 
 fn compute(doc: &Value) -> LocalNb {
-    let mut c = Config::default();
-    c.default.driver = Driver::NbOvnBgpDriver;
-    c.default.exposing_method = ExposingMethod::Ovn;
-    c.default.bgp_router_id = Some("192.0.2.1".into());
-    let list = |k: &str| -> Vec<String> {
-        doc["config"][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect()
-    };
-    c.local_ovn_cluster.peer_ips = list("peer_ips");
-    c.local_ovn_cluster.external_nics = list("external_nics");
-    c.local_ovn_cluster.provider_networks_pool_prefixes = list("provider_networks_pool_prefixes");
+    let c = serde_json::from_value::<GoldenConfig>(doc["config"].clone())
+        .expect("the fixture's config")
+        .config();
     let facts =
         serde_json::from_value::<LocalFacts>(doc["facts"].clone()).expect("the fixture's facts");
     let snap = Snapshot::from_wire(&doc["ovn"]).unwrap();

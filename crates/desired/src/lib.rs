@@ -153,8 +153,9 @@ pub(crate) fn compute_traced(
         (Driver::NbOvnBgpDriver, ExposingMethod::Ovn) => {
             let mut underlay = config.clone();
             underlay.default.exposing_method = ExposingMethod::Underlay;
-            let (exposure, _, trace) = compute_traced(snap, &underlay, facts, trace)?;
-            let local = ovn_local::with_exposure(snap, config, &facts.local_bridges, exposure)?;
+            let (exposure, _, mut trace) = compute_traced(snap, &underlay, facts, trace)?;
+            let local =
+                ovn_local::with_exposure(snap, config, &facts.local_bridges, exposure, &mut trace)?;
             return Ok((local.into_desired(), None, trace));
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),

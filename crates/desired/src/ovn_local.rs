@@ -23,6 +23,7 @@ use obgp_ovn::Snapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Desired;
+use crate::provenance::{Reason, Rejection, Trace};
 use crate::{DesiredError, NodeFacts};
 
 pub use rows::{
@@ -294,7 +295,7 @@ pub fn desired_ovn_local(
     let mut underlay = config.clone();
     underlay.default.exposing_method = ExposingMethod::Underlay;
     let exposure = crate::desired_state(snap, &underlay, facts)?;
-    with_exposure(snap, config, local, exposure)
+    with_exposure(snap, config, local, exposure, &mut Trace::default())
 }
 
 /// The node-local cluster for the underlay driver's `exposure`: what of
@@ -304,13 +305,14 @@ pub(crate) fn with_exposure(
     config: &Config,
     local: &LocalFacts,
     mut exposure: Desired,
+    trace: &mut Trace,
 ) -> Result<OvnLocal, DesiredError> {
     let peers = peers(config)?;
     let pool = pool(config)?;
     chassis_id(&config.local_ovn_cluster.bgp_chassis_id)?;
     let mut notes = Vec::new();
     let segments = segments(snap, config, &mut notes);
-    keep_reachable(&mut exposure, &segments, &mut notes);
+    keep_reachable(&mut exposure, &segments, &mut notes, trace);
 
     let mut local_nb = LocalNb::default();
     let built = rows::build(
@@ -352,7 +354,12 @@ pub(crate) fn with_exposure(
 /// Keeps the announcements the local cluster reaches: provider exposures
 /// on the internal segment's bridge and VLAN. Tenant networks are refused
 /// (ADR 0008): the local router does not route them.
-fn keep_reachable(exposure: &mut Desired, segments: &[Segment], notes: &mut Vec<String>) {
+fn keep_reachable(
+    exposure: &mut Desired,
+    segments: &[Segment],
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) {
     for t in exposure.tenant_subnets.drain(..) {
         notes.push(format!(
             "tenant subnet {} (router {}) refused: exposing_method = ovn does not route tenant networks",
@@ -378,6 +385,13 @@ fn keep_reachable(exposure: &mut Desired, segments: &[Segment], notes: &mut Vec<
             _ => return true,
         };
         notes.push(format!("{ip} ({}) not announced: {why}", e.source));
+        trace.reject(|| {
+            Rejection::of(
+                e.source,
+                Reason::NotReachedByLocalCluster { why: why.clone() },
+            )
+            .ip(*ip)
+        });
         false
     });
     exposure.bridges.clear();

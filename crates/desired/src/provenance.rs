@@ -214,6 +214,9 @@ pub enum Reason {
     /// NB vrf mode: an IP announced without wiring (tenant host method) is
     /// not exposed in this mode.
     NotWiredInVrfMode,
+    /// NB ovn mode: the node-local cluster does not reach the IP (a tenant
+    /// network, or a provider network off its internal segment).
+    NotReachedByLocalCluster { why: String },
     /// SB EVPN: the gateway's provider-side port has no `neutron_bgpvpn:vni` and `:as`.
     NotAnnotated,
     /// A networking-bgpvpn annotation does not parse.
@@ -364,6 +367,9 @@ impl fmt::Display for Reason {
                 f,
                 "exposing_method = vrf: IPs announced without wiring are not exposed"
             ),
+            Reason::NotReachedByLocalCluster { why } => {
+                write!(f, "exposing_method = ovn: the node-local cluster does not reach it: {why}")
+            }
             Reason::NotAnnotated => write!(
                 f,
                 "the gateway's provider port has no neutron_bgpvpn:vni and neutron_bgpvpn:as"

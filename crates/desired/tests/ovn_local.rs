@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use obgp_config::Config;
-use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts, OvnLocal};
+use obgp_desired::{
+    desired_ovn_local, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnLocal, Query, Reason,
+};
 use obgp_localnb::{apply_model, plan, LocalNb, NbOp, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
@@ -396,6 +398,37 @@ fn without_the_suffixed_mappings_only_the_router_is_desired_and_nothing_is_annou
     );
     assert_eq!(o.local_nb.rows_of(Table::LogicalSwitch).count(), 0);
     assert!(o.fdb.is_empty());
+}
+
+#[test]
+fn explain_names_the_local_cluster_when_it_does_not_reach_an_ip() {
+    let vm: std::net::IpAddr = "172.16.5.10".parse().unwrap();
+    let explain = |case: &Case| {
+        let facts = NodeFacts {
+            local_bridges: case.facts(),
+            ..NodeFacts::default()
+        };
+        obgp_desired::explain(&case.snapshot(), &case.config(), &facts, &Query::Ip(vm)).unwrap()
+    };
+    let mut case = Case::load("basic.json");
+    let e = explain(&case);
+    assert!(
+        e.findings
+            .iter()
+            .any(|f| matches!(f, Finding::Exposed { ip, .. } if *ip == vm)),
+        "{e:?}"
+    );
+    case.ovs_ext("ovn-bridge-mappings-bgp", None);
+    let e = explain(&case);
+    assert!(
+        e.findings.iter().any(|f| matches!(f,
+            Finding::NotExposed {
+                ip: Some(ip),
+                reason: Reason::NotReachedByLocalCluster { why },
+                ..
+            } if *ip == vm && why.contains("no internal segment"))),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -47,6 +47,13 @@ pub struct LocalNbSource {
 /// How long the writer waits for the monitor to show its inserts.
 const SEEN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a local-NB transaction may take. The reconcile waits for it,
+/// so a wedged local NB (connected, never answering) delays each
+/// reconcile by this much instead of the client's default 180 s; a
+/// transaction that commits after it is seen by the monitor, and the
+/// planner removes a duplicate it may leave.
+const TRANSACT_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl LocalNbSource {
     /// Starts connecting (in the background, leader only) to
     /// `[local_ovn_cluster] ovn_nb_connection`.
@@ -59,7 +66,7 @@ impl LocalNbSource {
             obgp_localnb::monitor_spec(),
             // upstream has no TLS options for the local cluster.
             ("", "", ""),
-            true,
+            Some(TRANSACT_TIMEOUT),
         )?;
         Ok(LocalNbSource {
             source,

@@ -140,7 +140,7 @@ pub(crate) fn ovn_client(
     database: &'static str,
     monitor: MonitorSpec,
     tls: (&str, &str, &str),
-    leader_only: bool,
+    writer: Option<Duration>,
 ) -> Result<Source, SourceError> {
     // The session's default limits are the agent's: a 100k-port dump and
     // large updates are decoded while they arrive (bounded by
@@ -148,7 +148,13 @@ pub(crate) fn ovn_client(
     // string, nesting or stalled message can make it hold more
     // (docs/reliability.md, "Memory under a hostile server").
     let mut cfg = ClientConfig::new(remotes(option, conn)?, database, monitor);
-    cfg.leader_only = leader_only;
+    // A database the agent writes is read from the RAFT leader (a
+    // follower's monitor may lag the writes), and its transactions are
+    // bounded by the given deadline: the reconcile waits for them.
+    if let Some(deadline) = writer {
+        cfg.leader_only = true;
+        cfg.transact_timeout = deadline;
+    }
     if cfg.remotes.iter().any(|r| matches!(r, Remote::Ssl { .. })) {
         let files = TlsFiles {
             private_key: tls.0.into(),
@@ -233,7 +239,7 @@ impl OvnSources {
                         &o.ovn_sb_certificate,
                         &o.ovn_sb_ca_cert,
                     ),
-                    false,
+                    None,
                 )?
             }
             _ => ovn_client(
@@ -248,7 +254,7 @@ impl OvnSources {
                     &o.ovn_nb_certificate,
                     &o.ovn_nb_ca_cert,
                 ),
-                false,
+                None,
             )?,
         };
         let local_nb = if driver == obgp_config::Driver::NbOvnBgpDriver

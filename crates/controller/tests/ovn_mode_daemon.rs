@@ -8,7 +8,9 @@
 //! of `bgp-router`, the daemon announces on bgp-nic, leaves a foreign row
 //! alone, puts back an agent row deleted by hand (the local NB's own
 //! changes wake it), and removes a segment's rows when its mapping goes; a
-//! fresh agent (`plan_once`) plans nothing for the local NB.
+//! fresh agent (`plan_once`) plans nothing for the local NB. While the
+//! local NB cannot be written, a new IP is not announced (O1); once it is
+//! back, the binding is written and the IP announced.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -79,18 +81,23 @@ fn set_bgp_mappings(node: &common::BenchNode, value: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daemon_keeps_the_local_nb_rows_of_the_ovn_mode() -> Result<()> {
-    let node = common::start_node(40, 11, "ovm").await?;
+/// The bench node in `exposing_method = ovn`: a local NB (holding a
+/// foreign switch `ops-net`), the fabric side (br-fab with its NIC in OVS,
+/// its MAC and address in the kernel), the local cluster's mappings
+/// (fabric1 on br-fab, `local` on OpenStack's br-ex), and the agent's
+/// config and options for them.
+struct OvnNode {
+    node: common::BenchNode,
+    local: OvsdbServer,
+    config: obgp_config::Config,
+    opts: obgp_controller::RunOptions,
+}
+
+async fn ovn_node(tag: &str) -> Result<OvnNode> {
+    let node = common::start_node(40, 11, tag).await?;
     let local = OvsdbServer::start("ovn-nb.ovsschema").context("local NB ovsdb-server")?;
     local.transact(&[json!({"op": "insert", "table": "Logical_Switch",
         "row": {"name": "ops-net", "external_ids": ["map", [["owner", "operator"]]]}})])?;
-    let local_sb = OvsdbServer::start("ovn-sb.ovsschema").context("local SB ovsdb-server")?;
-    let northd = Northd::start(&local, &local_sb)?;
-
-    // The fabric side: br-fab with its NIC in OVS, its MAC and address in
-    // the kernel; the local cluster maps fabric1 to it and `local` to
-    // OpenStack's br-ex.
     node.ovs.transact(&[
         json!({"op": "insert", "table": "Interface", "uuid-name": "nicif", "row": {"name": "eth-fab"}}),
         json!({"op": "insert", "table": "Port", "uuid-name": "nic",
@@ -116,6 +123,24 @@ async fn the_daemon_keeps_the_local_nb_rows_of_the_ovn_mode() -> Result<()> {
     lc.external_nics = vec!["eth-fab".into()];
     let mut opts = node.options(QueueConfig::default())?;
     opts.kernel.read_static_fdb = true;
+    Ok(OvnNode {
+        node,
+        local,
+        config,
+        opts,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_keeps_the_local_nb_rows_of_the_ovn_mode() -> Result<()> {
+    let OvnNode {
+        node,
+        local,
+        config,
+        opts,
+    } = ovn_node("ovm").await?;
+    let local_sb = OvsdbServer::start("ovn-sb.ovsschema").context("local SB ovsdb-server")?;
+    let northd = Northd::start(&local, &local_sb)?;
 
     let shutdown = CancellationToken::new();
     let agent = tokio::spawn(run(config.clone(), opts.clone(), shutdown.clone()));
@@ -259,6 +284,89 @@ async fn the_daemon_keeps_the_local_nb_rows_of_the_ovn_mode() -> Result<()> {
     ensure!(named(&switches, "ops-net").is_some(), "the foreign switch");
     ensure!(named(&switches, "local").is_some(), "the internal segment");
 
+    shutdown.cancel();
+    agent.await??;
+    Ok(())
+}
+
+/// A VM port bound to this node (`host-000`) on the provider network.
+fn add_local_vm(node: &common::BenchNode, mac: &str, ip: &str) -> Result<()> {
+    let addr = format!("{mac} {ip}");
+    node.nb.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "vm",
+            "row": {"name": "vm-held", "type": "", "addresses": addr, "up": true, "enabled": true,
+                "options": ["map", [["requested-chassis", "host-000"]]],
+                "external_ids": ["map", [["neutron:host_id", "host-000"],
+                    ["neutron:network_name", node.topo.provider_switch()],
+                    ["neutron:device_owner", "compute:nova"], ["neutron:cidrs", format!("{ip}/12")]]]}}),
+        json!({"op": "mutate", "table": "Logical_Switch",
+            "where": [["name", "==", node.topo.provider_switch()]],
+            "mutations": [["ports", "insert", ["set", [["named-uuid", "vm"]]]]]}),
+    ])?;
+    Ok(())
+}
+
+fn on_bgp_nic(node: &common::BenchNode, ip: &str) -> Result<bool> {
+    let text = node.ns.ip(&["-o", "addr", "show", "dev", "bgp-nic"])?;
+    Ok(text.contains(&format!(" {ip}/")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ip_is_announced_only_once_the_local_nb_holds_its_binding() -> Result<()> {
+    let OvnNode {
+        node,
+        mut local,
+        mut config,
+        opts,
+    } = ovn_node("ovh").await?;
+    let port = obgp_testbed::ovsdb::free_port()?;
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    config.default.metrics_listen = Some(addr);
+    let shutdown = CancellationToken::new();
+    let agent = tokio::spawn(run(config, opts, shutdown.clone()));
+    until("the local cluster's rows", || {
+        Ok(!rows(&local, "Static_MAC_Binding")?.is_empty())
+    })
+    .await?;
+
+    // The local NB goes away; a VM bound here appears.
+    local.kill();
+    let vm = "172.31.99.1";
+    add_local_vm(&node, "fa:16:3e:99:99:01", vm)?;
+    // The daemon wants it (its desired state names it) but holds its
+    // announcement back: the binding that routes it cannot be written.
+    let t = Instant::now();
+    loop {
+        let (code, body) = common::http_get(addr, "/status", Duration::from_secs(15)).await?;
+        let s: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let wanted = s["exposed"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|x| x["prefix"] == format!("{vm}/32")));
+        if code == 200 && wanted {
+            break;
+        }
+        ensure!(
+            t.elapsed() < WAIT,
+            "{vm} not in /status within {WAIT:?}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Retries come 1 s, 2 s... apart: a few of them, still held.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    ensure!(
+        !on_bgp_nic(&node, vm)?,
+        "{vm} announced without its binding"
+    );
+
+    // The local NB is back: the binding is written, then the IP announced.
+    local.restart()?;
+    until("the binding and the announcement", || {
+        let bound = rows(&local, "Static_MAC_Binding")?
+            .values()
+            .any(|b| b["ip"] == vm);
+        Ok(bound && on_bgp_nic(&node, vm)?)
+    })
+    .await?;
     shutdown.cancel();
     agent.await??;
     Ok(())

@@ -2,9 +2,8 @@
 //! the diff, apply it with the single writer, and report what happened and
 //! how long each phase took.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
@@ -20,7 +19,9 @@ use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
 use crate::local_nb::{LocalNbError, LocalNbSource};
 use crate::ofports::OfPorts;
 
+mod local_cluster;
 mod node_side;
+mod report;
 
 pub(crate) use node_side::unread_commands;
 use node_side::{
@@ -28,6 +29,7 @@ use node_side::{
     NodeWriter,
 };
 pub use node_side::{chassis_name, object_kind};
+pub use report::{FrrApplyCause, ReconcileReport};
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
 /// `TablesExhausted` is fatal for the agent; everything else is retried by
@@ -97,86 +99,6 @@ impl Planned {
     }
 }
 
-/// What one reconcile did.
-#[derive(Debug, Default)]
-pub struct ReconcileReport {
-    /// Building the indexed OVN snapshot from the caches (set by the run
-    /// loop, which builds it; zero when the caller passed a ready snapshot).
-    pub snapshot_time: Duration,
-    pub desired_time: Duration,
-    /// Whether the desired state was patched from the last one (only ports
-    /// changed) rather than computed from every row.
-    pub desired_patched: bool,
-    pub observe_time: Duration,
-    pub plan_time: Duration,
-    pub apply_time: Duration,
-    /// Applied ops by kind (`add_rule`, `del_address`...).
-    pub applied: BTreeMap<String, usize>,
-    /// Ops that failed, as text with the error.
-    pub failed: Vec<String>,
-    /// Announcements held back because their wiring failed (O1).
-    pub held_back: usize,
-    /// Exposed IPs in the desired state.
-    pub exposed: usize,
-    /// Ops of the plan not started because the agent is stopping.
-    pub not_started: usize,
-    /// Command ops (`vtysh`, `ovs-ofctl`) handed to the command lane; their
-    /// outcomes are reported by a later reconcile (or this one when it
-    /// waits for the lane: the one-shot commands).
-    pub queued: usize,
-    /// Command ops the lane finished since the last report, by kind.
-    pub commands_applied: BTreeMap<String, usize>,
-    /// Withdrawals and unwiring held back by the mass-withdrawal guard.
-    pub withdrawals_held: usize,
-    /// Ops in the plan (before the guard held any back).
-    pub planned: usize,
-    /// Failed ops by kind (netlink ops of this reconcile, command ops the
-    /// lane reported since the last one); [`ReconcileReport::failed`] has
-    /// their text.
-    pub failed_kinds: BTreeMap<String, usize>,
-    /// What the observe could not read (FRR, an OVS bridge): nothing was
-    /// planned on it, so the node is not known to match.
-    pub unread: Vec<String>,
-    /// Whether the desired state differs from the one the previous
-    /// reconcile planned with (always true for the first).
-    pub desired_changed: bool,
-    /// Ops applied (or handed to the command lane) while the desired state
-    /// did not change, and which the previous reconcile did not plan:
-    /// repairs of a change made on the node (an address removed by hand,
-    /// FRR lost its configuration), by object (`address`, `route`, `frr`...).
-    pub drift_repairs: BTreeMap<&'static str, usize>,
-    /// Why this reconcile handed FRR our text again, if it did
-    /// (see [`FrrApplyCause`]).
-    pub frr_apply: Option<FrrApplyCause>,
-}
-
-/// Why a reconcile applied the FRR text (`vtysh -f`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrrApplyCause {
-    /// No text of ours was known to be in FRR since the agent started.
-    Initial,
-    /// The desired text differs from the one last applied or found.
-    Changed,
-    /// FRR lacked the text last applied or found (restarted, edited by hand).
-    Missing,
-}
-
-impl FrrApplyCause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrrApplyCause::Initial => "initial",
-            FrrApplyCause::Changed => "changed",
-            FrrApplyCause::Missing => "missing",
-        }
-    }
-}
-
-impl ReconcileReport {
-    pub fn ops_applied(&self) -> usize {
-        self.applied.values().sum()
-    }
-}
-
 /// Owns the node side: the kernel connection and what the last reconcile
 /// wanted (it classifies leftovers for the O3 order and tells whether FRR
 /// already has our text).
@@ -243,27 +165,6 @@ impl Reconciler {
             last_plan: Vec::new(),
             local_nb: None,
         })
-    }
-
-    /// Writes the desired state's node-local NB rows (`exposing_method =
-    /// ovn`) through `source`: planned with the node, transacted by
-    /// [`Reconciler::reconcile`] around the node's plan (O1).
-    pub fn write_local_nb(&mut self, source: Arc<LocalNbSource>) {
-        self.local_nb = Some(source);
-    }
-
-    /// The local-NB transaction the desired state asks for, when this mode
-    /// has one and a local NB to write.
-    fn plan_local_nb(&self) -> Result<Option<LocalNbPlan>, ReconcileError> {
-        let (Some(source), Some(cluster)) = (
-            &self.local_nb,
-            self.desired
-                .desired()
-                .and_then(|d| d.local_cluster.as_ref()),
-        ) else {
-            return Ok(None);
-        };
-        Ok(Some(source.plan(&cluster.local_nb)?))
     }
 
     /// Guards this reconciler's withdrawals against an emptied database
@@ -376,36 +277,6 @@ impl Reconciler {
                     report.failed.push(format!("{}: {e}", outcome.op));
                     *report.failed_kinds.entry(op_kind(&outcome.op)).or_default() += 1;
                 }
-            }
-        }
-    }
-
-    /// Runs one local-NB transaction (nothing when empty), counting its
-    /// operations in `report` under `kind`, applied or failed.
-    async fn run_local_nb(
-        &self,
-        plan: &LocalNbPlan,
-        kind: &str,
-        report: &mut ReconcileReport,
-    ) -> Result<(), LocalNbError> {
-        let Some(source) = &self.local_nb else {
-            return Ok(());
-        };
-        if plan.is_empty() {
-            return Ok(());
-        }
-        for line in plan.ops.iter() {
-            tracing::info!(op = %line, "local NB");
-        }
-        match source.run(plan).await {
-            Ok(()) => {
-                *report.applied.entry(kind.to_string()).or_default() += plan.ops.len();
-                Ok(())
-            }
-            Err(e) => {
-                report.failed.push(format!("{kind}: {e}"));
-                *report.failed_kinds.entry(kind.to_string()).or_default() += 1;
-                Err(e)
             }
         }
     }
@@ -591,17 +462,7 @@ impl Reconciler {
         }
 
         if d.exposing_method == obgp_config::ExposingMethod::Ovn {
-            // The external bridges' MAC and addresses name the local
-            // router's ports; read from the mirror before each computation.
-            let (links, addresses) = self
-                .node
-                .links_and_addresses()
-                .map_err(|e| ReconcileError::Observe(e.to_string()))?;
-            self.facts.local_bridges = obgp_desired::local_facts(
-                &obgp_desired::external_bridges(snap, &self.config),
-                |b| links.get(b).map(|l| l.mac),
-                addresses.iter().map(|a| (&a.dev, a.net)),
-            );
+            self.refresh_local_bridges(snap)?;
         }
 
         let t = Instant::now();

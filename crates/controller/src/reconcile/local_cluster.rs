@@ -1,0 +1,81 @@
+//! The node-local OVN NB of `exposing_method = ovn` in a reconcile: the
+//! external bridges' kernel facts before the desired state, the local-NB
+//! transaction planned with the node plan, and its two parts run around
+//! the node's writes (writes before, removals after; docs/modes.md).
+
+use std::sync::Arc;
+
+use obgp_localnb::LocalNbPlan;
+use obgp_ovn::Snapshot;
+
+use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::local_nb::{LocalNbError, LocalNbSource};
+
+impl Reconciler {
+    /// Writes the desired state's node-local NB rows (`exposing_method =
+    /// ovn`) through `source`: planned with the node, transacted by
+    /// [`Reconciler::reconcile`] around the node's plan (O1).
+    pub fn write_local_nb(&mut self, source: Arc<LocalNbSource>) {
+        self.local_nb = Some(source);
+    }
+
+    /// The local-NB transaction the desired state asks for, when this mode
+    /// has one and a local NB to write.
+    pub(super) fn plan_local_nb(&self) -> Result<Option<LocalNbPlan>, ReconcileError> {
+        let (Some(source), Some(cluster)) = (
+            &self.local_nb,
+            self.desired
+                .desired()
+                .and_then(|d| d.local_cluster.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(source.plan(&cluster.local_nb)?))
+    }
+
+    /// Reads the MAC and addresses of the local cluster's external
+    /// bridges from the netlink mirror into the facts: they name the local
+    /// router's external ports.
+    pub(super) fn refresh_local_bridges(&mut self, snap: &Snapshot) -> Result<(), ReconcileError> {
+        let (links, addresses) = self
+            .node
+            .links_and_addresses()
+            .map_err(|e| ReconcileError::Observe(e.to_string()))?;
+        self.facts.local_bridges = obgp_desired::local_facts(
+            &obgp_desired::external_bridges(snap, &self.config),
+            |b| links.get(b).map(|l| l.mac),
+            addresses.iter().map(|a| (&a.dev, a.net)),
+        );
+        Ok(())
+    }
+
+    /// Runs one local-NB transaction (nothing when empty), counting its
+    /// operations in `report` under `kind`, applied or failed.
+    pub(super) async fn run_local_nb(
+        &self,
+        plan: &LocalNbPlan,
+        kind: &str,
+        report: &mut ReconcileReport,
+    ) -> Result<(), LocalNbError> {
+        let Some(source) = &self.local_nb else {
+            return Ok(());
+        };
+        if plan.is_empty() {
+            return Ok(());
+        }
+        for line in plan.ops.iter() {
+            tracing::info!(op = %line, "local NB");
+        }
+        match source.run(plan).await {
+            Ok(()) => {
+                *report.applied.entry(kind.to_string()).or_default() += plan.ops.len();
+                Ok(())
+            }
+            Err(e) => {
+                report.failed.push(format!("{kind}: {e}"));
+                *report.failed_kinds.entry(kind.to_string()).or_default() += 1;
+                Err(e)
+            }
+        }
+    }
+}

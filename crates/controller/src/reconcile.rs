@@ -532,7 +532,10 @@ impl Reconciler {
             None => Default::default(),
         };
         let mut nb_held = Vec::new();
-        if let Err(e) = self.run_local_nb(&nb_writes, "local_nb", &mut report).await {
+        if let Err(e) = self
+            .run_local_nb(&nb_writes, "LocalNbWrite", &mut report)
+            .await
+        {
             nb_held = plan.hold_announcements();
             tracing::warn!(
                 held = nb_held.len(),
@@ -616,7 +619,7 @@ impl Reconciler {
         if !holding && !self.stop.is_cancelled() {
             // A failure is reported; the next reconcile plans it again.
             let _ = self
-                .run_local_nb(&nb_removals, "local_nb_removal", &mut report)
+                .run_local_nb(&nb_removals, "LocalNbRemoval", &mut report)
                 .await;
         }
         self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();

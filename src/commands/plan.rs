@@ -33,10 +33,9 @@ pub fn run(
             Some(file) => {
                 super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?
             }
+            // clap refuses --local-nb without --ovn: live, the local NB is
+            // the one the agent writes.
             None => {
-                if local_nb.is_some() {
-                    bail!("--local-nb goes with --ovn FILE: live, the local NB is read from [local_ovn_cluster] ovn_nb_connection");
-                }
                 let opts = super::run_options(config, node);
                 let planned =
                     super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;

@@ -151,11 +151,8 @@ pub(crate) fn compute_traced(
         // What is exposed is the underlay driver's decision (recorded in
         // the same trace); the node-local cluster is how it is reached.
         (Driver::NbOvnBgpDriver, ExposingMethod::Ovn) => {
-            let mut underlay = config.clone();
-            underlay.default.exposing_method = ExposingMethod::Underlay;
-            let (exposure, _, mut trace) = compute_traced(snap, &underlay, facts, trace)?;
-            let local =
-                ovn_local::with_exposure(snap, config, &facts.local_bridges, exposure, &mut trace)?;
+            let (local, trace) =
+                ovn_local::traced(snap, config, facts, &facts.local_bridges, trace)?;
             return Ok((local.into_desired(), None, trace));
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),

@@ -284,6 +284,19 @@ pub fn desired_ovn_local(
     facts: &NodeFacts,
     local: &LocalFacts,
 ) -> Result<OvnLocal, DesiredError> {
+    traced(snap, config, facts, local, Trace::default()).map(|(o, _)| o)
+}
+
+/// [`desired_ovn_local`] recording into `trace`: the underlay driver's
+/// exposure decisions (its refusals recorded too), then what of them the
+/// node-local cluster reaches, its NB rows, flows and FDB entries.
+pub(crate) fn traced(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+    local: &LocalFacts,
+    trace: Trace,
+) -> Result<(OvnLocal, Trace), DesiredError> {
     let d = &config.default;
     if d.driver != Driver::NbOvnBgpDriver {
         return Err(DesiredError::Unsupported {
@@ -291,28 +304,15 @@ pub fn desired_ovn_local(
             method: ExposingMethod::Ovn,
         });
     }
-    // The exposure decisions are the underlay driver's.
     let mut underlay = config.clone();
     underlay.default.exposing_method = ExposingMethod::Underlay;
-    let exposure = crate::desired_state(snap, &underlay, facts)?;
-    with_exposure(snap, config, local, exposure, &mut Trace::default())
-}
-
-/// The node-local cluster for the underlay driver's `exposure`: what of
-/// it the cluster reaches, its NB rows, flows and FDB entries.
-pub(crate) fn with_exposure(
-    snap: &Snapshot,
-    config: &Config,
-    local: &LocalFacts,
-    mut exposure: Desired,
-    trace: &mut Trace,
-) -> Result<OvnLocal, DesiredError> {
+    let (mut exposure, _, mut trace) = crate::compute_traced(snap, &underlay, facts, trace)?;
     let peers = peers(config)?;
     let pool = pool(config)?;
     chassis_id(&config.local_ovn_cluster.bgp_chassis_id)?;
     let mut notes = Vec::new();
     let segments = segments(snap, config, &mut notes);
-    keep_reachable(&mut exposure, &segments, &mut notes, trace);
+    keep_reachable(&mut exposure, &segments, &mut notes, &mut trace);
 
     let mut local_nb = LocalNb::default();
     let built = rows::build(
@@ -341,14 +341,15 @@ pub(crate) fn with_exposure(
             mac: *mac,
         });
     }
-    Ok(OvnLocal {
+    let ovn = OvnLocal {
         exposure,
         segments,
         local_nb,
         flows,
         fdb,
         notes,
-    })
+    };
+    Ok((ovn, trace))
 }
 
 /// Keeps the announcements the local cluster reaches: provider exposures

@@ -453,7 +453,7 @@ mod tests {
     fn stand_in(dir: &std::path::Path, name: &str, output: &str) -> PathBuf {
         let path = dir.join(name);
         let text = format!("#!/bin/sh\ncat <<'EOF'\n{output}EOF\n");
-        crate::stand_in::write_executable(&path, &text);
+        obgp_testbed::script::write_executable(&path, &text).unwrap();
         path
     }
 
@@ -524,7 +524,7 @@ mod tests {
     /// A stand-in that never answers (a wedged FRR or ovs-vswitchd).
     fn wedged(dir: &std::path::Path, name: &str) -> PathBuf {
         let path = dir.join(name);
-        crate::stand_in::write_executable(&path, "#!/bin/sh\nsleep 600\n");
+        obgp_testbed::script::write_executable(&path, "#!/bin/sh\nsleep 600\n").unwrap();
         path
     }
 

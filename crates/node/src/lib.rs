@@ -13,8 +13,6 @@ pub mod fdb;
 pub mod kernel;
 pub mod lane;
 pub mod mirror;
-#[cfg(test)]
-mod stand_in;
 
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use kernel::{IoError, KernelConfig, KernelNode, Scope};

@@ -9,6 +9,8 @@
 //! - [`evpn`]: a real EVPN fabric (two VTEPs with FRR over a veth underlay)
 //!   for the VM tier.
 //! - [`heap`]: a counting global allocator for benches (live and peak heap).
+//! - [`script`]: executable stand-in scripts, written so that no fork of a
+//!   test thread can leave them busy (ETXTBSY).
 //! - [`vm`]: the full-kernel VM tier (QEMU TCG) for what this kernel lacks
 //!   (vrf, dummy, 802.1q).
 
@@ -18,6 +20,7 @@ pub mod frr;
 pub mod heap;
 pub mod netns;
 pub mod ovsdb;
+pub mod script;
 pub mod vm;
 
 /// The workspace's `fixtures/` directory.

@@ -162,9 +162,11 @@ pub fn addresses_on(ns: &Netns, dev: &str) -> usize {
 pub fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
     let script = dir.join("vtysh");
     let running = dir.join("frr-running.conf");
-    std::fs::write(
+    // Tests run beside each other: written without a write descriptor a
+    // parallel fork could keep (ETXTBSY).
+    obgp_testbed::script::write_executable(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\n\
              case \"$1 $2\" in\n\
              \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
@@ -174,8 +176,6 @@ pub fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
             r = running.display()
         ),
     )?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     Ok(script.display().to_string())
 }
 

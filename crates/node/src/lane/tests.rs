@@ -19,7 +19,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     let log = dir.join(format!("{name}.log"));
     let text = format!("#!/bin/sh\necho \"$*\" >> {}\n{body}\n", log.display());
-    crate::stand_in::write_executable(&path, &text);
+    obgp_testbed::script::write_executable(&path, &text).unwrap();
     path
 }
 

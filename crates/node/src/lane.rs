@@ -26,7 +26,8 @@ use crate::commands::{
     EvpnSeen,
 };
 use crate::deadline::{self, InFlight};
-use crate::kernel::{KernelConfig, Scope};
+use crate::kernel::KernelConfig;
+use crate::Scope;
 
 /// What the lane knows of FRR and the OVS bridges for one scope.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

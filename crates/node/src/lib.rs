@@ -13,7 +13,9 @@ pub mod fdb;
 pub mod kernel;
 pub mod lane;
 pub mod mirror;
+mod scope;
 
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
-pub use kernel::{IoError, KernelConfig, KernelNode, Scope};
+pub use kernel::{IoError, KernelConfig, KernelNode};
 pub use lane::{CommandLane, CommandOutcome, CommandView, LaneSignal};
+pub use scope::Scope;

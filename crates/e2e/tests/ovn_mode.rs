@@ -130,6 +130,21 @@ impl LocalCluster {
     }
 }
 
+/// The demo bench with br-fab (internal ports `fab_ports`) in a fresh
+/// directory under /tmp (`obgp-e2e-<tag>-*`, removed with the guard), and
+/// the local cluster beside it.
+fn bench(tag: &str, fab_ports: &[&str]) -> Result<(tempfile::TempDir, Bench, LocalCluster)> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("obgp-e2e-{tag}-"))
+        .tempdir_in("/tmp")?;
+    let b = Bench::start(
+        dir.path(),
+        &topology("fabric1:br-fab,local:br-ex", fab_ports)?,
+        &BenchOptions::default(),
+    )?;
+    Ok((dir, b, LocalCluster::start()?))
+}
+
 fn rows(db: &OvsdbServer, table: &str) -> Result<Vec<Value>> {
     db.select_all(table)
 }
@@ -167,15 +182,7 @@ fn ovs_appctl(b: &Bench, args: &[&str]) -> Result<String> {
 #[ignore = "vm tier: full agent needs vrf/dummy"]
 fn the_agent_routes_through_the_node_local_cluster_and_keeps_its_rows() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-e2e-ovnmode-")
-        .tempdir_in("/tmp")?;
-    let mut b = Bench::start(
-        dir.path(),
-        &topology("fabric1:br-fab,local:br-ex", &STAND_IN_PORTS)?,
-        &BenchOptions::default(),
-    )?;
-    let cluster = LocalCluster::start()?;
+    let (_dir, mut b, cluster) = bench("ovnmode", &STAND_IN_PORTS)?;
     let (local, local_sb, northd) = (&cluster.nb, &cluster.sb, &cluster.northd);
     local.transact(&[json!({"op": "insert", "table": "Logical_Switch",
         "row": {"name": "ops-net"}})])?;
@@ -436,15 +443,7 @@ fn bridge_ports(b: &Bench, bridge: &str) -> Result<Vec<String>> {
 #[ignore = "vm tier: full agent needs vrf/dummy"]
 fn traffic_from_the_fabric_reaches_a_vm_through_the_local_router() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-e2e-ovntraffic-")
-        .tempdir_in("/tmp")?;
-    let mut b = Bench::start(
-        dir.path(),
-        &topology("fabric1:br-fab,local:br-ex", &["br-fab"])?,
-        &BenchOptions::default(),
-    )?;
-    let cluster = LocalCluster::start()?;
+    let (_dir, mut b, cluster) = bench("ovntraffic", &["br-fab"])?;
 
     // The fabric peer behind eth-fab, and VM 172.24.4.10 (the demo's vm1,
     // bound here) behind br-ex, where OpenStack's provider traffic is.

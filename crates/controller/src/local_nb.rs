@@ -114,11 +114,6 @@ impl LocalNbSource {
         Ok(obgp_localnb::plan(desired, &self.observed()))
     }
 
-    /// Where the local NB is (`[local_ovn_cluster] ovn_nb_connection`).
-    pub fn remotes(&self) -> &str {
-        &self.remotes
-    }
-
     /// Runs `plan`'s operations as one transaction (nothing when empty)
     /// and waits until the monitor shows its inserts.
     pub async fn run(&self, plan: &LocalNbPlan) -> Result<(), LocalNbError> {

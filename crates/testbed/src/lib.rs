@@ -3,7 +3,7 @@
 //! so tests can run in parallel and leave nothing behind.
 //!
 //! - [`ovsdb`]: ovsdb-server instances (standalone, SSL, RAFT clusters) on the
-//!   schemas in `fixtures/schemas`.
+//!   schemas in `fixtures/schemas`, and ovn-northd between an NB and an SB.
 //! - [`netns`]: network namespaces with veth pairs, and running commands in them.
 //! - [`frr`]: FRR daemons as a node router and as a fabric peer.
 //! - [`evpn`]: a real EVPN fabric (two VTEPs with FRR over a veth underlay)

@@ -3,7 +3,7 @@
 
 use crate::options::OptSpec;
 use crate::values::Typed;
-use crate::{AdvertisementMethod, Config, Driver, ExposingMethod};
+use crate::{AdvertisementMethod, AnnounceWith, Config, Driver, ExposingMethod};
 
 macro_rules! names {
     ($t:ty { $($v:ident => $s:literal),+ $(,)? }) => {
@@ -32,6 +32,10 @@ names!(ExposingMethod {
     Vrf => "vrf",
     Dynamic => "dynamic",
     Ovn => "ovn",
+});
+names!(AnnounceWith {
+    Address => "address",
+    Route => "route",
 });
 names!(AdvertisementMethod {
     Host => "host",
@@ -92,6 +96,7 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "bgp_vrf_table_id") => i(d.bgp_vrf_table_id.into()),
         ("DEFAULT", "address_scopes") => d.address_scopes.clone().map(Typed::List),
         ("DEFAULT", "exposing_method") => Some(Typed::Str(d.exposing_method.as_str().into())),
+        ("DEFAULT", "announce_with") => Some(Typed::Str(d.announce_with.as_str().into())),
         ("agent", "root_helper") => s(&c.agent.root_helper),
         ("ovn", "ovn_sb_private_key") => s(&o.ovn_sb_private_key),
         ("ovn", "ovn_sb_certificate") => s(&o.ovn_sb_certificate),
@@ -199,6 +204,9 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
         ("DEFAULT", "address_scopes") => d.address_scopes = Some(list(&v)?),
         ("DEFAULT", "exposing_method") => {
             d.exposing_method = ExposingMethod::from_name(&choice(&v)?).ok_or_else(mismatch)?
+        }
+        ("DEFAULT", "announce_with") => {
+            d.announce_with = AnnounceWith::from_name(&choice(&v)?).ok_or_else(mismatch)?
         }
         ("agent", "root_helper") => c.agent.root_helper = text(&v)?,
         ("ovn", "ovn_sb_private_key") => o.ovn_sb_private_key = text(&v)?,

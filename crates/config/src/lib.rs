@@ -57,6 +57,19 @@ pub enum ExposingMethod {
     Ovn,
 }
 
+/// `[DEFAULT] announce_with` (the agent's own option): what puts an
+/// exposed IP into BGP on `bgp_nic`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnounceWith {
+    /// A /32 or /128 address on `bgp_nic`, redistributed as connected
+    /// (upstream's way; the default).
+    Address,
+    /// A host route in the `bgp_vrf` table on `bgp_nic`, redistributed as
+    /// kernel: O(log n) to add where an address costs O(addresses).
+    Route,
+}
+
 /// `[DEFAULT] advertisement_method_tenant_networks`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +127,8 @@ pub struct DefaultSection {
     /// Where the daemon serves `/metrics`, `/healthz` and `/readyz`;
     /// `None`: no listener (the agent's own option).
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// How exposed IPs are announced (the agent's own option).
+    pub announce_with: AnnounceWith,
 }
 
 /// `[agent]`.
@@ -192,6 +207,7 @@ impl Default for Config {
                 mass_withdrawal_percent: 50,
                 metrics_listen: None,
                 ovs_ofctl_timeout: 5,
+                announce_with: AnnounceWith::Address,
             },
             agent: AgentSection {
                 root_helper: "sudo".into(),

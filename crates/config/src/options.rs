@@ -233,6 +233,10 @@ pub static OPTIONS: &[OptSpec] = &[
         "what `most` means for `mass_withdrawal_grace`: the share, in percent, of the announced prefixes withdrawn and of the database rows lost",
     ),
     agent_only(
+        opt("DEFAULT", "announce_with", Kind::Choice(&["address", "route"])),
+        "how an exposed IP is put into BGP: `address` (default, upstream's way) a /32 or /128 address on `bgp_nic`; `route` a host route in the `bgp_vrf` table on `bgp_nic` (proto 44), with `redistribute kernel` in the VRF's BGP instance (docs/desired-state.md); ignored by the EVPN and stretched-L2 drivers",
+    ),
+    agent_only(
         opt("DEFAULT", "metrics_listen", Kind::ListenAddr),
         "where the daemon serves Prometheus metrics (`/metrics`), its probes (`/healthz`, `/readyz`) and `/status` (what `ovn-bgp-agent status` asks), e.g. `127.0.0.1:9476` (docs/operations.md); unset or empty: no listener",
     ),

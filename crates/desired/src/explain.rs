@@ -282,6 +282,13 @@ pub fn explain(
 /// SB EVPN driver's per-VNI state).
 fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
     let Some(evpn) = &desired.evpn else {
+        let on = match desired.announce_with {
+            obgp_config::AnnounceWith::Address => desired.bgp_nic.to_string(),
+            obgp_config::AnnounceWith::Route => format!(
+                "{} by a route in table {}",
+                desired.bgp_nic, desired.vrf_table
+            ),
+        };
         return desired
             .exposed
             .values()
@@ -289,11 +296,8 @@ fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
                 ip: e.ip,
                 origin: e.origin(),
                 through: match &e.wiring {
-                    Some(w) => format!(
-                        "wired on {}, announced on {}",
-                        w.target.dev, desired.bgp_nic
-                    ),
-                    None => format!("announced on {} only", desired.bgp_nic),
+                    Some(w) => format!("wired on {}, announced on {on}", w.target.dev),
+                    None => format!("announced on {on} only"),
                 },
             })
             .collect();

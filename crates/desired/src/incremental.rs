@@ -395,7 +395,14 @@ fn node_delta(last: &Last, removed: &[ExposedIp], added: &[ExposedIp]) -> Option
             &mut delta.addresses,
             &node.addresses,
             &fixed.addresses,
-            Some(o.address),
+            o.address,
+            e.class,
+            class,
+        ) && push_checked(
+            &mut delta.routes,
+            &node.routes,
+            &fixed.routes,
+            o.announce_route,
             e.class,
             class,
         ) && push_checked(
@@ -491,6 +498,7 @@ fn exposures_of(
         vrf: like.vrf.clone(),
         vrf_table: like.vrf_table,
         bgp_nic: like.bgp_nic.clone(),
+        announce_with: like.announce_with,
         bridges: Vec::new(),
         exposed: Default::default(),
         tenant_subnets: Vec::new(),

@@ -22,7 +22,7 @@ mod wiring;
 
 use std::net::Ipv4Addr;
 
-use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
+use obgp_config::{AdvertisementMethod, AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
 use obgp_ovn::Snapshot;
 
@@ -137,6 +137,7 @@ pub(crate) fn compute_traced(
                 vrf: dev_option("bgp_vrf", &d.bgp_vrf)?,
                 vrf_table: d.bgp_vrf_table_id,
                 bgp_nic: dev_option("bgp_nic", &d.bgp_nic)?,
+                announce_with: d.announce_with,
                 bridges: Vec::new(),
                 exposed: Default::default(),
                 tenant_subnets: Vec::new(),
@@ -194,11 +195,20 @@ pub(crate) fn compute_traced(
             None
         }
     };
-    let redistribute = match (driver, d.advertisement_method_tenant_networks) {
+    let redistribute = match (
+        driver,
+        d.advertisement_method_tenant_networks,
+        d.announce_with,
+    ) {
         // Upstream's start() sets the default redistribution to kernel only.
-        (Underlay::StretchedL2, _) => frr::Redistribute::Kernel,
-        (_, AdvertisementMethod::Subnet) => frr::Redistribute::KernelAndConnected,
-        (_, AdvertisementMethod::Host) => frr::Redistribute::Connected,
+        (Underlay::StretchedL2, _, _) => frr::Redistribute::Kernel,
+        // Announcing with routes keeps `connected` too: switching a node
+        // between the two ways never leaves a prefix that neither
+        // redistribution covers (the text is the subnet method's).
+        (_, AdvertisementMethod::Subnet, _) | (_, _, AnnounceWith::Route) => {
+            frr::Redistribute::KernelAndConnected
+        }
+        (_, AdvertisementMethod::Host, AnnounceWith::Address) => frr::Redistribute::Connected,
     };
     let frr_config = router_id.map(|rid| frr::vrf_leak(vrf.as_str(), &d.bgp_as, rid, redistribute));
 
@@ -206,6 +216,7 @@ pub(crate) fn compute_traced(
         vrf,
         vrf_table: d.bgp_vrf_table_id,
         bgp_nic,
+        announce_with: d.announce_with,
         bridges: Vec::new(),
         exposed: Default::default(),
         tenant_subnets: Vec::new(),

@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
+use obgp_config::AnnounceWith;
 use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
@@ -21,8 +22,12 @@ pub struct Desired {
     pub vrf: DevName,
     /// `bgp_vrf_table_id`.
     pub vrf_table: u32,
-    /// The device whose addresses BGP announces (`bgp_nic`).
+    /// The device whose addresses (or VRF-table routes) BGP announces
+    /// (`bgp_nic`).
     pub bgp_nic: DevName,
+    /// Whether an exposed IP is an address on `bgp_nic` or a host route in
+    /// the VRF table (`announce_with`).
+    pub announce_with: AnnounceWith,
     /// Base wiring, one entry per valid `ovn-bridge-mappings` entry.
     pub bridges: Vec<BridgeWiring>,
     /// Every IP announced from this node, with its wiring.
@@ -388,7 +393,12 @@ impl Desired {
             for p in o.proxy_neighbours {
                 proxy_neighbours.entry(p).or_insert(e.class);
             }
-            addresses.entry(o.address).or_insert(e.class);
+            if let Some(address) = o.address {
+                addresses.entry(address).or_insert(e.class);
+            }
+            if let Some(route) = o.announce_route {
+                routes.entry(route).or_insert(e.class);
+            }
         }
 
         for s in &self.tenant_subnets {
@@ -451,8 +461,10 @@ impl Desired {
 
 /// The node objects one exposure asks for (all with its class).
 pub(crate) struct ExposureObjects {
-    /// The /32 or /128 on the announcement device.
-    pub address: Address,
+    /// What BGP announces, by `announce_with`: the /32 or /128 on the
+    /// announcement device, or the host route in the VRF table on it.
+    pub address: Option<Address>,
+    pub announce_route: Option<Route>,
     /// With a wiring: the rule to the bridge table, the route there, the
     /// permanent neighbour (with a MAC) and proxy NDP entries.
     pub rule: Option<Rule>,
@@ -464,11 +476,22 @@ pub(crate) struct ExposureObjects {
 impl Desired {
     pub(crate) fn exposure_objects(&self, e: &ExposedIp) -> ExposureObjects {
         let net = host_net(e.ip);
+        let (address, announce_route) = match self.announce_with {
+            AnnounceWith::Address => (
+                Some(Address {
+                    dev: self.bgp_nic.clone(),
+                    net,
+                }),
+                None,
+            ),
+            AnnounceWith::Route => (
+                None,
+                Some(announce_route(net, self.vrf_table, &self.bgp_nic)),
+            ),
+        };
         let mut o = ExposureObjects {
-            address: Address {
-                dev: self.bgp_nic.clone(),
-                net,
-            },
+            address,
+            announce_route,
             rule: None,
             route: None,
             neighbour: None,
@@ -506,6 +529,26 @@ impl Desired {
                 .collect();
         }
         o
+    }
+}
+
+/// The host route that announces `net` with `announce_with = route`: in
+/// the VRF table, on `bgp_nic`, with the agent's own protocol number (not
+/// one FRR's zebra takes for its own, so `redistribute kernel` reads it,
+/// and an operator sees whose it is); on-link, like the address it stands
+/// for.
+pub fn announce_route(net: IpNet, vrf_table: u32, bgp_nic: &DevName) -> Route {
+    let v6 = net.addr().is_ipv6();
+    Route {
+        table: TableRef::Id(vrf_table),
+        v6,
+        dst: Some(net),
+        dev: Some(bgp_nic.clone()),
+        via: None,
+        proto: proto::ANNOUNCE,
+        scope: link_scope(v6),
+        kind: RouteType::Unicast,
+        metric: None,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
+use obgp_config::{AdvertisementMethod, AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
@@ -423,10 +423,11 @@ fn config(method: AdvertisementMethod) -> Config {
 fn history(
     seed: u64,
     distributed: bool,
-    method: AdvertisementMethod,
+    (method, announce): (AdvertisementMethod, AnnounceWith),
     steps: usize,
 ) -> (usize, usize) {
-    let config = config(method);
+    let mut config = config(method);
+    config.default.announce_with = announce;
     let facts = NodeFacts::default();
     let mut w = World::new(seed, distributed);
     let mut cache = DesiredCache::default();
@@ -478,13 +479,17 @@ fn history(
 #[test]
 fn patched_results_equal_full_computations() {
     let mut total = (0, 0);
-    for (seed, distributed, method) in [
-        (1, false, AdvertisementMethod::Host),
-        (2, true, AdvertisementMethod::Host),
-        (3, false, AdvertisementMethod::Subnet),
-        (4, true, AdvertisementMethod::Subnet),
+    let (host, subnet) = (AdvertisementMethod::Host, AdvertisementMethod::Subnet);
+    let (address, route) = (AnnounceWith::Address, AnnounceWith::Route);
+    for (seed, distributed, how) in [
+        (1, false, (host, address)),
+        (2, true, (host, address)),
+        (3, false, (subnet, address)),
+        (4, true, (subnet, address)),
+        (5, true, (host, route)),
+        (6, false, (subnet, route)),
     ] {
-        let (patched, port_only) = history(seed, distributed, method, 300);
+        let (patched, port_only) = history(seed, distributed, how, 300);
         total.0 += patched;
         total.1 += port_only;
     }

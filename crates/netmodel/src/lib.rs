@@ -30,6 +30,11 @@ pub mod proto {
     pub const STATIC: u8 = 4;
     /// FRR's zebra (`proto 186`). Never deleted by the agent (O5).
     pub const FRR: u8 = 186;
+    /// The agent's announcement routes (`announce_with = route`): a number
+    /// no routing daemon in `/etc/iproute2/rt_protos{,.d}` uses, and not
+    /// one zebra counts as its own (those it flushes at start and does not
+    /// redistribute as kernel routes: 11, 42, 186-198), nor OVN's 84.
+    pub const ANNOUNCE: u8 = 44;
 }
 
 /// Route scopes (rtnetlink `rt_scope_t`).

@@ -44,6 +44,7 @@ fn base() -> Desired {
         vrf: dev("bgp-vrf"),
         vrf_table: 10,
         bgp_nic: dev("bgp-nic"),
+        announce_with: obgp_config::AnnounceWith::Address,
         bridges: Vec::new(),
         exposed: BTreeMap::new(),
         tenant_subnets: Vec::new(),

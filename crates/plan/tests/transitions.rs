@@ -6,6 +6,7 @@ use obgp_netmodel::{
     proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, IpNet, Link, LinkKind,
     Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
+use obgp_plan::op::Op;
 use obgp_plan::plan::{order_violations, plan, plan_after};
 use obgp_plan::{Actual, ModelNode};
 use proptest::prelude::*;
@@ -31,8 +32,10 @@ const CLASSES: [Class; 5] = [
 ];
 
 /// A desired node from a choice of exposed IPs, their classes, whether they
-/// go through a VLAN device, and whether a tenant subnet is advertised.
-fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool) -> DesiredNode {
+/// go through a VLAN device, whether a tenant subnet is advertised, and
+/// whether the IPs are announced by routes in the VRF table
+/// (`announce_with = route`) instead of addresses on bgp-nic.
+fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool, routes: bool) -> DesiredNode {
     let br = dev("br-ex");
     let wire = if vlan { dev("br-ex.100") } else { br.clone() };
     let mut d = DesiredNode {
@@ -118,13 +121,30 @@ fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool) -> DesiredN
         let class = CLASSES[class_of[i] % CLASSES.len()];
         let net: IpNet = ip.parse().unwrap();
         let v6 = ip.contains(':');
-        d.addresses.insert(
-            Address {
-                dev: dev("bgp-nic"),
-                net,
-            },
-            class,
-        );
+        if routes {
+            d.routes.insert(
+                Route {
+                    table: TableRef::Id(10),
+                    v6,
+                    dst: Some(net),
+                    dev: Some(dev("bgp-nic")),
+                    via: None,
+                    proto: proto::ANNOUNCE,
+                    scope: if v6 { scope::UNIVERSE } else { scope::LINK },
+                    kind: RouteType::Unicast,
+                    metric: None,
+                },
+                class,
+            );
+        } else {
+            d.addresses.insert(
+                Address {
+                    dev: dev("bgp-nic"),
+                    net,
+                },
+                class,
+            );
+        }
         d.rules.insert(
             Rule {
                 dst: net,
@@ -233,10 +253,12 @@ proptest! {
     #[test]
     fn any_transition_converges_in_one_plan(
         m1 in 0u8..64, c1 in any::<[usize; 6]>(), v1 in any::<bool>(), s1 in any::<bool>(),
+        r1 in any::<bool>(),
         m2 in 0u8..64, c2 in any::<[usize; 6]>(), v2 in any::<bool>(), s2 in any::<bool>(),
+        r2 in any::<bool>(),
     ) {
-        let d1 = desired(m1, c1, v1, s1);
-        let d2 = desired(m2, c2, v2, s2);
+        let d1 = desired(m1, c1, v1, s1, r1);
+        let d2 = desired(m2, c2, v2, s2, r2);
         let mut node = ModelNode::new(initial());
         converge(&mut node, &d1, None);
         converge(&mut node, &d2, Some(&d1));
@@ -256,5 +278,63 @@ proptest! {
             node.actual.rules.iter().filter(|r| r.dst.is_some()).count(),
             d2.rules.len()
         );
+        for r in node.actual.routes.iter().filter(|r| r.proto == proto::ANNOUNCE) {
+            prop_assert!(
+                d2.routes.keys().any(|w| w.dst == r.dst && w.proto == proto::ANNOUNCE),
+                "stale announcement route {r:?}"
+            );
+        }
+    }
+
+    /// Switching between `announce_with = address` and `route` with the same
+    /// exposures withdraws nothing: each prefix's new announcement is added
+    /// before its old one goes, and neither removal counts as a withdrawal
+    /// (the mass-withdrawal guard must not hold a mode switch).
+    #[test]
+    fn switching_how_ips_are_announced_withdraws_no_prefix(
+        m in 1u8..64, c in any::<[usize; 6]>(), v in any::<bool>(), s in any::<bool>(),
+        to_routes in any::<bool>(),
+    ) {
+        let before = desired(m, c, v, s, !to_routes);
+        let after = desired(m, c, v, s, to_routes);
+        let mut node = ModelNode::new(initial());
+        converge(&mut node, &before, None);
+        // Until FRR is known to hold the text that redistributes the new
+        // announcements, the old ones stay.
+        let mut blind = node.actual.clone();
+        blind.frr.unknown = true;
+        let waiting = plan_after(&after, Some(&before), &blind).unwrap();
+        prop_assert!(
+            waiting.steps.iter().all(|st| st.op.is_add()),
+            "removed before FRR was read:\n{}", waiting
+        );
+        prop_assert_eq!(waiting.skipped.len(), m.count_ones() as usize + 1, "{}", waiting);
+        let p = plan_after(&after, Some(&before), &node.actual).unwrap();
+        prop_assert_eq!(p.withdrawals(), 0, "{}", p);
+        let announced_at = |net: IpNet| {
+            p.steps.iter().position(|st| match &st.op {
+                Op::AddAddress(a) => a.net == net,
+                Op::ReplaceRoute { route, .. } => {
+                    route.table == 10 && route.dst == Some(net)
+                }
+                _ => false,
+            })
+        };
+        let mut removed = 0;
+        for (i, st) in p.steps.iter().enumerate() {
+            let gone = match &st.op {
+                Op::DelAddress(a) if a.dev.as_str() == "bgp-nic" => a.net,
+                Op::DelRoute { route, .. } if route.table == 10 => match route.dst {
+                    Some(d) => d,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            removed += 1;
+            let added = announced_at(gone);
+            prop_assert!(added.is_some_and(|a| a < i), "{gone} removed at #{i} before it is re-announced:\n{p}");
+        }
+        prop_assert_eq!(removed, m.count_ones() as usize);
+        converge(&mut node, &after, Some(&before));
     }
 }

@@ -1,10 +1,17 @@
 //! Addresses: desired ones the kernel lacks, and the host addresses on the
 //! announce device that are withdrawn.
 
+use std::collections::HashSet;
+
 use super::order::{rank, Group};
 use super::{host_prefix, Planner};
 use crate::op::Op;
-use obgp_netmodel::DevName;
+use obgp_netmodel::hash::FastHash;
+use obgp_netmodel::{DevName, IpNet};
+
+/// Why a replaced announcement is not removed yet.
+pub(super) const REPLACED_WAITS_FOR_FRR: &str =
+    "replaced by a route or address announcing the same prefix; kept until FRR is known to hold the text that redistributes the new one";
 
 impl<'a> Planner<'a> {
     fn is_announce_dev(&self, dev: &DevName) -> bool {
@@ -61,10 +68,67 @@ impl<'a> Planner<'a> {
     }
 
     /// Withdrawals: the announce device's host addresses found by
-    /// [`Self::addresses`].
+    /// [`Self::addresses`]. One whose prefix a desired VRF-table route
+    /// announces (`announce_with = route`) is not withdrawn but replaced:
+    /// it goes with the cleanup, after the route is in (O1 and O4 already
+    /// put every add first), and is no withdrawal to the mass-withdrawal
+    /// guard.
     pub(super) fn address_leftovers(&mut self) {
-        for ad in std::mem::take(&mut self.unwanted_on_nic) {
-            self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
+        let unwanted = std::mem::take(&mut self.unwanted_on_nic);
+        if unwanted.is_empty() {
+            return;
         }
+        let routed = self.desired_vrf_route_prefixes();
+        for ad in unwanted {
+            let group = if routed.contains(&ad.net.trunc()) {
+                if !self.frr_redistributes_as_desired() {
+                    self.skip(
+                        format!("address {} dev {}", ad.net, ad.dev),
+                        REPLACED_WAITS_FOR_FRR,
+                    );
+                    continue;
+                }
+                Group::Unwire
+            } else {
+                Group::Withdraw
+            };
+            self.leftover(group, rank::ADDRESS, Op::DelAddress(ad.clone()));
+        }
+    }
+
+    /// Whether FRR is known to hold the desired text, and so to
+    /// redistribute what replaces an announcement (kernel routes for
+    /// `announce_with = route`, connected ones for `address`). Until then a
+    /// replaced announcement stays: FRR texts go through the command lane,
+    /// which this plan does not wait for. Without a desired text the agent
+    /// does not manage FRR's redistribution: nothing to wait for.
+    pub(super) fn frr_redistributes_as_desired(&self) -> bool {
+        self.desired.frr_config.is_none()
+            || (!self.actual.frr.unknown && self.actual.frr.has_our_config)
+    }
+
+    /// The destinations of the desired routes in the VRF table: prefixes
+    /// announced by a route.
+    fn desired_vrf_route_prefixes(&self) -> HashSet<IpNet, FastHash> {
+        let vrf = self.desired.vrf_table;
+        self.want_routes
+            .iter()
+            .filter(|(r, _)| r.table == vrf)
+            .filter_map(|(r, _)| r.dst)
+            .collect()
+    }
+
+    /// Whether `net` is announced by a desired host address on the
+    /// announce device (a leftover VRF-table route for it is replaced,
+    /// not withdrawn).
+    pub(super) fn announced_by_address(&self, net: &IpNet) -> bool {
+        self.desired.announce_dev.as_ref().is_some_and(|dev| {
+            self.desired
+                .addresses
+                .contains_key(&obgp_netmodel::Address {
+                    dev: dev.clone(),
+                    net: *net,
+                })
+        })
     }
 }

@@ -104,7 +104,19 @@ impl Planner<'_> {
                 table_name: self.table_name(r.table),
                 route: r.clone(),
             };
-            if in_vrf {
+            // A host route whose prefix a desired address announces
+            // instead (`announce_with` switched back to address) is
+            // replaced, not withdrawn: see `address_leftovers`.
+            let replaced =
+                r.table == d.vrf_table && r.dst.is_some_and(|dst| self.announced_by_address(&dst));
+            if replaced && !self.frr_redistributes_as_desired() {
+                self.skip(
+                    format!("route {} table {}", crate::op::route_text(r), r.table),
+                    super::addresses::REPLACED_WAITS_FOR_FRR,
+                );
+                continue;
+            }
+            if in_vrf && !replaced {
                 self.leftover(Group::Withdraw, rank::ROUTE, op);
             } else {
                 self.leftover(Group::Unwire, rank::ROUTE, op);

@@ -173,15 +173,58 @@ pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<()
 }
 
 /// The lines of an FRR configuration text that FRR's running configuration
-/// must hold for it to count as applied: the `router bgp` and `import vrf`
-/// lines (the rest FRR may render differently).
+/// must hold for it to count as applied: the `router bgp`, `import vrf`
+/// and `redistribute` lines (the rest FRR may render differently), each
+/// with the blocks it sits in ([`frr_paths`]): a `redistribute kernel`
+/// counts only under the VRF instance's address family that asks for it,
+/// so a change of redistribution (the tenant method, `announce_with`) is
+/// applied.
 pub fn frr_check_lines(config: &str) -> Vec<String> {
-    config
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("router bgp") || l.starts_with("import vrf"))
-        .map(String::from)
+    frr_paths(config)
+        .filter(|path| {
+            let leaf = path.rsplit(PATH_SEP).next().unwrap_or_default();
+            ["router bgp", "import vrf", "redistribute "]
+                .iter()
+                .any(|kw| leaf.starts_with(kw))
+        })
         .collect()
+}
+
+const PATH_SEP: &str = " > ";
+
+/// Each line of an FRR configuration text, prefixed with the blocks it sits
+/// in: `router bgp 64999 vrf bgp-vrf > address-family ipv4 unicast >
+/// redistribute kernel`. A line at column 0 is a top-level statement (a
+/// `router` line opens a block); inside a block, `address-family` opens a
+/// sub-block that `exit-address-family` closes. This is how both FRR's
+/// `show running-config` and the agent's texts are laid out.
+fn frr_paths(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut router: Option<&str> = None;
+    let mut family: Option<&str> = None;
+    text.lines().filter_map(move |raw| {
+        let line = raw.trim();
+        if line.is_empty() || line == "!" {
+            return None;
+        }
+        if !raw.starts_with([' ', '\t']) {
+            family = None;
+            router = line.starts_with("router ").then_some(line);
+            return (line != "exit").then(|| line.to_string());
+        }
+        if line == "exit-address-family" {
+            family = None;
+            return None;
+        }
+        let path = match (router, family) {
+            (Some(r), Some(f)) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{line}"),
+            (Some(r), None) => format!("{r}{PATH_SEP}{line}"),
+            (None, _) => line.to_string(),
+        };
+        if router.is_some() && line.starts_with("address-family ") {
+            family = Some(line);
+        }
+        Some(path)
+    })
 }
 
 /// The router-id FRR reports (`show ip bgp summary json`,
@@ -354,9 +397,9 @@ pub(crate) fn read_frr_state(config: &KernelConfig, lines: &[String]) -> FrrStat
     match vtysh(config, &["-c", "show running-config"]) {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
-            let running: BTreeSet<&str> = text.lines().map(str::trim).collect();
+            let running: BTreeSet<String> = frr_paths(&text).collect();
             let mut state = FrrState {
-                has_our_config: lines.iter().all(|l| running.contains(l.as_str())),
+                has_our_config: lines.iter().all(|l| running.contains(l)),
                 ..FrrState::default()
             };
             state.learn_evpn(&text);
@@ -462,7 +505,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let show = " 5(patch-provnet-2222-to-br-int): addr:aa:aa:aa:aa:aa:03\n";
         let flow = " cookie=0x3e7, priority=900,ip,in_port=5 actions=mod_dl_dst:aa:aa:aa:aa:aa:01,NORMAL\n";
-        let frr = "router bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n";
+        let frr = "router bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n  address-family ipv4 unicast\n    redistribute connected\n  exit-address-family\n";
         // The same script answers `show` and `dump-flows`: both parsers
         // skip what is not theirs.
         let config = |ofctl: &str, vtysh: &str| KernelConfig {
@@ -479,7 +522,7 @@ mod tests {
         let probe = |c: KernelConfig| DriftProbe {
             config: c,
             bridges: vec![(br.clone(), Some(seen.clone()))],
-            frr_lines: vec!["bgp router-id 192.0.2.1".into()],
+            frr_lines: frr_check_lines(frr),
             frr_evpn: None,
         };
         assert_eq!(probe(config(&format!("{show}{flow}"), frr)).drift(), None);
@@ -491,6 +534,35 @@ mod tests {
             .drift()
             .expect("drift");
         assert!(why.contains("FRR"), "{why}");
+        // The redistribution is checked where it is asked for: the same
+        // line under the default instance does not count.
+        let elsewhere = "router bgp 64999\n  address-family ipv4 unicast\n    redistribute connected\n  exit-address-family\nexit\nrouter bgp 64999 vrf bgp-vrf\nexit\n";
+        let why = probe(config(&format!("{show}{flow}"), elsewhere))
+            .drift()
+            .expect("drift");
+        assert!(why.contains("FRR"), "{why}");
+    }
+
+    #[test]
+    fn frr_check_lines_name_their_blocks_and_match_frrs_own_rendering() {
+        let ours = "\nrouter bgp 64999\n  address-family ipv4 unicast\n    import vrf bgp-vrf\n  exit-address-family\n\nrouter bgp 64999 vrf bgp-vrf\n  bgp router-id 192.0.2.1\n  address-family ipv6 unicast\n\n    redistribute kernel\n\n  exit-address-family\n";
+        let lines = frr_check_lines(ours);
+        assert_eq!(
+            lines,
+            [
+                "router bgp 64999",
+                "router bgp 64999 > address-family ipv4 unicast > import vrf bgp-vrf",
+                "router bgp 64999 vrf bgp-vrf",
+                "router bgp 64999 vrf bgp-vrf > address-family ipv6 unicast > redistribute kernel",
+            ]
+        );
+        // FRR 8's `show running-config`: one-space indents, `!` and `exit`.
+        let running = "frr version 8.4.4\n!\nrouter bgp 64999\n bgp router-id 192.0.2.1\n !\n address-family ipv4 unicast\n  import vrf bgp-vrf\n exit-address-family\nexit\n!\nrouter bgp 64999 vrf bgp-vrf\n bgp router-id 192.0.2.1\n !\n address-family ipv4 unicast\n  redistribute connected\n exit-address-family\n !\n address-family ipv6 unicast\n  redistribute kernel\n exit-address-family\nexit\n!\nend\n";
+        let have: BTreeSet<String> = frr_paths(running).collect();
+        assert!(lines.iter().all(|l| have.contains(l)), "{have:#?}");
+        assert!(!have.contains(
+            "router bgp 64999 vrf bgp-vrf > address-family ipv4 unicast > redistribute kernel"
+        ));
     }
 
     #[test]

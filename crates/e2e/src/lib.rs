@@ -189,6 +189,25 @@ impl Drop for Vswitchd {
     }
 }
 
+/// Deletes the Logical_Switch_Port named `name` and its reference from the
+/// demo's provider network (its Logical_Switch), as Neutron does on a port
+/// delete.
+pub fn delete_provider_port(nb: &Nb, name: &str) -> Result<()> {
+    let lsp = nb.select_all("Logical_Switch_Port")?;
+    let uuid = lsp
+        .iter()
+        .find(|r| r["name"] == name)
+        .and_then(|r| r["_uuid"].get(1))
+        .cloned()
+        .with_context(|| format!("LSP {name}"))?;
+    nb.transact(&[
+        serde_json::json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "neutron-11111111-1111-4111-8111-111111111111"]],
+               "mutations": [["ports", "delete", ["uuid", uuid]]]}),
+        serde_json::json!({"op": "delete", "table": "Logical_Switch_Port", "where": [["name", "==", name]]}),
+    ])?;
+    Ok(())
+}
+
 /// A running bench. Dropping it stops the agent daemon (if any), vswitchd,
 /// FRR, the ovsdb-servers and deletes the namespaces.
 pub struct Bench {

@@ -120,24 +120,6 @@ fn nothing_withdrawn_for(
     Ok(())
 }
 
-/// Deletes the Logical_Switch_Port named `name` and its reference from the
-/// provider network's Logical_Switch, as Neutron does on a port delete.
-fn delete_provider_port(nb: &obgp_e2e::Nb, name: &str) -> Result<()> {
-    let lsp = nb.select_all("Logical_Switch_Port")?;
-    let uuid = lsp
-        .iter()
-        .find(|r| r["name"] == name)
-        .and_then(|r| r["_uuid"].get(1))
-        .cloned()
-        .with_context(|| format!("LSP {name}"))?;
-    nb.transact(&[
-        json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "neutron-11111111-1111-4111-8111-111111111111"]],
-               "mutations": [["ports", "delete", ["uuid", uuid]]]}),
-        json!({"op": "delete", "table": "Logical_Switch_Port", "where": [["name", "==", name]]}),
-    ])?;
-    Ok(())
-}
-
 #[test]
 #[ignore = "vm tier: full agent needs vrf/dummy"]
 fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<()> {
@@ -220,7 +202,7 @@ fn agent_exposes_withdraws_repairs_and_survives_restarts_end_to_end() -> Result<
     );
 
     // 2. the port is deleted in OVN while the daemon runs: both withdrawn
-    delete_provider_port(&b.nb, VM1_LSP)?;
+    obgp_e2e::delete_provider_port(&b.nb, VM1_LSP)?;
     let took = b
         .wait_peer(&VM1, false, LEARN)
         .with_context(|| b.agent_log())?;
@@ -602,7 +584,7 @@ fn clustered_nb_losing_its_leader_resyncs_without_loss_or_duplicates() -> Result
         &format!("NB leader {leader} killed, member {new_leader} leads"),
     );
 
-    delete_provider_port(&b.nb, VM1_LSP)?;
+    obgp_e2e::delete_provider_port(&b.nb, VM1_LSP)?;
     let took = b
         .wait_peer(&VM1, false, LEARN)
         .with_context(|| b.agent_log())?;

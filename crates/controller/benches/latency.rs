@@ -5,11 +5,13 @@
 //! namespace node. After the initial reconcile converged, each event inserts
 //! a provider-network LSP bound to this host with `up=false`, then transacts
 //! `up=true`; the latency runs from the transact reply to the kernel's
-//! RTM_NEWADDR notification for the VM's /32 on `bgp-nic`, received by an
-//! rtnetlink multicast listener (RTMGRP_IPV4_IFADDR) inside the namespace.
+//! notification of the VM's announcement, received by an rtnetlink
+//! multicast listener inside the namespace: RTM_NEWADDR for its /32 on
+//! `bgp-nic`, or with `announce=route` RTM_NEWROUTE for its /32 route
+//! (`common/kernel_events.rs`).
 //!
 //! Run (root, ovsdb-server installed):
-//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both] [window=MS] [rate=N] [gap=MS]`
+//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both] [announce=address|route|both] [window=MS] [rate=N] [gap=MS]`
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
@@ -18,16 +20,15 @@
 //! kernel listener and report) that must run as a whole.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use common::{addresses_on, start_node, BenchNode};
+use common::kernel_events::{announcements_on, spawn_announcement_monitor};
+use common::{start_node, BenchNode};
+use obgp_config::AnnounceWith;
 use obgp_controller::{run, QueueConfig};
-use obgp_testbed::netns::Netns;
 use obgp_topogen::Params;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -134,96 +135,6 @@ impl<S: tracing::Subscriber> Layer<S> for PhaseLog {
     }
 }
 
-/// RTM_NEWADDR notifications for IPv4 /32s in a namespace, with their
-/// arrival time, from a thread that entered the namespace.
-fn spawn_addr_monitor(netns: &Netns) -> Result<mpsc::Receiver<(Ipv4Addr, u32, Instant)>> {
-    let ns = File::open(netns.path()).context("opening the namespace")?;
-    let (tx, rx) = mpsc::channel();
-    let (ready_tx, ready_rx) = mpsc::channel::<std::io::Result<()>>();
-    std::thread::spawn(move || {
-        // SAFETY: setns/socket/bind/recv on descriptors this thread owns,
-        // with correctly sized buffers.
-        let fd = unsafe {
-            if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
-                let _ = ready_tx.send(Err(std::io::Error::last_os_error()));
-                return;
-            }
-            let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE);
-            let mut sa: libc::sockaddr_nl = std::mem::zeroed();
-            sa.nl_family = libc::AF_NETLINK as u16;
-            sa.nl_groups = libc::RTMGRP_IPV4_IFADDR as u32;
-            if fd < 0
-                || libc::bind(
-                    fd,
-                    &sa as *const libc::sockaddr_nl as *const libc::sockaddr,
-                    std::mem::size_of::<libc::sockaddr_nl>() as u32,
-                ) != 0
-            {
-                let _ = ready_tx.send(Err(std::io::Error::last_os_error()));
-                return;
-            }
-            fd
-        };
-        let _ = ready_tx.send(Ok(()));
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            // SAFETY: buf is valid for its length.
-            let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-            let at = Instant::now();
-            if n <= 0 {
-                continue;
-            }
-            for (ip, ifindex) in parse_newaddr(&buf[..n as usize]) {
-                if tx.send((ip, ifindex, at)).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(5))
-        .context("address monitor start")?
-        .context("address monitor socket in the namespace")?;
-    Ok(rx)
-}
-
-/// The IPv4 /32 IFA_LOCAL addresses (and their ifindex) of the RTM_NEWADDR
-/// messages in one netlink datagram.
-fn parse_newaddr(mut buf: &[u8]) -> Vec<(Ipv4Addr, u32)> {
-    const RTM_NEWADDR: u16 = 20;
-    const IFA_LOCAL: u16 = 2;
-    let u16_at = |b: &[u8], i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
-    let u32_at = |b: &[u8], i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let mut out = Vec::new();
-    while buf.len() >= 16 {
-        let len = u32_at(buf, 0) as usize;
-        if len < 16 || len > buf.len() {
-            break;
-        }
-        let msg = &buf[..len];
-        if u16_at(msg, 4) == RTM_NEWADDR && len >= 24 && msg[16] == libc::AF_INET as u8 {
-            let prefix = msg[17];
-            let ifindex = u32_at(msg, 20);
-            let mut attrs = &msg[24..];
-            while attrs.len() >= 4 {
-                let alen = u16_at(attrs, 0) as usize;
-                if alen < 4 || alen > attrs.len() {
-                    break;
-                }
-                if u16_at(attrs, 2) == IFA_LOCAL && alen == 8 && prefix == 32 {
-                    out.push((
-                        Ipv4Addr::new(attrs[4], attrs[5], attrs[6], attrs[7]),
-                        ifindex,
-                    ));
-                }
-                attrs = &attrs[((alen + 3) & !3).min(attrs.len())..];
-            }
-        }
-        buf = &buf[((len + 3) & !3).min(buf.len())..];
-    }
-    out
-}
-
 type Shared<T> = Arc<Mutex<Vec<T>>>;
 type Logs = (Shared<Phases>, Shared<String>, Shared<OpTime>);
 
@@ -256,6 +167,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 struct Outcome {
     vms: usize,
+    announce_with: AnnounceWith,
     periodic: bool,
     latencies_ms: Vec<f64>,
     lost: usize,
@@ -285,6 +197,7 @@ struct QueueWait {
 
 async fn bench_one(
     vms: usize,
+    announce_with: AnnounceWith,
     periodic: bool,
     events: usize,
     gap: Duration,
@@ -297,8 +210,9 @@ async fn bench_one(
         nb_session,
         ..
     } = &node;
-    let monitor = spawn_addr_monitor(ns)?;
-    let config = node.config(if periodic { 1 } else { 3600 });
+    let monitor = spawn_announcement_monitor(ns, announce_with)?;
+    let mut config = node.config(if periodic { 1 } else { 3600 });
+    config.default.announce_with = announce_with;
     let opts = node.options(queue)?;
     let (phase_log, warnings, op_log) = logs();
     phase_log.lock().expect("log").clear();
@@ -316,7 +230,7 @@ async fn bench_one(
             bail!("the daemon stopped: {:?}", daemon.await);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let n = addresses_on(ns, "bgp-nic");
+        let n = announcements_on(ns, "bgp-nic", announce_with);
         let reconciled = !phase_log.lock().expect("log").is_empty();
         if n != last.0 {
             last = (n, Instant::now());
@@ -324,7 +238,7 @@ async fn bench_one(
             break;
         }
         if t.elapsed() > Duration::from_secs(600) {
-            bail!("no convergence within 600 s ({n} addresses on bgp-nic)");
+            bail!("no convergence within 600 s ({n} announcements on bgp-nic)");
         }
     }
     let initial_s = t.elapsed().as_secs_f64() - 2.0;
@@ -333,7 +247,7 @@ async fn bench_one(
     let first_phase = phase_log.lock().expect("log").len();
     op_log.lock().expect("op log").clear();
     eprintln!(
-        "  N={vms}: converged, {exposed_initial} addresses on bgp-nic after ~{initial_s:.1} s"
+        "  N={vms}: converged, {exposed_initial} announcements on bgp-nic after ~{initial_s:.1} s"
     );
 
     let provider = topo.provider_switch();
@@ -465,6 +379,7 @@ async fn bench_one(
     failed_ops.dedup();
     Ok(Outcome {
         vms,
+        announce_with,
         periodic,
         latencies_ms: latencies,
         lost,
@@ -500,8 +415,9 @@ fn report(o: &Outcome) {
     let mut l = o.latencies_ms.clone();
     l.sort_by(f64::total_cmp);
     println!(
-        "N={:<6} periodic={:<5} events={:<4} lost={} median {:>8.2} ms  p95 {:>8.2}  p99 {:>8.2}  max {:>8.2}  min {:>6.2}   (initial reconcile ~{:.1} s, {} addresses)",
+        "N={:<6} announce_with={:<7} periodic={:<5} events={:<4} lost={} median {:>8.2} ms  p95 {:>8.2}  p99 {:>8.2}  max {:>8.2}  min {:>6.2}   (initial reconcile ~{:.1} s, {} announcements)",
         o.vms,
+        o.announce_with.as_str(),
         o.periodic,
         l.len(),
         o.lost,
@@ -671,6 +587,14 @@ fn main() -> Result<()> {
         .iter()
         .find_map(|a| a.strip_prefix("events=")?.parse().ok())
         .unwrap_or(200);
+    // `announce=address|route|both`: how exposures are announced
+    // (`announce_with`); `both` runs each size twice, alternating, so the
+    // two are compared within one run.
+    let announce: Vec<AnnounceWith> = match args.iter().find_map(|a| a.strip_prefix("announce=")) {
+        Some("route") => vec![AnnounceWith::Route],
+        Some("both") => vec![AnnounceWith::Address, AnnounceWith::Route],
+        _ => vec![AnnounceWith::Address],
+    };
     let modes: Vec<bool> = match args.iter().find_map(|a| a.strip_prefix("periodic=")) {
         Some("0") => vec![false],
         Some("1") => vec![true],
@@ -720,8 +644,10 @@ fn main() -> Result<()> {
         .build()?;
     for &vms in &sizes {
         for &periodic in &modes {
-            let o = rt.block_on(bench_one(vms, periodic, events, gap, queue.clone()))?;
-            report(&o);
+            for &how in &announce {
+                let o = rt.block_on(bench_one(vms, how, periodic, events, gap, queue.clone()))?;
+                report(&o);
+            }
         }
     }
     Ok(())

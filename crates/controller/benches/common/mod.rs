@@ -5,6 +5,8 @@
 // Each bench uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod kernel_events;
+
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -146,12 +148,6 @@ pub async fn connect(remote: &str) -> Result<Session> {
     )
     .await?;
     Ok(session)
-}
-
-pub fn addresses_on(ns: &Netns, dev: &str) -> usize {
-    ns.ip(&["-4", "-o", "addr", "show", "dev", dev])
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
 }
 
 /// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the

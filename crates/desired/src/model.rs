@@ -486,7 +486,7 @@ impl Desired {
             ),
             AnnounceWith::Route => (
                 None,
-                Some(announce_route(net, self.vrf_table, &self.bgp_nic)),
+                Some(Route::announcement(net, self.vrf_table, &self.bgp_nic)),
             ),
         };
         let mut o = ExposureObjects {
@@ -529,26 +529,6 @@ impl Desired {
                 .collect();
         }
         o
-    }
-}
-
-/// The host route that announces `net` with `announce_with = route`: in
-/// the VRF table, on `bgp_nic`, with the agent's own protocol number (not
-/// one FRR's zebra takes for its own, so `redistribute kernel` reads it,
-/// and an operator sees whose it is); on-link, like the address it stands
-/// for.
-pub fn announce_route(net: IpNet, vrf_table: u32, bgp_nic: &DevName) -> Route {
-    let v6 = net.addr().is_ipv6();
-    Route {
-        table: TableRef::Id(vrf_table),
-        v6,
-        dst: Some(net),
-        dev: Some(bgp_nic.clone()),
-        via: None,
-        proto: proto::ANNOUNCE,
-        scope: link_scope(v6),
-        kind: RouteType::Unicast,
-        metric: None,
     }
 }
 

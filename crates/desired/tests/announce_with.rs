@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use obgp_config::{AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, Desired, NodeFacts};
-use obgp_netmodel::{proto, scope, Address, Class, IpNet, Route, RouteType, TableRef};
+use obgp_netmodel::{proto, scope, Address, Class, IpNet, Route, RouteType};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
 use serde_json::Value;
@@ -69,18 +69,19 @@ fn compare(name: &str, snap: &Snapshot, config: &Config) -> usize {
 
     let mut routes = a.routes.clone();
     for (address, class) in &announced {
-        let v6 = address.net.addr().is_ipv6();
-        let route = Route {
-            table: TableRef::Id(by_address.vrf_table),
-            v6,
-            dst: Some(address.net),
-            dev: Some(nic.clone()),
-            via: None,
-            proto: proto::ANNOUNCE,
-            scope: if v6 { scope::UNIVERSE } else { scope::LINK },
-            kind: RouteType::Unicast,
-            metric: None,
-        };
+        let route = Route::announcement(address.net, by_address.vrf_table, nic);
+        assert_eq!(
+            (route.proto, route.scope, route.kind),
+            (
+                proto::ANNOUNCE,
+                if address.net.addr().is_ipv6() {
+                    scope::UNIVERSE
+                } else {
+                    scope::LINK
+                },
+                RouteType::Unicast
+            )
+        );
         assert!(
             routes.insert(route, *class).is_none(),
             "{name}: {address:?} was already routed"

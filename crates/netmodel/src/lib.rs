@@ -339,6 +339,28 @@ pub struct Route {
     pub metric: Option<u32>,
 }
 
+impl Route {
+    /// The host route that announces `net` with `announce_with = route`:
+    /// in the VRF table, on the announcement device, with the agent's own
+    /// protocol ([`proto::ANNOUNCE`]); on-link (scope link for IPv4; the
+    /// kernel reports every IPv6 route with scope universe), like the
+    /// address it stands for.
+    pub fn announcement(net: IpNet, vrf_table: u32, dev: &DevName) -> Route {
+        let v6 = net.addr().is_ipv6();
+        Route {
+            table: TableRef::Id(vrf_table),
+            v6,
+            dst: Some(net),
+            dev: Some(dev.clone()),
+            via: None,
+            proto: proto::ANNOUNCE,
+            scope: if v6 { scope::UNIVERSE } else { scope::LINK },
+            kind: RouteType::Unicast,
+            metric: None,
+        }
+    }
+}
+
 /// A permanent neighbour entry (`ip neigh replace DST lladdr MAC dev DEV nud permanent`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Neighbour {

@@ -122,20 +122,8 @@ fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool, routes: boo
         let net: IpNet = ip.parse().unwrap();
         let v6 = ip.contains(':');
         if routes {
-            d.routes.insert(
-                Route {
-                    table: TableRef::Id(10),
-                    v6,
-                    dst: Some(net),
-                    dev: Some(dev("bgp-nic")),
-                    via: None,
-                    proto: proto::ANNOUNCE,
-                    scope: if v6 { scope::UNIVERSE } else { scope::LINK },
-                    kind: RouteType::Unicast,
-                    metric: None,
-                },
-                class,
-            );
+            d.routes
+                .insert(Route::announcement(net, 10, &dev("bgp-nic")), class);
         } else {
             d.addresses.insert(
                 Address {

@@ -1,12 +1,9 @@
 //! Addresses: desired ones the kernel lacks, and the host addresses on the
 //! announce device that are withdrawn.
 
-use std::collections::HashSet;
-
 use super::order::{rank, Group};
 use super::{host_prefix, Planner};
 use crate::op::Op;
-use obgp_netmodel::hash::FastHash;
 use obgp_netmodel::{DevName, IpNet};
 
 /// Why a replaced announcement is not removed yet.
@@ -74,13 +71,8 @@ impl<'a> Planner<'a> {
     /// put every add first), and is no withdrawal to the mass-withdrawal
     /// guard.
     pub(super) fn address_leftovers(&mut self) {
-        let unwanted = std::mem::take(&mut self.unwanted_on_nic);
-        if unwanted.is_empty() {
-            return;
-        }
-        let routed = self.desired_vrf_route_prefixes();
-        for ad in unwanted {
-            let group = if routed.contains(&ad.net.trunc()) {
+        for ad in std::mem::take(&mut self.unwanted_on_nic) {
+            if self.announced_by_route(&ad.net) {
                 if !self.frr_redistributes_as_desired() {
                     self.skip(
                         format!("address {} dev {}", ad.net, ad.dev),
@@ -88,11 +80,10 @@ impl<'a> Planner<'a> {
                     );
                     continue;
                 }
-                Group::Unwire
+                self.leftover(Group::Unwire, rank::ADDRESS, Op::DelAddress(ad.clone()));
             } else {
-                Group::Withdraw
-            };
-            self.leftover(group, rank::ADDRESS, Op::DelAddress(ad.clone()));
+                self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
+            }
         }
     }
 
@@ -107,15 +98,15 @@ impl<'a> Planner<'a> {
             || (!self.actual.frr.unknown && self.actual.frr.has_our_config)
     }
 
-    /// The destinations of the desired routes in the VRF table: prefixes
-    /// announced by a route.
-    fn desired_vrf_route_prefixes(&self) -> HashSet<IpNet, FastHash> {
-        let vrf = self.desired.vrf_table;
-        self.want_routes
-            .iter()
-            .filter(|(r, _)| r.table == vrf)
-            .filter_map(|(r, _)| r.dst)
-            .collect()
+    /// Whether a desired announcement route (`announce_with = route`)
+    /// announces `net`: a leftover address for it is replaced, not
+    /// withdrawn.
+    fn announced_by_route(&self, net: &IpNet) -> bool {
+        let Some(dev) = &self.desired.announce_dev else {
+            return false;
+        };
+        let route = obgp_netmodel::Route::announcement(*net, self.desired.vrf_table, dev);
+        self.desired.routes.contains_key(&route)
     }
 
     /// Whether `net` is announced by a desired host address on the

@@ -4,7 +4,7 @@
 use super::order::{rank, Group};
 use super::{host_prefix, Planner};
 use crate::op::Op;
-use obgp_netmodel::DevName;
+use obgp_netmodel::{Address, Class, DevName};
 
 impl<'a> Planner<'a> {
     fn is_announce_dev(&self, dev: &DevName) -> bool {
@@ -17,7 +17,6 @@ impl<'a> Planner<'a> {
     /// [`Self::address_leftovers`].
     pub(super) fn addresses(&mut self) {
         let (desired, actual) = (self.desired, self.actual);
-        let nic = desired.announce_dev.as_ref();
         let mut want = desired.addresses.iter().peekable();
         let mut have = actual.addresses.iter().peekable();
         let mut missing = Vec::new();
@@ -32,7 +31,7 @@ impl<'a> Planner<'a> {
                 std::cmp::Ordering::Less => missing.extend(want.next()),
                 std::cmp::Ordering::Greater => {
                     let h = have.next().expect("peeked");
-                    if Some(&h.dev) == nic && host_prefix(&h.net) {
+                    if self.address_withdrawn(h) {
                         self.unwanted_on_nic.push(h);
                     }
                 }
@@ -43,28 +42,45 @@ impl<'a> Planner<'a> {
             }
         }
         for (a, class) in missing {
-            let a = a.clone();
-            if !self.will_exist(&a.dev) {
-                self.skip(
-                    format!("address {} dev {}", a.net, a.dev),
-                    "the device does not exist",
-                );
-                continue;
-            }
-            let group = if self.is_announce_dev(&a.dev) {
-                Group::Announce
-            } else {
-                Self::wiring_group(*class)
-            };
-            self.push(group, rank::ADDRESS, Some(*class), Op::AddAddress(a));
+            self.address_add(a, *class);
         }
+    }
+
+    /// Plans the desired address `a` the kernel lacks: an announcement on
+    /// the announce device, wiring elsewhere; skipped while its device is
+    /// missing.
+    pub(super) fn address_add(&mut self, a: &Address, class: Class) {
+        if !self.will_exist(&a.dev) {
+            self.skip(
+                format!("address {} dev {}", a.net, a.dev),
+                "the device does not exist",
+            );
+            return;
+        }
+        let group = if self.is_announce_dev(&a.dev) {
+            Group::Announce
+        } else {
+            Self::wiring_group(class)
+        };
+        self.push(group, rank::ADDRESS, Some(class), Op::AddAddress(a.clone()));
+    }
+
+    /// Whether the kernel's address `h`, which nothing wants, is withdrawn:
+    /// a host address on the announce device (the agent's announcements).
+    pub(super) fn address_withdrawn(&self, h: &Address) -> bool {
+        self.is_announce_dev(&h.dev) && host_prefix(&h.net)
     }
 
     /// Withdrawals: the announce device's host addresses found by
     /// [`Self::addresses`].
     pub(super) fn address_leftovers(&mut self) {
         for ad in std::mem::take(&mut self.unwanted_on_nic) {
-            self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
+            self.address_leftover(ad);
         }
+    }
+
+    /// Withdraws `ad` (see [`Self::address_withdrawn`]).
+    pub(super) fn address_leftover(&mut self, ad: &Address) {
+        self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
     }
 }

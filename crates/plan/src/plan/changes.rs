@@ -81,6 +81,17 @@ impl Planner<'_> {
     /// The incremental pass: the same kinds, in the same order, as
     /// [`plan_after`], on the changed keys.
     fn changes(&mut self, c: &NodeChanges) -> Result<(), Stop> {
+        self.judgeable(c)?;
+        let owned_tables = self.owned_tables();
+        let evpn_tables = self.evpn_tables();
+        let kernel_rules = kernel_rules_at(self.actual, c);
+        self.changed_adds(c, &kernel_rules, &evpn_tables);
+        self.changed_leftovers(c, &kernel_rules, &owned_tables, &evpn_tables)
+    }
+
+    /// Whether the changed keys alone tell what the full plan would do
+    /// (the module doc says when not); resolves the tables they name.
+    fn judgeable(&mut self, c: &NodeChanges) -> Result<(), Stop> {
         let (d, a) = (self.desired, self.actual);
         if self.previous.is_none() {
             return Err(Stop::Full("no previous desired state"));
@@ -101,8 +112,9 @@ impl Planner<'_> {
         if !hosts {
             return Err(Stop::Full("a changed destination is not a host"));
         }
-        self.check_device_kinds()?;
+        // In the full plan's order, for the same error.
         self.changed_tables(c)?;
+        self.check_device_kinds()?;
         // The full plan may create a missing device, or skip its objects.
         let devices_exist = c
             .addresses
@@ -126,11 +138,19 @@ impl Planner<'_> {
         if !devices_exist {
             return Err(Stop::Full("the device of a changed object is missing"));
         }
-        let owned_tables = self.owned_tables();
-        let evpn_tables = self.evpn_tables();
-        let kernel_rules = kernel_rules_at(a, c);
+        Ok(())
+    }
 
-        // Adds, kind by kind.
+    /// The desired objects of the changed keys that the kernel lacks, kind
+    /// by kind. `kernel_rules`: the kernel's rules at the changed
+    /// destinations.
+    fn changed_adds(
+        &mut self,
+        c: &NodeChanges,
+        kernel_rules: &[&KernelRule],
+        evpn_tables: &BTreeSet<u32>,
+    ) {
+        let (d, a) = (self.desired, self.actual);
         for x in &c.addresses {
             if let Some(class) = d.addresses.get(x) {
                 if !a.addresses.contains(x) {
@@ -154,7 +174,7 @@ impl Planner<'_> {
             if let Some(class) = d.routes.get(r) {
                 let k = kernel_route(r, self.resolve(&r.table));
                 if !a.routes.contains(&k) {
-                    self.route_add(k, *class, &evpn_tables);
+                    self.route_add(k, *class, evpn_tables);
                 }
             }
         }
@@ -165,8 +185,18 @@ impl Planner<'_> {
                 }
             }
         }
+    }
 
-        // Leftovers, kind by kind, each in the kernel's order.
+    /// The kernel's objects at the changed keys that nothing wants and
+    /// are the agent's, kind by kind, each in the kernel's order.
+    fn changed_leftovers(
+        &mut self,
+        c: &NodeChanges,
+        kernel_rules: &[&KernelRule],
+        owned_tables: &BTreeSet<u32>,
+        evpn_tables: &BTreeSet<u32>,
+    ) -> Result<(), Stop> {
+        let (d, a) = (self.desired, self.actual);
         for x in &c.addresses {
             if !d.addresses.contains_key(x) && a.addresses.contains(x) && self.address_withdrawn(x)
             {
@@ -180,14 +210,14 @@ impl Planner<'_> {
         }
         for k in routes {
             if !self.route_desired(k)? {
-                self.route_leftover(k, &owned_tables, &evpn_tables);
+                self.route_leftover(k, owned_tables, evpn_tables);
             }
         }
         let dsts: BTreeSet<RuleDstNoTable> = c.rules.iter().map(|r| rule_dst(&r.dst)).collect();
         let wanted = WantedRules::new(&self.desired_rules_at(&dsts)?);
-        for k in &kernel_rules {
+        for k in kernel_rules {
             if k.dst.is_some_and(|dst| dsts.contains(&(k.v6, dst))) {
-                self.rule_leftover(k, &owned_tables, &wanted);
+                self.rule_leftover(k, owned_tables, &wanted);
             }
         }
         let mut neighbours: BTreeSet<&Neighbour> = BTreeSet::new();

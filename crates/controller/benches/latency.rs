@@ -457,6 +457,26 @@ fn report(o: &Outcome) {
         print!(" {key} {:.2}", median(v));
     }
     println!();
+    // The plan step of the reconciles that planned the changed keys alone
+    // (events) against those that planned the whole node (periodic,
+    // retries...), in the same run.
+    let plan_ms = |incremental: bool| -> Vec<f64> {
+        o.phases
+            .iter()
+            .filter(|p| (p.fields.get("plan_incremental") == Some(&1.0)) == incremental)
+            .filter_map(|p| p.fields.get("plan_ms").copied())
+            .collect()
+    };
+    let (inc, full) = (plan_ms(true), plan_ms(false));
+    if !inc.is_empty() && !full.is_empty() {
+        let (mi, mf) = (median(inc.clone()), median(full.clone()));
+        println!(
+            "    plan_ms median: {mi:.3} over {} reconciles of the changed keys, {mf:.3} over {} of the whole node (ratio {:.0})",
+            inc.len(),
+            full.len(),
+            mf / mi.max(0.001)
+        );
+    }
     // The tails, and the periodic reconciles on their own (an event that
     // arrives during one waits for it).
     for (label, periodic_only, pct) in [

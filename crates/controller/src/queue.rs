@@ -92,6 +92,12 @@ impl TriggerBatch {
         self.reasons.keys().any(Reason::follows_full_dump)
     }
 
+    /// Whether every reason lets the reconcile plan only what the patched
+    /// desired state changed ([`Reason::plans_changes_only`]).
+    pub fn plans_changes_only(&self) -> bool {
+        !self.reasons.is_empty() && self.reasons.keys().all(Reason::plans_changes_only)
+    }
+
     /// Whether any reason asks for the OVS ports and flows to be re-read.
     pub fn rereads_flows(&self) -> bool {
         self.reasons.keys().any(Reason::rereads_flows)
@@ -237,6 +243,17 @@ mod tests {
             class,
             table: "Logical_Switch_Port".into(),
         }
+    }
+
+    #[test]
+    fn a_batch_plans_the_changes_alone_only_when_every_reason_is_an_ovn_event() {
+        let mut batch = TriggerBatch::default();
+        assert!(!batch.plans_changes_only(), "an empty batch");
+        batch.add(event("LogicalSwitchPortProviderCreateEvent"));
+        batch.add(event("LogicalSwitchPortFIPCreateEvent"));
+        assert!(batch.plans_changes_only());
+        batch.add(Reason::Periodic);
+        assert!(!batch.plans_changes_only());
     }
 
     #[tokio::test(start_paused = true)]

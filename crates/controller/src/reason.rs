@@ -106,6 +106,17 @@ impl Reason {
         )
     }
 
+    /// Whether a reconcile for this reason alone may plan only the node
+    /// objects the patched desired state changed (`obgp_plan::plan_changes`)
+    /// instead of the whole node: an OVN change the event filters passed.
+    /// Everything else plans in full: the timers, start-up, retries, drift
+    /// and resyncs look for what changed on the node itself, and a local
+    /// OVS or NB change reaches bridges, ports or flows, which only the
+    /// full plan reads.
+    pub fn plans_changes_only(&self) -> bool {
+        matches!(self, Reason::Event { class, .. } if *class != LOCAL_OVS_CHANGE && *class != LOCAL_NB_CHANGE)
+    }
+
     /// Whether this reconcile follows a database's full dump (the initial
     /// sync or a resync): the dump was decoded beside the cache it
     /// replaced and the OVN snapshot rebuilt from it, the largest transient
@@ -224,6 +235,29 @@ mod tests {
         // again: a loop.
         assert!(!r.rereads_flows() && !r.checks_frr() && !r.rereads_node());
         assert!(!r.recomputes_desired() && !r.opens_merge_window());
+    }
+
+    #[test]
+    fn only_ovn_events_plan_the_changed_objects_alone() {
+        assert!(event("LogicalSwitchPortProviderCreateEvent").plans_changes_only());
+        assert!(!event(LOCAL_OVS_CHANGE).plans_changes_only());
+        assert!(!event(LOCAL_NB_CHANGE).plans_changes_only());
+        for full in [
+            Reason::Startup,
+            Reason::Periodic,
+            Reason::FrrCheck,
+            Reason::Resync {
+                database: obgp_ovn::NB_DB.into(),
+            },
+            Reason::NetlinkOverrun,
+            Reason::Manual,
+            Reason::Retry,
+            Reason::Drift,
+            Reason::DesiredMismatch,
+            Reason::CommandsSettled,
+        ] {
+            assert!(!full.plans_changes_only(), "{full}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
 use obgp_ovn::Snapshot;
-use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
+use obgp_plan::{apply_plan_until, Actual, Coverage, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -19,10 +19,12 @@ use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
 use crate::local_nb::{LocalNbError, LocalNbSource};
 use crate::ofports::OfPorts;
 
+mod last_plan;
 mod local_cluster;
 mod node_side;
 mod report;
 
+use last_plan::LastPlan;
 pub(crate) use node_side::unread_commands;
 use node_side::{
     announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, system_hostname,
@@ -129,7 +131,10 @@ pub struct Reconciler {
     frr_known: Option<String>,
     /// The ops the last reconcile planned: one planned again (a retry of
     /// a failure, a held withdrawal) is no drift repair.
-    last_plan: Vec<Op>,
+    last_plan: LastPlan,
+    /// The next plan may judge only the objects the patched desired state
+    /// changed ([`Reconciler::plan_changes_only`]).
+    changes_only: bool,
     /// `exposing_method = ovn`: the node-local NB this reconciler writes.
     local_nb: Option<Arc<LocalNbSource>>,
 }
@@ -162,7 +167,8 @@ impl Reconciler {
             guard: None,
             database_rows: 0,
             frr_known: None,
-            last_plan: Vec::new(),
+            last_plan: LastPlan::default(),
+            changes_only: false,
             local_nb: None,
         })
     }
@@ -301,6 +307,14 @@ impl Reconciler {
         self.desired.clear();
     }
 
+    /// The next reconcile plans only the node objects the desired state's
+    /// patches changed since the last reconcile (`obgp_plan::plan_changes`),
+    /// when it was patched; in full otherwise. For reconciles an OVN event
+    /// started: drift on the node is left to the full ones.
+    pub fn plan_changes_only(&mut self) {
+        self.changes_only = true;
+    }
+
     /// The next reconcile re-reads the OVS ports and flows.
     pub fn invalidate_flows(&mut self) {
         self.lane.invalidate_flows();
@@ -430,6 +444,7 @@ impl Reconciler {
         check_frr: bool,
     ) -> Result<(Planned, ReconcileReport), ReconcileError> {
         let mut report = ReconcileReport::default();
+        let changes_only = std::mem::take(&mut self.changes_only);
         self.absorb_lane(&mut report);
         if check_frr {
             // Read FRR again, and until then do not take the text last
@@ -490,7 +505,23 @@ impl Reconciler {
         report.unread = unread_commands(&actual);
 
         let t = Instant::now();
-        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
+        let changes = if changes_only && report.desired_patched {
+            self.desired.changes()
+        } else {
+            None
+        };
+        let settled = self.desired.settled();
+        let plan = match changes {
+            Some(changes) => {
+                let (plan, coverage) = obgp_plan::plan_changes(node, settled, &actual, &changes)?;
+                match coverage {
+                    Coverage::Changes => report.plan_incremental = true,
+                    Coverage::Full(why) => tracing::debug!(why, "planned the whole node"),
+                }
+                plan
+            }
+            None => obgp_plan::plan_after(node, settled, &actual)?,
+        };
         let local_nb = self.plan_local_nb()?;
         report.plan_time = t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
@@ -567,7 +598,11 @@ impl Reconciler {
             if report.desired_changed || plan.steps.is_empty() {
                 Default::default()
             } else {
-                self.last_plan.iter().map(|op| op.to_string()).collect()
+                self.last_plan
+                    .ops()
+                    .iter()
+                    .map(|op| op.to_string())
+                    .collect()
             };
         let repairs = !report.desired_changed;
         let unjudged = self
@@ -596,9 +631,13 @@ impl Reconciler {
         report.apply_time = t.elapsed();
         report.not_started = applied.not_started;
         let started = plan.steps.len() - applied.not_started;
+        let mut undone: Vec<Op> = plan.steps[started..].iter().map(|s| s.op.clone()).collect();
         for step in &plan.steps[..started] {
             let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
                 && !applied.held_back.contains(&step.op);
+            if !done || step.op.runs_a_command() {
+                undone.push(step.op.clone());
+            }
             if done && repairs && !planned_before.contains(&step.op.to_string()) {
                 *report
                     .drift_repairs
@@ -622,7 +661,9 @@ impl Reconciler {
                 .run_local_nb(&nb_removals, "LocalNbRemoval", &mut report)
                 .await;
         }
-        self.last_plan = plan.steps.into_iter().map(|s| s.op).collect();
+        let ops = plan.steps.into_iter().map(|s| s.op).collect();
+        self.last_plan
+            .remember(ops, undone, report.plan_incremental);
         // While withdrawals are held, or a bridge the previous desired
         // state put flows on is not read yet, the previous desired state
         // stays the one leftovers are judged by (their class, the

@@ -155,6 +155,7 @@ fn log_report_queued(
         desired_patched = report.desired_patched,
         observe_ms = ms(report.observe_time),
         plan_ms = ms(report.plan_time),
+        plan_incremental = report.plan_incremental,
         apply_ms = ms(report.apply_time),
         applied = ?report.applied,
         "reconciled"
@@ -370,6 +371,9 @@ async fn run_loop(
         }
         if batch.recomputes_desired() && !background {
             reconciler.recompute_desired();
+        }
+        if batch.plans_changes_only() {
+            reconciler.plan_changes_only();
         }
         match reconciler
             .reconcile(snap, &inputs.ofports, batch.checks_frr() && !background)

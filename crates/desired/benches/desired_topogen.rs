@@ -15,6 +15,11 @@
 //! both: what an event costs now, against `desired` + `to_node` (the full
 //! computation).
 //!
+//! Last, one event's plan both ways on the same inputs: `plan_after` (the
+//! whole node) and `plan_changes` on `DesiredCache::changes` (the keys the
+//! patch changed), while a local VM port flips `up` and the node takes each
+//! plan; the two must give the same steps.
+//!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
 //! is applied to an `obgp_plan::ModelNode`, which must then plan nothing.
@@ -33,7 +38,10 @@ use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb_data::Datum;
-use obgp_plan::{plan, plan_after, Actual, ActualLink, KernelRule, ModelNode, Plan, RtTables};
+use obgp_plan::{
+    plan, plan_after, plan_changes, Actual, ActualLink, Coverage, KernelRule, ModelNode, Plan,
+    RtTables,
+};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
@@ -136,6 +144,86 @@ fn patched_cpu_ns(
             c1 - c0
         })
         .collect()
+}
+
+/// On-CPU ns of planning one event, in full (`plan_after`) and from the
+/// changed keys (`DesiredCache::changes` + `plan_changes`), on the same
+/// inputs in the same iteration: a local VM port flips `up` (down, up, ...),
+/// the cache patches the desired state, and the node holds the settled one
+/// (it takes each plan, as a reconcile would). The two alternate which runs
+/// first, so neither always finds the caches warm.
+#[allow(clippy::too_many_arguments)]
+fn event_plan_cpu_ns(
+    nb: &Tables,
+    ovs: &Tables,
+    d: &Desired,
+    config: &Config,
+    facts: &NodeFacts,
+    patch: &str,
+    iters: usize,
+) -> (Vec<u64>, Vec<u64>) {
+    let lsp = "Logical_Switch_Port";
+    let vm = d
+        .exposed
+        .values()
+        .filter(|e| e.class == Class::Vm && e.wiring.is_some() && e.source.table == lsp)
+        .map(|e| e.source.uuid)
+        .nth(d.exposed.len() / 20)
+        .expect("a wired VM");
+    let up = nb[lsp][&vm].clone();
+    let mut down = up.clone();
+    down.columns
+        .insert("up", Datum::from_wire(&json!(false)).expect("boolean"));
+    let mut live = LiveSnapshot::default();
+    live.reset_nb(nb);
+    live.reset_ovs(ovs);
+    let mut cache = DesiredCache::default();
+    cache
+        .compute(&live.snapshot(), config, facts)
+        .expect("supported");
+    cache.settle();
+    let mut actual = converge(cache.node().expect("computed"), bare_node(patch));
+    let (mut full, mut inc) = (Vec::new(), Vec::new());
+    for i in 0..iters {
+        let row = if i % 2 == 0 { &down } else { &up };
+        live.apply_nb([(lsp, vm, Some(row))]);
+        let how = cache
+            .compute(&live.snapshot(), config, facts)
+            .expect("supported");
+        assert_eq!(how, Computed::Patched { ports: 1 });
+        let (node, settled) = (cache.node().expect("computed"), cache.settled());
+        let time_full = || {
+            let c0 = cpu_ns();
+            let p = plan_after(black_box(node), settled, &actual).expect("plannable");
+            (cpu_ns() - c0, p)
+        };
+        let time_inc = || {
+            let c0 = cpu_ns();
+            let changes = cache.changes().expect("patched");
+            let (p, how) =
+                plan_changes(black_box(node), settled, &actual, &changes).expect("plannable");
+            let ns = cpu_ns() - c0;
+            assert_eq!(how, Coverage::Changes);
+            (ns, p)
+        };
+        let ((f, pf), (n, pi)) = if i % 4 < 2 {
+            (time_full(), time_inc())
+        } else {
+            let inc = time_inc();
+            (time_full(), inc)
+        };
+        assert!(
+            !pf.is_empty() && pf.steps == pi.steps,
+            "full:\n{pf}\nincremental:\n{pi}"
+        );
+        full.push(f);
+        inc.push(n);
+        let mut m = ModelNode::new(actual);
+        m.apply_all(pf.ops());
+        actual = m.actual;
+        cache.settle();
+    }
+    (full, inc)
 }
 
 /// A node before the agent touched it: br-ex (an OVS bridge with a MAC and
@@ -262,7 +350,8 @@ fn main() {
         "wall +1",
         "explain"
     );
-    for n in sizes {
+    let mut events = Vec::new();
+    for &n in &sizes {
         for distributed in [false, true] {
             let (snap, patch, nb, ovs) = load(n, distributed);
             assert!(snap.warnings().is_empty(), "{:?}", &snap.warnings()[..1]);
@@ -331,6 +420,9 @@ fn main() {
                 let text = format!("{full:#?}\n{add:#?}\n{del:#?}\n");
                 std::fs::write(&path, text).expect("write dump");
             }
+            let (ev_full, ev_inc) =
+                event_plan_cpu_ns(&nb, &ovs, &desired, &config, &facts, &patch, iters * 2);
+            events.push((n, distributed, ev_full, ev_inc));
             let objects = full.addresses.len()
                 + full.rules.len()
                 + full.routes.len()
@@ -350,5 +442,31 @@ fn main() {
                 ms(median(c_explain)),
             );
         }
+    }
+    println!();
+    println!("one event's plan (a local VM port's up flips), on-CPU ms: full plan_after vs the changed keys ({} iterations)", iters * 2);
+    println!(
+        "{:>7} {:>11} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "vms", "fip mode", "full med", "full p95", "incr med", "incr p95", "ratio"
+    );
+    for (n, distributed, full, inc) in events {
+        let p95 = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v[v.len() * 95 / 100]
+        };
+        let (fm, im) = (median(full.clone()), median(inc.clone()));
+        println!(
+            "{n:>7} {:>11} {:>10.3} {:>10.3} {:>10.4} {:>10.4} {:>7.0}",
+            if distributed {
+                "distributed"
+            } else {
+                "centralized"
+            },
+            fm as f64 / 1e6,
+            p95(full) as f64 / 1e6,
+            im as f64 / 1e6,
+            p95(inc) as f64 / 1e6,
+            fm as f64 / im.max(1) as f64,
+        );
     }
 }

@@ -32,11 +32,11 @@
 //!
 //! Tests compare every patched result with a full computation.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_netmodel::{Class, DesiredNode, ProxyNeighbour};
+use obgp_netmodel::{Class, DesiredNode, NodeChanges, ProxyNeighbour};
 use obgp_ovn::{LogicalSwitchPort, PortChange, Snapshot};
 
 use crate::nb_underlay::{NbUnderlay, PortExposures, Reads};
@@ -111,6 +111,18 @@ impl NodeDelta {
         if let Some(p) = &self.proxy_neighbours {
             node.proxy_neighbours = p.clone();
         }
+    }
+
+    /// Adds the keys this patch set or removed to `changes`.
+    fn list_keys(&self, changes: &mut NodeChanges) {
+        fn keys<K: Ord + Clone>(to: &mut BTreeSet<K>, from: &[(K, Option<Class>)]) {
+            to.extend(from.iter().map(|(k, _)| k.clone()));
+        }
+        keys(&mut changes.addresses, &self.addresses);
+        keys(&mut changes.rules, &self.rules);
+        keys(&mut changes.routes, &self.routes);
+        keys(&mut changes.neighbours, &self.neighbours);
+        changes.proxy_neighbours |= self.proxy_neighbours.is_some();
     }
 }
 
@@ -210,6 +222,29 @@ impl DesiredCache {
     /// reconcile planned with.
     pub fn settled(&self) -> Option<&DesiredNode> {
         self.last.as_ref().and_then(|l| l.settled.as_ref())
+    }
+
+    /// The node objects in which the last result differs from the settled
+    /// ones, by key (those the patches since the last [`settle`] set or
+    /// removed), so that a planner can judge only them. `None` when that is
+    /// not known: nothing settled yet, or a full computation (or a rebuild
+    /// of the node objects) since.
+    ///
+    /// [`settle`]: DesiredCache::settle
+    pub fn changes(&self) -> Option<NodeChanges> {
+        let last = self.last.as_ref()?;
+        last.settled.as_ref()?;
+        match &last.pending {
+            Pending::Nothing => Some(NodeChanges::default()),
+            Pending::Deltas(deltas) => {
+                let mut changes = NodeChanges::default();
+                for d in deltas {
+                    d.list_keys(&mut changes);
+                }
+                Some(changes)
+            }
+            Pending::Full => None,
+        }
     }
 
     /// Marks the last result as the one a reconcile planned with: it

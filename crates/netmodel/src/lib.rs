@@ -527,6 +527,36 @@ pub struct DesiredNode {
     pub frr_config: Option<String>,
 }
 
+/// The node objects in which one [`DesiredNode`] differs from an earlier
+/// one, by key: each listed object was set (added, or its class changed) or
+/// removed in between. What a patched desired state knows it changed, so
+/// that the planner can judge only these keys (`obgp_plan::plan_changes`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeChanges {
+    pub addresses: BTreeSet<Address>,
+    pub rules: BTreeSet<Rule>,
+    pub routes: BTreeSet<Route>,
+    pub neighbours: BTreeSet<Neighbour>,
+    /// The proxy NDP entries were recomputed (their keys are not listed).
+    pub proxy_neighbours: bool,
+}
+
+impl NodeChanges {
+    /// Whether no object changed.
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty()
+            && self.rules.is_empty()
+            && self.routes.is_empty()
+            && self.neighbours.is_empty()
+            && !self.proxy_neighbours
+    }
+
+    /// How many keys are listed (proxy NDP entries not counted).
+    pub fn len(&self) -> usize {
+        self.addresses.len() + self.rules.len() + self.routes.len() + self.neighbours.len()
+    }
+}
+
 /// What an EVPN mode owns beyond the objects its desired state names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvpnCleanup {

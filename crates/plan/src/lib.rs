@@ -23,5 +23,7 @@ pub use actual::{
 pub use apply::{apply_plan, apply_plan_until, Applied, ApplyReport, NodeIo};
 pub use model::ModelNode;
 pub use op::Op;
-pub use plan::{order_violations, plan, plan_after, Group, Plan, PlanError, Step};
+pub use plan::{
+    order_violations, plan, plan_after, plan_changes, Coverage, Group, Plan, PlanError, Step,
+};
 pub use shared::SharedSet;

@@ -16,6 +16,9 @@ pub struct ReconcileReport {
     pub desired_patched: bool,
     pub observe_time: Duration,
     pub plan_time: Duration,
+    /// Whether only the node objects the patched desired state changed were
+    /// planned (an OVN event's reconcile), rather than the whole node.
+    pub plan_incremental: bool,
     pub apply_time: Duration,
     /// Applied ops by kind (`add_rule`, `del_address`...).
     pub applied: BTreeMap<String, usize>,

@@ -4,7 +4,7 @@
 use super::order::{rank, Group};
 use super::{host_prefix, Planner};
 use crate::op::Op;
-use obgp_netmodel::{DevName, IpNet};
+use obgp_netmodel::{Address, Class, DevName, IpNet};
 
 /// Why a replaced announcement is not removed yet.
 pub(super) const REPLACED_WAITS_FOR_FRR: &str =
@@ -21,7 +21,6 @@ impl<'a> Planner<'a> {
     /// [`Self::address_leftovers`].
     pub(super) fn addresses(&mut self) {
         let (desired, actual) = (self.desired, self.actual);
-        let nic = desired.announce_dev.as_ref();
         let mut want = desired.addresses.iter().peekable();
         let mut have = actual.addresses.iter().peekable();
         let mut missing = Vec::new();
@@ -36,7 +35,7 @@ impl<'a> Planner<'a> {
                 std::cmp::Ordering::Less => missing.extend(want.next()),
                 std::cmp::Ordering::Greater => {
                     let h = have.next().expect("peeked");
-                    if Some(&h.dev) == nic && host_prefix(&h.net) {
+                    if self.address_withdrawn(h) {
                         self.unwanted_on_nic.push(h);
                     }
                 }
@@ -47,43 +46,59 @@ impl<'a> Planner<'a> {
             }
         }
         for (a, class) in missing {
-            let a = a.clone();
-            if !self.will_exist(&a.dev) {
-                self.skip(
-                    format!("address {} dev {}", a.net, a.dev),
-                    "the device does not exist",
-                );
-                continue;
-            }
-            let group = if self.is_announce_dev(&a.dev) {
-                Group::Announce
-            } else {
-                Self::wiring_group(*class)
-            };
-            self.push(group, rank::ADDRESS, Some(*class), Op::AddAddress(a));
+            self.address_add(a, *class);
         }
     }
 
+    /// Plans the desired address `a` the kernel lacks: an announcement on
+    /// the announce device, wiring elsewhere; skipped while its device is
+    /// missing.
+    pub(super) fn address_add(&mut self, a: &Address, class: Class) {
+        if !self.will_exist(&a.dev) {
+            self.skip(
+                format!("address {} dev {}", a.net, a.dev),
+                "the device does not exist",
+            );
+            return;
+        }
+        let group = if self.is_announce_dev(&a.dev) {
+            Group::Announce
+        } else {
+            Self::wiring_group(class)
+        };
+        self.push(group, rank::ADDRESS, Some(class), Op::AddAddress(a.clone()));
+    }
+
+    /// Whether the kernel's address `h`, which nothing wants, is withdrawn:
+    /// a host address on the announce device (the agent's announcements).
+    pub(super) fn address_withdrawn(&self, h: &Address) -> bool {
+        self.is_announce_dev(&h.dev) && host_prefix(&h.net)
+    }
+
     /// Withdrawals: the announce device's host addresses found by
-    /// [`Self::addresses`]. One whose prefix a desired VRF-table route
-    /// announces (`announce_with = route`) is not withdrawn but replaced:
-    /// it goes with the cleanup, after the route is in (O1 and O4 already
-    /// put every add first), and is no withdrawal to the mass-withdrawal
-    /// guard.
+    /// [`Self::addresses`].
     pub(super) fn address_leftovers(&mut self) {
         for ad in std::mem::take(&mut self.unwanted_on_nic) {
-            if self.announced_by_route(&ad.net) {
-                if !self.frr_redistributes_as_desired() {
-                    self.skip(
-                        format!("address {} dev {}", ad.net, ad.dev),
-                        REPLACED_WAITS_FOR_FRR,
-                    );
-                    continue;
-                }
-                self.leftover(Group::Unwire, rank::ADDRESS, Op::DelAddress(ad.clone()));
-            } else {
-                self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
-            }
+            self.address_leftover(ad);
+        }
+    }
+
+    /// Withdraws `ad` (see [`Self::address_withdrawn`]). One whose prefix
+    /// a desired announcement route announces (`announce_with = route`) is
+    /// not withdrawn but replaced: it goes with the cleanup, after the
+    /// route is in (O1 and O4 already put every add first), is no
+    /// withdrawal to the mass-withdrawal guard, and waits until FRR is
+    /// known to redistribute the route.
+    pub(super) fn address_leftover(&mut self, ad: &Address) {
+        if !self.announced_by_route(&ad.net) {
+            self.leftover(Group::Withdraw, rank::ADDRESS, Op::DelAddress(ad.clone()));
+        } else if self.frr_redistributes_as_desired() {
+            self.leftover(Group::Unwire, rank::ADDRESS, Op::DelAddress(ad.clone()));
+        } else {
+            self.skip(
+                format!("address {} dev {}", ad.net, ad.dev),
+                REPLACED_WAITS_FOR_FRR,
+            );
         }
     }
 
@@ -114,12 +129,10 @@ impl<'a> Planner<'a> {
     /// not withdrawn).
     pub(super) fn announced_by_address(&self, net: &IpNet) -> bool {
         self.desired.announce_dev.as_ref().is_some_and(|dev| {
-            self.desired
-                .addresses
-                .contains_key(&obgp_netmodel::Address {
-                    dev: dev.clone(),
-                    net: *net,
-                })
+            self.desired.addresses.contains_key(&Address {
+                dev: dev.clone(),
+                net: *net,
+            })
         })
     }
 }

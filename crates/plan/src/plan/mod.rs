@@ -18,9 +18,11 @@
 //! `frr`, `tables`, `sysctls`, `addresses`, `rules`, `routes`,
 //! `neighbours`, `flows`; `previous` gives leftovers their class); `order`
 //! sorts them into the groups above and checks a plan against O1–O4;
-//! `output` is the [`Plan`] they make.
+//! `output` is the [`Plan`] they make. `changes` ([`plan_changes`]) runs
+//! the same per-object rules on the keys a patched desired state changed.
 
 mod addresses;
+mod changes;
 mod evpn;
 mod fdb;
 mod flows;
@@ -45,6 +47,7 @@ use crate::actual::{Actual, KernelRoute};
 use crate::op::Op;
 use rules::WantRule;
 
+pub use changes::{plan_changes, Coverage};
 pub use order::{order_violations, Group};
 pub use output::{Plan, PlanError, Skip, Step};
 pub use tables::{table_refs, TABLE_MAX, TABLE_MIN};
@@ -114,9 +117,9 @@ struct Planner<'a> {
     want_rules: Vec<WantRule>,
     /// The desired routes as the kernel would hold them (in desired order).
     want_routes: Vec<(KernelRoute, Class)>,
-    /// How many leftovers looked their class up by scanning the previous
-    /// desired state, and the index that answers after that.
-    prev_scans: usize,
+    /// How many leftovers looked their class up in the previous desired
+    /// state's maps, and the index that answers after that.
+    prev_lookups: usize,
     prev_index: Option<HashMap<IpNet, Class, FastHash>>,
     /// The kernel's host addresses on the announce device that the desired
     /// state lacks, ascending (see [`Planner::addresses`]).
@@ -142,7 +145,7 @@ impl<'a> Planner<'a> {
             created: BTreeSet::new(),
             want_rules: Vec::new(),
             want_routes: Vec::new(),
-            prev_scans: 0,
+            prev_lookups: 0,
             prev_index: None,
             unwanted_on_nic: Vec::new(),
             proven: BTreeMap::new(),

@@ -1,10 +1,10 @@
 //! Neighbours and proxy NDP entries: desired ones the kernel lacks, and the
 //! provider devices' entries that evidence shows are the agent's leftovers.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use obgp_netmodel::{MacAddr, Neighbour, ProxyNeighbour};
+use obgp_netmodel::{Class, MacAddr, Neighbour, ProxyNeighbour};
 
 use super::order::{rank, Group};
 use super::{flag_present, host_prefix, Planner};
@@ -17,22 +17,9 @@ impl Planner<'_> {
             (*w).cmp(h)
         });
         for ((n, class), present) in wanted {
-            if present {
-                continue;
+            if !present {
+                self.neighbour_add(n, *class);
             }
-            if !self.will_exist(&n.dev) {
-                self.skip(
-                    format!("neighbour {} dev {}", n.dst, n.dev),
-                    "the device does not exist",
-                );
-                continue;
-            }
-            self.push(
-                Self::wiring_group(*class),
-                rank::NEIGHBOUR,
-                Some(*class),
-                Op::ReplaceNeighbour(n.clone()),
-            );
         }
         let wanted = flag_present(
             &desired.proxy_neighbours,
@@ -57,6 +44,24 @@ impl Planner<'_> {
                 Op::AddProxyNeighbour(p.clone()),
             );
         }
+    }
+
+    /// Plans the desired neighbour `n` the kernel lacks; skipped while its
+    /// device is missing.
+    pub(super) fn neighbour_add(&mut self, n: &Neighbour, class: Class) {
+        if !self.will_exist(&n.dev) {
+            self.skip(
+                format!("neighbour {} dev {}", n.dst, n.dev),
+                "the device does not exist",
+            );
+            return;
+        }
+        self.push(
+            Self::wiring_group(class),
+            rank::NEIGHBOUR,
+            Some(class),
+            Op::ReplaceNeighbour(n.clone()),
+        );
     }
 
     /// Neighbours and proxy NDP entries (docs/ownership.md): on a provider
@@ -96,28 +101,15 @@ impl Planner<'_> {
             ips.dedup();
             ips
         };
-        let prev = self.previous;
-        let in_prev_neigh = |n: &Neighbour| {
-            prev.is_some_and(|p| {
-                let from = Neighbour {
-                    dev: n.dev.clone(),
-                    dst: n.dst,
-                    lladdr: MacAddr([0; 6]),
-                };
-                p.neighbours
-                    .range(from..)
-                    .next()
-                    .is_some_and(|(m, _)| m.dev == n.dev && m.dst == n.dst)
-            })
-        };
         let stale_neigh: Vec<Neighbour> = unwanted_neigh
             .into_iter()
-            .filter(|n| evidence.binary_search(&n.dst).is_ok() || in_prev_neigh(n))
+            .filter(|n| self.neighbour_stale(n, |ip| evidence.binary_search(&ip).is_ok()))
             .cloned()
             .collect();
         for n in stale_neigh {
-            self.leftover(Group::Unwire, rank::NEIGHBOUR, Op::DelNeighbour(n));
+            self.neighbour_leftover(n);
         }
+        let prev = self.previous;
         let in_prev_proxy =
             |p: &ProxyNeighbour| prev.is_some_and(|prev| prev.proxy_neighbours.contains_key(p));
         let stale_proxy: Vec<ProxyNeighbour> = unwanted_proxy
@@ -128,6 +120,23 @@ impl Planner<'_> {
         for p in stale_proxy {
             self.leftover(Group::Unwire, rank::PROXY, Op::DelProxyNeighbour(p));
         }
+    }
+
+    /// Deletes the kernel's neighbour `n` ([`Self::neighbour_stale`]).
+    pub(super) fn neighbour_leftover(&mut self, n: Neighbour) {
+        self.leftover(Group::Unwire, rank::NEIGHBOUR, Op::DelNeighbour(n));
+    }
+
+    /// Whether the kernel's neighbour `n`, on a provider device and wanted
+    /// by no desired neighbour on its device and destination, is the
+    /// agent's to delete: `evidence` says a host rule or route into a
+    /// bridge table has its destination, or the previous desired state had
+    /// a neighbour there.
+    pub(super) fn neighbour_stale(&self, n: &Neighbour, evidence: impl Fn(IpAddr) -> bool) -> bool {
+        evidence(n.dst)
+            || self
+                .previous
+                .is_some_and(|p| has_neighbour_at(&p.neighbours, n))
     }
 
     /// Whether `ip` is in the /64 whose network address is `net_addr`.
@@ -149,4 +158,18 @@ impl Planner<'_> {
         ips.get(from)
             .is_some_and(|ip| Self::in_slash64(*ip, net_addr))
     }
+}
+
+/// Whether `neighbours` has one on `n`'s device and destination, whatever
+/// its MAC (neighbours are keyed by device and destination).
+pub(super) fn has_neighbour_at<V>(neighbours: &BTreeMap<Neighbour, V>, n: &Neighbour) -> bool {
+    let from = Neighbour {
+        dev: n.dev.clone(),
+        dst: n.dst,
+        lladdr: MacAddr([0; 6]),
+    };
+    neighbours
+        .range(from..)
+        .next()
+        .is_some_and(|(m, _)| m.dev == n.dev && m.dst == n.dst)
 }

@@ -47,8 +47,17 @@ impl Planner<'_> {
         }
     }
 
-    /// Reuses each bridge's rt_tables entry, else allocates the smallest free
-    /// number in 1–252 that is neither in rt_tables nor `bgp_vrf_table_id`.
+    /// The table number `t` resolved to, if it was (see
+    /// [`Self::resolve_bridges`]).
+    pub(super) fn try_resolve(&self, t: &TableRef) -> Option<u32> {
+        match t {
+            TableRef::Id(n) => Some(*n),
+            TableRef::Bridge(b) => self.tables.get(b).copied(),
+        }
+    }
+
+    /// Resolves the tables of the mapped bridges and of every bridge the
+    /// desired routes and rules name.
     pub(super) fn resolve_tables(&mut self) -> Result<(), PlanError> {
         let d = self.desired;
         let mut bridges: BTreeSet<DevName> = d.bridge_tables.clone();
@@ -59,6 +68,13 @@ impl Planner<'_> {
                 }
             }
         }
+        self.resolve_bridges(bridges)
+    }
+
+    /// Reuses each bridge's rt_tables entry, else allocates the smallest free
+    /// number in 1–252 that is neither in rt_tables nor `bgp_vrf_table_id`.
+    pub(super) fn resolve_bridges(&mut self, bridges: BTreeSet<DevName>) -> Result<(), PlanError> {
+        let d = self.desired;
         let mut used: BTreeSet<u32> = self
             .actual
             .rt_tables

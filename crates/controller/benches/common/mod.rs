@@ -150,6 +150,11 @@ pub async fn connect(remote: &str) -> Result<Session> {
     Ok(session)
 }
 
+/// How many IPv4 addresses `dev` has in `ns`.
+pub fn addresses_on(ns: &Netns, dev: &str) -> usize {
+    kernel_events::announcements_on(ns, dev, obgp_config::AnnounceWith::Address)
+}
+
 /// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the
 /// file's lines as the running configuration, `-c "show running-config"`
 /// prints them, anything else succeeds silently. With plain `true`, every

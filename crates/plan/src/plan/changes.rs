@@ -15,17 +15,23 @@
 //!   are a range of the observed set, which orders them by destination
 //!   before priority.
 //!
-//! Links, FRR, sysctls, flows and rt_tables are not looked at: no patch
-//! changes what they should be, and drift there is repaired by the full
-//! plans (start-up, timers, retries, drift, anything not an OVN event).
+//! The kinds with a few objects on a node (links, FRR, sysctls, flows) are
+//! planned whole, as [`plan_after`] plans them: they cost little, and so an
+//! event's plan still repairs them, retries their failures and writes FRR
+//! once it is read. The many (addresses, rules, routes, neighbours) are
+//! judged at the changed keys only: drift at other keys waits for a full
+//! plan (start-up, timers, retries, drift, anything not an OVN event).
 //! The full plan is made instead when a change reaches what the changed
-//! keys alone cannot tell ([`Coverage::Full`] says which).
+//! keys alone cannot tell ([`Coverage::Full`] says which), and when a
+//! device that holds objects is created (all of them are then planned).
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use obgp_netmodel::hash::FastHash;
-use obgp_netmodel::{DesiredNode, DevName, IpNet, Neighbour, NodeChanges, Route, Rule, TableRef};
+use obgp_netmodel::{
+    DesiredNode, DevName, IpNet, LinkKind, Neighbour, NodeChanges, Route, Rule, TableRef,
+};
 
 use super::neighbours::has_neighbour_at;
 use super::previous::parts;
@@ -82,11 +88,33 @@ impl Planner<'_> {
     /// [`plan_after`], on the changed keys.
     fn changes(&mut self, c: &NodeChanges) -> Result<(), Stop> {
         self.judgeable(c)?;
+        // The few-object kinds, whole (the EVPN ones find nothing here).
+        self.links();
+        // A device created now needs every object on it; a VRF holds none
+        // of the agent's (they are on its enslaved device).
+        let d = self.desired;
+        let holds_objects = |name: &DevName| {
+            d.links
+                .iter()
+                .any(|l| &l.name == name && !matches!(l.kind, LinkKind::Vrf { .. }))
+        };
+        if self.created.iter().any(holds_objects) {
+            return Err(Stop::Full("a device is created"));
+        }
+        self.bridge_ports();
+        self.ovs_ports();
+        self.fdb();
+        self.frr();
+        self.sysctls();
         let owned_tables = self.owned_tables();
         let evpn_tables = self.evpn_tables();
         let kernel_rules = kernel_rules_at(self.actual, c);
         self.changed_adds(c, &kernel_rules, &evpn_tables);
-        self.changed_leftovers(c, &kernel_rules, &owned_tables, &evpn_tables)
+        self.flows();
+        self.changed_leftovers(c, &kernel_rules, &owned_tables, &evpn_tables)?;
+        self.flow_leftovers();
+        self.link_leftovers();
+        Ok(())
     }
 
     /// Whether the changed keys alone tell what the full plan would do

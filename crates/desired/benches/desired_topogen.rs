@@ -18,7 +18,9 @@
 //! Last, one event's plan both ways on the same inputs: `plan_after` (the
 //! whole node) and `plan_changes` on `DesiredCache::changes` (the keys the
 //! patch changed), while a local VM port flips `up` and the node takes each
-//! plan; the two must give the same steps.
+//! plan; the two must give the same steps. Measured twice: with warm
+//! caches, and with caches emptied before each plan (as in the daemon,
+//! where events come a reconcile apart).
 //!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
@@ -146,12 +148,22 @@ fn patched_cpu_ns(
         .collect()
 }
 
+/// Writes 32 MB: whatever the caches held is gone, as it is in the daemon
+/// when the next event comes (the sets were last walked a reconcile ago).
+fn evict_caches() {
+    let mut junk = vec![0u8; 32 << 20];
+    for (i, b) in junk.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    black_box(&junk);
+}
+
 /// On-CPU ns of planning one event, in full (`plan_after`) and from the
 /// changed keys (`DesiredCache::changes` + `plan_changes`), on the same
 /// inputs in the same iteration: a local VM port flips `up` (down, up, ...),
 /// the cache patches the desired state, and the node holds the settled one
 /// (it takes each plan, as a reconcile would). The two alternate which runs
-/// first, so neither always finds the caches warm.
+/// first; with `cold`, the caches are emptied before each.
 #[allow(clippy::too_many_arguments)]
 fn event_plan_cpu_ns(
     nb: &Tables,
@@ -161,6 +173,7 @@ fn event_plan_cpu_ns(
     facts: &NodeFacts,
     patch: &str,
     iters: usize,
+    cold: bool,
 ) -> (Vec<u64>, Vec<u64>) {
     let lsp = "Logical_Switch_Port";
     let vm = d
@@ -193,11 +206,17 @@ fn event_plan_cpu_ns(
         assert_eq!(how, Computed::Patched { ports: 1 });
         let (node, settled) = (cache.node().expect("computed"), cache.settled());
         let time_full = || {
+            if cold {
+                evict_caches();
+            }
             let c0 = cpu_ns();
             let p = plan_after(black_box(node), settled, &actual).expect("plannable");
             (cpu_ns() - c0, p)
         };
         let time_inc = || {
+            if cold {
+                evict_caches();
+            }
             let c0 = cpu_ns();
             let changes = cache.changes().expect("patched");
             let (p, how) =
@@ -420,9 +439,19 @@ fn main() {
                 let text = format!("{full:#?}\n{add:#?}\n{del:#?}\n");
                 std::fs::write(&path, text).expect("write dump");
             }
-            let (ev_full, ev_inc) =
-                event_plan_cpu_ns(&nb, &ovs, &desired, &config, &facts, &patch, iters * 2);
-            events.push((n, distributed, ev_full, ev_inc));
+            for cold in [false, true] {
+                let (ev_full, ev_inc) = event_plan_cpu_ns(
+                    &nb,
+                    &ovs,
+                    &desired,
+                    &config,
+                    &facts,
+                    &patch,
+                    iters * 2,
+                    cold,
+                );
+                events.push((n, distributed, cold, ev_full, ev_inc));
+            }
             let objects = full.addresses.len()
                 + full.rules.len()
                 + full.routes.len()
@@ -446,22 +475,23 @@ fn main() {
     println!();
     println!("one event's plan (a local VM port's up flips), on-CPU ms: full plan_after vs the changed keys ({} iterations)", iters * 2);
     println!(
-        "{:>7} {:>11} {:>10} {:>10} {:>10} {:>10} {:>7}",
-        "vms", "fip mode", "full med", "full p95", "incr med", "incr p95", "ratio"
+        "{:>7} {:>11} {:>6} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "vms", "fip mode", "caches", "full med", "full p95", "incr med", "incr p95", "ratio"
     );
-    for (n, distributed, full, inc) in events {
+    for (n, distributed, cold, full, inc) in events {
         let p95 = |mut v: Vec<u64>| {
             v.sort_unstable();
             v[v.len() * 95 / 100]
         };
         let (fm, im) = (median(full.clone()), median(inc.clone()));
         println!(
-            "{n:>7} {:>11} {:>10.3} {:>10.3} {:>10.4} {:>10.4} {:>7.0}",
+            "{n:>7} {:>11} {:>6} {:>10.3} {:>10.3} {:>10.4} {:>10.4} {:>7.0}",
             if distributed {
                 "distributed"
             } else {
                 "centralized"
             },
+            if cold { "cold" } else { "warm" },
             fm as f64 / 1e6,
             p95(full) as f64 / 1e6,
             im as f64 / 1e6,

@@ -97,13 +97,17 @@ pub struct VxlanInfo {
 }
 
 /// A policy rule as the kernel holds it: always with a priority.
+///
+/// Ordered by family, destination, table, then priority (not the kernel's
+/// evaluation order, which is by priority): the rules to one destination
+/// are a range of a sorted set, whatever priority the kernel gave them.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct KernelRule {
     pub v6: bool,
-    pub priority: u32,
     /// `None` is `from all` without a destination selector.
     pub dst: Option<IpNet>,
     pub table: u32,
+    pub priority: u32,
 }
 
 /// A route as the kernel holds it, in a numbered table.

@@ -524,3 +524,34 @@ fn a_stale_neighbour_of_a_changed_key_is_judged_by_the_same_evidence() {
     );
     assert_same(&p, &plan_after(&d, Some(&d), &actual).unwrap());
 }
+
+#[test]
+fn the_few_object_kinds_are_planned_whole_and_a_created_device_plans_in_full() {
+    let mut exposed = vec![None; IPS.len()];
+    exposed[0] = vm(0);
+    let d = desired(&exposed);
+    let mut actual = converged(&d);
+    // A link drifted: an event's plan repairs it, as the full plan does.
+    actual.links.get_mut(&dev("bgp-nic")).expect("created").up = false;
+    let (p, how) = plan_changes(&d, Some(&d), &actual, &NodeChanges::default()).unwrap();
+    assert_eq!(how, Coverage::Changes);
+    assert_eq!(
+        p.ops().cloned().collect::<Vec<_>>(),
+        [obgp_plan::Op::SetLinkUp {
+            name: dev("bgp-nic")
+        }]
+    );
+    assert_same(&p, &plan_after(&d, Some(&d), &actual).unwrap());
+
+    // bgp-nic is gone, and its addresses with it: created again, it needs
+    // every one of them, which only the full plan judges.
+    actual.links.remove(&dev("bgp-nic"));
+    actual.addresses.retain(|a| a.dev != dev("bgp-nic"));
+    let (p, how) = plan_changes(&d, Some(&d), &actual, &NodeChanges::default()).unwrap();
+    assert_eq!(how, Coverage::Full("a device is created"));
+    assert!(
+        p.ops()
+            .any(|op| matches!(op, obgp_plan::Op::AddAddress(a) if a.dev == dev("bgp-nic"))),
+        "{p}"
+    );
+}

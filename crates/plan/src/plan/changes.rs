@@ -10,22 +10,28 @@
 //!   and missing is added; the kernel's one that is not desired is removed
 //!   if it is the agent's (withdrawn from the announce device, unwired
 //!   from a bridge table or provider device, with the same evidence);
-//! - rules by destination: the kernel orders its rules by priority, which
-//!   the agent does not choose, so the kernel's rules with a changed
-//!   destination are found in one pass over them (the one term that grows
-//!   with the node: a few microseconds per thousand rules).
+//! - a rule by destination (a desired rule without a priority is held by
+//!   a kernel rule of any priority): the kernel's rules to a destination
+//!   are a range of the observed set, which orders them by destination
+//!   before priority.
 //!
-//! Links, FRR, sysctls, flows and rt_tables are not looked at: no patch
-//! changes what they should be, and drift there is repaired by the full
-//! plans (start-up, timers, retries, drift, anything not an OVN event).
+//! The kinds with a few objects on a node (links, FRR, sysctls, flows) are
+//! planned whole, as [`plan_after`] plans them: they cost little, and so an
+//! event's plan still repairs them, retries their failures and writes FRR
+//! once it is read. The many (addresses, rules, routes, neighbours) are
+//! judged at the changed keys only: drift at other keys waits for a full
+//! plan (start-up, timers, retries, drift, anything not an OVN event).
 //! The full plan is made instead when a change reaches what the changed
-//! keys alone cannot tell ([`Coverage::Full`] says which).
+//! keys alone cannot tell ([`Coverage::Full`] says which), and when a
+//! device that holds objects is created (all of them are then planned).
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use obgp_netmodel::hash::FastHash;
-use obgp_netmodel::{DesiredNode, DevName, IpNet, Neighbour, NodeChanges, Route, Rule, TableRef};
+use obgp_netmodel::{
+    DesiredNode, DevName, IpNet, LinkKind, Neighbour, NodeChanges, Route, Rule, TableRef,
+};
 
 use super::neighbours::has_neighbour_at;
 use super::previous::parts;
@@ -82,11 +88,33 @@ impl Planner<'_> {
     /// [`plan_after`], on the changed keys.
     fn changes(&mut self, c: &NodeChanges) -> Result<(), Stop> {
         self.judgeable(c)?;
+        // The few-object kinds, whole (the EVPN ones find nothing here).
+        self.links();
+        // A device created now needs every object on it; a VRF holds none
+        // of the agent's (they are on its enslaved device).
+        let d = self.desired;
+        let holds_objects = |name: &DevName| {
+            d.links
+                .iter()
+                .any(|l| &l.name == name && !matches!(l.kind, LinkKind::Vrf { .. }))
+        };
+        if self.created.iter().any(holds_objects) {
+            return Err(Stop::Full("a device is created"));
+        }
+        self.bridge_ports();
+        self.ovs_ports();
+        self.fdb();
+        self.frr();
+        self.sysctls();
         let owned_tables = self.owned_tables();
         let evpn_tables = self.evpn_tables();
         let kernel_rules = kernel_rules_at(self.actual, c);
         self.changed_adds(c, &kernel_rules, &evpn_tables);
-        self.changed_leftovers(c, &kernel_rules, &owned_tables, &evpn_tables)
+        self.flows();
+        self.changed_leftovers(c, &kernel_rules, &owned_tables, &evpn_tables)?;
+        self.flow_leftovers();
+        self.link_leftovers();
+        Ok(())
     }
 
     /// Whether the changed keys alone tell what the full plan would do
@@ -328,23 +356,29 @@ fn rule_dst(dst: &IpNet) -> RuleDstNoTable {
 }
 
 /// The kernel's rules whose destination is one a changed rule or
-/// neighbour has, in the kernel's order: one pass over its rules.
+/// neighbour has, in the kernel rules' order: a range of them each
+/// ([`KernelRule`] orders by destination before priority).
 fn kernel_rules_at<'a>(actual: &'a Actual, c: &NodeChanges) -> Vec<&'a KernelRule> {
     let mut dsts: Vec<RuleDstNoTable> = c.rules.iter().map(|r| rule_dst(&r.dst)).collect();
     dsts.extend(c.neighbours.iter().map(|n| rule_dst(&IpNet::from(n.dst))));
-    if dsts.is_empty() {
-        return Vec::new();
-    }
     dsts.sort_unstable();
     dsts.dedup();
-    actual
-        .rules
-        .iter()
-        .filter(|k| {
-            k.dst
-                .is_some_and(|dst| dsts.binary_search(&(k.v6, dst)).is_ok())
-        })
-        .collect()
+    let mut out = Vec::new();
+    for (v6, dst) in dsts {
+        let from = KernelRule {
+            v6,
+            dst: Some(dst),
+            table: 0,
+            priority: 0,
+        };
+        out.extend(
+            actual
+                .rules
+                .range(from..)
+                .take_while(|k| k.v6 == v6 && k.dst == Some(dst)),
+        );
+    }
+    out
 }
 
 fn unresolved() -> Stop {

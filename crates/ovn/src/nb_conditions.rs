@@ -1,0 +1,135 @@
+//! Which Logical_Switch_Port rows the NB driver needs on one node, as
+//! monitor conditions: `[DEFAULT] ovn_nb_monitor_all = false`.
+//!
+//! The other NB tables are small (switches, routers and their ports, NAT,
+//! load balancers, NB_Global, DHCP options) and stay monitored whole. Ports
+//! are most of the database, and a node reads few of them. The driver
+//! (`obgp-desired`, `nb_underlay.rs`, `evpn.rs`, `ovn_local.rs`) looks a
+//! port up only as:
+//!
+//! | what the driver reads | clause |
+//! |---|---|
+//! | localnet ports (provider networks, VLAN tags) | `type == "localnet"` |
+//! | router interfaces of local gateways, gateway ports | `type == "router"` |
+//! | VM and virtual ports bound here (`binding_candidates`) | `options includes {requested-chassis: <chassis>}`, `external_ids includes {neutron:host_id: <chassis>}` |
+//! | a live migration's destination (`requested-chassis = "src,dst"`) | `options includes {activation-strategy: rarp}` (widened, see below) |
+//! | the VMs of tenant networks behind gateways hosted here | `external_ids includes {neutron:network_name: <net>}` per network |
+//! | centralized FIP ports, LB VIP ports (looked up by name) | `name == <port>` per name |
+//! | the ports of BGPVPN-annotated switches (EVPN `vrf` mode) | `_uuid == <port>` per port |
+//!
+//! OVSDB conditions compare whole values: `requested-chassis = "a,b"` (a
+//! port migrating from `a` to `b`) matches neither `a` nor `b`. The source
+//! is covered by `neutron:host_id`, which Neutron keeps on the source until
+//! the migration ends. For the destination the clause is widened to every
+//! migrating port of the cloud: Neutron writes `activation-strategy=rarp`
+//! with a two-chassis `requested-chassis` (few ports at a time). A writer
+//! that lists several chassis without it is not seen by the destination
+//! until `neutron:host_id` moves: the limitation documented in
+//! docs/ovsdb.md, and why the full monitor stays the default.
+//!
+//! Every other clause is a superset of what the driver reads (a gateway
+//! counts as local whatever its addresses, a network whatever the tenant
+//! options), so a port the driver reads is never missing; a few ports it
+//! does not read are kept. The sets depend on rows the clauses select only
+//! through the whole tables and the `router` ports, so one recomputation
+//! after a change reaches the fixpoint; the caller still iterates until the
+//! conditions stop changing.
+
+use std::collections::BTreeSet;
+
+use obgp_ovsdb_data::{Atom, Condition, Datum, Uuid};
+
+use crate::neutron::{key, port_type};
+use crate::snapshot::Snapshot;
+
+/// `options:activation-strategy`, which Neutron sets to `rarp` on a port
+/// whose `requested-chassis` names the two chassis of a live migration.
+pub const ACTIVATION_STRATEGY: &str = "activation-strategy";
+/// The value Neutron writes in [`ACTIVATION_STRATEGY`].
+pub const RARP: &str = "rarp";
+
+/// The Logical_Switch_Port rows one node needs: what becomes the table's
+/// monitor conditions ([`LspInterest::conditions`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LspInterest {
+    /// This chassis as ports name it (OVS `external_ids:hostname`, else the
+    /// system hostname); `None`: no port can be bound here.
+    pub chassis: Option<String>,
+    /// `neutron:network_name` of the networks behind the gateways hosted
+    /// here (their VMs are exposed through the gateway).
+    pub networks: BTreeSet<String>,
+    /// Port names the driver looks up: the logical ports of the FIPs on the
+    /// gateways hosted here, the VIP ports of their routers' load balancers.
+    pub names: BTreeSet<String>,
+    /// Ports listed by switches with BGPVPN annotations.
+    pub uuids: BTreeSet<Uuid>,
+}
+
+impl LspInterest {
+    /// What `snap` says this node needs, `chassis` being its name in port
+    /// bindings and `snap.ovs.system_id` its name in `hosting-chassis`.
+    pub fn of(snap: &Snapshot, chassis: Option<&str>) -> LspInterest {
+        let mut out = LspInterest {
+            chassis: chassis.filter(|c| !c.is_empty()).map(str::to_string),
+            ..LspInterest::default()
+        };
+        if let Some(system_id) = snap.ovs.system_id.as_deref() {
+            for lrp in snap.lrps_hosted_on(system_id) {
+                // Centralized FIPs are read when NB_Global says so; the
+                // flag lives in a whole table, but asking for the ports
+                // whatever it says keeps the conditions from depending on it.
+                for nat in snap.fips_on_gateway_port(lrp.uuid) {
+                    out.names.extend(nat.logical_port.iter().cloned());
+                }
+                let Some(router) = lrp.router.as_deref() else {
+                    continue;
+                };
+                for iface in snap.router_interfaces(router) {
+                    out.networks.extend(iface.network.iter().cloned());
+                }
+                for lb in snap.lbs_of_router(router) {
+                    out.names.extend(lb.vip_port.iter().cloned());
+                }
+            }
+        }
+        for ls in snap.bgpvpn_switches() {
+            out.uuids.extend(ls.ports.iter().copied());
+        }
+        out
+    }
+
+    /// The Logical_Switch_Port conditions (the server sends the rows that
+    /// match any clause).
+    pub fn conditions(&self) -> Vec<Condition> {
+        let s = |v: &str| Atom::String(v.into());
+        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        let mut out = vec![
+            Condition::eq("type", Datum::scalar(s(port_type::LOCALNET))),
+            Condition::eq("type", Datum::scalar(s(port_type::ROUTER))),
+            Condition::includes("options", pair(ACTIVATION_STRATEGY, RARP)),
+        ];
+        if let Some(c) = &self.chassis {
+            out.push(Condition::includes(
+                "options",
+                pair(key::REQUESTED_CHASSIS, c),
+            ));
+            out.push(Condition::includes("external_ids", pair(key::HOST_ID, c)));
+        }
+        for net in &self.networks {
+            out.push(Condition::includes(
+                "external_ids",
+                pair(key::NETWORK_NAME, net),
+            ));
+        }
+        for name in &self.names {
+            out.push(Condition::eq("name", Datum::scalar(s(name))));
+        }
+        for u in &self.uuids {
+            out.push(Condition::eq("_uuid", Datum::scalar(Atom::Uuid(*u))));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

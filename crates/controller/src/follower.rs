@@ -104,10 +104,21 @@ pub struct Caught {
 impl SnapshotFollower {
     /// Subscribes to both caches' changes; the first
     /// [`SnapshotFollower::catch_up`] builds from the caches. `ovn` is
-    /// OVN_Southbound for the SB driver, OVN_Northbound otherwise.
-    pub fn new(ovn: &CacheReader, ovs: &CacheReader, driver: Driver) -> SnapshotFollower {
+    /// OVN_Southbound for the SB driver, OVN_Northbound otherwise;
+    /// `partial_ports`: the NB cache holds only some ports (conditional
+    /// monitor), see [`LiveSnapshot::with_partial_ports`].
+    pub fn new(
+        ovn: &CacheReader,
+        ovs: &CacheReader,
+        driver: Driver,
+        partial_ports: bool,
+    ) -> SnapshotFollower {
         SnapshotFollower {
-            live: LiveSnapshot::default(),
+            live: if partial_ports {
+                LiveSnapshot::with_partial_ports()
+            } else {
+                LiveSnapshot::default()
+            },
             ovn: ChangeFeed::new(ovn),
             ovs: ChangeFeed::new(ovs),
             driver,
@@ -223,7 +234,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         let first = m.catch_up(&nb, &ovs);
         assert_eq!(first.snapshot.active_vifs_on_chassis("c1").count(), 1);
 
@@ -248,7 +259,7 @@ mod tests {
     fn a_lagged_receiver_rebuilds_from_the_cache_and_loses_nothing() {
         let (nb_pub, nb) = nb_cache(2);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         // Five batches into a two-change buffer: three are dropped.
         for i in 0..5 {
@@ -272,7 +283,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         // A reconnect's dump replaces the rows (here: without sending the
         // difference, the worst case) and bumps the generation.
@@ -301,7 +312,7 @@ mod tests {
     fn a_change_received_twice_is_harmless() {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         insert_port(&nb_pub, 1, true);
         publish(

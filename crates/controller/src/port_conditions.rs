@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use obgp_config::{Config, Driver};
 use obgp_ovn::{LogicalSwitchPort, LspInterest, Snapshot};
-use obgp_ovsdb_data::{Condition, MonitorSpec};
+use obgp_ovsdb_data::MonitorSpec;
 
 use crate::reconcile::chassis_name;
 use crate::sources::{Inputs, OvnSources, SourceError};
@@ -35,9 +35,10 @@ const CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct PortConditions {
     config: Config,
     system_hostname: Option<String>,
-    /// The conditions the cache last held the rows of (`set_conditions`
-    /// returned); `None` before the first sync.
-    acked: Mutex<Option<Vec<Condition>>>,
+    /// The interest whose rows the cache holds (its conditions were
+    /// acknowledged: `set_conditions` returned, or the first request);
+    /// `None` while a change is unconfirmed.
+    acked: Mutex<Option<LspInterest>>,
 }
 
 /// Whether `config` asks for a conditional NB monitor. The option is only
@@ -64,18 +65,19 @@ impl PortConditions {
         }
     }
 
-    /// The Logical_Switch_Port conditions `snap` calls for.
-    pub fn wanted(&self, snap: &Snapshot) -> Vec<Condition> {
+    /// The ports `snap` calls for, `filled_with` being the interest whose
+    /// rows its ports are.
+    pub fn wanted(&self, snap: &Snapshot, filled_with: Option<&LspInterest>) -> LspInterest {
         let chassis = chassis_name(&self.config, snap, self.system_hostname.as_deref());
-        LspInterest::of(snap, Some(&chassis)).conditions()
+        LspInterest::of(snap, Some(&chassis), filled_with)
     }
 
     /// `spec` with the conditions `snap` calls for on its ports: what the
     /// first monitor request asks for (`snap` holds only the local OVS).
     pub fn initial_spec(&self, mut spec: MonitorSpec, snap: &Snapshot) -> MonitorSpec {
-        let wanted = self.wanted(snap);
+        let wanted = self.wanted(snap, None);
         if let Some(t) = spec.tables.get_mut(LogicalSwitchPort::TABLE) {
-            t.conditions = Some(wanted.clone());
+            t.conditions = Some(wanted.conditions());
         }
         *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
         spec
@@ -87,17 +89,20 @@ impl PortConditions {
         let client = &sources.ovn.client;
         for _ in 0..MAX_ROUNDS {
             let inputs = sources.inputs();
-            let wanted = self.wanted(&inputs.snapshot);
             let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let wanted = self.wanted(&inputs.snapshot, acked.as_ref());
             if acked.as_ref() == Some(&wanted) {
                 return Ok(inputs);
             }
+            let conditions = wanted.conditions();
             tracing::debug!(
-                clauses = wanted.len(),
+                clauses = conditions.len(),
+                networks = wanted.networks.len(),
+                names = wanted.names.len(),
                 "Logical_Switch_Port conditions changed; sending them"
             );
             *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            let change = client.set_conditions(LogicalSwitchPort::TABLE, Some(wanted.clone()));
+            let change = client.set_conditions(LogicalSwitchPort::TABLE, Some(conditions));
             match tokio::time::timeout(CHANGE_TIMEOUT, change).await {
                 Ok(Ok(())) => {
                     *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);

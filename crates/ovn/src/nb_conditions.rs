@@ -27,6 +27,18 @@
 //! until `neutron:host_id` moves: the limitation documented in
 //! docs/ovsdb.md, and why the full monitor stays the default.
 //!
+//! A name is not asked for when the port it names is already held through
+//! its network or `neutron:host_id` (most FIP and VIP ports are VMs of the
+//! networks behind the gateway): ovsdb-server evaluates a condition that
+//! mixes `includes` with `==` clause by clause, for every row of the table,
+//! on every change (with the old and the new conditions), so a thousand
+//! names cost it more than the ports they select. While the networks are
+//! changing (a gateway arrived), the names of ports not yet in the cache
+//! wait for the next round, when the cache holds the networks' ports: only
+//! those still missing then are named. At the fixpoint (the conditions the
+//! cache was filled with are those computed from it) every port the driver
+//! looks up by name is in the cache or named.
+//!
 //! Every other clause is a superset of what the driver reads (a gateway
 //! counts as local whatever its addresses, a network whatever the tenant
 //! options), so a port the driver reads is never missing; a few ports it
@@ -39,6 +51,7 @@ use std::collections::BTreeSet;
 
 use obgp_ovsdb_data::{Atom, Condition, Datum, Uuid};
 
+use crate::nb::LogicalSwitchPort;
 use crate::neutron::{key, port_type};
 use crate::snapshot::Snapshot;
 
@@ -67,8 +80,14 @@ pub struct LspInterest {
 
 impl LspInterest {
     /// What `snap` says this node needs, `chassis` being its name in port
-    /// bindings and `snap.ovs.system_id` its name in `hosting-chassis`.
-    pub fn of(snap: &Snapshot, chassis: Option<&str>) -> LspInterest {
+    /// bindings and `snap.ovs.system_id` its name in `hosting-chassis`;
+    /// `filled_with` is the interest whose rows `snap`'s ports are (`None`
+    /// when unknown: every missing port is named).
+    pub fn of(
+        snap: &Snapshot,
+        chassis: Option<&str>,
+        filled_with: Option<&LspInterest>,
+    ) -> LspInterest {
         let mut out = LspInterest {
             chassis: chassis.filter(|c| !c.is_empty()).map(str::to_string),
             ..LspInterest::default()
@@ -95,7 +114,33 @@ impl LspInterest {
         for ls in snap.bgpvpn_switches() {
             out.uuids.extend(ls.ports.iter().copied());
         }
+        // A looked-up port the cache holds through an exact clause needs no
+        // clause of its own (FIP and VIP ports are mostly VMs of the
+        // networks behind the gateway): ovsdb-server evaluates the clauses
+        // of a condition that is not all `==` one by one, for every row.
+        // Port names are unique (the schema's index); if the port leaves
+        // its network, the next recomputation names it again.
+        let networks_settled = filled_with.is_none_or(|f| f.networks == out.networks);
+        let names = std::mem::take(&mut out.names);
+        out.names = names
+            .into_iter()
+            .filter(|name| match snap.lsp(name) {
+                Some(p) => !out.selects_by_value(p),
+                None => networks_settled,
+            })
+            .collect();
         out
+    }
+
+    /// Whether `port` matches the network or `neutron:host_id` clause:
+    /// the cache keeps it whatever its name.
+    fn selects_by_value(&self, port: &LogicalSwitchPort) -> bool {
+        let on_network = port
+            .network
+            .as_ref()
+            .is_some_and(|n| self.networks.contains(n));
+        let host_here = self.chassis.is_some() && port.host_id == self.chassis;
+        on_network || host_here
     }
 
     /// The Logical_Switch_Port conditions (the server sends the rows that

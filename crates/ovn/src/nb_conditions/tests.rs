@@ -98,7 +98,7 @@ fn port_row(v: Value) -> Row {
 
 #[test]
 fn a_gateway_hosted_here_brings_its_networks_fip_ports_and_vip_ports() {
-    let here = LspInterest::of(&nb("chassis-a", &[]), Some(ME));
+    let here = LspInterest::of(&nb("chassis-a", &[]), Some(ME), None);
     assert_eq!(here.chassis.as_deref(), Some(ME));
     assert_eq!(here.networks, BTreeSet::from([TENANT_NET.to_string()]));
     assert_eq!(
@@ -107,7 +107,7 @@ fn a_gateway_hosted_here_brings_its_networks_fip_ports_and_vip_ports() {
     );
 
     // The gateway moves elsewhere: only this node's own bindings remain.
-    let moved = LspInterest::of(&nb("chassis-b", &[]), Some(ME));
+    let moved = LspInterest::of(&nb("chassis-b", &[]), Some(ME), None);
     assert_eq!(
         moved,
         LspInterest {
@@ -119,8 +119,58 @@ fn a_gateway_hosted_here_brings_its_networks_fip_ports_and_vip_ports() {
 }
 
 #[test]
+fn a_named_port_held_through_its_network_gets_no_clause_of_its_own() {
+    let on_tenant_net = vm("fip-port", TENANT_NET, &[], Some("host-b"));
+    let elsewhere = json!({"name": "vip-port", "type": "", "up": false,
+                           "external_ids": map(&[("neutron:network_name", "neutron-z")])});
+    let snap = nb(
+        "chassis-a",
+        &[
+            ("d0000001-0000-4000-8000-000000000002", on_tenant_net),
+            ("d0000001-0000-4000-8000-000000000003", elsewhere),
+        ],
+    );
+    let here = LspInterest::of(&snap, Some(ME), None);
+    assert_eq!(here.names, BTreeSet::from(["vip-port".to_string()]));
+    // The port leaves the network: named again.
+    let moved = vm("fip-port", "neutron-q", &[], Some("host-b"));
+    let snap = nb(
+        "chassis-a",
+        &[("d0000001-0000-4000-8000-000000000002", moved)],
+    );
+    assert!(LspInterest::of(&snap, Some(ME), None)
+        .names
+        .contains("fip-port"));
+}
+
+#[test]
+fn names_wait_while_the_networks_change_and_are_asked_for_once_they_settled() {
+    // The gateway just arrived: its network is new to the cache, which
+    // does not hold the FIP and VIP ports yet. They may be on it: not named.
+    let snap = nb("chassis-a", &[]);
+    let before = LspInterest {
+        chassis: Some(ME.into()),
+        ..LspInterest::default()
+    };
+    let first = LspInterest::of(&snap, Some(ME), Some(&before));
+    assert_eq!(first.networks, BTreeSet::from([TENANT_NET.to_string()]));
+    assert!(first.names.is_empty(), "{:?}", first.names);
+    // Filled with the networks, the FIP port arrived on it; the VIP port
+    // (on another network) did not, and is now named.
+    let fip_port = vm("fip-port", TENANT_NET, &[], Some("host-b"));
+    let snap = nb(
+        "chassis-a",
+        &[("d0000001-0000-4000-8000-000000000002", fip_port)],
+    );
+    let second = LspInterest::of(&snap, Some(ME), Some(&first));
+    assert_eq!(second.names, BTreeSet::from(["vip-port".to_string()]));
+    // The fixpoint: computed from a cache filled with itself, unchanged.
+    assert_eq!(LspInterest::of(&snap, Some(ME), Some(&second)), second);
+}
+
+#[test]
 fn ports_bound_here_match_and_ports_bound_elsewhere_do_not() {
-    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME)).conditions();
+    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME), None).conditions();
     let u = Uuid(1);
     let bound = port_row(vm(
         "p1",
@@ -163,7 +213,7 @@ fn a_live_migration_matches_on_both_chassis() {
     ));
     for gw in ["chassis-a", "chassis-b"] {
         let snap = nb(gw, &[]);
-        let conds = LspInterest::of(&snap, Some(ME)).conditions();
+        let conds = LspInterest::of(&snap, Some(ME), None).conditions();
         assert!(matches(&conds, Uuid(1), &to_here), "destination, gw {gw}");
         assert!(matches(&conds, Uuid(2), &from_here), "source, gw {gw}");
     }
@@ -175,7 +225,7 @@ fn a_live_migration_matches_on_both_chassis() {
         &[("requested-chassis", &format!("host-b,{ME}"))],
         Some("host-b"),
     ));
-    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME)).conditions();
+    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME), None).conditions();
     assert!(!matches(&conds, Uuid(3), &unmarked));
 }
 
@@ -194,21 +244,21 @@ fn every_port_the_driver_reads_here_matches() {
         ("d0000001-0000-4000-8000-000000000004", localnet),
     ];
     let snap = nb("chassis-a", &ports);
-    let conds = LspInterest::of(&snap, Some(ME)).conditions();
+    let conds = LspInterest::of(&snap, Some(ME), None).conditions();
     for (u, p) in &ports {
         let u = Uuid::parse(u).unwrap();
         assert!(matches(&conds, u, &port_row(p.clone())), "{p}");
     }
     // The router interface itself, whatever the gateway.
     let iface = snap.router_interfaces(ROUTER).next().unwrap();
-    let other = LspInterest::of(&nb("chassis-b", &[]), Some(ME)).conditions();
+    let other = LspInterest::of(&nb("chassis-b", &[]), Some(ME), None).conditions();
     let iface_row = port_row(json!({"name": iface.name, "type": "router"}));
     assert!(matches(&other, iface.uuid, &iface_row));
 }
 
 #[test]
 fn without_a_chassis_name_no_binding_clause_is_sent() {
-    let conds = LspInterest::of(&nb("chassis-b", &[]), None).conditions();
+    let conds = LspInterest::of(&nb("chassis-b", &[]), None, None).conditions();
     let bound = port_row(vm(
         "p1",
         "neutron-x",
@@ -217,7 +267,7 @@ fn without_a_chassis_name_no_binding_clause_is_sent() {
     ));
     assert!(!matches(&conds, Uuid(1), &bound));
     assert_eq!(
-        LspInterest::of(&Snapshot::default(), Some("")).chassis,
+        LspInterest::of(&Snapshot::default(), Some(""), None).chassis,
         None
     );
 }
@@ -231,7 +281,7 @@ fn bgpvpn_switch_ports_are_selected_by_uuid() {
             "external_ids": map(&[("neutron_bgpvpn:type", "l3"), ("neutron_bgpvpn:vni", "100")])}}
     }}))
     .unwrap();
-    let interest = LspInterest::of(&snap, Some(ME));
+    let interest = LspInterest::of(&snap, Some(ME), None);
     let u = Uuid::parse(port).unwrap();
     assert_eq!(interest.uuids, BTreeSet::from([u]));
     let row = port_row(json!({"name": "dhcp", "type": "localport"}));
@@ -241,7 +291,7 @@ fn bgpvpn_switch_ports_are_selected_by_uuid() {
 
 #[test]
 fn conditions_go_on_the_wire_as_ovsdb_clauses() {
-    let mut interest = LspInterest::of(&nb("chassis-a", &[]), Some(ME));
+    let mut interest = LspInterest::of(&nb("chassis-a", &[]), Some(ME), None);
     interest.uuids.insert(Uuid(1));
     let wire: Vec<Value> = interest
         .conditions()

@@ -366,10 +366,16 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
             [],
         );
         let first = wanted(&indexed(&empty, &ovs, true), host, None);
+        // `NB_BENCH_NO_PORTS=1`: no port at all and no fixpoint, what the
+        // whole tables alone cost (the floor of the conditional monitor).
+        let no_ports = std::env::var_os("NB_BENCH_NO_PORTS").is_some();
         if let Some(t) = spec.tables.get_mut(LogicalSwitchPort::TABLE) {
-            t.conditions = Some(first.conditions());
+            t.conditions = Some(match no_ports {
+                true => vec![obgp_ovsdb_data::Condition::False],
+                false => first.conditions(),
+            });
         }
-        conditions = Some(first);
+        conditions = (!no_ports).then_some(first);
     }
     // The session's defaults, the agent's limits: the 100k-port dump
     // (~125 MB) is decoded while it arrives, within `max_streamed`.

@@ -1,6 +1,6 @@
 //! `[DEFAULT] ovn_nb_monitor_all = false`: the NB monitor receives only the
-//! Logical_Switch_Port rows this node needs ([`obgp_ovn::LspInterest`]),
-//! and the conditions follow the snapshot.
+//! Logical_Switch_Port and NAT rows this node needs
+//! ([`obgp_ovn::LspInterest`]), and the conditions follow the snapshot.
 //!
 //! Which ports are needed depends on the other NB tables (a gateway moving
 //! here adds its networks' ports), so before a reconcile reads the snapshot
@@ -13,9 +13,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use obgp_config::{Config, Driver};
-use obgp_ovn::{LogicalSwitchPort, LspInterest, Snapshot};
-use obgp_ovsdb_data::MonitorSpec;
+use obgp_config::{Config, Driver, ExposingMethod};
+use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
+use obgp_ovsdb_data::{Condition, MonitorSpec};
 
 use crate::reconcile::chassis_name;
 use crate::sources::{Inputs, OvnSources, SourceError};
@@ -69,18 +69,35 @@ impl PortConditions {
     /// rows its ports are.
     pub fn wanted(&self, snap: &Snapshot, filled_with: Option<&LspInterest>) -> LspInterest {
         let chassis = chassis_name(&self.config, snap, self.system_hostname.as_deref());
-        LspInterest::of(snap, Some(&chassis), filled_with)
+        let interest = LspInterest::of(snap, Some(&chassis), filled_with);
+        match self.config.default.exposing_method {
+            ExposingMethod::Vrf => interest.with_bgpvpn_ports(snap),
+            _ => interest,
+        }
     }
 
-    /// `spec` with the conditions `snap` calls for on its ports: what the
-    /// first monitor request asks for (`snap` holds only the local OVS).
+    /// `spec` with the conditions `snap` calls for on ports and NATs: what
+    /// the first monitor request asks for (`snap` holds only the local OVS).
     pub fn initial_spec(&self, mut spec: MonitorSpec, snap: &Snapshot) -> MonitorSpec {
         let wanted = self.wanted(snap, None);
-        if let Some(t) = spec.tables.get_mut(LogicalSwitchPort::TABLE) {
-            t.conditions = Some(wanted.conditions());
+        for (table, conditions) in Self::table_conditions(&wanted) {
+            if let Some(t) = spec.tables.get_mut(&table) {
+                t.conditions = conditions;
+            }
         }
         *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
         spec
+    }
+
+    /// The conditions of each table `interest` selects rows of.
+    fn table_conditions(interest: &LspInterest) -> Vec<(String, Option<Vec<Condition>>)> {
+        vec![
+            (
+                LogicalSwitchPort::TABLE.to_string(),
+                Some(interest.conditions()),
+            ),
+            (Nat::TABLE.to_string(), Some(interest.nat_conditions())),
+        ]
     }
 
     /// What the next reconcile reads, once the port conditions are those
@@ -94,15 +111,15 @@ impl PortConditions {
             if acked.as_ref() == Some(&wanted) {
                 return Ok(inputs);
             }
-            let conditions = wanted.conditions();
             tracing::debug!(
-                clauses = conditions.len(),
                 networks = wanted.networks.len(),
                 names = wanted.names.len(),
-                "Logical_Switch_Port conditions changed; sending them"
+                gateway_ports = wanted.gateway_ports.len(),
+                fip_ports = wanted.fip_ports.len(),
+                "port and NAT conditions changed; sending them"
             );
             *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            let change = client.set_conditions(LogicalSwitchPort::TABLE, Some(conditions));
+            let change = client.set_conditions_of(Self::table_conditions(&wanted));
             match tokio::time::timeout(CHANGE_TIMEOUT, change).await {
                 Ok(Ok(())) => {
                     *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);

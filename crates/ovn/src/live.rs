@@ -115,9 +115,9 @@ pub struct LiveSnapshot {
     /// call that changed any.
     warnings: Arc<[RowError]>,
     journal: NbJournal,
-    /// The NB cache holds only some Logical_Switch_Port rows (conditional
-    /// monitoring): a port a switch lists but the cache lacks is not
-    /// dangling, it is not monitored.
+    /// The NB cache holds only some Logical_Switch_Port and NAT rows
+    /// (conditional monitoring): a port a switch lists, or a NAT a router
+    /// lists, that the cache lacks is not dangling, it is not monitored.
     partial_ports: bool,
 }
 
@@ -229,9 +229,9 @@ impl LiveSnapshot {
         }
     }
 
-    /// A live snapshot of an NB cache that holds only some ports
-    /// (`ovn_nb_monitor_all = false`): switches' references to ports it
-    /// lacks are not reported as dangling.
+    /// A live snapshot of an NB cache that holds only some ports and NATs
+    /// (`ovn_nb_monitor_all = false`): switches' references to ports and
+    /// routers' references to NATs it lacks are not reported as dangling.
     pub fn with_partial_ports() -> LiveSnapshot {
         LiveSnapshot {
             partial_ports: true,
@@ -676,7 +676,7 @@ impl LiveSnapshot {
     fn derive_router(&mut self, uuid: Uuid, log: bool) {
         let mut ws = Vec::new();
         if let Some(r) = self.nb.routers.get(&uuid).cloned() {
-            for n in &r.nat {
+            for n in r.nat.iter().filter(|_| !self.partial_ports) {
                 if !self.present(WarningGroup::NatRow, *n) {
                     ws.push(RowError {
                         table: LogicalRouter::TABLE,

@@ -375,6 +375,9 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
                 false => first.conditions(),
             });
         }
+        if let Some(t) = spec.tables.get_mut("NAT") {
+            t.conditions = Some(first.nat_conditions());
+        }
         conditions = (!no_ports).then_some(first);
     }
     // The session's defaults, the agent's limits: the 100k-port dump
@@ -405,7 +408,10 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
             break;
         }
         client
-            .set_conditions(LogicalSwitchPort::TABLE, Some(want.conditions()))
+            .set_conditions_of(vec![
+                (LogicalSwitchPort::TABLE.into(), Some(want.conditions())),
+                ("NAT".into(), Some(want.nat_conditions())),
+            ])
             .await?;
         conditions = Some(want);
         phases.push(server_cpu()?);
@@ -429,7 +435,8 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
             "first_sync_s": wall_first.as_secs_f64(),
             "rounds": rounds,
             "server_cpu_s_after_sync_and_each_round": phases,
-            "clauses": conditions.map_or(0, |c| c.conditions().len()),
+            "clauses": conditions.as_ref().map_or(0, |c| c.conditions().len()),
+            "nat_clauses": conditions.map_or(0, |c| c.nat_conditions().len()),
             "cpu_s": cpu_s("self")? - cpu_before,
             "heap_live_mib": heap::mib(heap::live()),
             "heap_peak_mib": heap::mib(heap::peak()),
@@ -586,12 +593,13 @@ async fn run_size(vms: usize, runs: usize, modes: &[bool], schema: &str) -> Resu
             let before = m["rss_before_kib"].as_u64().unwrap_or(0);
             let mode = if conditional { "conditional" } else { "full" };
             println!(
-                "vms={vms} mode={mode} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} first_sync_s={:.3} rounds={} clauses={} client_cpu_s={:.2} server_cpu_s={server_cpu:.2} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} heap_live_mib={:.1} heap_peak_mib={:.1} heap_peak_first_sync_mib={:.1} rows={} server_cpu_phases={}",
+                "vms={vms} mode={mode} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} first_sync_s={:.3} rounds={} clauses={} nat_clauses={} client_cpu_s={:.2} server_cpu_s={server_cpu:.2} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} heap_live_mib={:.1} heap_peak_mib={:.1} heap_peak_first_sync_mib={:.1} rows={} server_cpu_phases={}",
                 m["lsp_rows"],
                 m["wall_s"].as_f64().unwrap_or(0.0),
                 m["first_sync_s"].as_f64().unwrap_or(0.0),
                 m["rounds"],
                 m["clauses"],
+                m["nat_clauses"],
                 m["cpu_s"].as_f64().unwrap_or(0.0),
                 hwm as f64 / 1024.0,
                 (hwm.saturating_sub(before)) as f64 / 1024.0,

@@ -226,13 +226,27 @@ impl Client {
         table: &str,
         conditions: Option<Vec<Condition>>,
     ) -> Result<()> {
+        self.set_conditions_of(vec![(table.to_string(), conditions)])
+            .await
+    }
+
+    /// [`Client::set_conditions`] for several tables at once: one
+    /// `monitor_cond_change`, one answer. Nothing changes if one of the
+    /// tables is not monitored.
+    pub async fn set_conditions_of(
+        &self,
+        changes: Vec<(String, Option<Vec<Condition>>)>,
+    ) -> Result<()> {
         {
             let mut spec = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
-            let tm = spec
-                .tables
-                .get_mut(table)
-                .ok_or_else(|| DataError::UnknownTable(table.to_string()))?;
-            tm.conditions = conditions;
+            if let Some((table, _)) = changes.iter().find(|(t, _)| !spec.tables.contains_key(t)) {
+                return Err(DataError::UnknownTable(table.clone()).into());
+            }
+            for (table, conditions) in changes {
+                if let Some(tm) = spec.tables.get_mut(&table) {
+                    tm.conditions = conditions;
+                }
+            }
         }
         let (done, reply) = oneshot::channel();
         self.condition_changes

@@ -155,3 +155,75 @@ async fn a_reconnect_after_the_conditions_changed_takes_a_full_dump() -> Result<
     assert_eq!(client.resumed_syncs(), 1, "the changed conditions resumed");
     Ok(())
 }
+
+/// The clauses the NB driver's conditions use beyond `name`/`type`: `_uuid`
+/// and an optional weak reference compared with `==`, changed live and
+/// followed by writes; the server must keep serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uuid_and_reference_clauses_survive_changes_and_writes() -> Result<()> {
+    init_tracing();
+    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
+    let r = server.transact(&[
+        json!({"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+               "row": {"name": "lrp-gw", "mac": "fa:16:3e:00:00:01", "networks": "172.24.4.1/24"}}),
+        json!({"op": "insert", "table": "NAT", "uuid-name": "snat",
+               "row": {"type": "snat", "external_ip": "172.24.4.1", "logical_ip": "10.0.0.0/24"}}),
+        json!({"op": "insert", "table": "NAT", "uuid-name": "fip",
+               "row": {"type": "dnat_and_snat", "external_ip": "172.24.4.9", "logical_ip": "10.0.0.9",
+                       "logical_port": "vm9", "gateway_port": ["named-uuid", "gw"]}}),
+        json!({"op": "insert", "table": "Logical_Router", "row": {"name": "r",
+               "ports": ["named-uuid", "gw"], "nat": ["set", [["named-uuid", "snat"], ["named-uuid", "fip"]]]}}),
+    ])?;
+    let uuid = |i: usize| obgp_ovsdb_data::Uuid::parse(r[i]["uuid"][1].as_str().unwrap()).unwrap();
+    let (gw, snat) = (uuid(0), uuid(1));
+    let spec = MonitorSpec::default().table(
+        "NAT",
+        TableMonitor {
+            columns: Some(vec![
+                "type".into(),
+                "logical_port".into(),
+                "gateway_port".into(),
+            ]),
+            conditions: Some(vec![Condition::False]),
+            ..TableMonitor::default()
+        },
+    );
+    let client = Client::start(ClientConfig::new(
+        parse_remotes(&server.unix_remote())?,
+        "OVN_Northbound",
+        spec,
+    ));
+    wait_resynced(&client, 1).await?;
+    let nats = |c: &Client| c.cache().snapshot().table("NAT").len();
+    assert_eq!(nats(&client), 0);
+    let by_uuid = Condition::eq("_uuid", Datum::scalar(Atom::Uuid(snat)));
+    client
+        .set_conditions("NAT", Some(vec![by_uuid.clone()]))
+        .await?;
+    assert_eq!(nats(&client), 1);
+    let on_gw = Condition::eq("gateway_port", Datum::scalar(Atom::Uuid(gw)));
+    client
+        .set_conditions("NAT", Some(vec![by_uuid, on_gw]))
+        .await?;
+    assert_eq!(nats(&client), 2);
+    server.transact(&[json!({"op": "update", "table": "NAT", "where": [],
+                             "row": {"external_mac": "fa:16:3e:00:00:09"}})])?;
+    server.transact(&[
+        json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "after"}}),
+    ])?;
+    client
+        .set_conditions(
+            "NAT",
+            Some(vec![Condition::eq(
+                "type",
+                Datum::scalar(Atom::String("snat".into())),
+            )]),
+        )
+        .await?;
+    assert_eq!(nats(&client), 1);
+    assert!(
+        client.connected_to().is_some(),
+        "the server stopped serving"
+    );
+    Ok(())
+}

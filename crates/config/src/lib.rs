@@ -129,7 +129,7 @@ pub struct DefaultSection {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// How exposed IPs are announced (the agent's own option).
     pub announce_with: AnnounceWith,
-    /// `true`: the NB driver monitors every Logical_Switch_Port; `false`:
+    /// `true`: the NB driver monitors every Logical_Switch_Port and NAT; `false`:
     /// only those that can matter on this node, by conditions that follow
     /// the state (ovn-controller's `ovn-monitor-all`; the agent's own
     /// option, ignored by the other drivers).

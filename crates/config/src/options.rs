@@ -242,7 +242,7 @@ pub static OPTIONS: &[OptSpec] = &[
     ),
     agent_only(
         opt("DEFAULT", "ovn_nb_monitor_all", Kind::Bool),
-        "`true`: the NB driver monitors every Logical_Switch_Port of OVN_Northbound; `false`: only the ports that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
+        "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
     ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),

@@ -21,11 +21,9 @@
 //!    it arrives, until the session fails.
 //!
 //! Row conditions changed with [`Client::set_conditions`] are sent by this
-//! same loop (`monitor_cond_change`, then an `echo` as a barrier for the
-//! updates the server flushes after the change's reply), which applies the
-//! rows the change adds and removes before it answers: when
-//! `set_conditions` returns, the cache holds exactly the rows the new
-//! conditions select. A resume
+//! same loop (`monitor_cond_change`), which applies the rows the change adds
+//! and removes before it answers: when `set_conditions` returns, the cache
+//! holds exactly the rows the new conditions select. A resume
 //! (`monitor_cond_since` from the last transaction id) is only asked for
 //! when the cache reflects the very conditions of the new request: the
 //! server sends only what changed since that transaction, so rows that the
@@ -441,13 +439,7 @@ impl Runner {
                     let reply: CondChange = Box::pin(async move {
                         session
                             .monitor_cond_change(&monitor_id, &sent, &schema)
-                            .await?;
-                        // A barrier: ovsdb-server flushes a monitor's pending
-                        // updates before it reads the session's next request,
-                        // and a transaction committed just before the change
-                        // is flushed after the change's reply, under the new
-                        // conditions. The echo's reply comes after them.
-                        session.echo().await
+                            .await
                     });
                     in_flight = Some((latest, reply));
                 }
@@ -475,9 +467,8 @@ impl Runner {
                         return Err(synced(e));
                     }
                     // ovsdb-server sends the update a condition change
-                    // causes before its reply, the updates still pending
-                    // then before the echo's reply, and the session queues
-                    // notifications in arrival order: they are queued already.
+                    // causes before its reply, and the session queues
+                    // notifications in arrival order: it is queued already.
                     while let Ok(note) = notes.try_recv() {
                         self.on_note(Some(note), &session, &mut server_rows, &projection)
                             .map_err(synced)?;

@@ -72,6 +72,7 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "mass_withdrawal_grace") => u(d.mass_withdrawal_grace),
         ("DEFAULT", "mass_withdrawal_percent") => u(d.mass_withdrawal_percent.into()),
         ("DEFAULT", "metrics_listen") => d.metrics_listen.map(|a| Typed::Str(a.to_string())),
+        ("DEFAULT", "ovn_nb_monitor_all") => b(d.ovn_nb_monitor_all),
         ("DEFAULT", "frr_reconcile_interval") => u(d.frr_reconcile_interval),
         ("DEFAULT", "expose_tenant_networks") => b(d.expose_tenant_networks),
         ("DEFAULT", "advertisement_method_tenant_networks") => Some(Typed::Str(
@@ -167,6 +168,7 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
                 Some(a) => Some(a.parse().map_err(|_| mismatch())?),
             }
         }
+        ("DEFAULT", "ovn_nb_monitor_all") => d.ovn_nb_monitor_all = flag(&v)?,
         ("DEFAULT", "frr_reconcile_interval") => d.frr_reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "expose_tenant_networks") => d.expose_tenant_networks = flag(&v)?,
         ("DEFAULT", "advertisement_method_tenant_networks") => {

@@ -129,6 +129,11 @@ pub struct DefaultSection {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// How exposed IPs are announced (the agent's own option).
     pub announce_with: AnnounceWith,
+    /// `true`: the NB driver monitors every Logical_Switch_Port and NAT; `false`:
+    /// only those that can matter on this node, by conditions that follow
+    /// the state (ovn-controller's `ovn-monitor-all`; the agent's own
+    /// option, ignored by the other drivers).
+    pub ovn_nb_monitor_all: bool,
 }
 
 /// `[agent]`.
@@ -206,6 +211,7 @@ impl Default for Config {
                 mass_withdrawal_grace: 120,
                 mass_withdrawal_percent: 50,
                 metrics_listen: None,
+                ovn_nb_monitor_all: true,
                 ovs_ofctl_timeout: 5,
                 announce_with: AnnounceWith::Address,
             },

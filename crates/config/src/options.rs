@@ -240,6 +240,10 @@ pub static OPTIONS: &[OptSpec] = &[
         opt("DEFAULT", "metrics_listen", Kind::ListenAddr),
         "where the daemon serves Prometheus metrics (`/metrics`), its probes (`/healthz`, `/readyz`) and `/status` (what `ovn-bgp-agent status` asks), e.g. `127.0.0.1:9476` (docs/operations.md); unset or empty: no listener",
     ),
+    agent_only(
+        opt("DEFAULT", "ovn_nb_monitor_all", Kind::Bool),
+        "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
+    ),
     // [agent].
     opt("agent", "root_helper", Kind::Str),
     // [ovn]: every option is also read from [DEFAULT] (deprecated_group).

@@ -4,11 +4,13 @@
 //! Consistency rules (each one is what makes a change impossible to lose or
 //! to revert):
 //! - Changes only say *which* rows to look at; the rows' content is read
-//!   from the cache snapshot taken after draining the changes. The cache
-//!   publishes a new snapshot before it sends that batch's changes, so every
-//!   change drained is already in the snapshot read after it, and a change
-//!   that is not in it has not been sent yet: the next catch-up gets it.
-//!   A row re-read this way is its latest content, never an older one.
+//!   from the cache snapshot taken after draining the changes, with no
+//!   batch published in between ([`CacheReader::drain_then_snapshot`]):
+//!   the snapshot holds exactly the batches whose changes were drained, so
+//!   the maintained snapshot equals a fresh build of the raw one handed out
+//!   with it, never half a transaction (say a deleted FIP's router update
+//!   without the NAT's delete). A row re-read this way is its latest
+//!   content, never an older one.
 //! - On the first catch-up, after a resync (reconnect), and when the change
 //!   receiver lagged (changes were dropped), the snapshot is rebuilt from the
 //!   cache snapshot instead, with the same drain-then-read order.
@@ -20,7 +22,6 @@ use obgp_config::Driver;
 use obgp_ovn::{LiveSnapshot, Snapshot};
 use obgp_ovsdb::cache::CacheReader;
 use obgp_ovsdb_data::{Change, Uuid};
-use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, watch};
 
 /// One database's change stream as the maintained snapshot consumes it.
@@ -53,27 +54,23 @@ impl ChangeFeed {
         let generation = *self.resynced.borrow_and_update();
         let mut rebuild = self.built_at != Some(generation);
         let mut touched = BTreeSet::new();
-        loop {
-            match self.changes.try_recv() {
-                Ok(c) if !rebuild => {
-                    touched.insert((c.table, c.uuid));
-                }
-                Ok(_) => {}
-                Err(TryRecvError::Lagged(n)) => {
-                    if !rebuild {
-                        tracing::info!(
-                            database,
-                            lost = n,
-                            "change stream lagged: rebuilding the OVN snapshot from the cache"
-                        );
-                    }
-                    rebuild = true;
-                }
-                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        // Drained and read as one step: see the module comment.
+        let rows = cache.drain_then_snapshot(&mut self.changes, |change| match change {
+            Ok(c) if !rebuild => {
+                touched.insert((c.table, c.uuid));
             }
-        }
-        // After draining: see the module comment.
-        let rows = cache.snapshot();
+            Ok(_) => {}
+            Err(lost) => {
+                if !rebuild {
+                    tracing::info!(
+                        database,
+                        lost,
+                        "change stream lagged: rebuilding the OVN snapshot from the cache"
+                    );
+                }
+                rebuild = true;
+            }
+        });
         self.built_at = Some(generation);
         if rebuild {
             CatchUp::Rebuild(rows)
@@ -104,10 +101,21 @@ pub struct Caught {
 impl SnapshotFollower {
     /// Subscribes to both caches' changes; the first
     /// [`SnapshotFollower::catch_up`] builds from the caches. `ovn` is
-    /// OVN_Southbound for the SB driver, OVN_Northbound otherwise.
-    pub fn new(ovn: &CacheReader, ovs: &CacheReader, driver: Driver) -> SnapshotFollower {
+    /// OVN_Southbound for the SB driver, OVN_Northbound otherwise;
+    /// `partial_ports`: the NB cache holds only some ports (conditional
+    /// monitor), see [`LiveSnapshot::with_partial_ports`].
+    pub fn new(
+        ovn: &CacheReader,
+        ovs: &CacheReader,
+        driver: Driver,
+        partial_ports: bool,
+    ) -> SnapshotFollower {
         SnapshotFollower {
-            live: LiveSnapshot::default(),
+            live: if partial_ports {
+                LiveSnapshot::with_partial_ports()
+            } else {
+                LiveSnapshot::default()
+            },
             ovn: ChangeFeed::new(ovn),
             ovs: ChangeFeed::new(ovs),
             driver,
@@ -223,7 +231,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         let first = m.catch_up(&nb, &ovs);
         assert_eq!(first.snapshot.active_vifs_on_chassis("c1").count(), 1);
 
@@ -248,7 +256,7 @@ mod tests {
     fn a_lagged_receiver_rebuilds_from_the_cache_and_loses_nothing() {
         let (nb_pub, nb) = nb_cache(2);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         // Five batches into a two-change buffer: three are dropped.
         for i in 0..5 {
@@ -272,7 +280,7 @@ mod tests {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
         insert_port(&nb_pub, 1, true);
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         // A reconnect's dump replaces the rows (here: without sending the
         // difference, the worst case) and bumps the generation.
@@ -301,7 +309,7 @@ mod tests {
     fn a_change_received_twice_is_harmless() {
         let (nb_pub, nb) = nb_cache(64);
         let (_ovs_pub, ovs) = ovs_cache();
-        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver);
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
         m.catch_up(&nb, &ovs);
         insert_port(&nb_pub, 1, true);
         publish(
@@ -322,5 +330,49 @@ mod tests {
         assert_eq!(caught.snapshot.active_vifs_on_chassis("c1").count(), 0);
         assert!(caught.snapshot.lsp("vm1").is_some());
         assert!(caught.snapshot == fresh(&caught));
+    }
+
+    #[test]
+    fn a_batch_published_during_a_catch_up_is_patched_in_whole_or_not_at_all() {
+        let (nb_pub, nb) = nb_cache(1 << 16);
+        let (_ovs_pub, ovs) = ovs_cache();
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false);
+        m.catch_up(&nb, &ovs);
+        // Each batch binds a port and unbinds the previous one (two changes):
+        // a catch-up between its snapshot and its last change, were it not
+        // excluded, would patch in half of it while handing out the raw
+        // snapshot with all of it.
+        const BATCHES: u32 = 5000;
+        let writer = std::thread::spawn(move || {
+            insert_port(&nb_pub, 0, true);
+            for i in 1..BATCHES {
+                publish(
+                    &nb_pub,
+                    json!({"Logical_Switch_Port": {
+                        lsp_uuid(i): {"insert": {"name": format!("vm{i}"), "up": true,
+                            "options": ["map", [["requested-chassis", "c1"]]]}},
+                        lsp_uuid(i - 1): {"modify": {"up": false}}}}),
+                );
+            }
+        });
+        let mut reads = 0;
+        while !writer.is_finished() {
+            let caught = m.catch_up(&nb, &ovs);
+            assert!(
+                caught.snapshot == fresh(&caught),
+                "catch-up {reads}: the maintained snapshot differs from the raw one's build"
+            );
+            assert!(caught.snapshot.active_vifs_on_chassis("c1").count() <= 1);
+            reads += 1;
+        }
+        writer.join().unwrap();
+        let caught = m.catch_up(&nb, &ovs);
+        assert!(caught.snapshot == fresh(&caught));
+        let vifs: Vec<_> = caught
+            .snapshot
+            .active_vifs_on_chassis("c1")
+            .map(|p| p.name.clone())
+            .collect();
+        assert_eq!(vifs, [format!("vm{}", BATCHES - 1)]);
     }
 }

@@ -37,7 +37,7 @@ pub async fn inputs_once(
     opts: &RunOptions,
 ) -> Result<(Snapshot, NodeFacts), RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     // A plan gathers the facts exactly as a reconcile does.
     reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)

@@ -1,7 +1,8 @@
 //! The reconcile loop: why a reconcile runs ([`Reason`]), when ([`queue`]:
 //! debounced, coalesced and rate-limited triggers), what one reconcile does
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
-//! comes from ([`sources`]), what the event filters read ([`view`]), the
+//! comes from ([`sources`]; with a conditional NB monitor, which ports:
+//! [`port_conditions`]), what the event filters read ([`view`]), the
 //! mass-withdrawal guard ([`guard`]), returning freed heap after full dumps
 //! ([`memory`]), the one-shot commands' inputs ([`inputs`]), the node-local NB of
 //! `exposing_method = ovn` ([`local_nb`]), the metrics and
@@ -22,6 +23,7 @@ pub mod local_nb;
 pub mod memory;
 pub mod metrics;
 pub mod ofports;
+pub mod port_conditions;
 pub mod probes;
 pub mod queue;
 pub mod reason;

@@ -25,12 +25,11 @@ mod node_side;
 mod report;
 
 use last_plan::LastPlan;
-pub(crate) use node_side::unread_commands;
 use node_side::{
-    announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, system_hostname,
-    NodeWriter,
+    announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, NodeWriter,
 };
 pub use node_side::{chassis_name, object_kind};
+pub(crate) use node_side::{system_hostname, unread_commands};
 pub use report::{FrrApplyCause, ReconcileReport};
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
@@ -48,6 +47,10 @@ pub enum ReconcileError {
     Connect(String),
     #[error(transparent)]
     LocalNb(#[from] LocalNbError),
+    /// The snapshot could not be read as it must be (a conditional NB
+    /// monitor whose port conditions did not converge).
+    #[error("reading OVN: {0}")]
+    Inputs(String),
 }
 
 impl ReconcileError {

@@ -77,7 +77,7 @@ pub(crate) fn sync_timeout(config: &Config) -> Duration {
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
         .await?;
@@ -90,13 +90,13 @@ pub async fn reconcile_once(
     opts: &RunOptions,
 ) -> Result<ReconcileReport, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let report = reconciler
         .reconcile(&inputs.snapshot, &inputs.ofports, true)
         .await?;
     log_report(&report, "reconcile --once");
     // A fresh read: the apply may have changed OVS (ports numbered since).
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let (again, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
         .await?;
@@ -357,7 +357,23 @@ async fn run_loop(
                 _ = hold.wait_for(|open| *open) => {}
             }
         }
-        let inputs = sources.inputs();
+        // With a conditional NB monitor, once its port conditions
+        // converged: never from a cache lacking ports the state calls for.
+        let inputs = match sources.converged_inputs().await {
+            Ok(inputs) => inputs,
+            Err(e) => {
+                let e = crate::reconcile::ReconcileError::Inputs(e.to_string());
+                telemetry.finished(
+                    &batch,
+                    Err(&e),
+                    started.elapsed(),
+                    reconciler.withdrawal_holds(),
+                );
+                tracing::warn!(reasons = %batch, "not reconciling, retrying: {e}");
+                retry.schedule(&sched);
+                continue;
+            }
+        };
         let snapshot_time = started.elapsed();
         reconciler.note_database_rows(database_rows(&inputs.raw_ovn));
         let snap = &inputs.snapshot;

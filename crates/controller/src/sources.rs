@@ -24,6 +24,7 @@ use tokio::sync::{broadcast, watch};
 use crate::follower::SnapshotFollower;
 use crate::local_nb::LocalNbSource;
 use crate::ofports::{ofports, OfPorts};
+use crate::port_conditions::{conditional, PortConditions};
 
 /// The SB tables and columns the SB driver reads.
 pub const SB_COLUMNS: &[(&str, &[&str])] = &[
@@ -84,6 +85,8 @@ pub enum SourceError {
         option: &'static str,
         source: obgp_ovsdb::Error,
     },
+    #[error("OVN_Northbound port conditions (ovn_nb_monitor_all = false) not converged: {0}")]
+    Conditions(String),
     #[error("{database} did not sync within {timeout:?} (remotes: {remotes})")]
     SyncTimeout {
         database: &'static str,
@@ -107,6 +110,8 @@ pub struct OvnSources {
     pub ovs: Source,
     /// `[local_ovn_cluster] ovn_nb_connection` (`exposing_method = ovn`).
     pub local_nb: Option<Arc<LocalNbSource>>,
+    /// The NB monitor's port conditions (`ovn_nb_monitor_all = false`).
+    pub port_conditions: Option<PortConditions>,
     /// Behind a lock so that `inputs` can take `&self`; only the reconcile
     /// loop calls it, so it is never contended.
     maintained: Mutex<SnapshotFollower>,
@@ -213,6 +218,8 @@ impl OvnSources {
         };
         let o = &config.ovn;
         let driver = config.default.driver;
+        let port_conditions = conditional(config)
+            .then(|| PortConditions::new(config, crate::reconcile::system_hostname()));
         let ovn = match driver {
             d if d.reads_sb() => {
                 let conn = match &o.ovn_sb_connection {
@@ -248,7 +255,19 @@ impl OvnSources {
                     .as_deref()
                     .ok_or(SourceError::NoNbConnection)?,
                 obgp_ovn::NB_DB,
-                obgp_ovn::nb::monitor_spec(),
+                match &port_conditions {
+                    // The first request already asks for this node's ports
+                    // (its names come from the local OVS).
+                    Some(pc) => {
+                        ovs.wait_synced(timeout).await?;
+                        let local = Snapshot::build(
+                            &obgp_ovn::Tables::new(),
+                            &ovs.client.cache().snapshot(),
+                        );
+                        pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
+                    }
+                    None => obgp_ovn::nb::monitor_spec(),
+                },
                 (
                     &o.ovn_nb_private_key,
                     &o.ovn_nb_certificate,
@@ -268,11 +287,13 @@ impl OvnSources {
             ovn.client.cache(),
             ovs.client.cache(),
             driver,
+            port_conditions.is_some(),
         ));
         Ok(OvnSources {
             ovn,
             ovs,
             local_nb,
+            port_conditions,
             maintained,
         })
     }
@@ -305,6 +326,18 @@ impl OvnSources {
             ofports: ofports(&caught.raw_ovs),
             raw_ovn: caught.raw_ovn,
             snapshot: caught.snapshot,
+        }
+    }
+}
+
+impl OvnSources {
+    /// [`OvnSources::inputs`], with a conditional NB monitor once its port
+    /// conditions converged ([`PortConditions::converged_inputs`]): what
+    /// every reconcile and one-shot command computes from.
+    pub async fn converged_inputs(&self) -> Result<Inputs, SourceError> {
+        match &self.port_conditions {
+            Some(pc) => pc.converged_inputs(self).await,
+            None => Ok(self.inputs()),
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod hash;
 pub mod live;
 mod live_sb;
 pub mod nb;
+pub mod nb_conditions;
 pub mod neutron;
 pub mod ovs;
 pub mod sb;
@@ -25,6 +26,7 @@ pub use nb::{
     DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
     LspType, Nat, NatType, NbGlobal, PortAddresses, RowError,
 };
+pub use nb_conditions::LspInterest;
 pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
 pub use ovs::{BridgeMapping, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};

@@ -115,6 +115,10 @@ pub struct LiveSnapshot {
     /// call that changed any.
     warnings: Arc<[RowError]>,
     journal: NbJournal,
+    /// The NB cache holds only some Logical_Switch_Port and NAT rows
+    /// (conditional monitoring): a port a switch lists, or a NAT a router
+    /// lists, that the cache lacks is not dangling, it is not monitored.
+    partial_ports: bool,
 }
 
 /// Tells the lineages of journals apart (0 is "unknown").
@@ -222,6 +226,16 @@ impl LiveSnapshot {
             sb: self.sb.index.clone(),
             warnings: self.warnings.clone(),
             journal: self.journal.clone(),
+        }
+    }
+
+    /// A live snapshot of an NB cache that holds only some ports and NATs
+    /// (`ovn_nb_monitor_all = false`): switches' references to ports and
+    /// routers' references to NATs it lacks are not reported as dangling.
+    pub fn with_partial_ports() -> LiveSnapshot {
+        LiveSnapshot {
+            partial_ports: true,
+            ..LiveSnapshot::default()
         }
     }
 
@@ -616,7 +630,7 @@ impl LiveSnapshot {
             let is_notable = listed
                 && match self.nb.lsps.get(port) {
                     Some(p) => p.kind == LspType::Localnet,
-                    None => !self.present(WarningGroup::LspRow, *port),
+                    None => !self.partial_ports && !self.present(WarningGroup::LspRow, *port),
                 };
             if is_notable {
                 notable.insert(*port);
@@ -633,7 +647,7 @@ impl LiveSnapshot {
                 match self.nb.lsps.get(port) {
                     Some(p) if p.kind == LspType::Localnet => localnets.push(p.clone()),
                     Some(_) => {}
-                    None if self.present(WarningGroup::LspRow, *port) => {}
+                    None if self.partial_ports || self.present(WarningGroup::LspRow, *port) => {}
                     None => ws.push(RowError {
                         table: LogicalSwitch::TABLE,
                         uuid,
@@ -662,7 +676,7 @@ impl LiveSnapshot {
     fn derive_router(&mut self, uuid: Uuid, log: bool) {
         let mut ws = Vec::new();
         if let Some(r) = self.nb.routers.get(&uuid).cloned() {
-            for n in &r.nat {
+            for n in r.nat.iter().filter(|_| !self.partial_ports) {
                 if !self.present(WarningGroup::NatRow, *n) {
                     ws.push(RowError {
                         table: LogicalRouter::TABLE,

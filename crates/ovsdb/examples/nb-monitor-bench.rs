@@ -9,6 +9,15 @@
 //! in the measured process) and prints one line per run.
 //! `nb-monitor-bench decode-file --file reply.json` decodes a reply saved
 //! with `NB_BENCH_SAVE_REPLY` (profiling the streamed decoder alone).
+//!
+//! `--mode full,conditional` measures both monitors in turn on the same
+//! database: `full` is `ovn_nb_monitor_all = true` (every port),
+//! `conditional` is `false`: the first request asks for this node's ports
+//! (`LspInterest` of the local identity `host-NNN`/`chassis-NNN`), then the
+//! conditions follow the synced snapshot until they stop changing, as the
+//! agent does before its first reconcile; the clock stops when they have.
+//! `--fleet N` restarts N agents at once instead (identities 0..N of a
+//! topology generated with N hosts) and times until the last one synced.
 
 #[path = "support/proc_status.rs"]
 mod proc_status;
@@ -17,8 +26,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use obgp_ovn::{LiveSnapshot, LogicalSwitchPort, LspInterest};
 use obgp_ovsdb::{Client, ClientConfig, Remote, Session, SessionConfig};
-use obgp_ovsdb_data::MonitorSpec;
+use obgp_ovsdb_data::{DbSnapshot, MonitorSpec};
 use obgp_testbed::heap::{self, CountingAlloc};
 use obgp_topogen::{Params, Topology};
 
@@ -304,14 +314,75 @@ fn small_batches(rows: usize) -> Result<()> {
     Ok(())
 }
 
-async fn measure(remote: &str) -> Result<()> {
+/// The local OVS identity of agent `host` (`host-NNN`, `chassis-NNN`, as
+/// topogen names them), as a snapshot source.
+fn local_ovs(host: usize) -> Result<obgp_ovn::Tables> {
+    let ovs = serde_json::json!({"Open_vSwitch": {"Open_vSwitch": {
+        "00000000-0000-4000-8000-000000000001": {"external_ids": ["map", [
+            ["hostname", format!("host-{host:03}")],
+            ["system-id", format!("chassis-{host:03}")],
+            ["ovn-bridge-mappings", "physnet1:br-ex"]]]}}}});
+    let mut db = obgp_ovn::fixture::FixtureDb::from_wire(&ovs)?;
+    db.dbs
+        .remove(obgp_ovn::OVS_DB)
+        .context("the OVS identity fixture")
+}
+
+/// The indexed snapshot of `nb` the agent computes from (`partial`: a
+/// conditional cache).
+fn indexed(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) -> obgp_ovn::Snapshot {
+    let mut live = if partial {
+        LiveSnapshot::with_partial_ports()
+    } else {
+        LiveSnapshot::default()
+    };
+    live.reset_ovs(ovs);
+    live.reset_nb(nb);
+    live.snapshot()
+}
+
+/// The ports `snap` (of a partial NB cache filled with `filled_with`)
+/// calls for on agent `host`.
+fn wanted(
+    snap: &obgp_ovn::Snapshot,
+    host: usize,
+    filled_with: Option<&LspInterest>,
+) -> LspInterest {
+    LspInterest::of(snap, Some(&format!("host-{host:03}")), filled_with)
+}
+
+async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
     let rss_before = status_kib("VmRSS:")?;
     let cpu_before = cpu_s("self")?;
     let remote: Remote = remote.parse()?;
     let t0 = Instant::now();
+    let ovs = local_ovs(host)?;
+    let mut spec = nb_driver_monitor();
+    let mut conditions = None;
+    if conditional {
+        // What the agent's first request asks: from the local OVS alone.
+        let empty = DbSnapshot::empty(
+            std::sync::Arc::new(obgp_ovsdb_data::DatabaseSchema::empty("OVN_Northbound")),
+            [],
+        );
+        let first = wanted(&indexed(&empty, &ovs, true), host, None);
+        // `NB_BENCH_NO_PORTS=1`: no port at all and no fixpoint, what the
+        // whole tables alone cost (the floor of the conditional monitor).
+        let no_ports = std::env::var_os("NB_BENCH_NO_PORTS").is_some();
+        if let Some(t) = spec.tables.get_mut(LogicalSwitchPort::TABLE) {
+            t.conditions = Some(match no_ports {
+                true => vec![obgp_ovsdb_data::Condition::False],
+                false => first.conditions(),
+            });
+        }
+        if let Some(t) = spec.tables.get_mut("NAT") {
+            t.conditions = Some(first.nat_conditions());
+        }
+        conditions = (!no_ports).then_some(first);
+    }
     // The session's defaults, the agent's limits: the 100k-port dump
     // (~125 MB) is decoded while it arrives, within `max_streamed`.
-    let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", nb_driver_monitor());
+    let mut config = ClientConfig::new(vec![remote], "OVN_Northbound", spec);
     // `NB_BENCH_BUFFERED=1` buffers the reply whole first, to compare
     // (past the default `max_message`, so raised).
     if std::env::var_os("NB_BENCH_BUFFERED").is_some() {
@@ -320,8 +391,40 @@ async fn measure(remote: &str) -> Result<()> {
     }
     let client = Client::start(config);
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
+    let wall_first = t0.elapsed();
+    let heap_peak_first = heap::mib(heap::peak());
+    // The server's CPU per phase, when the parent said which process it is.
+    let server = std::env::var("NB_BENCH_SERVER_PID").ok();
+    let server_cpu = || server.as_deref().map(cpu_s).transpose();
+    let mut phases = vec![server_cpu()?];
+    // The agent's fixpoint: recompute from the synced rows, send, repeat.
+    // The agent keeps the indexed snapshot beside the cache: measured
+    // with it, in both modes.
+    let mut rounds = 0;
+    let mut snapshot = indexed(&client.cache().snapshot(), &ovs, conditional);
+    while let Some(current) = &conditions {
+        let want = wanted(&snapshot, host, Some(current));
+        if &want == current {
+            break;
+        }
+        client
+            .set_conditions_of(vec![
+                (LogicalSwitchPort::TABLE.into(), Some(want.conditions())),
+                ("NAT".into(), Some(want.nat_conditions())),
+            ])
+            .await?;
+        conditions = Some(want);
+        phases.push(server_cpu()?);
+        drop(snapshot);
+        snapshot = indexed(&client.cache().snapshot(), &ovs, conditional);
+        rounds += 1;
+        if rounds > 5 {
+            bail!("conditions still changing after {rounds} rounds");
+        }
+    }
     let wall = t0.elapsed();
     let hwm = status_kib("VmHWM:")?;
+    drop(snapshot);
     let rss_after = status_kib("VmRSS:")?;
     let snap = client.cache().snapshot();
     let rows: usize = nb_driver_tables().map(|t| snap.table(t).len()).sum();
@@ -329,9 +432,15 @@ async fn measure(remote: &str) -> Result<()> {
         "{}",
         serde_json::json!({
             "wall_s": wall.as_secs_f64(),
+            "first_sync_s": wall_first.as_secs_f64(),
+            "rounds": rounds,
+            "server_cpu_s_after_sync_and_each_round": phases,
+            "clauses": conditions.as_ref().map_or(0, |c| c.conditions().len()),
+            "nat_clauses": conditions.map_or(0, |c| c.nat_conditions().len()),
             "cpu_s": cpu_s("self")? - cpu_before,
             "heap_live_mib": heap::mib(heap::live()),
             "heap_peak_mib": heap::mib(heap::peak()),
+            "heap_peak_first_sync_mib": heap_peak_first,
             "rss_before_kib": rss_before,
             "vm_hwm_kib": hwm,
             "rss_after_kib": rss_after,
@@ -351,7 +460,29 @@ impl Drop for Server {
     }
 }
 
-async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
+/// A fresh NB database loaded with the topology of `vms` ports over
+/// `hosts` hosts, served by its own ovsdb-server.
+struct LoadedDb {
+    server: Server,
+    remote: String,
+    dir: std::path::PathBuf,
+    load_s: f64,
+    summary: obgp_topogen::Summary,
+}
+
+impl Drop for LoadedDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl LoadedDb {
+    fn server_cpu(&self) -> Result<f64> {
+        cpu_s(&self.server.0.id().to_string())
+    }
+}
+
+async fn load_db(vms: usize, hosts: usize, schema: &str) -> Result<LoadedDb> {
     let dir = std::env::temp_dir().join(format!("obgp-nb-bench-{}-{vms}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -365,7 +496,7 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
     if !st.success() {
         bail!("ovsdb-tool create failed");
     }
-    let _server = Server(
+    let server = Server(
         Command::new("ovsdb-server")
             .arg(&db)
             .arg(format!("--remote=punix:{}", sock.display()))
@@ -387,6 +518,8 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
     }
     let topo = Topology::generate(Params {
         vms,
+        hosts,
+        local_fraction: 1.0 / hosts as f64,
         ..Params::default()
     });
     // Committing a 5000-operation transaction can keep the server silent
@@ -400,7 +533,46 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
     topo.load(&session).await?;
     let load_s = t0.elapsed().as_secs_f64();
     drop(session);
-    let s = topo.summary();
+    Ok(LoadedDb {
+        server,
+        remote,
+        dir,
+        load_s,
+        summary: topo.summary(),
+    })
+}
+
+/// The `measure` child for agent `host`, started.
+fn spawn_measure(
+    remote: &str,
+    server_pid: u32,
+    conditional: bool,
+    host: usize,
+) -> Result<std::process::Child> {
+    let mode = if conditional { "conditional" } else { "full" };
+    Command::new(std::env::current_exe()?)
+        .env("NB_BENCH_SERVER_PID", server_pid.to_string())
+        .args(["measure", "--remote", remote, "--mode", mode])
+        .args(["--host", &host.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting the measuring process")
+}
+
+/// A finished `measure` child's figures.
+fn measured(child: std::process::Child) -> Result<serde_json::Value> {
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+async fn run_size(vms: usize, runs: usize, modes: &[bool], schema: &str) -> Result<()> {
+    let db = load_db(vms, 10, schema).await?;
+    let s = db.summary.clone();
+    let (remote, load_s) = (db.remote.clone(), db.load_s);
     if std::env::var_os("NB_BENCH_BREAKDOWN").is_some() {
         let out = Command::new(std::env::current_exe()?)
             .args(["breakdown", "--remote", &remote])
@@ -411,39 +583,84 @@ async fn run_size(vms: usize, runs: usize, schema: &str) -> Result<()> {
         );
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
     }
+    // Modes alternate run by run: both see the same server conditions.
     for run in 1..=runs {
-        let server_cpu = cpu_s(&_server.0.id().to_string())?;
-        let out = Command::new(std::env::current_exe()?)
-            .args(["measure", "--remote", &remote])
-            .output()?;
-        let server_cpu = cpu_s(&_server.0.id().to_string())? - server_cpu;
-        if !out.status.success() {
-            bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        let m: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        let hwm = m["vm_hwm_kib"].as_u64().unwrap_or(0);
-        let before = m["rss_before_kib"].as_u64().unwrap_or(0);
-        println!(
-            "vms={vms} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} client_cpu_s={:.2} server_cpu_s={server_cpu:.2} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} heap_live_mib={:.1} heap_peak_mib={:.1} rows={}",
-            m["lsp_rows"],
-            m["wall_s"].as_f64().unwrap_or(0.0),
-            m["cpu_s"].as_f64().unwrap_or(0.0),
-            hwm as f64 / 1024.0,
-            (hwm.saturating_sub(before)) as f64 / 1024.0,
-            m["rss_after_kib"].as_u64().unwrap_or(0) as f64 / 1024.0,
-            m["heap_live_mib"].as_f64().unwrap_or(0.0),
-            m["heap_peak_mib"].as_f64().unwrap_or(0.0),
-            m["rows"],
-        );
-        if m["lsp_rows"].as_u64() != Some(s.logical_switch_ports as u64) {
-            bail!(
-                "cache has {} LSPs, generator made {}",
+        for &conditional in modes {
+            let server_cpu = db.server_cpu()?;
+            let m = measured(spawn_measure(&remote, db.server.0.id(), conditional, 0)?)?;
+            let server_cpu = db.server_cpu()? - server_cpu;
+            let hwm = m["vm_hwm_kib"].as_u64().unwrap_or(0);
+            let before = m["rss_before_kib"].as_u64().unwrap_or(0);
+            let mode = if conditional { "conditional" } else { "full" };
+            println!(
+                "vms={vms} mode={mode} lsp_rows={} run={run} load_s={load_s:.1} sync_s={:.3} first_sync_s={:.3} rounds={} clauses={} nat_clauses={} client_cpu_s={:.2} server_cpu_s={server_cpu:.2} vm_hwm_mib={:.1} delta_mib={:.1} rss_after_mib={:.1} heap_live_mib={:.1} heap_peak_mib={:.1} heap_peak_first_sync_mib={:.1} rows={} server_cpu_phases={}",
                 m["lsp_rows"],
-                s.logical_switch_ports
+                m["wall_s"].as_f64().unwrap_or(0.0),
+                m["first_sync_s"].as_f64().unwrap_or(0.0),
+                m["rounds"],
+                m["clauses"],
+                m["nat_clauses"],
+                m["cpu_s"].as_f64().unwrap_or(0.0),
+                hwm as f64 / 1024.0,
+                (hwm.saturating_sub(before)) as f64 / 1024.0,
+                m["rss_after_kib"].as_u64().unwrap_or(0) as f64 / 1024.0,
+                m["heap_live_mib"].as_f64().unwrap_or(0.0),
+                m["heap_peak_mib"].as_f64().unwrap_or(0.0),
+                m["heap_peak_first_sync_mib"].as_f64().unwrap_or(0.0),
+                m["rows"],
+                m["server_cpu_s_after_sync_and_each_round"],
+            );
+            if !conditional && m["lsp_rows"].as_u64() != Some(s.logical_switch_ports as u64) {
+                bail!(
+                    "cache has {} LSPs, generator made {}",
+                    m["lsp_rows"],
+                    s.logical_switch_ports
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `agents` agents (identities 0..agents of a topology over as many
+/// hosts) connect at once, as after a fleet restart; times until the last
+/// one synced, and the server's CPU meanwhile.
+async fn run_fleet(
+    vms: usize,
+    agents: usize,
+    runs: usize,
+    modes: &[bool],
+    schema: &str,
+) -> Result<()> {
+    let db = load_db(vms, agents, schema).await?;
+    for run in 1..=runs {
+        for &conditional in modes {
+            let server_cpu = db.server_cpu()?;
+            let t0 = Instant::now();
+            let children = (0..agents)
+                .map(|host| spawn_measure(&db.remote, db.server.0.id(), conditional, host))
+                .collect::<Result<Vec<_>>>()?;
+            let mut syncs = Vec::new();
+            let mut hwm_max = 0u64;
+            let mut client_cpu = 0.0;
+            for child in children {
+                let m = measured(child)?;
+                syncs.push(m["wall_s"].as_f64().unwrap_or(0.0));
+                client_cpu += m["cpu_s"].as_f64().unwrap_or(0.0);
+                hwm_max = hwm_max.max(m["vm_hwm_kib"].as_u64().unwrap_or(0));
+            }
+            let all_synced = t0.elapsed().as_secs_f64();
+            let server_cpu = db.server_cpu()? - server_cpu;
+            syncs.sort_by(f64::total_cmp);
+            let mode = if conditional { "conditional" } else { "full" };
+            println!(
+                "vms={vms} fleet={agents} mode={mode} run={run} all_synced_s={all_synced:.2} agent_sync_s_median={:.2} agent_sync_s_max={:.2} server_cpu_s={server_cpu:.2} clients_cpu_s={client_cpu:.1} agent_vm_hwm_mib_max={:.1}",
+                syncs[syncs.len() / 2],
+                syncs.last().copied().unwrap_or(0.0),
+                hwm_max as f64 / 1024.0,
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -476,7 +693,14 @@ async fn main() -> Result<()> {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
             .try_init();
-        return measure(&arg("--remote").context("measure needs --remote")?).await;
+        let conditional = arg("--mode").as_deref() == Some("conditional");
+        let host = arg("--host").map(|h| h.parse()).transpose()?.unwrap_or(0);
+        return measure(
+            &arg("--remote").context("measure needs --remote")?,
+            conditional,
+            host,
+        )
+        .await;
     }
     let sizes = arg("--vms").unwrap_or_else(|| "10000,50000,100000".into());
     let runs: usize = arg("--runs").map(|r| r.parse()).transpose()?.unwrap_or(3);
@@ -487,8 +711,22 @@ async fn main() -> Result<()> {
         )
         .into()
     });
+    let modes = arg("--mode")
+        .unwrap_or_else(|| "full".into())
+        .split(',')
+        .map(|m| match m.trim() {
+            "full" => Ok(false),
+            "conditional" => Ok(true),
+            other => bail!("--mode {other:?}: full or conditional"),
+        })
+        .collect::<Result<Vec<bool>>>()?;
+    let fleet = arg("--fleet").map(|n| n.parse::<usize>()).transpose()?;
     for vms in sizes.split(',') {
-        run_size(vms.trim().parse()?, runs, &schema).await?;
+        let vms = vms.trim().parse()?;
+        match fleet {
+            Some(agents) => run_fleet(vms, agents.max(1), runs, &modes, &schema).await?,
+            None => run_size(vms, runs, &modes, &schema).await?,
+        }
     }
     Ok(())
 }

@@ -1,7 +1,16 @@
 //! The change-stream plumbing of a database cache: the monitor task
 //! publishes each new [`DbSnapshot`] and its [`Change`]s here, readers
 //! take snapshots, subscribe to changes and wait for resyncs.
+//!
+//! A batch is published in two steps (the snapshot, then its changes one
+//! by one), so a reader that drains its changes while a batch is being
+//! published gets part of that batch's changes and a snapshot holding all
+//! of it. [`CacheReader::drain_then_snapshot`] excludes publishing while
+//! it drains and reads: what it drained is exactly what the snapshot holds.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::{broadcast, watch};
 
 use obgp_ovsdb_data::{Change, DbSnapshot};
@@ -15,6 +24,8 @@ pub struct CachePublisher {
     snapshot: watch::Sender<DbSnapshot>,
     changes: broadcast::Sender<Change>,
     resynced: watch::Sender<u64>,
+    /// Held while a batch is published (see the module comment).
+    publishing: Arc<Mutex<()>>,
 }
 
 /// The reader side of a database cache; cheap to clone.
@@ -23,6 +34,7 @@ pub struct CacheReader {
     snapshot: watch::Receiver<DbSnapshot>,
     changes: broadcast::Sender<Change>,
     resynced: watch::Receiver<u64>,
+    publishing: Arc<Mutex<()>>,
 }
 
 /// Creates a cache starting at `initial`. Change subscribers that fall more
@@ -32,16 +44,19 @@ pub fn cache(initial: DbSnapshot, change_capacity: usize) -> (CachePublisher, Ca
     let (stx, srx) = watch::channel(initial);
     let (ctx, _) = broadcast::channel(change_capacity.max(1));
     let (rtx, rrx) = watch::channel(0);
+    let publishing = Arc::new(Mutex::new(()));
     (
         CachePublisher {
             snapshot: stx,
             changes: ctx.clone(),
             resynced: rtx,
+            publishing: publishing.clone(),
         },
         CacheReader {
             snapshot: srx,
             changes: ctx,
             resynced: rrx,
+            publishing,
         },
     )
 }
@@ -53,8 +68,15 @@ impl CachePublisher {
     }
 
     /// Swaps in `next` and then sends `changes` to subscribers (so a
-    /// subscriber that looks at the snapshot on a change sees it applied).
+    /// subscriber that looks at the snapshot on a change sees it applied),
+    /// as one step for [`CacheReader::drain_then_snapshot`].
     pub fn publish(&self, next: DbSnapshot, changes: Vec<Change>) {
+        // Never held across an await; a panic while held leaves nothing
+        // half-done that the lock protects.
+        let _batch = self
+            .publishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         self.snapshot.send_replace(next);
         if self.changes.receiver_count() > 0 {
             for c in changes {
@@ -73,6 +95,32 @@ impl CacheReader {
     /// The current snapshot: consistent, and never modified afterwards.
     pub fn snapshot(&self) -> DbSnapshot {
         self.snapshot.borrow().clone()
+    }
+
+    /// Drains `changes` (a receiver from [`CacheReader::subscribe`]),
+    /// handing each to `seen` (`Err(n)`: `n` changes were dropped because
+    /// the receiver lagged), then reads the snapshot, with no batch
+    /// published in between: the snapshot holds every batch whose changes
+    /// were drained, and no other. Without this, a batch being published
+    /// meanwhile would be in the snapshot with only part of its changes
+    /// drained (the rest come with the next drain).
+    pub fn drain_then_snapshot(
+        &self,
+        changes: &mut broadcast::Receiver<Change>,
+        mut seen: impl FnMut(Result<Change, u64>),
+    ) -> DbSnapshot {
+        let _batch = self
+            .publishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match changes.try_recv() {
+                Ok(c) => seen(Ok(c)),
+                Err(TryRecvError::Lagged(n)) => seen(Err(n)),
+                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+            }
+        }
+        self.snapshot()
     }
 
     /// A receiver notified whenever a new snapshot is published.

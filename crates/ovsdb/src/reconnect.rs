@@ -20,6 +20,16 @@
 //! 4. publish the result, signal `resynced`, then apply every update batch as
 //!    it arrives, until the session fails.
 //!
+//! Row conditions changed with [`Client::set_conditions`] are sent by this
+//! same loop (`monitor_cond_change`), which applies the rows the change adds
+//! and removes before it answers: when `set_conditions` returns, the cache
+//! holds exactly the rows the new conditions select. A resume
+//! (`monitor_cond_since` from the last transaction id) is only asked for
+//! when the cache reflects the very conditions of the new request: the
+//! server sends only what changed since that transaction, so rows that the
+//! conditions newly select, or no longer select, would otherwise be missed
+//! or kept. With changed conditions a reconnect takes a full dump.
+//!
 //! A row the server sends malformed or not fitting the schema (a wrong
 //! type, a bad UUID, an invalid atom) is left out and logged with its table
 //! and UUID; the rest of the database syncs
@@ -33,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub use crate::backoff::Backoff;
@@ -96,6 +106,9 @@ pub struct Client {
     cache: CacheReader,
     session: watch::Receiver<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
+    /// Asks the monitor task to bring the live monitor to the latest
+    /// conditions; answered once the cache reflects them.
+    condition_changes: mpsc::UnboundedSender<oneshot::Sender<Result<()>>>,
     resumes: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
     transact_timeout: Duration,
@@ -114,6 +127,9 @@ const MONITOR_ID: &str = "obgp-db";
 const LOGGED_FAULTS: usize = 20;
 const SERVER_MONITOR_ID: &str = "obgp-server";
 
+/// The reply of a `monitor_cond_change` in flight.
+type CondChange = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>>;
+
 impl Client {
     /// Starts connecting in the background; see [`CacheReader::wait_resynced`]
     /// to wait for the first sync.
@@ -125,12 +141,16 @@ impl Client {
         let resumes = Arc::new(AtomicU64::new(0));
         let skipped = Arc::new(AtomicU64::new(0));
         let transact_timeout = config.transact_timeout;
+        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(
             Runner {
                 config,
                 publisher,
                 live: live_tx,
                 monitor: monitor.clone(),
+                condition_changes: changes_rx,
+                waiting: Vec::new(),
+                cache_spec: None,
                 resumes: resumes.clone(),
                 skipped: skipped.clone(),
                 last_txn_id: None,
@@ -143,6 +163,7 @@ impl Client {
             cache: reader,
             session: live_rx,
             monitor,
+            condition_changes: changes_tx,
             resumes,
             skipped,
             transact_timeout,
@@ -192,32 +213,54 @@ impl Client {
             .map_err(|_| Error::Timeout(self.transact_timeout))?
     }
 
-    /// Replaces the row conditions of `table` (`None`: all rows). Applies to
-    /// the live monitor with `monitor_cond_change` and to every later
-    /// reconnect. Fails if the table is not monitored.
+    /// Replaces the row conditions of `table` (`None`: all rows), for the
+    /// live monitor (`monitor_cond_change`) and every later reconnect.
+    /// Returns once the cache holds exactly the rows the conditions select
+    /// (after the server's answer and the rows it added and removed are
+    /// applied, or after the next connect's dump while disconnected: it
+    /// waits for one). Fails if the table is not monitored, or with the
+    /// server's error if it refused the conditions (the next reconnect
+    /// tries them again).
     pub async fn set_conditions(
         &self,
         table: &str,
         conditions: Option<Vec<Condition>>,
     ) -> Result<()> {
-        let change = {
+        self.set_conditions_of(vec![(table.to_string(), conditions)])
+            .await
+    }
+
+    /// [`Client::set_conditions`] for several tables at once: one
+    /// `monitor_cond_change`, one answer. Nothing changes if one of the
+    /// tables is not monitored.
+    pub async fn set_conditions_of(
+        &self,
+        changes: Vec<(String, Option<Vec<Condition>>)>,
+    ) -> Result<()> {
+        {
             let mut spec = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
-            let tm = spec
-                .tables
-                .get_mut(table)
-                .ok_or_else(|| DataError::UnknownTable(table.to_string()))?;
-            tm.conditions = conditions;
-            MonitorSpec::default().table(table, tm.clone())
-        };
-        match self.live() {
-            Ok(live) => {
-                live.session
-                    .monitor_cond_change(&json!(MONITOR_ID), &change, &live.schema)
-                    .await
+            if let Some((table, _)) = changes.iter().find(|(t, _)| !spec.tables.contains_key(t)) {
+                return Err(DataError::UnknownTable(table.clone()).into());
             }
-            // Not connected: the next connect uses the new conditions.
-            Err(_) => Ok(()),
+            for (table, conditions) in changes {
+                if let Some(tm) = spec.tables.get_mut(&table) {
+                    tm.conditions = conditions;
+                }
+            }
         }
+        let (done, reply) = oneshot::channel();
+        self.condition_changes
+            .send(done)
+            .map_err(|_| Error::SessionClosed)?;
+        reply.await.map_err(|_| Error::SessionClosed)?
+    }
+
+    /// The row conditions of `table` the next connect asks for (the latest
+    /// [`Client::set_conditions`]), `None` for all rows or a table not
+    /// monitored.
+    pub fn conditions(&self, table: &str) -> Option<Vec<Condition>> {
+        let spec = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
+        spec.tables.get(table).and_then(|t| t.conditions.clone())
     }
 }
 
@@ -232,6 +275,13 @@ struct Runner {
     publisher: CachePublisher,
     live: watch::Sender<Option<Live>>,
     monitor: Arc<Mutex<MonitorSpec>>,
+    condition_changes: mpsc::UnboundedReceiver<oneshot::Sender<Result<()>>>,
+    /// Callers of `set_conditions` waiting for the cache to reflect the
+    /// latest conditions.
+    waiting: Vec<oneshot::Sender<Result<()>>>,
+    /// The monitor request whose rows the cache holds; `None` while a
+    /// condition change is in flight (the cache may hold part of it).
+    cache_spec: Option<MonitorSpec>,
     resumes: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
     last_txn_id: Option<String>,
@@ -305,11 +355,13 @@ impl Runner {
         let projection = spec.key_projection();
         let current = self.publisher.current();
         let empty = DbSnapshot::empty(schema.clone(), spec.tables_in(&schema));
-        // A resume only makes sense on the same schema we cached with.
+        // A resume only makes sense on the same schema we cached with, and
+        // the same conditions (see the module comment).
         let same_schema = current.schema() == &schema;
+        let same_conditions = self.cache_spec.as_ref() == Some(&spec);
         let mut reply = None;
         if self.since_supported {
-            let last = if same_schema {
+            let last = if same_schema && same_conditions {
                 self.last_txn_id.as_deref()
             } else {
                 None
@@ -327,7 +379,7 @@ impl Runner {
             }
         }
         let applied = match reply {
-            Some(r) if r.found && same_schema => {
+            Some(r) if r.found && same_schema && same_conditions => {
                 self.resumes.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(%remote, "resumed monitor from the last transaction id");
                 self.last_txn_id = Some(r.last_txn_id);
@@ -347,6 +399,7 @@ impl Runner {
         }
         .map_err(|e| fail(e.into()))?;
         self.publish(applied);
+        self.cache_spec = Some(spec.clone());
         // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
             session: session.clone(),
@@ -357,52 +410,123 @@ impl Runner {
 
         let synced_at = Some(Instant::now());
         let synced = |e| (synced_at, e);
-        // Conditions changed by `set_conditions` while we were connecting
-        // did not reach this session's monitor request: send them now.
-        let latest = self
-            .monitor
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if latest != spec {
-            session
-                .monitor_cond_change(&monitor_id, &latest, &schema)
-                .await
-                .map_err(synced)?;
-        }
+        // The conditions the server applies on this session, and the
+        // change in flight (what it asks for, and its reply).
+        let mut applied = spec;
+        let mut in_flight: Option<(MonitorSpec, CondChange)> = None;
+        // Conditions the server refused on this session: not asked again.
+        let mut refused: Option<MonitorSpec> = None;
         loop {
-            match notes.recv().await {
-                Some(note @ (Notification::Call { .. } | Notification::Update(_))) => {
-                    let Some(update) = note.into_update(&projection).map_err(synced)? else {
-                        continue;
-                    };
-                    if update.monitor_id == json!(SERVER_MONITOR_ID) {
-                        if let Some(current) = server_rows.take() {
-                            let (next, _) = current
-                                .apply(update.updates)
-                                .map_err(|e| synced(e.into()))?;
-                            self.check_server_db(&session, &next).map_err(synced)?;
-                            server_rows = Some(next);
-                        }
-                        continue;
+            if in_flight.is_none() {
+                // Conditions changed by `set_conditions`, also while we
+                // were connecting, go out one change at a time.
+                let latest = self.latest_spec();
+                if latest == applied {
+                    for w in self.waiting.drain(..) {
+                        let _ = w.send(Ok(()));
                     }
-                    if update.monitor_id != monitor_id {
-                        continue;
+                } else if refused.as_ref() == Some(&latest) {
+                    for w in self.waiting.drain(..) {
+                        let _ = w.send(Err(Error::Protocol(format!(
+                            "{db}: the server refused these monitor conditions"
+                        ))));
                     }
-                    let applied = self
-                        .publisher
-                        .current()
-                        .apply_skipping_bad_rows(update.updates)
-                        .map_err(|e| synced(e.into()))?;
-                    self.publish(applied);
-                    if let Some(id) = update.last_txn_id {
-                        self.last_txn_id = Some(id);
-                    }
+                } else {
+                    self.cache_spec = None;
+                    let (session, schema, monitor_id) =
+                        (session.clone(), schema.clone(), monitor_id.clone());
+                    let sent = latest.clone();
+                    let reply: CondChange = Box::pin(async move {
+                        session
+                            .monitor_cond_change(&monitor_id, &sent, &schema)
+                            .await
+                    });
+                    in_flight = Some((latest, reply));
                 }
-                Some(Notification::Closed(e)) => return Err(synced(e)),
-                None => return Err(synced(Error::SessionClosed)),
+            }
+            tokio::select! {
+                biased;
+                note = notes.recv() => {
+                    self.on_note(note, &session, &mut server_rows, &projection)
+                        .map_err(synced)?;
+                }
+                r = async { in_flight.as_mut().map(|(_, reply)| reply).expect("guarded").await },
+                    if in_flight.is_some() =>
+                {
+                    let (sent, _) = in_flight.take().expect("guarded");
+                    if let Err(e) = r {
+                        // Refused conditions: the waiters hear why, and the
+                        // session goes on with the conditions it has (the
+                        // server changed nothing). A session error ends it.
+                        if matches!(e, Error::Rpc { .. }) {
+                            tracing::warn!(%db, error = %e, "OVSDB server refused the new monitor conditions; keeping the previous ones");
+                            self.cache_spec = Some(applied.clone());
+                            refused = Some(sent);
+                            continue;
+                        }
+                        return Err(synced(e));
+                    }
+                    // ovsdb-server sends the update a condition change
+                    // causes before its reply, and the session queues
+                    // notifications in arrival order: it is queued already.
+                    while let Ok(note) = notes.try_recv() {
+                        self.on_note(Some(note), &session, &mut server_rows, &projection)
+                            .map_err(synced)?;
+                    }
+                    self.cache_spec = Some(sent.clone());
+                    applied = sent;
+                }
+                Some(waiter) = self.condition_changes.recv() => self.waiting.push(waiter),
             }
         }
+    }
+
+    /// The monitor request `set_conditions` last asked for.
+    fn latest_spec(&self) -> MonitorSpec {
+        self.monitor
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Applies one notification of the session: an update of our monitor
+    /// to the cache, of the `_Server` monitor to the server check. Errors
+    /// end the session.
+    fn on_note(
+        &mut self,
+        note: Option<Notification>,
+        session: &Session,
+        server_rows: &mut Option<DbSnapshot>,
+        projection: &obgp_ovsdb_data::wire::KeyProjection,
+    ) -> Result<()> {
+        let note = match note {
+            Some(note @ (Notification::Call { .. } | Notification::Update(_))) => note,
+            Some(Notification::Closed(e)) => return Err(e),
+            None => return Err(Error::SessionClosed),
+        };
+        let Some(update) = note.into_update(projection)? else {
+            return Ok(());
+        };
+        if update.monitor_id == json!(SERVER_MONITOR_ID) {
+            if let Some(current) = server_rows.take() {
+                let (next, _) = current.apply(update.updates)?;
+                self.check_server_db(session, &next)?;
+                *server_rows = Some(next);
+            }
+            return Ok(());
+        }
+        if update.monitor_id != json!(MONITOR_ID) {
+            return Ok(());
+        }
+        let applied = self
+            .publisher
+            .current()
+            .apply_skipping_bad_rows(update.updates)?;
+        self.publish(applied);
+        if let Some(id) = update.last_txn_id {
+            self.last_txn_id = Some(id);
+        }
+        Ok(())
     }
 
     /// Publishes an applied batch; logs the rows it left out (the first

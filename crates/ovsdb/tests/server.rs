@@ -16,9 +16,7 @@ use obgp_ovsdb::cache::CacheReader;
 use obgp_ovsdb::rpc::transport::parse_remotes;
 use obgp_ovsdb::{Client, ClientConfig, Remote, Session, SessionConfig, TlsFiles, TlsSettings};
 use obgp_ovsdb_data::wire::KeyProjection;
-use obgp_ovsdb_data::{
-    Atom, ChangeKind, Condition, DatabaseSchema, Datum, MonitorSpec, Row, TableMonitor, Uuid,
-};
+use obgp_ovsdb_data::{ChangeKind, DatabaseSchema, Datum, MonitorSpec, Row, Uuid};
 use obgp_testbed::ovsdb::{schema_path, Cluster, OvsdbServer};
 use serde_json::{json, Value};
 
@@ -594,79 +592,6 @@ async fn ssl_remote_is_verified_against_the_test_ca() -> Result<()> {
         err.to_string().to_lowercase().contains("certificate"),
         "{err}"
     );
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn monitor_conditions_select_rows_and_can_be_changed_live() -> Result<()> {
-    init_tracing();
-    let server = OvsdbServer::start("ovn-nb.ovsschema")?;
-    // Logical_Switch_Port is not a root table: its rows need a switch.
-    server.transact(&[
-        json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln", "row": {"name": "ln", "type": "localnet"}}),
-        json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "vm1", "row": {"name": "vm1", "external_ids": ["map", [["k", "v"]]]}}),
-        json!({"op": "insert", "table": "Logical_Switch", "row": {"name": "ls", "ports": ["set", [["named-uuid", "ln"], ["named-uuid", "vm1"]]]}}),
-    ])?;
-    let spec = MonitorSpec::default().table(
-        "Logical_Switch_Port",
-        TableMonitor {
-            columns: Some(vec!["name".into(), "type".into()]),
-            conditions: Some(vec![Condition::eq(
-                "type",
-                Datum::scalar(Atom::String("localnet".into())),
-            )]),
-            ..TableMonitor::default()
-        },
-    );
-    let client = Client::start(ClientConfig::new(
-        parse_remotes(&server.unix_remote())?,
-        "OVN_Northbound",
-        spec,
-    ));
-    wait_resynced(&client, 1).await?;
-    let lsp_names = |c: &Client| -> Vec<String> {
-        let mut v: Vec<String> = c
-            .cache()
-            .snapshot()
-            .table("Logical_Switch_Port")
-            .values()
-            .filter_map(|r| r.str("name").map(String::from))
-            .collect();
-        v.sort();
-        v
-    };
-    assert_eq!(lsp_names(&client), ["ln"]);
-    // Only the requested columns arrive.
-    let snap = client.cache().snapshot();
-    assert!(snap
-        .table("Logical_Switch_Port")
-        .values()
-        .all(|r| r.get("external_ids").is_none()));
-
-    client.set_conditions("Logical_Switch_Port", None).await?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while lsp_names(&client) != ["ln", "vm1"] {
-        if Instant::now() > deadline {
-            bail!("condition change not applied: {:?}", lsp_names(&client));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    client
-        .set_conditions(
-            "Logical_Switch_Port",
-            Some(vec![Condition::eq(
-                "name",
-                Datum::scalar(Atom::String("vm1".into())),
-            )]),
-        )
-        .await?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while lsp_names(&client) != ["vm1"] {
-        if Instant::now() > deadline {
-            bail!("condition change not applied: {:?}", lsp_names(&client));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     Ok(())
 }
 

@@ -147,7 +147,7 @@ pub fn chassis_name(config: &Config, snap: &Snapshot, system_hostname: Option<&s
 
 /// The system hostname (`/proc/sys/kernel/hostname`), upstream's
 /// `socket.gethostname()` fallback for the chassis name.
-pub(super) fn system_hostname() -> Option<String> {
+pub(crate) fn system_hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())

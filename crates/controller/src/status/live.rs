@@ -89,7 +89,7 @@ fn of_reconciler(
 /// plan (no daemon: no reconcile history, no probes).
 pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
         .plan(&inputs.snapshot, &inputs.ofports, true)
         .await?;

@@ -46,6 +46,25 @@ fn a_port_arriving_after_its_switch_clears_the_dangling_warning_and_becomes_its_
 }
 
 #[test]
+fn with_partial_ports_a_port_missing_from_the_cache_is_not_dangling() {
+    let mut live = LiveSnapshot::with_partial_ports();
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[VM, LOCALNET])))]);
+    assert!(live.snapshot().warnings().is_empty());
+    // The localnet arriving (a condition now selects it) is found as usual.
+    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&localnet()))]);
+    let s = live.snapshot();
+    assert_eq!(
+        s.localnet_of_switch("neutron-net1").map(|p| p.uuid),
+        Some(LOCALNET)
+    );
+    // And leaving it (the condition no longer selects it) warns of nothing.
+    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, None)]);
+    let s = live.snapshot();
+    assert!(s.localnet_of_switch("neutron-net1").is_none());
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+}
+
+#[test]
 fn a_garbled_port_is_not_a_dangling_reference() {
     let mut live = LiveSnapshot::default();
     let bad = row(json!({"name": "vm", "addresses": "zz 10.0.0.1"}));

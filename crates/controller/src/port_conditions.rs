@@ -1,0 +1,139 @@
+//! `[DEFAULT] ovn_nb_monitor_all = false`: the NB monitor receives only the
+//! Logical_Switch_Port and NAT rows this node needs
+//! ([`obgp_ovn::LspInterest`]), and the conditions follow the snapshot.
+//!
+//! Which ports are needed depends on the other NB tables (a gateway moving
+//! here adds its networks' ports), so before a reconcile reads the snapshot
+//! the conditions are recomputed from it; when they changed they are sent
+//! (`monitor_cond_change`) and the snapshot is read again once the cache
+//! holds their rows, until they stop changing. A reconcile never computes
+//! from a cache whose conditions have not converged: it waits, or is
+//! retried when the server cannot be reached.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use obgp_config::{Config, Driver, ExposingMethod};
+use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
+use obgp_ovsdb_data::{Condition, MonitorSpec};
+
+use crate::reconcile::chassis_name;
+use crate::sources::{Inputs, OvnSources, SourceError};
+
+/// Rounds of recompute-and-send before giving up for this reconcile: the
+/// conditions depend on their own rows only through the `router` ports,
+/// which they always select, so one round settles them unless the database
+/// keeps changing meanwhile.
+const MAX_ROUNDS: usize = 5;
+
+/// How long one condition change may take (it waits for a reconnect when
+/// the server is away).
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The port conditions of a conditional NB monitor.
+#[derive(Debug)]
+pub struct PortConditions {
+    config: Config,
+    system_hostname: Option<String>,
+    /// The interest whose rows the cache holds (its conditions were
+    /// acknowledged: `set_conditions` returned, or the first request);
+    /// `None` while a change is unconfirmed.
+    acked: Mutex<Option<LspInterest>>,
+}
+
+/// Whether `config` asks for a conditional NB monitor. The option is only
+/// read by the NB driver; set with another one, it is logged and ignored.
+pub fn conditional(config: &Config) -> bool {
+    let all = config.default.ovn_nb_monitor_all;
+    if !all && config.default.driver != Driver::NbOvnBgpDriver {
+        tracing::info!(
+            driver = config.default.driver.as_str(),
+            "[DEFAULT] ovn_nb_monitor_all = false is ignored: only the NB driver monitors OVN_Northbound"
+        );
+    }
+    !all && config.default.driver == Driver::NbOvnBgpDriver
+}
+
+impl PortConditions {
+    /// Conditions for `config`'s node; `ovs` is the local OVS snapshot
+    /// (hostname, system-id) the first conditions are computed from.
+    pub fn new(config: &Config, system_hostname: Option<String>) -> PortConditions {
+        PortConditions {
+            config: config.clone(),
+            system_hostname,
+            acked: Mutex::new(None),
+        }
+    }
+
+    /// The ports `snap` calls for, `filled_with` being the interest whose
+    /// rows its ports are.
+    pub fn wanted(&self, snap: &Snapshot, filled_with: Option<&LspInterest>) -> LspInterest {
+        let chassis = chassis_name(&self.config, snap, self.system_hostname.as_deref());
+        let interest = LspInterest::of(snap, Some(&chassis), filled_with);
+        match self.config.default.exposing_method {
+            ExposingMethod::Vrf => interest.with_bgpvpn_ports(snap),
+            _ => interest,
+        }
+    }
+
+    /// `spec` with the conditions `snap` calls for on ports and NATs: what
+    /// the first monitor request asks for (`snap` holds only the local OVS).
+    pub fn initial_spec(&self, mut spec: MonitorSpec, snap: &Snapshot) -> MonitorSpec {
+        let wanted = self.wanted(snap, None);
+        for (table, conditions) in Self::table_conditions(&wanted) {
+            if let Some(t) = spec.tables.get_mut(&table) {
+                t.conditions = conditions;
+            }
+        }
+        *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
+        spec
+    }
+
+    /// The conditions of each table `interest` selects rows of.
+    fn table_conditions(interest: &LspInterest) -> Vec<(String, Option<Vec<Condition>>)> {
+        vec![
+            (
+                LogicalSwitchPort::TABLE.to_string(),
+                Some(interest.conditions()),
+            ),
+            (Nat::TABLE.to_string(), Some(interest.nat_conditions())),
+        ]
+    }
+
+    /// What the next reconcile reads, once the port conditions are those
+    /// the snapshot calls for and the cache holds their rows.
+    pub async fn converged_inputs(&self, sources: &OvnSources) -> Result<Inputs, SourceError> {
+        let client = &sources.ovn.client;
+        for _ in 0..MAX_ROUNDS {
+            let inputs = sources.inputs();
+            let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let wanted = self.wanted(&inputs.snapshot, acked.as_ref());
+            if acked.as_ref() == Some(&wanted) {
+                return Ok(inputs);
+            }
+            tracing::debug!(
+                networks = wanted.networks.len(),
+                names = wanted.names.len(),
+                gateway_ports = wanted.gateway_ports.len(),
+                fip_ports = wanted.fip_ports.len(),
+                "port and NAT conditions changed; sending them"
+            );
+            *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let change = client.set_conditions_of(Self::table_conditions(&wanted));
+            match tokio::time::timeout(CHANGE_TIMEOUT, change).await {
+                Ok(Ok(())) => {
+                    *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
+                }
+                Ok(Err(e)) => return Err(SourceError::Conditions(e.to_string())),
+                Err(_) => {
+                    return Err(SourceError::Conditions(format!(
+                        "no answer to the condition change within {CHANGE_TIMEOUT:?}"
+                    )))
+                }
+            }
+        }
+        Err(SourceError::Conditions(format!(
+            "the conditions kept changing over {MAX_ROUNDS} rounds"
+        )))
+    }
+}

@@ -1,0 +1,161 @@
+//! The daemon loop (`run`) with `ovn_nb_monitor_all = false`, against real
+//! NB and local OVS ovsdb-servers and a namespace node (root; the bench
+//! node of the latency and soak benchmarks): what `/status` says it exposes
+//! equals the desired state of a full-monitor snapshot of the same NB, at
+//! start, after a gateway moves here (its networks' ports join the
+//! conditions) and after a VM starts migrating here.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use obgp_config::Config;
+use obgp_controller::sources::OvnSources;
+use obgp_controller::status::Status;
+use obgp_controller::{run, QueueConfig};
+use obgp_desired::{desired_state, NodeFacts};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn status(addr: std::net::SocketAddr) -> Result<Status> {
+    let (code, body) = common::http_get(addr, "/status", Duration::from_secs(15)).await?;
+    ensure!(code == 200, "/status {code}: {body}");
+    Ok(serde_json::from_str(&body)?)
+}
+
+/// The IPs the desired state of a full snapshot exposes, once `landed`
+/// holds in that snapshot's NB cache.
+async fn full_exposed(
+    full: &OvnSources,
+    config: &Config,
+    landed: impl Fn(&obgp_ovsdb_data::DbSnapshot) -> bool,
+) -> Result<BTreeSet<String>> {
+    let t = Instant::now();
+    loop {
+        let inputs = full.inputs();
+        if landed(&inputs.raw_ovn) {
+            let desired = desired_state(&inputs.snapshot, config, &NodeFacts::default())?;
+            return Ok(desired.exposed.keys().map(|ip| ip.to_string()).collect());
+        }
+        ensure!(t.elapsed() < WAIT, "the write never reached the full cache");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the daemon's `/status` exposes exactly `want` (host
+/// prefixes; tenant subnets aside).
+async fn daemon_exposes(
+    addr: std::net::SocketAddr,
+    want: &BTreeSet<String>,
+    step: &str,
+) -> Result<()> {
+    let t = Instant::now();
+    loop {
+        let got: Option<BTreeSet<String>> = status(addr).await.ok().map(|s| {
+            s.exposed
+                .iter()
+                .filter(|e| e.prefix.prefix_len() == e.prefix.max_prefix_len())
+                .map(|e| e.prefix.addr().to_string())
+                .collect()
+        });
+        if got.as_ref() == Some(want) {
+            return Ok(());
+        }
+        ensure!(
+            t.elapsed() < WAIT,
+            "{step}: the daemon exposes {got:?}, a full monitor {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn uuid_ref(u: obgp_ovsdb_data::Uuid) -> serde_json::Value {
+    json!(["uuid", u.to_string()])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> Result<()> {
+    let node = common::start_node(300, 11, "cnd").await?;
+    let port = obgp_testbed::ovsdb::free_port()?;
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let mut config = node.config(3600);
+    config.default.metrics_listen = Some(addr);
+    let full = OvnSources::start(&config, WAIT).await?;
+    full.wait_synced(WAIT).await?;
+
+    config.default.ovn_nb_monitor_all = false;
+    let opts = node.options(QueueConfig::default())?;
+    let shutdown = CancellationToken::new();
+    let agent = tokio::spawn(run(config.clone(), opts, shutdown.clone()));
+
+    let want = full_exposed(&full, &config, |_| true).await?;
+    ensure!(!want.is_empty(), "the topology exposes something here");
+    daemon_exposes(addr, &want, "start").await?;
+
+    // A gateway hosted elsewhere moves here.
+    let db = full.inputs().raw_ovn;
+    let (lrp, _) = db
+        .table("Logical_Router_Port")
+        .iter()
+        .find(|(_, r)| {
+            r.map_str("status", "hosting-chassis")
+                .is_some_and(|c| c != "chassis-000")
+        })
+        .context("a gateway hosted elsewhere")?;
+    let lrp = *lrp;
+    node.nb
+        .transact(&[json!({"op": "update", "table": "Logical_Router_Port",
+        "where": [["_uuid", "==", uuid_ref(lrp)]],
+        "row": {"status": ["map", [["hosting-chassis", "chassis-000"]]]}})])?;
+    let moved = full_exposed(&full, &config, |db| {
+        db.get("Logical_Router_Port", lrp)
+            .and_then(|r| r.map_str("status", "hosting-chassis"))
+            == Some("chassis-000")
+    })
+    .await?;
+    ensure!(moved.len() > want.len(), "the gateway brought exposures");
+    daemon_exposes(addr, &moved, "gateway moved here").await?;
+
+    // A provider VM bound elsewhere starts migrating here.
+    let (vm, name) = db
+        .table("Logical_Switch_Port")
+        .iter()
+        .find(|(_, r)| {
+            r.str("type").unwrap_or("").is_empty()
+                && r.map_str("options", "requested-chassis") != Some("host-000")
+                && r.map_str("external_ids", "neutron:network_name")
+                    == Some(node.topo.provider_switch().as_str())
+        })
+        .map(|(u, r)| (*u, r.str("name").unwrap_or("").to_string()))
+        .context("a provider VM bound elsewhere")?;
+    let src = db
+        .get("Logical_Switch_Port", vm)
+        .and_then(|r| r.map_str("options", "requested-chassis"))
+        .unwrap_or("")
+        .to_string();
+    node.nb
+        .transact(&[json!({"op": "update", "table": "Logical_Switch_Port",
+        "where": [["_uuid", "==", uuid_ref(vm)]],
+        "row": {"options": ["map", [["requested-chassis", format!("{src},host-000")],
+                                    ["activation-strategy", "rarp"]]]}})])?;
+    let migrating = full_exposed(&full, &config, |db| {
+        db.get("Logical_Switch_Port", vm)
+            .and_then(|r| r.map_str("options", "requested-chassis"))
+            .is_some_and(|c| c.ends_with(",host-000"))
+    })
+    .await?;
+    ensure!(
+        migrating.len() > moved.len(),
+        "{name} migrating here is exposed"
+    );
+    daemon_exposes(addr, &migrating, "VM migrating here").await?;
+
+    shutdown.cancel();
+    agent.await??;
+    Ok(())
+}

@@ -1,0 +1,303 @@
+//! Oracle for `ovn_nb_monitor_all = false`: two agents' sources read one
+//! real OVN_Northbound server, one monitoring every port, the other by
+//! conditions. Over random topogen topologies and random change sequences
+//! (gateway moves, live migrations started and finished, ports bound and
+//! unbound, FIPs moved and deleted), the desired state computed from the
+//! conditional cache equals the one from the full cache after every step.
+
+use std::time::{Duration, Instant};
+
+use obgp_config::{AdvertisementMethod, Config, Driver};
+use obgp_controller::sources::{Inputs, OvnSources};
+use obgp_desired::{desired_state, Desired, NodeFacts};
+use obgp_ovsdb_data::{DbSnapshot, Uuid};
+use obgp_testbed::ovsdb::OvsdbServer;
+use obgp_topogen::{Params, Topology};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const HOSTS: usize = 3;
+const LSP: &str = "Logical_Switch_Port";
+/// A portless switch renamed by every step: once a cache shows a step's
+/// name, it holds that step's transaction (one update a transaction).
+const MARKER: &str = "oracle-marker";
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// A gateway LRP's `hosting-chassis` moves to chassis `to`.
+    GatewayMove { lrp: usize, to: usize },
+    /// A VM starts migrating to host `to` (`requested-chassis = "src,dst"`,
+    /// `activation-strategy = rarp`, `neutron:host_id` still the source).
+    MigrationStart { vm: usize, to: usize },
+    /// A VM is bound to host `to` alone (a migration's end, a bind, an unbind).
+    Bind { vm: usize, to: usize },
+    /// A FIP moves to another VM port.
+    FipMove { nat: usize, vm: usize },
+    /// A FIP is deleted (dropped from its router; garbage-collected).
+    FipDelete { nat: usize },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let i = 0usize..1000;
+    // This node (host 0) half the time: the moves that matter here.
+    let h = prop_oneof![Just(0usize), 1usize..HOSTS];
+    prop_oneof![
+        (i.clone(), h.clone()).prop_map(|(lrp, to)| Step::GatewayMove { lrp, to }),
+        (i.clone(), h.clone()).prop_map(|(vm, to)| Step::MigrationStart { vm, to }),
+        (i.clone(), h).prop_map(|(vm, to)| Step::Bind { vm, to }),
+        (i.clone(), i.clone()).prop_map(|(nat, vm)| Step::FipMove { nat, vm }),
+        i.prop_map(|nat| Step::FipDelete { nat }),
+    ]
+}
+
+fn host(i: usize) -> String {
+    format!("host-{i:03}")
+}
+
+fn uuid_ref(u: Uuid) -> Value {
+    json!(["uuid", u.to_string()])
+}
+
+fn omap(pairs: &[(&str, &str)]) -> Value {
+    json!([
+        "map",
+        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+    ])
+}
+
+/// The uuids of `table`'s rows passing `keep`, in uuid order (the full
+/// cache holds every row: picks by index are reproducible).
+fn rows(db: &DbSnapshot, table: &str, keep: impl Fn(&obgp_ovsdb_data::Row) -> bool) -> Vec<Uuid> {
+    let mut v: Vec<Uuid> = db
+        .table(table)
+        .iter()
+        .filter(|(_, r)| keep(r))
+        .map(|(u, _)| *u)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The operations of `step` on the server's rows as `db` (the full cache)
+/// holds them; none when the topology lacks what it names.
+fn ops(step: &Step, db: &DbSnapshot) -> Vec<Value> {
+    let vms = rows(db, LSP, |r| r.str("type").unwrap_or("").is_empty());
+    let vm_name = |i: usize| {
+        let u = vms[i % vms.len()];
+        (
+            u,
+            db.get(LSP, u)
+                .and_then(|r| r.str("name"))
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let set_host_id = |u: Uuid, h: &str| {
+        json!({"op": "mutate", "table": LSP, "where": [["_uuid", "==", uuid_ref(u)]],
+               "mutations": [["external_ids", "delete", ["set", ["neutron:host_id"]]],
+                             ["external_ids", "insert", omap(&[("neutron:host_id", h)])]]})
+    };
+    match *step {
+        Step::GatewayMove { lrp, to } => {
+            let gws = rows(db, "Logical_Router_Port", |r| {
+                r.map_str("status", "hosting-chassis").is_some()
+            });
+            let Some(&u) = gws.get(lrp % gws.len().max(1)) else {
+                return vec![];
+            };
+            let chassis = format!("chassis-{to:03}");
+            vec![json!({"op": "update", "table": "Logical_Router_Port",
+                        "where": [["_uuid", "==", uuid_ref(u)]],
+                        "row": {"status": omap(&[("hosting-chassis", &chassis)])}})]
+        }
+        Step::MigrationStart { vm, to } if !vms.is_empty() => {
+            let (u, _) = vm_name(vm);
+            let src = db
+                .get(LSP, u)
+                .and_then(|r| r.map_str("options", "requested-chassis"))
+                .unwrap_or("")
+                .to_string();
+            let both = format!("{src},{}", host(to));
+            vec![
+                json!({"op": "update", "table": LSP, "where": [["_uuid", "==", uuid_ref(u)]],
+                        "row": {"options": omap(&[("requested-chassis", &both),
+                                                  ("activation-strategy", "rarp")])}}),
+            ]
+        }
+        Step::Bind { vm, to } if !vms.is_empty() => {
+            let (u, _) = vm_name(vm);
+            vec![
+                json!({"op": "update", "table": LSP, "where": [["_uuid", "==", uuid_ref(u)]],
+                       "row": {"options": omap(&[("requested-chassis", &host(to))])}}),
+                set_host_id(u, &host(to)),
+            ]
+        }
+        Step::FipMove { nat, vm } if !vms.is_empty() => {
+            let fips = rows(db, "NAT", |r| r.str("type") == Some("dnat_and_snat"));
+            let Some(&u) = fips.get(nat % fips.len().max(1)) else {
+                return vec![];
+            };
+            let (_, name) = vm_name(vm);
+            vec![
+                json!({"op": "update", "table": "NAT", "where": [["_uuid", "==", uuid_ref(u)]],
+                        "row": {"logical_port": name}}),
+            ]
+        }
+        Step::FipDelete { nat } => {
+            let fips = rows(db, "NAT", |r| r.str("type") == Some("dnat_and_snat"));
+            let Some(&u) = fips.get(nat % fips.len().max(1)) else {
+                return vec![];
+            };
+            vec![
+                json!({"op": "mutate", "table": "Logical_Router", "where": [],
+                        "mutations": [["nat", "delete", ["set", [uuid_ref(u)]]]]}),
+            ]
+        }
+        _ => vec![],
+    }
+}
+
+fn marker(step: usize) -> String {
+    format!("{MARKER}-{step}")
+}
+
+/// Waits until `sources`' cache holds step `n`'s transaction.
+async fn landed(sources: &OvnSources, n: usize) -> Inputs {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let inputs = sources.inputs();
+        let name = marker(n);
+        if inputs
+            .raw_ovn
+            .table("Logical_Switch")
+            .values()
+            .any(|r| r.str("name") == Some(name.as_str()))
+        {
+            return inputs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "step {n} never reached the cache"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn desired(inputs: &Inputs, config: &Config) -> Desired {
+    desired_state(&inputs.snapshot, config, &NodeFacts::default()).expect("desired state")
+}
+
+async fn start(nb: &OvsdbServer, ovs: &OvsdbServer, config: &Config, all: bool) -> OvnSources {
+    let mut config = config.clone();
+    config.default.ovn_nb_monitor_all = all;
+    config.ovn.ovn_nb_connection = Some(nb.unix_remote());
+    config.default.ovsdb_connection = ovs.unix_remote();
+    let sources = OvnSources::start(&config, Duration::from_secs(20))
+        .await
+        .expect("sources");
+    sources
+        .wait_synced(Duration::from_secs(20))
+        .await
+        .expect("synced");
+    assert_eq!(sources.port_conditions.is_some(), !all);
+    sources
+}
+
+struct Case {
+    seed: u64,
+    distributed: bool,
+    tenant: Option<AdvertisementMethod>,
+    steps: Vec<Step>,
+}
+
+async fn run(case: Case) {
+    let nb = OvsdbServer::start("ovn-nb.ovsschema").unwrap();
+    let ovs = OvsdbServer::start("vswitch.ovsschema").unwrap();
+    let topo = Topology::generate(Params {
+        vms: 40,
+        seed: case.seed,
+        hosts: HOSTS,
+        local_fraction: 0.3,
+        vms_per_net: 8,
+        nets_per_router: 2,
+        provider_vm_ratio: 0.3,
+        fip_ratio: 0.4,
+        lb_ratio: 0.1,
+        distributed: case.distributed,
+        ..Params::default()
+    });
+    for txn in topo.nb_transactions() {
+        nb.transact(&txn).unwrap();
+    }
+    nb.transact(&[json!({"op": "insert", "table": "Logical_Switch", "row": {"name": marker(0)}})])
+        .unwrap();
+    ovs.transact(&[json!({"op": "insert", "table": "Open_vSwitch", "row": {
+        "external_ids": omap(&[("hostname", "host-000"), ("system-id", "chassis-000"),
+                               ("ovn-bridge-mappings", "physnet1:br-ex")])}})])
+        .unwrap();
+
+    let mut config = Config::default();
+    config.default.driver = Driver::NbOvnBgpDriver;
+    if let Some(method) = case.tenant {
+        config.default.expose_tenant_networks = true;
+        config.default.advertisement_method_tenant_networks = method;
+    }
+    let full = start(&nb, &ovs, &config, true).await;
+    let cond = start(&nb, &ovs, &config, false).await;
+
+    let mut exposed_somewhere = false;
+    for n in 0..=case.steps.len() {
+        if n > 0 {
+            let db = full.inputs().raw_ovn;
+            let mut txn = ops(&case.steps[n - 1], &db);
+            txn.push(json!({"op": "update", "table": "Logical_Switch",
+                            "where": [["name", "==", marker(n - 1)]], "row": {"name": marker(n)}}));
+            nb.transact(&txn)
+                .unwrap_or_else(|e| panic!("step {n} {:?}: {e}", case.steps[n - 1]));
+        }
+        let want = landed(&full, n).await;
+        landed(&cond, n).await;
+        let got = cond
+            .converged_inputs()
+            .await
+            .unwrap_or_else(|e| panic!("step {n}: {e}"));
+        let (want_d, got_d) = (desired(&want, &config), desired(&got, &config));
+        exposed_somewhere |= !want_d.exposed.is_empty();
+        assert_eq!(
+            got_d,
+            want_d,
+            "step {n} ({:?}): the conditional cache gives another desired state",
+            n.checked_sub(1).map(|i| &case.steps[i])
+        );
+        // The conditions select: the cache is not the whole table.
+        let (all_ports, some_ports) = (want.raw_ovn.table(LSP).len(), got.raw_ovn.table(LSP).len());
+        assert!(
+            some_ports < all_ports,
+            "step {n}: {some_ports} of {all_ports} ports"
+        );
+    }
+    assert!(exposed_somewhere, "the topology exposes something here");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_conditional_cache_gives_the_full_caches_desired_state(
+        seed in 1u64..1_000_000,
+        distributed in any::<bool>(),
+        tenant in prop_oneof![
+            Just(None),
+            Just(Some(AdvertisementMethod::Host)),
+            Just(Some(AdvertisementMethod::Subnet)),
+        ],
+        steps in prop::collection::vec(step(), 1..16),
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(run(Case { seed, distributed, tenant, steps }));
+    }
+}

@@ -5,33 +5,15 @@
 //! kernel routes as well as connected ones.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use obgp_config::{AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, Desired, NodeFacts};
 use obgp_netmodel::{proto, scope, Address, Class, IpNet, Route, RouteType};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
-use serde_json::Value;
+use obgp_ovn::{Snapshot, NB_DB, SB_DB};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
-
-fn snapshot(db: &FixtureDb) -> Snapshot {
-    let empty = Tables::new();
-    let get = |n: &str| db.dbs.get(n).unwrap_or(&empty);
-    Snapshot::build_with_sb(get(NB_DB), get(SB_DB), get(OVS_DB))
-}
-
-fn scenario_config(sc: &Value) -> Option<Config> {
-    obgp_config::Loader::new()
-        .json_overrides(sc["config"].as_object()?)
-        .ok()?
-        .load()
-        .ok()
-        .map(|l| l.config)
-}
+mod golden;
+use golden::{fixtures, read, scenario_config, scenario_paths, snapshot};
 
 fn with(config: &Config, how: AnnounceWith) -> Config {
     let mut c = config.clone();
@@ -104,16 +86,10 @@ fn compare(name: &str, snap: &Snapshot, config: &Config) -> usize {
 
 #[test]
 fn announcing_with_routes_replaces_each_address_by_a_vrf_route_and_changes_nothing_else() {
-    let dir = fixtures().join("conformance/scenarios");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
+    let paths = scenario_paths();
     let (mut states, mut exposures) = (0, 0);
     for path in paths {
-        let sc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let sc = read(&path);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let Some(config) = scenario_config(&sc) else {
             continue;
@@ -144,10 +120,7 @@ fn announcing_with_routes_replaces_each_address_by_a_vrf_route_and_changes_nothi
 
 #[test]
 fn the_route_way_redistributes_kernel_and_connected_routes_in_either_tenant_method() {
-    let topo: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("demo/topology.json")).unwrap(),
-    )
-    .unwrap();
+    let topo = read(&fixtures().join("demo/topology.json"));
     let snap = Snapshot::from_wire(&topo).unwrap();
     let mut config = obgp_config::Loader::new()
         .sources(vec![obgp_config::Source::File(

@@ -5,8 +5,11 @@ use obgp_config::Config;
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_netmodel::{DesiredNode, LinkKind, TableRef};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
+use obgp_ovn::{NB_DB, SB_DB};
 use serde_json::{json, Value};
+
+mod golden;
+use golden::snapshot;
 
 fn scenario(name: &str) -> Value {
     let p = format!(
@@ -27,12 +30,6 @@ fn config(sc: &Value, extra: Value) -> Config {
         .load()
         .unwrap()
         .config
-}
-
-fn snapshot(db: &FixtureDb) -> Snapshot {
-    let empty = Tables::new();
-    let get = |n: &str| db.dbs.get(n).unwrap_or(&empty);
-    Snapshot::build_with_sb(get(NB_DB), get(SB_DB), get(OVS_DB))
 }
 
 fn node(db: &FixtureDb, c: &Config, facts: &NodeFacts) -> (DesiredNode, Vec<String>) {

@@ -4,41 +4,19 @@
 //! demo's ports get the reason their rows call for.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
 use obgp_config::{Config, Driver};
 use obgp_desired::provenance::{ExposeRule, Reason};
 use obgp_desired::{desired_state, explain, Desired, Explanation, Finding, NodeFacts, Query};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{LspType, PbType, Snapshot, Tables, NB_DB, OVS_DB, SB_DB};
+use obgp_ovn::{LspType, PbType, Snapshot, NB_DB, SB_DB};
 use obgp_plan::actual::state::NodeState;
 use obgp_plan::Actual;
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
-
-fn read(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-fn snapshot(db: &FixtureDb) -> Snapshot {
-    let empty = Tables::new();
-    let get = |n: &str| db.dbs.get(n).unwrap_or(&empty);
-    Snapshot::build_with_sb(get(NB_DB), get(SB_DB), get(OVS_DB))
-}
-
-/// The scenario's configuration through the real loader.
-fn scenario_config(sc: &Value) -> Option<Config> {
-    obgp_config::Loader::new()
-        .json_overrides(sc["config"].as_object()?)
-        .ok()?
-        .load()
-        .ok()
-        .map(|l| l.config)
-}
+mod golden;
+use golden::{fixtures, read, scenario_config, scenario_paths, snapshot};
 
 /// The node facts `plan --ovn` takes from a scenario: the VXLAN source
 /// from the initial node's addresses.
@@ -148,13 +126,7 @@ fn check_state(name: &str, snap: &Snapshot, config: &Config, facts: &NodeFacts) 
 
 #[test]
 fn every_exposure_of_the_golden_scenarios_is_explained_and_every_unexposed_vm_port_has_a_reason() {
-    let dir = fixtures().join("conformance/scenarios");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    names.sort();
+    let names = scenario_paths();
     let (mut ips, mut ports, mut drivers) = (0, 0, std::collections::BTreeSet::new());
     for path in names {
         let sc = read(&path);

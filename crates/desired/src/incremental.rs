@@ -434,27 +434,22 @@ fn node_delta(last: &Last, removed: &[ExposedIp], added: &[ExposedIp]) -> Option
             e.class,
             class,
         ) && push_checked(
-            &mut delta.routes,
-            &node.routes,
-            &fixed.routes,
-            o.announce_route,
-            e.class,
-            class,
-        ) && push_checked(
             &mut delta.rules,
             &node.rules,
             &fixed.rules,
             o.rule,
             e.class,
             class,
-        ) && push_checked(
-            &mut delta.routes,
-            &node.routes,
-            &fixed.routes,
-            o.route,
-            e.class,
-            class,
-        ) && push_checked(
+        ) && [o.announce_route, o.route].into_iter().all(|route| {
+            push_checked(
+                &mut delta.routes,
+                &node.routes,
+                &fixed.routes,
+                route,
+                e.class,
+                class,
+            )
+        }) && push_checked(
             &mut delta.neighbours,
             &node.neighbours,
             &fixed.neighbours,

@@ -30,11 +30,11 @@ use std::net::IpAddr;
 
 use obgp_netmodel::hash::FastHash;
 use obgp_netmodel::{
-    DesiredNode, DevName, IpNet, LinkKind, Neighbour, NodeChanges, Route, Rule, TableRef,
+    DesiredNode, DevName, IpNet, LinkKind, Neighbour, NodeChanges, Rule, TableRef,
 };
 
 use super::neighbours::has_neighbour_at;
-use super::previous::parts;
+use super::previous::{parts, route_at};
 use super::routes::routes_with_key;
 use super::rules::{RuleDst, WantRule, WantedRules};
 use super::{host_prefix, plan_after, Plan, PlanError, Planner};
@@ -383,21 +383,6 @@ fn kernel_rules_at<'a>(actual: &'a Actual, c: &NodeChanges) -> Vec<&'a KernelRul
 
 fn unresolved() -> Stop {
     Stop::Full("a desired object names a bridge table that was not resolved")
-}
-
-/// The lowest route of `table`, family `v6`, to `dst`.
-fn route_at(table: TableRef, v6: bool, dst: IpNet) -> Route {
-    Route {
-        table,
-        v6,
-        dst: Some(dst),
-        dev: None,
-        via: None,
-        proto: 0,
-        scope: 0,
-        kind: obgp_netmodel::RouteType::Unicast,
-        metric: None,
-    }
 }
 
 fn top_host() -> IpNet {

@@ -83,6 +83,21 @@ fn truncating_to(s: IpNet) -> (IpNet, IpNet) {
     (lo, hi)
 }
 
+/// The lowest route of `table`, family `v6`, to `dst`.
+pub(super) fn route_at(table: TableRef, v6: bool, dst: IpNet) -> Route {
+    Route {
+        table,
+        v6,
+        dst: Some(dst),
+        dev: None,
+        via: None,
+        proto: 0,
+        scope: 0,
+        kind: RouteType::Unicast,
+        metric: None,
+    }
+}
+
 /// The distinct leading parts (device, table) of the keys of `map`, in
 /// order, found by jumping to the first key after `past(part)`: one tree
 /// search per part when `past` is after every key with that part (keys it
@@ -147,27 +162,16 @@ pub(super) fn previous_class_lookup(prev: &DesiredNode, s: IpNet) -> Option<Clas
             .find(|(r, _)| hit(&r.dst))
             .map(|(_, c)| *c)
     };
-    let route_from = |table: &TableRef, v6: bool, dst: IpNet| Route {
-        table: table.clone(),
-        v6,
-        dst: Some(dst),
-        dev: None,
-        via: None,
-        proto: 0,
-        scope: 0,
-        kind: RouteType::Unicast,
-        metric: None,
-    };
     let route = || {
         let tables = parts(
             &prev.routes,
             |r| r.table.clone(),
-            |t| route_from(t, true, top_net()),
+            |t| route_at(t.clone(), true, top_net()),
         );
         tables.into_iter().find_map(|table| {
             [false, true].into_iter().find_map(|v6| {
                 prev.routes
-                    .range(route_from(&table, v6, lo)..)
+                    .range(route_at(table.clone(), v6, lo)..)
                     .take_while(|(r, _)| r.table == table && r.v6 == v6 && r.dst <= Some(hi))
                     .find(|(r, _)| r.dst.as_ref().is_some_and(hit))
                     .map(|(_, c)| *c)

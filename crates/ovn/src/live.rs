@@ -30,7 +30,6 @@
 //! `live/tests.rs`): an index updated in two files is one that drifts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -126,7 +125,7 @@ static LINEAGES: AtomicU64 = AtomicU64::new(1);
 
 /// Adds row `uuid` (stored as `row`) to the entry `key`, replacing the row
 /// stored there before, or removes it from the entry.
-pub(crate) fn edit<K: Hash + Eq + Clone, T>(
+pub(crate) fn edit<K: Ord + Clone, T>(
     ix: &mut Index<K, T>,
     key: K,
     uuid: Uuid,

@@ -20,7 +20,9 @@ pub(crate) async fn connect_once(
     check_supported(config)?;
     let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
+    crate::memory::log_stage("synced");
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
+    crate::memory::log_stage("node read");
     reconciler.wait_for_commands();
     if let Some(local) = &sources.local_nb {
         reconciler.write_local_nb(local.clone());

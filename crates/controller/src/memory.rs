@@ -99,6 +99,70 @@ fn trim() -> bool {
     false
 }
 
+/// The process's memory at one point, MiB: the resident set, its
+/// high-water mark so far, and the heap the allocator has handed out and
+/// not taken back (glibc's `mallinfo2`; `None` on other C libraries).
+/// RSS above the heap is code, stacks and freed pages not yet returned.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Usage {
+    pub rss_mib: f64,
+    pub hwm_mib: f64,
+    pub heap_mib: Option<f64>,
+}
+
+impl Usage {
+    /// Reads `/proc/self/status` and the allocator; `None` where the first
+    /// is missing (not Linux).
+    pub fn now() -> Option<Usage> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let kib = |key: &str| -> Option<f64> {
+            let v = status.lines().find_map(|l| l.strip_prefix(key))?;
+            v.split_whitespace().next()?.parse::<f64>().ok()
+        };
+        Some(Usage {
+            rss_mib: kib("VmRSS:")? / 1024.0,
+            hwm_mib: kib("VmHWM:")? / 1024.0,
+            heap_mib: heap_in_use().map(|b| b as f64 / (1024.0 * 1024.0)),
+        })
+    }
+}
+
+/// Logs the memory after one stage of a first computation (`stage
+/// memory`, at debug): where the main job's memory goes, stage by stage
+/// (docs/latency.md, "The main job"). Reads nothing unless debug is on.
+pub fn log_stage(stage: &'static str) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    if let Some(u) = Usage::now() {
+        tracing::debug!(
+            stage,
+            rss_mib = round1(u.rss_mib),
+            hwm_mib = round1(u.hwm_mib),
+            heap_mib = u.heap_mib.map(round1),
+            "stage memory"
+        );
+    }
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_in_use() -> Option<u64> {
+    // SAFETY: mallinfo2 only reads the allocator's statistics under its
+    // own locks.
+    let info = unsafe { libc::mallinfo2() };
+    // Chunks in use in the arenas, plus the blocks mmapped on their own.
+    Some((info.uordblks + info.hblkhd) as u64)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_in_use() -> Option<u64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +175,20 @@ mod tests {
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .unwrap()
+    }
+
+    #[test]
+    fn usage_counts_a_touched_allocation_in_the_heap_and_the_resident_set() {
+        // Other tests of this binary allocate and free beside this one, so
+        // only lower bounds hold: the block alone is 64 MiB of both.
+        let block = std::hint::black_box(vec![1u8; 64 << 20]);
+        let u = Usage::now().expect("/proc/self/status");
+        assert!(u.rss_mib >= 64.0, "{u:?}");
+        assert!(u.hwm_mib >= u.rss_mib, "{u:?}");
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert!(u.heap_mib.is_some_and(|h| h >= 64.0), "{u:?}");
+        }
+        drop(block);
     }
 
     #[test]

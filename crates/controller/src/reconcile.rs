@@ -483,8 +483,14 @@ impl Reconciler {
             self.refresh_local_bridges(snap)?;
         }
 
+        // A first computation (the main job, or after a full dump) logs
+        // its memory stage by stage at debug.
+        let first = self.desired.desired().is_none();
         let t = Instant::now();
         let computed = self.desired.compute(snap, &self.config, &self.facts)?;
+        if first {
+            crate::memory::log_stage("desired");
+        }
         report.desired_patched = matches!(computed, Computed::Patched { .. });
         let (Some(desired), Some(node)) = (self.desired.desired(), self.desired.node()) else {
             unreachable!("a successful compute leaves a result");
@@ -506,6 +512,9 @@ impl Reconciler {
         };
         report.observe_time = t.elapsed();
         report.unread = unread_commands(&actual);
+        if first {
+            crate::memory::log_stage("observed");
+        }
 
         let t = Instant::now();
         let changes = if changes_only && report.desired_patched {
@@ -528,6 +537,9 @@ impl Reconciler {
         let local_nb = self.plan_local_nb()?;
         report.plan_time = t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
+        if first {
+            crate::memory::log_stage("planned");
+        }
         for w in &plan.warnings {
             if self.warned.insert(w.clone()) {
                 tracing::warn!("{w}");

@@ -75,17 +75,9 @@ pub async fn start_node(vms: usize, seed: u64, ns_tag: &str) -> Result<BenchNode
     ])
     .context("the local OVS identity rows")?;
 
-    let ns = Netns::new(ns_tag)?;
-    ns.ip(&["link", "add", "br-ex", "type", "bridge"])?;
-    ns.ip(&["link", "set", "br-ex", "address", "02:00:00:00:0e:01", "up"])?;
-    ns.ip(&["link", "add", "bgp-nic", "type", "ifb"])?;
-    ns.ip(&["link", "set", "bgp-nic", "up"])?;
-
+    let ns = node_namespace(ns_tag)?;
     let dir = tempfile::tempdir()?;
-    std::fs::write(
-        dir.path().join("rt_tables"),
-        "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
-    )?;
+    write_rt_tables(dir.path())?;
     std::fs::create_dir_all(dir.path().join("ovs-run"))?;
     Ok(BenchNode {
         nb,
@@ -95,6 +87,36 @@ pub async fn start_node(vms: usize, seed: u64, ns_tag: &str) -> Result<BenchNode
         ns,
         dir,
     })
+}
+
+/// The node namespace: `br-ex` (a Linux bridge with a MAC) and `bgp-nic`
+/// (an ifb: no dummy/vrf on this kernel), both up.
+fn node_namespace(tag: &str) -> Result<Netns> {
+    let ns = Netns::new(tag)?;
+    ns.ip(&["link", "add", "br-ex", "type", "bridge"])?;
+    ns.ip(&["link", "set", "br-ex", "address", "02:00:00:00:0e:01", "up"])?;
+    ns.ip(&["link", "add", "bgp-nic", "type", "ifb"])?;
+    ns.ip(&["link", "set", "bgp-nic", "up"])?;
+    Ok(ns)
+}
+
+/// The system's four reserved tables, nothing of the agent's.
+fn write_rt_tables(dir: &std::path::Path) -> Result<()> {
+    std::fs::write(
+        dir.join("rt_tables"),
+        "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
+    )?;
+    Ok(())
+}
+
+/// Replaces the node with an untouched one (a new namespace, rt_tables
+/// without the agent's entries, FRR's running config empty), for a run
+/// that must start from nothing on the same databases.
+pub fn fresh_node_namespace(node: &mut BenchNode, tag: &str) -> Result<()> {
+    node.ns = node_namespace(tag)?;
+    write_rt_tables(node.dir.path())?;
+    let _ = std::fs::remove_file(node.dir.path().join("frr-running.conf"));
+    Ok(())
 }
 
 impl BenchNode {
@@ -155,7 +177,8 @@ pub fn addresses_on(ns: &Netns, dev: &str) -> usize {
     kernel_events::announcements_on(ns, dev, obgp_config::AnnounceWith::Address)
 }
 
-/// A vtysh stand-in that behaves like a healthy FRR: `-f FILE` keeps the
+/// A vtysh stand-in that behaves like a healthy FRR (after an optional
+/// `--vty_socket DIR`, which it ignores): `-f FILE` keeps the
 /// file's lines as the running configuration, `-c "show running-config"`
 /// prints them, anything else succeeds silently. With plain `true`, every
 /// FRR check (periodic, retry) found no config and re-applied it, a cost
@@ -169,6 +192,7 @@ pub fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
         &script,
         &format!(
             "#!/bin/sh\n\
+             [ \"$1\" = --vty_socket ] && shift 2\n\
              case \"$1 $2\" in\n\
              \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
              \"-c show running-config\") cat '{r}' 2>/dev/null ;;\n\

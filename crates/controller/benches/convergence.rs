@@ -1,0 +1,416 @@
+//! The agent binary's main job and initial convergence, from process start
+//! (issue 18): at N ports, announcing with addresses and with routes, with
+//! peak RSS.
+//!
+//! Per size N: real NB (a topogen topology of N ports, 10 % local) and
+//! local OVS ovsdb-servers, a namespace node (`common::start_node`). Then,
+//! per announce mode, on a fresh node namespace:
+//! 1. `ovn-bgp-agent plan --format json`: wall time from spawn to exit.
+//!    The plan's IPv4 announcements are what the daemon must write.
+//! 2. `ovn-bgp-agent --debug plan --format json`: the memory after each
+//!    stage (its `stage memory` events: synced, node read, desired,
+//!    observed, planned, printed); the last one's VmHWM is the job's peak
+//!    RSS. (`wait4`'s `ru_maxrss` cannot tell it: a child's maximum keeps
+//!    the image it was forked with, this bench's, across `exec`.)
+//! 3. the daemon: from spawn until the kernel reported every announcement
+//!    of the plan (an rtnetlink listener in the namespace); VmHWM and VmRSS
+//!    at that moment.
+//!
+//! Run (root, ovsdb-server installed; the agent binary built first):
+//! `cargo build --release --bin ovn-bgp-agent && cargo bench -p obgp-controller --bench convergence -- [10000 50000 100000] [announce=address|route|both] [monitor=full|conditional|both] [runs=N]`
+//!
+//! The binary is `$OBGP_AGENT_BIN`, else `ovn-bgp-agent` beside the bench's
+//! `target/release/`. Not part of `cargo test`: without cargo bench's
+//! `--bench` argument it exits at once.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use common::kernel_events::spawn_announcement_monitor;
+use common::{start_node, BenchNode};
+use obgp_config::AnnounceWith;
+use obgp_plan::op::Op;
+use obgp_plan::Plan;
+
+mod common;
+
+fn main() -> Result<()> {
+    if !std::env::args().any(|a| a == "--bench") {
+        return Ok(());
+    }
+    let mut sizes = Vec::new();
+    let mut modes = vec![AnnounceWith::Address, AnnounceWith::Route];
+    let mut monitors = vec![Monitor::Full];
+    let mut runs = 1usize;
+    for a in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
+        if let Some(v) = a.strip_prefix("announce=") {
+            modes = match v {
+                "address" => vec![AnnounceWith::Address],
+                "route" => vec![AnnounceWith::Route],
+                "both" => vec![AnnounceWith::Address, AnnounceWith::Route],
+                _ => bail!("announce=address|route|both, not {v:?}"),
+            };
+        } else if let Some(v) = a.strip_prefix("monitor=") {
+            monitors = match v {
+                "full" => vec![Monitor::Full],
+                "conditional" => vec![Monitor::Conditional],
+                "both" => vec![Monitor::Full, Monitor::Conditional],
+                _ => bail!("monitor=full|conditional|both, not {v:?}"),
+            };
+        } else if let Some(v) = a.strip_prefix("runs=") {
+            runs = v.parse().context("runs=N")?;
+        } else {
+            sizes.push(a.parse::<usize>().with_context(|| format!("size {a:?}"))?);
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![10_000, 50_000];
+    }
+    let binary = agent_binary()?;
+    println!("agent binary: {}", binary.display());
+    let rt = tokio::runtime::Runtime::new()?;
+    for &n in &sizes {
+        let mut node = rt.block_on(start_node(n, 1, "conv"))?;
+        for run in 0..runs {
+            for &monitor in &monitors {
+                for &how in &modes {
+                    common::fresh_node_namespace(&mut node, "conv")?;
+                    let r = measure(&binary, &node, how, monitor).with_context(|| {
+                        format!("N={n}, announce_with={how:?}, {monitor:?} NB monitor")
+                    })?;
+                    r.print(n, how, monitor, run);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `ovn-bgp-agent` release binary.
+fn agent_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("OBGP_AGENT_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    // target/release/deps/convergence-HASH -> target/release/ovn-bgp-agent
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("ovn-bgp-agent"))
+        .context("the bench's target directory")?;
+    if !bin.is_file() {
+        bail!(
+            "{} not found: `cargo build --release --bin ovn-bgp-agent` first, or set OBGP_AGENT_BIN",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// `ovn_nb_monitor_all`: every NB row, or the rows this node needs.
+#[derive(Clone, Copy, Debug)]
+enum Monitor {
+    Full,
+    Conditional,
+}
+
+/// One mode's figures.
+struct Figures {
+    plan_wall: Duration,
+    plan_hwm_mib: f64,
+    stages: Vec<Stage>,
+    announcements: usize,
+    converged: Duration,
+    daemon_hwm_mib: f64,
+    daemon_rss_mib: f64,
+}
+
+impl Figures {
+    fn print(&self, n: usize, how: AnnounceWith, monitor: Monitor, run: usize) {
+        println!(
+            "N={n} announce_with={how:?} monitor={monitor:?} run={run}: plan {:.2} s, peak RSS {:.1} MiB | daemon converged ({} announcements) {:.2} s, VmHWM {:.1} MiB, VmRSS {:.1} MiB",
+            self.plan_wall.as_secs_f64(),
+            self.plan_hwm_mib,
+            self.announcements,
+            self.converged.as_secs_f64(),
+            self.daemon_hwm_mib,
+            self.daemon_rss_mib,
+        );
+        for s in &self.stages {
+            println!(
+                "    {:<10} at {:>6.0} ms  RSS {:>6.1} MiB  VmHWM {:>6.1} MiB  heap {:>6.1} MiB",
+                s.stage,
+                s.at as f64 / 1e3,
+                s.rss_mib,
+                s.hwm_mib,
+                s.heap_mib
+            );
+        }
+    }
+}
+
+fn measure(
+    binary: &Path,
+    node: &BenchNode,
+    how: AnnounceWith,
+    monitor: Monitor,
+) -> Result<Figures> {
+    let dir = node.dir.path();
+    let config = write_config(node, how, monitor)?;
+    common::fake_vtysh(dir)?;
+
+    // 1. The main job, as an operator runs it.
+    let started = Instant::now();
+    let child = agent(binary, node, &config, &["plan", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("spawning plan")?;
+    let out = wait_for_stdout(child)?;
+    let plan_wall = started.elapsed();
+    let plan: Plan = serde_json::from_slice(&out).context("plan --format json")?;
+    let expected = ipv4_announcements(&plan, how);
+    if expected.is_empty() {
+        bail!("the plan announces nothing");
+    }
+
+    // 2. The same with the stage memory at debug.
+    let spawned_at = unix_micros(std::time::SystemTime::now());
+    let out = agent(
+        binary,
+        node,
+        &config,
+        &["--debug", "--use-json", "plan", "--format", "json"],
+    )
+    .stdout(Stdio::null())
+    .output()
+    .context("plan --debug")?;
+    let stages = stage_memory(&String::from_utf8_lossy(&out.stderr), spawned_at);
+    let plan_hwm_mib = stages
+        .last()
+        .filter(|s| s.stage == "printed")
+        .map(|s| s.hwm_mib)
+        .context("no `printed` stage memory in plan --debug")?;
+
+    // 3. The daemon, until the kernel holds every announcement.
+    let monitor = spawn_announcement_monitor(&node.ns, how)?;
+    let log = std::fs::File::create(dir.join(format!("agent-{how:?}.log")))?;
+    let started = Instant::now();
+    let mut daemon = agent(binary, node, &config, &["--use-stderr"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("spawning the daemon")?;
+    let mut seen = HashSet::new();
+    let deadline = started + Duration::from_secs(300);
+    while seen.len() < expected.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match monitor.recv_timeout(left.min(Duration::from_secs(1))) {
+            Ok((ip, _, _)) => {
+                if expected.contains(&ip) {
+                    seen.insert(ip);
+                }
+            }
+            Err(_) if Instant::now() >= deadline => {
+                stop(&mut daemon);
+                bail!(
+                    "{} of {} announcements after {:?}",
+                    seen.len(),
+                    expected.len(),
+                    deadline - started
+                );
+            }
+            Err(_) => {
+                if let Some(status) = daemon.try_wait()? {
+                    bail!("the daemon exited: {status}");
+                }
+            }
+        }
+    }
+    let converged = started.elapsed();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.id()))?;
+    stop(&mut daemon);
+    Ok(Figures {
+        plan_wall,
+        plan_hwm_mib,
+        stages,
+        announcements: expected.len(),
+        converged,
+        daemon_hwm_mib: status_kib(&status, "VmHWM:")? as f64 / 1024.0,
+        daemon_rss_mib: status_kib(&status, "VmRSS:")? as f64 / 1024.0,
+    })
+}
+
+/// The agent's command line: its config file, the namespace node, the
+/// fake vtysh first on PATH, an OVS run directory with no ovs-vswitchd.
+fn agent(binary: &Path, node: &BenchNode, config: &Path, args: &[&str]) -> Command {
+    let dir = node.dir.path();
+    let mut c = Command::new(binary);
+    c.arg("--config-file")
+        .arg(config)
+        .arg("--netns")
+        .arg(node.ns.name())
+        .arg("--rt-tables")
+        .arg(dir.join("rt_tables"))
+        .arg("--vty-socket")
+        .arg(dir)
+        .args(["--bgp-nic-kind", "ifb"])
+        .args(args)
+        .env("OVS_RUNDIR", dir.join("ovs-run"))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+    c
+}
+
+/// The bench node's settings (`BenchNode::config`) as the agent's INI file.
+fn write_config(node: &BenchNode, how: AnnounceWith, monitor: Monitor) -> Result<PathBuf> {
+    let c = node.config(300);
+    let d = &c.default;
+    let text = format!(
+        "[DEFAULT]\n\
+         driver = nb_ovn_bgp_driver\n\
+         exposing_method = underlay\n\
+         expose_tenant_networks = {}\n\
+         bgp_router_id = {}\n\
+         ovsdb_connection = {}\n\
+         reconcile_interval = {}\n\
+         frr_reconcile_interval = {}\n\
+         announce_with = {}\n\
+         ovn_nb_monitor_all = {}\n\
+         \n[ovn]\n\
+         ovn_nb_connection = {}\n",
+        d.expose_tenant_networks,
+        d.bgp_router_id.as_deref().unwrap_or_default(),
+        d.ovsdb_connection,
+        d.reconcile_interval,
+        d.frr_reconcile_interval,
+        match how {
+            AnnounceWith::Address => "address",
+            AnnounceWith::Route => "route",
+        },
+        matches!(monitor, Monitor::Full),
+        c.ovn.ovn_nb_connection.as_deref().unwrap_or_default(),
+    );
+    let path = node.dir.path().join("bgp-agent.conf");
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// The IPv4 announcements a plan adds: /32 addresses on `bgp-nic`, or /32
+/// routes with the agent's announcement protocol.
+fn ipv4_announcements(plan: &Plan, how: AnnounceWith) -> HashSet<std::net::Ipv4Addr> {
+    let v4_host = |net: &ipnet::IpNet| match net {
+        ipnet::IpNet::V4(n) if n.prefix_len() == 32 => Some(n.addr()),
+        _ => None,
+    };
+    plan.steps
+        .iter()
+        .filter_map(|s| match (&s.op, how) {
+            (Op::AddAddress(a), AnnounceWith::Address) if a.dev.as_str() == "bgp-nic" => {
+                v4_host(&a.net)
+            }
+            (Op::ReplaceRoute { route, .. }, AnnounceWith::Route)
+                if route.proto == obgp_netmodel::proto::ANNOUNCE =>
+            {
+                route.dst.as_ref().and_then(v4_host)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// One `stage memory` event of the agent's log.
+struct Stage {
+    stage: String,
+    rss_mib: f64,
+    hwm_mib: f64,
+    heap_mib: f64,
+    /// When it was logged, µs after the process was spawned.
+    at: i64,
+}
+
+/// The `stage memory` events of a `--use-json` log.
+fn stage_memory(log: &str, spawned_at: i64) -> Vec<Stage> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "stage memory")
+        .map(|v| Stage {
+            stage: v["stage"].as_str().unwrap_or("?").to_string(),
+            rss_mib: v["rss_mib"].as_f64().unwrap_or(f64::NAN),
+            hwm_mib: v["hwm_mib"].as_f64().unwrap_or(f64::NAN),
+            heap_mib: v["heap_mib"].as_f64().unwrap_or(f64::NAN),
+            at: v["timestamp"].as_str().map_or(0, micros_of) - spawned_at,
+        })
+        .collect()
+}
+
+/// µs since the Unix epoch of an RFC 3339 UTC timestamp as tracing writes
+/// it (`2026-12-03T17:16:07.977509Z`); 0 if it is not one.
+fn micros_of(ts: &str) -> i64 {
+    let field = |r: std::ops::Range<usize>| ts.get(r).and_then(|v| v.parse::<i64>().ok());
+    let (Some(y), Some(mo), Some(d), Some(h), Some(mi)) = (
+        field(0..4),
+        field(5..7),
+        field(8..10),
+        field(11..13),
+        field(14..16),
+    ) else {
+        return 0;
+    };
+    let secs: f64 = ts
+        .get(17..)
+        .map(|v| v.trim_end_matches('Z'))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard
+    // Hinnant's days_from_civil).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    ((days * 24 + h) * 60 + mi) * 60_000_000 + (secs * 1e6) as i64
+}
+
+fn unix_micros(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Waits for `child`, reading its stdout. Fails if it did not exit 0.
+fn wait_for_stdout(child: Child) -> Result<Vec<u8>> {
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "plan: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(out.stdout)
+}
+
+fn status_kib(status: &str, key: &str) -> Result<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("{key} in /proc/PID/status"))
+}
+
+/// SIGTERM, then wait (the agent leaves the node as it is).
+fn stop(daemon: &mut Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = daemon.wait();
+}

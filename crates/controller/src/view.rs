@@ -51,7 +51,7 @@ impl FilterView {
         for router in &local_cr_lrps {
             for iface in snap.router_interfaces(router) {
                 if let Some(net) = &iface.network {
-                    local_lrp_networks.insert(net.clone());
+                    local_lrp_networks.insert(net.to_string());
                 }
             }
         }

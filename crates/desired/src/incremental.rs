@@ -510,11 +510,11 @@ fn proxy_neighbours(d: &Desired) -> BTreeMap<ProxyNeighbour, Class> {
 
 /// Whether an exposure other than the port's own may depend on `port`.
 fn depends_on(reads: &Reads, port: &LogicalSwitchPort) -> bool {
-    reads.lsp_names.contains(&port.name)
+    reads.lsp_names.contains(port.name.as_str())
         || port
             .network
             .as_ref()
-            .is_some_and(|n| reads.networks.contains(n))
+            .is_some_and(|n| reads.networks.contains(n.as_str()))
 }
 
 /// What `port` alone exposes when bound here, computed on `snap`.

@@ -728,7 +728,7 @@ fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) {
         _ if p.is_active_vif() => {
             // A set: a chassis listed twice binds the port once.
             for c in p.binding_candidates() {
-                edit(&mut nb.active_vifs_by_chassis, c.to_string(), u, p, add);
+                edit(&mut nb.active_vifs_by_chassis, c.clone(), u, p, add);
             }
             if let Some(net) = &p.network {
                 edit(&mut nb.active_vifs_by_network, net.clone(), u, p, add);

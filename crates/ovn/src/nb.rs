@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
-use obgp_ovsdb_data::{Datum, MonitorSpec, Row, TableMonitor, Uuid};
+use obgp_ovsdb_data::{Datum, MonitorSpec, Row, Str, TableMonitor, Uuid};
 
 use crate::neutron::{self, dhcp_option, key, nat_type, port_type, BgpVpn, BgpVpnError};
 
@@ -180,13 +180,23 @@ fn ext_string(row: &Row, k: &str) -> Option<String> {
 /// A string column that must be a string when present (a wrong type is a
 /// garbled row, an absent column is the default `""`).
 fn string_col(table: &'static str, uuid: Uuid, row: &Row, col: &str) -> Result<String, RowError> {
+    shared_string_col(table, uuid, row, col).map(String::from)
+}
+
+/// A scalar string column, sharing the cache's string (empty if absent).
+fn shared_string_col(
+    table: &'static str,
+    uuid: Uuid,
+    row: &Row,
+    col: &str,
+) -> Result<Str, RowError> {
     match row.get(col) {
-        None => Ok(String::new()),
+        None => Ok(Str::default()),
         Some(d) => match d.atoms() {
-            [] => Ok(String::new()),
+            [] => Ok(Str::default()),
             [a] => a
-                .as_str()
-                .map(str::to_string)
+                .as_shared_str()
+                .cloned()
                 .ok_or_else(|| bad(table, uuid, format!("column {col} is not a string"))),
             _ => Err(bad(table, uuid, format!("column {col} has several values"))),
         },
@@ -259,22 +269,33 @@ pub struct PortAddresses {
 /// The `external_ids` of an LSP the agent reads, borrowed from the row.
 #[derive(Default)]
 struct LspExternalIds<'r> {
-    cidrs: Option<&'r str>,
-    network: Option<&'r str>,
-    device_owner: Option<&'r str>,
-    device_id: Option<&'r str>,
-    host_id: Option<&'r str>,
-    port_fip: Option<&'r str>,
-    addr_scope4: Option<&'r str>,
-    addr_scope6: Option<&'r str>,
+    cidrs: Option<&'r Str>,
+    network: Option<&'r Str>,
+    device_owner: Option<&'r Str>,
+    device_id: Option<&'r Str>,
+    host_id: Option<&'r Str>,
+    port_fip: Option<&'r Str>,
+    addr_scope4: Option<&'r Str>,
+    addr_scope6: Option<&'r Str>,
 }
 
-/// `Logical_Switch_Port`.
+/// `options:requested-chassis` split on commas, trimmed; one chassis (the
+/// usual case) keeps the cache's string.
+fn split_chassis(value: &Str) -> Vec<Str> {
+    if !value.contains(',') && value.trim() == value.as_str() {
+        return vec![value.clone()];
+    }
+    value.split(',').map(|c| Str::from(c.trim())).collect()
+}
+
+/// `Logical_Switch_Port`. Its strings are the cache's own (`Str`, shared
+/// by reference count): the snapshot holds every port of the cloud, and
+/// copies of their names and ids cost ~15 MiB at 50k ports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogicalSwitchPort {
     pub uuid: Uuid,
     /// The Neutron port id for VM ports; `provnet-<id>` for localnets.
-    pub name: String,
+    pub name: Str,
     pub kind: LspType,
     /// `up == [true]`; absent means not up.
     pub up: bool,
@@ -282,20 +303,20 @@ pub struct LogicalSwitchPort {
     /// `neutron:cidrs`: the port's IPs with their subnet prefix length.
     pub cidrs: Vec<IpNet>,
     /// `neutron:network_name`: the `neutron-<id>` name of its switch.
-    pub network: Option<String>,
-    pub device_owner: Option<String>,
+    pub network: Option<Str>,
+    pub device_owner: Option<Str>,
     /// `neutron:device_id`: for a router interface, the router id.
-    pub device_id: Option<String>,
+    pub device_id: Option<Str>,
     /// `options:requested-chassis`, split on commas (hostnames).
-    pub requested_chassis: Vec<String>,
+    pub requested_chassis: Vec<Str>,
     /// `neutron:host_id` (hostname).
-    pub host_id: Option<String>,
+    pub host_id: Option<Str>,
     /// `neutron:port_fip`: the port has a floating IP.
-    pub port_fip: Option<String>,
-    pub addr_scope4: Option<String>,
-    pub addr_scope6: Option<String>,
+    pub port_fip: Option<Str>,
+    pub addr_scope4: Option<Str>,
+    pub addr_scope6: Option<Str>,
     /// Localnet only: `options:network_name`, the physical network.
-    pub localnet_network: Option<String>,
+    pub localnet_network: Option<Str>,
     /// Localnet only: the VLAN `tag`.
     pub tag: Option<u16>,
     /// The `DHCP_Options` rows of its IPv4 and IPv6 subnets (see
@@ -309,7 +330,7 @@ impl LogicalSwitchPort {
 
     pub fn parse(uuid: Uuid, row: &Row) -> Result<Self, RowError> {
         let t = Self::TABLE;
-        let name = string_col(t, uuid, row, "name")?;
+        let name = shared_string_col(t, uuid, row, "name")?;
         let kind = match row.get("type").map(Datum::atoms) {
             None | Some([]) => LspType::Vm,
             Some([a]) => LspType::from_column(
@@ -324,7 +345,7 @@ impl LogicalSwitchPort {
         // every snapshot build.
         let mut ids = LspExternalIds::default();
         for (k, v) in row.get("external_ids").map(Datum::pairs).unwrap_or(&[]) {
-            let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
+            let (Some(k), Some(v)) = (k.as_str(), v.as_shared_str()) else {
                 continue;
             };
             if v.is_empty() {
@@ -345,7 +366,7 @@ impl LogicalSwitchPort {
         }
         let (mut requested, mut physnet) = (None, None);
         for (k, v) in row.get("options").map(Datum::pairs).unwrap_or(&[]) {
-            match (k.as_str(), v.as_str()) {
+            match (k.as_str(), v.as_shared_str()) {
                 (Some(key::REQUESTED_CHASSIS), Some(v)) if !v.is_empty() => requested = Some(v),
                 (Some(key::LOCALNET_NETWORK_NAME), Some(v)) if !v.is_empty() => physnet = Some(v),
                 _ => {}
@@ -353,7 +374,7 @@ impl LogicalSwitchPort {
         }
 
         let mut cidrs = Vec::new();
-        for c in ids.cidrs.unwrap_or("").split_whitespace() {
+        for c in ids.cidrs.map_or("", Str::as_str).split_whitespace() {
             let net = neutron::parse_ip_net(c)
                 .ok_or_else(|| bad(t, uuid, format!("{} has bad entry {c:?}", key::CIDRS)))?;
             cidrs.push(net);
@@ -376,7 +397,7 @@ impl LogicalSwitchPort {
             Some(_) => return Err(bad(t, uuid, "several VLAN tags")),
         };
 
-        let own = |v: Option<&str>| v.map(str::to_string);
+        let own = |v: Option<&Str>| v.cloned();
         Ok(LogicalSwitchPort {
             uuid,
             name,
@@ -387,9 +408,7 @@ impl LogicalSwitchPort {
             network: own(ids.network),
             device_owner: own(ids.device_owner),
             device_id: own(ids.device_id),
-            requested_chassis: requested
-                .map(|s| s.split(',').map(|c| c.trim().to_string()).collect())
-                .unwrap_or_default(),
+            requested_chassis: requested.map(split_chassis).unwrap_or_default(),
             host_id: own(ids.host_id),
             port_fip: own(ids.port_fip),
             addr_scope4: own(ids.addr_scope4),
@@ -405,10 +424,10 @@ impl LogicalSwitchPort {
     /// upstream's `get_port_chassis` decides: `requested-chassis` (all of its
     /// entries: "our host wins if listed") except for virtual ports, else
     /// `neutron:host_id`. A port is on chassis C iff C is in this list.
-    pub fn binding_candidates(&self) -> Vec<&str> {
+    pub fn binding_candidates(&self) -> &[Str] {
         match self.binding_key() {
-            key::REQUESTED_CHASSIS => self.requested_chassis.iter().map(String::as_str).collect(),
-            _ => self.host_id.iter().map(String::as_str).collect(),
+            key::REQUESTED_CHASSIS => &self.requested_chassis,
+            _ => self.host_id.as_slice(),
         }
     }
 
@@ -430,7 +449,7 @@ impl LogicalSwitchPort {
 
     /// Whether upstream's `get_port_chassis(port, chassis) == chassis`.
     pub fn is_bound_to(&self, chassis: &str) -> bool {
-        self.binding_candidates().contains(&chassis)
+        self.binding_candidates().iter().any(|c| c == chassis)
     }
 
     /// The address scope of the port's subnet for `ip`'s family.

@@ -121,7 +121,8 @@ impl LspInterest {
                     continue;
                 };
                 for iface in snap.router_interfaces(router) {
-                    out.networks.extend(iface.network.iter().cloned());
+                    out.networks
+                        .extend(iface.network.iter().map(|n| n.to_string()));
                 }
                 for lb in snap.lbs_of_router(router) {
                     out.names.extend(lb.vip_port.iter().cloned());
@@ -135,7 +136,7 @@ impl LspInterest {
             let with_fip = snap
                 .active_vifs_on_chassis(chassis)
                 .filter(|p| p.port_fip.is_some());
-            out.fip_ports.extend(with_fip.map(|p| p.name.clone()));
+            out.fip_ports.extend(with_fip.map(|p| p.name.to_string()));
         }
         // A looked-up port the cache holds through an exact clause needs no
         // clause of its own (FIP and VIP ports are mostly VMs of the
@@ -171,8 +172,9 @@ impl LspInterest {
         let on_network = port
             .network
             .as_ref()
-            .is_some_and(|n| self.networks.contains(n));
-        let host_here = self.chassis.is_some() && port.host_id == self.chassis;
+            .is_some_and(|n| self.networks.contains(n.as_str()));
+        let host_here =
+            self.chassis.is_some() && port.host_id.as_deref() == self.chassis.as_deref();
         on_network || host_here
     }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::OrdMap;
-use obgp_ovsdb_data::{Row, Uuid};
+use obgp_ovsdb_data::{Row, Str, Uuid};
 
 use crate::live::LiveSnapshot;
 use crate::nb::{
@@ -214,20 +214,20 @@ pub(crate) struct NbIndex {
     pub lbs: Rows<LoadBalancer>,
     pub dhcp_options: Rows<DhcpOptions>,
 
-    pub lsp_by_name: Index<String, LogicalSwitchPort>,
+    pub lsp_by_name: Index<Str, LogicalSwitchPort>,
     pub router_by_name: Index<String, LogicalRouter>,
     pub switches_by_name: Index<String, LogicalSwitch>,
     /// Localnet LSPs of each switch (by switch uuid), in the switch's port
     /// order, each with its row; switches without one are absent.
     pub localnets_of_switch: PMap<Uuid, Arc<[Arc<LogicalSwitchPort>]>>,
     /// Localnet LSPs by `options:network_name` (the physical network).
-    pub localnets_by_physnet: Index<String, LogicalSwitchPort>,
+    pub localnets_by_physnet: Index<Str, LogicalSwitchPort>,
     /// Up VM/virtual LSPs by every chassis they can be bound to.
-    pub active_vifs_by_chassis: Index<String, LogicalSwitchPort>,
+    pub active_vifs_by_chassis: Index<Str, LogicalSwitchPort>,
     /// Up VM/virtual LSPs by `neutron:network_name`.
-    pub active_vifs_by_network: Index<String, LogicalSwitchPort>,
+    pub active_vifs_by_network: Index<Str, LogicalSwitchPort>,
     /// Up router-interface LSPs by `neutron:device_id` (the router id).
-    pub router_ifaces_by_router: Index<String, LogicalSwitchPort>,
+    pub router_ifaces_by_router: Index<Str, LogicalSwitchPort>,
     /// LRPs by `status:hosting-chassis` (system-id).
     pub lrps_by_hosting_chassis: Index<String, LogicalRouterPort>,
     /// NATs by `logical_port`.

@@ -68,6 +68,13 @@ impl Borrow<str> for Str {
     }
 }
 
+/// A JSON string, like the text it holds.
+impl serde::Serialize for Str {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self)
+    }
+}
+
 impl fmt::Debug for Str {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
@@ -192,6 +199,14 @@ pub enum Atom {
 impl Atom {
     /// The string, if this is a string atom.
     pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Atom::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The shared string, if this is a string atom: what a parsed row keeps
+    /// instead of a copy (a clone costs a reference count).
+    pub fn as_shared_str(&self) -> Option<&Str> {
         match self {
             Atom::String(s) => Some(s),
             _ => None,

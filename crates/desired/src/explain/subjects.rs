@@ -10,7 +10,7 @@ use obgp_ovn::{
     LoadBalancer, LogicalRouterPort, LogicalSwitchPort, LspType, Nat, NatType, PbMac, PbType,
     PortBinding, Snapshot,
 };
-use obgp_ovsdb_data::Uuid;
+use obgp_ovsdb_data::{Str, Uuid};
 
 use super::{Decisions, ExplainError};
 use crate::model::RowRef;
@@ -49,11 +49,7 @@ fn lsp_selection(p: &LogicalSwitchPort, hostname: Option<&str>) -> Option<Reason
         return Some(Reason::NoHostname);
     };
     (!p.is_bound_to(here)).then(|| Reason::BoundElsewhere {
-        chassis: p
-            .binding_candidates()
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
+        chassis: p.binding_candidates().iter().map(Str::to_string).collect(),
         by: p.binding_key(),
         here: here.to_string(),
     })
@@ -100,7 +96,7 @@ fn lsp_subject(ctx: &Decisions, p: &LogicalSwitchPort) -> Subject {
     Subject {
         row: row(LogicalSwitchPort::TABLE, p.uuid),
         ips,
-        network: p.network.clone(),
+        network: p.network.as_deref().map(str::to_string),
         selection: lsp_selection(p, ctx.hostname),
         undecided,
     }
@@ -110,7 +106,7 @@ fn lrp_subject(ctx: &Decisions, p: &LogicalRouterPort) -> Subject {
     Subject {
         row: row(LogicalRouterPort::TABLE, p.uuid),
         ips: p.networks.iter().map(IpNet::addr).collect(),
-        network: p.network.clone(),
+        network: p.network.as_deref().map(str::to_string),
         selection: lrp_selection(p, ctx.system_id),
         undecided: None,
     }

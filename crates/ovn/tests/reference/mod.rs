@@ -113,26 +113,26 @@ impl Snapshot {
 
         for (i, lsp) in s.lsps.iter().enumerate() {
             let i = i as u32;
-            s.lsp_by_name.entry(lsp.name.clone()).or_insert(i);
+            s.lsp_by_name.entry(lsp.name.to_string()).or_insert(i);
             match lsp.kind {
                 LspType::Vm | LspType::Virtual if lsp.up => {
                     for c in lsp.binding_candidates() {
                         push(&mut s.active_vifs_by_chassis, c.to_string(), i);
                     }
                     if let Some(net) = &lsp.network {
-                        push(&mut s.active_vifs_by_network, net.clone(), i);
+                        push(&mut s.active_vifs_by_network, net.to_string(), i);
                     }
                 }
                 LspType::Router
                     if lsp.up && lsp.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) =>
                 {
                     if let Some(router) = &lsp.device_id {
-                        push(&mut s.router_ifaces_by_router, router.clone(), i);
+                        push(&mut s.router_ifaces_by_router, router.to_string(), i);
                     }
                 }
                 LspType::Localnet => {
                     if let Some(net) = &lsp.localnet_network {
-                        push(&mut s.localnets_by_physnet, net.clone(), i);
+                        push(&mut s.localnets_by_physnet, net.to_string(), i);
                     }
                 }
                 _ => {}

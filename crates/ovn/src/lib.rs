@@ -20,6 +20,7 @@ pub mod neutron;
 pub mod ovs;
 pub mod sb;
 pub mod snapshot;
+mod uuid_set;
 
 pub use live::LiveSnapshot;
 pub use nb::{

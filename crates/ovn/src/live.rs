@@ -44,6 +44,7 @@ use crate::nb::{
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
 use crate::snapshot::{Index, NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
+use crate::uuid_set::UuidSet;
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
 pub const NB_TABLES: [&str; 8] = [
@@ -84,7 +85,7 @@ struct Dirty {
 }
 
 /// Uuids pointing at a row, by the row's uuid.
-pub(crate) type Referrers = HashMap<Uuid, BTreeSet<Uuid>, FastHash>;
+pub(crate) type Referrers = HashMap<Uuid, UuidSet, FastHash>;
 
 /// The maintained snapshot. Feed it NB row changes with
 /// [`LiveSnapshot::apply_nb`], SB row changes with

@@ -25,9 +25,10 @@
 //! [`LiveSnapshot::apply_sb`]). Open_vSwitch is rebuilt whole on any change
 //! ([`LiveSnapshot::reset_ovs`]): the local OVS database is a handful of rows.
 //!
-//! Over 700 lines because every index a row contributes to is maintained
-//! here, beside the others (the SB tables are in `live_sb.rs`, the tests in
-//! `live/tests.rs`): an index updated in two files is one that drifts.
+//! Every index a row contributes to is maintained here, beside the others
+//! (the SB tables are in `live_sb.rs`, the set operations they use in
+//! `live/refs.rs`, the tests in `live/tests.rs`): an index updated in two
+//! files is one that drifts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,8 +44,9 @@ use crate::nb::{
 };
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
-use crate::snapshot::{Index, NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
-use crate::uuid_set::UuidSet;
+use crate::snapshot::{NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
+use refs::rerefer;
+pub(crate) use refs::{edit, refer, Referrers};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
 pub const NB_TABLES: [&str; 8] = [
@@ -84,9 +86,6 @@ struct Dirty {
     nats: BTreeSet<Uuid>,
 }
 
-/// Uuids pointing at a row, by the row's uuid.
-pub(crate) type Referrers = HashMap<Uuid, UuidSet, FastHash>;
-
 /// The maintained snapshot. Feed it NB row changes with
 /// [`LiveSnapshot::apply_nb`], SB row changes with
 /// [`LiveSnapshot::apply_sb`], the whole OVS database with
@@ -123,92 +122,6 @@ pub struct LiveSnapshot {
 
 /// Tells the lineages of journals apart (0 is "unknown").
 static LINEAGES: AtomicU64 = AtomicU64::new(1);
-
-/// Adds row `uuid` (stored as `row`) to the entry `key`, replacing the row
-/// stored there before, or removes it from the entry.
-pub(crate) fn edit<K: Ord + Clone, T>(
-    ix: &mut Index<K, T>,
-    key: K,
-    uuid: Uuid,
-    row: &Arc<T>,
-    add: bool,
-) {
-    if add {
-        ix.entry(key).or_default().insert(uuid, row.clone());
-    } else if let Some(set) = ix.get_mut(&key) {
-        set.remove(uuid);
-        if set.is_empty() {
-            ix.remove(&key);
-        }
-    }
-}
-
-pub(crate) fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
-    if add {
-        map.entry(target).or_default().insert(from);
-    } else if let Some(set) = map.get_mut(&target) {
-        set.remove(&from);
-        if set.is_empty() {
-            map.remove(&target);
-        }
-    }
-}
-
-/// Updates `map` from the references `old` to those `new` of row `from`,
-/// touching only the difference (a switch lists thousands of ports), and
-/// returns that difference: the uuids `from` started or stopped naming.
-fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) -> Vec<Uuid> {
-    if old == new {
-        return Vec::new();
-    }
-    let (gone, added) = set_difference(old, new);
-    for u in &gone {
-        refer(map, *u, from, false);
-    }
-    for u in &added {
-        refer(map, *u, from, true);
-    }
-    let mut changed = gone;
-    changed.extend(added);
-    changed
-}
-
-/// What `old` has that `new` lacks, and the reverse, each without
-/// duplicates. OVSDB sets arrive sorted, so the common case is one merge
-/// pass with no hashing: hashing both sides of a large switch's `ports`
-/// dominated an LSP insert (docs/adr/0001-incremental-snapshot.md).
-fn set_difference(old: &[Uuid], new: &[Uuid]) -> (Vec<Uuid>, Vec<Uuid>) {
-    let strictly_sorted = |v: &[Uuid]| v.windows(2).all(|w| w[0] < w[1]);
-    if !(strictly_sorted(old) && strictly_sorted(new)) {
-        let old_set: HashSet<Uuid, FastHash> = old.iter().copied().collect();
-        let new_set: HashSet<Uuid, FastHash> = new.iter().copied().collect();
-        return (
-            old_set.difference(&new_set).copied().collect(),
-            new_set.difference(&old_set).copied().collect(),
-        );
-    }
-    let (mut gone, mut added) = (Vec::new(), Vec::new());
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() && j < new.len() {
-        match old[i].cmp(&new[j]) {
-            std::cmp::Ordering::Less => {
-                gone.push(old[i]);
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                added.push(new[j]);
-                j += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    gone.extend_from_slice(&old[i..]);
-    added.extend_from_slice(&new[j..]);
-    (gone, added)
-}
 
 pub(crate) fn log_warnings(ws: &[RowError]) {
     for w in ws {
@@ -767,5 +680,6 @@ fn index_lb(nb: &mut NbIndex, lb: &Arc<LoadBalancer>, add: bool) {
     }
 }
 
+mod refs;
 #[cfg(test)]
 mod tests;

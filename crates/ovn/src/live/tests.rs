@@ -189,22 +189,6 @@ fn a_changed_row_whose_index_keys_stay_is_served_fresh_through_every_index() {
 }
 
 #[test]
-fn set_difference_is_the_same_on_sorted_and_unsorted_sets() {
-    let u = |v: &[u128]| v.iter().map(|i| Uuid(*i)).collect::<Vec<_>>();
-    let sorted = |mut v: Vec<Uuid>| {
-        v.sort();
-        v
-    };
-    // Sorted: the merge pass.
-    let (gone, added) = set_difference(&u(&[1, 2, 4, 7]), &u(&[2, 3, 4, 8, 9]));
-    assert_eq!((gone, added), (u(&[1, 7]), u(&[3, 8, 9])));
-    // Unsorted, or with duplicates: the hashing fallback, same answer.
-    let (gone, added) = set_difference(&u(&[7, 4, 2, 1, 4]), &u(&[9, 2, 3, 8, 4]));
-    assert_eq!((sorted(gone), sorted(added)), (u(&[1, 7]), u(&[3, 8, 9])));
-    assert_eq!(set_difference(&[], &u(&[5])), (vec![], u(&[5])));
-}
-
-#[test]
 fn a_big_switch_gaining_and_losing_ports_keeps_its_localnet_and_dangling_refs() {
     let mut live = LiveSnapshot::default();
     let vm = |i: u128| (LogicalSwitchPort::TABLE, Uuid(0x1000 + i));

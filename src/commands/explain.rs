@@ -32,7 +32,7 @@ pub fn run(
     let answer = explain(&snapshot, config, &facts, &Query::parse(target))?;
     match format {
         Format::Text => print!("{answer}"),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Json => super::print_json(&answer)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -135,3 +135,15 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()?)
 }
+
+/// Prints `value` as indented JSON on stdout, written as it is serialized:
+/// a 50k-port node's plan is megabytes, which a string would hold whole on
+/// top of the plan at the job's peak.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}

@@ -72,7 +72,7 @@ pub fn run(
 fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
     match format {
         Format::Text => print!("{}", obgp_controller::render_plan(plan)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(plan)?),
+        Format::Json => super::print_json(plan)?,
     }
     Ok(())
 }

@@ -67,7 +67,7 @@ pub fn offline(
 pub fn print(p: &OvnPlan, format: Format) -> anyhow::Result<()> {
     match format {
         Format::Text => print!("{}", text(p)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&to_json(p)?)?),
+        Format::Json => super::print_json(&to_json(p)?)?,
     }
     Ok(())
 }

@@ -88,7 +88,7 @@ pub fn run(
     };
     match format {
         Format::Text => print!("{}", render::text(&status)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+        Format::Json => super::print_json(&status)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -40,10 +40,7 @@ use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb_data::Datum;
-use obgp_plan::{
-    plan, plan_after, plan_changes, Actual, ActualLink, Coverage, KernelRule, ModelNode, Plan,
-    RtTables,
-};
+use obgp_plan::{plan, plan_after, plan_changes, Actual, ActualLink, Coverage, ModelNode, Plan};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
@@ -248,7 +245,7 @@ fn event_plan_cpu_ns(
 /// A node before the agent touched it: br-ex (an OVS bridge with a MAC and
 /// the patch port), the kernel's default rules and rt_tables.
 fn bare_node(patch: &str) -> Actual {
-    let mut a = Actual::default();
+    let mut a = Actual::booted();
     let br = DevName::new("br-ex").expect("valid");
     a.links.insert(
         br.clone(),
@@ -259,22 +256,6 @@ fn bare_node(patch: &str) -> Actual {
             true,
         ),
     );
-    for v6 in [false, true] {
-        for (priority, table) in [(0, 255), (32766, 254), (32767, 253)] {
-            if v6 && priority == 32767 {
-                continue;
-            }
-            a.rules.insert(KernelRule {
-                v6,
-                priority,
-                dst: None,
-                table,
-            });
-        }
-    }
-    a.rt_tables = RtTables {
-        text: "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n".into(),
-    };
     a.bridges
         .entry(br)
         .or_default()

@@ -12,7 +12,7 @@ use obgp_config::{AdvertisementMethod, AnnounceWith};
 use obgp_desired::{Computed, DesiredCache, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, MacAddr, NodeChanges};
 use obgp_plan::plan::{plan_after, plan_changes, Coverage};
-use obgp_plan::{Actual, ActualLink, KernelRule, ModelNode, RtTables};
+use obgp_plan::{Actual, ActualLink, ModelNode};
 use proptest::prelude::*;
 use world::{config, World};
 
@@ -21,7 +21,7 @@ mod world;
 /// A node before the agent: the mapped bridges (OVS bridges with a MAC and
 /// the ports the flows name), the kernel's default rules and rt_tables.
 fn bare(d: &DesiredNode) -> Actual {
-    let mut a = Actual::default();
+    let mut a = Actual::booted();
     for (i, b) in d.bridge_tables.iter().enumerate() {
         let mac = MacAddr([0x02, 0, 0, 0, 0xbe, i as u8]);
         a.links.insert(
@@ -33,19 +33,6 @@ fn bare(d: &DesiredNode) -> Actual {
         let ports = &mut a.bridges.entry(f.bridge.clone()).or_default().ports;
         ports.entry(f.in_port.clone()).or_insert(n as u32 + 1);
     }
-    for v6 in [false, true] {
-        for (priority, table) in [(0, 255), (32766, 254), (32767, 253)] {
-            a.rules.insert(KernelRule {
-                v6,
-                priority,
-                dst: None,
-                table,
-            });
-        }
-    }
-    a.rt_tables = RtTables {
-        text: "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n".into(),
-    };
     a
 }
 

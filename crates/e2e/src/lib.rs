@@ -543,11 +543,7 @@ impl Drop for Bench {
 /// into the host's /etc/iproute2/rt_tables.
 fn fresh_rt_tables(dir: &Path) -> Result<()> {
     std::fs::copy("/etc/iproute2/rt_tables", dir.join("rt_tables")).or_else(|_| {
-        std::fs::write(
-            dir.join("rt_tables"),
-            "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
-        )
-        .map(|_| 0)
+        std::fs::write(dir.join("rt_tables"), obgp_plan::RtTables::RESERVED).map(|_| 0)
     })?;
     Ok(())
 }

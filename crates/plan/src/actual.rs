@@ -244,6 +244,9 @@ pub struct RtTables {
 }
 
 impl RtTables {
+    /// The file as iproute2 installs it: the four reserved tables only.
+    pub const RESERVED: &'static str = "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n";
+
     /// `(number, name)` of every entry line (`<n> <name>`, upstream's
     /// `^[0-9]+\s+\S+`), in file order. Comments and junk are ignored.
     pub fn entries(&self) -> Vec<(u32, &str)> {
@@ -384,6 +387,31 @@ fn bad(what: &'static str, value: impl fmt::Display) -> StateError {
 pub mod state;
 
 impl Actual {
+    /// A node as Linux boots it, before the agent: the default policy rules
+    /// (IPv4: local, main and default; IPv6: local and main) and rt_tables
+    /// with the reserved tables. Links, bridges and routes are the caller's.
+    pub fn booted() -> Actual {
+        let mut a = Actual::default();
+        for (v6, priority, table) in [
+            (false, 0, 255),
+            (false, 32766, 254),
+            (false, 32767, 253),
+            (true, 0, 255),
+            (true, 32766, 254),
+        ] {
+            a.rules.insert(KernelRule {
+                v6,
+                priority,
+                dst: None,
+                table,
+            });
+        }
+        a.rt_tables = RtTables {
+            text: RtTables::RESERVED.into(),
+        };
+        a
+    }
+
     /// The routing protocol numbers the planner never deletes routes of:
     /// FRR's (O5) and the kernel's own (local/connected routes).
     pub fn route_is_foreign(r: &KernelRoute) -> bool {

@@ -11,7 +11,7 @@ use obgp_netmodel::{
     NodeChanges, ProxyNeighbour, Route, RouteType, Rule, TableRef,
 };
 use obgp_plan::plan::{plan_after, plan_changes, Coverage, Plan};
-use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, ModelNode, RtTables};
+use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, ModelNode};
 use proptest::prelude::*;
 
 fn dev(s: &str) -> DevName {
@@ -176,7 +176,7 @@ fn desired(exposed: &[Option<Exposure>]) -> DesiredNode {
 /// A node with both bridges and the kernel's default rules, before the
 /// agent.
 fn bare() -> Actual {
-    let mut a = Actual::default();
+    let mut a = Actual::booted();
     for (i, b) in BRIDGES.iter().enumerate() {
         let mac = MacAddr([0xaa, 0, 0, 0, 0, i as u8 + 1]);
         a.links.insert(
@@ -184,19 +184,6 @@ fn bare() -> Actual {
             ActualLink::new(i as u32 + 2, "openvswitch", Some(mac), true),
         );
     }
-    for v6 in [false, true] {
-        for (priority, table) in [(0, 255), (32766, 254), (32767, 253)] {
-            a.rules.insert(KernelRule {
-                v6,
-                priority,
-                dst: None,
-                table,
-            });
-        }
-    }
-    a.rt_tables = RtTables {
-        text: "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n".into(),
-    };
     a
 }
 

@@ -102,10 +102,7 @@ fn node_namespace(tag: &str) -> Result<Netns> {
 
 /// The system's four reserved tables, nothing of the agent's.
 fn write_rt_tables(dir: &std::path::Path) -> Result<()> {
-    std::fs::write(
-        dir.join("rt_tables"),
-        "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n",
-    )?;
+    std::fs::write(dir.join("rt_tables"), obgp_plan::RtTables::RESERVED)?;
     Ok(())
 }
 

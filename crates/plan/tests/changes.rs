@@ -7,16 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use obgp_netmodel::{
-    proto, scope, Address, Class, DesiredNode, DevName, IpNet, Link, LinkKind, MacAddr, Neighbour,
-    NodeChanges, ProxyNeighbour, Route, RouteType, Rule, TableRef,
+    proto, scope, Address, Class, DesiredNode, DevName, IpNet, MacAddr, Neighbour, NodeChanges,
+    ProxyNeighbour, Route, RouteType, Rule, TableRef,
 };
 use obgp_plan::plan::{plan_after, plan_changes, Coverage, Plan};
 use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, ModelNode};
 use proptest::prelude::*;
+use support::{announcing_node, dev, existing};
 
-fn dev(s: &str) -> DevName {
-    DevName::new(s).unwrap()
-}
+mod support;
 
 const IPS: [&str; 8] = [
     "172.24.4.10/32",
@@ -84,34 +83,10 @@ fn route(table: TableRef, v6: bool, dst: Option<IpNet>, dev: DevName) -> Route {
 /// A node's desired objects: bgp-vrf and bgp-nic, both bridges mapped
 /// (their ARP address and default routes) and the exposures.
 fn desired(exposed: &[Option<Exposure>]) -> DesiredNode {
-    let mut d = DesiredNode {
-        announce_dev: Some(dev("bgp-nic")),
-        vrf_table: 10,
-        ..DesiredNode::default()
-    };
-    d.links.insert(Link {
-        name: dev("bgp-vrf"),
-        kind: LinkKind::Vrf { table: 10 },
-        master: None,
-        mac: None,
-        up: true,
-    });
-    d.links.insert(Link {
-        name: dev("bgp-nic"),
-        kind: LinkKind::Dummy,
-        master: Some(dev("bgp-vrf")),
-        mac: None,
-        up: true,
-    });
+    let mut d = announcing_node(None);
     for (i, b) in BRIDGES.iter().enumerate() {
         let br = dev(b);
-        d.links.insert(Link {
-            name: br.clone(),
-            kind: LinkKind::Existing,
-            master: None,
-            mac: None,
-            up: true,
-        });
+        d.links.insert(existing(&br));
         d.bridge_tables.insert(br.clone());
         let arp: IpNet = format!("169.254.{}.{}/32", i + 1, i + 1).parse().unwrap();
         d.addresses.insert(

@@ -4,15 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use obgp_netmodel::{
-    proto, scope, BridgePort, DesiredNode, DevName, EvpnCleanup, LinkKind, RouteType,
-};
+use obgp_netmodel::{proto, scope, BridgePort, DesiredNode, EvpnCleanup, LinkKind, RouteType};
 use obgp_plan::plan::{order_violations, plan};
 use obgp_plan::{Actual, FrrEvpnVrf, KernelRoute, ModelNode, Op};
+use support::dev;
 
-fn dev(s: &str) -> DevName {
-    DevName::new(s).unwrap()
-}
+mod support;
 
 fn add(m: &mut ModelNode, name: &str, kind: LinkKind, master: Option<&str>) {
     m.apply(&Op::AddLink {

@@ -10,10 +10,9 @@ use obgp_netmodel::{
 use obgp_plan::compare::differences;
 use obgp_plan::plan::{order_violations, plan, plan_after, Group, PlanError};
 use obgp_plan::{Actual, ModelNode, Op};
+use support::{announcing_node, dev, existing};
 
-fn dev(s: &str) -> DevName {
-    DevName::new(s).unwrap()
-}
+mod support;
 
 const PATCH: &str = "patch-provnet-22222222-2222-4222-8222-222222222222-to-br-int";
 
@@ -57,33 +56,8 @@ fn held_announcements_leave_the_wiring_and_the_withdrawals() {
 
 fn base(dev_for_vm: &str) -> DesiredNode {
     let br = dev("br-ex");
-    let mut d = DesiredNode {
-        announce_dev: Some(dev("bgp-nic")),
-        vrf_table: 10,
-        frr_config: Some("router bgp 64999 vrf bgp-vrf\n".into()),
-        ..DesiredNode::default()
-    };
-    d.links.insert(Link {
-        name: dev("bgp-vrf"),
-        kind: LinkKind::Vrf { table: 10 },
-        master: None,
-        mac: None,
-        up: true,
-    });
-    d.links.insert(Link {
-        name: dev("bgp-nic"),
-        kind: LinkKind::Dummy,
-        master: Some(dev("bgp-vrf")),
-        mac: None,
-        up: true,
-    });
-    d.links.insert(Link {
-        name: br.clone(),
-        kind: LinkKind::Existing,
-        master: None,
-        mac: None,
-        up: true,
-    });
+    let mut d = announcing_node(Some("router bgp 64999 vrf bgp-vrf\n"));
+    d.links.insert(existing(&br));
     d.bridge_tables.insert(br.clone());
     let mut wire_dev = |name: &DevName, idx_addr: &str, idx6: &str| {
         d.sysctls

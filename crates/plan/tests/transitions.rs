@@ -3,17 +3,16 @@
 //! plans empty, with no op rejected and the order O1–O4 respected.
 
 use obgp_netmodel::{
-    proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, IpNet, Link, LinkKind,
-    Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
+    proto, scope, Address, Class, DesiredNode, Flow, FlowAction, IpNet, Link, LinkKind, Neighbour,
+    ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
 use obgp_plan::op::Op;
 use obgp_plan::plan::{order_violations, plan, plan_after};
 use obgp_plan::{Actual, ModelNode};
 use proptest::prelude::*;
+use support::{announcing_node, dev, existing};
 
-fn dev(s: &str) -> DevName {
-    DevName::new(s).unwrap()
-}
+mod support;
 
 const IPS: [&str; 6] = [
     "172.24.4.10/32",
@@ -38,33 +37,8 @@ const CLASSES: [Class; 5] = [
 fn desired(mask: u8, class_of: [usize; 6], vlan: bool, subnet: bool, routes: bool) -> DesiredNode {
     let br = dev("br-ex");
     let wire = if vlan { dev("br-ex.100") } else { br.clone() };
-    let mut d = DesiredNode {
-        announce_dev: Some(dev("bgp-nic")),
-        vrf_table: 10,
-        frr_config: Some("router bgp 64999 vrf bgp-vrf\n".into()),
-        ..DesiredNode::default()
-    };
-    d.links.insert(Link {
-        name: dev("bgp-vrf"),
-        kind: LinkKind::Vrf { table: 10 },
-        master: None,
-        mac: None,
-        up: true,
-    });
-    d.links.insert(Link {
-        name: dev("bgp-nic"),
-        kind: LinkKind::Dummy,
-        master: Some(dev("bgp-vrf")),
-        mac: None,
-        up: true,
-    });
-    d.links.insert(Link {
-        name: br.clone(),
-        kind: LinkKind::Existing,
-        master: None,
-        mac: None,
-        up: true,
-    });
+    let mut d = announcing_node(Some("router bgp 64999 vrf bgp-vrf\n"));
+    d.links.insert(existing(&br));
     if vlan {
         d.links.insert(Link {
             name: wire.clone(),

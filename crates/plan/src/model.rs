@@ -387,25 +387,6 @@ mod tests {
         DevName::new(s).unwrap()
     }
 
-    fn default_rules() -> Actual {
-        let mut a = Actual::default();
-        for (v6, prio, table) in [
-            (false, 0, 255),
-            (false, 32766, 254),
-            (false, 32767, 253),
-            (true, 0, 255),
-            (true, 32766, 254),
-        ] {
-            a.rules.insert(KernelRule {
-                v6,
-                priority: prio,
-                dst: None,
-                table,
-            });
-        }
-        a
-    }
-
     fn rule(dst: &str) -> Op {
         let dst: obgp_netmodel::IpNet = dst.parse().unwrap();
         Op::AddRule {
@@ -419,7 +400,7 @@ mod tests {
 
     #[test]
     fn rule_priority_is_lowest_nonzero_minus_one_per_family() {
-        let mut m = ModelNode::new(default_rules());
+        let mut m = ModelNode::new(Actual::booted());
         m.apply(&rule("172.24.4.10/32")).unwrap();
         m.apply(&rule("10.0.0.1/24")).unwrap();
         m.apply(&rule("2001:db8::10/128")).unwrap();
@@ -436,7 +417,7 @@ mod tests {
 
     #[test]
     fn identical_rule_is_eexist_and_changes_nothing() {
-        let mut m = ModelNode::new(default_rules());
+        let mut m = ModelNode::new(Actual::booted());
         m.apply(&rule("172.24.4.10/32")).unwrap();
         let before = m.actual.clone();
         assert_eq!(m.apply(&rule("172.24.4.10/32")), Err(Errno::Exist));

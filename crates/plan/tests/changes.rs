@@ -13,7 +13,7 @@ use obgp_netmodel::{
 use obgp_plan::plan::{plan_after, plan_changes, Coverage, Plan};
 use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, ModelNode};
 use proptest::prelude::*;
-use support::{announcing_node, dev, existing};
+use support::{announcing_node, dev, existing, CLASSES};
 
 mod support;
 
@@ -26,13 +26,6 @@ const IPS: [&str; 8] = [
     "2001:db8::10/128",
     "2001:db8::11/128",
     "2001:db8:1::5/128",
-];
-const CLASSES: [Class; 5] = [
-    Class::Vm,
-    Class::Fip,
-    Class::Lb,
-    Class::Gateway,
-    Class::TenantVm,
 ];
 const BRIDGES: [&str; 2] = ["br-ex", "br-vlan"];
 

@@ -10,7 +10,7 @@ use obgp_plan::op::Op;
 use obgp_plan::plan::{order_violations, plan, plan_after};
 use obgp_plan::{Actual, ModelNode};
 use proptest::prelude::*;
-use support::{announcing_node, dev, existing};
+use support::{announcing_node, dev, existing, CLASSES};
 
 mod support;
 
@@ -21,13 +21,6 @@ const IPS: [&str; 6] = [
     "2001:db8::10/128",
     "2001:db8::11/128",
     "2001:db8:1::5/128",
-];
-const CLASSES: [Class; 5] = [
-    Class::Vm,
-    Class::Fip,
-    Class::Lb,
-    Class::Gateway,
-    Class::TenantVm,
 ];
 
 /// A desired node from a choice of exposed IPs, their classes, whether they

@@ -3,7 +3,16 @@
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
-use obgp_netmodel::{DesiredNode, DevName, Link, LinkKind};
+use obgp_netmodel::{Class, DesiredNode, DevName, Link, LinkKind};
+
+/// The classes of exposure the property tests draw from.
+pub const CLASSES: [Class; 5] = [
+    Class::Vm,
+    Class::Fip,
+    Class::Lb,
+    Class::Gateway,
+    Class::TenantVm,
+];
 
 pub fn dev(s: &str) -> DevName {
     DevName::new(s).unwrap()

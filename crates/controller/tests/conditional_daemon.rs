@@ -14,19 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use obgp_config::Config;
 use obgp_controller::sources::OvnSources;
-use obgp_controller::status::Status;
 use obgp_controller::{run, QueueConfig};
 use obgp_desired::{desired_state, NodeFacts};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn status(addr: std::net::SocketAddr) -> Result<Status> {
-    let (code, body) = common::http_get(addr, "/status", Duration::from_secs(15)).await?;
-    ensure!(code == 200, "/status {code}: {body}");
-    Ok(serde_json::from_str(&body)?)
-}
 
 /// The IPs the desired state of a full snapshot exposes, once `landed`
 /// holds in that snapshot's NB cache.
@@ -56,7 +49,7 @@ async fn daemon_exposes(
 ) -> Result<()> {
     let t = Instant::now();
     loop {
-        let got: Option<BTreeSet<String>> = status(addr).await.ok().map(|s| {
+        let got: Option<BTreeSet<String>> = common::daemon_status(addr).await.ok().map(|s| {
             s.exposed
                 .iter()
                 .filter(|e| e.prefix.prefix_len() == e.prefix.max_prefix_len())

@@ -18,12 +18,6 @@ use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-async fn status(addr: std::net::SocketAddr) -> Result<Status> {
-    let (code, body) = common::http_get(addr, "/status", Duration::from_secs(15)).await?;
-    ensure!(code == 200, "/status {code}: {body}");
-    Ok(serde_json::from_str(&body)?)
-}
-
 /// The host addresses on bgp-nic, as `ip` shows them.
 fn on_bgp_nic(node: &common::BenchNode) -> Result<BTreeSet<String>> {
     let out = node.ns.ip(&["-o", "addr", "show", "dev", "bgp-nic"])?;
@@ -67,7 +61,7 @@ async fn the_daemon_serves_what_it_exposes_with_rows_and_what_the_node_holds() -
 
     let t = Instant::now();
     let first = loop {
-        let got = status(addr).await;
+        let got = common::daemon_status(addr).await;
         if let Ok(s) = &got {
             if s.health.last_reconcile.is_some() && !s.exposed.is_empty() {
                 break got?;
@@ -134,7 +128,7 @@ async fn the_daemon_serves_what_it_exposes_with_rows_and_what_the_node_holds() -
         .ip(&["addr", "del", &gone.prefix.to_string(), "dev", "bgp-nic"])?;
     let t = Instant::now();
     let after = loop {
-        let s = status(addr).await?;
+        let s = common::daemon_status(addr).await?;
         if s.exposed.iter().any(|e| e.prefix == gone.prefix && !e.held) {
             break s;
         }

@@ -223,3 +223,10 @@ pub async fn http_get(
     let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     Ok((status, body.to_string()))
 }
+
+/// The daemon's `GET /status` at `addr`, parsed.
+pub async fn daemon_status(addr: std::net::SocketAddr) -> Result<obgp_controller::status::Status> {
+    let (code, body) = http_get(addr, "/status", std::time::Duration::from_secs(15)).await?;
+    anyhow::ensure!(code == 200, "/status {code}: {body}");
+    Ok(serde_json::from_str(&body)?)
+}

@@ -129,6 +129,7 @@ pub fn reason_label(reason: &Reason) -> &'static str {
         Reason::Drift => "drift",
         Reason::DesiredMismatch => "desired_mismatch",
         Reason::CommandsSettled => "commands_settled",
+        Reason::UnnotifiedSideEffects => "unnotified_side_effects",
     }
 }
 

@@ -34,6 +34,12 @@ pub enum Reason {
     /// without (FRR, an OVS bridge), or finished ops a reconcile met in
     /// flight: plan with it. Re-reads nothing, so it cannot loop.
     CommandsSettled,
+    /// The previous reconcile's own netlink writes had a side effect the
+    /// kernel does not notify (IPv4 routes flushed with their device's last
+    /// IPv4 address): the node mirror re-reads what went, and the plan puts
+    /// it back. Re-reads nothing else; the run loop never triggers it twice
+    /// in a row, so it cannot loop.
+    UnnotifiedSideEffects,
 }
 
 /// The event class of a change in the local Open_vSwitch database.
@@ -77,7 +83,10 @@ impl Reason {
         match self {
             Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
             Reason::Resync { database } => database == obgp_ovn::OVS_DB,
-            Reason::FrrCheck | Reason::DesiredMismatch | Reason::CommandsSettled => false,
+            Reason::FrrCheck
+            | Reason::DesiredMismatch
+            | Reason::CommandsSettled
+            | Reason::UnnotifiedSideEffects => false,
             Reason::Drift
             | Reason::Startup
             | Reason::Periodic
@@ -157,6 +166,9 @@ impl fmt::Display for Reason {
                 f.write_str("patched desired state differed from a full one")
             }
             Reason::CommandsSettled => f.write_str("FRR or OVS read by the command lane"),
+            Reason::UnnotifiedSideEffects => {
+                f.write_str("our writes had side effects the kernel did not notify")
+            }
         }
     }
 }

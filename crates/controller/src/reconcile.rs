@@ -670,6 +670,8 @@ impl Reconciler {
             *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
         }
         report.held_back = applied.held_back.len() + nb_held.len();
+        report.unnotified_side_effects =
+            !report.applied.is_empty() && self.node.has_unnotified_changes();
         if !holding && !self.stop.is_cancelled() {
             // A failure is reported; the next reconcile plans it again.
             let _ = self

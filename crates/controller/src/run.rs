@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::inputs::connect_once;
 use crate::probes::ProbeBounds;
-use crate::queue::{QueueConfig, Scheduler, WorkQueue};
+use crate::queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 use crate::reconcile::{
     check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
 };
@@ -427,6 +427,9 @@ async fn run_loop(
                 if trim.due(Instant::now(), batch.follows_full_dump()) {
                     crate::memory::spawn_release();
                 }
+                if rereads_at_once(&report, &batch) {
+                    sched.trigger(Reason::UnnotifiedSideEffects);
+                }
                 // Held withdrawals are looked at again with the retry's
                 // backoff: released once the grace period is over.
                 if report.failed.is_empty() && report.held_back == 0 && report.withdrawals_held == 0
@@ -475,6 +478,20 @@ async fn run_loop(
         t.abort();
     }
     result
+}
+
+/// Whether the reconcile just reported must be followed at once by one that
+/// re-reads the node: its writes had a side effect the kernel does not
+/// notify (switching to route announcements removes the last IPv4 address
+/// of `bgp-nic`, and the kernel flushes the new IPv4 routes through it with
+/// no message). Not after a reconcile with failures, which the retry's
+/// backoff covers, nor twice in a row: the follow-up's own writes only put
+/// back what went, so a second flush would be somebody else's doing, left
+/// to the timers.
+fn rereads_at_once(report: &ReconcileReport, batch: &TriggerBatch) -> bool {
+    report.unnotified_side_effects
+        && report.failed.is_empty()
+        && !batch.reasons.contains_key(&Reason::UnnotifiedSideEffects)
 }
 
 /// The background checks after timer-driven reconciles, at most one of
@@ -618,6 +635,35 @@ pub fn render_plan(plan: &Plan) -> String {
 mod tests {
     use super::*;
     use tokio::time::Instant;
+
+    #[test]
+    fn a_silent_kernel_flush_after_our_writes_is_reread_at_once_but_never_twice_in_a_row() {
+        let batch = |reason: Reason| TriggerBatch {
+            reasons: [(reason, 1)].into(),
+            ..TriggerBatch::default()
+        };
+        let flushed = ReconcileReport {
+            unnotified_side_effects: true,
+            ..ReconcileReport::default()
+        };
+        assert!(rereads_at_once(&flushed, &batch(Reason::Periodic)));
+        assert!(!rereads_at_once(
+            &ReconcileReport::default(),
+            &batch(Reason::Periodic)
+        ));
+        assert!(
+            !rereads_at_once(&flushed, &batch(Reason::UnnotifiedSideEffects)),
+            "the follow-up's own flush is left to the timers"
+        );
+        let failed = ReconcileReport {
+            failed: vec!["+ route 10.0.0.5/32: EINVAL".into()],
+            ..flushed
+        };
+        assert!(
+            !rereads_at_once(&failed, &batch(Reason::Periodic)),
+            "failures wait for the retry's backoff"
+        );
+    }
 
     #[test]
     fn the_full_desired_check_runs_at_most_once_a_minute() {

@@ -344,6 +344,18 @@ impl KernelNode {
         self.mirror().state.stale = Stale::ALL;
     }
 
+    /// Whether the node changed in a way the kernel did not notify, once
+    /// the notifications queued so far are applied: IPv4 routes flushed with
+    /// their device's last IPv4 address or preferred source, or with a
+    /// device going down. The mirror then holds that part stale, and only
+    /// the next observe's re-read shows the node as it is; after the
+    /// agent's own writes, that calls for another reconcile at once.
+    pub fn has_unnotified_changes(&self) -> bool {
+        let mut m = self.mirror();
+        m.drain();
+        m.state.stale.any()
+    }
+
     /// The number of netlink overruns (notifications the kernel dropped)
     /// seen so far; it changes whenever one is seen. The mirror re-dumps by
     /// itself at the next observe; the agent should reconcile in full.

@@ -55,6 +55,11 @@ pub struct ReconcileReport {
     /// repairs of a change made on the node (an address removed by hand,
     /// FRR lost its configuration), by object (`address`, `route`, `frr`...).
     pub drift_repairs: BTreeMap<&'static str, usize>,
+    /// Whether this reconcile's netlink writes had a side effect the
+    /// kernel does not notify (removing the last IPv4 address of `bgp-nic`
+    /// flushes the IPv4 announcement routes through it): the node must be
+    /// read again and repaired now rather than at the next timer.
+    pub unnotified_side_effects: bool,
     /// Why this reconcile handed FRR our text again, if it did
     /// (see [`FrrApplyCause`]).
     pub frr_apply: Option<FrrApplyCause>,

@@ -29,8 +29,9 @@ pub struct Actual {
     pub rules: SharedSet<KernelRule>,
     /// Routes of the tables the agent reads (per-bridge tables and the VRF table).
     pub routes: SharedSet<KernelRoute>,
-    /// Permanent neighbours (other states are the kernel's, never read).
-    pub neighbours: BTreeSet<Neighbour>,
+    /// Permanent neighbours (other states are the kernel's, never read);
+    /// shared with the mirror like the addresses (one per provider VM IP).
+    pub neighbours: SharedSet<Neighbour>,
     pub proxy_neighbours: BTreeSet<ProxyNeighbour>,
     /// The sysctls the agent writes, by dotted key.
     pub sysctls: BTreeMap<String, String>,

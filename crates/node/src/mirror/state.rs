@@ -62,8 +62,9 @@ pub struct MirrorState {
     /// table), kept up to date by the notifications: a read shares it
     /// instead of merging ~14k routes into a new set each time.
     merged: Option<MergedRoutes>,
-    /// Permanent neighbours by (device, address).
-    neighbours: BTreeMap<(DevName, IpAddr), MacAddr>,
+    /// Permanent neighbours, at most one per (device, address): the set
+    /// orders them by device and address first ([`MirrorState::neighbour_at`]).
+    neighbours: SharedSet<Neighbour>,
     /// What must be re-dumped before the next read.
     pub stale: Stale,
 }
@@ -108,7 +109,7 @@ pub struct MirrorView {
     pub addresses: SharedSet<Address>,
     pub rules: SharedSet<KernelRule>,
     pub routes: SharedSet<KernelRoute>,
-    pub neighbours: BTreeSet<Neighbour>,
+    pub neighbours: SharedSet<Neighbour>,
 }
 
 impl MirrorState {
@@ -157,15 +158,7 @@ impl MirrorState {
             addresses: self.addresses.clone(),
             rules: self.rules.clone(),
             routes,
-            neighbours: self
-                .neighbours
-                .iter()
-                .map(|((dev, dst), lladdr)| Neighbour {
-                    dev: dev.clone(),
-                    dst: *dst,
-                    lladdr: *lladdr,
-                })
-                .collect(),
+            neighbours: self.neighbours.clone(),
         }
     }
 
@@ -269,11 +262,11 @@ impl MirrorState {
 
     /// Replaces the permanent neighbours with a dump's.
     pub fn install_neighbours(&mut self, dump: &[RouteNetlinkMessage]) {
-        self.neighbours.clear();
+        self.neighbours = SharedSet::new();
         for m in dump {
             if let RouteNetlinkMessage::NewNeighbour(n) = m {
                 if let Some(Neigh::Permanent(n)) = decode_neighbour(n, &self.links) {
-                    self.neighbours.insert((n.dev, n.dst), n.lladdr);
+                    self.set_neighbour(&n.dev, n.dst, Some(n.lladdr));
                 }
             }
         }
@@ -318,7 +311,7 @@ impl MirrorState {
                     // The kernel notifies the addresses and neighbours that go
                     // with the device; dropping them here is the same end state.
                     self.addresses.retain(|a| a.dev != e.name);
-                    self.neighbours.retain(|(dev, _), _| *dev != e.name);
+                    self.neighbours.retain(|n| n.dev != e.name);
                 }
                 // IPv4 routes through it go without notification.
                 self.stale.routes = true;
@@ -400,15 +393,11 @@ impl MirrorState {
                 let deleted = matches!(msg, RouteNetlinkMessage::DelNeighbour(_));
                 match decode_neighbour(n, &self.links) {
                     Some(Neigh::Permanent(n)) if !deleted => {
-                        self.neighbours.insert((n.dev, n.dst), n.lladdr);
+                        self.set_neighbour(&n.dev, n.dst, Some(n.lladdr));
                     }
                     // Deleted, or no longer permanent.
-                    Some(Neigh::Permanent(n)) => {
-                        self.neighbours.remove(&(n.dev, n.dst));
-                    }
-                    Some(Neigh::Other { dev, dst }) => {
-                        self.neighbours.remove(&(dev, dst));
-                    }
+                    Some(Neigh::Permanent(n)) => self.set_neighbour(&n.dev, n.dst, None),
+                    Some(Neigh::Other { dev, dst }) => self.set_neighbour(&dev, dst, None),
                     Some(Neigh::Proxy(_)) => {}
                     None => {
                         if !self.links.contains_key(&n.header.ifindex) {
@@ -438,6 +427,37 @@ impl MirrorState {
             .any(|(r, src)| r.proto != proto::KERNEL && *src == removed.net.addr());
         if last_on_dev || was_prefsrc {
             self.stale.routes = true;
+        }
+    }
+
+    /// The permanent neighbour at (`dev`, `dst`), whatever its MAC.
+    fn neighbour_at(&self, dev: &DevName, dst: IpAddr) -> Option<Neighbour> {
+        let at = |mac: u8| Neighbour {
+            dev: dev.clone(),
+            dst,
+            lladdr: MacAddr([mac; 6]),
+        };
+        self.neighbours.range(at(0)..=at(0xff)).next().cloned()
+    }
+
+    /// Sets the permanent neighbour at (`dev`, `dst`) to `lladdr`, or
+    /// removes it: the kernel holds one entry per device and address, and
+    /// a notification gives its whole new state.
+    fn set_neighbour(&mut self, dev: &DevName, dst: IpAddr, lladdr: Option<MacAddr>) {
+        let old = self.neighbour_at(dev, dst);
+        let new = lladdr.map(|lladdr| Neighbour {
+            dev: dev.clone(),
+            dst,
+            lladdr,
+        });
+        if old == new {
+            return;
+        }
+        if let Some(old) = old {
+            self.neighbours.remove(&old);
+        }
+        if let Some(new) = new {
+            self.neighbours.insert(new);
         }
     }
 

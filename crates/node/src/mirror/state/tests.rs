@@ -294,14 +294,24 @@ fn only_permanent_neighbours_are_kept_and_a_state_change_drops_one() {
     s.apply(&RouteNetlinkMessage::NewNeighbour(perm), false);
     let reach = neighbour(2, "192.0.2.51", 0x51, NeighbourState::Reachable);
     s.apply(&RouteNetlinkMessage::NewNeighbour(reach), false);
-    assert_eq!(s.read(&tables(&[])).neighbours.len(), 1);
+    let (a, b) = (s.read(&tables(&[])), s.read(&tables(&[])));
+    assert_eq!(a.neighbours.len(), 1);
+    assert!(
+        a.neighbours.shares_with(&b.neighbours),
+        "handed out, not rebuilt"
+    );
+    drop((a, b));
 
     // The same address, a new MAC: replaced, not added.
     let moved = neighbour(2, "192.0.2.50", 0x99, NeighbourState::Permanent);
-    s.apply(&RouteNetlinkMessage::NewNeighbour(moved), false);
+    s.apply(&RouteNetlinkMessage::NewNeighbour(moved.clone()), false);
     let v = s.read(&tables(&[]));
     assert_eq!(v.neighbours.len(), 1);
     assert_eq!(v.neighbours.first().unwrap().lladdr.0[5], 0x99);
+    // The same state again changes nothing: a reader still shares the set.
+    s.apply(&RouteNetlinkMessage::NewNeighbour(moved), false);
+    assert!(v.neighbours.shares_with(&s.read(&tables(&[])).neighbours));
+    drop(v);
 
     // No longer permanent.
     let stale = neighbour(2, "192.0.2.50", 0x99, NeighbourState::Stale);

@@ -34,11 +34,8 @@ impl Scope {
             bridge_tables: d.bridge_tables.clone(),
             // Numbered tables the desired state writes to, so that its
             // routes there are seen (else they would be re-planned forever).
-            tables: obgp_plan::plan::table_refs(d)
-                .filter_map(|t| match t {
-                    obgp_netmodel::TableRef::Id(n) => Some(*n),
-                    obgp_netmodel::TableRef::Bridge(_) => None,
-                })
+            tables: obgp_plan::plan::numbered_tables(d)
+                .into_iter()
                 // A wanted VNI's VRF table is its number.
                 .chain(d.evpn_vnis.iter().copied())
                 .collect(),

@@ -50,7 +50,7 @@ use rules::WantRule;
 pub use changes::{plan_changes, Coverage};
 pub use order::{order_violations, Group};
 pub use output::{Plan, PlanError, Skip, Step};
-pub use tables::{table_refs, TABLE_MAX, TABLE_MIN};
+pub use tables::{numbered_tables, table_refs, TABLE_MAX, TABLE_MIN};
 
 /// Plans the diff from `actual` to `desired`.
 pub fn plan(desired: &DesiredNode, actual: &Actual) -> Result<Plan, PlanError> {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use obgp_netmodel::{Class, DesiredNode, DevName, TableRef};
+use obgp_netmodel::{Class, DesiredNode, DevName, Route, RouteType, TableRef};
 
 use super::order::{rank, Group};
 use super::{PlanError, Planner};
@@ -14,9 +14,10 @@ pub const TABLE_MIN: u32 = 1;
 pub const TABLE_MAX: u32 = 252;
 
 /// The tables the desired routes and rules name, each run of the same
-/// table once: routes are sorted by table and rules mostly name one, so
-/// this looks at a few entries per table instead of thousands per
-/// reconcile. A table may still come more than once.
+/// table once (routes are sorted by table and rules mostly name one); a
+/// table may still come more than once. It walks every route and rule:
+/// the full plan does anyway. For the numbered tables alone, without the
+/// walk, see [`numbered_tables`].
 pub fn table_refs(d: &DesiredNode) -> impl Iterator<Item = &TableRef> {
     let all = d
         .routes
@@ -29,6 +30,40 @@ pub fn table_refs(d: &DesiredNode) -> impl Iterator<Item = &TableRef> {
         last = Some(*t);
         !repeat
     })
+}
+
+/// The numbered tables (`TableRef::Id`) the desired routes and rules name.
+/// Routes are ordered by table first, numbered before bridge-named, so
+/// each table costs one lookup instead of a walk over its routes: every
+/// reconcile reads these tables, and at 50k ports the VRF table alone
+/// holds ~7k announcement routes.
+pub fn numbered_tables(d: &DesiredNode) -> BTreeSet<u32> {
+    let first_route_of = |n: u32| Route {
+        table: TableRef::Id(n),
+        v6: false,
+        dst: None,
+        dev: None,
+        via: None,
+        proto: 0,
+        scope: 0,
+        kind: RouteType::Unicast,
+        metric: None,
+    };
+    let mut out = BTreeSet::new();
+    let mut from = first_route_of(0);
+    while let Some((route, _)) = d.routes.range(&from..).next() {
+        let TableRef::Id(n) = route.table else { break };
+        out.insert(n);
+        let Some(next) = n.checked_add(1) else { break };
+        from = first_route_of(next);
+    }
+    // Rules are ordered by destination: walked (one per exposed IP, and
+    // far fewer than the routes).
+    out.extend(d.rules.keys().filter_map(|r| match r.table {
+        TableRef::Id(n) => Some(n),
+        TableRef::Bridge(_) => None,
+    }));
+    out
 }
 
 impl Planner<'_> {
@@ -170,5 +205,52 @@ mod tests {
             "runs looked at once"
         );
         assert_eq!(table_refs(&DesiredNode::default()).count(), 0);
+    }
+
+    #[test]
+    fn numbered_tables_are_those_table_refs_names_by_number() {
+        let br = |name: &str| TableRef::Bridge(DevName::new(name).unwrap());
+        let mut d = DesiredNode::default();
+        let tables = [
+            TableRef::Id(0),
+            TableRef::Id(10),
+            TableRef::Id(11),
+            TableRef::Id(u32::MAX),
+            br("br-ex"),
+            br("br-vlan"),
+        ];
+        for (i, table) in tables.into_iter().enumerate() {
+            for j in 0..4u8 {
+                let route = Route {
+                    table: table.clone(),
+                    v6: j % 2 == 1,
+                    dst: Some(format!("10.{i}.{j}.0/24").parse().unwrap()),
+                    dev: Some(DevName::new("bgp-nic").unwrap()),
+                    via: None,
+                    proto: 44,
+                    scope: 253,
+                    kind: RouteType::Unicast,
+                    metric: Some(u32::from(j)),
+                };
+                d.routes.insert(route, Class::Vm);
+            }
+        }
+        d.rules.insert(
+            Rule {
+                dst: "10.9.9.9/32".parse().unwrap(),
+                table: TableRef::Id(5),
+                priority: None,
+            },
+            Class::Vm,
+        );
+        let by_walk: BTreeSet<u32> = table_refs(&d)
+            .filter_map(|t| match t {
+                TableRef::Id(n) => Some(*n),
+                TableRef::Bridge(_) => None,
+            })
+            .collect();
+        assert_eq!(numbered_tables(&d), by_walk);
+        assert_eq!(by_walk, [0, 5, 10, 11, u32::MAX].into());
+        assert!(numbered_tables(&DesiredNode::default()).is_empty());
     }
 }

@@ -324,6 +324,8 @@ async fn run_loop(
         ));
     }
     let mut hold = opts.hold_reconciles.clone();
+    let mut ovn_changed = sources.ovn_changed();
+    ovn_changed.borrow_and_update();
     sched.trigger(Reason::Startup);
 
     let mut retry = Retry::default();
@@ -352,6 +354,13 @@ async fn run_loop(
             Some(reply) = status_rx.recv() => {
                 let status = crate::status::live::answer(&mut reconciler, &sources, &telemetry, &config).await;
                 let _ = reply.send(status);
+                continue;
+            }
+            // Rows no event asked for are patched in while idle, not on the
+            // path of the next event's reconcile (docs/latency.md).
+            Ok(()) = ovn_changed.changed() => {
+                ovn_changed.borrow_and_update();
+                sources.follow_changes();
                 continue;
             }
         };

@@ -311,6 +311,23 @@ impl OvnSources {
     /// What the next reconcile reads: the maintained snapshot brought up to
     /// date with every change received so far (see [`SnapshotFollower`]).
     pub fn inputs(&self) -> Inputs {
+        let caught = self.catch_up();
+        Inputs {
+            ofports: ofports(&caught.raw_ovs),
+            raw_ovn: caught.raw_ovn,
+            snapshot: caught.snapshot,
+        }
+    }
+
+    /// Patches the maintained snapshot with the changes received so far,
+    /// between reconciles: rows no event asked for (another node's port, a
+    /// switch's `ports` growing) are then not patched on the next event's
+    /// path, which finds only its own rows left to apply.
+    pub fn follow_changes(&self) {
+        drop(self.catch_up());
+    }
+
+    fn catch_up(&self) -> crate::follower::Caught {
         let mut maintained = match self.maintained.lock() {
             Ok(m) => m,
             Err(poisoned) => {
@@ -321,12 +338,12 @@ impl OvnSources {
                 m
             }
         };
-        let caught = maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache());
-        Inputs {
-            ofports: ofports(&caught.raw_ovs),
-            raw_ovn: caught.raw_ovn,
-            snapshot: caught.snapshot,
-        }
+        maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache())
+    }
+
+    /// Ticks whenever the driver's OVN database cache changed.
+    pub fn ovn_changed(&self) -> watch::Receiver<obgp_ovsdb_data::DbSnapshot> {
+        self.ovn.client.cache().watch()
     }
 }
 

@@ -182,6 +182,10 @@ pub struct WorkQueue {
     window: Duration,
     /// When the last reconcile with a window-opening reason started.
     last_start: Option<Instant>,
+    /// The batch being held back, and when its first trigger arrived. Kept
+    /// here, not in [`WorkQueue::next`]'s future, so that a `select!` that
+    /// drops the future while it waits loses nothing.
+    pending: Option<(TriggerBatch, Instant)>,
     clock: TokioClock,
     limiter: Limiter,
 }
@@ -198,6 +202,7 @@ impl WorkQueue {
             rx,
             window: config.window,
             last_start: None,
+            pending: None,
             clock,
             limiter,
         };
@@ -206,24 +211,31 @@ impl WorkQueue {
 
     /// Waits until the next reconcile is due and returns its reasons. `None`
     /// once every [`Scheduler`] is dropped and nothing is pending.
+    ///
+    /// Cancel-safe: the run loop polls it in a `select!` beside other
+    /// branches, and a trigger already received stays pending in the queue
+    /// when the future is dropped.
     pub async fn next(&mut self) -> Option<TriggerBatch> {
-        let mut batch = TriggerBatch::default();
-        batch.add(self.rx.recv().await?);
-
-        let arrived = Instant::now();
-        if let Some(last) = self.last_start {
-            let due = last + self.window;
-            if arrived < due {
-                tokio::time::sleep_until(due).await;
-            }
+        if self.pending.is_none() {
+            let mut batch = TriggerBatch::default();
+            batch.add(self.rx.recv().await?);
+            self.pending = Some((batch, Instant::now()));
         }
-        let limited = Instant::now();
-        batch.window_wait = limited - arrived;
+        let arrived = self.pending.as_ref().map_or_else(Instant::now, |p| p.1);
+        let window_end = match self.last_start {
+            Some(last) => arrived.max(last + self.window),
+            None => arrived,
+        };
+        if Instant::now() < window_end {
+            tokio::time::sleep_until(window_end).await;
+        }
         while let Err(not_until) = self.limiter.check() {
             let wait = not_until.wait_time_from(self.clock.now());
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
-            batch.rate_wait = limited.elapsed();
         }
+        let (mut batch, _) = self.pending.take()?;
+        batch.window_wait = window_end - arrived;
+        batch.rate_wait = Instant::now().saturating_duration_since(window_end);
         while let Ok(reason) = self.rx.try_recv() {
             batch.add(reason);
         }
@@ -298,6 +310,35 @@ mod tests {
             batch.reasons.len(),
             2,
             "same reason counted, not repeated: {batch}"
+        );
+    }
+
+    /// The run loop polls `next` in a `select!` whose other branches (the
+    /// command lane, `/status`, the OVN cache's changes) drop the future
+    /// while it waits out the window: the trigger it already took stays.
+    #[tokio::test(start_paused = true)]
+    async fn a_trigger_survives_the_wait_being_cancelled() {
+        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
+        sched.trigger(event("First"));
+        queue.next().await.unwrap();
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        sched.trigger(event("A"));
+        for _ in 0..3 {
+            tokio::select! {
+                _ = queue.next() => panic!("due only at the end of the window"),
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+        sched.trigger(event("B"));
+        let batch = queue.next().await.unwrap();
+        assert_eq!(t0.elapsed(), Duration::from_millis(100));
+        assert_eq!(batch.triggers(), 2, "{batch}");
+        assert!(batch.reasons.contains_key(&event("A")));
+        assert_eq!(
+            batch.window_wait,
+            Duration::from_millis(80),
+            "held from A on"
         );
     }
 

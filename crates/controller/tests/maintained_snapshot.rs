@@ -154,22 +154,32 @@ async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart
     loop {
         sources.follow_changes();
         let raw = sources.ovn.client.cache().snapshot();
-        if lsp_named(&raw, "vm-new").is_some_and(|(_, r)| r.str("addresses").is_some_and(|a| a.ends_with(".98"))) {
+        if lsp_named(&raw, "vm-new")
+            .is_some_and(|(_, r)| r.str("addresses").is_some_and(|a| a.ends_with(".98")))
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "the address change never reached the cache");
+        assert!(
+            Instant::now() < deadline,
+            "the address change never reached the cache"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     sources.follow_changes();
     nb.transact(&[set_addresses("fa:16:3e:00:00:99 10.0.0.97")])
         .unwrap();
     let snap = converged(&sources, "followed, then caught up", |raw| {
-        lsp_named(raw, "vm-new").is_some_and(|(_, r)| r.str("addresses").is_some_and(|a| a.ends_with(".97")))
+        lsp_named(raw, "vm-new")
+            .is_some_and(|(_, r)| r.str("addresses").is_some_and(|a| a.ends_with(".97")))
     })
     .await;
     assert!(snap
         .active_vifs_on_chassis("compute-1")
-        .any(|p| p.name == "vm-new" && p.addresses.ips.iter().any(|ip| ip.to_string() == "10.0.0.97")));
+        .any(|p| p.name == "vm-new"
+            && p.addresses
+                .ips
+                .iter()
+                .any(|ip| ip.to_string() == "10.0.0.97")));
 
     // Delete: unlisting the port from its switch garbage-collects it.
     nb.transact(&[json!({"op": "mutate", "table": "Logical_Switch",

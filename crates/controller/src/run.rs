@@ -475,7 +475,8 @@ async fn run_loop(
             }
         }
         let chassis = reconciler.chassis_name(snap);
-        let view = FilterView::new(
+        let view = FilterView::after(
+            &view_tx.borrow(),
             inputs.raw_ovn,
             Arc::new(inputs.snapshot),
             chassis,

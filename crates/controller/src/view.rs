@@ -14,17 +14,15 @@ use obgp_events::AgentView;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 
-/// An immutable view, rebuilt after every reconcile (cheap: proportional to
-/// what is local to this chassis).
+/// An immutable view, rebuilt after every reconcile: O(1) but for the
+/// gateways hosted here, which are derived again only when their rows
+/// changed.
 pub struct FilterView {
     raw: obgp_ovsdb_data::DbSnapshot,
     snap: Arc<Snapshot>,
     chassis: String,
     chassis_id: String,
-    /// Routers (bare ids) with a gateway port hosted here.
-    local_cr_lrps: HashSet<String>,
-    /// Logical switches (`neutron-<id>`) behind those gateways.
-    local_lrp_networks: HashSet<String>,
+    gateways: Arc<LocalGateways>,
     /// Every announced IP (shared with the reconciler's desired state, not copied).
     exposed: ExposedIps,
 }
@@ -41,27 +39,36 @@ impl FilterView {
         exposed: ExposedIps,
     ) -> FilterView {
         let chassis_id = snap.ovs.system_id.clone().unwrap_or_default();
-        let mut local_cr_lrps = HashSet::new();
-        let mut local_lrp_networks = HashSet::new();
-        for lrp in snap.lrps_hosted_on(&chassis_id) {
-            if let Some(router) = &lrp.router {
-                local_cr_lrps.insert(router.clone());
-            }
-        }
-        for router in &local_cr_lrps {
-            for iface in snap.router_interfaces(router) {
-                if let Some(net) = &iface.network {
-                    local_lrp_networks.insert(net.to_string());
-                }
-            }
-        }
         FilterView {
             raw,
+            gateways: Arc::new(LocalGateways::derive(&snap, &chassis_id)),
             snap,
             chassis,
             chassis_id,
-            local_cr_lrps,
-            local_lrp_networks,
+            exposed,
+        }
+    }
+
+    /// [`FilterView::new`], reusing `previous`'s gateways when their rows
+    /// are the same: with many gateway routers hosted here, deriving them
+    /// after every reconcile cost about as much CPU as an event's
+    /// reconcile (docs/latency.md).
+    pub fn after(
+        previous: &FilterView,
+        raw: obgp_ovsdb_data::DbSnapshot,
+        snap: Arc<Snapshot>,
+        chassis: String,
+        exposed: ExposedIps,
+    ) -> FilterView {
+        if !snap.shares_gateway_rows(&previous.snap) {
+            return FilterView::new(raw, snap, chassis, exposed);
+        }
+        FilterView {
+            raw,
+            gateways: previous.gateways.clone(),
+            chassis_id: previous.chassis_id.clone(),
+            snap,
+            chassis,
             exposed,
         }
     }
@@ -75,6 +82,35 @@ impl FilterView {
     }
 }
 
+/// The gateway routers hosted on this chassis and the networks behind them.
+#[derive(Debug, Default, PartialEq)]
+struct LocalGateways {
+    /// Routers (bare ids) with a gateway port hosted here.
+    cr_lrps: HashSet<String>,
+    /// Logical switches (`neutron-<id>`) behind those gateways.
+    networks: HashSet<String>,
+}
+
+impl LocalGateways {
+    fn derive(snap: &Snapshot, chassis_id: &str) -> LocalGateways {
+        let mut cr_lrps = HashSet::new();
+        let mut networks = HashSet::new();
+        for lrp in snap.lrps_hosted_on(chassis_id) {
+            if let Some(router) = &lrp.router {
+                cr_lrps.insert(router.clone());
+            }
+        }
+        for router in &cr_lrps {
+            for iface in snap.router_interfaces(router) {
+                if let Some(net) = &iface.network {
+                    networks.insert(net.to_string());
+                }
+            }
+        }
+        LocalGateways { cr_lrps, networks }
+    }
+}
+
 impl AgentView for FilterView {
     fn chassis(&self) -> &str {
         &self.chassis
@@ -85,18 +121,19 @@ impl AgentView for FilterView {
     }
 
     fn has_local_cr_lrps(&self) -> bool {
-        !self.local_cr_lrps.is_empty()
+        !self.gateways.cr_lrps.is_empty()
     }
 
     fn is_local_cr_lrp(&self, router: Option<&str>) -> bool {
         router.is_some_and(|r| {
-            self.local_cr_lrps
+            self.gateways
+                .cr_lrps
                 .contains(obgp_ovn::neutron::strip_prefix(r))
         })
     }
 
     fn is_local_lrp_network(&self, logical_switch: Option<&str>) -> bool {
-        logical_switch.is_some_and(|ls| self.local_lrp_networks.contains(ls))
+        logical_switch.is_some_and(|ls| self.gateways.networks.contains(ls))
     }
 
     /// Upstream keys its exposed IPs by switch; an IP is announced at most
@@ -157,6 +194,69 @@ mod tests {
             ["Logical_Switch_Port"],
         );
         FilterView::new(raw, Arc::default(), "host-000".into(), exposed)
+    }
+
+    /// `after` reuses the gateways only while their rows are shared, and
+    /// answers as a fresh view does either way.
+    #[test]
+    fn a_view_after_another_answers_as_a_fresh_one_when_a_gateway_moves() {
+        use obgp_ovn::{LiveSnapshot, Tables};
+        use obgp_ovsdb_data::Row;
+        use serde_json::json;
+        let row = |v: serde_json::Value| Row::from_wire(&v).unwrap();
+        let gateway = |chassis: &str| {
+            row(
+                json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10", "networks": "172.24.4.1/24",
+                       "external_ids": ["map", [["neutron:router_name", "r1"]]],
+                       "status": ["map", [["hosting-chassis", chassis]]]}),
+            )
+        };
+        let interface = row(json!({"name": "rif", "type": "router", "up": true,
+            "external_ids": ["map", [["neutron:device_owner", "network:router_interface"],
+                                    ["neutron:device_id", "r1"],
+                                    ["neutron:network_name", "neutron-net1"]]]}));
+        let vm = |up: bool| row(json!({"name": "vm1", "up": up}));
+        let (lrp, rif, vm_port) = (Uuid(1), Uuid(2), Uuid(3));
+        let mut ovs = Tables::new();
+        ovs.entry("Open_vSwitch".into()).or_default().insert(
+            Uuid(9),
+            row(json!({"external_ids": ["map", [["system-id", "chassis-1"]]]})),
+        );
+        let mut live = LiveSnapshot::default();
+        live.reset_ovs(&ovs);
+        live.apply_nb([
+            ("Logical_Router_Port", lrp, Some(&gateway("chassis-1"))),
+            ("Logical_Switch_Port", rif, Some(&interface)),
+            ("Logical_Switch_Port", vm_port, Some(&vm(false))),
+        ]);
+        let raw = view(ExposedIps::default()).raw;
+        let at = |live: &LiveSnapshot| Arc::new(live.snapshot());
+        let first = FilterView::new(raw.clone(), at(&live), "h".into(), Default::default());
+        assert!(first.is_local_cr_lrp(Some("r1")));
+        assert!(first.is_local_lrp_network(Some("neutron-net1")));
+
+        live.apply_nb([("Logical_Switch_Port", vm_port, Some(&vm(true)))]);
+        let second = FilterView::after(
+            &first,
+            raw.clone(),
+            at(&live),
+            "h".into(),
+            Default::default(),
+        );
+        assert!(Arc::ptr_eq(&second.gateways, &first.gateways), "reused");
+
+        live.apply_nb([("Logical_Router_Port", lrp, Some(&gateway("chassis-2")))]);
+        let third = FilterView::after(
+            &second,
+            raw.clone(),
+            at(&live),
+            "h".into(),
+            Default::default(),
+        );
+        let fresh = FilterView::new(raw, at(&live), "h".into(), Default::default());
+        assert_eq!(third.gateways, fresh.gateways);
+        assert!(!third.is_local_cr_lrp(Some("r1")));
+        assert!(!third.is_local_lrp_network(Some("neutron-net1")));
     }
 
     #[test]

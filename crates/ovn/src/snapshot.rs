@@ -413,6 +413,21 @@ impl Snapshot {
         self.lsps_at(self.nb.active_vifs_by_network.get(network))
     }
 
+    /// Whether [`Snapshot::lrps_hosted_on`] and
+    /// [`Snapshot::router_interfaces`] read the very rows `other` does, for
+    /// the same OVS `system-id`: shared maps, compared by pointer in O(1).
+    /// `false` may still mean the same content (a map edited back).
+    pub fn shares_gateway_rows(&self, other: &Snapshot) -> bool {
+        self.nb
+            .lrps_by_hosting_chassis
+            .ptr_eq(&other.nb.lrps_by_hosting_chassis)
+            && self
+                .nb
+                .router_ifaces_by_router
+                .ptr_eq(&other.nb.router_ifaces_by_router)
+            && self.ovs.system_id == other.ovs.system_id
+    }
+
     /// Up router-interface LSPs of router `router` (bare id).
     pub fn router_interfaces<'a>(
         &'a self,

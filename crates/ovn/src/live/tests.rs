@@ -409,3 +409,49 @@ fn dhcp_options_rows_are_patched_like_a_fresh_build() {
     fresh.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&port))]);
     assert_eq!(s, fresh.snapshot());
 }
+
+#[test]
+fn gateway_rows_stay_shared_until_a_gateway_port_or_router_interface_changes() {
+    const IFACE: Uuid = Uuid(0x31);
+    let gateway = |chassis: &str| {
+        row(
+            json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10", "networks": "172.24.4.1/24",
+                   "external_ids": ["map", [["neutron:router_name", "r1"]]],
+                   "status": ["map", [["hosting-chassis", chassis]]]}),
+        )
+    };
+    let interface = |network: &str| {
+        row(json!({"name": "rif", "type": "router", "up": true,
+                   "external_ids": ["map", [["neutron:device_owner", "network:router_interface"],
+                                           ["neutron:device_id", "r1"],
+                                           ["neutron:network_name", network]]]}))
+    };
+    let mut live = started();
+    live.apply_nb([
+        (LogicalRouterPort::TABLE, LRP, Some(&gateway("chassis-1"))),
+        (
+            LogicalSwitchPort::TABLE,
+            IFACE,
+            Some(&interface("neutron-net1")),
+        ),
+    ]);
+    let before = live.snapshot();
+    assert_eq!(before.lrps_hosted_on("chassis-1").count(), 1);
+    assert_eq!(before.router_interfaces("r1").count(), 1);
+
+    // A VM port coming up touches neither map.
+    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(true)))]);
+    assert!(live.snapshot().shares_gateway_rows(&before));
+
+    // The gateway moving, or an interface changing network, does.
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&gateway("chassis-2")))]);
+    let moved = live.snapshot();
+    assert!(!moved.shares_gateway_rows(&before));
+    assert_eq!(moved.lrps_hosted_on("chassis-1").count(), 0);
+    live.apply_nb([(
+        LogicalSwitchPort::TABLE,
+        IFACE,
+        Some(&interface("neutron-net2")),
+    )]);
+    assert!(!live.snapshot().shares_gateway_rows(&moved));
+}

@@ -113,6 +113,20 @@ fn a_rule_without_a_priority_is_sent_without_one() {
 }
 
 #[test]
+fn a_rule_add_is_exclusive_only_with_a_priority_of_its_own() {
+    let add = |priority| Op::AddRule {
+        v6: false,
+        dst: "10.0.0.5/32".parse().unwrap(),
+        table: 200,
+        table_name: None,
+        priority,
+    };
+    let flags = |op: &Op| encode(op, "dummy", ifindex).unwrap().flags;
+    assert_eq!(flags(&add(Some(1000))), NLM_F_CREATE | NLM_F_EXCL);
+    assert_eq!(flags(&add(None)), NLM_F_CREATE);
+}
+
+#[test]
 fn routes_decode_as_they_were_encoded() {
     let routes = [
         KernelRoute {

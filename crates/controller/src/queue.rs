@@ -176,16 +176,25 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Duration>>;
 
+/// A batch the queue holds back.
+struct Pending {
+    batch: TriggerBatch,
+    /// When its first trigger arrived.
+    arrived: Instant,
+    /// When the rate limit first held it, if it did.
+    rate_limited: Option<Instant>,
+}
+
 /// The receiving side, owned by the reconcile loop.
 pub struct WorkQueue {
     rx: mpsc::UnboundedReceiver<Reason>,
     window: Duration,
     /// When the last reconcile with a window-opening reason started.
     last_start: Option<Instant>,
-    /// The batch being held back, and when its first trigger arrived. Kept
-    /// here, not in [`WorkQueue::next`]'s future, so that a `select!` that
-    /// drops the future while it waits loses nothing.
-    pending: Option<(TriggerBatch, Instant)>,
+    /// The batch being held back. Kept here, not in [`WorkQueue::next`]'s
+    /// future, so that a `select!` that drops the future while it waits
+    /// loses nothing.
+    pending: Option<Pending>,
     clock: TokioClock,
     limiter: Limiter,
 }
@@ -219,9 +228,16 @@ impl WorkQueue {
         if self.pending.is_none() {
             let mut batch = TriggerBatch::default();
             batch.add(self.rx.recv().await?);
-            self.pending = Some((batch, Instant::now()));
+            self.pending = Some(Pending {
+                batch,
+                arrived: Instant::now(),
+                rate_limited: None,
+            });
         }
-        let arrived = self.pending.as_ref().map_or_else(Instant::now, |p| p.1);
+        let arrived = self
+            .pending
+            .as_ref()
+            .map_or_else(Instant::now, |p| p.arrived);
         let window_end = match self.last_start {
             Some(last) => arrived.max(last + self.window),
             None => arrived,
@@ -230,12 +246,19 @@ impl WorkQueue {
             tokio::time::sleep_until(window_end).await;
         }
         while let Err(not_until) = self.limiter.check() {
+            if let Some(p) = &mut self.pending {
+                p.rate_limited.get_or_insert_with(Instant::now);
+            }
             let wait = not_until.wait_time_from(self.clock.now());
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
         }
-        let (mut batch, _) = self.pending.take()?;
+        let Pending {
+            mut batch,
+            rate_limited,
+            ..
+        } = self.pending.take()?;
         batch.window_wait = window_end - arrived;
-        batch.rate_wait = Instant::now().saturating_duration_since(window_end);
+        batch.rate_wait = rate_limited.map_or(Duration::ZERO, |since| since.elapsed());
         while let Ok(reason) = self.rx.try_recv() {
             batch.add(reason);
         }
@@ -340,6 +363,20 @@ mod tests {
             Duration::from_millis(80),
             "held from A on"
         );
+        assert_eq!(batch.rate_wait, Duration::ZERO);
+
+        // Resumed only after the window (the loop was busy elsewhere): the
+        // delay is the loop's, not the rate limit's.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        sched.trigger(event("C"));
+        tokio::select! {
+            _ = queue.next() => panic!("due only at the end of the window"),
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let batch = queue.next().await.unwrap();
+        assert_eq!(batch.window_wait, Duration::from_millis(80));
+        assert_eq!(batch.rate_wait, Duration::ZERO, "no rate limit held it");
     }
 
     #[tokio::test(start_paused = true)]

@@ -15,9 +15,16 @@
 //! 3. the daemon: from spawn until the kernel reported every announcement
 //!    of the plan (an rtnetlink listener in the namespace); VmHWM and VmRSS
 //!    at that moment.
+//! 4. with `resyncs=K`: K restarts of the NB ovsdb-server under the running
+//!    daemon (a standalone server keeps no transaction history, so each
+//!    reconnect is a full dump and a resync); after each, once the daemon
+//!    logged the reconcile that follows the resync and 5 s more (its heap
+//!    trim runs after that reconcile), its VmRSS, and at the end its VmHWM:
+//!    the whole agent's peak through resyncs, against the DaemonSet's
+//!    memory limit.
 //!
 //! Run (root, ovsdb-server installed; the agent binary built first):
-//! `cargo build --release --bin ovn-bgp-agent && cargo bench -p obgp-controller --bench convergence -- [10000 50000 100000] [announce=address|route|both] [monitor=full|conditional|both] [runs=N]`
+//! `cargo build --release --bin ovn-bgp-agent && cargo bench -p obgp-controller --bench convergence -- [10000 50000 100000] [announce=address|route|both] [monitor=full|conditional|both] [runs=N] [resyncs=K]`
 //!
 //! The binary is `$OBGP_AGENT_BIN`, else `ovn-bgp-agent` beside the bench's
 //! `target/release/`. Not part of `cargo test`: without cargo bench's
@@ -45,6 +52,7 @@ fn main() -> Result<()> {
     let mut modes = vec![AnnounceWith::Address, AnnounceWith::Route];
     let mut monitors = vec![Monitor::Full];
     let mut runs = 1usize;
+    let mut resyncs = 0usize;
     for a in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
         if let Some(v) = a.strip_prefix("announce=") {
             modes = match v {
@@ -62,6 +70,8 @@ fn main() -> Result<()> {
             };
         } else if let Some(v) = a.strip_prefix("runs=") {
             runs = v.parse().context("runs=N")?;
+        } else if let Some(v) = a.strip_prefix("resyncs=") {
+            resyncs = v.parse().context("resyncs=K")?;
         } else {
             sizes.push(a.parse::<usize>().with_context(|| format!("size {a:?}"))?);
         }
@@ -78,7 +88,7 @@ fn main() -> Result<()> {
             for &monitor in &monitors {
                 for &how in &modes {
                     common::fresh_node_namespace(&mut node, "conv")?;
-                    let r = measure(&binary, &node, how, monitor).with_context(|| {
+                    let r = measure(&binary, &mut node, how, monitor, resyncs).with_context(|| {
                         format!("N={n}, announce_with={how:?}, {monitor:?} NB monitor")
                     })?;
                     r.print(n, how, monitor, run);
@@ -126,6 +136,10 @@ struct Figures {
     converged: Duration,
     daemon_hwm_mib: f64,
     daemon_rss_mib: f64,
+    /// VmRSS after each NB resync (`resyncs=K`).
+    resync_rss_mib: Vec<f64>,
+    /// VmHWM after the last resync.
+    resync_hwm_mib: Option<f64>,
 }
 
 impl Figures {
@@ -139,6 +153,18 @@ impl Figures {
             self.daemon_hwm_mib,
             self.daemon_rss_mib,
         );
+        if let Some(hwm) = self.resync_hwm_mib {
+            let rss: Vec<String> = self
+                .resync_rss_mib
+                .iter()
+                .map(|r| format!("{r:.1}"))
+                .collect();
+            println!(
+                "    after {} NB resyncs: VmRSS {} MiB, VmHWM {hwm:.1} MiB",
+                rss.len(),
+                rss.join(" / ")
+            );
+        }
         for s in &self.stages {
             println!(
                 "    {:<10} at {:>6.0} ms  RSS {:>6.1} MiB  VmHWM {:>6.1} MiB  heap {:>6.1} MiB",
@@ -154,9 +180,10 @@ impl Figures {
 
 fn measure(
     binary: &Path,
-    node: &BenchNode,
+    node: &mut BenchNode,
     how: AnnounceWith,
     monitor: Monitor,
+    resyncs: usize,
 ) -> Result<Figures> {
     let dir = node.dir.path();
     let config = write_config(node, how, monitor)?;
@@ -199,6 +226,7 @@ fn measure(
     let monitor = spawn_announcement_monitor(&node.ns, how)?;
     let log = std::fs::File::create(dir.join(format!("agent-{how:?}.log")))?;
     let started = Instant::now();
+    let log_path = dir.join(format!("agent-{how:?}.log"));
     let mut daemon = agent(binary, node, &config, &["--use-stderr"])
         .stdout(Stdio::null())
         .stderr(log)
@@ -232,6 +260,28 @@ fn measure(
     }
     let converged = started.elapsed();
     let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.id()))?;
+    let mut resync_rss_mib = Vec::new();
+    let mut resync_hwm_mib = None;
+    for k in 1..=resyncs {
+        let resynced = || resync_reconciles(&log_path);
+        let before = resynced()?;
+        node.nb.restart().context("restarting the NB ovsdb-server")?;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while resynced()? <= before {
+            if let Some(status) = daemon.try_wait()? {
+                bail!("the daemon exited during resync {k}: {status}");
+            }
+            if Instant::now() >= deadline {
+                stop(&mut daemon);
+                bail!("no reconcile after NB resync {k} within 300 s");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(5));
+        let now = std::fs::read_to_string(format!("/proc/{}/status", daemon.id()))?;
+        resync_rss_mib.push(status_kib(&now, "VmRSS:")? as f64 / 1024.0);
+        resync_hwm_mib = Some(status_kib(&now, "VmHWM:")? as f64 / 1024.0);
+    }
     stop(&mut daemon);
     Ok(Figures {
         plan_wall,
@@ -241,7 +291,19 @@ fn measure(
         converged,
         daemon_hwm_mib: status_kib(&status, "VmHWM:")? as f64 / 1024.0,
         daemon_rss_mib: status_kib(&status, "VmRSS:")? as f64 / 1024.0,
+        resync_rss_mib,
+        resync_hwm_mib,
     })
+}
+
+/// How many reconciles the daemon's log reports done for a resync of the
+/// central NB (its `reconciled` lines naming that reason).
+fn resync_reconciles(log: &Path) -> Result<usize> {
+    let text = std::fs::read_to_string(log).with_context(|| format!("{}", log.display()))?;
+    Ok(text
+        .lines()
+        .filter(|l| l.contains("reconciled") && l.contains("resync of OVN_Northbound"))
+        .count())
 }
 
 /// The agent's command line: its config file, the namespace node, the

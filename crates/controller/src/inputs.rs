@@ -7,6 +7,7 @@ use obgp_config::Config;
 use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
 
+use crate::kind::ReconcileKind;
 use crate::reconcile::{check_supported, Reconciler};
 use crate::run::{sync_timeout, RunError, RunOptions};
 use crate::sources::OvnSources;
@@ -42,7 +43,7 @@ pub async fn inputs_once(
     let inputs = sources.converged_inputs().await?;
     // A plan gathers the facts exactly as a reconcile does.
     reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     Ok((inputs.snapshot, reconciler.facts().clone()))
 }

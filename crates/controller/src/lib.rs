@@ -1,5 +1,6 @@
 //! The reconcile loop: why a reconcile runs ([`Reason`]), when ([`queue`]:
-//! debounced, coalesced and rate-limited triggers), what one reconcile does
+//! debounced, coalesced and rate-limited triggers), which kind of reconcile
+//! a batch of triggers asks for ([`kind`]), what one reconcile does
 //! ([`reconcile`]: desired state, observe, plan, apply), where the OVN data
 //! comes from ([`sources`]; with a conditional NB monitor, which ports:
 //! [`port_conditions`]), what the event filters read ([`view`]), the
@@ -19,6 +20,7 @@ pub mod follower;
 pub mod guard;
 pub mod http;
 pub mod inputs;
+pub mod kind;
 pub mod local_nb;
 pub mod memory;
 pub mod metrics;
@@ -37,6 +39,7 @@ pub mod view;
 mod watchers;
 
 pub use inputs::inputs_once;
+pub use kind::{BackgroundChecks, ReconcileKind, Reread};
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reason::Reason;
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};

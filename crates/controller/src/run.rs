@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::connect_once;
+use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::probes::ProbeBounds;
 use crate::queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 use crate::reconcile::{
@@ -79,7 +80,7 @@ pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, Ru
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     // The caches, the snapshot and the node mirror are freed on a thread of
     // their own: freeing them row by row took ~0.2 s at 50k ports, on the
@@ -96,13 +97,13 @@ pub async fn reconcile_once(
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let report = reconciler
-        .reconcile(&inputs.snapshot, &inputs.ofports, true)
+        .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     log_report(&report, "reconcile --once");
     // A fresh read: the apply may have changed OVS (ports numbered since).
     let inputs = sources.converged_inputs().await?;
     let (again, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let unread = unread_commands(&again.actual);
     if !again.is_empty() || !unread.is_empty() {
@@ -394,22 +395,9 @@ async fn run_loop(
         let snap = &inputs.snapshot;
         // Timers only look for changes nobody notifies: OVS and FRR are
         // re-read after the reconcile, off this loop (see `Reason::Drift`).
-        let background = batch.rereads_in_background();
-        if batch.rereads_node() {
-            reconciler.resync_node();
-        } else if batch.rereads_flows() && !background {
-            reconciler.invalidate_flows();
-        }
-        if batch.recomputes_desired() && !background {
-            reconciler.recompute_desired();
-        }
-        if batch.plans_changes_only() {
-            reconciler.plan_changes_only();
-        }
-        match reconciler
-            .reconcile(snap, &inputs.ofports, batch.checks_frr() && !background)
-            .await
-        {
+        let kind = ReconcileKind::for_batch(&batch);
+        let checks = BackgroundChecks::for_batch(&batch);
+        match reconciler.reconcile(snap, &inputs.ofports, kind).await {
             Ok(report) if shutdown.is_cancelled() => {
                 log_report(&report, &batch.to_string());
                 tracing::info!(
@@ -447,11 +435,11 @@ async fn run_loop(
                 } else {
                     retry.schedule(&sched);
                 }
-                if background {
+                if checks.drift {
                     drift.check(&reconciler, &sched);
-                    if batch.recomputes_desired() {
-                        drift.check_desired(&reconciler, &sched);
-                    }
+                }
+                if checks.desired {
+                    drift.check_desired(&reconciler, &sched);
                 }
             }
             Err(e) if e.is_fatal() || (first && e.is_config_error()) => break Err(e.into()),

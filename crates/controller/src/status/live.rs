@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 
 use super::{health_only, status, DbHealth, Health, Inputs, Origin, Status};
 use crate::inputs::connect_once;
+use crate::kind::ReconcileKind;
 use crate::reconcile::{unread_commands, Planned, Reconciler};
 use crate::run::{RunError, RunOptions};
 use crate::sources::{OvnSources, Source};
@@ -91,7 +92,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let health = Health {
         databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],

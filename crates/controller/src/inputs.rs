@@ -3,14 +3,22 @@
 //! without planning (`explain`), and the connection every one-shot
 //! command starts from.
 
+use std::time::Duration;
+
 use obgp_config::Config;
 use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
 
 use crate::kind::ReconcileKind;
+use crate::options::{RunError, RunOptions};
 use crate::reconcile::{check_supported, Reconciler};
-use crate::run::{sync_timeout, RunError, RunOptions};
 use crate::sources::OvnSources;
+
+/// How long the one-shot commands wait for the initial dumps:
+/// `ovsdb_connection_timeout`.
+fn sync_timeout(config: &Config) -> Duration {
+    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
+}
 
 /// What the one-shot commands start from: the OVN sources synced and a
 /// reconciler connected to the node, waiting for its command lane.

@@ -25,6 +25,7 @@ pub mod local_nb;
 pub mod memory;
 pub mod metrics;
 pub mod ofports;
+pub mod options;
 pub mod port_conditions;
 pub mod probes;
 pub mod queue;
@@ -40,7 +41,8 @@ mod watchers;
 
 pub use inputs::inputs_once;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};
+pub use options::{RunError, RunOptions};
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reason::Reason;
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};
-pub use run::{plan_once, reconcile_once, render_plan, run, RunError, RunOptions};
+pub use run::{plan_once, reconcile_once, render_plan, run};

@@ -12,68 +12,21 @@ use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_events::Filters;
-use obgp_node::KernelConfig;
 use obgp_plan::Plan;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::connect_once;
 use crate::kind::{BackgroundChecks, ReconcileKind};
+use crate::options::{RunError, RunOptions};
 use crate::probes::ProbeBounds;
-use crate::queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
-use crate::reconcile::{
-    check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
-};
+use crate::queue::{Scheduler, TriggerBatch, WorkQueue};
+use crate::reconcile::{check_supported, unread_commands, Planned, ReconcileReport, Reconciler};
 use crate::sources::{OvnSources, SourceError};
 use crate::telemetry::{spawn_update_clock, Telemetry};
 use crate::view::FilterView;
 use crate::watchers;
 use crate::Reason;
-
-/// How the loop runs beyond the configuration file.
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    pub queue: QueueConfig,
-    pub kernel: KernelConfig,
-    /// The probes' bounds; `None`: [`ProbeBounds::for_config`].
-    pub probes: Option<ProbeBounds>,
-    /// For tests: every reconcile, once started, waits until this is
-    /// true; a stand-in for a reconcile that hangs (`/healthz` then
-    /// reports it stuck). `None` in the agent.
-    pub hold_reconciles: Option<watch::Receiver<bool>>,
-}
-
-/// Why the agent stopped or a one-shot command failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Reconcile(#[from] ReconcileError),
-    #[error(
-        "the node did not converge: {0} op(s) or read(s) still pending after the reconcile:\n{1}"
-    )]
-    NotConverged(usize, String),
-    #[error("[DEFAULT] metrics_listen = {addr}: cannot listen: {source}")]
-    Listen {
-        addr: std::net::SocketAddr,
-        source: std::io::Error,
-    },
-}
-
-impl RunError {
-    /// The configuration cannot work on this node (exit 2, like an invalid
-    /// option), for example `bgp_nic` naming an existing device of the node.
-    pub fn is_config_error(&self) -> bool {
-        matches!(self, RunError::Reconcile(e) if e.is_config_error())
-    }
-}
-
-/// How long the one-shot commands wait for the initial dumps:
-/// `ovsdb_connection_timeout`.
-pub(crate) fn sync_timeout(config: &Config) -> Duration {
-    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
-}
 
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
@@ -353,7 +306,7 @@ async fn run_loop(
                 continue;
             }
             Some(reply) = status_rx.recv() => {
-                let status = crate::status::live::answer(&mut reconciler, &sources, &telemetry, &config).await;
+                let status = crate::status::live::answer(&mut reconciler, &sources, telemetry.health(), &config).await;
                 let _ = reply.send(status);
                 continue;
             }
@@ -632,6 +585,7 @@ pub fn render_plan(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::QueueConfig;
     use tokio::time::Instant;
 
     #[test]

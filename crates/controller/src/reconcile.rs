@@ -9,7 +9,7 @@ use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
 use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
-use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
+use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::Snapshot;
 use obgp_plan::{apply_plan_until, Actual, Coverage, Op, Plan, PlanError};
 use tokio::sync::watch;
@@ -26,9 +26,7 @@ mod node_side;
 mod report;
 
 use last_plan::LastPlan;
-use node_side::{
-    announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, NodeWriter,
-};
+use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
 pub use node_side::{chassis_name, object_kind};
 pub(crate) use node_side::{system_hostname, unread_commands};
 pub use report::{FrrApplyCause, ReconcileReport};
@@ -623,10 +621,7 @@ impl Reconciler {
         // Command ops go to the lane in the plan's order, as the apply
         // reaches them (base flows and FRR before the exposures, leftover
         // flows after the withdrawals, O2), and are not waited for.
-        let mut writer = NodeWriter {
-            node: &mut self.node,
-            lane: &self.lane,
-        };
+        let mut writer = NodeWriter::new(&mut self.node, &self.lane);
         let applied = apply_plan_until(&mut writer, &plan, || stop.is_cancelled()).await;
         report.queued = applied.queued.len();
         if self.wait_for_commands {

@@ -5,7 +5,8 @@
 //! comes from ([`sources`]; with a conditional NB monitor, which ports:
 //! [`port_conditions`]), what the event filters read ([`view`]), the
 //! mass-withdrawal guard ([`guard`]), returning freed heap after full dumps
-//! ([`memory`]), the one-shot commands' inputs ([`inputs`]), the node-local NB of
+//! ([`memory`]), the one-shot commands' inputs ([`inputs`]), how the agent is
+//! asked to run and why it stopped ([`options`]), the node-local NB of
 //! `exposing_method = ovn` ([`local_nb`]), the metrics and
 //! probes served on `metrics_listen` ([`metrics`], [`probes`], [`http`],
 //! [`telemetry`]), what `status` shows ([`status`]), and the loop that ties

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use common::start_node;
 use obgp_controller::sources::OvnSources;
-use obgp_controller::{QueueConfig, ReconcileReport, Reconciler};
+use obgp_controller::{QueueConfig, ReconcileKind, ReconcileReport, Reconciler};
 
 mod common;
 
@@ -73,24 +73,30 @@ async fn bench(vms: usize, iters: usize) -> Result<()> {
     let inputs = sources.inputs();
     let (snap, ofports) = (&inputs.snapshot, &inputs.ofports);
     let t = Instant::now();
-    let first = r.reconcile(snap, ofports, true).await?;
+    let first = r
+        .reconcile(snap, ofports, ReconcileKind::one_shot())
+        .await?;
     eprintln!(
         "  N={vms}: converged in {:.1} s ({} ops, {} exposed)",
         t.elapsed().as_secs_f64(),
         first.ops_applied(),
         first.exposed
     );
-    r.reconcile(snap, ofports, true).await?;
+    r.reconcile(snap, ofports, ReconcileKind::one_shot())
+        .await?;
 
     let (mut periodic, mut full) = (Vec::new(), Vec::new());
     let mut planned = (0, 0);
     for i in 0..iters * 2 {
         let recompute = i % 2 == 1;
-        if recompute {
-            r.recompute_desired();
-        }
+        // A periodic reconcile, whose desired state is patched; every
+        // other one computed in full.
+        let kind = ReconcileKind {
+            recompute_desired: recompute,
+            ..ReconcileKind::default()
+        };
         let t = Instant::now();
-        let report = r.reconcile(snap, ofports, false).await?;
+        let report = r.reconcile(snap, ofports, kind).await?;
         let s = sample(&report, t.elapsed());
         if recompute {
             full.push(s);

@@ -3,13 +3,22 @@
 //! without planning (`explain`), and the connection every one-shot
 //! command starts from.
 
+use std::time::Duration;
+
 use obgp_config::Config;
 use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
 
+use crate::kind::ReconcileKind;
+use crate::options::{RunError, RunOptions};
 use crate::reconcile::{check_supported, Reconciler};
-use crate::run::{sync_timeout, RunError, RunOptions};
 use crate::sources::OvnSources;
+
+/// How long the one-shot commands wait for the initial dumps:
+/// `ovsdb_connection_timeout`.
+fn sync_timeout(config: &Config) -> Duration {
+    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
+}
 
 /// What the one-shot commands start from: the OVN sources synced and a
 /// reconciler connected to the node, waiting for its command lane.
@@ -42,7 +51,7 @@ pub async fn inputs_once(
     let inputs = sources.converged_inputs().await?;
     // A plan gathers the facts exactly as a reconcile does.
     reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     Ok((inputs.snapshot, reconciler.facts().clone()))
 }

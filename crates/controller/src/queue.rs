@@ -44,7 +44,8 @@ impl Default for QueueConfig {
 }
 
 /// The reasons of one reconcile, each with how many triggers carried it,
-/// and how long its first trigger was held back, by which rule.
+/// and how long its first trigger was held back, by which rule. The kind
+/// of reconcile they ask for is [`crate::kind::ReconcileKind::for_batch`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TriggerBatch {
     pub reasons: BTreeMap<Reason, usize>,
@@ -65,42 +66,10 @@ impl TriggerBatch {
         self.reasons.values().sum()
     }
 
-    /// Whether any reason asks for FRR's configuration to be checked.
-    pub fn checks_frr(&self) -> bool {
-        self.reasons.keys().any(Reason::checks_frr)
-    }
-
-    /// Whether any reason asks for the node to be read afresh (full dumps).
-    pub fn rereads_node(&self) -> bool {
-        self.reasons.keys().any(Reason::rereads_node)
-    }
-
-    /// Whether every reason lets OVS and FRR be re-read in the background
-    /// after the reconcile (see [`Reason::rereads_in_background`]).
-    pub fn rereads_in_background(&self) -> bool {
-        self.reasons.keys().all(Reason::rereads_in_background)
-    }
-
-    /// Whether any reason asks for the desired state to be computed in full.
-    pub fn recomputes_desired(&self) -> bool {
-        self.reasons.keys().any(Reason::recomputes_desired)
-    }
-
     /// Whether any reason follows a database's full dump
     /// ([`Reason::follows_full_dump`]).
     pub fn follows_full_dump(&self) -> bool {
         self.reasons.keys().any(Reason::follows_full_dump)
-    }
-
-    /// Whether every reason lets the reconcile plan only what the patched
-    /// desired state changed ([`Reason::plans_changes_only`]).
-    pub fn plans_changes_only(&self) -> bool {
-        !self.reasons.is_empty() && self.reasons.keys().all(Reason::plans_changes_only)
-    }
-
-    /// Whether any reason asks for the OVS ports and flows to be re-read.
-    pub fn rereads_flows(&self) -> bool {
-        self.reasons.keys().any(Reason::rereads_flows)
     }
 }
 
@@ -278,17 +247,6 @@ mod tests {
             class,
             table: "Logical_Switch_Port".into(),
         }
-    }
-
-    #[test]
-    fn a_batch_plans_the_changes_alone_only_when_every_reason_is_an_ovn_event() {
-        let mut batch = TriggerBatch::default();
-        assert!(!batch.plans_changes_only(), "an empty batch");
-        batch.add(event("LogicalSwitchPortProviderCreateEvent"));
-        batch.add(event("LogicalSwitchPortFIPCreateEvent"));
-        assert!(batch.plans_changes_only());
-        batch.add(Reason::Periodic);
-        assert!(!batch.plans_changes_only());
     }
 
     #[tokio::test(start_paused = true)]

@@ -9,13 +9,14 @@ use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
 use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
-use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, Scope};
+use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::Snapshot;
 use obgp_plan::{apply_plan_until, Actual, Coverage, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
+use crate::kind::ReconcileKind;
 use crate::local_nb::{LocalNbError, LocalNbSource};
 use crate::ofports::OfPorts;
 
@@ -25,9 +26,7 @@ mod node_side;
 mod report;
 
 use last_plan::LastPlan;
-use node_side::{
-    announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after, NodeWriter,
-};
+use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
 pub use node_side::{chassis_name, object_kind};
 pub(crate) use node_side::{system_hostname, unread_commands};
 pub use report::{FrrApplyCause, ReconcileReport};
@@ -135,9 +134,6 @@ pub struct Reconciler {
     /// The ops the last reconcile planned: one planned again (a retry of
     /// a failure, a held withdrawal) is no drift repair.
     last_plan: LastPlan,
-    /// The next plan may judge only the objects the patched desired state
-    /// changed ([`Reconciler::plan_changes_only`]).
-    changes_only: bool,
     /// `exposing_method = ovn`: the node-local NB this reconciler writes.
     local_nb: Option<Arc<LocalNbSource>>,
 }
@@ -171,7 +167,6 @@ impl Reconciler {
             database_rows: 0,
             frr_known: None,
             last_plan: LastPlan::default(),
-            changes_only: false,
             local_nb: None,
         })
     }
@@ -297,30 +292,20 @@ impl Reconciler {
         self.stop = token;
     }
 
-    /// The next reconcile reads the node afresh (full netlink dumps, OVS
-    /// ports and flows) instead of trusting the netlink mirror.
-    pub fn resync_node(&mut self) {
-        self.node.resync();
-        self.lane.invalidate_flows();
-    }
-
-    /// The next reconcile computes the desired state from every row instead
-    /// of patching the last one.
-    pub fn recompute_desired(&mut self) {
-        self.desired.clear();
-    }
-
-    /// The next reconcile plans only the node objects the desired state's
-    /// patches changed since the last reconcile (`obgp_plan::plan_changes`),
-    /// when it was patched; in full otherwise. For reconciles an OVN event
-    /// started: drift on the node is left to the full ones.
-    pub fn plan_changes_only(&mut self) {
-        self.changes_only = true;
-    }
-
-    /// The next reconcile re-reads the OVS ports and flows.
-    pub fn invalidate_flows(&mut self) {
-        self.lane.invalidate_flows();
+    /// Marks stale what `kind` re-reads or recomputes: the netlink mirror
+    /// (the observe dumps the node afresh), the OVS ports and flows the
+    /// command lane read, the desired state to patch. FRR's re-read is
+    /// [`Reconciler::plan`]'s.
+    fn mark_stale(&mut self, kind: ReconcileKind) {
+        if kind.reread.node_dumps {
+            self.node.resync();
+        }
+        if kind.reread.node_dumps || kind.reread.ovs_flows {
+            self.lane.invalidate_flows();
+        }
+        if kind.recompute_desired {
+            self.desired.clear();
+        }
     }
 
     /// Changes whenever the node's netlink mirror lost notifications; the
@@ -437,17 +422,19 @@ impl Reconciler {
         Ok(Some(actual))
     }
 
-    /// Computes desired state, observes the node and plans, without writing.
-    /// `check_frr`: read FRR's running configuration; otherwise FRR counts as
-    /// holding our text when it is the one we last applied.
+    /// Computes desired state, observes the node and plans, without
+    /// writing; `kind` says what to read afresh, whether to recompute the
+    /// desired state and whether to plan only what its patches changed.
     pub async fn plan(
         &mut self,
         snap: &Snapshot,
         ofports: &OfPorts,
-        check_frr: bool,
+        kind: ReconcileKind,
     ) -> Result<(Planned, ReconcileReport), ReconcileError> {
         let mut report = ReconcileReport::default();
-        let changes_only = std::mem::take(&mut self.changes_only);
+        self.mark_stale(kind);
+        let check_frr = kind.reread.frr;
+        let changes_only = kind.plan_changes_only;
         self.absorb_lane(&mut report);
         if check_frr {
             // Read FRR again, and until then do not take the text last
@@ -555,12 +542,13 @@ impl Reconciler {
         ))
     }
 
-    /// One full reconcile.
+    /// One reconcile of `kind`: [`Reconciler::plan`], then the
+    /// mass-withdrawal guard and the single writer.
     pub async fn reconcile(
         &mut self,
         snap: &Snapshot,
         ofports: &OfPorts,
-        check_frr: bool,
+        kind: ReconcileKind,
     ) -> Result<ReconcileReport, ReconcileError> {
         let (
             Planned {
@@ -569,7 +557,7 @@ impl Reconciler {
                 local_nb,
             },
             mut report,
-        ) = self.plan(snap, ofports, check_frr).await?;
+        ) = self.plan(snap, ofports, kind).await?;
         let holding = self.guard(&mut plan, &actual, &mut report);
         // The local NB's rows before the announcements they route (O1),
         // its removals after the withdrawals; held with them.
@@ -633,10 +621,7 @@ impl Reconciler {
         // Command ops go to the lane in the plan's order, as the apply
         // reaches them (base flows and FRR before the exposures, leftover
         // flows after the withdrawals, O2), and are not waited for.
-        let mut writer = NodeWriter {
-            node: &mut self.node,
-            lane: &self.lane,
-        };
+        let mut writer = NodeWriter::new(&mut self.node, &self.lane);
         let applied = apply_plan_until(&mut writer, &plan, || stop.is_cancelled()).await;
         report.queued = applied.queued.len();
         if self.wait_for_commands {

@@ -6,80 +6,45 @@
 //! (`reconcile_interval`, `frr_reconcile_interval`), a resync after a
 //! reconnect. [`reconcile_once`] and [`plan_once`] back the
 //! `reconcile --once` and `plan` commands.
+//!
+//! The loop itself only waits and dispatches: for the next batch of the
+//! work queue, the command lane's signal, a `/status` request or the OVN
+//! cache's changes. What each of them does is a method of the daemon's
+//! state between two wake-ups (`Daemon`); a batch's reconcile runs the kind
+//! of reconcile its reasons ask for ([`ReconcileKind::for_batch`]).
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_events::Filters;
-use obgp_node::KernelConfig;
+use obgp_node::LaneSignal;
 use obgp_plan::Plan;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::connect_once;
+use crate::kind::{BackgroundChecks, ReconcileKind};
+use crate::options::{RunError, RunOptions};
 use crate::probes::ProbeBounds;
-use crate::queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
+use crate::queue::{Scheduler, TriggerBatch, WorkQueue};
 use crate::reconcile::{
     check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
 };
-use crate::sources::{OvnSources, SourceError};
+use crate::sources::{Inputs, OvnSources, SourceError};
+use crate::status::{self, live::Reply};
 use crate::telemetry::{spawn_update_clock, Telemetry};
 use crate::view::FilterView;
 use crate::watchers;
 use crate::Reason;
-
-/// How the loop runs beyond the configuration file.
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    pub queue: QueueConfig,
-    pub kernel: KernelConfig,
-    /// The probes' bounds; `None`: [`ProbeBounds::for_config`].
-    pub probes: Option<ProbeBounds>,
-    /// For tests: every reconcile, once started, waits until this is
-    /// true; a stand-in for a reconcile that hangs (`/healthz` then
-    /// reports it stuck). `None` in the agent.
-    pub hold_reconciles: Option<watch::Receiver<bool>>,
-}
-
-/// Why the agent stopped or a one-shot command failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Reconcile(#[from] ReconcileError),
-    #[error(
-        "the node did not converge: {0} op(s) or read(s) still pending after the reconcile:\n{1}"
-    )]
-    NotConverged(usize, String),
-    #[error("[DEFAULT] metrics_listen = {addr}: cannot listen: {source}")]
-    Listen {
-        addr: std::net::SocketAddr,
-        source: std::io::Error,
-    },
-}
-
-impl RunError {
-    /// The configuration cannot work on this node (exit 2, like an invalid
-    /// option), for example `bgp_nic` naming an existing device of the node.
-    pub fn is_config_error(&self) -> bool {
-        matches!(self, RunError::Reconcile(e) if e.is_config_error())
-    }
-}
-
-/// How long the one-shot commands wait for the initial dumps:
-/// `ovsdb_connection_timeout`.
-pub(crate) fn sync_timeout(config: &Config) -> Duration {
-    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
-}
 
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     // The caches, the snapshot and the node mirror are freed on a thread of
     // their own: freeing them row by row took ~0.2 s at 50k ports, on the
@@ -96,13 +61,13 @@ pub async fn reconcile_once(
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let report = reconciler
-        .reconcile(&inputs.snapshot, &inputs.ofports, true)
+        .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     log_report(&report, "reconcile --once");
     // A fresh read: the apply may have changed OVS (ports numbered since).
     let inputs = sources.converged_inputs().await?;
     let (again, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let unread = unread_commands(&again.actual);
     if !again.is_empty() || !unread.is_empty() {
@@ -204,6 +169,8 @@ pub async fn run(
     result
 }
 
+/// What the loop reports while it waits for the databases: which one, at
+/// which remotes.
 fn waiting_for(e: &SourceError) -> Option<String> {
     match e {
         SourceError::SyncTimeout {
@@ -213,16 +180,59 @@ fn waiting_for(e: &SourceError) -> Option<String> {
     }
 }
 
+/// The loop: connects, then waits for the next thing to do and hands it
+/// to the [`Daemon`], until `shutdown` or a fatal error.
 async fn run_loop(
     config: Config,
     opts: RunOptions,
     shutdown: CancellationToken,
     telemetry: Arc<Telemetry>,
 ) -> Result<(), RunError> {
+    let Some(sources) = wait_for_databases(&config, &shutdown, &telemetry).await? else {
+        return Ok(());
+    };
+    let Some(reconciler) = connect_node(&config, &sources, &opts, &shutdown).await else {
+        return Ok(());
+    };
+    let (mut daemon, mut wake) =
+        Daemon::start(config, opts, sources, reconciler, telemetry, shutdown);
+    let result = loop {
+        let batch = tokio::select! {
+            _ = daemon.shutdown.cancelled() => break Ok(()),
+            b = wake.queue.next() => match b { Some(b) => b, None => break Ok(()) },
+            Ok(()) = wake.lane.changed() => {
+                daemon.lane_ran_out_of_work(*wake.lane.borrow_and_update());
+                continue;
+            }
+            Some(reply) = wake.status.recv() => {
+                daemon.answer_status(reply).await;
+                continue;
+            }
+            Ok(()) = wake.ovn_changed.changed() => {
+                wake.ovn_changed.borrow_and_update();
+                daemon.follow_ovn_changes();
+                continue;
+            }
+        };
+        if let ControlFlow::Break(result) = daemon.reconcile(batch).await {
+            break result;
+        }
+    };
+    daemon.stop();
+    result
+}
+
+/// Starts the OVN sources and waits for their initial dumps, reporting on
+/// `telemetry` what it waits for; `None` when `shutdown` came first.
+async fn wait_for_databases(
+    config: &Config,
+    shutdown: &CancellationToken,
+    telemetry: &Telemetry,
+) -> Result<Option<Arc<OvnSources>>, RunError> {
     let sources = loop {
         tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            r = OvnSources::start(&config, Duration::from_secs(30)) => match r {
+            _ = shutdown.cancelled() => return Ok(None),
+            r = OvnSources::start(config, Duration::from_secs(30)) => match r {
                 Ok(s) => break s,
                 Err(e @ SourceError::SyncTimeout { .. }) => {
                     telemetry.waiting(waiting_for(&e).unwrap_or_default());
@@ -232,11 +242,9 @@ async fn run_loop(
             },
         }
     };
-    let (sched, mut queue) = WorkQueue::new(opts.queue.clone());
-
     loop {
         tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
+            _ = shutdown.cancelled() => return Ok(None),
             r = sources.wait_synced(Duration::from_secs(30)) => match r {
                 Ok(()) => break,
                 Err(e) => {
@@ -251,41 +259,309 @@ async fn run_loop(
     let sources = Arc::new(sources);
     telemetry.synced(sources.clone());
     crate::memory::log_stage("synced");
-    let mut reconciler = loop {
+    Ok(Some(sources))
+}
+
+/// Connects the reconciler to the node, every 5 s until it can; `None`
+/// when `shutdown` came first. It stops applying on `shutdown`, guards
+/// against mass withdrawals and writes the node-local NB when there is one.
+async fn connect_node(
+    config: &Config,
+    sources: &OvnSources,
+    opts: &RunOptions,
+    shutdown: &CancellationToken,
+) -> Option<Reconciler> {
+    loop {
         match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
             Ok(mut r) => {
                 crate::memory::log_stage("node read");
                 r.stop_on(shutdown.clone());
-                r.guard_withdrawals(crate::guard::GuardConfig::from_config(&config));
+                r.guard_withdrawals(crate::guard::GuardConfig::from_config(config));
                 if let Some(local) = &sources.local_nb {
                     r.write_local_nb(local.clone());
                 }
-                break r;
+                return Some(r);
             }
             Err(e) => {
                 tracing::error!("{e}; retrying in 5 s");
                 tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = shutdown.cancelled() => return None,
                     _ = tokio::time::sleep(Duration::from_secs(5)) => {}
                 }
             }
         }
-    };
+    }
+}
 
-    // `/status` requests, answered between reconciles.
-    let (status_tx, mut status_rx) = tokio::sync::mpsc::channel(8);
-    telemetry.serve_status(status_tx);
-    let inputs = sources.inputs();
-    let chassis = reconciler.chassis_name(&inputs.snapshot);
-    let view0 = FilterView::new(
-        inputs.raw_ovn,
-        Arc::new(inputs.snapshot),
-        chassis,
-        Default::default(),
-    );
-    let (view_tx, view_rx) = watch::channel(Arc::new(view0));
+/// What wakes the loop besides shutdown. Kept apart from the [`Daemon`]
+/// so that the loop's `select!` polls them all while the branch that won
+/// borrows the daemon.
+struct Wakeups {
+    /// The next batch of triggers, once due.
+    queue: WorkQueue,
+    /// The command lane ran out of work.
+    lane: watch::Receiver<LaneSignal>,
+    /// `/status` requests, answered between reconciles.
+    status: mpsc::Receiver<Reply>,
+    /// The OVN cache received rows.
+    ovn_changed: watch::Receiver<obgp_ovsdb_data::DbSnapshot>,
+}
+
+/// The daemon between two wake-ups: what reconciling a batch and the
+/// loop's other branches need, and what they keep from one to the next.
+struct Daemon {
+    config: Config,
+    sources: Arc<OvnSources>,
+    reconciler: Reconciler,
+    telemetry: Arc<Telemetry>,
+    sched: Scheduler,
+    shutdown: CancellationToken,
+    /// For tests: every reconcile, once started, waits until this is true
+    /// ([`RunOptions::hold_reconciles`]).
+    hold: Option<watch::Receiver<bool>>,
+    retry: Retry,
+    drift: DriftCheck,
+    trim: crate::memory::TrimSchedule,
+    /// What the event filters read, replaced after every reconcile.
+    view: watch::Sender<Arc<FilterView>>,
+    /// No reconcile ended yet: a configuration that names a device of the
+    /// node (`bgp_nic = lo`) stops the agent at start-up; met later, it is
+    /// retried like any error.
+    first: bool,
+    /// The timers and watchers that feed the work queue.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Daemon {
+    /// Starts answering `/status`, the event filters' view, the timers and
+    /// watchers, and triggers the start-up reconcile.
+    fn start(
+        config: Config,
+        opts: RunOptions,
+        sources: Arc<OvnSources>,
+        reconciler: Reconciler,
+        telemetry: Arc<Telemetry>,
+        shutdown: CancellationToken,
+    ) -> (Daemon, Wakeups) {
+        let (sched, queue) = WorkQueue::new(opts.queue.clone());
+        let (status_tx, status) = mpsc::channel(8);
+        telemetry.serve_status(status_tx);
+        let inputs = sources.inputs();
+        let chassis = reconciler.chassis_name(&inputs.snapshot);
+        let view0 = FilterView::new(
+            inputs.raw_ovn,
+            Arc::new(inputs.snapshot),
+            chassis,
+            Default::default(),
+        );
+        let (view, view_rx) = watch::channel(Arc::new(view0));
+        let tasks = spawn_triggers(&config, &sources, &reconciler, &telemetry, &sched, view_rx);
+        let mut ovn_changed = sources.ovn_changed();
+        ovn_changed.borrow_and_update();
+        sched.trigger(Reason::Startup);
+        let wake = Wakeups {
+            queue,
+            lane: reconciler.lane_signals(),
+            status,
+            ovn_changed,
+        };
+        let daemon = Daemon {
+            config,
+            sources,
+            reconciler,
+            telemetry,
+            sched,
+            shutdown,
+            hold: opts.hold_reconciles,
+            retry: Retry::default(),
+            drift: DriftCheck::default(),
+            trim: crate::memory::TrimSchedule::new(),
+            view,
+            first: true,
+            tasks,
+        };
+        (daemon, wake)
+    }
+
+    /// The command lane ran out of work: plan with what it learnt, or
+    /// retry (with the backoff) what failed.
+    fn lane_ran_out_of_work(&mut self, signal: LaneSignal) {
+        if signal.learned {
+            self.sched.trigger(Reason::CommandsSettled);
+        }
+        if signal.failed {
+            self.retry.schedule(&self.sched);
+        }
+    }
+
+    /// Answers a `/status` request with the node observed now against the
+    /// last desired state.
+    async fn answer_status(&mut self, reply: Reply) {
+        let health = self.telemetry.health();
+        let status =
+            status::live::answer(&mut self.reconciler, &self.sources, health, &self.config).await;
+        let _ = reply.send(status);
+    }
+
+    /// Patches in the rows no event asked for while idle, not on the path
+    /// of the next event's reconcile (docs/latency.md).
+    fn follow_ovn_changes(&self) {
+        self.sources.follow_changes();
+    }
+
+    /// Reconciles `batch`: the kind it asks for, on the inputs read now.
+    /// Breaks with the loop's result on shutdown or an error the agent
+    /// cannot continue from.
+    async fn reconcile(&mut self, batch: TriggerBatch) -> ControlFlow<Result<(), RunError>> {
+        let started = Instant::now();
+        self.telemetry.started(&batch);
+        if let Some(hold) = &mut self.hold {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return ControlFlow::Break(Ok(())),
+                _ = hold.wait_for(|open| *open) => {}
+            }
+        }
+        // With a conditional NB monitor, once its port conditions
+        // converged: never from a cache lacking ports the state calls for.
+        let inputs = match self.sources.converged_inputs().await {
+            Ok(inputs) => inputs,
+            Err(e) => {
+                let e = ReconcileError::Inputs(e.to_string());
+                self.finished(&batch, Err(&e), started);
+                tracing::warn!(reasons = %batch, "not reconciling, retrying: {e}");
+                self.retry.schedule(&self.sched);
+                return ControlFlow::Continue(());
+            }
+        };
+        let snapshot_time = started.elapsed();
+        self.reconciler
+            .note_database_rows(database_rows(&inputs.raw_ovn));
+        let kind = ReconcileKind::for_batch(&batch);
+        let result = self
+            .reconciler
+            .reconcile(&inputs.snapshot, &inputs.ofports, kind)
+            .await;
+        match result {
+            Ok(report) if self.shutdown.is_cancelled() => {
+                log_report(&report, &batch.to_string());
+                tracing::info!(
+                    not_started = report.not_started,
+                    "stopped after the op in flight"
+                );
+                return ControlFlow::Break(Ok(()));
+            }
+            Ok(mut report) => {
+                report.snapshot_time = snapshot_time;
+                self.reconciled(&batch, &report, started);
+            }
+            Err(e) if e.is_fatal() || (self.first && e.is_config_error()) => {
+                return ControlFlow::Break(Err(e.into()))
+            }
+            Err(e) => {
+                self.finished(&batch, Err(&e), started);
+                tracing::error!(reasons = %batch, "reconcile failed, retrying: {e}");
+                self.retry.schedule(&self.sched);
+            }
+        }
+        self.first = false;
+        self.publish(inputs);
+        ControlFlow::Continue(())
+    }
+
+    /// Tells the metrics and probes how the reconcile of `batch` that
+    /// started at `started` ended.
+    fn finished(
+        &self,
+        batch: &TriggerBatch,
+        result: Result<&ReconcileReport, &ReconcileError>,
+        started: Instant,
+    ) {
+        self.telemetry.finished(
+            batch,
+            result,
+            started.elapsed(),
+            self.reconciler.withdrawal_holds(),
+        );
+    }
+
+    /// After a reconcile that ran: logs and reports it, returns freed heap
+    /// when due, and schedules what follows (a re-read its own writes
+    /// call for, the retry, the background checks of a timer's batch).
+    fn reconciled(&mut self, batch: &TriggerBatch, report: &ReconcileReport, started: Instant) {
+        self.finished(batch, Ok(report), started);
+        log_report_queued(
+            report,
+            &batch.to_string(),
+            batch.window_wait,
+            batch.rate_wait,
+        );
+        tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
+        if self.trim.due(Instant::now(), batch.follows_full_dump()) {
+            crate::memory::spawn_release();
+        }
+        if rereads_at_once(report, batch) {
+            self.sched.trigger(Reason::UnnotifiedSideEffects);
+        }
+        // Held withdrawals are looked at again with the retry's backoff:
+        // released once the grace period is over.
+        if report.failed.is_empty() && report.held_back == 0 && report.withdrawals_held == 0 {
+            self.retry.reset();
+        } else {
+            self.retry.schedule(&self.sched);
+        }
+        // Timers only look for changes nobody notifies: OVS and FRR are
+        // re-read after the reconcile, off this loop (see `Reason::Drift`).
+        let checks = BackgroundChecks::for_batch(batch);
+        if checks.drift {
+            self.drift.check(&self.reconciler, &self.sched);
+        }
+        if checks.desired {
+            self.drift.check_desired(&self.reconciler, &self.sched);
+        }
+    }
+
+    /// Publishes what the reconcile leaves for the others: the exposed
+    /// counts (when scraped) and the event filters' next view.
+    fn publish(&mut self, inputs: Inputs) {
+        if self.telemetry.metrics.exposed_wanted() {
+            if let Some(desired) = self.reconciler.desired() {
+                self.telemetry
+                    .metrics
+                    .set_exposed(&crate::metrics::count_exposed(desired));
+            }
+        }
+        let chassis = self.reconciler.chassis_name(&inputs.snapshot);
+        let view = FilterView::after(
+            &self.view.borrow(),
+            inputs.raw_ovn,
+            Arc::new(inputs.snapshot),
+            chassis,
+            self.reconciler.exposed_ips(),
+        );
+        self.view.send_replace(Arc::new(view));
+    }
+
+    /// Stops the timers and watchers.
+    fn stop(mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// The timers and watchers that feed the work queue: `reconcile_interval`,
+/// `frr_reconcile_interval`, the event filters over the OVN changes
+/// (reading `view`), every local OVS (and node-local NB) change, the
+/// resyncs, the netlink overruns; and the databases' update clocks.
+fn spawn_triggers(
+    config: &Config,
+    sources: &OvnSources,
+    reconciler: &Reconciler,
+    telemetry: &Telemetry,
+    sched: &Scheduler,
+    view: watch::Receiver<Arc<FilterView>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let filters = Filters::for_config(&config.default);
-
     let mut tasks = vec![
         sched.every(
             Duration::from_secs(config.default.reconcile_interval.max(1)),
@@ -295,7 +571,7 @@ async fn run_loop(
             Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
             Reason::FrrCheck,
         ),
-        watchers::event_filter(sources.ovn.changes(), filters, view_rx, sched.clone()),
+        watchers::event_filter(sources.ovn.changes(), filters, view, sched.clone()),
         watchers::every_change(
             sources.ovs.changes(),
             crate::reason::LOCAL_OVS_CHANGE,
@@ -305,8 +581,8 @@ async fn run_loop(
         watchers::resync(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
         watchers::resync(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
         watchers::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
-        spawn_update_clock(&telemetry, &sources.ovn),
-        spawn_update_clock(&telemetry, &sources.ovs),
+        spawn_update_clock(telemetry, &sources.ovn),
+        spawn_update_clock(telemetry, &sources.ovs),
     ];
     if let Some(local) = &sources.local_nb {
         // Rows of the agent's tables changed or removed by someone else
@@ -323,171 +599,7 @@ async fn run_loop(
             sched.clone(),
         ));
     }
-    let mut hold = opts.hold_reconciles.clone();
-    let mut ovn_changed = sources.ovn_changed();
-    ovn_changed.borrow_and_update();
-    sched.trigger(Reason::Startup);
-
-    let mut retry = Retry::default();
-    let drift = DriftCheck::default();
-    let mut lane = reconciler.lane_signals();
-    // A configuration that names a device of the node (`bgp_nic = lo`)
-    // stops the agent at start-up; met later, it is retried like any error.
-    let mut first = true;
-    let mut trim = crate::memory::TrimSchedule::new();
-    let result = loop {
-        let batch = tokio::select! {
-            _ = shutdown.cancelled() => break Ok(()),
-            b = queue.next() => match b { Some(b) => b, None => break Ok(()) },
-            // The command lane ran out of work: plan with what it learnt,
-            // or retry (with the backoff) what failed.
-            Ok(()) = lane.changed() => {
-                let signal = *lane.borrow_and_update();
-                if signal.learned {
-                    sched.trigger(Reason::CommandsSettled);
-                }
-                if signal.failed {
-                    retry.schedule(&sched);
-                }
-                continue;
-            }
-            Some(reply) = status_rx.recv() => {
-                let status = crate::status::live::answer(&mut reconciler, &sources, &telemetry, &config).await;
-                let _ = reply.send(status);
-                continue;
-            }
-            // Rows no event asked for are patched in while idle, not on the
-            // path of the next event's reconcile (docs/latency.md).
-            Ok(()) = ovn_changed.changed() => {
-                ovn_changed.borrow_and_update();
-                sources.follow_changes();
-                continue;
-            }
-        };
-        let started = Instant::now();
-        telemetry.started(&batch);
-        if let Some(hold) = &mut hold {
-            tokio::select! {
-                _ = shutdown.cancelled() => break Ok(()),
-                _ = hold.wait_for(|open| *open) => {}
-            }
-        }
-        // With a conditional NB monitor, once its port conditions
-        // converged: never from a cache lacking ports the state calls for.
-        let inputs = match sources.converged_inputs().await {
-            Ok(inputs) => inputs,
-            Err(e) => {
-                let e = crate::reconcile::ReconcileError::Inputs(e.to_string());
-                telemetry.finished(
-                    &batch,
-                    Err(&e),
-                    started.elapsed(),
-                    reconciler.withdrawal_holds(),
-                );
-                tracing::warn!(reasons = %batch, "not reconciling, retrying: {e}");
-                retry.schedule(&sched);
-                continue;
-            }
-        };
-        let snapshot_time = started.elapsed();
-        reconciler.note_database_rows(database_rows(&inputs.raw_ovn));
-        let snap = &inputs.snapshot;
-        // Timers only look for changes nobody notifies: OVS and FRR are
-        // re-read after the reconcile, off this loop (see `Reason::Drift`).
-        let background = batch.rereads_in_background();
-        if batch.rereads_node() {
-            reconciler.resync_node();
-        } else if batch.rereads_flows() && !background {
-            reconciler.invalidate_flows();
-        }
-        if batch.recomputes_desired() && !background {
-            reconciler.recompute_desired();
-        }
-        if batch.plans_changes_only() {
-            reconciler.plan_changes_only();
-        }
-        match reconciler
-            .reconcile(snap, &inputs.ofports, batch.checks_frr() && !background)
-            .await
-        {
-            Ok(report) if shutdown.is_cancelled() => {
-                log_report(&report, &batch.to_string());
-                tracing::info!(
-                    not_started = report.not_started,
-                    "stopped after the op in flight"
-                );
-                break Ok(());
-            }
-            Ok(mut report) => {
-                report.snapshot_time = snapshot_time;
-                telemetry.finished(
-                    &batch,
-                    Ok(&report),
-                    started.elapsed(),
-                    reconciler.withdrawal_holds(),
-                );
-                log_report_queued(
-                    &report,
-                    &batch.to_string(),
-                    batch.window_wait,
-                    batch.rate_wait,
-                );
-                tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
-                if trim.due(Instant::now(), batch.follows_full_dump()) {
-                    crate::memory::spawn_release();
-                }
-                if rereads_at_once(&report, &batch) {
-                    sched.trigger(Reason::UnnotifiedSideEffects);
-                }
-                // Held withdrawals are looked at again with the retry's
-                // backoff: released once the grace period is over.
-                if report.failed.is_empty() && report.held_back == 0 && report.withdrawals_held == 0
-                {
-                    retry.reset();
-                } else {
-                    retry.schedule(&sched);
-                }
-                if background {
-                    drift.check(&reconciler, &sched);
-                    if batch.recomputes_desired() {
-                        drift.check_desired(&reconciler, &sched);
-                    }
-                }
-            }
-            Err(e) if e.is_fatal() || (first && e.is_config_error()) => break Err(e.into()),
-            Err(e) => {
-                telemetry.finished(
-                    &batch,
-                    Err(&e),
-                    started.elapsed(),
-                    reconciler.withdrawal_holds(),
-                );
-                tracing::error!(reasons = %batch, "reconcile failed, retrying: {e}");
-                retry.schedule(&sched);
-            }
-        }
-        first = false;
-        if telemetry.metrics.exposed_wanted() {
-            if let Some(desired) = reconciler.desired() {
-                telemetry
-                    .metrics
-                    .set_exposed(&crate::metrics::count_exposed(desired));
-            }
-        }
-        let chassis = reconciler.chassis_name(snap);
-        let view = FilterView::after(
-            &view_tx.borrow(),
-            inputs.raw_ovn,
-            Arc::new(inputs.snapshot),
-            chassis,
-            reconciler.exposed_ips(),
-        );
-        view_tx.send_replace(Arc::new(view));
-    };
-    for t in tasks.drain(..) {
-        t.abort();
-    }
-    result
+    tasks
 }
 
 /// Whether the reconcile just reported must be followed at once by one that
@@ -644,6 +756,7 @@ pub fn render_plan(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::QueueConfig;
     use tokio::time::Instant;
 
     #[test]

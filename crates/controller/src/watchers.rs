@@ -138,7 +138,8 @@ mod tests {
             batch.reasons.keys().collect::<Vec<_>>(),
             [&Reason::NetlinkOverrun]
         );
-        assert!(batch.rereads_node() && batch.rereads_flows());
+        let kind = crate::kind::ReconcileKind::for_batch(&batch);
+        assert!(kind.reread.node_dumps && kind.reread.ovs_flows, "{kind:?}");
         // One reconcile per overrun seen, none without.
         overruns.send_replace(2);
         assert!(queue.next().await.is_some());

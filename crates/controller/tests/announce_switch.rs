@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{ensure, Result};
 use obgp_config::AnnounceWith;
 use obgp_controller::sources::OvnSources;
-use obgp_controller::{QueueConfig, Reconciler};
+use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -30,7 +30,8 @@ async fn the_silent_flush_of_the_last_ipv4_address_is_reported_and_repaired() ->
     let inputs = sources.inputs();
     let mut r = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
     r.wait_for_commands();
-    r.reconcile(&inputs.snapshot, &inputs.ofports, true).await?;
+    r.reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .await?;
     let addresses = on_nic(AnnounceWith::Address);
     ensure!(addresses > 0, "no IPv4 address announced on bgp-nic");
 
@@ -41,7 +42,9 @@ async fn the_silent_flush_of_the_last_ipv4_address_is_reported_and_repaired() ->
     // `redistribute kernel`, a reconcile or two later.
     let mut flushed = None;
     for _ in 0..4 {
-        let report = r.reconcile(&inputs.snapshot, &inputs.ofports, true).await?;
+        let report = r
+            .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+            .await?;
         if report.applied.contains_key("DelAddress") {
             flushed = Some(report);
             break;
@@ -63,7 +66,7 @@ async fn the_silent_flush_of_the_last_ipv4_address_is_reported_and_repaired() ->
     ensure!(report.unnotified_side_effects, "not reported: {report:?}");
 
     let repair = r
-        .reconcile(&inputs.snapshot, &inputs.ofports, false)
+        .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::default())
         .await?;
     ensure!(
         on_nic(AnnounceWith::Route) == addresses,

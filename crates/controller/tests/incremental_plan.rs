@@ -14,10 +14,29 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use obgp_controller::sources::{Inputs, OvnSources};
-use obgp_controller::{QueueConfig, Reconciler};
+use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
+
+/// The kind of reconcile an OVN event's batch runs: the desired state
+/// patched, only what its patches changed planned.
+const AN_OVN_EVENT: ReconcileKind = ReconcileKind {
+    plan_changes_only: true,
+    ..A_TIMER
+};
+
+/// The kind a timer's batch runs: nothing read afresh (that is left to the
+/// background), the whole node planned.
+const A_TIMER: ReconcileKind = ReconcileKind {
+    reread: obgp_controller::Reread {
+        node_dumps: false,
+        ovs_flows: false,
+        frr: false,
+    },
+    recompute_desired: false,
+    plan_changes_only: false,
+};
 
 /// The host addresses on bgp-nic, as `ip` shows them.
 fn on_bgp_nic(node: &common::BenchNode) -> Result<BTreeSet<String>> {
@@ -82,8 +101,11 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     // FRR read and written before each plan: what it holds is no drift.
     r.wait_for_commands();
     let inputs = sources.inputs();
-    r.reconcile(&inputs.snapshot, &inputs.ofports, true).await?;
-    let settled = r.reconcile(&inputs.snapshot, &inputs.ofports, true).await?;
+    r.reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .await?;
+    let settled = r
+        .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .await?;
     ensure!(
         !settled.failed.is_empty() && settled.planned == settled.failed.len(),
         "converged but for the refused VRF ops: {settled:?}"
@@ -91,8 +113,7 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     // A first event: from here on the sources patch one snapshot lineage
     // (the first one after the initial dumps may be rebuilt).
     let inputs = vm_up(&node, &sources, "incremental-vm-1", "172.30.9.1").await?;
-    r.plan_changes_only();
-    r.reconcile(&inputs.snapshot, &inputs.ofports, false)
+    r.reconcile(&inputs.snapshot, &inputs.ofports, AN_OVN_EVENT)
         .await?;
 
     // Drift: an exposed address removed by hand.
@@ -107,9 +128,8 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     // An event: another VM port bound here comes up.
     let ip = "172.30.9.2";
     let inputs = vm_up(&node, &sources, "incremental-vm-2", ip).await?;
-    r.plan_changes_only();
     let event = r
-        .reconcile(&inputs.snapshot, &inputs.ofports, false)
+        .reconcile(&inputs.snapshot, &inputs.ofports, AN_OVN_EVENT)
         .await?;
     ensure!(event.desired_patched && event.plan_incremental, "{event:?}");
     let now = on_bgp_nic(&node)?;
@@ -121,7 +141,7 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
 
     // A reconcile for another reason (a timer's) plans the whole node.
     let full = r
-        .reconcile(&inputs.snapshot, &inputs.ofports, false)
+        .reconcile(&inputs.snapshot, &inputs.ofports, A_TIMER)
         .await?;
     ensure!(!full.plan_incremental, "{full:?}");
     ensure!(on_bgp_nic(&node)?.contains(&gone), "{gone} not repaired");

@@ -3,7 +3,7 @@
 
 use obgp_config::Config;
 use obgp_controller::ofports::OfPorts;
-use obgp_controller::Reconciler;
+use obgp_controller::{ReconcileKind, Reconciler};
 use obgp_node::KernelConfig;
 use obgp_ovn::Snapshot;
 use obgp_testbed::netns::Netns;
@@ -33,7 +33,11 @@ async fn a_reconcile_after_shutdown_starts_no_op_and_leaves_the_node_alone() {
     // SIGTERM arrived while the reconcile was being planned.
     shutdown.cancel();
     let report = reconciler
-        .reconcile(&Snapshot::default(), &OfPorts::default(), true)
+        .reconcile(
+            &Snapshot::default(),
+            &OfPorts::default(),
+            ReconcileKind::one_shot(),
+        )
         .await
         .unwrap();
     // Even an empty OVN plans the base wiring (bgp-nic, the VRF, FRR).

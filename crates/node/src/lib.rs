@@ -3,8 +3,9 @@
 //! notification-fed [`mirror`], encodes its netlink writes and decodes what
 //! the kernel sends in one codec, and runs ovs-ofctl and vtysh (with the
 //! [`DriftProbe`] that re-runs them off the loop), sysctl and rt_tables
-//! writes. The pure planning vocabulary it observes into and applies from is
-//! obgp-plan.
+//! writes. The single writer of `obgp_plan::apply_plan` reaches both
+//! through [`NodeWriter`]. The pure planning vocabulary it observes into and
+//! applies from is obgp-plan.
 
 mod codec;
 mod commands;
@@ -14,8 +15,10 @@ pub mod kernel;
 pub mod lane;
 pub mod mirror;
 mod scope;
+mod writer;
 
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use kernel::{IoError, KernelConfig, KernelNode};
 pub use lane::{CommandLane, CommandOutcome, CommandView, LaneSignal};
 pub use scope::Scope;
+pub use writer::NodeWriter;

@@ -1,6 +1,6 @@
 //! The node side of a reconcile: what to read of the node, the observe
-//! (kernel, then what the command lane knows of FRR and OVS), the single
-//! writer, and the names and counts the reports use.
+//! (kernel, then what the command lane knows of FRR and OVS), and the names
+//! and counts the reports use. The single writer is `obgp_node::NodeWriter`.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,7 @@ use obgp_config::Config;
 use obgp_netmodel::{DesiredNode, DevName};
 use obgp_node::{CommandLane, KernelNode, Scope};
 use obgp_ovn::Snapshot;
-use obgp_plan::{Actual, Applied, NodeIo, Op};
+use obgp_plan::{Actual, Op};
 
 use super::ReconcileError;
 use crate::ofports::OfPorts;
@@ -90,23 +90,6 @@ pub(super) fn leftover_flows_unjudged(
         .map(|f| &f.bridge)
         .filter(|b| !wanted.contains(b))
         .any(|b| actual.bridges_unknown.contains(b))
-}
-
-/// The single writer's view of the node: netlink ops are made here, in
-/// turn; command ops are handed to the command lane and not waited for.
-pub(super) struct NodeWriter<'a> {
-    pub node: &'a mut KernelNode,
-    pub lane: &'a CommandLane,
-}
-
-impl NodeIo for NodeWriter<'_> {
-    async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
-        if op.runs_a_command() {
-            self.lane.submit([op.clone()]);
-            return Ok(Applied::Queued);
-        }
-        self.node.apply_op(op).await
-    }
 }
 
 /// The prefixes the node announces now: addresses on the announce device

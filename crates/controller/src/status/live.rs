@@ -10,10 +10,10 @@ use tokio::sync::oneshot;
 
 use super::{health_only, status, DbHealth, Health, Inputs, Origin, Status};
 use crate::inputs::connect_once;
+use crate::kind::ReconcileKind;
+use crate::options::{RunError, RunOptions};
 use crate::reconcile::{unread_commands, Planned, Reconciler};
-use crate::run::{RunError, RunOptions};
 use crate::sources::{OvnSources, Source};
-use crate::telemetry::Telemetry;
 
 /// Where the loop sends a `/status` answer.
 pub type Reply = oneshot::Sender<Status>;
@@ -30,16 +30,15 @@ pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
 
 /// The daemon's status now: its last desired state against the node as
 /// observed now (through the same observer and planner as a reconcile,
-/// changing nothing), with the loop's health. Rows are looked up in the
-/// databases' current contents.
+/// changing nothing), with `health`, the loop's (`Telemetry::health`).
+/// Rows are looked up in the databases' current contents.
 pub async fn answer(
     reconciler: &mut Reconciler,
     sources: &OvnSources,
-    telemetry: &Telemetry,
+    mut health: Health,
     config: &Config,
 ) -> Status {
     let inputs = sources.inputs();
-    let mut health = telemetry.health();
     let planned = match reconciler.observe_desired(&inputs.ofports).await {
         Ok(Some(p)) => p,
         Ok(None) => return health_only(config, Origin::Daemon, health),
@@ -91,7 +90,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, true)
+        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let health = Health {
         databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],

@@ -28,13 +28,27 @@ use obgp_plan::{Actual, Coverage, Plan, PlanError};
 
 pub use facts::{node_facts, NodeReadings, NodeReads};
 
-/// Why the pipeline gave no plan.
+/// Why the pipeline gave no plan: the desired state's error or the
+/// planner's, as they say it.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("desired state: {0}")]
+    #[error(transparent)]
     Desired(#[from] DesiredError),
-    #[error("planning: {0}")]
+    #[error(transparent)]
     Plan(#[from] PlanError),
+}
+
+impl PipelineError {
+    /// The configuration is at fault: a value the driver cannot use
+    /// ([`DesiredError::BadConfig`]) or a device of the node it names
+    /// that is not the agent's ([`PlanError::ForeignDevice`]).
+    pub fn is_config_error(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Desired(DesiredError::BadConfig { .. })
+                | PipelineError::Plan(PlanError::ForeignDevice { .. })
+        )
+    }
 }
 
 /// How far a plan looks at the node.

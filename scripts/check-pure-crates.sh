@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The pure crates (value model, OVN model, desired state, event filters,
-# planner) must build without an async runtime, TLS or netlink: their normal
+# planner, the pipeline composing them) must build without an async runtime, TLS or netlink: their normal
 # dependency trees may not name any of these crates. Run by `make lint`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pure=(obgp-netmodel obgp-config obgp-ovsdb-data obgp-ovn obgp-desired obgp-events obgp-plan obgp-localnb)
+pure=(obgp-netmodel obgp-config obgp-ovsdb-data obgp-ovn obgp-desired obgp-events obgp-plan obgp-localnb obgp-pipeline)
 io='^(tokio|tokio-util|tokio-rustls|rustls|mio|rtnetlink|netlink-packet-route|netlink-packet-core|netlink-sys|netlink-proto|futures-util) '
 status=0
 for crate in "${pure[@]}"; do

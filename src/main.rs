@@ -39,6 +39,8 @@ fn main() -> ExitCode {
             let invalid = e
                 .downcast_ref::<obgp_controller::RunError>()
                 .is_some_and(|r| r.is_config_error())
+                || e.downcast_ref::<obgp_pipeline::PipelineError>()
+                    .is_some_and(|p| p.is_config_error())
                 || matches!(
                     e.downcast_ref::<obgp_plan::PlanError>(),
                     Some(obgp_plan::PlanError::ForeignDevice { .. })

@@ -21,7 +21,7 @@ pub fn run(
     let (snapshot, facts) = match &input.ovn {
         Some(file) => {
             let f = OvnFile::read(file, input.node_state.as_deref(), config)?;
-            let facts = ovn_file::facts(config, &f.actual);
+            let facts = ovn_file::facts(config, &f);
             (f.snapshot, facts)
         }
         None => {

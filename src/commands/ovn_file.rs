@@ -5,8 +5,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use obgp_config::Config;
-use obgp_desired::NodeFacts;
+use obgp_desired::{LocalFacts, NodeFacts};
 use obgp_ovn::{Snapshot, NB_DB, SB_DB};
+use obgp_pipeline::{node_facts, NodeReadings};
 use obgp_plan::actual::state::NodeState;
 use obgp_plan::Actual;
 
@@ -17,7 +18,7 @@ pub struct OvnFile {
     /// A scenario's `facts` (`{bridge: {"mac": .., "addrs": [..]}}`): the
     /// kernel facts of `exposing_method = ovn`'s external bridges, which
     /// otherwise come from the node state's links and addresses.
-    pub bridge_facts: Option<serde_json::Value>,
+    pub bridge_facts: Option<LocalFacts>,
 }
 
 fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
@@ -73,6 +74,10 @@ impl OvnFile {
         };
         let state: NodeState = serde_json::from_value(state).context("node state")?;
         let actual = Actual::try_from(state).context("node state")?;
+        let bridge_facts = bridge_facts
+            .map(serde_json::from_value::<LocalFacts>)
+            .transpose()
+            .context("the scenario's facts")?;
         Ok(OvnFile {
             snapshot,
             actual,
@@ -81,14 +86,14 @@ impl OvnFile {
     }
 }
 
-/// The node facts offline: the SB EVPN driver's VXLAN source without
-/// `evpn_local_ip`, from the node state's addresses.
-pub fn facts(config: &Config, actual: &Actual) -> NodeFacts {
-    NodeFacts {
-        vxlan_source: obgp_desired::vxlan_source(
-            config.default.evpn_nic.as_deref(),
-            actual.addresses.iter().map(|a| (&a.dev, a.net)),
-        ),
-        ..NodeFacts::default()
-    }
+/// The node facts offline ([`node_facts`]): what the node state's links
+/// and addresses give (the SB EVPN driver's VXLAN source, the external
+/// bridges of `exposing_method = ovn` unless the scenario records them);
+/// no hostname, no router-id.
+pub fn facts(config: &Config, file: &OvnFile) -> NodeFacts {
+    let read = NodeReadings {
+        bridge_facts: file.bridge_facts.as_ref(),
+        ..NodeReadings::of_node(&file.actual)
+    };
+    node_facts(config, &file.snapshot, read)
 }

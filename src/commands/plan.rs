@@ -15,7 +15,6 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use obgp_config::{Config, ExposingMethod};
-use obgp_desired::desired_state;
 use obgp_plan::Plan;
 
 use super::ovn_file::OvnFile;
@@ -79,13 +78,11 @@ fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
 
 /// Plans from files: no database, no node.
 fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
-    let OvnFile {
-        snapshot, actual, ..
-    } = OvnFile::read(ovn_file, node_file, config)?;
-    let facts = super::ovn_file::facts(config, &actual);
-    let desired = desired_state(&snapshot, config, &facts)?;
-    for note in &desired.notes {
+    let file = OvnFile::read(ovn_file, node_file, config)?;
+    let facts = super::ovn_file::facts(config, &file);
+    let once = obgp_pipeline::once(&file.snapshot, config, &facts, &file.actual)?;
+    for note in &once.desired.notes {
         tracing::info!("{note}");
     }
-    Ok(obgp_plan::plan(&desired.to_node(), &actual)?)
+    Ok(once.plan)
 }

@@ -6,12 +6,11 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use obgp_config::Config;
-use obgp_desired::{desired_ovn_local, LocalFacts};
 use obgp_localnb::{LocalNbPlan, Observed};
 use obgp_ovsdb_data::{Row, Uuid};
-use obgp_plan::{Actual, Plan};
+use obgp_plan::Plan;
 use serde_json::{json, Value};
 
 use super::ovn_file::{self, OvnFile};
@@ -33,18 +32,18 @@ pub fn offline(
     local_nb_file: Option<&Path>,
 ) -> anyhow::Result<OvnPlan> {
     let f = OvnFile::read(ovn_file, node_file, config)?;
-    let facts = ovn_file::facts(config, &f.actual);
-    let local = match &f.bridge_facts {
-        Some(v) => {
-            serde_json::from_value::<LocalFacts>(v.clone()).context("the scenario's facts")?
-        }
-        None => node_facts(&f, config),
-    };
-    let o = desired_ovn_local(&f.snapshot, config, &facts, &local)?;
-    for note in o.exposure.notes.iter().chain(&o.notes) {
+    let facts = ovn_file::facts(config, &f);
+    let once = obgp_pipeline::once(&f.snapshot, config, &facts, &f.actual)?;
+    // The underlay driver's notes, then this mode's.
+    for note in &once.desired.notes {
         tracing::info!("{note}");
     }
-    let node = obgp_plan::plan(&o.to_node(), &f.actual)?;
+    let Some(cluster) = &once.desired.local_cluster else {
+        bail!(
+            "driver = {} computes no node-local cluster: exposing_method = ovn needs nb_ovn_bgp_driver",
+            config.default.driver.as_str()
+        );
+    };
     let (observed, against) = match local_nb_file {
         Some(p) => (
             read_observed(p)?,
@@ -56,9 +55,9 @@ pub fn offline(
                 .to_string(),
         ),
     };
-    let local_nb = obgp_localnb::plan(&o.local_nb, &observed);
+    let local_nb = obgp_localnb::plan(&cluster.local_nb, &observed);
     Ok(OvnPlan {
-        node,
+        node: once.plan,
         local_nb,
         against,
     })
@@ -107,19 +106,6 @@ fn to_json(p: &OvnPlan) -> anyhow::Result<Value> {
         );
     }
     Ok(v)
-}
-
-/// `{bridge: {"mac": "..", "addrs": ["..", ..]}}`, a scenario's kernel
-/// facts of the external bridges.
-/// The external bridges' facts from the node state's links and addresses.
-fn node_facts(f: &OvnFile, config: &Config) -> LocalFacts {
-    let actual: &Actual = &f.actual;
-    let bridges = obgp_desired::external_bridges(&f.snapshot, config);
-    obgp_desired::local_facts(
-        &bridges,
-        |b| actual.links.get(b).map(|l| l.mac),
-        actual.addresses.iter().map(|a| (&a.dev, a.net)),
-    )
 }
 
 /// Local-NB rows in OVSDB wire notation, by table and uuid.

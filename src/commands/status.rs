@@ -64,12 +64,9 @@ pub fn run(
     let status = match source {
         Source::Daemon(addr) => from_daemon(addr)?,
         Source::Offline { ovn, node_state } => {
-            let super::ovn_file::OvnFile {
-                snapshot, actual, ..
-            } = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
-            let facts = super::ovn_file::facts(config, &actual);
-            let desired = obgp_desired::desired_state(&snapshot, config, &facts)?;
-            live::offline(config, &snapshot, &desired, &actual)?
+            let file = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
+            let facts = super::ovn_file::facts(config, &file);
+            live::offline(config, &file.snapshot, &facts, &file.actual)?
         }
         Source::Direct => direct(config, node)?,
         Source::Default => match config.default.metrics_listen {

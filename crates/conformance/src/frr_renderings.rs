@@ -292,7 +292,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::scenario::{load, replay, Outcome};
+    use crate::scenario::{load, replay, Injected, Outcome};
 
     fn renderings() -> Scenario {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -303,7 +303,11 @@ mod tests {
     #[test]
     fn every_recorded_rendering_is_reproduced() {
         let sc = renderings();
-        let out = replay(&sc, &Deviations::default(), &|_, _| unreachable!());
+        let out = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        );
         assert_eq!(out, Outcome::Passed);
     }
 
@@ -328,8 +332,11 @@ mod tests {
                 "route-target import 65001:9\n",
             );
         set_text(&mut sc, 4, &text);
-        let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| unreachable!())
-        else {
+        let Outcome::Failed(why) = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        ) else {
             panic!("expected a failure");
         };
         assert_eq!(why.len(), 1, "{why:?}");
@@ -338,8 +345,11 @@ mod tests {
         // An input that could reach vtysh unchecked is refused, not rendered.
         let mut sc = renderings();
         sc.steps[5].inputs["evpn_info"]["bgp_as"] = Value::from("64999\nno router bgp");
-        let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| unreachable!())
-        else {
+        let Outcome::Failed(why) = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        ) else {
             panic!("expected a failure");
         };
         assert!(why[0].starts_with("step 5: cannot render"), "{why:?}");
@@ -347,8 +357,11 @@ mod tests {
         // Upstream's unknown action applies nothing; a text recorded for it is missed.
         let mut sc = renderings();
         sc.steps[6].calls = sc.steps[5].calls.clone();
-        let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| unreachable!())
-        else {
+        let Outcome::Failed(why) = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        ) else {
             panic!("expected a failure");
         };
         assert!(why[0].starts_with("step 6: frr texts: want 1"), "{why:?}");
@@ -364,7 +377,11 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("redistribute");
-        let out = replay(&sc, &Deviations::default(), &|_, _| unreachable!());
+        let out = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        );
         assert_eq!(out, Outcome::Passed);
         // And without step 2's, the leak renders connected only: a difference.
         let mut sc = renderings();
@@ -373,8 +390,11 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("redistribute");
-        let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| unreachable!())
-        else {
+        let Outcome::Failed(why) = replay(
+            &sc,
+            &Deviations::default(),
+            &mut Injected::new(|| unreachable!()),
+        ) else {
             panic!("expected a failure");
         };
         assert!(why[0].starts_with("step 2: frr text differs"), "{why:?}");

@@ -7,17 +7,19 @@
 //! `[local_ovn_cluster]` options (`config`), the external bridges' kernel
 //! facts (`facts`), and what the mode must give (`expected`): the
 //! announced IPs, the local NB's rows, the cookie-999 flows and the FDB
-//! entries. The runner computes them with `desired_state`, the path the
-//! agent runs, and compares each part. `OBGP_BLESS=1` writes the computed
+//! entries. The runner computes them through the daemon's `Pipeline`
+//! (facts from `node_facts`), the path the agent runs, and compares each
+//! part. `OBGP_BLESS=1` writes the computed
 //! parts into `expected` instead (review every line before committing).
 
 use std::path::Path;
 
 use anyhow::Context;
 use obgp_config::Config;
-use obgp_desired::{desired_state, Desired, GoldenConfig, LocalFacts, NodeFacts};
+use obgp_desired::{Desired, GoldenConfig, LocalFacts};
 use obgp_netmodel::FlowAction;
 use obgp_ovn::Snapshot;
+use obgp_pipeline::{node_facts, NodeReadings, Pipeline};
 use serde_json::{json, Value};
 
 use crate::scenario::Outcome;
@@ -89,11 +91,14 @@ fn compute(doc: &Value) -> anyhow::Result<Desired> {
         Some(v) => serde_json::from_value::<LocalFacts>(v.clone()).context("facts")?,
         None => LocalFacts::default(),
     };
-    let facts = NodeFacts {
-        local_bridges,
-        ..NodeFacts::default()
+    let config = config(doc)?;
+    let read = NodeReadings {
+        bridge_facts: Some(&local_bridges),
+        ..NodeReadings::default()
     };
-    Ok(desired_state(&snap, &config(doc)?, &facts)?)
+    let facts = node_facts(&config, &snap, read);
+    let mut pipeline = Pipeline::default();
+    Ok(pipeline.compute(&snap, &config, &facts)?.desired.clone())
 }
 
 /// The computation in the golden files' terms, one line per item.

@@ -3,8 +3,9 @@
 //! the planner and the model node.
 //!
 //! Per scenario: the OVN snapshot comes from its `ovn` member, the model node
-//! starts from `initial_node`; every `start`/`sync` step reconciles (desired
-//! state, plan, apply), every `ovn_update` step applies its transaction in
+//! starts from `initial_node`; every `start`/`sync` step reconciles through
+//! the daemon's [`Pipeline`] (desired state, plan after the settled result,
+//! apply, settle), every `ovn_update` step applies its transaction in
 //! memory and reconciles (the agent's events schedule a reconcile) unless the
 //! scenario says events were off. After each `sync` step and at the end the
 //! node is compared with the scenario's state by the README's rules, each
@@ -30,9 +31,10 @@ use anyhow::{anyhow, Context};
 use obgp_netmodel::DesiredNode;
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::Snapshot;
+use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
-use obgp_plan::plan::{order_violations, plan_after};
-use obgp_plan::{Actual, ModelNode, Op};
+use obgp_plan::plan::order_violations;
+use obgp_plan::{Actual, ModelNode, Op, Plan};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -108,9 +110,71 @@ impl Deviations {
     }
 }
 
-/// Computes the desired node from a snapshot and the scenario's configuration.
-pub type DesiredFn<'a> =
-    dyn Fn(&Snapshot, &obgp_config::Config) -> anyhow::Result<DesiredNode> + 'a;
+/// How a replay reconciles: the desired node objects of each reconciling
+/// step, its plans, and the settling of what was applied.
+pub trait Reconcile {
+    /// The desired node objects for `snapshot` under `config`.
+    fn desired(
+        &mut self,
+        snapshot: &Snapshot,
+        config: &obgp_config::Config,
+    ) -> anyhow::Result<DesiredNode>;
+    /// The plan of the last desired objects against `node`, after the
+    /// settled ones.
+    fn plan(&self, node: &Actual) -> anyhow::Result<Plan>;
+    /// The last desired objects were applied: the next plans take them as
+    /// the previous desired state.
+    fn settle(&mut self);
+}
+
+/// The production path: the daemon's [`Pipeline`], with the node facts
+/// ([`node_facts`]) of the scenario's initial node: the router-id its FRR
+/// reported, the VXLAN source among its addresses.
+pub struct PipelineReplay {
+    pipeline: Pipeline,
+    initial: Actual,
+    router_id: Option<String>,
+}
+
+impl PipelineReplay {
+    pub fn new(sc: &Scenario) -> PipelineReplay {
+        PipelineReplay {
+            pipeline: Pipeline::default(),
+            initial: serde_json::from_value(sc.initial_node.clone()).unwrap_or_default(),
+            router_id: sc.initial_node["frr"]["router_id_reported"]
+                .as_str()
+                .map(String::from),
+        }
+    }
+}
+
+impl Reconcile for PipelineReplay {
+    fn desired(
+        &mut self,
+        snapshot: &Snapshot,
+        config: &obgp_config::Config,
+    ) -> anyhow::Result<DesiredNode> {
+        let read = NodeReadings {
+            frr_router_id: self.router_id.as_deref(),
+            ..NodeReadings::of_node(&self.initial)
+        };
+        let facts = node_facts(config, snapshot, read);
+        Ok(self
+            .pipeline
+            .compute(snapshot, config, &facts)?
+            .node
+            .clone())
+    }
+
+    fn plan(&self, node: &Actual) -> anyhow::Result<Plan> {
+        let planned = self.pipeline.plan(node, PlanScope::Whole)?;
+        Ok(planned.context("planned before a desired state")?.plan)
+    }
+
+    fn settle(&mut self) {
+        self.pipeline.settle();
+    }
+}
 
 pub fn run(files: &[String]) -> anyhow::Result<Summary> {
     let mut summary = Summary::default();
@@ -145,13 +209,8 @@ fn scenario_outcome(path: &Path, doc: Value, deviations: &Deviations) -> Outcome
     let scenario = parse(path, doc);
     match scenario {
         Ok(sc) => {
-            let router_id = sc.initial_node["frr"]["router_id_reported"]
-                .as_str()
-                .map(String::from);
-            let addresses = serde_json::from_value::<Actual>(sc.initial_node.clone())
-                .map(|a| a.addresses.iter().map(|a| (a.dev.clone(), a.net)).collect())
-                .unwrap_or_default();
-            replay(&sc, deviations, &desired_from_ovn(router_id, addresses))
+            let mut pipeline = PipelineReplay::new(&sc);
+            replay(&sc, deviations, &mut pipeline)
         }
         Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
     }
@@ -339,24 +398,50 @@ fn snapshot_of(db: &FixtureDb) -> Snapshot {
     )
 }
 
-/// The production path: `obgp_desired::desired_state` on the snapshot,
-/// with the router-id FRR reported in the scenario's initial node, and the
-/// VXLAN source found among its addresses.
-fn desired_from_ovn(
-    router_id: Option<String>,
-    addresses: Vec<(obgp_netmodel::DevName, obgp_netmodel::IpNet)>,
-) -> impl Fn(&Snapshot, &obgp_config::Config) -> anyhow::Result<DesiredNode> {
-    move |snapshot, config| {
-        let facts = obgp_desired::NodeFacts {
-            system_hostname: None,
-            frr_router_id: router_id.clone(),
-            vxlan_source: obgp_desired::vxlan_source(
-                config.default.evpn_nic.as_deref(),
-                addresses.iter().map(|(d, n)| (d, *n)),
-            ),
-            local_bridges: Default::default(),
-        };
-        Ok(obgp_desired::desired_state(snapshot, config, &facts)?.to_node())
+/// A test's desired node objects, from a function instead of the pipeline,
+/// planned after the settled ones as the pipeline plans.
+#[cfg(test)]
+pub(crate) struct Injected<F> {
+    desired: F,
+    now: Option<DesiredNode>,
+    settled: Option<DesiredNode>,
+}
+
+#[cfg(test)]
+impl<F> Injected<F>
+where
+    F: FnMut() -> anyhow::Result<DesiredNode>,
+{
+    pub(crate) fn new(desired: F) -> Injected<F> {
+        Injected {
+            desired,
+            now: None,
+            settled: None,
+        }
+    }
+}
+
+#[cfg(test)]
+impl<F> Reconcile for Injected<F>
+where
+    F: FnMut() -> anyhow::Result<DesiredNode>,
+{
+    fn desired(&mut self, _: &Snapshot, _: &obgp_config::Config) -> anyhow::Result<DesiredNode> {
+        let d = (self.desired)()?;
+        self.now = Some(d.clone());
+        Ok(d)
+    }
+
+    fn plan(&self, node: &Actual) -> anyhow::Result<Plan> {
+        let now = self
+            .now
+            .as_ref()
+            .context("planned before a desired state")?;
+        Ok(obgp_plan::plan_after(now, self.settled.as_ref(), node)?)
+    }
+
+    fn settle(&mut self) {
+        self.settled = self.now.clone();
     }
 }
 
@@ -401,14 +486,14 @@ pub(crate) fn frr_canonical(text: &str) -> Vec<String> {
     out
 }
 
-/// Replays one scenario with `desired` computing the desired node.
-pub fn replay(sc: &Scenario, deviations: &Deviations, desired: &DesiredFn<'_>) -> Outcome {
+/// Replays one scenario, reconciling through `reconciler`.
+pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Reconcile) -> Outcome {
     let judged = if sc.driver == crate::frr_renderings::DRIVER {
         crate::frr_renderings::judge_steps(sc, deviations)
     } else if let Some(why) = unsupported(sc) {
         return Outcome::Skipped(vec![why]);
     } else {
-        replay_inner(sc, deviations, desired)
+        replay_inner(sc, deviations, reconciler)
     };
     match judged {
         Ok((failures, accepted)) => {
@@ -481,14 +566,13 @@ pub(crate) type Judged = (Vec<String>, Vec<String>);
 fn replay_inner(
     sc: &Scenario,
     deviations: &Deviations,
-    desired: &DesiredFn<'_>,
+    reconciler: &mut dyn Reconcile,
 ) -> anyhow::Result<Judged> {
     let config = config_of(sc)?;
     let mut db = fixture_db(sc)?;
     let initial: Actual =
         serde_json::from_value(sc.initial_node.clone()).context("initial_node")?;
     let mut node = ModelNode::new(initial);
-    let mut previous: Option<DesiredNode> = None;
     let mut failures = Vec::new();
     let mut accepted = Vec::new();
     let mut last_frr: Option<String> = None;
@@ -501,9 +585,11 @@ fn replay_inner(
         }
         let reconcile = !step.action.contains("events disabled");
         if reconcile {
-            let d = desired(&snapshot_of(&db), &config)
+            let d = reconciler
+                .desired(&snapshot_of(&db), &config)
                 .with_context(|| format!("step {i}: desired state"))?;
-            let p = plan_after(&d, previous.as_ref(), &node.actual)
+            let p = reconciler
+                .plan(&node.actual)
                 .with_context(|| format!("step {i}: plan"))?;
             for v in order_violations(&p.steps) {
                 failures.push(format!("step {label}: order: {v}"));
@@ -511,10 +597,13 @@ fn replay_inner(
             let start = node.log.len();
             node.apply_all(p.ops());
             let mut texts: Vec<String> = frr_texts(&p);
+            // Applied: the next plans are made after it, as the daemon's.
+            reconciler.settle();
             // A plan that waited on the node (a device, a port, FRR holding
             // its text) is followed by another reconcile, as the daemon's
             // CommandsSettled one; then the node must have converged.
-            let mut again = plan_after(&d, Some(&d), &node.actual)
+            let mut again = reconciler
+                .plan(&node.actual)
                 .with_context(|| format!("step {i}: second plan"))?;
             let mut waited = !p.skipped.is_empty();
             for _ in 0..MAX_FOLLOW_UPS {
@@ -527,7 +616,8 @@ fn replay_inner(
                 node.apply_all(again.ops());
                 texts.extend(frr_texts(&again));
                 waited = !again.skipped.is_empty();
-                again = plan_after(&d, Some(&d), &node.actual)
+                again = reconciler
+                    .plan(&node.actual)
                     .with_context(|| format!("step {i}: follow-up plan"))?;
             }
             for (op, r) in &node.log[start..] {
@@ -548,7 +638,6 @@ fn replay_inner(
             } else if d.frr_config.is_some() {
                 last_frr = d.frr_config.clone();
             }
-            previous = Some(d);
         }
         let last = i + 1 == sc.steps.len();
         if step.action.starts_with("sync") && !step.node_after.is_null() && !last {

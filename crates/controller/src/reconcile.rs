@@ -1,17 +1,19 @@
-//! One reconcile: desired state from the snapshot, observe the node, plan
-//! the diff, apply it with the single writer, and report what happened and
-//! how long each phase took.
+//! One reconcile: the node facts read, the desired state computed
+//! ([`Pipeline::compute`]), the node observed for it, the plan
+//! ([`Pipeline::plan`]), applied with the single writer; and a report of
+//! what happened and how long each phase took.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use obgp_config::Config;
-use obgp_desired::{desired_state, Computed, DesiredCache, DesiredError, NodeFacts};
+use obgp_desired::{desired_state, Computed, DesiredError, NodeFacts};
 use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::Snapshot;
-use obgp_plan::{apply_plan_until, Actual, Coverage, Op, Plan, PlanError};
+use obgp_pipeline::{node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PlanScope};
+use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -111,11 +113,14 @@ pub struct Reconciler {
     node: KernelNode,
     /// The last desired state and its node objects (patched when only ports
     /// changed), and those the last reconcile planned with.
-    desired: DesiredCache,
+    desired: Pipeline,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
     /// The planner's warnings already logged (each once, not per reconcile).
     warned: std::collections::BTreeSet<String>,
+    /// The system hostname, read once at start.
+    system_hostname: Option<String>,
+    /// The facts the last computation took ([`node_facts`] of what was read).
     facts: NodeFacts,
     /// Cancelled when the agent stops: the apply ends after the op in flight.
     stop: CancellationToken,
@@ -149,17 +154,14 @@ impl Reconciler {
             .map_err(|e| ReconcileError::Connect(e.to_string()))?;
         let lane = CommandLane::start(kernel.clone())
             .map_err(|e| ReconcileError::Connect(format!("starting the command lane: {e}")))?;
-        let facts = NodeFacts {
-            system_hostname: system_hostname(),
-            ..NodeFacts::default()
-        };
         Ok(Reconciler {
             config,
             node,
-            desired: DesiredCache::default(),
+            desired: Pipeline::default(),
             frr_applied: None,
             warned: Default::default(),
-            facts,
+            system_hostname: system_hostname(),
+            facts: NodeFacts::default(),
             stop: CancellationToken::new(),
             lane,
             wait_for_commands: false,
@@ -377,10 +379,9 @@ impl Reconciler {
         let Some(actual) = self.observe_for_desired(false, ofports).await? else {
             return Ok(None);
         };
-        let Some(node) = self.desired.node() else {
+        let Some(NodePlan { plan, .. }) = self.desired.plan(&actual, PlanScope::Whole)? else {
             return Ok(None);
         };
-        let plan = obgp_plan::plan_after(node, self.desired.settled(), &actual)?;
         let local_nb = self.plan_local_nb()?;
         Ok(Some(Planned {
             actual,
@@ -422,6 +423,43 @@ impl Reconciler {
         Ok(Some(actual))
     }
 
+    /// Reads what the configuration's node facts need ([`NodeReads`]) and
+    /// builds them ([`node_facts`]): FRR's router-id when `bgp_router_id`
+    /// is unset (kept once known), the node's addresses for the SB EVPN
+    /// driver's VXLAN source, the links and addresses for the external
+    /// bridges of `exposing_method = ovn`, all as the mirror last saw them
+    /// (read before the desired state, so that the first reconcile, and
+    /// `plan`, already knows them).
+    async fn read_facts(&mut self, snap: &Snapshot) -> Result<(), ReconcileError> {
+        let reads = NodeReads::of(&self.config);
+        let mut frr_router_id = self.facts.frr_router_id.clone();
+        if reads.frr_router_id && frr_router_id.is_none() {
+            frr_router_id = self.lane.router_id();
+            if frr_router_id.is_none() && self.wait_for_commands {
+                self.lane.settled().await;
+                frr_router_id = self.lane.router_id();
+            }
+        }
+        let observe = |e: obgp_node::IoError| ReconcileError::Observe(e.to_string());
+        let (links, addresses) = if reads.links {
+            let (links, addresses) = self.node.links_and_addresses().map_err(observe)?;
+            (Some(links), Some(addresses))
+        } else if reads.addresses {
+            (None, Some(self.node.addresses().map_err(observe)?))
+        } else {
+            (None, None)
+        };
+        let read = NodeReadings {
+            system_hostname: self.system_hostname.as_deref(),
+            frr_router_id: frr_router_id.as_deref(),
+            links: links.as_ref(),
+            addresses: addresses.as_deref(),
+            bridge_facts: None,
+        };
+        self.facts = node_facts(&self.config, snap, read);
+        Ok(())
+    }
+
     /// Computes desired state, observes the node and plans, without
     /// writing; `kind` says what to read afresh, whether to recompute the
     /// desired state and whether to plan only what its patches changed.
@@ -442,33 +480,7 @@ impl Reconciler {
             self.lane.invalidate_frr();
             self.frr_applied = None;
         }
-        if self.config.default.bgp_router_id.is_none() && self.facts.frr_router_id.is_none() {
-            self.facts.frr_router_id = self.lane.router_id();
-            if self.facts.frr_router_id.is_none() && self.wait_for_commands {
-                self.lane.settled().await;
-                self.facts.frr_router_id = self.lane.router_id();
-            }
-        }
-
-        let d = &self.config.default;
-        if d.driver == obgp_config::Driver::OvnEvpnDriver && d.evpn_local_ip.is_none() {
-            // The VXLAN source the SB EVPN driver falls back to: the /32 on
-            // lo or evpn_nic's address, as the mirror last saw them.
-            // Read before the desired state, so that the first reconcile
-            // (and `plan`) already knows it.
-            let addresses = self
-                .node
-                .addresses()
-                .map_err(|e| ReconcileError::Observe(e.to_string()))?;
-            self.facts.vxlan_source = obgp_desired::vxlan_source(
-                d.evpn_nic.as_deref(),
-                addresses.iter().map(|a| (&a.dev, a.net)),
-            );
-        }
-
-        if d.exposing_method == obgp_config::ExposingMethod::Ovn {
-            self.refresh_local_bridges(snap)?;
-        }
+        self.read_facts(snap).await?;
 
         // A first computation (the main job, or after a full dump) logs
         // its memory stage by stage at debug.
@@ -478,23 +490,13 @@ impl Reconciler {
         if first {
             crate::memory::log_stage("desired");
         }
-        report.desired_patched = matches!(computed, Computed::Patched { .. });
-        let (Some(desired), Some(node)) = (self.desired.desired(), self.desired.node()) else {
-            unreachable!("a successful compute leaves a result");
-        };
-        // A patch that redid no port changed nothing; a full computation
-        // is compared (it already walked every row, so the comparison adds
-        // little).
-        report.desired_changed = match computed {
-            Computed::Patched { ports } => ports > 0,
-            Computed::Full => self.desired.settled() != Some(node),
-        };
+        report.desired_patched = matches!(computed.how, Computed::Patched { .. });
+        report.desired_changed = computed.changed;
         report.desired_time = t.elapsed();
-        report.exposed = desired.exposure_count();
+        report.exposed = computed.desired.exposure_count();
 
         let t = Instant::now();
-        let actual = self.observe_for_desired(check_frr, ofports).await?;
-        let (Some(actual), Some(node)) = (actual, self.desired.node()) else {
+        let Some(actual) = self.observe_for_desired(check_frr, ofports).await? else {
             unreachable!("a successful compute leaves a result");
         };
         report.observe_time = t.elapsed();
@@ -504,23 +506,19 @@ impl Reconciler {
         }
 
         let t = Instant::now();
-        let changes = if changes_only && report.desired_patched {
-            self.desired.changes()
+        let scope = if changes_only {
+            PlanScope::Changes
         } else {
-            None
+            PlanScope::Whole
         };
-        let settled = self.desired.settled();
-        let plan = match changes {
-            Some(changes) => {
-                let (plan, coverage) = obgp_plan::plan_changes(node, settled, &actual, &changes)?;
-                match coverage {
-                    Coverage::Changes => report.plan_incremental = true,
-                    Coverage::Full(why) => tracing::debug!(why, "planned the whole node"),
-                }
-                plan
-            }
-            None => obgp_plan::plan_after(node, settled, &actual)?,
+        let Some(NodePlan { plan, judged }) = self.desired.plan(&actual, scope)? else {
+            unreachable!("a successful compute leaves a result");
         };
+        match judged {
+            Judged::Changes => report.plan_incremental = true,
+            Judged::WholeInstead(why) => tracing::debug!(why, "planned the whole node"),
+            Judged::Whole => {}
+        }
         let local_nb = self.plan_local_nb()?;
         report.plan_time = t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use obgp_controller::status::{live, Origin, Status};
-use obgp_desired::{desired_state, DesiredError, NodeFacts};
+use obgp_desired::DesiredError;
+use obgp_pipeline::{node_facts, NodeReadings, PipelineError};
 use obgp_plan::{Actual, ModelNode};
 use serde_json::Value;
 
@@ -77,20 +78,14 @@ fn check(path: &Path) -> Option<Checked> {
     let config = config_of(&sc);
     let snap = obgp_ovn::Snapshot::from_wire(&sc["ovn"]).unwrap();
     let initial = actual(&sc["initial_node"]);
-    let facts = NodeFacts {
-        vxlan_source: obgp_desired::vxlan_source(
-            config.default.evpn_nic.as_deref(),
-            initial.addresses.iter().map(|a| (&a.dev, a.net)),
-        ),
-        ..NodeFacts::default()
-    };
-    let desired = match desired_state(&snap, &config, &facts) {
-        Ok(d) => d,
-        Err(DesiredError::Unsupported { .. }) => return None,
+    let facts = node_facts(&config, &snap, NodeReadings::of_node(&initial));
+    let computed = match obgp_pipeline::once(&snap, &config, &facts, &initial) {
+        Ok(c) => c,
+        Err(PipelineError::Desired(DesiredError::Unsupported { .. })) => return None,
         Err(e) => panic!("{}: {e}", name),
     };
-    let status =
-        |node: &Actual| -> Status { live::offline(&config, &snap, &desired, node).unwrap() };
+    let (desired, node) = (computed.desired, computed.node);
+    let status = |node: &Actual| -> Status { live::offline(&config, &snap, &facts, node).unwrap() };
 
     // The rows, on the initial node.
     let before = status(&initial);
@@ -127,7 +122,6 @@ fn check(path: &Path) -> Option<Checked> {
     // Our plan applied to the initial node until it plans nothing (an
     // EVPN VNI's VXLAN device waits for FRR to hold its VRF: two rounds):
     // everything held, nothing pending.
-    let node = desired.to_node();
     let mut model = ModelNode::new(initial.clone());
     for _ in 0..4 {
         let plan = obgp_plan::plan(&node, &model.actual).unwrap();

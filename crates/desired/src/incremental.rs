@@ -218,6 +218,11 @@ impl DesiredCache {
         self.last.as_ref().map(|l| &l.node)
     }
 
+    /// The last result and its node objects, taken out of the cache.
+    pub fn into_result(self) -> Option<(Desired, DesiredNode)> {
+        self.last.map(|l| (l.desired, l.node))
+    }
+
     /// The node objects of the last settled result: what the previous
     /// reconcile planned with.
     pub fn settled(&self) -> Option<&DesiredNode> {

@@ -2,8 +2,9 @@
 //! databases, one of its node states and its configuration, each edited a
 //! few times (typed row edits, [`crate::rows`], through the scenario's live
 //! snapshot; or JSON edits, [`crate::mutate`], through a fresh build), go
-//! through the snapshot builder, `desired_state` and the planner
-//! (`plan_after`, with and without a previous desired state).
+//! through the snapshot builder and the daemon's [`Pipeline`] (node facts
+//! by [`node_facts`], desired state, whole plan; with no previous result,
+//! the unedited scenario's, or its own).
 //!
 //! Checked: nothing panics; (one input in sixteen) the live snapshot
 //! patched to the edited rows equals a fresh build, and patched back equals
@@ -15,12 +16,11 @@ use std::sync::OnceLock;
 
 use arbitrary::{Result, Unstructured};
 use obgp_config::Config;
-use obgp_desired::{desired_state, NodeFacts};
-use obgp_netmodel::DesiredNode;
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables};
 use obgp_ovsdb_data::{Row, Uuid};
-use obgp_plan::{order_violations, plan_after, Actual};
+use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
+use obgp_plan::{order_violations, Actual};
 use serde_json::Value;
 
 use crate::mutate::{self, Pools};
@@ -78,11 +78,12 @@ struct Base {
     config: Option<Config>,
     /// Node states: `initial_node`, every step's `node_after`, `final_node`.
     nodes: Vec<(Value, Option<Actual>)>,
-    facts: NodeFacts,
+    /// What the node facts are read from: the initial node's links and
+    /// addresses, and the router-id its FRR reported.
+    initial: Option<Actual>,
+    router_id: Option<String>,
     /// The unedited scenario's snapshot.
     snapshot: Snapshot,
-    /// The desired state of the unedited scenario (a plausible "previous").
-    desired: Option<DesiredNode>,
     pools: Pools,
 }
 
@@ -126,20 +127,11 @@ fn bases() -> &'static [Base] {
                         (v, actual)
                     })
                     .collect();
-                let facts = NodeFacts {
-                    system_hostname: None,
-                    frr_router_id: sc["initial_node"]["frr"]["router_id_reported"]
-                        .as_str()
-                        .map(String::from),
-                    vxlan_source: None,
-                    local_bridges: Default::default(),
-                };
+                let initial = serde_json::from_value(sc["initial_node"].clone()).ok();
+                let router_id = sc["initial_node"]["frr"]["router_id_reported"]
+                    .as_str()
+                    .map(String::from);
                 let snapshot = snapshot_of(&tables);
-                let desired = config.as_ref().and_then(|c| {
-                    desired_state(&snapshot, c, &facts)
-                        .ok()
-                        .map(|d| d.to_node())
-                });
                 let pools = Pools::harvest(
                     std::iter::once(&sc["ovn"])
                         .chain(nodes.iter().map(|(v, _)| v))
@@ -151,9 +143,9 @@ fn bases() -> &'static [Base] {
                     config_map,
                     config,
                     nodes,
-                    facts,
+                    initial,
+                    router_id,
                     snapshot,
-                    desired,
                     pools,
                 })
             })
@@ -162,6 +154,19 @@ fn bases() -> &'static [Base] {
 }
 
 impl Base {
+    /// What the node facts are built from, as the conformance runner
+    /// reads them.
+    fn readings(&self) -> NodeReadings<'_> {
+        NodeReadings {
+            frr_router_id: self.router_id.as_deref(),
+            ..self
+                .initial
+                .as_ref()
+                .map(NodeReadings::of_node)
+                .unwrap_or_default()
+        }
+    }
+
     /// The scenario's NB, SB and OVS tables.
     fn db_tables(&self) -> [&Tables; 3] {
         static EMPTY: OnceLock<Tables> = OnceLock::new();
@@ -452,10 +457,18 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
         return Ok(());
     };
 
-    let Ok(desired) = desired_state(&snapshot, config, &base.facts) else {
+    let mut pipeline = Pipeline::default();
+    if let (1, Some(unedited)) = (previous_kind, &base.config) {
+        // The unedited scenario's result, planned with and applied before.
+        let facts = node_facts(unedited, &base.snapshot, base.readings());
+        if pipeline.compute(&base.snapshot, unedited, &facts).is_ok() {
+            pipeline.settle();
+        }
+    }
+    let facts = node_facts(config, &snapshot, base.readings());
+    if pipeline.compute(&snapshot, config, &facts).is_err() {
         return Ok(());
-    };
-    let desired = desired.to_node();
+    }
     *stage = Stage::Desired;
 
     // The node, edited.
@@ -475,14 +488,13 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
         return Ok(());
     };
 
-    let previous = match previous_kind {
-        0 => None,
-        1 => base.desired.as_ref(),
-        _ => Some(&desired),
-    };
-    let planned = plan_after(&desired, previous, actual);
+    if previous_kind == 2 {
+        // Its own result, as a second reconcile plans it.
+        pipeline.settle();
+    }
+    let planned = pipeline.plan(actual, PlanScope::Whole);
     *stage = Stage::Planned;
-    if let Ok(plan) = planned {
+    if let Ok(Some(obgp_pipeline::NodePlan { plan, .. })) = planned {
         let violations = order_violations(&plan.steps);
         assert!(
             violations.is_empty(),

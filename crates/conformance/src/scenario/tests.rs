@@ -125,15 +125,22 @@ fn desired(with_vm: bool) -> DesiredNode {
 #[test]
 fn provider_vm_scenario_passes_with_the_right_desired_state() {
     let sc = load(&fixture("nb-provider-vm")).unwrap();
-    let out = replay(&sc, &Deviations::default(), &|_, _| Ok(desired(true)));
+    let out = replay(
+        &sc,
+        &Deviations::default(),
+        &mut Injected::new(|| Ok(desired(true))),
+    );
     assert_eq!(out, Outcome::Passed);
 }
 
 #[test]
 fn a_wrong_desired_state_fails_with_the_differences() {
     let sc = load(&fixture("nb-provider-vm")).unwrap();
-    let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &|_, _| Ok(desired(false)))
-    else {
+    let Outcome::Failed(why) = replay(
+        &sc,
+        &Deviations::default(),
+        &mut Injected::new(|| Ok(desired(false))),
+    ) else {
         panic!("expected a failure");
     };
     assert!(
@@ -148,10 +155,14 @@ fn withdraw_by_sync(deviations: &Deviations) -> Outcome {
     let calls = Cell::new(0);
     // start and the first sync see the VM; the missed update does not
     // reconcile; the cleanup sync no longer sees it.
-    replay(&sc, deviations, &|_, _| {
-        calls.set(calls.get() + 1);
-        Ok(desired(calls.get() <= 2))
-    })
+    replay(
+        &sc,
+        deviations,
+        &mut Injected::new(|| {
+            calls.set(calls.get() + 1);
+            Ok(desired(calls.get() <= 2))
+        }),
+    )
 }
 
 #[test]
@@ -196,13 +207,21 @@ fn drivers_and_methods_not_implemented_are_skipped_with_the_reason() {
     let mut sc = load(&fixture("nb-provider-vm")).unwrap();
     sc.config
         .insert("exposing_method".into(), Value::from("ovn"));
-    let out = replay(&sc, &Deviations::default(), &|_, _| unreachable!());
+    let out = replay(
+        &sc,
+        &Deviations::default(),
+        &mut Injected::new(|| unreachable!()),
+    );
     let Outcome::Skipped(why) = out else {
         panic!("{out:?}");
     };
     assert!(why[0].contains("exposing_method ovn"), "{why:?}");
     sc.driver = "some_other_driver".into();
-    let Outcome::Skipped(why) = replay(&sc, &Deviations::default(), &|_, _| unreachable!()) else {
+    let Outcome::Skipped(why) = replay(
+        &sc,
+        &Deviations::default(),
+        &mut Injected::new(|| unreachable!()),
+    ) else {
         panic!("expected a skip");
     };
     assert!(why[0].contains("not implemented"), "{why:?}");

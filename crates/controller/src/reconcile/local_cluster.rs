@@ -1,12 +1,12 @@
 //! The node-local OVN NB of `exposing_method = ovn` in a reconcile: the
-//! external bridges' kernel facts before the desired state, the local-NB
-//! transaction planned with the node plan, and its two parts run around
-//! the node's writes (writes before, removals after; docs/modes.md).
+//! local-NB transaction planned with the node plan, and its two parts run
+//! around the node's writes (writes before, removals after; docs/modes.md).
+//! The external bridges' kernel facts are read with the other node facts
+//! (`Reconciler::read_facts`).
 
 use std::sync::Arc;
 
 use obgp_localnb::LocalNbPlan;
-use obgp_ovn::Snapshot;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
 use crate::local_nb::{LocalNbError, LocalNbSource};
@@ -31,22 +31,6 @@ impl Reconciler {
             return Ok(None);
         };
         Ok(Some(source.plan(&cluster.local_nb)?))
-    }
-
-    /// Reads the MAC and addresses of the local cluster's external
-    /// bridges from the netlink mirror into the facts: they name the local
-    /// router's external ports.
-    pub(super) fn refresh_local_bridges(&mut self, snap: &Snapshot) -> Result<(), ReconcileError> {
-        let (links, addresses) = self
-            .node
-            .links_and_addresses()
-            .map_err(|e| ReconcileError::Observe(e.to_string()))?;
-        self.facts.local_bridges = obgp_desired::local_facts(
-            &obgp_desired::external_bridges(snap, &self.config),
-            |b| links.get(b).map(|l| l.mac),
-            addresses.iter().map(|a| (&a.dev, a.net)),
-        );
-        Ok(())
     }
 
     /// Runs one local-NB transaction (nothing when empty), counting its

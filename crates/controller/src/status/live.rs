@@ -3,8 +3,9 @@
 //! `status` command without a daemon ([`direct`]), or files ([`offline`]).
 
 use obgp_config::Config;
-use obgp_desired::Desired;
+use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
+use obgp_pipeline::PipelineError;
 use obgp_plan::Actual;
 use tokio::sync::oneshot;
 
@@ -107,24 +108,23 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
 }
 
 /// The status of OVN rows and a node state read from files (`status
-/// --ovn`): no database, no node.
+/// --ovn`): no database, no node; computed through the same pipeline.
 pub fn offline(
     config: &Config,
     snapshot: &Snapshot,
-    desired: &Desired,
+    facts: &NodeFacts,
     actual: &Actual,
-) -> Result<Status, obgp_plan::PlanError> {
-    let node = desired.to_node();
-    let plan = obgp_plan::plan(&node, actual)?;
+) -> Result<Status, PipelineError> {
+    let once = obgp_pipeline::once(snapshot, config, facts, actual)?;
     let health = Health {
-        pending_ops: Some(plan.steps.len()),
+        pending_ops: Some(once.plan.steps.len()),
         ..Health::default()
     };
     let i = Inputs {
         config,
         snapshot,
-        desired,
-        node: &node,
+        desired: &once.desired,
+        node: &once.node,
         actual,
     };
     let chassis = crate::reconcile::chassis_name(config, snapshot, None);

@@ -1,21 +1,25 @@
-//! The incremental planner against the full one over random histories: a
+//! The event-scoped plan against the full one over random histories: a
 //! model node converged on the settled desired state, port changes (and
 //! some others) on a topogen topology, the desired state computed through
-//! `DesiredCache`, and each time `plan_changes` on the keys the cache says
-//! changed must give `plan_after`'s steps, in order; then the node takes
-//! the plan (or, now and then, a reconcile fails before applying and
-//! settles nothing) and the history goes on.
+//! the [`Pipeline`] (patched when only ports changed), and each time the
+//! plan of the changed keys ([`PlanScope::Changes`]) must give the whole
+//! plan's steps, in order; then the node takes the plan (or, now and then,
+//! a reconcile fails before applying and settles nothing) and the history
+//! goes on.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use obgp_config::{AdvertisementMethod, AnnounceWith};
-use obgp_desired::{Computed, DesiredCache, NodeFacts};
+use obgp_desired::{Computed, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, MacAddr, NodeChanges};
-use obgp_plan::plan::{plan_after, plan_changes, Coverage};
-use obgp_plan::{Actual, ActualLink, ModelNode};
+use obgp_pipeline::{Judged, NodePlan, Pipeline, PlanScope};
+use obgp_plan::plan::plan_after;
+use obgp_plan::{Actual, ActualLink, ModelNode, Plan};
 use proptest::prelude::*;
 use world::{config, World};
 
+// The histories of obgp-desired's `DesiredCache` tests.
+#[path = "../../desired/tests/world/mod.rs"]
 mod world;
 
 /// A node before the agent: the mapped bridges (OVS bridges with a MAC and
@@ -75,6 +79,14 @@ struct Counts {
     full: usize,
 }
 
+/// `pipeline`'s plan of `actual` in `scope`, once it computed.
+fn plan(pipeline: &Pipeline, actual: &Actual, scope: PlanScope) -> NodePlan {
+    pipeline
+        .plan(actual, scope)
+        .expect("plannable")
+        .expect("computed")
+}
+
 /// Replays `steps` (each: how many changes before computing, whether the
 /// reconcile applies and settles) on the topology of `seed`.
 fn history(
@@ -86,44 +98,50 @@ fn history(
     let config = config(method, announce);
     let facts = NodeFacts::default();
     let mut w = World::new(seed, distributed);
-    let mut cache = DesiredCache::default();
-    let how = cache.compute(&w.live.snapshot(), &config, &facts);
-    assert_eq!(how.expect("supported"), Computed::Full);
-    let start = cache.node().expect("computed").clone();
+    let mut pipeline = Pipeline::default();
+    let computed = pipeline
+        .compute(&w.live.snapshot(), &config, &facts)
+        .expect("supported");
+    assert_eq!(computed.how, Computed::Full);
+    let start = computed.node.clone();
     let mut node = ModelNode::new(bare(&start));
-    let first = plan_after(&start, None, &node.actual).expect("plannable");
-    apply(&mut node, &first, &start, "start");
-    cache.settle();
+    let first = plan(&pipeline, &node.actual, PlanScope::Whole);
+    assert_eq!(first.judged, Judged::Whole);
+    apply(&mut node, &first.plan, &start, "start");
+    pipeline.settle();
 
     let mut counts = Counts::default();
     for (i, &(changes, applies)) in steps.iter().enumerate() {
         for _ in 0..=changes {
             w.step();
         }
-        let how = cache
+        let how = pipeline
             .compute(&w.live.snapshot(), &config, &facts)
-            .expect("supported");
+            .expect("supported")
+            .how;
         let what = format!("seed {seed}, step {i} ({how:?})");
-        let (now, settled) = (cache.node().expect("computed"), cache.settled());
-        let full = plan_after(now, settled, &node.actual).expect("plannable");
-        match cache.changes() {
+        let (now, settled) = (pipeline.node().expect("computed"), pipeline.settled());
+        let full: Plan = plan(&pipeline, &node.actual, PlanScope::Whole).plan;
+        let event = plan(&pipeline, &node.actual, PlanScope::Changes);
+        match pipeline.changes() {
             Some(c) => {
                 let settled = settled.expect("changes are counted from a settled state");
                 assert!(
                     lists_every_change(&c, settled, now),
-                    "{what}: the cache's changes miss keys"
+                    "{what}: the pipeline's changes miss keys"
                 );
-                let (inc, coverage) =
-                    plan_changes(now, Some(settled), &node.actual, &c).expect("plannable");
+                let inc = &event.plan;
                 assert_eq!(
                     inc.steps, full.steps,
-                    "{what}, {coverage:?}:\n{inc}\nfull:\n{full}"
+                    "{what}, {:?}:\n{inc}\nfull:\n{full}",
+                    event.judged
                 );
                 assert_eq!(inc.skipped, full.skipped, "{what}");
-                match coverage {
-                    Coverage::Changes if !inc.is_empty() => counts.incremental += 1,
-                    Coverage::Changes => {}
-                    Coverage::Full(_) => counts.full += 1,
+                match event.judged {
+                    Judged::Changes if !inc.is_empty() => counts.incremental += 1,
+                    Judged::Changes => {}
+                    Judged::WholeInstead(_) => counts.full += 1,
+                    Judged::Whole => panic!("{what}: changes known, yet planned whole"),
                 }
             }
             None => {
@@ -131,6 +149,8 @@ fn history(
                     how == Computed::Full || settled.is_some(),
                     "{what}: no changes after a patch"
                 );
+                assert_eq!(event.judged, Judged::Whole, "{what}");
+                assert_eq!(event.plan.steps, full.steps, "{what}");
                 counts.full += 1;
             }
         }
@@ -138,7 +158,7 @@ fn history(
         // still holds the settled state, and the changes add up.
         if applies {
             apply(&mut node, &full, &now.clone(), &what);
-            cache.settle();
+            pipeline.settle();
         }
     }
     counts

@@ -31,7 +31,7 @@ use rtnetlink::packet_route::route::{
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::kernel::IoError;
+use crate::error::IoError;
 
 /// One rtnetlink request: the message and its `NLM_F_*` creation flags
 /// (`NLM_F_REQUEST | NLM_F_ACK` are added when it is sent).

@@ -26,7 +26,7 @@ use obgp_netmodel::{
 use serde::Serialize;
 
 use obgp_netmodel::frr::{add_vrf, nd, AddVrf, Asn, Nd, RedistSource, RouteDistinguisher};
-use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
+use obgp_ovn::{BgpVpn, BgpVpnType, LogicalSwitch, LogicalSwitchPort, Snapshot};
 
 use crate::model::{arp_ndp_addresses, Desired, RowRef};
 use crate::provenance::{Reason, Rejection, Trace};
@@ -567,38 +567,12 @@ pub(crate) fn nb_networks(
 ) -> Vec<AnnotatedNetwork> {
     let mut out = Vec::new();
     for ls in snap.bgpvpn_switches() {
-        let vpn = match &ls.bgpvpn {
-            None => continue,
-            Some(Err(e)) => {
-                notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
-                trace.reject(|| {
-                    let row = RowRef {
-                        table: LogicalSwitch::TABLE,
-                        uuid: ls.uuid,
-                    };
-                    let error = e.to_string();
-                    Rejection::of(row, Reason::BadAnnotation { error }).network(ls.name.clone())
-                });
-                continue;
-            }
-            // Upstream selects `neutron_bgpvpn:type = l3` networks only.
-            Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => continue,
-            Some(Ok(v)) => v,
+        let Some(vpn) = l3_annotation(ls, notes, trace) else {
+            continue;
         };
-        // The first localnet whose physical network is mapped here.
-        let localnets = ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u));
-        let mapped = localnets
-            .filter(|p| p.kind == obgp_ovn::LspType::Localnet)
-            .find_map(|ln| {
-                let physnet = ln.localnet_network.as_deref()?;
-                let m = snap
-                    .ovs
-                    .bridge_mappings
-                    .iter()
-                    .find(|m| m.network == physnet)?;
-                Some((ln, m.bridge.clone()))
-            });
-        let Some((ln, bridge)) = mapped else { continue };
+        let Some((ln, bridge)) = mapped_localnet(snap, ls) else {
+            continue;
+        };
         let Some((vrf_end, ovs_end)) = names::nb_veth(&ln.uuid.to_string()) else {
             notes.push(format!(
                 "{} {}: no veth name from its uuid",
@@ -643,39 +617,7 @@ pub(crate) fn nb_networks(
             &row,
             notes,
         );
-        // The DHCP options of the network's ports: router IPs on the VRF
-        // end (so OVN can reach its gateway there), IPv6 subnets announced
-        // by FRR's router advertisements.
-        let mut dhcp: BTreeSet<obgp_ovsdb_data::Uuid> = BTreeSet::new();
-        for port in ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u)) {
-            if port.uuid == ln.uuid {
-                continue;
-            }
-            dhcp.extend(port.dhcpv4_options);
-            dhcp.extend(port.dhcpv6_options);
-        }
-        let mut addresses = Vec::new();
-        for opt in dhcp.iter().filter_map(|u| snap.dhcp_options(*u)) {
-            if let Some(router) = opt.options.get(obgp_ovn::neutron::dhcp_option::ROUTER) {
-                match router.parse::<IpAddr>() {
-                    Ok(ip) => match obgp_netmodel::exposable::unexposable_ip(ip) {
-                        None => addresses.push(IpNet::from(ip)),
-                        Some(why) => {
-                            notes.push(format!("DHCP_Options {}: router {ip} is {why}", opt.uuid))
-                        }
-                    },
-                    Err(_) => {
-                        notes.push(format!("DHCP_Options {}: bad router {router:?}", opt.uuid))
-                    }
-                }
-            }
-            if let IpNet::V6(prefix) = opt.cidr {
-                match Nd::from_dhcpv6_options(vrf_end.clone(), prefix, &opt.options) {
-                    Ok(v) => frr_text.push_str(&nd(&v)),
-                    Err(e) => notes.push(format!("DHCP_Options {}: {e}", opt.uuid)),
-                }
-            }
-        }
+        let mut addresses = network_dhcp(snap, ls, ln, &vrf_end, &mut frr_text, notes);
         addresses.extend(port_arp_ndp_addresses(ln.tag));
         let patch = localnet_patch_port(&ln.name);
         let patch_port = snap
@@ -699,6 +641,96 @@ pub(crate) fn nb_networks(
         });
     }
     out
+}
+
+/// The network's `neutron_bgpvpn` annotation when it asks for L3 (the
+/// only type upstream selects); a bad one is noted and rejected.
+fn l3_annotation<'a>(
+    ls: &'a LogicalSwitch,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Option<&'a BgpVpn> {
+    match &ls.bgpvpn {
+        None => None,
+        Some(Err(e)) => {
+            notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
+            trace.reject(|| {
+                let row = RowRef {
+                    table: LogicalSwitch::TABLE,
+                    uuid: ls.uuid,
+                };
+                let error = e.to_string();
+                Rejection::of(row, Reason::BadAnnotation { error }).network(ls.name.clone())
+            });
+            None
+        }
+        // Upstream selects `neutron_bgpvpn:type = l3` networks only.
+        Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => None,
+        Some(Ok(v)) => Some(v),
+    }
+}
+
+/// The network's first localnet port whose physical network is mapped
+/// here, with the bridge it is mapped to.
+fn mapped_localnet<'a>(
+    snap: &'a Snapshot,
+    ls: &LogicalSwitch,
+) -> Option<(&'a LogicalSwitchPort, DevName)> {
+    let localnets = ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u));
+    localnets
+        .filter(|p| p.kind == obgp_ovn::LspType::Localnet)
+        .find_map(|ln| {
+            let physnet = ln.localnet_network.as_deref()?;
+            let m = snap
+                .ovs
+                .bridge_mappings
+                .iter()
+                .find(|m| m.network == physnet)?;
+            Some((ln, m.bridge.clone()))
+        })
+}
+
+/// The DHCP options of the network's ports (but the localnet): their
+/// router IPs go on the VRF end, returned (so OVN can reach its gateway
+/// there), and their IPv6 subnets are announced by FRR's router
+/// advertisements, added to `frr_text`. Bad values are noted and skipped.
+fn network_dhcp(
+    snap: &Snapshot,
+    ls: &LogicalSwitch,
+    ln: &LogicalSwitchPort,
+    vrf_end: &DevName,
+    frr_text: &mut String,
+    notes: &mut Vec<String>,
+) -> Vec<IpNet> {
+    let mut dhcp: BTreeSet<obgp_ovsdb_data::Uuid> = BTreeSet::new();
+    for port in ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u)) {
+        if port.uuid == ln.uuid {
+            continue;
+        }
+        dhcp.extend(port.dhcpv4_options);
+        dhcp.extend(port.dhcpv6_options);
+    }
+    let mut addresses = Vec::new();
+    for opt in dhcp.iter().filter_map(|u| snap.dhcp_options(*u)) {
+        if let Some(router) = opt.options.get(obgp_ovn::neutron::dhcp_option::ROUTER) {
+            match router.parse::<IpAddr>() {
+                Ok(ip) => match obgp_netmodel::exposable::unexposable_ip(ip) {
+                    None => addresses.push(IpNet::from(ip)),
+                    Some(why) => {
+                        notes.push(format!("DHCP_Options {}: router {ip} is {why}", opt.uuid))
+                    }
+                },
+                Err(_) => notes.push(format!("DHCP_Options {}: bad router {router:?}", opt.uuid)),
+            }
+        }
+        if let IpNet::V6(prefix) = opt.cidr {
+            match Nd::from_dhcpv6_options(vrf_end.clone(), prefix, &opt.options) {
+                Ok(v) => frr_text.push_str(&nd(&v)),
+                Err(e) => notes.push(format!("DHCP_Options {}: {e}", opt.uuid)),
+            }
+        }
+    }
+    addresses
 }
 
 /// The add-vrf text of a VNI, with a note for each route target FRR will

@@ -242,6 +242,8 @@ pub enum Reason {
 }
 
 impl fmt::Display for Reason {
+    /// Long (about 160 lines) on purpose: one message per [`Reason`]
+    /// variant, read as a table.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::NoSystemId => write!(f, "Open_vSwitch external_ids:system-id is unset"),

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use obgp_netmodel::{DevName, IpNet, LinkKind, MacAddr, OvsPort};
+use obgp_netmodel::{DevName, IpNet, LinkKind, MacAddr, Neighbour, OvsPort};
 
 use crate::actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow};
 use crate::op::Op;
@@ -148,14 +148,7 @@ impl ModelNode {
                 a.neighbours.insert(n.clone());
                 Ok(())
             }
-            Op::DelNeighbour(n) => {
-                let before = a.neighbours.len();
-                a.neighbours.retain(|x| !(x.dev == n.dev && x.dst == n.dst));
-                if a.neighbours.len() == before {
-                    return Err(Errno::NoEnt);
-                }
-                Ok(())
-            }
+            Op::DelNeighbour(n) => self.del_neighbour(n),
             Op::AddProxyNeighbour(p) => {
                 self.has_dev(&p.dev)?;
                 // pneigh_lookup(create=1): adding an existing entry succeeds.
@@ -188,12 +181,7 @@ impl ModelNode {
             }
             Op::AddOvsPort(p) => self.add_ovs_port(p),
             Op::DelOvsPort { bridge, name } => {
-                if let Some(b) = a.bridges.get_mut(bridge) {
-                    b.ports.remove(name.as_str());
-                }
-                if a.links.get(name).is_some_and(|l| l.kind == "openvswitch") {
-                    a.links.remove(name);
-                }
+                self.del_ovs_port(bridge, name);
                 Ok(())
             }
             Op::AddFdb(e) => {
@@ -358,6 +346,18 @@ impl ModelNode {
         Ok(())
     }
 
+    /// Removes the neighbour of the same device and destination, whatever
+    /// its MAC; ENOENT when none.
+    fn del_neighbour(&mut self, n: &Neighbour) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        let before = a.neighbours.len();
+        a.neighbours.retain(|x| !(x.dev == n.dev && x.dst == n.dst));
+        if a.neighbours.len() == before {
+            return Err(Errno::NoEnt);
+        }
+        Ok(())
+    }
+
     /// `ovs-ofctl add-flow`: replaces a flow with the same table, match and
     /// priority; ENODEV without the bridge.
     fn add_flow(&mut self, bridge: &DevName, flow: &OfFlow) -> Result<(), Errno> {
@@ -401,6 +401,18 @@ impl ModelNode {
             );
         }
         Ok(())
+    }
+
+    /// `ovs-vsctl --if-exists del-port`: never fails; an internal port's
+    /// device goes with it.
+    fn del_ovs_port(&mut self, bridge: &DevName, name: &DevName) {
+        let a = &mut self.actual;
+        if let Some(b) = a.bridges.get_mut(bridge) {
+            b.ports.remove(name.as_str());
+        }
+        if a.links.get(name).is_some_and(|l| l.kind == "openvswitch") {
+            a.links.remove(name);
+        }
     }
 
     /// How many ops failed, by errno (for tests and the runner's report).

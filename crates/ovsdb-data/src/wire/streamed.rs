@@ -144,7 +144,10 @@ const BATCH_BYTES: usize = 64 << 10;
 const QUEUED_PER_DECODER: usize = 2;
 
 /// [`decode_streamed_reply`] with `decoders` decoding threads (at least
-/// one) and batches of about `batch_bytes`.
+/// one) and batches of about `batch_bytes`. Long (about 130 lines) on
+/// purpose: the framing thread and the decoders live in one
+/// `thread::scope`, and what they hand back is put in order right after
+/// it; split, the pieces would pass the channels and pools around.
 fn decode_streamed_reply_on(
     options: &StreamOptions<'_>,
     decoders: usize,

@@ -434,6 +434,10 @@ impl Task {
         let _ = self.notifications.send(Notification::Closed(err)).await;
     }
 
+    /// Reads and dispatches frames until the session fails, and says why.
+    /// Long (about 140 lines) on purpose: one `select!` loop over the
+    /// socket, the writer and the requests, whose arms share the framer,
+    /// the read buffer and the streamed reply in progress.
     async fn serve(
         &mut self,
         mut reader: tokio::io::ReadHalf<Box<dyn Stream>>,

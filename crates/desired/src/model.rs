@@ -2,7 +2,6 @@
 //! flattening into the planner's node objects ([`DesiredNode`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -12,8 +11,11 @@ use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_ovsdb_data::Uuid;
 use serde::{Serialize, Serializer};
+
+/// Rows are named in the model's terms too; the type lives with the
+/// provenance that records them.
+pub use crate::provenance::RowRef;
 
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -103,25 +105,6 @@ impl ExposedIp {
             source: self.source,
             via: self.via,
         }
-    }
-}
-
-/// An OVN row, by table and uuid (cheap to copy, names the row in logs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RowRef {
-    pub table: &'static str,
-    pub uuid: Uuid,
-}
-
-impl fmt::Display for RowRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.table, self.uuid)
-    }
-}
-
-impl Serialize for RowRef {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
     }
 }
 

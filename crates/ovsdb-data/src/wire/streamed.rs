@@ -1,6 +1,6 @@
 //! The streamed reply decoder: a monitor reply or an update notification
 //! decoded while its bytes arrive, by a framing thread
-//! ([`super::reply_framer`]) and a few decoding threads, so that a message
+//! ([`reply_framer`]) and a few decoding threads, so that a message
 //! of tens of megabytes is never held whole.
 
 use std::ops::Range;
@@ -10,10 +10,10 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use super::error::DecodeError;
 use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
-use super::reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{is_row_fault, MonitorResult, RowFault, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::{Atom, Datum, Str, Uuid};
+use reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 
 /// The members of a message decoded by [`decode_streamed_message`]: a
 /// reply (`id`, `error`, `result`) or a notification (`method`, `params`).
@@ -483,5 +483,6 @@ impl RowPool<'_> {
     }
 }
 
+mod reply_framer;
 #[cfg(test)]
 mod tests;

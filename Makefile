@@ -19,7 +19,7 @@ DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn
                 frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod \
                 prometheus curl mmdebstrap podman binutils python3-venv systemd
 
-.PHONY: all build deps demo test test-unit test-conformance test-vm image-test deploy-check lint fmt clippy check-pure bench soak-short clean
+.PHONY: all build deps demo test test-unit test-conformance test-vm image-test deploy-check lint fmt clippy check-pure check-cycles bench soak-short clean
 
 all: build
 
@@ -34,15 +34,18 @@ deps:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
 
-## lint: formatting, clippy (warnings are errors), and the pure crates'
-## dependency trees (no tokio, TLS or netlink under them).
-lint: fmt clippy check-pure
+## lint: formatting, clippy (warnings are errors), the pure crates'
+## dependency trees (no tokio, TLS or netlink under them), and no module
+## circle inside a crate beyond the known ones (scripts/module-cycles.allow).
+lint: fmt clippy check-pure check-cycles
 fmt:
 	$(CARGO) fmt --all -- --check
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 check-pure:
 	@scripts/check-pure-crates.sh
+check-cycles:
+	@scripts/check-module-cycles
 
 ## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)
 ## on this kernel, the conformance runners, the checks of deploy/, the

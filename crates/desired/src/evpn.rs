@@ -26,7 +26,7 @@ use obgp_netmodel::{
 use serde::Serialize;
 
 use obgp_netmodel::frr::{add_vrf, nd, AddVrf, Asn, Nd, RedistSource, RouteDistinguisher};
-use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
+use obgp_ovn::{BgpVpn, BgpVpnType, LogicalSwitch, LogicalSwitchPort, Snapshot};
 
 use crate::model::{arp_ndp_addresses, Desired, RowRef};
 use crate::provenance::{Reason, Rejection, Trace};
@@ -182,173 +182,20 @@ impl EvpnL3 {
         };
         let mut frr = String::new();
         for v in self.vnis.values() {
-            n.evpn_vnis.insert(v.vni);
             frr.push_str(&v.frr_text);
-            n.links.insert(Link {
-                name: v.vrf.clone(),
-                kind: LinkKind::Vrf { table: v.vni },
-                master: None,
-                mac: None,
-                up: true,
-            });
-            n.links.insert(Link {
-                name: v.bridge.clone(),
-                kind: LinkKind::Bridge,
-                master: Some(v.vrf.clone()),
-                mac: None,
-                up: true,
-            });
-            n.links.insert(Link {
-                name: v.vxlan.clone(),
-                kind: LinkKind::Vxlan {
-                    vni: v.vni,
-                    local: Some(v.local_ip),
-                    dstport: v.udp_port,
-                },
-                master: Some(v.bridge.clone()),
-                mac: None,
-                up: true,
-            });
-            n.sysctls.extend(v.sysctls.iter().cloned());
-            for f in &v.flows {
-                n.flows.insert(f.clone());
-            }
-            for pn in &v.proxy_neighbours {
-                n.proxy_neighbours.insert(pn.clone(), Class::Gateway);
-            }
-            if let Some((lo, ips)) = &v.lo {
-                n.links.insert(Link {
-                    name: lo.clone(),
-                    kind: LinkKind::Dummy,
-                    master: Some(v.vrf.clone()),
-                    mac: None,
-                    up: true,
-                });
-                for net in ips {
-                    n.addresses.insert(
-                        Address {
-                            dev: lo.clone(),
-                            net: *net,
-                        },
-                        Class::TenantVm,
-                    );
-                    // The kernel's local route of the address would make
-                    // the node take traffic for the VM: only zebra's
-                    // announcement is wanted.
-                    n.suppressed_local_routes.insert(Route {
-                        table: TableRef::Id(v.vni),
-                        v6: net.addr().is_ipv6(),
-                        dst: Some(*net),
-                        dev: Some(lo.clone()),
-                        via: None,
-                        proto: proto::KERNEL,
-                        scope: scope::HOST,
-                        kind: RouteType::Local,
-                        metric: None,
-                    });
-                }
-            }
-            if v.unreachable_defaults {
-                for v6 in [false, true] {
-                    n.routes.insert(
-                        Route {
-                            table: TableRef::Id(v.vni),
-                            v6,
-                            dst: None,
-                            dev: None,
-                            via: None,
-                            proto: proto::BOOT,
-                            scope: scope::UNIVERSE,
-                            kind: RouteType::Unreachable,
-                            metric: Some(UNREACHABLE_METRIC),
-                        },
-                        Class::Base,
-                    );
-                }
-            }
-            for p in &v.ports {
-                let (kind, internal) = match &p.ovs_end {
-                    Some(peer) => (LinkKind::Veth { peer: peer.clone() }, false),
-                    None => (LinkKind::Existing, true),
-                };
-                n.links.insert(Link {
-                    name: p.vrf_end.clone(),
-                    kind,
-                    master: Some(v.vrf.clone()),
-                    mac: p.mac,
-                    up: true,
-                });
-                if let Some(ovs_end) = &p.ovs_end {
-                    n.links.insert(Link {
-                        name: ovs_end.clone(),
-                        kind: LinkKind::Existing,
-                        master: None,
-                        mac: None,
-                        up: true,
-                    });
-                }
-                n.ovs_ports.insert(OvsPort {
-                    bridge: p.ovs_bridge.clone(),
-                    name: p.ovs_end.clone().unwrap_or_else(|| p.vrf_end.clone()),
-                    tag: p.vlan,
-                    internal,
-                });
-                for net in &p.addresses {
-                    n.addresses.insert(
-                        Address {
-                            dev: p.vrf_end.clone(),
-                            net: *net,
-                        },
-                        Class::Base,
-                    );
-                }
-                n.sysctls.extend(p.sysctls.iter().cloned());
-                if let (Some(patch), Some(mac)) = (&p.patch_port, p.mac) {
-                    for protocol in ["ip", "ipv6"] {
-                        n.flows.insert(Flow {
-                            bridge: p.ovs_bridge.clone(),
-                            cookie: cookie::MAC_TWEAK,
-                            table: 0,
-                            priority: 900,
-                            protocol: protocol.into(),
-                            in_port: patch.clone(),
-                            matches: Vec::new(),
-                            actions: vec![FlowAction::ModDlDst(mac), FlowAction::Normal],
-                        });
-                    }
-                }
-                for r in &p.routes {
-                    let v6 = r.dst.addr().is_ipv6();
-                    let host = r.dst.prefix_len() == r.dst.max_prefix_len();
-                    n.routes
-                        .entry(Route {
-                            table: TableRef::Id(v.vni),
-                            v6,
-                            dst: Some(r.dst),
-                            dev: Some(p.vrf_end.clone()),
-                            via: r.via,
-                            proto: proto::BOOT,
-                            scope: if host && r.via.is_none() {
-                                host_route_scope(v6)
-                            } else {
-                                scope::UNIVERSE
-                            },
-                            kind: RouteType::Unicast,
-                            metric: None,
-                        })
-                        .or_insert(r.class);
-                    if let Some(mac) = r.lladdr {
-                        n.neighbours
-                            .entry(Neighbour {
-                                dev: p.vrf_end.clone(),
-                                dst: r.dst.addr(),
-                                lladdr: mac,
-                            })
-                            .or_insert(r.class);
-                    }
-                }
-            }
+            v.add_to_node(&mut n);
         }
+        self.add_bridge_bases(&mut n);
+        if !self.vnis.is_empty() {
+            n.frr_config = Some(frr);
+        }
+        n
+    }
+
+    /// Each mapped provider bridge keeps its base wiring of the non-EVPN
+    /// modes: the ARP/NDP addresses of its mapping index, proxy ARP and
+    /// proxy NDP.
+    fn add_bridge_bases(&self, n: &mut DesiredNode) {
         for (bridge, index) in &self.bridge_base {
             for net in arp_ndp_addresses(*index, None) {
                 n.addresses.insert(
@@ -364,10 +211,230 @@ impl EvpnL3 {
             n.sysctls
                 .insert(Sysctl::conf(true, bridge, "proxy_ndp", "1"));
         }
-        if !self.vnis.is_empty() {
-            n.frr_config = Some(frr);
+    }
+}
+
+impl EvpnVni {
+    /// The VNI's objects, in this order (a later insert of an address
+    /// replaces an earlier one's class): its devices, sysctls, flows and
+    /// proxy neighbours, `lo-<vni>` with the announced IPs, the
+    /// unreachable defaults, then each connection to a provider bridge.
+    fn add_to_node(&self, n: &mut DesiredNode) {
+        n.evpn_vnis.insert(self.vni);
+        self.add_devices(n);
+        n.sysctls.extend(self.sysctls.iter().cloned());
+        for f in &self.flows {
+            n.flows.insert(f.clone());
         }
-        n
+        for pn in &self.proxy_neighbours {
+            n.proxy_neighbours.insert(pn.clone(), Class::Gateway);
+        }
+        self.add_announced_ips(n);
+        if self.unreachable_defaults {
+            self.add_unreachable_defaults(n);
+        }
+        for p in &self.ports {
+            p.add_to_node(self, n);
+        }
+    }
+
+    /// `vrf-<vni>` (table = VNI), `br-<vni>` in it, `vxlan-<vni>` in the
+    /// bridge from the VXLAN source in use.
+    fn add_devices(&self, n: &mut DesiredNode) {
+        n.links.insert(Link {
+            name: self.vrf.clone(),
+            kind: LinkKind::Vrf { table: self.vni },
+            master: None,
+            mac: None,
+            up: true,
+        });
+        n.links.insert(Link {
+            name: self.bridge.clone(),
+            kind: LinkKind::Bridge,
+            master: Some(self.vrf.clone()),
+            mac: None,
+            up: true,
+        });
+        n.links.insert(Link {
+            name: self.vxlan.clone(),
+            kind: LinkKind::Vxlan {
+                vni: self.vni,
+                local: Some(self.local_ip),
+                dstport: self.udp_port,
+            },
+            master: Some(self.bridge.clone()),
+            mac: None,
+            up: true,
+        });
+    }
+
+    /// The dummy `lo-<vni>` in the VRF with the IPs zebra announces, each
+    /// without the kernel's local route.
+    fn add_announced_ips(&self, n: &mut DesiredNode) {
+        let Some((lo, ips)) = &self.lo else {
+            return;
+        };
+        n.links.insert(Link {
+            name: lo.clone(),
+            kind: LinkKind::Dummy,
+            master: Some(self.vrf.clone()),
+            mac: None,
+            up: true,
+        });
+        for net in ips {
+            n.addresses.insert(
+                Address {
+                    dev: lo.clone(),
+                    net: *net,
+                },
+                Class::TenantVm,
+            );
+            // The kernel's local route of the address would make
+            // the node take traffic for the VM: only zebra's
+            // announcement is wanted.
+            n.suppressed_local_routes.insert(Route {
+                table: TableRef::Id(self.vni),
+                v6: net.addr().is_ipv6(),
+                dst: Some(*net),
+                dev: Some(lo.clone()),
+                via: None,
+                proto: proto::KERNEL,
+                scope: scope::HOST,
+                kind: RouteType::Local,
+                metric: None,
+            });
+        }
+    }
+
+    /// Unreachable IPv4 and IPv6 defaults in the VNI table, so that what
+    /// the VRF does not route is dropped there, not looked up elsewhere.
+    fn add_unreachable_defaults(&self, n: &mut DesiredNode) {
+        for v6 in [false, true] {
+            n.routes.insert(
+                Route {
+                    table: TableRef::Id(self.vni),
+                    v6,
+                    dst: None,
+                    dev: None,
+                    via: None,
+                    proto: proto::BOOT,
+                    scope: scope::UNIVERSE,
+                    kind: RouteType::Unreachable,
+                    metric: Some(UNREACHABLE_METRIC),
+                },
+                Class::Base,
+            );
+        }
+    }
+}
+
+impl EvpnPort {
+    /// One connection of the VNI's VRF to a provider bridge: its devices
+    /// and OVS port, addresses and sysctls, the MAC-rewrite flows, and the
+    /// routes (with neighbours) through it.
+    fn add_to_node(&self, v: &EvpnVni, n: &mut DesiredNode) {
+        self.add_connection(v, n);
+        self.add_mac_tweak_flows(n);
+        self.add_routes(v, n);
+    }
+
+    /// The VRF's end in the VRF (a veth whose other end is plugged into
+    /// the bridge, or an OVS internal port), its addresses and sysctls.
+    fn add_connection(&self, v: &EvpnVni, n: &mut DesiredNode) {
+        let (kind, internal) = match &self.ovs_end {
+            Some(peer) => (LinkKind::Veth { peer: peer.clone() }, false),
+            None => (LinkKind::Existing, true),
+        };
+        n.links.insert(Link {
+            name: self.vrf_end.clone(),
+            kind,
+            master: Some(v.vrf.clone()),
+            mac: self.mac,
+            up: true,
+        });
+        if let Some(ovs_end) = &self.ovs_end {
+            n.links.insert(Link {
+                name: ovs_end.clone(),
+                kind: LinkKind::Existing,
+                master: None,
+                mac: None,
+                up: true,
+            });
+        }
+        n.ovs_ports.insert(OvsPort {
+            bridge: self.ovs_bridge.clone(),
+            name: self.ovs_end.clone().unwrap_or_else(|| self.vrf_end.clone()),
+            tag: self.vlan,
+            internal,
+        });
+        for net in &self.addresses {
+            n.addresses.insert(
+                Address {
+                    dev: self.vrf_end.clone(),
+                    net: *net,
+                },
+                Class::Base,
+            );
+        }
+        n.sysctls.extend(self.sysctls.iter().cloned());
+    }
+
+    /// The NB mode's cookie-999 flows: with a patch port and an anycast
+    /// MAC, what the localnet's patch port sends into the bridge goes to
+    /// that MAC, the VRF end's.
+    fn add_mac_tweak_flows(&self, n: &mut DesiredNode) {
+        let (Some(patch), Some(mac)) = (&self.patch_port, self.mac) else {
+            return;
+        };
+        for protocol in ["ip", "ipv6"] {
+            n.flows.insert(Flow {
+                bridge: self.ovs_bridge.clone(),
+                cookie: cookie::MAC_TWEAK,
+                table: 0,
+                priority: 900,
+                protocol: protocol.into(),
+                in_port: patch.clone(),
+                matches: Vec::new(),
+                actions: vec![FlowAction::ModDlDst(mac), FlowAction::Normal],
+            });
+        }
+    }
+
+    /// The routes through the VRF's end in the VNI table (a host route
+    /// without gateway in link scope for IPv4), and a permanent neighbour
+    /// for each that names its MAC. The first class given to a route or
+    /// neighbour stays.
+    fn add_routes(&self, v: &EvpnVni, n: &mut DesiredNode) {
+        for r in &self.routes {
+            let v6 = r.dst.addr().is_ipv6();
+            let host = r.dst.prefix_len() == r.dst.max_prefix_len();
+            n.routes
+                .entry(Route {
+                    table: TableRef::Id(v.vni),
+                    v6,
+                    dst: Some(r.dst),
+                    dev: Some(self.vrf_end.clone()),
+                    via: r.via,
+                    proto: proto::BOOT,
+                    scope: if host && r.via.is_none() {
+                        host_route_scope(v6)
+                    } else {
+                        scope::UNIVERSE
+                    },
+                    kind: RouteType::Unicast,
+                    metric: None,
+                })
+                .or_insert(r.class);
+            if let Some(mac) = r.lladdr {
+                n.neighbours
+                    .entry(Neighbour {
+                        dev: self.vrf_end.clone(),
+                        dst: r.dst.addr(),
+                        lladdr: mac,
+                    })
+                    .or_insert(r.class);
+            }
+        }
     }
 }
 
@@ -500,38 +567,12 @@ pub(crate) fn nb_networks(
 ) -> Vec<AnnotatedNetwork> {
     let mut out = Vec::new();
     for ls in snap.bgpvpn_switches() {
-        let vpn = match &ls.bgpvpn {
-            None => continue,
-            Some(Err(e)) => {
-                notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
-                trace.reject(|| {
-                    let row = RowRef {
-                        table: LogicalSwitch::TABLE,
-                        uuid: ls.uuid,
-                    };
-                    let error = e.to_string();
-                    Rejection::of(row, Reason::BadAnnotation { error }).network(ls.name.clone())
-                });
-                continue;
-            }
-            // Upstream selects `neutron_bgpvpn:type = l3` networks only.
-            Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => continue,
-            Some(Ok(v)) => v,
+        let Some(vpn) = l3_annotation(ls, notes, trace) else {
+            continue;
         };
-        // The first localnet whose physical network is mapped here.
-        let localnets = ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u));
-        let mapped = localnets
-            .filter(|p| p.kind == obgp_ovn::LspType::Localnet)
-            .find_map(|ln| {
-                let physnet = ln.localnet_network.as_deref()?;
-                let m = snap
-                    .ovs
-                    .bridge_mappings
-                    .iter()
-                    .find(|m| m.network == physnet)?;
-                Some((ln, m.bridge.clone()))
-            });
-        let Some((ln, bridge)) = mapped else { continue };
+        let Some((ln, bridge)) = mapped_localnet(snap, ls) else {
+            continue;
+        };
         let Some((vrf_end, ovs_end)) = names::nb_veth(&ln.uuid.to_string()) else {
             notes.push(format!(
                 "{} {}: no veth name from its uuid",
@@ -576,39 +617,7 @@ pub(crate) fn nb_networks(
             &row,
             notes,
         );
-        // The DHCP options of the network's ports: router IPs on the VRF
-        // end (so OVN can reach its gateway there), IPv6 subnets announced
-        // by FRR's router advertisements.
-        let mut dhcp: BTreeSet<obgp_ovsdb_data::Uuid> = BTreeSet::new();
-        for port in ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u)) {
-            if port.uuid == ln.uuid {
-                continue;
-            }
-            dhcp.extend(port.dhcpv4_options);
-            dhcp.extend(port.dhcpv6_options);
-        }
-        let mut addresses = Vec::new();
-        for opt in dhcp.iter().filter_map(|u| snap.dhcp_options(*u)) {
-            if let Some(router) = opt.options.get(obgp_ovn::neutron::dhcp_option::ROUTER) {
-                match router.parse::<IpAddr>() {
-                    Ok(ip) => match obgp_netmodel::exposable::unexposable_ip(ip) {
-                        None => addresses.push(IpNet::from(ip)),
-                        Some(why) => {
-                            notes.push(format!("DHCP_Options {}: router {ip} is {why}", opt.uuid))
-                        }
-                    },
-                    Err(_) => {
-                        notes.push(format!("DHCP_Options {}: bad router {router:?}", opt.uuid))
-                    }
-                }
-            }
-            if let IpNet::V6(prefix) = opt.cidr {
-                match Nd::from_dhcpv6_options(vrf_end.clone(), prefix, &opt.options) {
-                    Ok(v) => frr_text.push_str(&nd(&v)),
-                    Err(e) => notes.push(format!("DHCP_Options {}: {e}", opt.uuid)),
-                }
-            }
-        }
+        let mut addresses = network_dhcp(snap, ls, ln, &vrf_end, &mut frr_text, notes);
         addresses.extend(port_arp_ndp_addresses(ln.tag));
         let patch = localnet_patch_port(&ln.name);
         let patch_port = snap
@@ -632,6 +641,96 @@ pub(crate) fn nb_networks(
         });
     }
     out
+}
+
+/// The network's `neutron_bgpvpn` annotation when it asks for L3 (the
+/// only type upstream selects); a bad one is noted and rejected.
+fn l3_annotation<'a>(
+    ls: &'a LogicalSwitch,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Option<&'a BgpVpn> {
+    match &ls.bgpvpn {
+        None => None,
+        Some(Err(e)) => {
+            notes.push(format!("{} {}: {e}", LogicalSwitch::TABLE, ls.uuid));
+            trace.reject(|| {
+                let row = RowRef {
+                    table: LogicalSwitch::TABLE,
+                    uuid: ls.uuid,
+                };
+                let error = e.to_string();
+                Rejection::of(row, Reason::BadAnnotation { error }).network(ls.name.clone())
+            });
+            None
+        }
+        // Upstream selects `neutron_bgpvpn:type = l3` networks only.
+        Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => None,
+        Some(Ok(v)) => Some(v),
+    }
+}
+
+/// The network's first localnet port whose physical network is mapped
+/// here, with the bridge it is mapped to.
+fn mapped_localnet<'a>(
+    snap: &'a Snapshot,
+    ls: &LogicalSwitch,
+) -> Option<(&'a LogicalSwitchPort, DevName)> {
+    let localnets = ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u));
+    localnets
+        .filter(|p| p.kind == obgp_ovn::LspType::Localnet)
+        .find_map(|ln| {
+            let physnet = ln.localnet_network.as_deref()?;
+            let m = snap
+                .ovs
+                .bridge_mappings
+                .iter()
+                .find(|m| m.network == physnet)?;
+            Some((ln, m.bridge.clone()))
+        })
+}
+
+/// The DHCP options of the network's ports (but the localnet): their
+/// router IPs go on the VRF end, returned (so OVN can reach its gateway
+/// there), and their IPv6 subnets are announced by FRR's router
+/// advertisements, added to `frr_text`. Bad values are noted and skipped.
+fn network_dhcp(
+    snap: &Snapshot,
+    ls: &LogicalSwitch,
+    ln: &LogicalSwitchPort,
+    vrf_end: &DevName,
+    frr_text: &mut String,
+    notes: &mut Vec<String>,
+) -> Vec<IpNet> {
+    let mut dhcp: BTreeSet<obgp_ovsdb_data::Uuid> = BTreeSet::new();
+    for port in ls.ports.iter().filter_map(|u| snap.lsp_by_uuid(*u)) {
+        if port.uuid == ln.uuid {
+            continue;
+        }
+        dhcp.extend(port.dhcpv4_options);
+        dhcp.extend(port.dhcpv6_options);
+    }
+    let mut addresses = Vec::new();
+    for opt in dhcp.iter().filter_map(|u| snap.dhcp_options(*u)) {
+        if let Some(router) = opt.options.get(obgp_ovn::neutron::dhcp_option::ROUTER) {
+            match router.parse::<IpAddr>() {
+                Ok(ip) => match obgp_netmodel::exposable::unexposable_ip(ip) {
+                    None => addresses.push(IpNet::from(ip)),
+                    Some(why) => {
+                        notes.push(format!("DHCP_Options {}: router {ip} is {why}", opt.uuid))
+                    }
+                },
+                Err(_) => notes.push(format!("DHCP_Options {}: bad router {router:?}", opt.uuid)),
+            }
+        }
+        if let IpNet::V6(prefix) = opt.cidr {
+            match Nd::from_dhcpv6_options(vrf_end.clone(), prefix, &opt.options) {
+                Ok(v) => frr_text.push_str(&nd(&v)),
+                Err(e) => notes.push(format!("DHCP_Options {}: {e}", opt.uuid)),
+            }
+        }
+    }
+    addresses
 }
 
 /// The add-vrf text of a VNI, with a note for each route target FRR will

@@ -2,7 +2,6 @@
 //! flattening into the planner's node objects ([`DesiredNode`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -12,8 +11,11 @@ use obgp_netmodel::{
     cookie, proto, scope, Address, Class, DesiredNode, DevName, Flow, FlowAction, Link, LinkKind,
     MacAddr, Neighbour, ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
-use obgp_ovsdb_data::Uuid;
 use serde::{Serialize, Serializer};
+
+/// Rows are named in the model's terms too; the type lives with the
+/// provenance that records them.
+pub use crate::provenance::RowRef;
 
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -103,25 +105,6 @@ impl ExposedIp {
             source: self.source,
             via: self.via,
         }
-    }
-}
-
-/// An OVN row, by table and uuid (cheap to copy, names the row in logs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RowRef {
-    pub table: &'static str,
-    pub uuid: Uuid,
-}
-
-impl fmt::Display for RowRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.table, self.uuid)
-    }
-}
-
-impl Serialize for RowRef {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
     }
 }
 
@@ -277,6 +260,9 @@ impl Desired {
     }
 
     /// Flattens into the node objects the planner diffs against the node.
+    /// The rules, routes, addresses and neighbours keep the first class
+    /// they are given, in this order: the bridges' base wiring, the
+    /// exposures, the tenant subnets, the VRF routes.
     pub fn to_node(&self) -> DesiredNode {
         if let Some(evpn) = &self.evpn {
             return evpn.to_node();
@@ -287,13 +273,30 @@ impl Desired {
             frr_config: self.frr_config.clone(),
             ..DesiredNode::default()
         };
-        // Collected first, then sorted and bulk-built into the maps: much
-        // cheaper than tens of thousands of tree inserts.
-        let mut addresses = FirstWins::default();
-        let mut rules = FirstWins::default();
-        let mut routes = FirstWins::default();
-        let mut neighbours = FirstWins::default();
-        let mut proxy_neighbours = FirstWins::default();
+        let mut objects = KeyedObjects::default();
+        self.add_announcement_devices(&mut n);
+        for bw in &self.bridges {
+            add_bridge_wiring(bw, &mut n, &mut objects);
+        }
+        self.add_exposures(&mut objects);
+        self.add_tenant_subnets(&mut objects);
+        for r in self.vrf_routes.values() {
+            objects
+                .routes
+                .entry(r.route(self.vrf_table, &self.bgp_nic))
+                .or_insert(r.class);
+        }
+        objects.move_into(&mut n);
+        if let Some(local) = &self.local_cluster {
+            n.flows.extend(local.flows.iter().cloned());
+            n.fdb.extend(local.fdb.iter().cloned());
+        }
+        n
+    }
+
+    /// The VRF and, in it, the dummy `bgp_nic` that carries what BGP
+    /// announces.
+    fn add_announcement_devices(&self, n: &mut DesiredNode) {
         n.links.insert(Link {
             name: self.vrf.clone(),
             kind: LinkKind::Vrf {
@@ -310,113 +313,73 @@ impl Desired {
             mac: None,
             up: true,
         });
+    }
 
-        for bw in &self.bridges {
-            let b = &bw.bridge;
-            n.links.insert(Link {
-                name: b.clone(),
-                kind: LinkKind::Existing,
-                master: None,
-                mac: None,
-                up: true,
-            });
-            n.bridge_tables.insert(b.clone());
-            let mut devs = vec![(b.clone(), None)];
-            for v in &bw.vlans {
-                n.links.insert(Link {
-                    name: v.dev.clone(),
-                    kind: LinkKind::Vlan {
-                        parent: b.clone(),
-                        vlan_id: v.vlan,
-                    },
-                    master: None,
-                    mac: None,
-                    up: true,
-                });
-                devs.push((v.dev.clone(), Some(v.vlan)));
-            }
-            for (dev, vlan) in devs {
-                for net in arp_ndp_addresses(bw.index, vlan) {
-                    addresses
-                        .entry(Address {
-                            dev: dev.clone(),
-                            net,
-                        })
-                        .or_insert(Class::Base);
-                }
-                n.sysctls
-                    .insert(Sysctl::conf(false, &dev, "proxy_arp", "1"));
-                n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "1"));
-            }
-            for v6 in [false, true] {
-                routes
-                    .entry(Route {
-                        table: bridge_table(b),
-                        v6,
-                        dst: None,
-                        dev: Some(b.clone()),
-                        via: None,
-                        proto: proto::BOOT,
-                        scope: link_scope(v6),
-                        kind: RouteType::Unicast,
-                        metric: None,
-                    })
-                    .or_insert(Class::Base);
-            }
-            for port in &bw.mac_tweak_ports {
-                for protocol in ["ip", "ipv6"] {
-                    n.flows.insert(Flow {
-                        bridge: b.clone(),
-                        cookie: cookie::MAC_TWEAK,
-                        table: 0,
-                        priority: 900,
-                        protocol: protocol.to_string(),
-                        in_port: port.clone(),
-                        matches: Vec::new(),
-                        actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
-                    });
-                }
-            }
-        }
-
+    /// Each exposed IP's objects (announcement, rule, route, neighbours),
+    /// with its class.
+    fn add_exposures(&self, objects: &mut KeyedObjects) {
         for e in self.exposed.values() {
             let o = self.exposure_objects(e);
             if let Some(rule) = o.rule {
-                rules.entry(rule).or_insert(e.class);
+                objects.rules.entry(rule).or_insert(e.class);
             }
             if let Some(route) = o.route {
-                routes.entry(route).or_insert(e.class);
+                objects.routes.entry(route).or_insert(e.class);
             }
             if let Some(neighbour) = o.neighbour {
-                neighbours.entry(neighbour).or_insert(e.class);
+                objects.neighbours.entry(neighbour).or_insert(e.class);
             }
             for p in o.proxy_neighbours {
-                proxy_neighbours.entry(p).or_insert(e.class);
+                objects.proxy_neighbours.entry(p).or_insert(e.class);
             }
             if let Some(address) = o.address {
-                addresses.entry(address).or_insert(e.class);
+                objects.addresses.entry(address).or_insert(e.class);
             }
             if let Some(route) = o.announce_route {
-                routes.entry(route).or_insert(e.class);
+                objects.routes.entry(route).or_insert(e.class);
             }
         }
+    }
 
+    /// Each tenant subnet: the rule into its bridge's table and, with a
+    /// gateway, the route there via it (and the same route in the VRF
+    /// table when the subnet asks for one).
+    fn add_tenant_subnets(&self, objects: &mut KeyedObjects) {
         for s in &self.tenant_subnets {
-            rules
+            objects
+                .rules
                 .entry(Rule {
                     dst: s.rule_dst,
                     table: bridge_table(&s.bridge),
                     priority: None,
                 })
                 .or_insert(Class::Subnet);
-            if let Some(via) = s.via {
-                let v6 = s.net.addr().is_ipv6();
-                routes
+            let Some(via) = s.via else {
+                continue;
+            };
+            let v6 = s.net.addr().is_ipv6();
+            objects
+                .routes
+                .entry(Route {
+                    table: bridge_table(&s.bridge),
+                    v6,
+                    dst: Some(s.net),
+                    dev: Some(s.dev.clone()),
+                    via: Some(via),
+                    proto: proto::BOOT,
+                    scope: scope::UNIVERSE,
+                    kind: RouteType::Unicast,
+                    metric: None,
+                })
+                .or_insert(Class::Subnet);
+            if s.vrf_route {
+                objects
+                    .routes
                     .entry(Route {
-                        table: bridge_table(&s.bridge),
+                        table: TableRef::Id(self.vrf_table),
                         v6,
                         dst: Some(s.net),
-                        dev: Some(s.dev.clone()),
+                        dev: Some(self.bgp_nic.clone()),
                         via: Some(via),
                         proto: proto::BOOT,
                         scope: scope::UNIVERSE,
@@ -424,38 +387,104 @@ impl Desired {
                         metric: None,
                     })
                     .or_insert(Class::Subnet);
-                if s.vrf_route {
-                    routes
-                        .entry(Route {
-                            table: TableRef::Id(self.vrf_table),
-                            v6,
-                            dst: Some(s.net),
-                            dev: Some(self.bgp_nic.clone()),
-                            via: Some(via),
-                            proto: proto::BOOT,
-                            scope: scope::UNIVERSE,
-                            kind: RouteType::Unicast,
-                            metric: None,
-                        })
-                        .or_insert(Class::Subnet);
-                }
             }
         }
-        for r in self.vrf_routes.values() {
-            routes
-                .entry(r.route(self.vrf_table, &self.bgp_nic))
-                .or_insert(r.class);
+    }
+}
+
+/// The keyed node objects of a [`Desired::to_node`], collected first, then
+/// sorted and bulk-built into the maps: much cheaper than tens of
+/// thousands of tree inserts.
+#[derive(Default)]
+struct KeyedObjects {
+    addresses: FirstWins<Address>,
+    rules: FirstWins<Rule>,
+    routes: FirstWins<Route>,
+    neighbours: FirstWins<Neighbour>,
+    proxy_neighbours: FirstWins<ProxyNeighbour>,
+}
+
+impl KeyedObjects {
+    fn move_into(self, n: &mut DesiredNode) {
+        n.addresses = self.addresses.into_map();
+        n.rules = self.rules.into_map();
+        n.routes = self.routes.into_map();
+        n.neighbours = self.neighbours.into_map();
+        n.proxy_neighbours = self.proxy_neighbours.into_map();
+    }
+}
+
+/// One provider bridge's base wiring: the bridge and its VLAN devices,
+/// their ARP/NDP addresses and proxy ARP/NDP, the default routes of the
+/// bridge's table, and the cookie-999 flows that give traffic from OVN's
+/// patch ports the bridge's MAC.
+fn add_bridge_wiring(bw: &BridgeWiring, n: &mut DesiredNode, objects: &mut KeyedObjects) {
+    let b = &bw.bridge;
+    n.links.insert(Link {
+        name: b.clone(),
+        kind: LinkKind::Existing,
+        master: None,
+        mac: None,
+        up: true,
+    });
+    n.bridge_tables.insert(b.clone());
+    let mut devs = vec![(b.clone(), None)];
+    for v in &bw.vlans {
+        n.links.insert(Link {
+            name: v.dev.clone(),
+            kind: LinkKind::Vlan {
+                parent: b.clone(),
+                vlan_id: v.vlan,
+            },
+            master: None,
+            mac: None,
+            up: true,
+        });
+        devs.push((v.dev.clone(), Some(v.vlan)));
+    }
+    for (dev, vlan) in devs {
+        for net in arp_ndp_addresses(bw.index, vlan) {
+            objects
+                .addresses
+                .entry(Address {
+                    dev: dev.clone(),
+                    net,
+                })
+                .or_insert(Class::Base);
         }
-        n.addresses = addresses.into_map();
-        n.rules = rules.into_map();
-        n.routes = routes.into_map();
-        n.neighbours = neighbours.into_map();
-        n.proxy_neighbours = proxy_neighbours.into_map();
-        if let Some(local) = &self.local_cluster {
-            n.flows.extend(local.flows.iter().cloned());
-            n.fdb.extend(local.fdb.iter().cloned());
+        n.sysctls
+            .insert(Sysctl::conf(false, &dev, "proxy_arp", "1"));
+        n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "1"));
+    }
+    for v6 in [false, true] {
+        objects
+            .routes
+            .entry(Route {
+                table: bridge_table(b),
+                v6,
+                dst: None,
+                dev: Some(b.clone()),
+                via: None,
+                proto: proto::BOOT,
+                scope: link_scope(v6),
+                kind: RouteType::Unicast,
+                metric: None,
+            })
+            .or_insert(Class::Base);
+    }
+    for port in &bw.mac_tweak_ports {
+        for protocol in ["ip", "ipv6"] {
+            n.flows.insert(Flow {
+                bridge: b.clone(),
+                cookie: cookie::MAC_TWEAK,
+                table: 0,
+                priority: 900,
+                protocol: protocol.to_string(),
+                in_port: port.clone(),
+                matches: Vec::new(),
+                actions: vec![FlowAction::ModDlDstBridgeMac, FlowAction::Normal],
+            });
         }
-        n
     }
 }
 

@@ -15,7 +15,27 @@ use ipnet::IpNet;
 use obgp_netmodel::{Class, DevName, MacAddr};
 use serde::Serialize;
 
-use crate::model::RowRef;
+use obgp_ovsdb_data::Uuid;
+use serde::Serializer;
+
+/// An OVN row, by table and uuid (cheap to copy, names the row in logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowRef {
+    pub table: &'static str,
+    pub uuid: Uuid,
+}
+
+impl fmt::Display for RowRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.table, self.uuid)
+    }
+}
+
+impl Serialize for RowRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 /// The rule that exposed an IP: which pass of which driver, and so the
 /// class of its node objects.
@@ -242,6 +262,8 @@ pub enum Reason {
 }
 
 impl fmt::Display for Reason {
+    /// Long (about 160 lines) on purpose: one message per [`Reason`]
+    /// variant, read as a table.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::NoSystemId => write!(f, "Open_vSwitch external_ids:system-id is unset"),

@@ -22,8 +22,11 @@ use ipnet::IpNet;
 use obgp_config::Config;
 use obgp_netmodel::frr::{AddVrf, Asn, RedistSource, RouteDistinguisher};
 use obgp_netmodel::names::evpn as names;
-use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, ProxyNeighbour, Sysctl};
+use obgp_netmodel::{
+    cookie, Class, DevName, Flow, FlowAction, FlowMatch, MacAddr, ProxyNeighbour, Sysctl,
+};
 use obgp_ovn::{BgpVpn, PbMac, PbType, PortBinding, Snapshot};
+use obgp_ovsdb_data::Uuid;
 
 use crate::evpn::{EvpnL3, EvpnPort, EvpnRoute, EvpnVni};
 use crate::provenance::{ExposeRule, Origin, Reason, Rejection, Trace, Traced};
@@ -191,6 +194,10 @@ fn evpn_info<'a>(
     info
 }
 
+/// A router gateway's VNI: the annotated gateway and its provider
+/// network, the VNI's device names, the FRR VRF, the gateway IPs through
+/// the connection, then the router's tenant subnets with that VNI. `None`
+/// (with a note or a rejection) when one of them cannot be had.
 fn gateway_vni(
     snap: &Snapshot,
     cr: &PortBinding,
@@ -199,6 +206,71 @@ fn gateway_vni(
     notes: &mut Vec<String>,
     trace: &mut Trace,
 ) -> Option<EvpnVni> {
+    let gw = annotated_gateway(snap, cr, notes, trace)?;
+    let vni = gw.vpn.vni;
+    let row = format!("{} {}", PortBinding::TABLE, gw.gw_port.uuid);
+    let devices = vni_devices(vni, gw.vlan, &row, notes)?;
+    let frr_text = vrf_frr_text(&gw, &devices.vrf, local_ip, &row, notes)?;
+    let mut exposed = gateway_ips(&gw, &devices, trace);
+    router_subnets(snap, &gw, &devices, &mut exposed, notes, trace);
+    let sysctls = match gw.vlan {
+        Some(_) => vec![Sysctl::conf(true, &devices.vrf_end, "proxy_ndp", "1")],
+        None => Vec::new(),
+    };
+    Some(EvpnVni {
+        vni,
+        vrf: devices.vrf,
+        bridge: devices.bridge,
+        vxlan: devices.vxlan,
+        local_ip,
+        udp_port,
+        ports: vec![EvpnPort {
+            vrf_end: devices.vrf_end,
+            ovs_end: devices.ovs_end,
+            ovs_bridge: gw.bridge,
+            vlan: gw.vlan,
+            mac: None,
+            patch_port: None,
+            addresses: Vec::new(),
+            sysctls,
+            routes: exposed.routes,
+        }],
+        lo: Some((devices.lo, exposed.lo_ips)),
+        unreachable_defaults: true,
+        flows: exposed.flows,
+        proxy_neighbours: exposed.proxy_neighbours,
+        sysctls: Vec::new(),
+        frr_text,
+    })
+}
+
+/// A router gateway (cr-lrp) whose provider-side port is annotated, with
+/// what its VNI is wired from.
+struct AnnotatedGateway<'a> {
+    cr: &'a PortBinding,
+    /// The provider-side patch port the cr-lrp redirects (it carries the
+    /// annotation).
+    gw_port: &'a PortBinding,
+    vpn: &'a BgpVpn,
+    asn: u32,
+    router_dp: Uuid,
+    mac: MacAddr,
+    gw_nets: &'a [IpNet],
+    /// The provider network's localnet port, on a bridge of the mappings.
+    localnet: &'a PortBinding,
+    bridge: DevName,
+    vlan: Option<u16>,
+}
+
+/// The cr-lrp's gateway port, its annotation, its addresses and the
+/// provider network it reaches through a mapped bridge; `None` (rejected
+/// with the reason) when any is missing.
+fn annotated_gateway<'a>(
+    snap: &'a Snapshot,
+    cr: &'a PortBinding,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Option<AnnotatedGateway<'a>> {
     let sb = snap.sb();
     let cr_row = pb_ref(cr);
     let gw_name = cr.logical_port.strip_prefix(CR_LRP_PREFIX)?;
@@ -231,10 +303,41 @@ fn gateway_vni(
         .bridge_for_network(localnet.network_name.as_deref()?)?
         .bridge
         .clone();
-    let vlan = localnet.tag;
-    let vni = vpn.vni;
-    let row = format!("{} {}", PortBinding::TABLE, gw_port.uuid);
-    let (Some(vrf), Some(br), Some(vxlan), Some(lo)) = (
+    Some(AnnotatedGateway {
+        cr,
+        gw_port,
+        vpn,
+        asn,
+        router_dp,
+        mac: *mac,
+        gw_nets,
+        localnet,
+        bridge,
+        vlan: localnet.tag,
+    })
+}
+
+/// The devices of one VNI, and the connection's two ends.
+struct VniDevices {
+    vrf: DevName,
+    bridge: DevName,
+    vxlan: DevName,
+    lo: DevName,
+    /// `vlan-<vni>` on a VLAN network, `veth-vrf-<vni>` on a flat one.
+    vrf_end: DevName,
+    /// `veth-ovs-<vni>` on a flat network, plugged into the provider bridge.
+    ovs_end: Option<DevName>,
+}
+
+/// The VNI's device names, and whether the connection is a VLAN port or a
+/// veth pair; `None` (noted) when a name would exceed 15 bytes.
+fn vni_devices(
+    vni: u32,
+    vlan: Option<u16>,
+    row: &str,
+    notes: &mut Vec<String>,
+) -> Option<VniDevices> {
+    let (Some(vrf), Some(bridge), Some(vxlan), Some(lo)) = (
         names::vrf(vni),
         names::bridge(vni),
         names::vxlan(vni),
@@ -253,7 +356,28 @@ fn gateway_vni(
             }
         },
     };
-    let asn = match Asn::try_from(asn) {
+    Some(VniDevices {
+        vrf,
+        bridge,
+        vxlan,
+        lo,
+        vrf_end,
+        ovs_end,
+    })
+}
+
+/// The FRR VRF stanza of the gateway's VNI; `None` (noted) when the AS or
+/// the route distinguisher is not usable.
+fn vrf_frr_text(
+    gw: &AnnotatedGateway<'_>,
+    vrf: &DevName,
+    local_ip: IpAddr,
+    row: &str,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    let vpn = gw.vpn;
+    let vni = vpn.vni;
+    let asn = match Asn::try_from(gw.asn) {
         Ok(a) => a,
         Err(e) => {
             notes.push(format!("{row}: {e}"));
@@ -271,7 +395,7 @@ fn gateway_vni(
             }
         },
     };
-    let frr_text = crate::evpn::add_vrf_text(
+    Some(crate::evpn::add_vrf_text(
         &AddVrf {
             vrf: vrf.clone(),
             vni,
@@ -284,35 +408,51 @@ fn gateway_vni(
             import_targets: vpn.import_targets.clone(),
             export_targets: vpn.export_targets.clone(),
         },
-        &row,
+        row,
         notes,
-    );
+    ))
+}
 
-    // The gateway IPs through the connection, with the gateway's MAC.
-    for n in gw_nets {
+/// What a VNI routes and announces: built from the gateway's IPs, then
+/// grown by each tenant subnet.
+struct VniExposure {
+    routes: Vec<EvpnRoute>,
+    proxy_neighbours: Vec<ProxyNeighbour>,
+    flows: Vec<Flow>,
+    /// The bound VM IPs on `lo-<vni>`, which zebra announces.
+    lo_ips: Vec<IpNet>,
+}
+
+/// The gateway IPs through the connection, with the gateway's MAC as
+/// permanent neighbour, and proxy NDP for its IPv6 networks.
+fn gateway_ips(gw: &AnnotatedGateway<'_>, devices: &VniDevices, trace: &mut Trace) -> VniExposure {
+    let cr_row = pb_ref(gw.cr);
+    for n in gw.gw_nets {
         trace.exposed(|| Traced {
             ip: n.addr(),
             origin: Origin::new(ExposeRule::Gateway, cr_row),
-            vni,
+            vni: gw.vpn.vni,
         });
     }
-    let mut routes: Vec<EvpnRoute> = gw_nets
+    let routes: Vec<EvpnRoute> = gw
+        .gw_nets
         .iter()
         .map(|n| EvpnRoute {
             dst: IpNet::from(n.addr()),
             via: None,
-            lladdr: Some(*mac),
+            lladdr: Some(gw.mac),
             class: Class::Gateway,
         })
         .collect();
     // Proxy NDP for the gateway's IPv6 networks: on the provider bridge on
     // a flat network, on `vlan-<vni>` on a VLAN one (upstream `add_ndp_proxy`).
-    let ndp_dev = if vlan.is_some() {
-        vrf_end.clone()
+    let ndp_dev = if gw.vlan.is_some() {
+        devices.vrf_end.clone()
     } else {
-        bridge.clone()
+        gw.bridge.clone()
     };
-    let proxy_neighbours: Vec<ProxyNeighbour> = gw_nets
+    let proxy_neighbours: Vec<ProxyNeighbour> = gw
+        .gw_nets
         .iter()
         .filter(|n| n.addr().is_ipv6())
         .map(|n| ProxyNeighbour {
@@ -320,12 +460,28 @@ fn gateway_vni(
             dst: n.trunc().addr(),
         })
         .collect();
-    let gw_ips: Vec<IpAddr> = gw_nets.iter().map(IpNet::addr).collect();
+    VniExposure {
+        routes,
+        proxy_neighbours,
+        flows: Vec::new(),
+        lo_ips: Vec::new(),
+    }
+}
 
-    let mut lo_ips: Vec<IpNet> = Vec::new();
-    let mut flows = Vec::new();
-    let patch = localnet_patch_port(&localnet.logical_port);
-    for lrp in sb.ports_on_datapath(router_dp) {
+/// Each tenant subnet of the router whose switch-side port carries the
+/// gateway's VNI and AS: routed via the gateway IP of its family, steered
+/// into the VRF by a flow, and its bound VM IPs on `lo-<vni>`.
+fn router_subnets(
+    snap: &Snapshot,
+    gw: &AnnotatedGateway<'_>,
+    devices: &VniDevices,
+    exposed: &mut VniExposure,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) {
+    let sb = snap.sb();
+    let gw_ips: Vec<IpAddr> = gw.gw_nets.iter().map(IpNet::addr).collect();
+    for lrp in sb.ports_on_datapath(gw.router_dp) {
         if lrp.kind != PbType::Patch
             || lrp.chassis.is_some()
             || lrp.has_chassis_redirect_option
@@ -341,33 +497,7 @@ fn gateway_vni(
         else {
             continue;
         };
-        let Some((lvpn, lasn)) = evpn_info(peer, notes, trace) else {
-            continue;
-        };
-        if lvpn.vni != vni || Some(lasn) != vpn.asn {
-            trace.reject(|| {
-                let r = Rejection::of(
-                    pb_ref(peer),
-                    Reason::VniMismatch {
-                        vni: lvpn.vni,
-                        asn: lasn,
-                        gateway_vni: vni,
-                        gateway_asn: vpn.asn.unwrap_or(0),
-                    },
-                );
-                match peer.datapath {
-                    Some(dp) => r.network(dp.to_string()),
-                    None => r,
-                }
-            });
-            notes.push(format!(
-                "{} {}: VNI {} AS {} differs from the gateway's (VNI {vni} AS {}): subnet not exposed",
-                PortBinding::TABLE,
-                peer.uuid,
-                lvpn.vni,
-                lasn,
-                vpn.asn.unwrap_or(0)
-            ));
+        if !same_vni_as_gateway(gw, peer, notes, trace) {
             continue;
         }
         let PbMac::Addresses { ips: if_nets, .. } = &lrp.mac else {
@@ -383,100 +513,138 @@ fn gateway_vni(
             let Some(via) = gw_ips.iter().copied().find(|g| g.is_ipv6() == v6) else {
                 continue;
             };
-            routes.push(EvpnRoute {
+            exposed.routes.push(EvpnRoute {
                 dst: net,
                 via: Some(via),
                 lladdr: None,
                 class: Class::Subnet,
             });
-            let mut actions = vec![FlowAction::ModDlDstMacOf(vrf_end.clone())];
-            if vlan.is_some() {
-                // The VXLAN header replaces the provider VLAN in the fabric.
-                actions.push(FlowAction::StripVlan);
-            }
-            actions.push(FlowAction::Output(
-                ovs_end.as_ref().unwrap_or(&vrf_end).to_string(),
-            ));
-            flows.push(Flow {
-                bridge: bridge.clone(),
-                cookie: cookie::EVPN,
-                table: 0,
-                priority: 1000,
-                protocol: if v6 { "ipv6" } else { "ip" }.into(),
-                in_port: patch.clone(),
-                matches: vec![FlowMatch::DlSrc(*mac), FlowMatch::Src(net)],
-                actions,
-            });
+            exposed.flows.push(subnet_steering_flow(gw, devices, net));
             // The bound VM (and virtual) ports of that subnet's family.
             let Some(tenant_dp) = peer.datapath else {
                 continue;
             };
-            for vm in sb.ports_on_datapath(tenant_dp) {
-                let bound = match vm.kind {
-                    PbType::Vm => vm.chassis.is_some(),
-                    PbType::Virtual => true,
-                    _ => false,
-                };
-                if !bound {
-                    if vm.kind == PbType::Vm {
-                        trace.reject(|| Rejection::of(pb_ref(vm), Reason::Unbound));
-                    }
-                    continue;
-                }
-                let PbMac::Addresses { ips, .. } = &vm.mac else {
-                    trace.reject(|| Rejection::of(pb_ref(vm), Reason::NoAddresses));
-                    continue;
-                };
-                for ip in ips.iter().map(IpNet::addr).filter(|ip| ip.is_ipv6() == v6) {
-                    if let Some(why) = obgp_netmodel::exposable::unexposable_ip(ip) {
-                        notes.push(format!("{} {}: {ip} is {why}", PortBinding::TABLE, vm.uuid));
-                        trace.reject(|| {
-                            Rejection::of(pb_ref(vm), Reason::UnexposableIp { why }).ip(ip)
-                        });
-                        continue;
-                    }
-                    trace.exposed(|| Traced {
-                        ip,
-                        origin: Origin::new(ExposeRule::TenantVm, pb_ref(vm)).via(cr_row),
-                        vni,
-                    });
-                    let host = IpNet::from(ip);
-                    if !lo_ips.contains(&host) {
-                        lo_ips.push(host);
-                    }
-                }
+            subnet_vm_ips(snap, gw, tenant_dp, v6, &mut exposed.lo_ips, notes, trace);
+        }
+    }
+}
+
+/// Whether a router port's switch-side peer is annotated with the
+/// gateway's VNI and AS; a peer annotated otherwise is noted and rejected
+/// (its subnet is not exposed).
+fn same_vni_as_gateway(
+    gw: &AnnotatedGateway<'_>,
+    peer: &PortBinding,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> bool {
+    let Some((lvpn, lasn)) = evpn_info(peer, notes, trace) else {
+        return false;
+    };
+    let (vni, vpn) = (gw.vpn.vni, gw.vpn);
+    if lvpn.vni == vni && Some(lasn) == vpn.asn {
+        return true;
+    }
+    trace.reject(|| {
+        let r = Rejection::of(
+            pb_ref(peer),
+            Reason::VniMismatch {
+                vni: lvpn.vni,
+                asn: lasn,
+                gateway_vni: vni,
+                gateway_asn: vpn.asn.unwrap_or(0),
+            },
+        );
+        match peer.datapath {
+            Some(dp) => r.network(dp.to_string()),
+            None => r,
+        }
+    });
+    notes.push(format!(
+        "{} {}: VNI {} AS {} differs from the gateway's (VNI {vni} AS {}): subnet not exposed",
+        PortBinding::TABLE,
+        peer.uuid,
+        lvpn.vni,
+        lasn,
+        vpn.asn.unwrap_or(0)
+    ));
+    false
+}
+
+/// The cookie-998 flow that steers a tenant subnet's traffic from the
+/// gateway's MAC on the provider bridge into the VRF's end of the
+/// connection.
+fn subnet_steering_flow(gw: &AnnotatedGateway<'_>, devices: &VniDevices, net: IpNet) -> Flow {
+    let mut actions = vec![FlowAction::ModDlDstMacOf(devices.vrf_end.clone())];
+    if gw.vlan.is_some() {
+        // The VXLAN header replaces the provider VLAN in the fabric.
+        actions.push(FlowAction::StripVlan);
+    }
+    actions.push(FlowAction::Output(
+        devices
+            .ovs_end
+            .as_ref()
+            .unwrap_or(&devices.vrf_end)
+            .to_string(),
+    ));
+    Flow {
+        bridge: gw.bridge.clone(),
+        cookie: cookie::EVPN,
+        table: 0,
+        priority: 1000,
+        protocol: if net.addr().is_ipv6() { "ipv6" } else { "ip" }.into(),
+        in_port: localnet_patch_port(&gw.localnet.logical_port),
+        matches: vec![FlowMatch::DlSrc(gw.mac), FlowMatch::Src(net)],
+        actions,
+    }
+}
+
+/// The IPs of one family of the tenant network's bound VM (and virtual)
+/// ports, added to `lo_ips` once each; unbound VMs, ports without
+/// addresses and unexposable IPs are rejected.
+fn subnet_vm_ips(
+    snap: &Snapshot,
+    gw: &AnnotatedGateway<'_>,
+    tenant_dp: Uuid,
+    v6: bool,
+    lo_ips: &mut Vec<IpNet>,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) {
+    let cr_row = pb_ref(gw.cr);
+    for vm in snap.sb().ports_on_datapath(tenant_dp) {
+        let bound = match vm.kind {
+            PbType::Vm => vm.chassis.is_some(),
+            PbType::Virtual => true,
+            _ => false,
+        };
+        if !bound {
+            if vm.kind == PbType::Vm {
+                trace.reject(|| Rejection::of(pb_ref(vm), Reason::Unbound));
+            }
+            continue;
+        }
+        let PbMac::Addresses { ips, .. } = &vm.mac else {
+            trace.reject(|| Rejection::of(pb_ref(vm), Reason::NoAddresses));
+            continue;
+        };
+        for ip in ips.iter().map(IpNet::addr).filter(|ip| ip.is_ipv6() == v6) {
+            if let Some(why) = obgp_netmodel::exposable::unexposable_ip(ip) {
+                notes.push(format!("{} {}: {ip} is {why}", PortBinding::TABLE, vm.uuid));
+                trace.reject(|| Rejection::of(pb_ref(vm), Reason::UnexposableIp { why }).ip(ip));
+                continue;
+            }
+            trace.exposed(|| Traced {
+                ip,
+                origin: Origin::new(ExposeRule::TenantVm, pb_ref(vm)).via(cr_row),
+                vni: gw.vpn.vni,
+            });
+            let host = IpNet::from(ip);
+            if !lo_ips.contains(&host) {
+                lo_ips.push(host);
             }
         }
     }
-    let sysctls = match vlan {
-        Some(_) => vec![Sysctl::conf(true, &vrf_end, "proxy_ndp", "1")],
-        None => Vec::new(),
-    };
-    Some(EvpnVni {
-        vni,
-        vrf,
-        bridge: br,
-        vxlan,
-        local_ip,
-        udp_port,
-        ports: vec![EvpnPort {
-            vrf_end,
-            ovs_end,
-            ovs_bridge: bridge,
-            vlan,
-            mac: None,
-            patch_port: None,
-            addresses: Vec::new(),
-            sysctls,
-            routes,
-        }],
-        lo: Some((lo, lo_ips)),
-        unreachable_defaults: true,
-        flows,
-        proxy_neighbours,
-        sysctls: Vec::new(),
-        frr_text,
-    })
 }
 
 /// The VXLAN source the SB driver uses without `evpn_local_ip`: the IPv4

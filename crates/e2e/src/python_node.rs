@@ -43,7 +43,8 @@ fn ip(args: &[&str]) -> PythonWrite {
 /// The Python agent's writes for the additions of `plan` (a plan made
 /// against an empty node). Deletions have no Python counterpart here and
 /// are returned as an error, naming the op: a plan against an empty node
-/// has none.
+/// has none. Long (about 150 lines) on purpose: one arm per [`Op`], each
+/// the Python agent's command for it, read as a table.
 pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
     let mut out = Vec::new();
     for op in plan.ops() {

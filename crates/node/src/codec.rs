@@ -31,7 +31,7 @@ use rtnetlink::packet_route::route::{
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::kernel::IoError;
+use crate::error::IoError;
 
 /// One rtnetlink request: the message and its `NLM_F_*` creation flags
 /// (`NLM_F_REQUEST | NLM_F_ACK` are added when it is sent).
@@ -69,60 +69,7 @@ pub(crate) fn encode(
     ifindex: impl Fn(&DevName) -> Result<u32, IoError>,
 ) -> Result<Request, IoError> {
     let req = match op {
-        Op::AddLink { name, kind } => {
-            let mut m = LinkMessage::default();
-            m.attributes.push(LinkAttribute::IfName(name.to_string()));
-            let info = match kind {
-                LinkKind::Vrf { table } => vec![
-                    LinkInfo::Kind(InfoKind::Vrf),
-                    LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(*table)])),
-                ],
-                LinkKind::Dummy => vec![LinkInfo::Kind(info_kind(dummy_kind))],
-                LinkKind::Bridge => vec![LinkInfo::Kind(InfoKind::Bridge)],
-                LinkKind::Vlan { parent, vlan_id } => {
-                    m.attributes.push(LinkAttribute::Link(ifindex(parent)?));
-                    vec![
-                        LinkInfo::Kind(InfoKind::Vlan),
-                        LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(*vlan_id)])),
-                    ]
-                }
-                LinkKind::Veth { peer } => {
-                    let mut p = LinkMessage::default();
-                    p.attributes.push(LinkAttribute::IfName(peer.to_string()));
-                    vec![
-                        LinkInfo::Kind(InfoKind::Veth),
-                        LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
-                    ]
-                }
-                LinkKind::Vxlan {
-                    vni,
-                    local,
-                    dstport,
-                } => {
-                    if *vni > obgp_netmodel::MAX_VNI {
-                        return Err(IoError::Invalid(format!("{op}: vni {vni}")));
-                    }
-                    let mut v = vec![InfoVxlan::Id(*vni)];
-                    match local {
-                        Some(IpAddr::V4(a)) => v.push(InfoVxlan::Local(*a)),
-                        Some(IpAddr::V6(a)) => v.push(InfoVxlan::Local6(*a)),
-                        None => {}
-                    }
-                    // The crate writes the port in network byte order.
-                    v.push(InfoVxlan::Port(*dstport));
-                    // As upstream creates it: the EVPN control plane fills
-                    // the FDB, the data plane learns nothing.
-                    v.push(InfoVxlan::Learning(false));
-                    vec![
-                        LinkInfo::Kind(InfoKind::Vxlan),
-                        LinkInfo::Data(InfoData::Vxlan(v)),
-                    ]
-                }
-                LinkKind::Existing => return Err(IoError::Unsupported(op.to_string())),
-            };
-            m.attributes.push(LinkAttribute::LinkInfo(info));
-            Request::new(RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
-        }
+        Op::AddLink { name, kind } => new_link_request(op, name, kind, dummy_kind, &ifindex)?,
         Op::SetLinkUp { name } => {
             let mut m = LinkMessage::default();
             m.header.index = ifindex(name)?;
@@ -143,43 +90,22 @@ pub(crate) fn encode(
             m.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
             Request::new(RouteNetlinkMessage::SetLink(m), 0)
         }
-        Op::SetBridgePort { name, flags } => {
-            // `ip link set DEV type bridge_slave ...`: RTM_NEWLINK on the
-            // existing device (RTM_SETLINK ignores IFLA_LINKINFO) with the
-            // bridge's slave data; the kernel refuses it (EOPNOTSUPP) for a
-            // device that is not a bridge port.
-            let mut m = LinkMessage::default();
-            m.header.index = ifindex(name)?;
-            m.attributes.push(LinkAttribute::LinkInfo(vec![
-                LinkInfo::PortKind(InfoPortKind::Bridge),
-                LinkInfo::PortData(InfoPortData::BridgePort(vec![
-                    InfoBridgePort::Learning(flags.learning),
-                    InfoBridgePort::NeighSupress(flags.neigh_suppress),
-                ])),
-            ]));
-            Request::new(RouteNetlinkMessage::NewLink(m), 0)
-        }
+        Op::SetBridgePort { name, flags } => bridge_port_request(ifindex(name)?, flags),
         Op::DelLink { name } => {
             let mut m = LinkMessage::default();
             m.header.index = ifindex(name)?;
             Request::new(RouteNetlinkMessage::DelLink(m), 0)
         }
-        Op::AddAddress(ad) | Op::DelAddress(ad) => {
-            let mut m = AddressMessage::default();
-            m.header.family = family(ad.net.addr().is_ipv6());
-            m.header.prefix_len = ad.net.prefix_len();
-            m.header.index = ifindex(&ad.dev)?;
-            if ad.net.addr().is_ipv4() {
-                m.attributes.push(AddressAttribute::Local(ad.net.addr()));
-            }
-            m.attributes.push(AddressAttribute::Address(ad.net.addr()));
-            match op {
-                Op::AddAddress(_) => Request::new(
-                    RouteNetlinkMessage::NewAddress(m),
-                    NLM_F_CREATE | NLM_F_EXCL,
-                ),
-                _ => Request::new(RouteNetlinkMessage::DelAddress(m), 0),
-            }
+        Op::AddAddress(ad) => {
+            let m = address_message(ad, &ifindex)?;
+            Request::new(
+                RouteNetlinkMessage::NewAddress(m),
+                NLM_F_CREATE | NLM_F_EXCL,
+            )
+        }
+        Op::DelAddress(ad) => {
+            let m = address_message(ad, &ifindex)?;
+            Request::new(RouteNetlinkMessage::DelAddress(m), 0)
         }
         Op::AddRule {
             v6,
@@ -249,6 +175,115 @@ pub(crate) fn encode(
         | Op::AddFdb(_) => return Err(IoError::Unsupported(format!("{op} over rtnetlink"))),
     };
     Ok(req)
+}
+
+/// RTM_NEWLINK creating `name` as `kind` (exclusive: an existing device is
+/// EEXIST); an `Existing` device is refused, the agent never creates one.
+fn new_link_request(
+    op: &Op,
+    name: &DevName,
+    kind: &LinkKind,
+    dummy_kind: &str,
+    ifindex: impl Fn(&DevName) -> Result<u32, IoError>,
+) -> Result<Request, IoError> {
+    let mut m = LinkMessage::default();
+    m.attributes.push(LinkAttribute::IfName(name.to_string()));
+    let info = match kind {
+        LinkKind::Vrf { table } => vec![
+            LinkInfo::Kind(InfoKind::Vrf),
+            LinkInfo::Data(InfoData::Vrf(vec![InfoVrf::TableId(*table)])),
+        ],
+        LinkKind::Dummy => vec![LinkInfo::Kind(info_kind(dummy_kind))],
+        LinkKind::Bridge => vec![LinkInfo::Kind(InfoKind::Bridge)],
+        LinkKind::Vlan { parent, vlan_id } => {
+            m.attributes.push(LinkAttribute::Link(ifindex(parent)?));
+            vec![
+                LinkInfo::Kind(InfoKind::Vlan),
+                LinkInfo::Data(InfoData::Vlan(vec![InfoVlan::Id(*vlan_id)])),
+            ]
+        }
+        LinkKind::Veth { peer } => {
+            let mut p = LinkMessage::default();
+            p.attributes.push(LinkAttribute::IfName(peer.to_string()));
+            vec![
+                LinkInfo::Kind(InfoKind::Veth),
+                LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))),
+            ]
+        }
+        LinkKind::Vxlan {
+            vni,
+            local,
+            dstport,
+        } => vec![
+            LinkInfo::Kind(InfoKind::Vxlan),
+            LinkInfo::Data(InfoData::Vxlan(vxlan_info(op, *vni, *local, *dstport)?)),
+        ],
+        LinkKind::Existing => return Err(IoError::Unsupported(op.to_string())),
+    };
+    m.attributes.push(LinkAttribute::LinkInfo(info));
+    Ok(Request::new(
+        RouteNetlinkMessage::NewLink(m),
+        NLM_F_CREATE | NLM_F_EXCL,
+    ))
+}
+
+/// A VXLAN device's data as upstream's `ensure_vxlan` creates it; a VNI
+/// over 24 bits is refused before the kernel sees it.
+fn vxlan_info(
+    op: &Op,
+    vni: u32,
+    local: Option<IpAddr>,
+    dstport: u16,
+) -> Result<Vec<InfoVxlan>, IoError> {
+    if vni > obgp_netmodel::MAX_VNI {
+        return Err(IoError::Invalid(format!("{op}: vni {vni}")));
+    }
+    let mut v = vec![InfoVxlan::Id(vni)];
+    match local {
+        Some(IpAddr::V4(a)) => v.push(InfoVxlan::Local(a)),
+        Some(IpAddr::V6(a)) => v.push(InfoVxlan::Local6(a)),
+        None => {}
+    }
+    // The crate writes the port in network byte order.
+    v.push(InfoVxlan::Port(dstport));
+    // As upstream creates it: the EVPN control plane fills
+    // the FDB, the data plane learns nothing.
+    v.push(InfoVxlan::Learning(false));
+    Ok(v)
+}
+
+/// `ip link set DEV type bridge_slave ...`: RTM_NEWLINK on the existing
+/// device (RTM_SETLINK ignores IFLA_LINKINFO) with the bridge's slave data;
+/// the kernel refuses it (EOPNOTSUPP) for a device that is not a bridge
+/// port.
+fn bridge_port_request(index: u32, flags: &BridgePort) -> Request {
+    let mut m = LinkMessage::default();
+    m.header.index = index;
+    m.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::PortKind(InfoPortKind::Bridge),
+        LinkInfo::PortData(InfoPortData::BridgePort(vec![
+            InfoBridgePort::Learning(flags.learning),
+            InfoBridgePort::NeighSupress(flags.neigh_suppress),
+        ])),
+    ]));
+    Request::new(RouteNetlinkMessage::NewLink(m), 0)
+}
+
+/// The address message of an add or a delete: IFA_ADDRESS, and for IPv4
+/// also IFA_LOCAL, as `ip addr` sends them.
+fn address_message(
+    ad: &Address,
+    ifindex: impl Fn(&DevName) -> Result<u32, IoError>,
+) -> Result<AddressMessage, IoError> {
+    let mut m = AddressMessage::default();
+    m.header.family = family(ad.net.addr().is_ipv6());
+    m.header.prefix_len = ad.net.prefix_len();
+    m.header.index = ifindex(&ad.dev)?;
+    if ad.net.addr().is_ipv4() {
+        m.attributes.push(AddressAttribute::Local(ad.net.addr()));
+    }
+    m.attributes.push(AddressAttribute::Address(ad.net.addr()));
+    Ok(m)
 }
 
 fn family(v6: bool) -> AddressFamily {

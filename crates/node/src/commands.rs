@@ -11,8 +11,10 @@ use obgp_netmodel::DevName;
 use obgp_plan::actual::{FrrEvpnVrf, FrrState, OfFlow, OvsBridge};
 use obgp_plan::op::Op;
 
+use crate::config::KernelConfig;
 use crate::deadline::{self, CommandError, Finished};
-use crate::kernel::{IoError, KernelConfig};
+use crate::error::IoError;
+use crate::ovs_name::ovs_name;
 
 impl From<CommandError> for IoError {
     fn from(e: CommandError) -> IoError {
@@ -249,21 +251,6 @@ pub(crate) fn frr_router_id(config: &KernelConfig) -> Result<Option<String>, IoE
         .and_then(|id| id.as_str())
         .and_then(|id| id.parse::<std::net::Ipv4Addr>().ok())
         .map(|ip| ip.to_string()))
-}
-
-/// A bridge or port name as an `ovs-ofctl` / `ovs-vsctl` argument: a
-/// [`DevName`] of plain characters that no command can read as an option
-/// (a leading `-`) or as more than a name (`=`, quotes, brackets, commas).
-pub(crate) fn ovs_name(name: &DevName) -> Result<&str, IoError> {
-    let s = name.as_str();
-    let ok = !s.starts_with('-')
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-@+".contains(&b));
-    if ok {
-        Ok(s)
-    } else {
-        Err(IoError::Invalid(s.to_string()))
-    }
 }
 
 /// Every token of a flow must be a plain OpenFlow word: arguments go to

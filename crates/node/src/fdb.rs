@@ -12,9 +12,10 @@ use std::process::Command;
 
 use obgp_netmodel::{DevName, FdbEntry, MacAddr};
 
-use crate::commands::ovs_name;
+use crate::config::KernelConfig;
 use crate::deadline::{self, CommandError, Finished};
-use crate::kernel::{IoError, KernelConfig};
+use crate::error::IoError;
+use crate::ovs_name::ovs_name;
 
 /// `ovs-appctl` reaches ovs-vswitchd through `OVS_RUNDIR` (its pidfile
 /// and control socket there), as `ovs-ofctl` does.

@@ -25,112 +25,13 @@ use tokio::sync::watch;
 
 use crate::codec;
 use crate::commands::{read_frr_state, read_ovs_bridge};
+use crate::config::KernelConfig;
+use crate::error::IoError;
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
 use crate::Scope;
 use obgp_plan::actual::{Actual, RtTables};
 use obgp_plan::op::Op;
 use obgp_plan::NodeIo;
-
-/// Where and how the node is reached.
-#[derive(Clone, Debug)]
-pub struct KernelConfig {
-    /// A network namespace file (`/run/netns/NAME`); `None` is the agent's own.
-    pub netns: Option<PathBuf>,
-    /// `/etc/iproute2/rt_tables`.
-    pub rt_tables: PathBuf,
-    /// The rtnetlink kind created for [`LinkKind::Dummy`](obgp_netmodel::LinkKind::Dummy): `dummy`, or a
-    /// stand-in (`ifb`) on kernels without it.
-    pub dummy_kind: String,
-    pub ovs_ofctl: PathBuf,
-    /// `ovs-vsctl`, for the ports the agent plugs into OVS bridges.
-    pub ovs_vsctl: PathBuf,
-    /// `ovs-appctl`, for static FDB entries on OVS bridges.
-    pub ovs_appctl: PathBuf,
-    /// Whether a bridge read includes its static FDB entries (`fdb/show`):
-    /// set in the `ovn` exposing method, the one that writes them, so the
-    /// other modes spawn no extra command per bridge read.
-    pub read_static_fdb: bool,
-    /// `OVS_RUNDIR` for `ovs-ofctl` (where `<bridge>.mgmt` lives) and
-    /// `ovs-vsctl` (`db.sock`), when not the default `/var/run/openvswitch`.
-    pub ovs_rundir: Option<PathBuf>,
-    pub vtysh: PathBuf,
-    /// `vtysh --vty_socket DIR`.
-    pub vty_socket: Option<PathBuf>,
-    /// How long one `vtysh` run may take (`vtysh_timeout`).
-    pub vtysh_timeout: std::time::Duration,
-    /// How long one `ovs-ofctl` or `ovs-vsctl` run may take (`ovs_ofctl_timeout`).
-    pub ovs_ofctl_timeout: std::time::Duration,
-    /// Where `vtysh -f` files are written.
-    pub frr_config_dir: PathBuf,
-    /// The netlink mirror's receive buffer in bytes; `None` for its default
-    /// (32 MiB). Tests make it tiny to provoke an overrun.
-    pub mirror_rcvbuf: Option<usize>,
-}
-
-impl Default for KernelConfig {
-    fn default() -> Self {
-        KernelConfig {
-            netns: None,
-            rt_tables: "/etc/iproute2/rt_tables".into(),
-            dummy_kind: "dummy".into(),
-            ovs_ofctl: "ovs-ofctl".into(),
-            ovs_vsctl: "ovs-vsctl".into(),
-            ovs_appctl: "ovs-appctl".into(),
-            read_static_fdb: false,
-            ovs_rundir: None,
-            vtysh: "vtysh".into(),
-            vty_socket: Some("/run/frr".into()),
-            // For tests and benches; the agent sets both from the
-            // configuration (`vtysh_timeout`, `ovs_ofctl_timeout`).
-            vtysh_timeout: std::time::Duration::from_secs(5),
-            ovs_ofctl_timeout: std::time::Duration::from_secs(5),
-            frr_config_dir: std::env::temp_dir(),
-            mirror_rcvbuf: None,
-        }
-    }
-}
-
-/// A failed read or write on the node, with what it was.
-#[derive(Debug, thiserror::Error)]
-pub enum IoError {
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("no device {0}")]
-    NoDevice(String),
-    #[error("{cmd} failed: {detail}")]
-    Command { cmd: String, detail: String },
-    #[error("{cmd}: no answer within {}s, killed", after.as_secs_f64())]
-    TimedOut {
-        cmd: String,
-        after: std::time::Duration,
-    },
-    #[error("not supported here: {0}")]
-    Unsupported(String),
-    #[error("invalid value {0:?}")]
-    Invalid(String),
-}
-
-impl IoError {
-    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> IoError {
-        IoError::Io {
-            what: what.into(),
-            source,
-        }
-    }
-
-    /// The errno behind a failed request, if there is one.
-    pub fn errno(&self) -> Option<i32> {
-        match self {
-            IoError::Io { source, .. } => source.raw_os_error(),
-            IoError::NoDevice(_) => Some(libc::ENODEV),
-            _ => None,
-        }
-    }
-}
 
 /// Runs `f` on a thread that has entered the network namespace `netns`.
 /// The namespace of the calling thread is never changed.

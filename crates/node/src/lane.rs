@@ -25,8 +25,8 @@ use crate::commands::{
     frr_check_lines, frr_router_id, read_frr_state, read_ovs_bridge, run_command_op, DriftProbe,
     EvpnSeen,
 };
+use crate::config::KernelConfig;
 use crate::deadline::{self, InFlight};
-use crate::kernel::KernelConfig;
 use crate::Scope;
 
 /// What the lane knows of FRR and the OVS bridges for one scope.

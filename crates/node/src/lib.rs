@@ -9,16 +9,21 @@
 
 mod codec;
 mod commands;
+mod config;
 pub mod deadline;
+mod error;
 pub mod fdb;
 pub mod kernel;
 pub mod lane;
 pub mod mirror;
+mod ovs_name;
 mod scope;
 mod writer;
 
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
-pub use kernel::{IoError, KernelConfig, KernelNode};
+pub use config::KernelConfig;
+pub use error::IoError;
+pub use kernel::KernelNode;
 pub use lane::{CommandLane, CommandOutcome, CommandView, LaneSignal};
 pub use scope::Scope;
 pub use writer::NodeWriter;

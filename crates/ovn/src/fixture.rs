@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use obgp_ovsdb_data::{Atom, Datum, DatumError, Row, Uuid};
 use serde_json::Value;
 
-use crate::snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB};
+use crate::snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};
 
 /// Why a fixture or an operation could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -202,6 +202,20 @@ impl FixtureDb {
         }
         self.dbs.insert(db.to_string(), work);
         Ok(())
+    }
+}
+
+/// Here, not in `snapshot`, so that the snapshot module does not depend on
+/// the fixture loader.
+impl Snapshot {
+    /// Builds a snapshot from `{"OVN_Northbound": {table: {uuid: row}},
+    /// "OVN_Southbound": {...}, "Open_vSwitch": {...}}` in OVSDB wire
+    /// notation (the scenarios' `ovn`); any database may be absent.
+    pub fn from_wire(v: &serde_json::Value) -> Result<Snapshot, FixtureError> {
+        let dbs = FixtureDb::from_wire(v)?;
+        let empty = Tables::new();
+        let db = |name: &str| dbs.dbs.get(name).unwrap_or(&empty);
+        Ok(Snapshot::build_with_sb(db(NB_DB), db(SB_DB), db(OVS_DB)))
     }
 }
 

@@ -120,6 +120,38 @@ pub struct LiveSnapshot {
     partial_ports: bool,
 }
 
+/// A snapshot built from rows is a fresh live snapshot reset with them, so
+/// a built snapshot and a maintained one cannot differ in how they parse
+/// and index. (Here, not in `snapshot`, so that the snapshot module does
+/// not depend on the live one that maintains it.)
+impl Snapshot {
+    /// Builds the snapshot from the NB and local OVS databases. Rows that do
+    /// not parse, and references to rows that do not exist, are skipped with
+    /// a `tracing::warn!` naming the table and uuid and kept in
+    /// [`Snapshot::warnings`].
+    pub fn build(nb: &impl RowSource, ovs: &impl RowSource) -> Snapshot {
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_ovs(ovs);
+        live.snapshot()
+    }
+
+    /// [`Snapshot::build`] plus the OVN_Southbound rows the SB driver
+    /// reads (`Port_Binding`, `Chassis`), indexed in [`Snapshot::sb`]. The
+    /// NB part is identical to `build`'s.
+    pub fn build_with_sb(
+        nb: &impl RowSource,
+        sb: &impl RowSource,
+        ovs: &impl RowSource,
+    ) -> Snapshot {
+        let mut live = LiveSnapshot::default();
+        live.reset_nb(nb);
+        live.reset_ovs(ovs);
+        live.reset_sb(sb);
+        live.snapshot()
+    }
+}
+
 /// Tells the lineages of journals apart (0 is "unknown").
 static LINEAGES: AtomicU64 = AtomicU64::new(1);
 

@@ -50,6 +50,21 @@ struct Dirty {
     lbs: BTreeSet<Uuid>,
 }
 
+/// An SB index built from rows is a fresh live one reset with them, so a
+/// built index and a maintained one cannot differ. (Here, not in `sb`, so
+/// that the row types do not depend on the live index that keeps them.)
+impl SbIndex {
+    /// Parses and indexes the `Port_Binding` rows of `sb`, resolving each
+    /// binding's chassis through `Chassis`. Garbled rows and dangling
+    /// chassis references go to `warnings`.
+    pub fn build(sb: &impl RowSource, warnings: &mut Vec<RowError>) -> SbIndex {
+        let mut live = SbLive::default();
+        live.reset(sb, false);
+        warnings.extend(live.warnings().cloned());
+        live.index
+    }
+}
+
 /// The maintained SB index and what patching it needs.
 #[derive(Debug, Default)]
 pub(crate) struct SbLive {

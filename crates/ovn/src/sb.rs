@@ -15,7 +15,7 @@ use imbl::OrdSet;
 
 use crate::nb::RowError;
 use crate::neutron::{self, key, port_type};
-use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, RowSource, Rows};
+use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, Rows};
 
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
@@ -304,16 +304,6 @@ pub struct SbIndex {
 }
 
 impl SbIndex {
-    /// Parses and indexes the `Port_Binding` rows of `sb`, resolving each
-    /// binding's chassis through `Chassis`. Garbled rows and dangling
-    /// chassis references go to `warnings`.
-    pub fn build(sb: &impl RowSource, warnings: &mut Vec<RowError>) -> SbIndex {
-        let mut live = crate::live_sb::SbLive::default();
-        live.reset(sb, false);
-        warnings.extend(live.warnings().cloned());
-        live.index
-    }
-
     /// The load balancer named `name` (upstream `get_ovn_lb`; the first by
     /// uuid if several are).
     pub fn load_balancer(&self, name: &str) -> Option<&SbLoadBalancer> {

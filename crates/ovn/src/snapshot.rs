@@ -19,7 +19,6 @@ use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::OrdMap;
 use obgp_ovsdb_data::{Row, Str, Uuid};
 
-use crate::live::LiveSnapshot;
 use crate::nb::{
     DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
     Nat, NbGlobal, RowError,
@@ -240,7 +239,7 @@ pub(crate) struct NbIndex {
 
 /// The indexed snapshot. Build it with [`Snapshot::build`] (from OVSDB
 /// caches), [`Snapshot::from_wire`] (from a fixture in wire notation), or
-/// keep one up to date with [`LiveSnapshot`]. Cloning is cheap (shared
+/// keep one up to date with [`LiveSnapshot`](crate::live::LiveSnapshot). Cloning is cheap (shared
 /// persistent maps), and two snapshots of the same rows compare equal.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
@@ -260,7 +259,7 @@ pub struct Snapshot {
 /// ([`Snapshot::nb_changes_since`] answers `None`).
 pub const JOURNAL_LEN: usize = 4096;
 
-/// The NB rows a [`LiveSnapshot`] changed, batch by batch, so that a holder
+/// The NB rows a [`LiveSnapshot`](crate::LiveSnapshot) changed, batch by batch, so that a holder
 /// of an earlier snapshot can tell what changed since (an incremental
 /// consumer such as the desired state). A persistent vector: snapshots share
 /// it.
@@ -333,42 +332,6 @@ impl RowSource for obgp_ovsdb_data::DbSnapshot {
 }
 
 impl Snapshot {
-    /// Builds the snapshot from the NB and local OVS databases. Rows that do
-    /// not parse, and references to rows that do not exist, are skipped with
-    /// a `tracing::warn!` naming the table and uuid and kept in
-    /// [`Snapshot::warnings`].
-    pub fn build(nb: &impl RowSource, ovs: &impl RowSource) -> Snapshot {
-        let mut live = LiveSnapshot::default();
-        live.reset_nb(nb);
-        live.reset_ovs(ovs);
-        live.snapshot()
-    }
-
-    /// [`Snapshot::build`] plus the OVN_Southbound rows the SB driver
-    /// reads (`Port_Binding`, `Chassis`), indexed in [`Snapshot::sb`]. The
-    /// NB part is identical to `build`'s.
-    pub fn build_with_sb(
-        nb: &impl RowSource,
-        sb: &impl RowSource,
-        ovs: &impl RowSource,
-    ) -> Snapshot {
-        let mut live = LiveSnapshot::default();
-        live.reset_nb(nb);
-        live.reset_ovs(ovs);
-        live.reset_sb(sb);
-        live.snapshot()
-    }
-
-    /// Builds a snapshot from `{"OVN_Northbound": {table: {uuid: row}},
-    /// "OVN_Southbound": {...}, "Open_vSwitch": {...}}` in OVSDB wire
-    /// notation (the scenarios' `ovn`); any database may be absent.
-    pub fn from_wire(v: &serde_json::Value) -> Result<Snapshot, crate::fixture::FixtureError> {
-        let dbs = crate::fixture::FixtureDb::from_wire(v)?;
-        let empty = Tables::new();
-        let db = |name: &str| dbs.dbs.get(name).unwrap_or(&empty);
-        Ok(Snapshot::build_with_sb(db(NB_DB), db(SB_DB), db(OVS_DB)))
-    }
-
     /// The Southbound rows (empty when built without them).
     pub fn sb(&self) -> &SbIndex {
         &self.sb
@@ -563,7 +526,7 @@ impl Snapshot {
     /// The NB rows changed between `earlier` and this snapshot, as
     /// `(table, uuid)` in the order they changed (a row may appear more than
     /// once), or `None` when that is not known: the two snapshots come from
-    /// different [`LiveSnapshot`]s or resets, `earlier` is the newer one, or
+    /// different [`LiveSnapshot`](crate::LiveSnapshot)s or resets, `earlier` is the newer one, or
     /// more than [`JOURNAL_LEN`] changes lie between them.
     pub fn nb_changes_since(&self, earlier: &Snapshot) -> Option<Vec<(&'static str, Uuid)>> {
         let (now, then) = (&self.journal, &earlier.journal);

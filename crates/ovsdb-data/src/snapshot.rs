@@ -367,6 +367,11 @@ fn changed_columns(ts: Option<&TableSchema>, old: &Row, new: &Row) -> Row {
     out
 }
 
+/// One row update on one table: the change it makes, `None` when the row
+/// is as it was, an error for a row the schema refuses or an update of a
+/// row the table lacks. Long (about 125 lines) on purpose: one arm per
+/// operation (initial or insert, modify, delete), sharing the two error
+/// builders above them.
 fn apply_row(
     ts: &TableSchema,
     name: &Arc<str>,

@@ -6,15 +6,14 @@
 //!   ([`KeyProjection`]), handed down as a serde seed;
 //! - `intern`: equal strings of a message share one allocation;
 //! - `visitors`: the serde visitors, from an atom up to a monitor result;
-//! - `streamed`, `reply_framer` and `row_scan`: a large reply decoded while
-//!   it arrives, its rows cut out by the shared JSON scanner
+//! - `streamed` (with its `reply_framer`) and `row_scan`: a large reply
+//!   decoded while it arrives, its rows cut out by the shared JSON scanner
 //!   ([`crate::json_scan`]) and decoded on several threads;
 //! - `error`: [`DecodeError`].
 
 mod error;
 mod intern;
 mod projection;
-mod reply_framer;
 mod row_scan;
 mod streamed;
 mod visitors;

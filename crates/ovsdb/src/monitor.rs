@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::rpc::reply::notification_params_with;
+pub use crate::rpc::session::Update;
 use crate::rpc::session::{Notification, Session};
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{KeyProjection, TableUpdates, TableUpdatesSeed};
@@ -24,17 +25,6 @@ pub struct SinceReply {
     /// The id of the newest transaction the reply reflects.
     pub last_txn_id: String,
     /// The initial contents, or the changes since `last_txn_id` when `found`.
-    pub updates: TableUpdates,
-}
-
-/// A decoded update notification.
-#[derive(Debug)]
-pub struct Update {
-    /// The monitor the update belongs to.
-    pub monitor_id: Value,
-    /// Only for `update3`.
-    pub last_txn_id: Option<String>,
-    /// The row updates.
     pub updates: TableUpdates,
 }
 

@@ -330,6 +330,11 @@ impl Runner {
 
     /// One session from connect to failure. Returns when it got as far as
     /// a synced cache, if it did, and why it ended.
+    ///
+    /// Long (about 150 lines) on purpose: connect, resume or re-monitor,
+    /// then one `select!` loop whose arms share the session's locals (the
+    /// conditions applied, the one in flight, the refused ones); split, each
+    /// piece would take and hand back all of them.
     async fn session(
         &mut self,
         remote: &Remote,

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use obgp_netmodel::{DevName, LinkKind, MacAddr};
+use obgp_netmodel::{DevName, IpNet, LinkKind, MacAddr, Neighbour, OvsPort};
 
-use crate::actual::{Actual, ActualLink, KernelRule};
+use crate::actual::{Actual, ActualLink, KernelRoute, KernelRule, OfFlow};
 use crate::op::Op;
 
 /// The errno a request fails with, as the kernel (or tool) would answer.
@@ -89,60 +89,7 @@ impl ModelNode {
     pub fn apply(&mut self, op: &Op) -> Result<(), Errno> {
         let a = &mut self.actual;
         match op {
-            Op::AddLink { name, kind } => {
-                if a.links.contains_key(name) {
-                    return Err(Errno::Exist);
-                }
-                let index = self.next_index();
-                // Locally administered MACs, deterministic per index.
-                let own_mac = MacAddr([0x02, 0, 0, 0, (index >> 8) as u8, index as u8]);
-                let mut link = ActualLink::new(index, String::new(), Some(own_mac), false);
-                match kind {
-                    LinkKind::Vrf { table } => {
-                        link.kind = "vrf".into();
-                        link.vrf_table = Some(*table);
-                    }
-                    LinkKind::Dummy => link.kind = "dummy".into(),
-                    LinkKind::Vlan { parent, vlan_id } => {
-                        let p = self.actual.links.get(parent).ok_or(Errno::NoDev)?;
-                        link.kind = "vlan".into();
-                        // A VLAN device inherits its parent's MAC, as on Linux.
-                        link.mac = p.mac;
-                        link.parent = Some(parent.clone());
-                        link.vlan_id = Some(*vlan_id);
-                    }
-                    LinkKind::Veth { peer } => {
-                        if self.actual.links.contains_key(peer) {
-                            return Err(Errno::Exist);
-                        }
-                        link.kind = "veth".into();
-                        // Each end's IFLA_LINK is the other, as on Linux.
-                        link.parent = Some(peer.clone());
-                        let mut p = link.clone();
-                        p.parent = Some(name.clone());
-                        p.index = index + 1;
-                        p.mac = Some(MacAddr([0x02, 0, 0, 1, (index >> 8) as u8, index as u8]));
-                        self.actual.links.insert(peer.clone(), p);
-                    }
-                    LinkKind::Bridge => link.kind = "bridge".into(),
-                    LinkKind::Vxlan {
-                        vni,
-                        local,
-                        dstport,
-                    } => {
-                        link.kind = "vxlan".into();
-                        link.vxlan = Some(crate::actual::VxlanInfo {
-                            vni: *vni,
-                            local: *local,
-                            dstport: *dstport,
-                            learning: false,
-                        });
-                    }
-                    LinkKind::Existing => return Err(Errno::NoDev),
-                }
-                self.actual.links.insert(name.clone(), link);
-                Ok(())
-            }
+            Op::AddLink { name, kind } => self.add_link(name, kind),
             Op::SetLinkUp { name } => {
                 self.link_mut(name)?.up = true;
                 Ok(())
@@ -156,36 +103,7 @@ impl ModelNode {
                 self.link_mut(name)?.mac = Some(*mac);
                 Ok(())
             }
-            Op::DelLink { name } => {
-                if a.links.remove(name).is_none() {
-                    return Err(Errno::NoDev);
-                }
-                // Upper VLAN devices and a veth peer go with the device.
-                let mut gone = vec![name.clone()];
-                let uppers: Vec<DevName> = a
-                    .links
-                    .iter()
-                    .filter(|(_, l)| l.parent.as_ref() == Some(name))
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                for u in uppers {
-                    a.links.remove(&u);
-                    gone.push(u);
-                }
-                for l in a.links.values_mut() {
-                    if l.master.as_ref().is_some_and(|m| gone.contains(m)) {
-                        l.master = None;
-                    }
-                }
-                a.addresses.retain(|x| !gone.contains(&x.dev));
-                a.routes
-                    .retain(|r| !r.dev.as_ref().is_some_and(|d| gone.contains(d)));
-                a.neighbours.retain(|n| !gone.contains(&n.dev));
-                a.proxy_neighbours.retain(|n| !gone.contains(&n.dev));
-                // Sysctl keys stay recorded: the map holds what the agent
-                // wrote (the scenarios' fake keeps them too).
-                Ok(())
-            }
+            Op::DelLink { name } => self.del_link(name),
             Op::AddAddress(ad) => {
                 self.has_dev(&ad.dev)?;
                 if !self.actual.addresses.insert(ad.clone()) {
@@ -205,26 +123,7 @@ impl ModelNode {
                 table,
                 priority,
                 ..
-            } => {
-                let dst = dst.trunc();
-                let same: Vec<&KernelRule> = a.rules.iter().filter(|r| r.v6 == *v6).collect();
-                let exists = same.iter().any(|r| {
-                    r.dst == Some(dst)
-                        && r.table == *table
-                        && priority.is_none_or(|p| p == r.priority)
-                });
-                if exists {
-                    return Err(Errno::Exist);
-                }
-                let priority = priority.unwrap_or_else(|| default_rule_priority(&same));
-                a.rules.insert(KernelRule {
-                    v6: *v6,
-                    priority,
-                    dst: Some(dst),
-                    table: *table,
-                });
-                Ok(())
-            }
+            } => self.add_rule(*v6, *dst, *table, *priority),
             Op::DelRule { rule, .. } => {
                 if !a.rules.remove(rule) {
                     return Err(Errno::NoEnt);
@@ -241,23 +140,7 @@ impl ModelNode {
                 a.routes.insert(route);
                 Ok(())
             }
-            Op::DelRoute { route, .. } => {
-                let key = route.clone().normalised().key();
-                let before = a.routes.len();
-                let mut removed = false;
-                a.routes.retain(|r| {
-                    if !removed && r.key() == key {
-                        removed = true;
-                        false
-                    } else {
-                        true
-                    }
-                });
-                if a.routes.len() == before {
-                    return Err(Errno::Srch);
-                }
-                Ok(())
-            }
+            Op::DelRoute { route, .. } => self.del_route(route),
             Op::ReplaceNeighbour(n) => {
                 self.has_dev(&n.dev)?;
                 let a = &mut self.actual;
@@ -265,14 +148,7 @@ impl ModelNode {
                 a.neighbours.insert(n.clone());
                 Ok(())
             }
-            Op::DelNeighbour(n) => {
-                let before = a.neighbours.len();
-                a.neighbours.retain(|x| !(x.dev == n.dev && x.dst == n.dst));
-                if a.neighbours.len() == before {
-                    return Err(Errno::NoEnt);
-                }
-                Ok(())
-            }
+            Op::DelNeighbour(n) => self.del_neighbour(n),
             Op::AddProxyNeighbour(p) => {
                 self.has_dev(&p.dev)?;
                 // pneigh_lookup(create=1): adding an existing entry succeeds.
@@ -293,27 +169,8 @@ impl ModelNode {
                 a.rt_tables.append(*number, name.as_str());
                 Ok(())
             }
-            Op::AddFlow { bridge, flow } => {
-                let b = a.bridges.get_mut(bridge).ok_or(Errno::NoDev)?;
-                // add-flow replaces a flow with the same match and priority.
-                b.flows.retain(|f| {
-                    !(f.table == flow.table
-                        && f.priority == flow.priority
-                        && f.matches == flow.matches)
-                });
-                b.flows.insert(flow.clone());
-                Ok(())
-            }
-            Op::DelFlow { bridge, flow } => {
-                let b = a.bridges.get_mut(bridge).ok_or(Errno::NoDev)?;
-                b.flows.retain(|f| {
-                    !(f.cookie == flow.cookie
-                        && f.table == flow.table
-                        && f.priority == flow.priority
-                        && f.matches == flow.matches)
-                });
-                Ok(())
-            }
+            Op::AddFlow { bridge, flow } => self.add_flow(bridge, flow),
+            Op::DelFlow { bridge, flow } => self.del_flow(bridge, flow),
             Op::SetBridgePort { name, flags } => {
                 let l = self.link_mut(name)?;
                 if l.master.is_none() {
@@ -322,29 +179,9 @@ impl ModelNode {
                 l.bridge_port = Some(*flags);
                 Ok(())
             }
-            Op::AddOvsPort(p) => {
-                let bridge = a.bridges.get_mut(&p.bridge).ok_or(Errno::NoDev)?;
-                if !bridge.ports.contains_key(p.name.as_str()) {
-                    let next = bridge.ports.values().max().map_or(1, |n| n + 1);
-                    bridge.ports.insert(p.name.to_string(), next);
-                }
-                if p.internal && !a.links.contains_key(&p.name) {
-                    let index = self.next_index();
-                    let mac = MacAddr([0x02, 0, 0, 2, (index >> 8) as u8, index as u8]);
-                    self.actual.links.insert(
-                        p.name.clone(),
-                        ActualLink::new(index, "openvswitch", Some(mac), false),
-                    );
-                }
-                Ok(())
-            }
+            Op::AddOvsPort(p) => self.add_ovs_port(p),
             Op::DelOvsPort { bridge, name } => {
-                if let Some(b) = a.bridges.get_mut(bridge) {
-                    b.ports.remove(name.as_str());
-                }
-                if a.links.get(name).is_some_and(|l| l.kind == "openvswitch") {
-                    a.links.remove(name);
-                }
+                self.del_ovs_port(bridge, name);
                 Ok(())
             }
             Op::AddFdb(e) => {
@@ -363,6 +200,218 @@ impl ModelNode {
                 a.frr.has_our_config = true;
                 Ok(())
             }
+        }
+    }
+
+    /// A new device of `kind`, with a locally administered MAC of its
+    /// index; EEXIST when the name (or a veth's peer name) is taken, and
+    /// ENODEV for an `Existing` device, which only the node can have.
+    fn add_link(&mut self, name: &DevName, kind: &LinkKind) -> Result<(), Errno> {
+        if self.actual.links.contains_key(name) {
+            return Err(Errno::Exist);
+        }
+        let index = self.next_index();
+        // Locally administered MACs, deterministic per index.
+        let own_mac = MacAddr([0x02, 0, 0, 0, (index >> 8) as u8, index as u8]);
+        let mut link = ActualLink::new(index, String::new(), Some(own_mac), false);
+        match kind {
+            LinkKind::Vrf { table } => {
+                link.kind = "vrf".into();
+                link.vrf_table = Some(*table);
+            }
+            LinkKind::Dummy => link.kind = "dummy".into(),
+            LinkKind::Vlan { parent, vlan_id } => {
+                let p = self.actual.links.get(parent).ok_or(Errno::NoDev)?;
+                link.kind = "vlan".into();
+                // A VLAN device inherits its parent's MAC, as on Linux.
+                link.mac = p.mac;
+                link.parent = Some(parent.clone());
+                link.vlan_id = Some(*vlan_id);
+            }
+            LinkKind::Veth { peer } => {
+                if self.actual.links.contains_key(peer) {
+                    return Err(Errno::Exist);
+                }
+                link.kind = "veth".into();
+                // Each end's IFLA_LINK is the other, as on Linux.
+                link.parent = Some(peer.clone());
+                let mut p = link.clone();
+                p.parent = Some(name.clone());
+                p.index = index + 1;
+                p.mac = Some(MacAddr([0x02, 0, 0, 1, (index >> 8) as u8, index as u8]));
+                self.actual.links.insert(peer.clone(), p);
+            }
+            LinkKind::Bridge => link.kind = "bridge".into(),
+            LinkKind::Vxlan {
+                vni,
+                local,
+                dstport,
+            } => {
+                link.kind = "vxlan".into();
+                link.vxlan = Some(crate::actual::VxlanInfo {
+                    vni: *vni,
+                    local: *local,
+                    dstport: *dstport,
+                    learning: false,
+                });
+            }
+            LinkKind::Existing => return Err(Errno::NoDev),
+        }
+        self.actual.links.insert(name.clone(), link);
+        Ok(())
+    }
+
+    /// Removes a device and what goes with it on Linux: its upper VLAN
+    /// devices and veth peer, their addresses, routes and neighbours, and
+    /// the enslavement of their lower devices.
+    fn del_link(&mut self, name: &DevName) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        if a.links.remove(name).is_none() {
+            return Err(Errno::NoDev);
+        }
+        // Upper VLAN devices and a veth peer go with the device.
+        let mut gone = vec![name.clone()];
+        let uppers: Vec<DevName> = a
+            .links
+            .iter()
+            .filter(|(_, l)| l.parent.as_ref() == Some(name))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for u in uppers {
+            a.links.remove(&u);
+            gone.push(u);
+        }
+        for l in a.links.values_mut() {
+            if l.master.as_ref().is_some_and(|m| gone.contains(m)) {
+                l.master = None;
+            }
+        }
+        a.addresses.retain(|x| !gone.contains(&x.dev));
+        a.routes
+            .retain(|r| !r.dev.as_ref().is_some_and(|d| gone.contains(d)));
+        a.neighbours.retain(|n| !gone.contains(&n.dev));
+        a.proxy_neighbours.retain(|n| !gone.contains(&n.dev));
+        // Sysctl keys stay recorded: the map holds what the agent
+        // wrote (the scenarios' fake keeps them too).
+        Ok(())
+    }
+
+    /// A rule to `dst` in `table`: EEXIST when the family already holds
+    /// one to that destination and table (at any priority when none is
+    /// given, stricter than the kernel); without a priority, the kernel's
+    /// default one.
+    fn add_rule(
+        &mut self,
+        v6: bool,
+        dst: IpNet,
+        table: u32,
+        priority: Option<u32>,
+    ) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        let dst = dst.trunc();
+        let same: Vec<&KernelRule> = a.rules.iter().filter(|r| r.v6 == v6).collect();
+        let exists = same.iter().any(|r| {
+            r.dst == Some(dst) && r.table == table && priority.is_none_or(|p| p == r.priority)
+        });
+        if exists {
+            return Err(Errno::Exist);
+        }
+        let priority = priority.unwrap_or_else(|| default_rule_priority(&same));
+        a.rules.insert(KernelRule {
+            v6,
+            priority,
+            dst: Some(dst),
+            table,
+        });
+        Ok(())
+    }
+
+    /// Removes the first route with the same key; ESRCH when none.
+    fn del_route(&mut self, route: &KernelRoute) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        let key = route.clone().normalised().key();
+        let before = a.routes.len();
+        let mut removed = false;
+        a.routes.retain(|r| {
+            if !removed && r.key() == key {
+                removed = true;
+                false
+            } else {
+                true
+            }
+        });
+        if a.routes.len() == before {
+            return Err(Errno::Srch);
+        }
+        Ok(())
+    }
+
+    /// Removes the neighbour of the same device and destination, whatever
+    /// its MAC; ENOENT when none.
+    fn del_neighbour(&mut self, n: &Neighbour) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        let before = a.neighbours.len();
+        a.neighbours.retain(|x| !(x.dev == n.dev && x.dst == n.dst));
+        if a.neighbours.len() == before {
+            return Err(Errno::NoEnt);
+        }
+        Ok(())
+    }
+
+    /// `ovs-ofctl add-flow`: replaces a flow with the same table, match and
+    /// priority; ENODEV without the bridge.
+    fn add_flow(&mut self, bridge: &DevName, flow: &OfFlow) -> Result<(), Errno> {
+        let b = self.actual.bridges.get_mut(bridge).ok_or(Errno::NoDev)?;
+        // add-flow replaces a flow with the same match and priority.
+        b.flows.retain(|f| {
+            !(f.table == flow.table && f.priority == flow.priority && f.matches == flow.matches)
+        });
+        b.flows.insert(flow.clone());
+        Ok(())
+    }
+
+    /// `ovs-ofctl del-flows --strict` of our cookie: the flow with the same
+    /// cookie, table, priority and match goes; ENODEV without the bridge.
+    fn del_flow(&mut self, bridge: &DevName, flow: &OfFlow) -> Result<(), Errno> {
+        let b = self.actual.bridges.get_mut(bridge).ok_or(Errno::NoDev)?;
+        b.flows.retain(|f| {
+            !(f.cookie == flow.cookie
+                && f.table == flow.table
+                && f.priority == flow.priority
+                && f.matches == flow.matches)
+        });
+        Ok(())
+    }
+
+    /// `ovs-vsctl --may-exist add-port`: the next OpenFlow port number for
+    /// a new port, and for an internal port its device on the node.
+    fn add_ovs_port(&mut self, p: &OvsPort) -> Result<(), Errno> {
+        let a = &mut self.actual;
+        let bridge = a.bridges.get_mut(&p.bridge).ok_or(Errno::NoDev)?;
+        if !bridge.ports.contains_key(p.name.as_str()) {
+            let next = bridge.ports.values().max().map_or(1, |n| n + 1);
+            bridge.ports.insert(p.name.to_string(), next);
+        }
+        if p.internal && !a.links.contains_key(&p.name) {
+            let index = self.next_index();
+            let mac = MacAddr([0x02, 0, 0, 2, (index >> 8) as u8, index as u8]);
+            self.actual.links.insert(
+                p.name.clone(),
+                ActualLink::new(index, "openvswitch", Some(mac), false),
+            );
+        }
+        Ok(())
+    }
+
+    /// `ovs-vsctl --if-exists del-port`: never fails; an internal port's
+    /// device goes with it.
+    fn del_ovs_port(&mut self, bridge: &DevName, name: &DevName) {
+        let a = &mut self.actual;
+        if let Some(b) = a.bridges.get_mut(bridge) {
+            b.ports.remove(name.as_str());
+        }
+        if a.links.get(name).is_some_and(|l| l.kind == "openvswitch") {
+            a.links.remove(name);
         }
     }
 

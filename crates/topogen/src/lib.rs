@@ -195,7 +195,10 @@ fn chassis_name(i: usize) -> String {
 }
 
 impl Topology {
-    /// Builds the topology for `params`.
+    /// Builds the topology for `params`. Long (about 150 lines) on
+    /// purpose: one pass draws every name, MAC and address from the seeded
+    /// generators in a fixed order, which is what makes a seed's topology
+    /// the same from run to run; read top to bottom, it is that order.
     pub fn generate(params: Params) -> Topology {
         let mut rng = Rng(params.seed);
         let hosts = params.hosts.max(1);
@@ -434,7 +437,9 @@ impl Topology {
 
     /// Operations for one router with its networks, VMs, NATs and LBs.
     /// `uuid-name`s are prefixed with the router index so several routers
-    /// can share one transaction.
+    /// can share one transaction. Long (about 170 lines) on purpose: the
+    /// rows as Neutron writes them, one JSON literal each, in the order
+    /// they name each other.
     fn router_ops(&self, r: &Router) -> Vec<Value> {
         let p = |s: &str| format!("r{}_{s}", r.idx);
         let prov_ls = self.provider_switch();

@@ -62,7 +62,7 @@ use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 use tokio::sync::watch;
 
 use crate::codec::{decode_neighbour, Neigh};
-use crate::kernel::IoError;
+use crate::error::IoError;
 
 pub use state::{MirrorState, MirrorView, Stale};
 

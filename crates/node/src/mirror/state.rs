@@ -275,6 +275,8 @@ impl MirrorState {
 
     /// Applies one notification. `replace`: the header carried
     /// `NLM_F_REPLACE` (a new route took the place of the one with its key).
+    /// Long (about 135 lines) on purpose: one arm per rtnetlink message
+    /// type, each the kernel's rule for what that notification changes.
     pub fn apply(&mut self, msg: &RouteNetlinkMessage, replace: bool) {
         match msg {
             RouteNetlinkMessage::NewLink(l) if is_bridge_port_view(l) => {

@@ -1,6 +1,6 @@
 //! The streamed reply decoder: a monitor reply or an update notification
 //! decoded while its bytes arrive, by a framing thread
-//! ([`super::reply_framer`]) and a few decoding threads, so that a message
+//! ([`reply_framer`]) and a few decoding threads, so that a message
 //! of tens of megabytes is never held whole.
 
 use std::ops::Range;
@@ -10,10 +10,10 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use super::error::DecodeError;
 use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
-use super::reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{is_row_fault, MonitorResult, RowFault, RowUpdate, TableUpdate, TableUpdates};
 use crate::datum::{Atom, Datum, Str, Uuid};
+use reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 
 /// The members of a message decoded by [`decode_streamed_message`]: a
 /// reply (`id`, `error`, `result`) or a notification (`method`, `params`).
@@ -144,7 +144,10 @@ const BATCH_BYTES: usize = 64 << 10;
 const QUEUED_PER_DECODER: usize = 2;
 
 /// [`decode_streamed_reply`] with `decoders` decoding threads (at least
-/// one) and batches of about `batch_bytes`.
+/// one) and batches of about `batch_bytes`. Long (about 130 lines) on
+/// purpose: the framing thread and the decoders live in one
+/// `thread::scope`, and what they hand back is put in order right after
+/// it; split, the pieces would pass the channels and pools around.
 fn decode_streamed_reply_on(
     options: &StreamOptions<'_>,
     decoders: usize,
@@ -480,5 +483,6 @@ impl RowPool<'_> {
     }
 }
 
+mod reply_framer;
 #[cfg(test)]
 mod tests;

@@ -47,7 +47,6 @@ use crate::framing::{
     FrameLimits, JsonFramer, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE, DEFAULT_MAX_STREAMED,
     DEFAULT_MAX_STRING,
 };
-use crate::monitor::Update;
 use crate::rpc::reply::{Decoded, MonitorReply, Response};
 use crate::rpc::transport::{Remote, Stream};
 use crate::tls::TlsSettings;
@@ -55,6 +54,7 @@ use obgp_ovsdb_data::json_scan::ScanLimits;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::wire::{
     decode_streamed_message, KeyProjection, MonitorResultSeed, StreamOptions, StreamedReply,
+    TableUpdates,
 };
 
 /// Session tuning.
@@ -138,6 +138,18 @@ pub const DEFAULT_MAX_DECODED: usize = 160 << 20;
 
 /// Default of [`SessionConfig::stream_above`].
 pub const STREAM_ABOVE: usize = 1 << 20;
+
+/// A decoded update notification (here, with the [`Notification`] that
+/// carries one decoded as it arrived; the monitor module decodes the rest).
+#[derive(Debug)]
+pub struct Update {
+    /// The monitor the update belongs to.
+    pub monitor_id: Value,
+    /// Only for `update3`.
+    pub last_txn_id: Option<String>,
+    /// The row updates.
+    pub updates: TableUpdates,
+}
 
 /// A message the server sent without being asked.
 #[derive(Debug)]
@@ -434,6 +446,10 @@ impl Task {
         let _ = self.notifications.send(Notification::Closed(err)).await;
     }
 
+    /// Reads and dispatches frames until the session fails, and says why.
+    /// Long (about 140 lines) on purpose: one `select!` loop over the
+    /// socket, the writer and the requests, whose arms share the framer,
+    /// the read buffer and the streamed reply in progress.
     async fn serve(
         &mut self,
         mut reader: tokio::io::ReadHalf<Box<dyn Stream>>,

@@ -178,6 +178,9 @@ fn opt_dev(s: &Option<String>) -> Result<Option<DevName>, StateError> {
 impl TryFrom<NodeState> for Actual {
     type Error = StateError;
 
+    /// Long (about 155 lines) on purpose: one block per object kind of the
+    /// scenarios' node state, each parsed field by field into its `Actual`
+    /// counterpart.
     fn try_from(s: NodeState) -> Result<Actual, StateError> {
         let mut a = Actual::default();
         for (i, l) in s.links.iter().enumerate() {
@@ -336,6 +339,8 @@ impl TryFrom<NodeState> for Actual {
 }
 
 impl From<Actual> for NodeState {
+    /// Long (about 125 lines) on purpose: the inverse of the `TryFrom`
+    /// above, one block per object kind.
     fn from(a: Actual) -> NodeState {
         let mut links: Vec<(u32, LinkState)> = a
             .links

@@ -1,7 +1,8 @@
 //! Addresses: desired ones the kernel lacks, and the host addresses on the
 //! announce device that are withdrawn.
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::{host_prefix, Planner};
 use crate::op::Op;
 use obgp_netmodel::{Address, Class, DevName, IpNet};

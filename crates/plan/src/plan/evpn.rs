@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{BridgePort, Class, DevName, LinkKind};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::actual::Actual;
 use crate::op::Op;

@@ -4,7 +4,8 @@
 
 use obgp_netmodel::Class;
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::op::Op;
 

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use obgp_netmodel::{Class, DevName};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::actual::OfFlow;
 use crate::op::Op;

@@ -6,7 +6,8 @@ use obgp_netmodel::frr::{del_vrf, Asn, DelVrf};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{Class, DevName};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::op::Op;
 

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use obgp_netmodel::{Class, DevName, Link, LinkKind};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::{PlanError, Planner};
 use crate::actual::ActualLink;
 use crate::op::Op;

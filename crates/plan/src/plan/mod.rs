@@ -48,9 +48,25 @@ use crate::op::Op;
 use rules::WantRule;
 
 pub use changes::{plan_changes, Coverage};
-pub use order::{order_violations, Group};
-pub use output::{Plan, PlanError, Skip, Step};
+pub use order::order_violations;
+pub use output::{Group, Plan, Skip, Step};
 pub use tables::{numbered_tables, table_refs, TABLE_MAX, TABLE_MIN};
+
+/// The one fatal planning error.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("no free routing table number in {TABLE_MIN}-{TABLE_MAX} for bridge {bridge} (every number is in rt_tables or is bgp_vrf_table_id)")]
+    TablesExhausted { bridge: DevName },
+    /// A device the agent creates exists as another kind of device (for
+    /// example `bgp_nic = lo`): it is not the agent's, and planning on it
+    /// would enslave or re-address a device of the node.
+    #[error("device {name} exists as a {} device, not the {wanted} device the agent creates: it is not the agent's (check bgp_nic and bgp_vrf)", if kind.is_empty() { "physical or loopback" } else { kind.as_str() })]
+    ForeignDevice {
+        name: DevName,
+        kind: String,
+        wanted: &'static str,
+    },
+}
 
 /// Plans the diff from `actual` to `desired`.
 pub fn plan(desired: &DesiredNode, actual: &Actual) -> Result<Plan, PlanError> {

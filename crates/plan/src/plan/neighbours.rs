@@ -6,7 +6,8 @@ use std::net::IpAddr;
 
 use obgp_netmodel::{Class, MacAddr, Neighbour, ProxyNeighbour};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::{flag_present, host_prefix, Planner};
 use crate::op::Op;
 

@@ -1,39 +1,11 @@
-//! The order of a plan: its groups (O1, O2, O4), the ranks of the object
-//! kinds inside a group, the class order of leftovers (O3), and the check
-//! of a sequence of steps against O1–O4.
+//! The order of a plan: its steps sorted by [`Group`] (O1, O2, O4), by
+//! the ranks of the object kinds inside a group and by the class order of
+//! leftovers (O3), and the check of a sequence of steps against O1–O4.
 
 use obgp_netmodel::{Class, IpNet};
-use serde::{Deserialize, Serialize};
 
-use super::{Plan, Planner, Step};
+use super::{Group, Plan, Planner, Step};
 use crate::op::Op;
-
-/// Where an op sits in the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Group {
-    Base,
-    /// Wiring of an exposure (before its announcement, O1).
-    Wire,
-    /// bgp-nic addresses and VRF-table routes: what BGP announces.
-    Announce,
-    /// Leftover announcements, removed before unwiring (O2).
-    Withdraw,
-    /// Leftover wiring.
-    Unwire,
-}
-
-impl Group {
-    /// The heading `ovn-bgp-agent plan` prints.
-    pub fn title(self) -> &'static str {
-        match self {
-            Group::Base => "base wiring",
-            Group::Wire | Group::Announce => "expose",
-            Group::Withdraw => "withdraw",
-            Group::Unwire => "cleanup",
-        }
-    }
-}
 
 /// Ranks inside a group: the order of object kinds.
 pub(super) mod rank {

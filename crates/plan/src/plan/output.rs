@@ -1,5 +1,5 @@
-//! The planner's output: the ordered [`Plan`] of [`Step`]s, what it
-//! skipped, and the one fatal error.
+//! The planner's output: the ordered [`Plan`] of [`Step`]s, each in its
+//! [`Group`], and what it skipped.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,24 +7,33 @@ use std::fmt;
 use obgp_netmodel::{Class, DevName};
 use serde::{Deserialize, Serialize};
 
-use super::order::Group;
-use super::tables::{TABLE_MAX, TABLE_MIN};
 use crate::op::Op;
 
-/// The one fatal planning error.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PlanError {
-    #[error("no free routing table number in {TABLE_MIN}-{TABLE_MAX} for bridge {bridge} (every number is in rt_tables or is bgp_vrf_table_id)")]
-    TablesExhausted { bridge: DevName },
-    /// A device the agent creates exists as another kind of device (for
-    /// example `bgp_nic = lo`): it is not the agent's, and planning on it
-    /// would enslave or re-address a device of the node.
-    #[error("device {name} exists as a {} device, not the {wanted} device the agent creates: it is not the agent's (check bgp_nic and bgp_vrf)", if kind.is_empty() { "physical or loopback" } else { kind.as_str() })]
-    ForeignDevice {
-        name: DevName,
-        kind: String,
-        wanted: &'static str,
-    },
+/// Where an op sits in the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Base,
+    /// Wiring of an exposure (before its announcement, O1).
+    Wire,
+    /// bgp-nic addresses and VRF-table routes: what BGP announces.
+    Announce,
+    /// Leftover announcements, removed before unwiring (O2).
+    Withdraw,
+    /// Leftover wiring.
+    Unwire,
+}
+
+impl Group {
+    /// The heading `ovn-bgp-agent plan` prints.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Base => "base wiring",
+            Group::Wire | Group::Announce => "expose",
+            Group::Withdraw => "withdraw",
+            Group::Unwire => "cleanup",
+        }
+    }
 }
 
 /// One planned op, with what it is for.

@@ -11,7 +11,7 @@ use obgp_netmodel::{
     TableRef,
 };
 
-use super::order::Group;
+use super::Group;
 use super::Planner;
 use crate::op::Op;
 

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use obgp_netmodel::{Class, IpNet, RouteType};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::{flag_present, Planner};
 use crate::actual::{Actual, KernelRoute};
 use crate::op::Op;

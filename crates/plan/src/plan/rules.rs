@@ -6,7 +6,8 @@ use std::collections::{BTreeSet, HashSet};
 use obgp_netmodel::hash::FastHash;
 use obgp_netmodel::{Class, IpNet};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::actual::KernelRule;
 use crate::op::Op;

@@ -3,7 +3,8 @@
 
 use obgp_netmodel::{Class, DevName};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::Planner;
 use crate::op::Op;
 

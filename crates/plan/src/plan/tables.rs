@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use obgp_netmodel::{Class, DesiredNode, DevName, Route, RouteType, TableRef};
 
-use super::order::{rank, Group};
+use super::order::rank;
+use super::Group;
 use super::{PlanError, Planner};
 use crate::op::Op;
 

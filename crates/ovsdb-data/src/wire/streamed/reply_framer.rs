@@ -3,7 +3,7 @@
 //! arrive, decodes the small members (`id`, `error`, `method`,
 //! `monitor_cond_since`'s flags, the monitor id and transaction id of an
 //! update) and cuts the rows of its `result` or `params` out for the
-//! decoding threads ([`super::streamed`]). Where a value ends is the shared
+//! decoding threads ([`super`]). Where a value ends is the shared
 //! [`ValueScanner`]'s rule, the one the client's framing uses. One value
 //! (a row, an `id`) is held whole while it arrives, up to `max_value` bytes.
 
@@ -12,11 +12,11 @@ use std::sync::{Arc, OnceLock};
 
 use serde::de::{DeserializeSeed, IgnoredAny};
 
-use super::error::DecodeError;
-use super::projection::KeyProjection;
-use super::streamed::{RowPool, StreamOptions};
-use super::visitors::{from_bytes, plain};
+use super::{RowPool, StreamOptions};
 use crate::json_scan::{ScanEnd, ValueScanner};
+use crate::wire::error::DecodeError;
+use crate::wire::projection::KeyProjection;
+use crate::wire::visitors::{from_bytes, plain};
 
 /// The bytes of one reply message as they arrive: `next` returns the next
 /// chunk, `None` at the end of the message. Decoded bytes are dropped

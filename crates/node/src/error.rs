@@ -1,0 +1,47 @@
+//! The error of every read and write on the node. Its own module because
+//! the kernel node, the codec, the mirror and the command runners all
+//! return it.
+
+use std::io;
+
+/// A failed read or write on the node, with what it was.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no device {0}")]
+    NoDevice(String),
+    #[error("{cmd} failed: {detail}")]
+    Command { cmd: String, detail: String },
+    #[error("{cmd}: no answer within {}s, killed", after.as_secs_f64())]
+    TimedOut {
+        cmd: String,
+        after: std::time::Duration,
+    },
+    #[error("not supported here: {0}")]
+    Unsupported(String),
+    #[error("invalid value {0:?}")]
+    Invalid(String),
+}
+
+impl IoError {
+    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> IoError {
+        IoError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// The errno behind a failed request, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IoError::Io { source, .. } => source.raw_os_error(),
+            IoError::NoDevice(_) => Some(libc::ENODEV),
+            _ => None,
+        }
+    }
+}

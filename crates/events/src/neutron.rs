@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use obgp_ovn::addresses::Entry;
 use obgp_ovn::neutron::{key, port_type};
 
 use crate::agent::AgentView;
@@ -19,9 +20,9 @@ pub fn is_vm_or_virtual(port_type: &Val<'_>) -> bool {
 }
 
 /// `port_utils.has_ip_address_defined(address)`: `"<mac> <ip>..."` holds at
-/// least one IP (a space after stripping).
+/// least one IP (a word after the MAC, [`Entry::has_ip`]).
 pub fn has_ip_address_defined(address: &Val<'_>) -> Result<bool, Raised> {
-    Ok(address.string_method("strip")?.trim().contains(' '))
+    Ok(Entry::read(address.string_method("strip")?).has_ip())
 }
 
 /// `bool(row.up[0])`.
@@ -29,33 +30,25 @@ pub fn is_up(row: &RowView<'_>) -> Result<bool, Raised> {
     Ok(row.col("up")?.first()?.truthy())
 }
 
-/// `port_utils.get_address_list(lsp)`: the words of `addresses[0]`, empty
-/// when the port has no addresses (or no such column).
-pub fn address_list<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
+/// `port_utils.get_ips_from_lsp(lsp)`: the IPs after the MAC of
+/// `addresses[0]` ([`Entry::ip_words`]); `IpAddressNotFound` when there is
+/// none, or the port has no addresses (or no such column).
+pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
     let first = match lsp.col("addresses").and_then(|a| a.first()) {
         Ok(v) => v,
-        Err(Raised::Attribute(_) | Raised::Index) => return Ok(Vec::new()),
+        Err(Raised::Attribute(_) | Raised::Index) => return Err(Raised::IpAddressNotFound),
         Err(e) => return Err(e),
     };
-    let words: Vec<&str> = match first.string_method("strip") {
-        Ok(s) => s.trim().split(' ').collect(),
-        Err(Raised::Attribute(_)) => return Ok(Vec::new()),
+    let entry = match first.string_method("strip") {
+        Ok(s) => s,
+        Err(Raised::Attribute(_)) => return Err(Raised::IpAddressNotFound),
         Err(e) => return Err(e),
     };
-    if words.first().is_none_or(|w| w.is_empty()) {
-        return Ok(Vec::new());
-    }
-    Ok(words)
-}
-
-/// `port_utils.get_ips_from_lsp(lsp)`: the IPs after the MAC.
-pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
-    let mut words = address_list(lsp)?;
-    if words.len() < 2 {
+    let ips: Vec<&str> = Entry::read(entry).ip_words().collect();
+    if ips.is_empty() {
         return Err(Raised::IpAddressNotFound);
     }
-    words.remove(0);
-    Ok(words)
+    Ok(ips)
 }
 
 /// `common.get_from_external_ids(row, key)`: the value, or `None` when the

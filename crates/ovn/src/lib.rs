@@ -10,6 +10,7 @@
 //! [`LiveSnapshot`] keeps a snapshot up to date row by row (OVSDB changes),
 //! so a one-row change costs O(that row), not a rebuild of the database.
 
+pub mod addresses;
 pub mod fixture;
 pub mod hash;
 pub mod live;

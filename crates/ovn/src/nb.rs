@@ -11,6 +11,7 @@ use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb_data::{Datum, Row, Str, Uuid};
 
+use crate::addresses::{Entry, MacIps};
 use crate::neutron::{self, dhcp_option, key, nat_type, port_type, BgpVpn, BgpVpnError};
 
 mod monitor;
@@ -335,32 +336,21 @@ fn parse_addresses(
     row: &Row,
     cidrs: &[IpNet],
 ) -> Result<PortAddresses, RowError> {
-    let entries: Vec<&str> = row.strs("addresses").collect();
-    // The first "<mac> <ip>..." entry wins; "unknown"/"dynamic" carry no IP.
+    let entries: Vec<Entry<'_>> = row.strs("addresses").map(Entry::read).collect();
+    // The first "<mac> <ip>..." entry wins; the keywords carry no IP.
     let first = entries
         .iter()
-        .map(|e| e.trim())
-        .find(|e| !e.is_empty() && *e != "unknown" && *e != "dynamic" && *e != "router");
+        .find_map(|e| e.mac_ips(|w| w.parse::<IpAddr>().ok()));
     match first {
-        Some(entry) => {
-            let mut words = entry.split_whitespace();
-            let mac_s = words.next().unwrap_or("");
-            let mac = mac_s
-                .parse::<MacAddr>()
-                .map_err(|_| bad(t, uuid, format!("bad MAC {mac_s:?} in addresses")))?;
-            let mut ips = Vec::new();
-            for w in words {
-                let ip = w
-                    .parse::<IpAddr>()
-                    .map_err(|_| bad(t, uuid, format!("bad IP {w:?} in addresses")))?;
-                ips.push(ip);
-            }
+        Some(parsed) => {
+            let MacIps { mac, ips } =
+                parsed.map_err(|e| bad(t, uuid, format!("{e} in addresses")))?;
             Ok(PortAddresses {
                 mac: Some(mac),
                 ips,
             })
         }
-        None if entries.iter().any(|e| e.trim() == "unknown") => Ok(PortAddresses {
+        None if entries.contains(&Entry::Unknown) => Ok(PortAddresses {
             mac: None,
             ips: cidrs.iter().map(IpNet::addr).collect(),
         }),

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use obgp_ovn::addresses::Entry;
-use obgp_ovn::neutron::{key, port_type};
+use obgp_ovn::neutron::{key, port_type, requested_chassis};
 
 use crate::agent::AgentView;
 use crate::view::{Raised, RowView, Val};
@@ -69,7 +69,8 @@ pub fn fip<'a>(lsp: &RowView<'a>) -> Result<Val<'a>, Raised> {
 /// `driver_utils.get_port_chassis(port, chassis, default_port_type)`: the
 /// chassis a logical switch port is bound to. `options:requested-chassis`
 /// wins (our chassis if listed, else the first), except for virtual ports;
-/// then `external_ids:neutron:host_id`; else `None`.
+/// then `external_ids:neutron:host_id`; else `None`. The names are read by
+/// [`requested_chassis`] (trimmed), as the snapshot reads them.
 pub fn port_chassis<'a>(
     port: &RowView<'a>,
     chassis: &'a str,
@@ -85,11 +86,11 @@ pub fn port_chassis<'a>(
         && port.col("options")?.get(key::REQUESTED_CHASSIS)?.truthy()
     {
         let requested = port.col("options")?.item(key::REQUESTED_CHASSIS)?;
-        let requested = requested.string_method("split")?;
-        if requested.split(',').any(|c| c == chassis) {
+        let mut names = requested_chassis(requested.string_method("split")?);
+        if names.clone().any(|c| c == chassis) {
             return Ok(Val::Str(chassis));
         }
-        return Ok(Val::Str(requested.split(',').next().unwrap_or("")));
+        return Ok(Val::Str(names.next().unwrap_or("")));
     }
     if port.has("external_ids") && port.col("external_ids")?.get(key::HOST_ID)?.truthy() {
         return port.col("external_ids")?.item(key::HOST_ID);

@@ -148,13 +148,15 @@ struct LspExternalIds<'r> {
     addr_scope6: Option<&'r Str>,
 }
 
-/// `options:requested-chassis` split on commas, trimmed; one chassis (the
-/// usual case) keeps the cache's string.
+/// `options:requested-chassis` as [`neutron::requested_chassis`] reads
+/// it; one chassis written without spaces (the usual case) keeps the
+/// cache's string.
 fn split_chassis(value: &Str) -> Vec<Str> {
-    if !value.contains(',') && value.trim() == value.as_str() {
-        return vec![value.clone()];
+    let names: Vec<&str> = neutron::requested_chassis(value).collect();
+    match names[..] {
+        [only] if only == value.as_str() => vec![value.clone()],
+        _ => names.into_iter().map(Str::from).collect(),
     }
-    value.split(',').map(|c| Str::from(c.trim())).collect()
 }
 
 /// `Logical_Switch_Port`. Its strings are the cache's own (`Str`, shared

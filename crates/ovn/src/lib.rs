@@ -30,7 +30,7 @@ pub use nb::{
 };
 pub use nb_conditions::LspInterest;
 pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
-pub use ovs::{BridgeMapping, LocalOvs};
+pub use ovs::{BridgeMapping, ChassisNaming, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
 pub use snapshot::{
     PortChange, RowFacts, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,

@@ -15,6 +15,7 @@ pub mod fixture;
 pub mod hash;
 pub mod live;
 mod live_sb;
+mod monitor;
 pub mod nb;
 pub mod nb_conditions;
 pub mod neutron;

@@ -8,6 +8,9 @@ use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::nb::RowError;
 
+mod monitor;
+pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};
+
 /// One `ovn-bridge-mappings` entry that parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BridgeMapping {

@@ -18,6 +18,9 @@ use crate::nb::RowError;
 use crate::neutron::{self, key, port_type};
 use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, RowSource, Rows};
 
+mod monitor;
+pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};
+
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
         table,

@@ -115,6 +115,17 @@ pub enum LspType {
 }
 
 impl LspType {
+    /// The `type` column's value ([`port_type`]).
+    pub fn as_str(&self) -> &str {
+        match self {
+            LspType::Vm => port_type::VM,
+            LspType::Virtual => port_type::VIRTUAL,
+            LspType::Router => port_type::ROUTER,
+            LspType::Localnet => port_type::LOCALNET,
+            LspType::Other(other) => other,
+        }
+    }
+
     fn from_column(s: &str) -> LspType {
         match s {
             port_type::VM => LspType::Vm,
@@ -612,6 +623,25 @@ impl Default for NbGlobal {
     fn default() -> Self {
         NbGlobal {
             fip_distributed: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsp_type_reads_and_writes_the_type_column() {
+        for (column, kind) in [
+            (port_type::VM, LspType::Vm),
+            (port_type::VIRTUAL, LspType::Virtual),
+            (port_type::ROUTER, LspType::Router),
+            (port_type::LOCALNET, LspType::Localnet),
+            ("vtep", LspType::Other("vtep".into())),
+        ] {
+            assert_eq!(LspType::from_column(column), kind);
+            assert_eq!(kind.as_str(), column);
         }
     }
 }

@@ -42,6 +42,18 @@ pub enum PbType {
 }
 
 impl PbType {
+    /// The `type` column's value ([`port_type`]).
+    pub fn as_str(&self) -> &str {
+        match self {
+            PbType::Vm => port_type::VM,
+            PbType::Virtual => port_type::VIRTUAL,
+            PbType::Localnet => port_type::LOCALNET,
+            PbType::Patch => port_type::PATCH,
+            PbType::ChassisRedirect => port_type::CHASSISREDIRECT,
+            PbType::Other(other) => other,
+        }
+    }
+
     fn from_column(s: &str) -> PbType {
         match s {
             port_type::VM => PbType::Vm,
@@ -409,6 +421,21 @@ mod tests {
     }
 
     const U: Uuid = Uuid(1);
+
+    #[test]
+    fn pb_type_reads_and_writes_the_type_column() {
+        for (column, kind) in [
+            (port_type::VM, PbType::Vm),
+            (port_type::VIRTUAL, PbType::Virtual),
+            (port_type::LOCALNET, PbType::Localnet),
+            (port_type::PATCH, PbType::Patch),
+            (port_type::CHASSISREDIRECT, PbType::ChassisRedirect),
+            ("l3gateway", PbType::Other("l3gateway".into())),
+        ] {
+            assert_eq!(PbType::from_column(column), kind);
+            assert_eq!(kind.as_str(), column);
+        }
+    }
 
     #[test]
     fn router_port_mac_keeps_prefix_lengths_and_vm_mac_gives_host_ips() {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use obgp_config::{Loader, Source};
+use obgp_controller::QueueConfig;
+use obgp_node::KernelConfig;
 
 const ABOUT: &str =
     "Per-node agent exposing OVN VM IPs, FIPs, LB VIPs and tenant subnets to a BGP fabric \
@@ -55,7 +57,7 @@ pub struct NodeArgs {
         long = "rt-tables",
         value_name = "PATH",
         global = true,
-        default_value = "/etc/iproute2/rt_tables",
+        default_value = KernelConfig::DEFAULT_RT_TABLES,
         help_heading = "Node"
     )]
     pub rt_tables: PathBuf,
@@ -65,13 +67,20 @@ pub struct NodeArgs {
         long = "vty-socket",
         value_name = "DIR",
         global = true,
-        default_value = "/run/frr",
+        default_value = KernelConfig::DEFAULT_VTY_SOCKET,
         help_heading = "Node"
     )]
     pub vty_socket: PathBuf,
 
     /// The link kind created for bgp-nic: `dummy`, or `ifb` on kernels without dummy.
-    #[arg(long = "bgp-nic-kind", value_name = "KIND", global = true, default_value = "dummy", value_parser = ["dummy", "ifb"], help_heading = "Node")]
+    #[arg(
+        long = "bgp-nic-kind",
+        value_name = "KIND",
+        global = true,
+        default_value = KernelConfig::DUMMY_KINDS[0],
+        value_parser = KernelConfig::DUMMY_KINDS,
+        help_heading = "Node"
+    )]
     pub bgp_nic_kind: String,
 
     /// OVSDB events within this many ms of an event-driven reconcile are
@@ -81,7 +90,7 @@ pub struct NodeArgs {
         long = "merge-window-ms",
         value_name = "MS",
         global = true,
-        default_value_t = 100,
+        default_value_t = QueueConfig::DEFAULT_WINDOW.as_millis() as u64,
         value_parser = clap::value_parser!(u64).range(0..=60_000),
         help_heading = "Reconcile"
     )]
@@ -415,6 +424,25 @@ mod tests {
                 .window,
             std::time::Duration::from_millis(250)
         );
+    }
+
+    #[test]
+    fn without_options_the_node_and_the_queue_get_their_own_defaults() {
+        let opts = crate::commands::run_options(
+            &obgp_config::Config::default(),
+            &node_args(&["x"]).unwrap(),
+        );
+        let kernel = KernelConfig::default();
+        assert_eq!(
+            (
+                &opts.kernel.rt_tables,
+                &opts.kernel.vty_socket,
+                &opts.kernel.dummy_kind
+            ),
+            (&kernel.rt_tables, &kernel.vty_socket, &kernel.dummy_kind)
+        );
+        assert_eq!(opts.kernel.netns, None);
+        assert_eq!(opts.queue.window, QueueConfig::default().window);
     }
 
     #[test]

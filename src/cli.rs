@@ -1,6 +1,7 @@
 //! The command line: upstream's `--config-file`/`--config-dir` and oslo.log
 //! flags, plus the subcommands of the Rust agent.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -259,22 +260,35 @@ pub fn parse(matches: &ArgMatches) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(matches)
 }
 
-/// Options whose value is the next argument when not written `--opt=value`.
-const TAKES_VALUE: &[&str] = &[
-    "--netns",
-    "--rt-tables",
-    "--vty-socket",
-    "--bgp-nic-kind",
-    "--merge-window-ms",
-    "--ovn",
-    "--node-state",
-    "--local-nb",
-    "--log-file",
-    "--logfile",
-    "--log-dir",
-    "--logdir",
-    "--format",
-];
+/// The options of every (sub)command whose value is the next argument when
+/// not written `--opt=value`: the long names and aliases (`--opt`) and
+/// short names (`-o`) of the arguments whose clap action takes values.
+pub fn value_options() -> BTreeSet<String> {
+    let mut root = command();
+    // Building adds `--help`/`--version` and propagates global options.
+    root.build();
+    let mut out = BTreeSet::new();
+    let mut commands = vec![&root];
+    while let Some(cmd) = commands.pop() {
+        for arg in cmd.get_arguments() {
+            if !arg.get_action().takes_values() {
+                continue;
+            }
+            let longs = arg
+                .get_long()
+                .into_iter()
+                .chain(arg.get_all_aliases().unwrap_or_default());
+            out.extend(longs.map(|l| format!("--{l}")));
+            let shorts = arg
+                .get_short()
+                .into_iter()
+                .chain(arg.get_all_short_aliases().unwrap_or_default());
+            out.extend(shorts.map(|s| format!("-{s}")));
+        }
+        commands.extend(cmd.get_subcommands());
+    }
+    out
+}
 
 /// The config sources in oslo's order: defaults for what the command line
 /// does not give, then every --config-file and --config-dir in the order
@@ -284,6 +298,7 @@ const TAKES_VALUE: &[&str] = &[
 /// keeps only one level's values when a global option is given both before
 /// and after the subcommand.
 pub fn sources(argv: &[OsString]) -> Vec<Source> {
+    let takes_value = value_options();
     let mut given = Vec::new();
     let mut args = argv.iter().skip(1);
     while let Some(arg) = args.next() {
@@ -299,7 +314,7 @@ pub fn sources(argv: &[OsString]) -> Vec<Source> {
             "--config-file" => Source::File,
             "--config-dir" => Source::Dir,
             _ => {
-                if inline.is_none() && TAKES_VALUE.contains(&name) {
+                if inline.is_none() && takes_value.contains(name) {
                     args.next();
                 }
                 continue;
@@ -451,6 +466,74 @@ mod tests {
             let err = node_args(&["x", "--merge-window-ms", bad]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn the_value_options_are_those_clap_reads_a_value_for() {
+        // Written `--opt=v`, clap refuses the value of an option that takes
+        // none; any other outcome (parsed, a bad value, a missing required
+        // argument) means it read one. Every option of every subcommand.
+        let options = value_options();
+        let mut root = command();
+        root.build();
+        let mut commands = vec![(vec!["x".to_string()], &root)];
+        let (mut flags, mut with_value) = (0, 0);
+        while let Some((path, cmd)) = commands.pop() {
+            for arg in cmd.get_arguments() {
+                let longs = arg
+                    .get_long()
+                    .into_iter()
+                    .chain(arg.get_all_aliases().unwrap_or_default());
+                for long in longs {
+                    let option = format!("--{long}");
+                    let mut argv = path.clone();
+                    argv.push(format!("{option}=v"));
+                    let refused = matches!(
+                        command().try_get_matches_from(&argv),
+                        Err(e) if e.kind() == clap::error::ErrorKind::TooManyValues
+                    );
+                    assert_eq!(
+                        options.contains(&option),
+                        !refused,
+                        "{option} of `{}`",
+                        path.join(" ")
+                    );
+                    if refused {
+                        flags += 1;
+                    } else {
+                        with_value += 1;
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let mut sub_path = path.clone();
+                sub_path.push(sub.get_name().to_string());
+                commands.push((sub_path, sub));
+            }
+        }
+        assert!(
+            flags >= 8 && with_value >= 13,
+            "{flags} flags, {with_value} with a value"
+        );
+        assert!(options.contains("--logfile") && options.contains("--local-nb"));
+        assert!(!options.contains("--debug") && !options.contains("--once"));
+    }
+
+    #[test]
+    fn no_option_value_or_flag_is_taken_for_a_config_file() {
+        let got = sources_of(&[
+            "x",
+            "--debug",
+            "--config-file",
+            "a",
+            "--logfile",
+            "x.log",
+            "status",
+            "--direct",
+            "--config-dir",
+            "d",
+        ]);
+        assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
     }
 
     #[test]

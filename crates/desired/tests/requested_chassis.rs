@@ -1,6 +1,8 @@
 //! The event filter and the desired state agree on a port's host when
-//! `requested-chassis` has spaces around its names: both read it through
-//! `obgp_ovn::neutron::requested_chassis`. The port is the golden
+//! `requested-chassis` has spaces around its names, and for a virtual port
+//! (bound by `neutron:host_id`): both read the option through
+//! `obgp_ovn::neutron::requested_chassis` and decide which column binds
+//! through `requested_chassis_binds`. The port is the golden
 //! `nb-provider-vm` scenario's VM on a provider network, this node is
 //! `compute-1`.
 
@@ -61,8 +63,9 @@ impl AgentView for Agent {
     }
 }
 
-/// The scenario's OVN rows with the VM's `requested-chassis` set to `value`.
-fn with_requested_chassis(value: &str) -> (FixtureDb, Row) {
+/// The scenario's OVN rows with the VM's `requested-chassis` set to
+/// `value` and its `type` to `kind`.
+fn with_requested_chassis(value: &str, kind: &str) -> (FixtureDb, Row) {
     let scenario = read(&fixtures().join("conformance/scenarios/nb-provider-vm.json"));
     let mut ovn = scenario["ovn"].clone();
     let ports = ovn["OVN_Northbound"]["Logical_Switch_Port"]
@@ -73,16 +76,17 @@ fn with_requested_chassis(value: &str) -> (FixtureDb, Row) {
         .find(|p| p["name"] == VM)
         .expect("the scenario's VM port");
     vm["options"] = json!(["map", [[key::REQUESTED_CHASSIS, value]]]);
+    vm["type"] = json!(kind);
     let row = Row::from_wire(vm).unwrap();
     (FixtureDb::from_wire(&ovn).unwrap(), row)
 }
 
 /// (whether the desired state exposes the VM here, whether the create
 /// event's filter matches, the chassis the filter binds the port to).
-fn decisions(requested: &str) -> (bool, bool, String) {
+fn decisions(requested: &str, kind: &str) -> (bool, bool, String) {
     let scenario = read(&fixtures().join("conformance/scenarios/nb-provider-vm.json"));
     let config = scenario_config(&scenario).unwrap();
-    let (db, row) = with_requested_chassis(requested);
+    let (db, row) = with_requested_chassis(requested, kind);
     let snap = snapshot(&db);
     let desired = desired_state(&snap, &config, &NodeFacts::default()).unwrap();
     let exposed = desired.exposed.values().any(|e| e.ip.to_string() == VM_IP);
@@ -103,7 +107,7 @@ fn spaces_around_requested_chassis_names_bind_the_port_here_for_both() {
         "compute-1 ,other-node",
     ] {
         assert_eq!(
-            decisions(requested),
+            decisions(requested, port_type::VM),
             (true, true, HERE.to_string()),
             "requested-chassis = {requested:?}"
         );
@@ -118,9 +122,18 @@ fn another_host_listed_with_spaces_binds_the_port_elsewhere_for_both() {
         ("compute-10, compute-2", "compute-10"),
     ] {
         assert_eq!(
-            decisions(requested),
+            decisions(requested, port_type::VM),
             (false, false, first.to_string()),
             "requested-chassis = {requested:?}"
         );
     }
+}
+
+#[test]
+fn a_virtual_port_is_bound_by_its_host_id_for_both() {
+    // The scenario's VM says `neutron:host_id = compute-1`.
+    assert_eq!(
+        decisions("other-node", port_type::VIRTUAL),
+        (true, true, HERE.to_string())
+    );
 }

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use obgp_ovn::addresses::Entry;
-use obgp_ovn::neutron::{key, port_type, requested_chassis};
+use obgp_ovn::neutron::{key, port_type, requested_chassis, requested_chassis_binds};
 
 use crate::agent::AgentView;
 use crate::view::{Raised, RowView, Val};
@@ -81,7 +81,8 @@ pub fn port_chassis<'a>(
     } else {
         Val::Str(default_type)
     };
-    if !port_type.is(port_type::VIRTUAL)
+    // A non-string type (a mock upstream) equals no type: not `virtual`.
+    if port_type.as_str().is_none_or(requested_chassis_binds)
         && port.has("options")
         && port.col("options")?.get(key::REQUESTED_CHASSIS)?.truthy()
     {

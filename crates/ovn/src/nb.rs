@@ -316,7 +316,9 @@ impl LogicalSwitchPort {
     /// Which column [`Self::binding_candidates`] reads: `requested-chassis`
     /// (not for virtual ports), else `neutron:host_id`.
     pub fn binding_key(&self) -> &'static str {
-        if self.kind != LspType::Virtual && !self.requested_chassis.is_empty() {
+        if neutron::requested_chassis_binds(self.kind.as_str())
+            && !self.requested_chassis.is_empty()
+        {
             key::REQUESTED_CHASSIS
         } else {
             key::HOST_ID

@@ -122,6 +122,15 @@ pub fn requested_chassis(value: &str) -> impl Iterator<Item = &str> + Clone {
     value.split(',').map(str::trim)
 }
 
+/// Whether `requested-chassis` binds a port of type `port_type` (when it
+/// is set): every type but `virtual`, whose chassis is the one of its
+/// active parent (upstream `get_port_chassis`). A port it does not bind is
+/// bound by `neutron:host_id`. The snapshot and the event filters decide
+/// through here.
+pub fn requested_chassis_binds(port_type: &str) -> bool {
+    port_type != port_type::VIRTUAL
+}
+
 /// Parses an IP with or without a prefix length (`10.0.0.5` or `10.0.0.5/24`)
 /// into an interface network that keeps the host bits.
 pub fn parse_ip_net(s: &str) -> Option<IpNet> {

@@ -88,10 +88,9 @@ fn main() -> Result<()> {
             for &monitor in &monitors {
                 for &how in &modes {
                     common::fresh_node_namespace(&mut node, "conv")?;
-                    let r =
-                        measure(&binary, &mut node, how, monitor, resyncs).with_context(|| {
-                            format!("N={n}, announce_with={how:?}, {monitor:?} NB monitor")
-                        })?;
+                    let r = measure(&binary, &mut node, how, monitor, resyncs).with_context(|| {
+                        format!("N={n}, announce_with={how:?}, {monitor:?} NB monitor")
+                    })?;
                     r.print(n, how, monitor, run);
                 }
             }
@@ -266,9 +265,7 @@ fn measure(
     for k in 1..=resyncs {
         let resynced = || resync_reconciles(&log_path);
         let before = resynced()?;
-        node.nb
-            .restart()
-            .context("restarting the NB ovsdb-server")?;
+        node.nb.restart().context("restarting the NB ovsdb-server")?;
         let deadline = Instant::now() + Duration::from_secs(300);
         while resynced()? <= before {
             if let Some(status) = daemon.try_wait()? {

@@ -107,6 +107,8 @@ pub fn has_additional_binding(row: &RowView<'_>) -> Result<bool, Raised> {
     }
     match row.col("options")?.get(key::REQUESTED_CHASSIS)? {
         Val::None => Ok(false),
+        Val::Str(names) => Ok(requested_chassis(names).nth(1).is_some()),
+        // Upstream's `',' in value` on a value that is no string.
         v => v.contains(","),
     }
 }

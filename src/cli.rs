@@ -1,11 +1,14 @@
 //! The command line: upstream's `--config-file`/`--config-dir` and oslo.log
 //! flags, plus the subcommands of the Rust agent.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use obgp_config::{Loader, Source};
+use obgp_controller::QueueConfig;
+use obgp_node::KernelConfig;
 
 const ABOUT: &str =
     "Per-node agent exposing OVN VM IPs, FIPs, LB VIPs and tenant subnets to a BGP fabric \
@@ -55,7 +58,7 @@ pub struct NodeArgs {
         long = "rt-tables",
         value_name = "PATH",
         global = true,
-        default_value = "/etc/iproute2/rt_tables",
+        default_value = KernelConfig::DEFAULT_RT_TABLES,
         help_heading = "Node"
     )]
     pub rt_tables: PathBuf,
@@ -65,13 +68,20 @@ pub struct NodeArgs {
         long = "vty-socket",
         value_name = "DIR",
         global = true,
-        default_value = "/run/frr",
+        default_value = KernelConfig::DEFAULT_VTY_SOCKET,
         help_heading = "Node"
     )]
     pub vty_socket: PathBuf,
 
     /// The link kind created for bgp-nic: `dummy`, or `ifb` on kernels without dummy.
-    #[arg(long = "bgp-nic-kind", value_name = "KIND", global = true, default_value = "dummy", value_parser = ["dummy", "ifb"], help_heading = "Node")]
+    #[arg(
+        long = "bgp-nic-kind",
+        value_name = "KIND",
+        global = true,
+        default_value = KernelConfig::DUMMY_KINDS[0],
+        value_parser = KernelConfig::DUMMY_KINDS,
+        help_heading = "Node"
+    )]
     pub bgp_nic_kind: String,
 
     /// OVSDB events within this many ms of an event-driven reconcile are
@@ -81,7 +91,7 @@ pub struct NodeArgs {
         long = "merge-window-ms",
         value_name = "MS",
         global = true,
-        default_value_t = 100,
+        default_value_t = QueueConfig::DEFAULT_WINDOW.as_millis() as u64,
         value_parser = clap::value_parser!(u64).range(0..=60_000),
         help_heading = "Reconcile"
     )]
@@ -250,22 +260,35 @@ pub fn parse(matches: &ArgMatches) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(matches)
 }
 
-/// Options whose value is the next argument when not written `--opt=value`.
-const TAKES_VALUE: &[&str] = &[
-    "--netns",
-    "--rt-tables",
-    "--vty-socket",
-    "--bgp-nic-kind",
-    "--merge-window-ms",
-    "--ovn",
-    "--node-state",
-    "--local-nb",
-    "--log-file",
-    "--logfile",
-    "--log-dir",
-    "--logdir",
-    "--format",
-];
+/// The options of every (sub)command whose value is the next argument when
+/// not written `--opt=value`: the long names and aliases (`--opt`) and
+/// short names (`-o`) of the arguments whose clap action takes values.
+pub fn value_options() -> BTreeSet<String> {
+    let mut root = command();
+    // Building adds `--help`/`--version` and propagates global options.
+    root.build();
+    let mut out = BTreeSet::new();
+    let mut commands = vec![&root];
+    while let Some(cmd) = commands.pop() {
+        for arg in cmd.get_arguments() {
+            if !arg.get_action().takes_values() {
+                continue;
+            }
+            let longs = arg
+                .get_long()
+                .into_iter()
+                .chain(arg.get_all_aliases().unwrap_or_default());
+            out.extend(longs.map(|l| format!("--{l}")));
+            let shorts = arg
+                .get_short()
+                .into_iter()
+                .chain(arg.get_all_short_aliases().unwrap_or_default());
+            out.extend(shorts.map(|s| format!("-{s}")));
+        }
+        commands.extend(cmd.get_subcommands());
+    }
+    out
+}
 
 /// The config sources in oslo's order: defaults for what the command line
 /// does not give, then every --config-file and --config-dir in the order
@@ -275,6 +298,7 @@ const TAKES_VALUE: &[&str] = &[
 /// keeps only one level's values when a global option is given both before
 /// and after the subcommand.
 pub fn sources(argv: &[OsString]) -> Vec<Source> {
+    let takes_value = value_options();
     let mut given = Vec::new();
     let mut args = argv.iter().skip(1);
     while let Some(arg) = args.next() {
@@ -290,7 +314,7 @@ pub fn sources(argv: &[OsString]) -> Vec<Source> {
             "--config-file" => Source::File,
             "--config-dir" => Source::Dir,
             _ => {
-                if inline.is_none() && TAKES_VALUE.contains(&name) {
+                if inline.is_none() && takes_value.contains(name) {
                     args.next();
                 }
                 continue;
@@ -418,11 +442,98 @@ mod tests {
     }
 
     #[test]
+    fn without_options_the_node_and_the_queue_get_their_own_defaults() {
+        let opts = crate::commands::run_options(
+            &obgp_config::Config::default(),
+            &node_args(&["x"]).unwrap(),
+        );
+        let kernel = KernelConfig::default();
+        assert_eq!(
+            (
+                &opts.kernel.rt_tables,
+                &opts.kernel.vty_socket,
+                &opts.kernel.dummy_kind
+            ),
+            (&kernel.rt_tables, &kernel.vty_socket, &kernel.dummy_kind)
+        );
+        assert_eq!(opts.kernel.netns, None);
+        assert_eq!(opts.queue.window, QueueConfig::default().window);
+    }
+
+    #[test]
     fn a_merge_window_over_a_minute_or_negative_is_a_usage_error() {
         for bad in ["60001", "-1", "soon"] {
             let err = node_args(&["x", "--merge-window-ms", bad]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn the_value_options_are_those_clap_reads_a_value_for() {
+        // Written `--opt=v`, clap refuses the value of an option that takes
+        // none; any other outcome (parsed, a bad value, a missing required
+        // argument) means it read one. Every option of every subcommand.
+        let options = value_options();
+        let mut root = command();
+        root.build();
+        let mut commands = vec![(vec!["x".to_string()], &root)];
+        let (mut flags, mut with_value) = (0, 0);
+        while let Some((path, cmd)) = commands.pop() {
+            for arg in cmd.get_arguments() {
+                let longs = arg
+                    .get_long()
+                    .into_iter()
+                    .chain(arg.get_all_aliases().unwrap_or_default());
+                for long in longs {
+                    let option = format!("--{long}");
+                    let mut argv = path.clone();
+                    argv.push(format!("{option}=v"));
+                    let refused = matches!(
+                        command().try_get_matches_from(&argv),
+                        Err(e) if e.kind() == clap::error::ErrorKind::TooManyValues
+                    );
+                    assert_eq!(
+                        options.contains(&option),
+                        !refused,
+                        "{option} of `{}`",
+                        path.join(" ")
+                    );
+                    if refused {
+                        flags += 1;
+                    } else {
+                        with_value += 1;
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let mut sub_path = path.clone();
+                sub_path.push(sub.get_name().to_string());
+                commands.push((sub_path, sub));
+            }
+        }
+        assert!(
+            flags >= 8 && with_value >= 13,
+            "{flags} flags, {with_value} with a value"
+        );
+        assert!(options.contains("--logfile") && options.contains("--local-nb"));
+        assert!(!options.contains("--debug") && !options.contains("--once"));
+    }
+
+    #[test]
+    fn no_option_value_or_flag_is_taken_for_a_config_file() {
+        let got = sources_of(&[
+            "x",
+            "--debug",
+            "--config-file",
+            "a",
+            "--logfile",
+            "x.log",
+            "status",
+            "--direct",
+            "--config-dir",
+            "d",
+        ]);
+        assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
     }
 
     #[test]

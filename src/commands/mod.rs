@@ -108,7 +108,7 @@ pub fn run_options(
         netns: node
             .netns
             .as_ref()
-            .map(|n| std::path::Path::new("/run/netns").join(n)),
+            .map(|n| std::path::Path::new(obgp_node::KernelConfig::NETNS_DIR).join(n)),
         rt_tables: node.rt_tables.clone(),
         dummy_kind: node.bgp_nic_kind.clone(),
         vty_socket: Some(node.vty_socket.clone()),

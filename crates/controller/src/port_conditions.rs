@@ -17,7 +17,6 @@ use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 
-use crate::reconcile::chassis_name;
 use crate::sources::{Inputs, OvnSources, SourceError};
 
 /// Rounds of recompute-and-send before giving up for this reconcile: the
@@ -68,8 +67,10 @@ impl PortConditions {
     /// The ports `snap` calls for, `filled_with` being the interest whose
     /// rows its ports are.
     pub fn wanted(&self, snap: &Snapshot, filled_with: Option<&LspInterest>) -> LspInterest {
-        let chassis = chassis_name(&self.config, snap, self.system_hostname.as_deref());
-        let interest = LspInterest::of(snap, Some(&chassis), filled_with);
+        let chassis =
+            obgp_desired::chassis_name(&self.config, snap, self.system_hostname.as_deref())
+                .unwrap_or_default();
+        let interest = LspInterest::of(snap, Some(chassis), filled_with);
         match self.config.default.exposing_method {
             ExposingMethod::Vrf => interest.with_bgpvpn_ports(snap),
             _ => interest,

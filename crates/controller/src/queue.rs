@@ -33,10 +33,15 @@ pub struct QueueConfig {
     pub burst: NonZeroU32,
 }
 
+impl QueueConfig {
+    /// The merge window when none is given (`--merge-window-ms`).
+    pub const DEFAULT_WINDOW: Duration = Duration::from_millis(100);
+}
+
 impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {
-            window: Duration::from_millis(100),
+            window: Self::DEFAULT_WINDOW,
             max_per_second: NonZeroU32::new(10).expect("non-zero"),
             burst: NonZeroU32::new(5).expect("non-zero"),
         }

@@ -28,8 +28,8 @@ mod node_side;
 mod report;
 
 use last_plan::LastPlan;
+pub use node_side::object_kind;
 use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
-pub use node_side::{chassis_name, object_kind};
 pub(crate) use node_side::{system_hostname, unread_commands};
 pub use report::{FrrApplyCause, ReconcileReport};
 
@@ -354,7 +354,9 @@ impl Reconciler {
     /// for the SB driver, the hostname (OVS `hostname`, else the system's)
     /// for the NB driver's LSP `requested-chassis`/`neutron:host_id`.
     pub fn chassis_name(&self, snap: &Snapshot) -> String {
-        chassis_name(&self.config, snap, self.facts.system_hostname.as_deref())
+        obgp_desired::chassis_name(&self.config, snap, self.facts.system_hostname.as_deref())
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// Whether FRR counts as holding our text without reading it: it is

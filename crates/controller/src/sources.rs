@@ -18,54 +18,13 @@ use obgp_config::Config;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb::rpc::transport::parse_remotes;
 use obgp_ovsdb::{Client, ClientConfig, Remote, TlsFiles, TlsSettings};
-use obgp_ovsdb_data::{Change, MonitorSpec, TableMonitor};
+use obgp_ovsdb_data::{Change, MonitorSpec};
 use tokio::sync::{broadcast, watch};
 
 use crate::follower::SnapshotFollower;
 use crate::local_nb::LocalNbSource;
 use crate::ofports::{ofports, OfPorts};
 use crate::port_conditions::{conditional, PortConditions};
-
-/// The SB tables and columns the SB driver reads.
-pub const SB_COLUMNS: &[(&str, &[&str])] = &[
-    (
-        "Port_Binding",
-        &[
-            "logical_port",
-            "type",
-            "datapath",
-            "chassis",
-            "up",
-            "mac",
-            "nat_addresses",
-            "options",
-            "tag",
-            "external_ids",
-        ],
-    ),
-    ("Chassis", &["name"]),
-    (
-        "Load_Balancer",
-        &[
-            "name",
-            "datapaths",
-            "datapath_group",
-            "ls_datapath_group",
-            "lr_datapath_group",
-        ],
-    ),
-    ("Logical_DP_Group", &["datapaths"]),
-];
-
-/// The local OVS tables and the columns read: identity, bridge mappings,
-/// bridges and their ports. Interface statistics are left out: they change
-/// every few seconds and would wake the agent for nothing.
-pub const OVS_COLUMNS: &[(&str, &[&str])] = &[
-    ("Open_vSwitch", &["external_ids", "bridges"]),
-    ("Bridge", &["name", "ports"]),
-    ("Port", &["name", "interfaces"]),
-    ("Interface", &["name", "type", "options", "ofport"]),
-];
 
 /// Why the databases could not be reached or read.
 #[derive(Debug, thiserror::Error)]
@@ -123,19 +82,6 @@ fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError
         value: value.to_string(),
         source,
     })
-}
-
-fn columns(spec: &[(&str, &[&str])]) -> MonitorSpec {
-    spec.iter()
-        .fold(MonitorSpec::default(), |m, (table, cols)| {
-            m.table(
-                table,
-                TableMonitor {
-                    columns: Some(cols.iter().map(|c| c.to_string()).collect()),
-                    ..TableMonitor::default()
-                },
-            )
-        })
 }
 
 /// A client for an OVN database, with TLS when a remote is `ssl:`.
@@ -212,7 +158,7 @@ impl OvnSources {
             client: Client::start(ClientConfig::new(
                 remotes("[DEFAULT] ovsdb_connection", ovs_conn)?,
                 obgp_ovn::OVS_DB,
-                columns(OVS_COLUMNS),
+                obgp_ovn::ovs::monitor_spec(),
             )),
             remotes: ovs_conn.clone(),
         };
@@ -240,7 +186,7 @@ impl OvnSources {
                     "[ovn] ovn_sb_connection",
                     &conn,
                     obgp_ovn::SB_DB,
-                    columns(SB_COLUMNS),
+                    obgp_ovn::sb::monitor_spec(),
                     (
                         &o.ovn_sb_private_key,
                         &o.ovn_sb_certificate,

@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 
 use obgp_config::{AdvertisementMethod, AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_netmodel::DevName;
-use obgp_ovn::Snapshot;
+use obgp_ovn::{ChassisNaming, Snapshot};
 
 pub use explain::{explain, ExplainError, Explanation, Finding, Query, RowInfo};
 pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
@@ -307,10 +307,26 @@ fn nb_vrf(
     Ok(())
 }
 
-/// The NB driver's chassis name: OVS `external_ids:hostname`, else the system's.
-fn chassis_hostname<'a>(snap: &'a Snapshot, facts: &'a NodeFacts) -> Option<&'a str> {
+/// This node's name in the rows `config`'s driver reads: the OVS
+/// `system-id` for the SB drivers (Port_Binding `chassis`), the hostname
+/// (OVS `hostname`, else `system_hostname`) for the NB driver's LSP
+/// `requested-chassis`/`neutron:host_id`. `None` when the node has none.
+pub fn chassis_name<'a>(
+    config: &Config,
+    snap: &'a Snapshot,
+    system_hostname: Option<&'a str>,
+) -> Option<&'a str> {
+    let naming = if config.default.driver.reads_sb() {
+        ChassisNaming::SystemId
+    } else {
+        ChassisNaming::Hostname
+    };
+    snap.ovs.chassis_name(naming, system_hostname)
+}
+
+/// The NB driver's chassis name ([`ChassisNaming::Hostname`]) with the
+/// system hostname of `facts`.
+pub(crate) fn chassis_hostname<'a>(snap: &'a Snapshot, facts: &'a NodeFacts) -> Option<&'a str> {
     snap.ovs
-        .hostname
-        .as_deref()
-        .or(facts.system_hostname.as_deref())
+        .chassis_name(ChassisNaming::Hostname, facts.system_hostname.as_deref())
 }

@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 
-use obgp_ovn::neutron::{key, port_type};
+use obgp_ovn::addresses::Entry;
+use obgp_ovn::neutron::{key, port_type, requested_chassis, requested_chassis_binds};
 
 use crate::agent::AgentView;
 use crate::view::{Raised, RowView, Val};
@@ -19,9 +20,9 @@ pub fn is_vm_or_virtual(port_type: &Val<'_>) -> bool {
 }
 
 /// `port_utils.has_ip_address_defined(address)`: `"<mac> <ip>..."` holds at
-/// least one IP (a space after stripping).
+/// least one IP (a word after the MAC, [`Entry::has_ip`]).
 pub fn has_ip_address_defined(address: &Val<'_>) -> Result<bool, Raised> {
-    Ok(address.string_method("strip")?.trim().contains(' '))
+    Ok(Entry::read(address.string_method("strip")?).has_ip())
 }
 
 /// `bool(row.up[0])`.
@@ -29,33 +30,25 @@ pub fn is_up(row: &RowView<'_>) -> Result<bool, Raised> {
     Ok(row.col("up")?.first()?.truthy())
 }
 
-/// `port_utils.get_address_list(lsp)`: the words of `addresses[0]`, empty
-/// when the port has no addresses (or no such column).
-pub fn address_list<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
+/// `port_utils.get_ips_from_lsp(lsp)`: the IPs after the MAC of
+/// `addresses[0]` ([`Entry::ip_words`]); `IpAddressNotFound` when there is
+/// none, or the port has no addresses (or no such column).
+pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
     let first = match lsp.col("addresses").and_then(|a| a.first()) {
         Ok(v) => v,
-        Err(Raised::Attribute(_) | Raised::Index) => return Ok(Vec::new()),
+        Err(Raised::Attribute(_) | Raised::Index) => return Err(Raised::IpAddressNotFound),
         Err(e) => return Err(e),
     };
-    let words: Vec<&str> = match first.string_method("strip") {
-        Ok(s) => s.trim().split(' ').collect(),
-        Err(Raised::Attribute(_)) => return Ok(Vec::new()),
+    let entry = match first.string_method("strip") {
+        Ok(s) => s,
+        Err(Raised::Attribute(_)) => return Err(Raised::IpAddressNotFound),
         Err(e) => return Err(e),
     };
-    if words.first().is_none_or(|w| w.is_empty()) {
-        return Ok(Vec::new());
-    }
-    Ok(words)
-}
-
-/// `port_utils.get_ips_from_lsp(lsp)`: the IPs after the MAC.
-pub fn ips_from_lsp<'a>(lsp: &RowView<'a>) -> Result<Vec<&'a str>, Raised> {
-    let mut words = address_list(lsp)?;
-    if words.len() < 2 {
+    let ips: Vec<&str> = Entry::read(entry).ip_words().collect();
+    if ips.is_empty() {
         return Err(Raised::IpAddressNotFound);
     }
-    words.remove(0);
-    Ok(words)
+    Ok(ips)
 }
 
 /// `common.get_from_external_ids(row, key)`: the value, or `None` when the
@@ -76,7 +69,8 @@ pub fn fip<'a>(lsp: &RowView<'a>) -> Result<Val<'a>, Raised> {
 /// `driver_utils.get_port_chassis(port, chassis, default_port_type)`: the
 /// chassis a logical switch port is bound to. `options:requested-chassis`
 /// wins (our chassis if listed, else the first), except for virtual ports;
-/// then `external_ids:neutron:host_id`; else `None`.
+/// then `external_ids:neutron:host_id`; else `None`. The names are read by
+/// [`requested_chassis`] (trimmed), as the snapshot reads them.
 pub fn port_chassis<'a>(
     port: &RowView<'a>,
     chassis: &'a str,
@@ -87,16 +81,17 @@ pub fn port_chassis<'a>(
     } else {
         Val::Str(default_type)
     };
-    if !port_type.is(port_type::VIRTUAL)
+    // A non-string type (a mock upstream) equals no type: not `virtual`.
+    if port_type.as_str().is_none_or(requested_chassis_binds)
         && port.has("options")
         && port.col("options")?.get(key::REQUESTED_CHASSIS)?.truthy()
     {
         let requested = port.col("options")?.item(key::REQUESTED_CHASSIS)?;
-        let requested = requested.string_method("split")?;
-        if requested.split(',').any(|c| c == chassis) {
+        let mut names = requested_chassis(requested.string_method("split")?);
+        if names.clone().any(|c| c == chassis) {
             return Ok(Val::Str(chassis));
         }
-        return Ok(Val::Str(requested.split(',').next().unwrap_or("")));
+        return Ok(Val::Str(names.next().unwrap_or("")));
     }
     if port.has("external_ids") && port.col("external_ids")?.get(key::HOST_ID)?.truthy() {
         return port.col("external_ids")?.item(key::HOST_ID);
@@ -112,6 +107,8 @@ pub fn has_additional_binding(row: &RowView<'_>) -> Result<bool, Raised> {
     }
     match row.col("options")?.get(key::REQUESTED_CHASSIS)? {
         Val::None => Ok(false),
+        Val::Str(names) => Ok(requested_chassis(names).nth(1).is_some()),
+        // Upstream's `',' in value` on a value that is no string.
         v => v.contains(","),
     }
 }

@@ -4,6 +4,7 @@
 //! Tables: Port_Binding and Load_Balancer of the Southbound database.
 //! "Chassis" is the OVS system-id, compared with `Port_Binding.chassis[0].name`.
 
+use obgp_ovn::addresses;
 use obgp_ovn::neutron::{key, port_type, LRP_PREFIX};
 
 use crate::agent::AgentView;
@@ -21,7 +22,7 @@ fn mac_has_ip(row: &RowView<'_>) -> Result<bool, Raised> {
 /// `row.mac == ['unknown']` (ports created with config drive instead of DHCP).
 fn mac_is_unknown(row: &RowView<'_>) -> Result<bool, Raised> {
     Ok(match row.col("mac")? {
-        Val::List([only]) => only.as_str() == Some("unknown"),
+        Val::List([only]) => only.as_str() == Some(addresses::UNKNOWN),
         _ => false,
     })
 }

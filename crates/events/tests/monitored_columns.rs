@@ -1,6 +1,7 @@
 //! The NB predicates read only columns the NB driver monitors
-//! (`obgp_ovn::nb::MONITORED_COLUMNS`): a column left out of the monitor
-//! would read as its default and silently change a decision.
+//! (`obgp_ovn::nb::MONITORED_COLUMNS`), the SB ones only columns the SB
+//! drivers monitor (`obgp_ovn::sb::MONITORED_COLUMNS`): a column left out
+//! of the monitor would read as its default and silently change a decision.
 //!
 //! Predicates name columns as literals (`row.col("external_ids")`,
 //! `row.text("type")`, `old.has("up")`); this test collects every such
@@ -15,6 +16,7 @@
 //! equality would see the projection).
 
 use obgp_ovn::nb::{MONITORED_COLUMNS, MONITORED_KEYS};
+use obgp_ovn::sb::MONITORED_COLUMNS as SB_MONITORED_COLUMNS;
 
 /// The column literals passed to `.col(`, `.text(` and `.has(` in `source`.
 fn column_literals(source: &str) -> Vec<&str> {
@@ -49,19 +51,43 @@ fn nb_predicates_read_only_monitored_columns() {
     }
 }
 
+fn sb_monitored_anywhere(column: &str) -> bool {
+    SB_MONITORED_COLUMNS
+        .iter()
+        .any(|(_, cols)| cols.contains(&column))
+}
+
+#[test]
+fn sb_predicates_read_only_monitored_columns() {
+    let mut found = Vec::new();
+    for source in [
+        include_str!("../src/sb.rs"),
+        include_str!("../src/evpn.rs"),
+        include_str!("../src/stretched.rs"),
+    ] {
+        found.extend(column_literals(code(source)));
+    }
+    assert!(found.len() > 30, "only {} column reads found", found.len());
+    for c in found {
+        assert!(
+            sb_monitored_anywhere(c),
+            "an SB predicate reads column {c:?}, which sb::MONITORED_COLUMNS leaves out"
+        );
+    }
+}
+
 #[test]
 fn shared_helpers_read_only_monitored_columns() {
-    // `first_chassis_name` reads the SB Port_Binding `chassis` column; every
-    // other helper is used on NB rows too.
-    const SB_ONLY: &[&str] = &["chassis"];
+    // The helpers read NB rows and SB rows (`first_chassis_name` reads the
+    // Port_Binding `chassis`).
     for source in [
         include_str!("../src/neutron.rs"),
         include_str!("../src/registry.rs"),
     ] {
         for c in column_literals(source) {
             assert!(
-                monitored_anywhere(c) || SB_ONLY.contains(&c),
-                "a shared helper reads column {c:?}, which nb::MONITORED_COLUMNS leaves out"
+                monitored_anywhere(c) || sb_monitored_anywhere(c),
+                "a shared helper reads column {c:?}, which neither nb:: nor sb::MONITORED_COLUMNS has"
             );
         }
     }

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 /// Where and how the node is reached.
 #[derive(Clone, Debug)]
 pub struct KernelConfig {
-    /// A network namespace file (`/run/netns/NAME`); `None` is the agent's own.
+    /// A network namespace file ([`Self::NETNS_DIR`]`/NAME`); `None` is the agent's own.
     pub netns: Option<PathBuf>,
-    /// `/etc/iproute2/rt_tables`.
+    /// The routing table names file ([`Self::DEFAULT_RT_TABLES`]).
     pub rt_tables: PathBuf,
     /// The rtnetlink kind created for [`LinkKind::Dummy`](obgp_netmodel::LinkKind::Dummy): `dummy`, or a
     /// stand-in (`ifb`) on kernels without it.
@@ -40,19 +40,30 @@ pub struct KernelConfig {
     pub mirror_rcvbuf: Option<usize>,
 }
 
+impl KernelConfig {
+    /// The routing table names file, where the kernel's tools read it.
+    pub const DEFAULT_RT_TABLES: &'static str = "/etc/iproute2/rt_tables";
+    /// FRR's vty socket directory of a packaged FRR.
+    pub const DEFAULT_VTY_SOCKET: &'static str = "/run/frr";
+    /// The link kinds that can stand for a dummy device ([`Self::dummy_kind`]).
+    pub const DUMMY_KINDS: [&'static str; 2] = ["dummy", "ifb"];
+    /// The directory where `ip netns` keeps the namespaces it names.
+    pub const NETNS_DIR: &'static str = "/run/netns";
+}
+
 impl Default for KernelConfig {
     fn default() -> Self {
         KernelConfig {
             netns: None,
-            rt_tables: "/etc/iproute2/rt_tables".into(),
-            dummy_kind: "dummy".into(),
+            rt_tables: Self::DEFAULT_RT_TABLES.into(),
+            dummy_kind: Self::DUMMY_KINDS[0].into(),
             ovs_ofctl: "ovs-ofctl".into(),
             ovs_vsctl: "ovs-vsctl".into(),
             ovs_appctl: "ovs-appctl".into(),
             read_static_fdb: false,
             ovs_rundir: None,
             vtysh: "vtysh".into(),
-            vty_socket: Some("/run/frr".into()),
+            vty_socket: Some(Self::DEFAULT_VTY_SOCKET.into()),
             // For tests and benches; the agent sets both from the
             // configuration (`vtysh_timeout`, `ovs_ofctl_timeout`).
             vtysh_timeout: std::time::Duration::from_secs(5),

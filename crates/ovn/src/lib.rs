@@ -10,10 +10,12 @@
 //! [`LiveSnapshot`] keeps a snapshot up to date row by row (OVSDB changes),
 //! so a one-row change costs O(that row), not a rebuild of the database.
 
+pub mod addresses;
 pub mod fixture;
 pub mod hash;
 pub mod live;
 mod live_sb;
+mod monitor;
 pub mod nb;
 pub mod nb_conditions;
 pub mod neutron;
@@ -29,7 +31,7 @@ pub use nb::{
 };
 pub use nb_conditions::LspInterest;
 pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
-pub use ovs::{BridgeMapping, LocalOvs};
+pub use ovs::{BridgeMapping, ChassisNaming, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
 pub use snapshot::{
     PortChange, RowFacts, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,

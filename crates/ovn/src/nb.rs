@@ -11,6 +11,7 @@ use ipnet::IpNet;
 use obgp_netmodel::MacAddr;
 use obgp_ovsdb_data::{Datum, Row, Str, Uuid};
 
+use crate::addresses::{Entry, MacIps};
 use crate::neutron::{self, dhcp_option, key, nat_type, port_type, BgpVpn, BgpVpnError};
 
 mod monitor;
@@ -114,6 +115,17 @@ pub enum LspType {
 }
 
 impl LspType {
+    /// The `type` column's value ([`port_type`]).
+    pub fn as_str(&self) -> &str {
+        match self {
+            LspType::Vm => port_type::VM,
+            LspType::Virtual => port_type::VIRTUAL,
+            LspType::Router => port_type::ROUTER,
+            LspType::Localnet => port_type::LOCALNET,
+            LspType::Other(other) => other,
+        }
+    }
+
     fn from_column(s: &str) -> LspType {
         match s {
             port_type::VM => LspType::Vm,
@@ -147,13 +159,15 @@ struct LspExternalIds<'r> {
     addr_scope6: Option<&'r Str>,
 }
 
-/// `options:requested-chassis` split on commas, trimmed; one chassis (the
-/// usual case) keeps the cache's string.
+/// `options:requested-chassis` as [`neutron::requested_chassis`] reads
+/// it; one chassis written without spaces (the usual case) keeps the
+/// cache's string.
 fn split_chassis(value: &Str) -> Vec<Str> {
-    if !value.contains(',') && value.trim() == value.as_str() {
-        return vec![value.clone()];
+    let names: Vec<&str> = neutron::requested_chassis(value).collect();
+    match names[..] {
+        [only] if only == value.as_str() => vec![value.clone()],
+        _ => names.into_iter().map(Str::from).collect(),
     }
-    value.split(',').map(|c| Str::from(c.trim())).collect()
 }
 
 /// `Logical_Switch_Port`. Its strings are the cache's own (`Str`, shared
@@ -302,7 +316,9 @@ impl LogicalSwitchPort {
     /// Which column [`Self::binding_candidates`] reads: `requested-chassis`
     /// (not for virtual ports), else `neutron:host_id`.
     pub fn binding_key(&self) -> &'static str {
-        if self.kind != LspType::Virtual && !self.requested_chassis.is_empty() {
+        if neutron::requested_chassis_binds(self.kind.as_str())
+            && !self.requested_chassis.is_empty()
+        {
             key::REQUESTED_CHASSIS
         } else {
             key::HOST_ID
@@ -335,32 +351,21 @@ fn parse_addresses(
     row: &Row,
     cidrs: &[IpNet],
 ) -> Result<PortAddresses, RowError> {
-    let entries: Vec<&str> = row.strs("addresses").collect();
-    // The first "<mac> <ip>..." entry wins; "unknown"/"dynamic" carry no IP.
+    let entries: Vec<Entry<'_>> = row.strs("addresses").map(Entry::read).collect();
+    // The first "<mac> <ip>..." entry wins; the keywords carry no IP.
     let first = entries
         .iter()
-        .map(|e| e.trim())
-        .find(|e| !e.is_empty() && *e != "unknown" && *e != "dynamic" && *e != "router");
+        .find_map(|e| e.mac_ips(|w| w.parse::<IpAddr>().ok()));
     match first {
-        Some(entry) => {
-            let mut words = entry.split_whitespace();
-            let mac_s = words.next().unwrap_or("");
-            let mac = mac_s
-                .parse::<MacAddr>()
-                .map_err(|_| bad(t, uuid, format!("bad MAC {mac_s:?} in addresses")))?;
-            let mut ips = Vec::new();
-            for w in words {
-                let ip = w
-                    .parse::<IpAddr>()
-                    .map_err(|_| bad(t, uuid, format!("bad IP {w:?} in addresses")))?;
-                ips.push(ip);
-            }
+        Some(parsed) => {
+            let MacIps { mac, ips } =
+                parsed.map_err(|e| bad(t, uuid, format!("{e} in addresses")))?;
             Ok(PortAddresses {
                 mac: Some(mac),
                 ips,
             })
         }
-        None if entries.iter().any(|e| e.trim() == "unknown") => Ok(PortAddresses {
+        None if entries.contains(&Entry::Unknown) => Ok(PortAddresses {
             mac: None,
             ips: cidrs.iter().map(IpNet::addr).collect(),
         }),
@@ -620,6 +625,25 @@ impl Default for NbGlobal {
     fn default() -> Self {
         NbGlobal {
             fip_distributed: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsp_type_reads_and_writes_the_type_column() {
+        for (column, kind) in [
+            (port_type::VM, LspType::Vm),
+            (port_type::VIRTUAL, LspType::Virtual),
+            (port_type::ROUTER, LspType::Router),
+            (port_type::LOCALNET, LspType::Localnet),
+            ("vtep", LspType::Other("vtep".into())),
+        ] {
+            assert_eq!(LspType::from_column(column), kind);
+            assert_eq!(kind.as_str(), column);
         }
     }
 }

@@ -111,6 +111,26 @@ pub fn strip_prefix(name: &str) -> &str {
     name.strip_prefix(NAME_PREFIX).unwrap_or(name)
 }
 
+/// The chassis names (hostnames) of an LSP's `options:requested-chassis`:
+/// comma-separated, each trimmed. One name usually; two while a live
+/// migration is in progress. The snapshot's binding
+/// ([`crate::LogicalSwitchPort::binding_candidates`]) and the event
+/// filters (`obgp-events`' `port_chassis`) both read it through here, so
+/// they agree on a port's host. (Upstream's `get_port_chassis` does not
+/// trim; Neutron writes no spaces.)
+pub fn requested_chassis(value: &str) -> impl Iterator<Item = &str> + Clone {
+    value.split(',').map(str::trim)
+}
+
+/// Whether `requested-chassis` binds a port of type `port_type` (when it
+/// is set): every type but `virtual`, whose chassis is the one of its
+/// active parent (upstream `get_port_chassis`). A port it does not bind is
+/// bound by `neutron:host_id`. The snapshot and the event filters decide
+/// through here.
+pub fn requested_chassis_binds(port_type: &str) -> bool {
+    port_type != port_type::VIRTUAL
+}
+
 /// Parses an IP with or without a prefix length (`10.0.0.5` or `10.0.0.5/24`)
 /// into an interface network that keeps the host bits.
 pub fn parse_ip_net(s: &str) -> Option<IpNet> {

@@ -8,6 +8,9 @@ use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::nb::RowError;
 
+mod monitor;
+pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};
+
 /// One `ovn-bridge-mappings` entry that parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BridgeMapping {
@@ -37,6 +40,16 @@ pub struct LocalOvs {
     /// suffix: a second ovn-controller started with `-n <suffix>` reads
     /// them (`exposing_method = ovn` reads the one of `bgp_chassis_id`).
     pub suffixed_bridge_mappings: BTreeMap<String, Vec<BridgeMapping>>,
+}
+
+/// Which of this chassis's names a row uses for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChassisNaming {
+    /// The OVS `system-id`: SB `Chassis.name` (what Port_Binding `chassis`
+    /// points at) and LRP `status:hosting-chassis`.
+    SystemId,
+    /// The hostname: LSP `requested-chassis` and `neutron:host_id`.
+    Hostname,
 }
 
 /// Parses `<network>:<bridge>,...`; bad entries are reported and skipped
@@ -130,6 +143,20 @@ impl LocalOvs {
         out
     }
 
+    /// This chassis's name as `naming`'s rows spell it: the `system-id`,
+    /// or the OVS row's `hostname`, else `system_hostname` (the host's own
+    /// name, upstream's `socket.gethostname()`). `None` when unknown.
+    pub fn chassis_name<'a>(
+        &'a self,
+        naming: ChassisNaming,
+        system_hostname: Option<&'a str>,
+    ) -> Option<&'a str> {
+        match naming {
+            ChassisNaming::SystemId => self.system_id.as_deref(),
+            ChassisNaming::Hostname => self.hostname.as_deref().or(system_hostname),
+        }
+    }
+
     /// The bridge a physical network maps to here (the last entry wins when a
     /// network is listed twice, as in upstream's dict).
     pub fn bridge_for_network(&self, network: &str) -> Option<&BridgeMapping> {
@@ -144,5 +171,36 @@ impl LocalOvs {
         self.bridge_ports
             .get(bridge)
             .is_some_and(|ps| ps.iter().any(|p| p == port))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chassis_name_by_naming_with_the_system_hostname_as_fallback() {
+        let mut ovs = LocalOvs {
+            system_id: Some("a1b2c3d4".into()),
+            hostname: Some("compute-1".into()),
+            ..LocalOvs::default()
+        };
+        let naming = |ovs: &LocalOvs, n, sys| ovs.chassis_name(n, sys).map(str::to_string);
+        assert_eq!(
+            naming(&ovs, ChassisNaming::SystemId, Some("host")),
+            Some("a1b2c3d4".into())
+        );
+        assert_eq!(
+            naming(&ovs, ChassisNaming::Hostname, Some("host")),
+            Some("compute-1".into())
+        );
+        ovs.hostname = None;
+        assert_eq!(
+            naming(&ovs, ChassisNaming::Hostname, Some("host")),
+            Some("host".into())
+        );
+        assert_eq!(naming(&ovs, ChassisNaming::Hostname, None), None);
+        ovs.system_id = None;
+        assert_eq!(naming(&ovs, ChassisNaming::SystemId, Some("host")), None);
     }
 }

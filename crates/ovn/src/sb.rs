@@ -13,9 +13,13 @@ use obgp_ovsdb_data::{Datum, Row, Uuid};
 
 use imbl::OrdSet;
 
+use crate::addresses::{self, AddressError, Entry, MacIps};
 use crate::nb::RowError;
 use crate::neutron::{self, key, port_type};
 use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, Rows};
+
+mod monitor;
+pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};
 
 pub(crate) fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
@@ -38,6 +42,18 @@ pub enum PbType {
 }
 
 impl PbType {
+    /// The `type` column's value ([`port_type`]).
+    pub fn as_str(&self) -> &str {
+        match self {
+            PbType::Vm => port_type::VM,
+            PbType::Virtual => port_type::VIRTUAL,
+            PbType::Localnet => port_type::LOCALNET,
+            PbType::Patch => port_type::PATCH,
+            PbType::ChassisRedirect => port_type::CHASSISREDIRECT,
+            PbType::Other(other) => other,
+        }
+    }
+
     fn from_column(s: &str) -> PbType {
         match s {
             port_type::VM => PbType::Vm,
@@ -65,15 +81,7 @@ pub enum PbMac {
     Addresses { mac: MacAddr, ips: Vec<IpNet> },
 }
 
-/// One `nat_addresses` entry of a patch Port_Binding:
-/// `"<mac> <ip>... is_chassis_resident(\"<port>\")"`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NatAddresses {
-    pub mac: MacAddr,
-    pub ips: Vec<IpAddr>,
-    /// The port whose chassis hosts these addresses.
-    pub resident_port: String,
-}
+pub use crate::addresses::NatAddresses;
 
 /// `Port_Binding`.
 #[derive(Clone, Debug, PartialEq)]
@@ -110,51 +118,21 @@ pub struct PortBinding {
     pub bgpvpn: Option<Result<neutron::BgpVpn, neutron::BgpVpnError>>,
 }
 
+/// The first `mac` entry of a Port_Binding. `dynamic` is no keyword here
+/// (the SB holds the addresses OVN assigned): it is a bad MAC.
 fn parse_mac_entry(t: &'static str, uuid: Uuid, entry: &str) -> Result<PbMac, RowError> {
-    let entry = entry.trim();
-    match entry {
-        "" => return Ok(PbMac::Empty),
-        "unknown" => return Ok(PbMac::Unknown),
-        "router" => return Ok(PbMac::Router),
-        _ => {}
+    let in_mac = |e: AddressError| bad(t, uuid, format!("{e} in mac"));
+    match Entry::read(entry) {
+        Entry::Empty => Ok(PbMac::Empty),
+        Entry::Unknown => Ok(PbMac::Unknown),
+        Entry::Router => Ok(PbMac::Router),
+        Entry::Dynamic => Err(in_mac(AddressError::Mac(addresses::DYNAMIC.into()))),
+        Entry::Addresses { mac, ips } => {
+            let MacIps { mac, ips } =
+                addresses::parse_mac_ips(mac, ips, neutron::parse_ip_net).map_err(in_mac)?;
+            Ok(PbMac::Addresses { mac, ips })
+        }
     }
-    let mut words = entry.split_whitespace();
-    let mac_s = words.next().unwrap_or("");
-    let mac = mac_s
-        .parse::<MacAddr>()
-        .map_err(|_| bad(t, uuid, format!("bad MAC {mac_s:?} in mac")))?;
-    let mut ips = Vec::new();
-    for w in words {
-        let ip =
-            neutron::parse_ip_net(w).ok_or_else(|| bad(t, uuid, format!("bad IP {w:?} in mac")))?;
-        ips.push(ip);
-    }
-    Ok(PbMac::Addresses { mac, ips })
-}
-
-fn parse_nat_addresses(t: &'static str, uuid: Uuid, entry: &str) -> Result<NatAddresses, RowError> {
-    let garbled = || bad(t, uuid, format!("bad nat_addresses entry {entry:?}"));
-    let mut words: Vec<&str> = entry.split_whitespace().collect();
-    let last = words.pop().ok_or_else(garbled)?;
-    let resident_port = last
-        .strip_prefix("is_chassis_resident(\"")
-        .and_then(|r| r.strip_suffix("\")"))
-        .filter(|p| !p.is_empty())
-        .ok_or_else(garbled)?
-        .to_string();
-    let mut words = words.into_iter();
-    let mac = words
-        .next()
-        .and_then(|m| m.parse::<MacAddr>().ok())
-        .ok_or_else(garbled)?;
-    let ips = words
-        .map(|w| w.parse::<IpAddr>().map_err(|_| garbled()))
-        .collect::<Result<_, _>>()?;
-    Ok(NatAddresses {
-        mac,
-        ips,
-        resident_port,
-    })
 }
 
 impl PortBinding {
@@ -206,7 +184,8 @@ impl PortBinding {
         };
         let mut nat_addresses = Vec::new();
         for e in row.strs("nat_addresses") {
-            nat_addresses.push(parse_nat_addresses(t, uuid, e)?);
+            nat_addresses
+                .push(addresses::parse_nat_addresses(e).map_err(|e| bad(t, uuid, e.to_string()))?);
         }
         Ok(PortBinding {
             uuid,
@@ -432,6 +411,21 @@ mod tests {
     }
 
     const U: Uuid = Uuid(1);
+
+    #[test]
+    fn pb_type_reads_and_writes_the_type_column() {
+        for (column, kind) in [
+            (port_type::VM, PbType::Vm),
+            (port_type::VIRTUAL, PbType::Virtual),
+            (port_type::LOCALNET, PbType::Localnet),
+            (port_type::PATCH, PbType::Patch),
+            (port_type::CHASSISREDIRECT, PbType::ChassisRedirect),
+            ("l3gateway", PbType::Other("l3gateway".into())),
+        ] {
+            assert_eq!(PbType::from_column(column), kind);
+            assert_eq!(kind.as_str(), column);
+        }
+    }
 
     #[test]
     fn router_port_mac_keeps_prefix_lengths_and_vm_mac_gives_host_ips() {

@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 use obgp_config::Config;
 use obgp_netmodel::{DesiredNode, DevName};
 use obgp_node::{CommandLane, KernelNode, Scope};
-use obgp_ovn::Snapshot;
 use obgp_plan::{Actual, Op};
 
 use super::ReconcileError;
@@ -112,20 +111,6 @@ pub(super) fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
         })
         .count();
     on_nic + vrf_routes
-}
-
-/// This node's name in the rows `config`'s driver reads: the OVS
-/// `system-id` for the SB drivers, the hostname (OVS `hostname`, else
-/// `system_hostname`) for the NB driver.
-pub fn chassis_name(config: &Config, snap: &Snapshot, system_hostname: Option<&str>) -> String {
-    if config.default.driver.reads_sb() {
-        return snap.ovs.system_id.clone().unwrap_or_default();
-    }
-    snap.ovs
-        .hostname
-        .clone()
-        .or_else(|| system_hostname.map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// The system hostname (`/proc/sys/kernel/hostname`), upstream's

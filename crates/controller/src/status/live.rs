@@ -127,6 +127,8 @@ pub fn offline(
         node: &once.node,
         actual,
     };
-    let chassis = crate::reconcile::chassis_name(config, snapshot, None);
+    let chassis = obgp_desired::chassis_name(config, snapshot, None)
+        .unwrap_or_default()
+        .to_string();
     Ok(status(&i, Origin::Offline, chassis, health))
 }

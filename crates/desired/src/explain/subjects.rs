@@ -41,7 +41,7 @@ fn lsp_selection(p: &LogicalSwitchPort, hostname: Option<&str>) -> Option<Reason
         return Some(match p.kind {
             LspType::Vm | LspType::Virtual => Reason::PortDown,
             _ => Reason::NotAVmPort {
-                kind: lsp_type(&p.kind),
+                kind: p.kind.as_str().to_string(),
             },
         });
     }
@@ -53,16 +53,6 @@ fn lsp_selection(p: &LogicalSwitchPort, hostname: Option<&str>) -> Option<Reason
         by: p.binding_key(),
         here: here.to_string(),
     })
-}
-
-fn lsp_type(k: &LspType) -> String {
-    match k {
-        LspType::Vm => "".into(),
-        LspType::Virtual => "virtual".into(),
-        LspType::Router => "router".into(),
-        LspType::Localnet => "localnet".into(),
-        LspType::Other(o) => o.clone(),
-    }
 }
 
 /// Why a gateway LRP is not local: hosted elsewhere (an LRP hosted
@@ -207,10 +197,9 @@ fn pb_selection(p: &PortBinding, system_id: Option<&str>) -> Option<Reason> {
             })
         }
         PbType::Patch => None,
-        PbType::Localnet => Some(Reason::NotAVmPort {
-            kind: "localnet".into(),
+        PbType::Localnet | PbType::Other(_) => Some(Reason::NotAVmPort {
+            kind: p.kind.as_str().to_string(),
         }),
-        PbType::Other(k) => Some(Reason::NotAVmPort { kind: k.clone() }),
     }
 }
 

@@ -2,7 +2,7 @@
 //! and the map keys its parsers (the parent module) and the NB event
 //! predicates (`obgp-events`) read, and nothing else.
 
-use obgp_ovsdb_data::{MonitorSpec, TableMonitor};
+use obgp_ovsdb_data::MonitorSpec;
 
 use crate::neutron::{dhcp_option, key};
 
@@ -117,29 +117,10 @@ pub fn monitored_keys(table: &str, column: &str) -> Option<&'static [&'static st
 /// The NB driver's monitor: [`MONITORED_COLUMNS`] of every table, all rows,
 /// map columns projected to [`MONITORED_KEYS`].
 pub fn monitor_spec() -> MonitorSpec {
-    let mut spec = MonitorSpec::default();
-    for (table, columns) in MONITORED_COLUMNS {
-        let map_keys = MONITORED_KEYS
-            .iter()
-            .filter(|(t, _, _)| t == table)
-            .map(|(_, c, keys)| (c.to_string(), keys.iter().map(|k| k.to_string()).collect()))
-            .collect();
-        spec = spec.table(
-            table,
-            TableMonitor {
-                columns: Some(columns.iter().map(|c| c.to_string()).collect()),
-                conditions: None,
-                map_keys,
-            },
-        );
-    }
-    spec
+    crate::monitor::spec(MONITORED_COLUMNS, MONITORED_KEYS)
 }
 
 /// The monitored columns of `table` (empty for a table not monitored).
 pub fn monitored_columns(table: &str) -> &'static [&'static str] {
-    MONITORED_COLUMNS
-        .iter()
-        .find(|(t, _)| *t == table)
-        .map_or(&[], |(_, cols)| cols)
+    crate::monitor::columns_of(MONITORED_COLUMNS, table)
 }

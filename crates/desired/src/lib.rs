@@ -7,11 +7,13 @@
 //! [`Desired::to_node`] flattens it into the planner's
 //! [`obgp_netmodel::DesiredNode`].
 
+mod arp_ndp;
 pub mod evpn;
 pub mod explain;
 pub mod frr;
 mod incremental;
 pub mod model;
+mod nb_evpn;
 mod nb_underlay;
 pub mod ovn_local;
 pub mod provenance;
@@ -242,7 +244,7 @@ pub(crate) fn compute_traced(
     let (mut desired, reads, mut trace) =
         nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
     if d.exposing_method == ExposingMethod::Vrf {
-        nb_vrf(snap, config, &mut desired, &mut trace)?;
+        nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
     }
     Ok((desired, Some(reads), trace))
 }
@@ -256,55 +258,6 @@ enum Underlay {
     Sb,
     /// `ovn_stretched_l2_bgp_driver`.
     StretchedL2,
-}
-
-/// The NB driver's `exposing_method = vrf`: its exposures, wired through
-/// the annotated networks' VNIs ([`evpn`]). Upstream skips the VRF leak
-/// and `bgp_nic` in this mode (`ensure_base_bgp_configuration` returns
-/// early), and refuses to start without `evpn_local_ip`.
-fn nb_vrf(
-    snap: &Snapshot,
-    config: &Config,
-    desired: &mut Desired,
-    trace: &mut Trace,
-) -> Result<(), DesiredError> {
-    let d = &config.default;
-    let Some(local_ip) = d.evpn_local_ip else {
-        return Err(DesiredError::BadConfig {
-            option: "evpn_local_ip",
-            value: String::new(),
-            reason: "exposing_method = vrf needs the VXLAN source address".into(),
-        });
-    };
-    let asn = d
-        .bgp_as
-        .parse::<obgp_netmodel::frr::Asn>()
-        .map_err(|e| DesiredError::BadConfig {
-            option: "bgp_AS",
-            value: d.bgp_as.clone(),
-            reason: e.to_string(),
-        })?;
-    let mut notes = Vec::new();
-    let networks = evpn::nb_networks(snap, &asn, local_ip, &mut notes, trace);
-    let bridges = snap
-        .ovs
-        .bridge_mappings
-        .iter()
-        .map(|m| m.bridge.clone())
-        .collect();
-    let l3 = evpn::rewire(
-        desired,
-        networks,
-        local_ip,
-        d.evpn_udp_dstport,
-        (bridges, d.delete_vrf_on_disconnect),
-        &mut notes,
-        trace,
-    );
-    desired.notes.extend(notes);
-    desired.frr_config = None;
-    desired.evpn = Some(l3);
-    Ok(())
 }
 
 /// This node's name in the rows `config`'s driver reads: the OVS

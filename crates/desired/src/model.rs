@@ -2,7 +2,7 @@
 //! flattening into the planner's node objects ([`DesiredNode`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
@@ -16,6 +16,8 @@ use serde::{Serialize, Serializer};
 /// Rows are named in the model's terms too; the type lives with the
 /// provenance that records them.
 pub use crate::provenance::RowRef;
+
+use crate::arp_ndp::arp_ndp_addresses;
 
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -204,25 +206,6 @@ pub fn proxy_ndp_networks(cidrs: &[IpNet]) -> Vec<Ipv6Addr> {
 }
 
 pub use obgp_netmodel::names::vlan_device;
-
-/// The bridge's ARP/NDP addresses: `169.254.<idx>.<idx>` and
-/// `fd53:d91e:400:7f17::<idx hex>:<idx hex>`; on a VLAN device the last
-/// group is the VLAN (mod 256), as upstream's `ensure_arp_ndp_enabled_for_bridge`.
-pub fn arp_ndp_addresses(index: u32, vlan: Option<u16>) -> [IpNet; 2] {
-    let dev_index = vlan.map(|v| u32::from(v) % 256).unwrap_or(index);
-    let v4 = Ipv4Addr::new(169, 254, (index % 256) as u8, (dev_index % 256) as u8);
-    let v6 = Ipv6Addr::new(
-        0xfd53,
-        0xd91e,
-        0x400,
-        0x7f17,
-        0,
-        0,
-        index as u16,
-        dev_index as u16,
-    );
-    [IpNet::from(IpAddr::V4(v4)), IpNet::from(IpAddr::V6(v6))]
-}
 
 fn host_net(ip: IpAddr) -> IpNet {
     IpNet::from(ip)
@@ -617,23 +600,6 @@ mod tests {
         assert_eq!(
             m.into_iter().collect::<Vec<_>>(),
             [(1, Class::Gateway), (2, Class::Vm)]
-        );
-    }
-
-    #[test]
-    fn arp_ndp_addresses_follow_index_and_vlan() {
-        let s = |a: [IpNet; 2]| a.map(|n| n.to_string());
-        assert_eq!(
-            s(arp_ndp_addresses(1, None)),
-            ["169.254.1.1/32", "fd53:d91e:400:7f17::1:1/128"]
-        );
-        assert_eq!(
-            s(arp_ndp_addresses(1, Some(100))),
-            ["169.254.1.100/32", "fd53:d91e:400:7f17::1:64/128"]
-        );
-        assert_eq!(
-            s(arp_ndp_addresses(2, Some(300))),
-            ["169.254.2.44/32", "fd53:d91e:400:7f17::2:2c/128"]
         );
     }
 }

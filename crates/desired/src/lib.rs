@@ -12,6 +12,7 @@ pub mod evpn;
 pub mod explain;
 pub mod frr;
 mod incremental;
+mod local_cluster;
 pub mod model;
 mod nb_evpn;
 mod nb_underlay;
@@ -30,12 +31,13 @@ use obgp_ovn::{ChassisNaming, Snapshot};
 
 pub use explain::{explain, ExplainError, Explanation, Finding, Query, RowInfo};
 pub use incremental::{Computed, DesiredCache, DesiredCheck, ExposedIps};
+pub use local_cluster::{LocalCluster, Segment};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
 pub use ovn_local::{
     desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, GoldenConfig,
-    LocalCluster, LocalFacts, OvnLocal, Segment,
+    LocalFacts, OvnLocal,
 };
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;

@@ -57,7 +57,7 @@ pub struct Desired {
     /// the exposures instead of kernel routing (its NB rows, the OVS flows
     /// and FDB entries). When set, `bridges` and `tenant_subnets` are
     /// empty and no exposure has a kernel `wiring`.
-    pub local_cluster: Option<crate::ovn_local::LocalCluster>,
+    pub local_cluster: Option<crate::local_cluster::LocalCluster>,
 }
 
 /// Base wiring of one provider bridge.

@@ -22,6 +22,7 @@ use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, MacAddr
 use obgp_ovn::Snapshot;
 use serde::{Deserialize, Serialize};
 
+use crate::local_cluster::{LocalCluster, Segment};
 use crate::model::Desired;
 use crate::provenance::{Reason, Rejection, Trace};
 use crate::{DesiredError, NodeFacts};
@@ -89,20 +90,6 @@ impl GoldenConfig {
     }
 }
 
-/// One mapping of `ovn-bridge-mappings-<bgp_chassis_id>` and its role.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct Segment {
-    /// The local cluster's network name: its switch's name.
-    pub network: String,
-    pub bridge: DevName,
-    /// Internal: the bridge is also OpenStack's (`ovn-bridge-mappings`);
-    /// external: it holds the fabric NICs.
-    pub internal: bool,
-    /// The VLAN of the internal localnet (the OpenStack provider network's
-    /// tag on that bridge); `None`: untagged.
-    pub vlan: Option<u16>,
-}
-
 /// Everything `exposing_method = ovn` wants, in its own terms.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OvnLocal {
@@ -122,16 +109,6 @@ pub struct OvnLocal {
     pub fdb: BTreeSet<FdbEntry>,
     /// What was refused or could not be built yet, each naming the value.
     pub notes: Vec<String>,
-}
-
-/// What the node-local cluster needs, as [`Desired::local_cluster`]
-/// carries it: the part of [`OvnLocal`] that is not the exposure.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct LocalCluster {
-    pub segments: Vec<Segment>,
-    pub local_nb: LocalNb,
-    pub flows: BTreeSet<Flow>,
-    pub fdb: BTreeSet<FdbEntry>,
 }
 
 /// The IPv4 and IPv6 peers of `[local_ovn_cluster] peer_ips`, validated.

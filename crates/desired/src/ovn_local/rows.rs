@@ -11,7 +11,8 @@ use ipnet::IpNet;
 use obgp_localnb::{LocalNb, LocalRow, RowKey, Table, Value};
 use obgp_netmodel::MacAddr;
 
-use super::{LocalFacts, Segment};
+use super::LocalFacts;
+use crate::local_cluster::Segment;
 use crate::model::Desired;
 
 /// The local router (upstream `OVN_CLUSTER_ROUTER`).

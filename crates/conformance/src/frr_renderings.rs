@@ -25,7 +25,8 @@ use obgp_netmodel::frr::{
 use obgp_netmodel::DevName;
 use serde_json::Value;
 
-use crate::scenario::{frr_canonical, judge, Deviations, Judged, Scenario, ScenarioStep};
+use crate::scenario_file::{Scenario, ScenarioStep};
+use crate::verdict::{frr_canonical, judge, Deviations, Judged};
 
 /// The `driver` of the scenario file this module replays.
 pub const DRIVER: &str = "frr-utils";
@@ -292,7 +293,9 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::scenario::{load, replay, Injected, Outcome};
+    use crate::scenario::{replay, Injected};
+    use crate::scenario_file::load;
+    use crate::verdict::Outcome;
 
     fn renderings() -> Scenario {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))

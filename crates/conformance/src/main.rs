@@ -15,6 +15,8 @@ mod event_match;
 mod frr_renderings;
 mod ovn_local;
 mod scenario;
+mod scenario_file;
+mod verdict;
 
 use std::process::ExitCode;
 

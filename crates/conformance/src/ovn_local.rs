@@ -22,7 +22,7 @@ use obgp_ovn::Snapshot;
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline};
 use serde_json::{json, Value};
 
-use crate::scenario::Outcome;
+use crate::verdict::Outcome;
 
 /// The parts of `expected` the runner compares.
 const PARTS: [&str; 4] = ["announced", "local_nb", "flows", "fdb"];

@@ -35,80 +35,11 @@ use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
 use obgp_plan::{Actual, ModelNode, Op, Plan};
-use serde::Deserialize;
 use serde_json::Value;
 
+use crate::scenario_file::{parse, read_json, Scenario};
+use crate::verdict::{frr_canonical, judge, Deviations, Judged, Outcome};
 use crate::Summary;
-
-/// What one scenario came to.
-#[derive(Debug, PartialEq)]
-pub enum Outcome {
-    Passed,
-    /// Passed, except for listed deviations (each with its reason): upstream
-    /// defects the rewrite fixes.
-    PassedWithDeviations(Vec<String>),
-    /// The driver or mode is not implemented.
-    Skipped(Vec<String>),
-    Failed(Vec<String>),
-}
-
-/// One accepted difference.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Deviation {
-    pub scenario: String,
-    /// The step index (the final node is the last step's), or `"frr"`.
-    pub step: Value,
-    /// A difference line as the runner prints it; a trailing `*` matches any
-    /// line with that prefix.
-    pub difference: String,
-    pub reason: String,
-}
-
-/// The deviations file: `{"deviations": [...]}` or a bare list.
-#[derive(Debug, Default)]
-pub struct Deviations(pub Vec<Deviation>);
-
-impl Deviations {
-    pub fn load(path: &Path) -> anyhow::Result<Deviations> {
-        if !path.exists() {
-            return Ok(Deviations::default());
-        }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let v: Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let list = match v {
-            Value::Object(mut o) => o.remove("deviations").unwrap_or(Value::Array(vec![])),
-            other => other,
-        };
-        let list: Vec<Deviation> = serde_json::from_value(list).with_context(|| {
-            format!(
-                "{}: each entry needs scenario, step, difference, reason",
-                path.display()
-            )
-        })?;
-        Ok(Deviations(list))
-    }
-
-    /// The reason a difference at (scenario, step) is accepted, if it is.
-    fn reason(&self, scenario: &str, step: &str, difference: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|d| {
-                let step_ok = match &d.step {
-                    Value::Number(n) => n.to_string() == step,
-                    Value::String(s) => s == step,
-                    _ => false,
-                };
-                let diff_ok = match d.difference.strip_suffix('*') {
-                    Some(prefix) => difference.starts_with(prefix),
-                    None => d.difference == difference,
-                };
-                d.scenario == scenario && step_ok && diff_ok
-            })
-            .map(|d| d.reason.as_str())
-    }
-}
 
 /// How a replay reconciles: the desired node objects of each reconciling
 /// step, its plans, and the settling of what was applied.
@@ -252,59 +183,6 @@ fn deviations_path(scenario: &Path) -> PathBuf {
     dir.join("..").join("deviations-scenarios.json")
 }
 
-/// The parts of a scenario file the runner reads.
-#[derive(Debug, Deserialize)]
-pub struct Scenario {
-    pub name: String,
-    #[serde(default)]
-    pub driver: String,
-    #[serde(default)]
-    pub config: BTreeMap<String, Value>,
-    #[serde(default)]
-    pub ovn: Value,
-    #[serde(default)]
-    pub initial_node: Value,
-    #[serde(default)]
-    pub steps: Vec<ScenarioStep>,
-    #[serde(default)]
-    pub frr: Vec<String>,
-    #[serde(default)]
-    pub final_node: Value,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ScenarioStep {
-    pub action: String,
-    #[serde(default)]
-    pub node_after: Value,
-    #[serde(default)]
-    pub ovn_transaction: Option<Vec<Value>>,
-    /// The recorded calls (the FRR rendering file compares its texts).
-    #[serde(default)]
-    pub calls: Vec<Value>,
-    /// The arguments of the upstream function the step called (the FRR
-    /// rendering file).
-    #[serde(default)]
-    pub inputs: Value,
-}
-
-#[cfg(test)]
-pub fn load(path: &Path) -> anyhow::Result<Scenario> {
-    parse(path, read_json(path)?)
-}
-
-/// The scenario `doc`, read from `path`.
-fn parse(path: &Path, doc: Value) -> anyhow::Result<Scenario> {
-    serde_json::from_value(doc).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// A JSON file, read once.
-fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
 /// Why a scenario is outside what the rewrite implements, if it is.
 fn unsupported(sc: &Scenario) -> Option<String> {
     let driver = sc
@@ -445,47 +323,6 @@ where
     }
 }
 
-/// Compares, filters listed deviations, and sorts the result into
-/// `failures` and `accepted`.
-pub(crate) fn judge(
-    name: &str,
-    step: &str,
-    diffs: Vec<String>,
-    deviations: &Deviations,
-    failures: &mut Vec<String>,
-    accepted: &mut Vec<String>,
-) {
-    for d in diffs {
-        match deviations.reason(name, step, &d) {
-            Some(reason) => accepted.push(format!("step {step}: {d} (deviation: {reason})")),
-            None => failures.push(format!("step {step}: {d}")),
-        }
-    }
-}
-
-/// FRR text as compared: blank lines and trailing spaces dropped, runs of
-/// `redistribute` lines sorted (upstream renders them from a Python set).
-pub(crate) fn frr_canonical(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut run: Vec<String> = Vec::new();
-    for line in text
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-    {
-        if line.trim_start().starts_with("redistribute ") {
-            run.push(line.to_string());
-            continue;
-        }
-        run.sort();
-        out.append(&mut run);
-        out.push(line.to_string());
-    }
-    run.sort();
-    out.append(&mut run);
-    out
-}
-
 /// Replays one scenario, reconciling through `reconciler`.
 pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Reconcile) -> Outcome {
     let judged = if sc.driver == crate::frr_renderings::DRIVER {
@@ -495,22 +332,7 @@ pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Recon
     } else {
         replay_inner(sc, deviations, reconciler)
     };
-    match judged {
-        Ok((failures, accepted)) => {
-            if !failures.is_empty() {
-                let mut all = failures;
-                all.extend(accepted);
-                Outcome::Failed(all)
-            } else if !accepted.is_empty() {
-                let mut why = vec![format!("{} listed deviation(s)", accepted.len())];
-                why.extend(accepted);
-                Outcome::PassedWithDeviations(why)
-            } else {
-                Outcome::Passed
-            }
-        }
-        Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
-    }
+    Outcome::of(judged)
 }
 
 /// How many follow-up reconciles a step may take when its plans wait on
@@ -559,9 +381,6 @@ fn flows_through_link_macs(node: &Actual) -> Actual {
     }
     out
 }
-
-/// The differences found, and those a listed deviation accepts.
-pub(crate) type Judged = (Vec<String>, Vec<String>);
 
 fn replay_inner(
     sc: &Scenario,

@@ -9,6 +9,8 @@ use obgp_netmodel::{
 };
 
 use super::*;
+use crate::scenario_file::load;
+use crate::verdict::Deviation;
 
 fn dev(s: &str) -> DevName {
     DevName::new(s).unwrap()

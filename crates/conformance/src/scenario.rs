@@ -336,7 +336,7 @@ pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Recon
 }
 
 /// How many follow-up reconciles a step may take when its plans wait on
-/// the node (see `replay_inner`).
+/// the node (see [`reconcile_step`]).
 const MAX_FOLLOW_UPS: usize = 3;
 
 /// The FRR texts a plan gives vtysh, in order.
@@ -382,6 +382,10 @@ fn flows_through_link_macs(node: &Actual) -> Actual {
     out
 }
 
+/// Replays the steps of one recorded scenario: applies each step's OVN
+/// transaction, reconciles ([`reconcile_step`]) unless the step had the
+/// agent's events off, and judges the node after each `sync` step, the
+/// final node and the last FRR text against the recording.
 fn replay_inner(
     sc: &Scenario,
     deviations: &Deviations,
@@ -404,68 +408,17 @@ fn replay_inner(
         }
         let reconcile = !step.action.contains("events disabled");
         if reconcile {
-            let d = reconciler
-                .desired(&snapshot_of(&db), &config)
-                .with_context(|| format!("step {i}: desired state"))?;
-            let p = reconciler
-                .plan(&node.actual)
-                .with_context(|| format!("step {i}: plan"))?;
-            for v in order_violations(&p.steps) {
-                failures.push(format!("step {label}: order: {v}"));
-            }
-            let start = node.log.len();
-            node.apply_all(p.ops());
-            let mut texts: Vec<String> = frr_texts(&p);
-            // Applied: the next plans are made after it, as the daemon's.
-            reconciler.settle();
-            // A plan that waited on the node (a device, a port, FRR holding
-            // its text) is followed by another reconcile, as the daemon's
-            // CommandsSettled one; then the node must have converged.
-            let mut again = reconciler
-                .plan(&node.actual)
-                .with_context(|| format!("step {i}: second plan"))?;
-            let mut waited = !p.skipped.is_empty();
-            for _ in 0..MAX_FOLLOW_UPS {
-                if again.is_empty() || !waited {
-                    break;
-                }
-                for v in order_violations(&again.steps) {
-                    failures.push(format!("step {label}: order (follow-up): {v}"));
-                }
-                node.apply_all(again.ops());
-                texts.extend(frr_texts(&again));
-                waited = !again.skipped.is_empty();
-                again = reconciler
-                    .plan(&node.actual)
-                    .with_context(|| format!("step {i}: follow-up plan"))?;
-            }
-            for (op, r) in &node.log[start..] {
-                if let Err(e) = r {
-                    failures.push(format!("step {label}: model node rejected '{op}': {e}"));
-                }
-            }
-            for s in &again.steps {
-                failures.push(format!(
-                    "step {label}: not idempotent: second plan has '{}'",
-                    s.op
-                ));
-            }
-            // The last text these reconciles gave vtysh (an EVPN removal
-            // included), else the one the desired state holds.
-            if let Some(text) = texts.pop() {
-                last_frr = Some(text);
-            } else if d.frr_config.is_some() {
-                last_frr = d.frr_config.clone();
+            let snapshot = snapshot_of(&db);
+            let frr = reconcile_step(i, &snapshot, &config, reconciler, &mut node, &mut failures)?;
+            if frr.is_some() {
+                last_frr = frr;
             }
         }
         let last = i + 1 == sc.steps.len();
         if step.action.starts_with("sync") && !step.node_after.is_null() && !last {
             let want: Actual = serde_json::from_value(step.node_after.clone())
                 .with_context(|| format!("step {i}: node_after"))?;
-            let diffs = differences(
-                &flows_through_link_macs(&want),
-                &flows_through_link_macs(&node.actual),
-            );
+            let diffs = node_differences(&want, &node.actual);
             judge(
                 &sc.name,
                 &label,
@@ -479,10 +432,7 @@ fn replay_inner(
     // The final node is the last step's node_after: deviations name that step.
     let final_label = sc.steps.len().saturating_sub(1).to_string();
     let want: Actual = serde_json::from_value(sc.final_node.clone()).context("final_node")?;
-    let diffs = differences(
-        &flows_through_link_macs(&want),
-        &flows_through_link_macs(&node.actual),
-    );
+    let diffs = node_differences(&want, &node.actual);
     judge(
         &sc.name,
         &final_label,
@@ -510,6 +460,80 @@ fn replay_inner(
         }
     }
     Ok((failures, accepted))
+}
+
+/// One reconcile of step `i`, as the daemon's: the desired state of
+/// `snapshot`, its plan applied to the model node and settled, then the
+/// follow-up reconciles a plan that waited on the node gets (at most
+/// [`MAX_FOLLOW_UPS`]). Plans out of order, ops the model node rejected
+/// and a non-empty last plan (not idempotent) go to `failures`. Returns
+/// the last FRR text: the last one these plans gave vtysh (an EVPN
+/// removal included), else the one the desired state holds.
+fn reconcile_step(
+    i: usize,
+    snapshot: &Snapshot,
+    config: &obgp_config::Config,
+    reconciler: &mut dyn Reconcile,
+    node: &mut ModelNode,
+    failures: &mut Vec<String>,
+) -> anyhow::Result<Option<String>> {
+    let label = i.to_string();
+    let d = reconciler
+        .desired(snapshot, config)
+        .with_context(|| format!("step {i}: desired state"))?;
+    let p = reconciler
+        .plan(&node.actual)
+        .with_context(|| format!("step {i}: plan"))?;
+    for v in order_violations(&p.steps) {
+        failures.push(format!("step {label}: order: {v}"));
+    }
+    let start = node.log.len();
+    node.apply_all(p.ops());
+    let mut texts: Vec<String> = frr_texts(&p);
+    // Applied: the next plans are made after it, as the daemon's.
+    reconciler.settle();
+    // A plan that waited on the node (a device, a port, FRR holding
+    // its text) is followed by another reconcile, as the daemon's
+    // CommandsSettled one; then the node must have converged.
+    let mut again = reconciler
+        .plan(&node.actual)
+        .with_context(|| format!("step {i}: second plan"))?;
+    let mut waited = !p.skipped.is_empty();
+    for _ in 0..MAX_FOLLOW_UPS {
+        if again.is_empty() || !waited {
+            break;
+        }
+        for v in order_violations(&again.steps) {
+            failures.push(format!("step {label}: order (follow-up): {v}"));
+        }
+        node.apply_all(again.ops());
+        texts.extend(frr_texts(&again));
+        waited = !again.skipped.is_empty();
+        again = reconciler
+            .plan(&node.actual)
+            .with_context(|| format!("step {i}: follow-up plan"))?;
+    }
+    for (op, r) in &node.log[start..] {
+        if let Err(e) = r {
+            failures.push(format!("step {label}: model node rejected '{op}': {e}"));
+        }
+    }
+    for s in &again.steps {
+        failures.push(format!(
+            "step {label}: not idempotent: second plan has '{}'",
+            s.op
+        ));
+    }
+    Ok(texts.pop().or_else(|| d.frr_config.clone()))
+}
+
+/// The differences between the recorded node `want` and the model node,
+/// flows compared through the links' MACs ([`flows_through_link_macs`]).
+fn node_differences(want: &Actual, got: &Actual) -> Vec<String> {
+    differences(
+        &flows_through_link_macs(want),
+        &flows_through_link_macs(got),
+    )
 }
 
 #[cfg(test)]

@@ -134,23 +134,7 @@ pub(crate) fn compute_traced(
         // The SB EVPN driver has one way of exposing (upstream ignores
         // exposing_method with it).
         (Driver::OvnEvpnDriver, _) => {
-            let mut notes = Vec::new();
-            let local_ip = d.evpn_local_ip.or(facts.vxlan_source);
-            let l3 = sb_evpn::sb_evpn(snap, config, local_ip, &mut notes, &mut trace);
-            let desired = Desired {
-                vrf: dev_option("bgp_vrf", &d.bgp_vrf)?,
-                vrf_table: d.bgp_vrf_table_id,
-                bgp_nic: dev_option("bgp_nic", &d.bgp_nic)?,
-                announce_with: d.announce_with,
-                bridges: Vec::new(),
-                exposed: Default::default(),
-                tenant_subnets: Vec::new(),
-                vrf_routes: Default::default(),
-                frr_config: None,
-                notes,
-                evpn: Some(l3),
-                local_cluster: None,
-            };
+            let desired = sb_evpn_desired(snap, config, facts, &mut trace)?;
             return Ok((desired, None, trace));
         }
         // What is exposed is the underlay driver's decision (recorded in
@@ -162,6 +146,65 @@ pub(crate) fn compute_traced(
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),
     };
+    let base = underlay_base(config, facts, driver)?;
+    match driver {
+        Underlay::Nb => {}
+        Underlay::Sb => {
+            let (desired, trace) = sb_underlay::SbUnderlay::new(snap, config, base, trace).run();
+            return Ok((desired, None, trace));
+        }
+        Underlay::StretchedL2 => {
+            let mut desired = base;
+            desired.vrf_routes =
+                sb_stretched_l2::stretched_l2(snap, config, &mut desired.notes, &mut trace);
+            return Ok((desired, None, trace));
+        }
+    }
+    let (mut desired, reads, mut trace) =
+        nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
+    if d.exposing_method == ExposingMethod::Vrf {
+        nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
+    }
+    Ok((desired, Some(reads), trace))
+}
+
+/// The SB EVPN driver's desired state: its VNIs, from the local gateways
+/// ([`sb_evpn`]), and nothing announced through `bgp_nic`.
+fn sb_evpn_desired(
+    snap: &Snapshot,
+    config: &Config,
+    facts: &NodeFacts,
+    trace: &mut Trace,
+) -> Result<Desired, DesiredError> {
+    let d = &config.default;
+    let mut notes = Vec::new();
+    let local_ip = d.evpn_local_ip.or(facts.vxlan_source);
+    let l3 = sb_evpn::sb_evpn(snap, config, local_ip, &mut notes, trace);
+    Ok(Desired {
+        vrf: dev_option("bgp_vrf", &d.bgp_vrf)?,
+        vrf_table: d.bgp_vrf_table_id,
+        bgp_nic: dev_option("bgp_nic", &d.bgp_nic)?,
+        announce_with: d.announce_with,
+        bridges: Vec::new(),
+        exposed: Default::default(),
+        tenant_subnets: Vec::new(),
+        vrf_routes: Default::default(),
+        frr_config: None,
+        notes,
+        evpn: Some(l3),
+        local_cluster: None,
+    })
+}
+
+/// The part of the desired state every underlay driver shares: `bgp_vrf`,
+/// `bgp_nic` and the VRF leak's FRR text, with the options they take
+/// validated.
+fn underlay_base(
+    config: &Config,
+    facts: &NodeFacts,
+    driver: Underlay,
+) -> Result<Desired, DesiredError> {
+    let d = &config.default;
     let vrf = dev_option("bgp_vrf", &d.bgp_vrf)?;
     let bgp_nic = dev_option("bgp_nic", &d.bgp_nic)?;
     if !frr::valid_asn(&d.bgp_as) {
@@ -173,7 +216,34 @@ pub(crate) fn compute_traced(
     }
 
     let mut notes = Vec::new();
-    let router_id = match (&d.bgp_router_id, &facts.frr_router_id) {
+    let router_id = router_id(d, facts, &mut notes)?;
+    let redistribute = redistribution(driver, d);
+    let frr_config = router_id.map(|rid| frr::vrf_leak(vrf.as_str(), &d.bgp_as, rid, redistribute));
+
+    Ok(Desired {
+        vrf,
+        vrf_table: d.bgp_vrf_table_id,
+        bgp_nic,
+        announce_with: d.announce_with,
+        bridges: Vec::new(),
+        exposed: Default::default(),
+        tenant_subnets: Vec::new(),
+        vrf_routes: Default::default(),
+        frr_config,
+        notes,
+        evpn: None,
+        local_cluster: None,
+    })
+}
+
+/// The router-id of the VRF leak: `bgp_router_id` (invalid fails), else
+/// what FRR reports (invalid is noted); `None`, noted, when neither says.
+fn router_id(
+    d: &obgp_config::DefaultSection,
+    facts: &NodeFacts,
+    notes: &mut Vec<String>,
+) -> Result<Option<Ipv4Addr>, DesiredError> {
+    Ok(match (&d.bgp_router_id, &facts.frr_router_id) {
         (Some(configured), _) => {
             Some(
                 configured
@@ -198,8 +268,12 @@ pub(crate) fn compute_traced(
             );
             None
         }
-    };
-    let redistribute = match (
+    })
+}
+
+/// What FRR redistributes into `bgp_vrf` for `driver`.
+fn redistribution(driver: Underlay, d: &obgp_config::DefaultSection) -> frr::Redistribute {
+    match (
         driver,
         d.advertisement_method_tenant_networks,
         d.announce_with,
@@ -213,42 +287,7 @@ pub(crate) fn compute_traced(
             frr::Redistribute::KernelAndConnected
         }
         (_, AdvertisementMethod::Host, AnnounceWith::Address) => frr::Redistribute::Connected,
-    };
-    let frr_config = router_id.map(|rid| frr::vrf_leak(vrf.as_str(), &d.bgp_as, rid, redistribute));
-
-    let base = Desired {
-        vrf,
-        vrf_table: d.bgp_vrf_table_id,
-        bgp_nic,
-        announce_with: d.announce_with,
-        bridges: Vec::new(),
-        exposed: Default::default(),
-        tenant_subnets: Vec::new(),
-        vrf_routes: Default::default(),
-        frr_config,
-        notes,
-        evpn: None,
-        local_cluster: None,
-    };
-    match driver {
-        Underlay::Nb => {}
-        Underlay::Sb => {
-            let (desired, trace) = sb_underlay::SbUnderlay::new(snap, config, base, trace).run();
-            return Ok((desired, None, trace));
-        }
-        Underlay::StretchedL2 => {
-            let mut desired = base;
-            desired.vrf_routes =
-                sb_stretched_l2::stretched_l2(snap, config, &mut desired.notes, &mut trace);
-            return Ok((desired, None, trace));
-        }
     }
-    let (mut desired, reads, mut trace) =
-        nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
-    if d.exposing_method == ExposingMethod::Vrf {
-        nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
-    }
-    Ok((desired, Some(reads), trace))
 }
 
 /// The drivers that announce through `bgp_nic` in `bgp_vrf`.

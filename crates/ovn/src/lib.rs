@@ -13,6 +13,7 @@
 pub mod addresses;
 pub mod fixture;
 pub mod hash;
+mod index;
 pub mod live;
 mod live_sb;
 mod monitor;

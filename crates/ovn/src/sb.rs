@@ -14,9 +14,9 @@ use obgp_ovsdb_data::{Datum, Row, Uuid};
 use imbl::OrdSet;
 
 use crate::addresses::{self, AddressError, Entry, MacIps};
+use crate::index::{first_at, rows_at, Index, PMap, RowSet, Rows};
 use crate::nb::RowError;
 use crate::neutron::{self, key, port_type};
-use crate::snapshot::{first_at, rows_at, Index, PMap, RowSet, Rows};
 
 mod monitor;
 pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use obgp_ovsdb_data::Uuid;
 
 use crate::hash::FastHash;
-use crate::snapshot::Index;
+use crate::index::Index;
 use crate::uuid_set::UuidSet;
 
 /// Uuids pointing at a row, by the row's uuid.

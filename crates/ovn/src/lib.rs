@@ -21,6 +21,7 @@ pub mod nb;
 pub mod nb_conditions;
 pub mod neutron;
 pub mod ovs;
+mod refs;
 pub mod sb;
 pub mod snapshot;
 mod uuid_set;

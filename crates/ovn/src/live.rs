@@ -38,15 +38,15 @@ use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::hash::FastHash;
 use crate::live_sb::SbLive;
+use crate::nb::log_warnings;
 use crate::nb::{
     DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
     LspType, Nat, NatType, NbGlobal, RowError,
 };
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
+use crate::refs::{edit, refer, rerefer, Referrers};
 use crate::snapshot::{NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
-use refs::rerefer;
-pub(crate) use refs::{edit, refer, Referrers};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
 pub const NB_TABLES: [&str; 8] = [
@@ -154,12 +154,6 @@ impl Snapshot {
 
 /// Tells the lineages of journals apart (0 is "unknown").
 static LINEAGES: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) fn log_warnings(ws: &[RowError]) {
-    for w in ws {
-        tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
-    }
-}
 
 impl LiveSnapshot {
     /// A snapshot of the current rows: O(1) (shared maps).
@@ -712,6 +706,5 @@ fn index_lb(nb: &mut NbIndex, lb: &Arc<LoadBalancer>, add: bool) {
     }
 }
 
-mod refs;
 #[cfg(test)]
 mod tests;

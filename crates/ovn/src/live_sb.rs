@@ -13,8 +13,8 @@ use std::sync::Arc;
 use obgp_ovsdb_data::{Row, Uuid};
 
 use crate::hash::FastHash;
-use crate::live::{edit, log_warnings, refer, Referrers};
-use crate::nb::RowError;
+use crate::nb::{log_warnings, RowError};
+use crate::refs::{edit, refer, Referrers};
 use crate::sb::{bad, PbType, PortBinding, SbIndex, SbLoadBalancer};
 use crate::snapshot::RowSource;
 

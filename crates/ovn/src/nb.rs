@@ -29,6 +29,14 @@ pub struct RowError {
     pub reason: String,
 }
 
+/// Logs each skipped row with its table, uuid and reason (the snapshot
+/// keeps them for [`crate::Snapshot::warnings`]).
+pub(crate) fn log_warnings(ws: &[RowError]) {
+    for w in ws {
+        tracing::warn!(table = w.table, uuid = %w.uuid, "skipping OVN data: {}", w.reason);
+    }
+}
+
 fn bad(table: &'static str, uuid: Uuid, reason: impl Into<String>) -> RowError {
     RowError {
         table,

@@ -1,7 +1,8 @@
-//! The small set operations the live snapshot's indexes are kept with:
-//! an index entry edited row by row ([`edit`]), reverse references
-//! ([`Referrers`]: which rows point at a row) and the difference of two
-//! reference lists, computed without hashing when they arrive sorted.
+//! The small set operations the live snapshot's indexes (NB and SB) are
+//! kept with: an index entry edited row by row ([`edit`]), reverse
+//! references ([`Referrers`]: which rows point at a row) and the difference
+//! of two reference lists, computed without hashing when they arrive
+//! sorted.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub(crate) fn refer(map: &mut Referrers, target: Uuid, from: Uuid, add: bool) {
 /// Updates `map` from the references `old` to those `new` of row `from`,
 /// touching only the difference (a switch lists thousands of ports), and
 /// returns that difference: the uuids `from` started or stopped naming.
-pub(super) fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) -> Vec<Uuid> {
+pub(crate) fn rerefer(map: &mut Referrers, from: Uuid, old: &[Uuid], new: &[Uuid]) -> Vec<Uuid> {
     if old == new {
         return Vec::new();
     }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use obgp_config::{Config, Driver};
-use obgp_controller::sources::OvnSources;
+use obgp_controller::inputs::OvnSources;
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_testbed::fixture::insert_ops;
 use obgp_testbed::ovsdb::OvsdbServer;

@@ -8,18 +8,26 @@ use std::sync::Arc;
 use obgp_events::Filters;
 use tokio::sync::{broadcast, watch};
 
-use crate::queue::Scheduler;
-use crate::triggers;
-use crate::view::FilterView;
-use crate::Reason;
+use super::reason::Reason;
+use super::triggers;
+use super::view::FilterView;
+
+/// Where the watchers hand their triggers: the loop's work queue
+/// (`obgp_controller::Scheduler`) implements it, so the inputs do not
+/// depend on the loop.
+pub trait TriggerSink: Send + 'static {
+    /// Asks for a reconcile for `reason`. Returns false once the receiving
+    /// side is gone (shutdown), which ends the watcher.
+    fn trigger(&self, reason: Reason) -> bool;
+}
 
 /// Feeds every change of the driver's OVN database through the driver's event filters; a match
 /// schedules a reconcile carrying the class name as its reason.
-pub(crate) fn event_filter(
+pub fn event_filter(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     filters: Filters,
     view: watch::Receiver<Arc<FilterView>>,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -49,9 +57,9 @@ pub(crate) fn event_filter(
 
 /// A full reconcile whenever the node's netlink mirror lost notifications
 /// (it re-dumps everything at that reconcile's observe).
-pub(crate) fn netlink_overrun(
+pub fn netlink_overrun(
     mut overruns: watch::Receiver<u64>,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         overruns.borrow_and_update();
@@ -69,11 +77,11 @@ pub(crate) fn netlink_overrun(
 /// reconcile under event class `class`: the local OVS (bridge mappings, a
 /// patch port appearing change the wiring) and the node-local NB of
 /// `exposing_method = ovn` (the agent's rows edited or removed).
-pub(crate) fn every_change(
+pub fn every_change(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     class: &'static str,
     database: &'static str,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -96,10 +104,10 @@ pub(crate) fn every_change(
 }
 
 /// A full reconcile after every reconnect's resync (generation > 1).
-pub(crate) fn resync(
+pub fn resync(
     mut generation: watch::Receiver<u64>,
     database: &'static str,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen = *generation.borrow_and_update();

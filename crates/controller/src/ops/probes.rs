@@ -205,7 +205,7 @@ impl Progress {
 
 /// Why a reconcile that ran did not converge, in a few words; `None`
 /// when it did.
-pub fn not_converged(report: &crate::ReconcileReport) -> Option<String> {
+pub fn not_converged(report: &super::report::ReconcileReport) -> Option<String> {
     let mut why = Vec::new();
     if !report.failed.is_empty() {
         why.push(format!("{} op(s) failed", report.failed.len()));
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn not_converged_names_each_cause() {
-        let r = crate::ReconcileReport {
+        let r = crate::ops::ReconcileReport {
             failed: vec!["a".into(), "b".into()],
             withdrawals_held: 4,
             unread: vec!["FRR's running configuration could not be read".into()],
@@ -349,6 +349,6 @@ mod tests {
             not_converged(&r).unwrap(),
             "2 op(s) failed; 4 withdrawal(s) held by the mass-withdrawal guard; FRR's running configuration could not be read"
         );
-        assert_eq!(not_converged(&crate::ReconcileReport::default()), None);
+        assert_eq!(not_converged(&crate::ops::ReconcileReport::default()), None);
     }
 }

@@ -1,4 +1,5 @@
-//! The reconcile loop, and the two rooms it draws on.
+//! The reconcile loop, and the two rooms it draws on: the crates
+//! `obgp-inputs` and `obgp-ops`, re-exported here.
 //!
 //! - [`inputs`]: where the OVN and OVS data and the triggers come from
 //!   (the monitored databases and their snapshot, port conditions, the
@@ -22,8 +23,8 @@
 //! reconcile, which recomputes everything. A missed or reordered event costs
 //! latency, never correctness (upstream defects D11 and D16 cannot occur).
 
-pub mod inputs;
-pub mod ops;
+pub use obgp_inputs as inputs;
+pub use obgp_ops as ops;
 
 pub mod guard;
 pub mod kind;

@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn not_converged_names_each_cause() {
-        let r = crate::ops::ReconcileReport {
+        let r = crate::ReconcileReport {
             failed: vec!["a".into(), "b".into()],
             withdrawals_held: 4,
             unread: vec!["FRR's running configuration could not be read".into()],
@@ -349,6 +349,6 @@ mod tests {
             not_converged(&r).unwrap(),
             "2 op(s) failed; 4 withdrawal(s) held by the mass-withdrawal guard; FRR's running configuration could not be read"
         );
-        assert_eq!(not_converged(&crate::ops::ReconcileReport::default()), None);
+        assert_eq!(not_converged(&crate::ReconcileReport::default()), None);
     }
 }

@@ -7,9 +7,10 @@
 //! a resync or a netlink overrun into a [`Reason`] for a reconcile, handed
 //! to a [`TriggerSink`].
 //!
-//! This room does not depend on the loop: the loop's work queue implements
-//! [`TriggerSink`], and the loop reads what [`OvnSources::converged_inputs`]
-//! returns. Everything else of the crate uses only the names below.
+//! This room (crate) does not depend on the loop (`obgp-controller`): the
+//! loop's work queue implements [`TriggerSink`], and the loop reads what
+//! [`OvnSources::converged_inputs`] returns. The loop and the binary use
+//! only the names below.
 
 mod database;
 mod follower;

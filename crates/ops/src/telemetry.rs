@@ -15,8 +15,8 @@ use super::http::{Endpoints, StatusFuture};
 use super::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
 use super::probes::{not_converged, ProbeBounds, Progress};
 use super::report::ReconcileReport;
-use crate::inputs::TriggerBatch;
-use crate::inputs::{OvnSources, Source};
+use obgp_inputs::TriggerBatch;
+use obgp_inputs::{OvnSources, Source};
 
 use super::status::{db_health, health_only, Health, LastReconcile, Origin, Probe, Reply};
 

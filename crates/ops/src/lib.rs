@@ -3,10 +3,10 @@
 //! rendering, the telemetry the loop reports into, and returning freed heap
 //! after full dumps.
 //!
-//! This room does not depend on the loop: it defines what it shows (the
-//! [`ReconcileReport`] of one reconcile, the `/status` [`status::Reply`])
-//! and the loop fills it. Everything else of the crate uses only the names
-//! below.
+//! This room (crate) does not depend on the loop (`obgp-controller`): it
+//! defines what it shows (the [`ReconcileReport`] of one reconcile, the
+//! `/status` [`status::Reply`]) and the loop fills it. The loop and the
+//! binary use only the names below.
 
 mod http;
 mod memory;

@@ -23,8 +23,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
 use super::report::ReconcileReport;
-use crate::inputs::Reason;
-use crate::inputs::TriggerBatch;
+use obgp_inputs::Reason;
+use obgp_inputs::TriggerBatch;
 
 type Labels1 = [(&'static str, String); 1];
 type Labels2 = [(&'static str, String); 2];

@@ -26,7 +26,7 @@ use obgp_plan::Actual;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use crate::inputs::Source;
+use obgp_inputs::Source;
 
 pub use rows::RowInfo;
 

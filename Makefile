@@ -36,7 +36,7 @@ deps:
 
 ## lint: formatting, clippy (warnings are errors), the pure crates'
 ## dependency trees (no tokio, TLS or netlink under them), and no module
-## circle inside a crate beyond the known ones (scripts/module-cycles.allow).
+## circle inside a crate (scripts/check-module-cycles).
 lint: fmt clippy check-pure check-cycles
 fmt:
 	$(CARGO) fmt --all -- --check

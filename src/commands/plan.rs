@@ -64,7 +64,7 @@ pub fn run(
     };
     print(&plan, format)?;
     // The whole job's peak, with the plan printed (at debug).
-    obgp_controller::memory::log_stage("printed");
+    obgp_controller::ops::log_stage("printed");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -7,7 +7,7 @@
 //! when nothing listens there (no daemon running) the status is computed
 //! here from the live databases and node, as `plan` does (`--direct`
 //! forces that); `--ovn FILE` computes it from files. Every path gives the
-//! same model (`obgp_controller::status::Status`), printed by one renderer.
+//! same model (`obgp_controller::ops::status::Status`), printed by one renderer.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use obgp_config::Config;
-use obgp_controller::status::{live, render, Status};
+use obgp_controller::live_status;
+use obgp_controller::ops::status::{render, Status};
 
 use crate::cli::{Format, NodeArgs, OvnInput};
 
@@ -66,7 +67,7 @@ pub fn run(
         Source::Offline { ovn, node_state } => {
             let file = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
             let facts = super::ovn_file::facts(config, &file);
-            live::offline(config, &file.snapshot, &facts, &file.actual)?
+            live_status::offline(config, &file.snapshot, &facts, &file.actual)?
         }
         Source::Direct => direct(config, node)?,
         Source::Default => match config.default.metrics_listen {
@@ -92,7 +93,7 @@ pub fn run(
 
 fn direct(config: &Config, node: &NodeArgs) -> anyhow::Result<Status> {
     let opts = super::run_options(config, node);
-    Ok(super::runtime()?.block_on(live::direct(config, &opts))?)
+    Ok(super::runtime()?.block_on(live_status::direct(config, &opts))?)
 }
 
 /// Nothing listens there: the connection was refused (a daemon that

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use common::start_node;
-use obgp_controller::sources::OvnSources;
+use obgp_controller::inputs::OvnSources;
 use obgp_controller::{QueueConfig, ReconcileKind, ReconcileReport, Reconciler};
 
 mod common;

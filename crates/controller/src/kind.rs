@@ -113,7 +113,7 @@ fn rereads_in_background(batch: &TriggerBatch) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reason::{LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
+    use crate::inputs::{LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 
     fn event(class: &'static str) -> Reason {
         Reason::Event {

@@ -7,10 +7,10 @@
 use obgp_node::KernelConfig;
 use tokio::sync::watch;
 
-use crate::probes::ProbeBounds;
+use crate::inputs::SourceError;
+use crate::ops::ProbeBounds;
 use crate::queue::QueueConfig;
 use crate::reconcile::ReconcileError;
-use crate::sources::SourceError;
 
 /// How the loop runs beyond the configuration file.
 #[derive(Clone, Debug, Default)]

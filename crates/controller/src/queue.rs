@@ -8,7 +8,6 @@
 //! opens no window: an event after it runs at once. Nothing is ever dropped:
 //! a trigger either starts a reconcile or joins the next one.
 
-use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -19,7 +18,8 @@ use governor::{Quota, RateLimiter};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::Reason;
+pub use crate::inputs::TriggerBatch;
+use crate::inputs::{Reason, TriggerSink};
 
 /// How triggers are turned into reconciles.
 #[derive(Clone, Debug)]
@@ -48,58 +48,16 @@ impl Default for QueueConfig {
     }
 }
 
-/// The reasons of one reconcile, each with how many triggers carried it,
-/// and how long its first trigger was held back, by which rule. The kind
-/// of reconcile they ask for is [`crate::kind::ReconcileKind::for_batch`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TriggerBatch {
-    pub reasons: BTreeMap<Reason, usize>,
-    /// Held back because the first trigger came within the merge window of
-    /// the previous event-driven reconcile.
-    pub window_wait: Duration,
-    /// Held back by the rate limit.
-    pub rate_wait: Duration,
-}
-
-impl TriggerBatch {
-    fn add(&mut self, reason: Reason) {
-        *self.reasons.entry(reason).or_default() += 1;
-    }
-
-    /// Total triggers merged into this reconcile.
-    pub fn triggers(&self) -> usize {
-        self.reasons.values().sum()
-    }
-
-    /// Whether any reason follows a database's full dump
-    /// ([`Reason::follows_full_dump`]).
-    pub fn follows_full_dump(&self) -> bool {
-        self.reasons.keys().any(Reason::follows_full_dump)
-    }
-}
-
-impl std::fmt::Display for TriggerBatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut first = true;
-        for (reason, count) in &self.reasons {
-            if !first {
-                f.write_str(", ")?;
-            }
-            first = false;
-            if *count > 1 {
-                write!(f, "{reason} (x{count})")?;
-            } else {
-                write!(f, "{reason}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The sending side: cheap to clone, handed to event filters and timers.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
     tx: mpsc::UnboundedSender<Reason>,
+}
+
+impl TriggerSink for Scheduler {
+    fn trigger(&self, reason: Reason) -> bool {
+        Scheduler::trigger(self, reason)
+    }
 }
 
 impl Scheduler {

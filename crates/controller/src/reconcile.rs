@@ -18,20 +18,18 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
+use crate::inputs::{system_hostname, LocalNbError, LocalNbSource, OfPorts};
 use crate::kind::ReconcileKind;
-use crate::local_nb::{LocalNbError, LocalNbSource};
-use crate::ofports::OfPorts;
 
 mod last_plan;
 mod local_cluster;
 mod node_side;
-mod report;
 
+pub use crate::ops::{FrrApplyCause, ReconcileReport};
 use last_plan::LastPlan;
 pub use node_side::object_kind;
+pub(crate) use node_side::unread_commands;
 use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
-pub(crate) use node_side::{system_hostname, unread_commands};
-pub use report::{FrrApplyCause, ReconcileReport};
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
 /// `TablesExhausted` is fatal for the agent; everything else is retried by
@@ -490,7 +488,7 @@ impl Reconciler {
         let t = Instant::now();
         let computed = self.desired.compute(snap, &self.config, &self.facts)?;
         if first {
-            crate::memory::log_stage("desired");
+            crate::ops::log_stage("desired");
         }
         report.desired_patched = matches!(computed.how, Computed::Patched { .. });
         report.desired_changed = computed.changed;
@@ -504,7 +502,7 @@ impl Reconciler {
         report.observe_time = t.elapsed();
         report.unread = unread_commands(&actual);
         if first {
-            crate::memory::log_stage("observed");
+            crate::ops::log_stage("observed");
         }
 
         let t = Instant::now();
@@ -525,7 +523,7 @@ impl Reconciler {
         report.plan_time = t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
         if first {
-            crate::memory::log_stage("planned");
+            crate::ops::log_stage("planned");
         }
         for w in &plan.warnings {
             if self.warned.insert(w.clone()) {

@@ -24,20 +24,21 @@ use obgp_plan::Plan;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::inputs::connect_once;
+use crate::inputs::FilterView;
+use crate::inputs::{Inputs, OvnSources, SourceError};
 use crate::kind::{BackgroundChecks, ReconcileKind};
+use crate::live_status;
+use crate::one_shot::connect_once;
+use crate::ops::status::Reply;
+use crate::ops::ProbeBounds;
+use crate::ops::{spawn_update_clock, Telemetry};
 use crate::options::{RunError, RunOptions};
-use crate::probes::ProbeBounds;
 use crate::queue::{Scheduler, TriggerBatch, WorkQueue};
 use crate::reconcile::{
     check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
 };
-use crate::sources::{Inputs, OvnSources, SourceError};
-use crate::status::{self, live::Reply};
-use crate::telemetry::{spawn_update_clock, Telemetry};
-use crate::view::FilterView;
-use crate::watchers;
-use crate::Reason;
+
+use crate::inputs::{self, Reason};
 
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
@@ -156,7 +157,7 @@ pub async fn run(
     // Before connecting anywhere: the probes answer while the agent waits.
     let listener = match config.default.metrics_listen {
         Some(addr) => Some(
-            crate::http::serve(addr, telemetry.clone(), shutdown.child_token())
+            crate::ops::serve(addr, telemetry.clone(), shutdown.child_token())
                 .await
                 .map_err(|source| RunError::Listen { addr, source })?,
         ),
@@ -258,7 +259,7 @@ async fn wait_for_databases(
     }
     let sources = Arc::new(sources);
     telemetry.synced(sources.clone());
-    crate::memory::log_stage("synced");
+    crate::ops::log_stage("synced");
     Ok(Some(sources))
 }
 
@@ -274,7 +275,7 @@ async fn connect_node(
     loop {
         match Reconciler::connect(config.clone(), opts.kernel.clone()).await {
             Ok(mut r) => {
-                crate::memory::log_stage("node read");
+                crate::ops::log_stage("node read");
                 r.stop_on(shutdown.clone());
                 r.guard_withdrawals(crate::guard::GuardConfig::from_config(config));
                 if let Some(local) = &sources.local_nb {
@@ -321,7 +322,7 @@ struct Daemon {
     hold: Option<watch::Receiver<bool>>,
     retry: Retry,
     drift: DriftCheck,
-    trim: crate::memory::TrimSchedule,
+    trim: crate::ops::TrimSchedule,
     /// What the event filters read, replaced after every reconcile.
     view: watch::Sender<Arc<FilterView>>,
     /// No reconcile ended yet: a configuration that names a device of the
@@ -375,7 +376,7 @@ impl Daemon {
             hold: opts.hold_reconciles,
             retry: Retry::default(),
             drift: DriftCheck::default(),
-            trim: crate::memory::TrimSchedule::new(),
+            trim: crate::ops::TrimSchedule::new(),
             view,
             first: true,
             tasks,
@@ -399,7 +400,7 @@ impl Daemon {
     async fn answer_status(&mut self, reply: Reply) {
         let health = self.telemetry.health();
         let status =
-            status::live::answer(&mut self.reconciler, &self.sources, health, &self.config).await;
+            live_status::answer(&mut self.reconciler, &self.sources, health, &self.config).await;
         let _ = reply.send(status);
     }
 
@@ -478,7 +479,7 @@ impl Daemon {
     ) {
         self.telemetry.finished(
             batch,
-            result,
+            result.map_err(|e| e as &dyn std::error::Error),
             started.elapsed(),
             self.reconciler.withdrawal_holds(),
         );
@@ -497,7 +498,7 @@ impl Daemon {
         );
         tracing::debug!(total_ms = ms(started.elapsed()), "reconcile done");
         if self.trim.due(Instant::now(), batch.follows_full_dump()) {
-            crate::memory::spawn_release();
+            crate::ops::spawn_release();
         }
         if rereads_at_once(report, batch) {
             self.sched.trigger(Reason::UnnotifiedSideEffects);
@@ -527,7 +528,7 @@ impl Daemon {
             if let Some(desired) = self.reconciler.desired() {
                 self.telemetry
                     .metrics
-                    .set_exposed(&crate::metrics::count_exposed(desired));
+                    .set_exposed(&crate::ops::count_exposed(desired));
             }
         }
         let chassis = self.reconciler.chassis_name(&inputs.snapshot);
@@ -571,31 +572,31 @@ fn spawn_triggers(
             Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
             Reason::FrrCheck,
         ),
-        watchers::event_filter(sources.ovn.changes(), filters, view, sched.clone()),
-        watchers::every_change(
+        inputs::event_filter(sources.ovn.changes(), filters, view, sched.clone()),
+        inputs::every_change(
             sources.ovs.changes(),
-            crate::reason::LOCAL_OVS_CHANGE,
+            crate::inputs::LOCAL_OVS_CHANGE,
             sources.ovs.database,
             sched.clone(),
         ),
-        watchers::resync(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
-        watchers::resync(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
-        watchers::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
+        inputs::resync(sources.ovn.resynced(), sources.ovn.database, sched.clone()),
+        inputs::resync(sources.ovs.resynced(), sources.ovs.database, sched.clone()),
+        inputs::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
         spawn_update_clock(telemetry, &sources.ovn),
         spawn_update_clock(telemetry, &sources.ovs),
     ];
     if let Some(local) = &sources.local_nb {
         // Rows of the agent's tables changed or removed by someone else
         // (or by the agent's own writes: that reconcile plans nothing).
-        tasks.push(watchers::every_change(
+        tasks.push(inputs::every_change(
             local.changes(),
-            crate::reason::LOCAL_NB_CHANGE,
-            crate::reason::LOCAL_NB,
+            crate::inputs::LOCAL_NB_CHANGE,
+            crate::inputs::LOCAL_NB,
             sched.clone(),
         ));
-        tasks.push(watchers::resync(
+        tasks.push(inputs::resync(
             local.resynced(),
-            crate::reason::LOCAL_NB,
+            crate::inputs::LOCAL_NB,
             sched.clone(),
         ));
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use obgp_config::AnnounceWith;
-use obgp_controller::sources::OvnSources;
+use obgp_controller::inputs::OvnSources;
 use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
 
 const WAIT: Duration = Duration::from_secs(30);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use obgp_config::Config;
-use obgp_controller::sources::OvnSources;
+use obgp_controller::inputs::OvnSources;
 use obgp_controller::{run, QueueConfig};
 use obgp_desired::{desired_state, NodeFacts};
 use serde_json::json;

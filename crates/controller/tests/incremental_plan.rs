@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use obgp_controller::sources::{Inputs, OvnSources};
+use obgp_controller::inputs::{Inputs, OvnSources};
 use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
 use serde_json::json;
 

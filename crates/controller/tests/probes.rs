@@ -12,7 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_controller::probes::ProbeBounds;
+use obgp_controller::ops::ProbeBounds;
 use obgp_controller::{run, QueueConfig, RunOptions};
 use tokio_util::sync::CancellationToken;
 

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_controller::status::{Origin, Status};
+use obgp_controller::ops::status::{Origin, Status};
 use obgp_controller::{run, QueueConfig};
 use tokio_util::sync::CancellationToken;
 

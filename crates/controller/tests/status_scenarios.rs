@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use obgp_controller::status::{live, Origin, Status};
+use obgp_controller::live_status;
+use obgp_controller::ops::status::{Origin, Status};
 use obgp_desired::DesiredError;
 use obgp_pipeline::{node_facts, NodeReadings, PipelineError};
 use obgp_plan::{Actual, ModelNode};
@@ -85,7 +86,8 @@ fn check(path: &Path) -> Option<Checked> {
         Err(e) => panic!("{}: {e}", name),
     };
     let (desired, node) = (computed.desired, computed.node);
-    let status = |node: &Actual| -> Status { live::offline(&config, &snap, &facts, node).unwrap() };
+    let status =
+        |node: &Actual| -> Status { live_status::offline(&config, &snap, &facts, node).unwrap() };
 
     // The rows, on the initial node.
     let before = status(&initial);

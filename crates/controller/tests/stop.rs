@@ -2,7 +2,7 @@
 //! reconciles a namespace node the test creates).
 
 use obgp_config::Config;
-use obgp_controller::ofports::OfPorts;
+use obgp_controller::inputs::OfPorts;
 use obgp_controller::{ReconcileKind, Reconciler};
 use obgp_node::KernelConfig;
 use obgp_ovn::Snapshot;

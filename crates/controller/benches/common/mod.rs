@@ -225,7 +225,9 @@ pub async fn http_get(
 }
 
 /// The daemon's `GET /status` at `addr`, parsed.
-pub async fn daemon_status(addr: std::net::SocketAddr) -> Result<obgp_controller::status::Status> {
+pub async fn daemon_status(
+    addr: std::net::SocketAddr,
+) -> Result<obgp_controller::ops::status::Status> {
     let (code, body) = http_get(addr, "/status", std::time::Duration::from_secs(15)).await?;
     anyhow::ensure!(code == 200, "/status {code}: {body}");
     Ok(serde_json::from_str(&body)?)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use obgp_localnb::LocalNbPlan;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
-use crate::local_nb::{LocalNbError, LocalNbSource};
+use crate::inputs::{LocalNbError, LocalNbSource};
 
 impl Reconciler {
     /// Writes the desired state's node-local NB rows (`exposing_method =

@@ -10,7 +10,7 @@ use obgp_node::{CommandLane, KernelNode, Scope};
 use obgp_plan::{Actual, Op};
 
 use super::ReconcileError;
-use crate::ofports::OfPorts;
+use crate::inputs::OfPorts;
 
 /// Observes `scope` of the node: the kernel through the netlink mirror,
 /// FRR and the OVS flows as the command lane last read them (what it does
@@ -111,15 +111,6 @@ pub(super) fn announced_prefixes(actual: &Actual, config: &Config) -> usize {
         })
         .count();
     on_nic + vrf_routes
-}
-
-/// The system hostname (`/proc/sys/kernel/hostname`), upstream's
-/// `socket.gethostname()` fallback for the chassis name.
-pub(crate) fn system_hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 /// What the agent reads of the node and could not (FRR, OVS bridges): a

@@ -17,7 +17,7 @@ use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use crate::sources::{ovn_client, Source, SourceError};
+use super::database::{ovn_client, Source, SourceError};
 
 /// Why the local NB could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use obgp_config::{AdvertisementMethod, Config, Driver};
-use obgp_controller::sources::{Inputs, OvnSources};
 use obgp_desired::{desired_state, Desired, NodeFacts};
+use obgp_inputs::{Inputs, OvnSources};
 use obgp_ovsdb_data::{DbSnapshot, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
 use obgp_topogen::{Params, Topology};

@@ -205,7 +205,7 @@ impl Progress {
 
 /// Why a reconcile that ran did not converge, in a few words; `None`
 /// when it did.
-pub fn not_converged(report: &crate::ReconcileReport) -> Option<String> {
+pub fn not_converged(report: &super::report::ReconcileReport) -> Option<String> {
     let mut why = Vec::new();
     if !report.failed.is_empty() {
         why.push(format!("{} op(s) failed", report.failed.len()));

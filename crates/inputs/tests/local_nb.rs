@@ -1,5 +1,5 @@
 //! The local-NB monitor and writer of `exposing_method = ovn`
-//! (`obgp_controller::local_nb`) against a real ovsdb-server serving the
+//! (`obgp_inputs::LocalNbSource`) against a real ovsdb-server serving the
 //! OVN NB schema: the first write creates every desired row (marked), a
 //! second writes nothing and every uuid stays, a removed segment's rows go,
 //! a foreign row stays, and a transaction the server refuses is an error
@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_controller::local_nb::{LocalNbError, LocalNbSource};
 use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
+use obgp_inputs::{LocalNbError, LocalNbSource};
 use obgp_localnb::{LocalNb, Observed, Table};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;

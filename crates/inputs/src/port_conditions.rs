@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
+use obgp_ovsdb::Client;
 use obgp_ovsdb_data::{Condition, MonitorSpec};
-
-use crate::sources::{Inputs, OvnSources, SourceError};
 
 /// Rounds of recompute-and-send before giving up for this reconcile: the
 /// conditions depend on their own rows only through the `router` ports,
@@ -101,14 +100,20 @@ impl PortConditions {
         ]
     }
 
-    /// What the next reconcile reads, once the port conditions are those
-    /// the snapshot calls for and the cache holds their rows.
-    pub async fn converged_inputs(&self, sources: &OvnSources) -> Result<Inputs, SourceError> {
-        let client = &sources.ovn.client;
+    /// What the next reconcile reads (`read`, whose snapshot `snapshot_of`
+    /// gives), once the port conditions are those the snapshot calls for
+    /// and `client`'s cache holds their rows. The error says why they did
+    /// not converge (the caller's `SourceError::Conditions`).
+    pub async fn converged<T>(
+        &self,
+        client: &Client,
+        read: impl Fn() -> T,
+        snapshot_of: impl Fn(&T) -> &Snapshot,
+    ) -> Result<T, String> {
         for _ in 0..MAX_ROUNDS {
-            let inputs = sources.inputs();
+            let inputs = read();
             let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let wanted = self.wanted(&inputs.snapshot, acked.as_ref());
+            let wanted = self.wanted(snapshot_of(&inputs), acked.as_ref());
             if acked.as_ref() == Some(&wanted) {
                 return Ok(inputs);
             }
@@ -125,16 +130,16 @@ impl PortConditions {
                 Ok(Ok(())) => {
                     *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
                 }
-                Ok(Err(e)) => return Err(SourceError::Conditions(e.to_string())),
+                Ok(Err(e)) => return Err(e.to_string()),
                 Err(_) => {
-                    return Err(SourceError::Conditions(format!(
+                    return Err(format!(
                         "no answer to the condition change within {CHANGE_TIMEOUT:?}"
-                    )))
+                    ))
                 }
             }
         }
-        Err(SourceError::Conditions(format!(
+        Err(format!(
             "the conditions kept changing over {MAX_ROUNDS} rounds"
-        )))
+        ))
     }
 }

@@ -9,10 +9,10 @@ use obgp_config::Config;
 use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
 
+use crate::inputs::OvnSources;
 use crate::kind::ReconcileKind;
 use crate::options::{RunError, RunOptions};
 use crate::reconcile::{check_supported, Reconciler};
-use crate::sources::OvnSources;
 
 /// How long the one-shot commands wait for the initial dumps:
 /// `ovsdb_connection_timeout`.
@@ -29,9 +29,9 @@ pub(crate) async fn connect_once(
     check_supported(config)?;
     let sources = OvnSources::start(config, sync_timeout(config)).await?;
     sources.wait_synced(sync_timeout(config)).await?;
-    crate::memory::log_stage("synced");
+    crate::ops::log_stage("synced");
     let mut reconciler = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    crate::memory::log_stage("node read");
+    crate::ops::log_stage("node read");
     reconciler.wait_for_commands();
     if let Some(local) = &sources.local_nb {
         reconciler.write_local_nb(local.clone());

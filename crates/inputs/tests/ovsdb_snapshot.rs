@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use obgp_config::{Config, Driver};
-use obgp_controller::sources::OvnSources;
 use obgp_desired::{desired_state, NodeFacts};
+use obgp_inputs::OvnSources;
 use obgp_testbed::fixture::insert_ops;
 use obgp_testbed::ovsdb::OvsdbServer;
 use serde_json::Value;

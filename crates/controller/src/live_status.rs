@@ -7,27 +7,13 @@ use obgp_desired::NodeFacts;
 use obgp_ovn::Snapshot;
 use obgp_pipeline::PipelineError;
 use obgp_plan::Actual;
-use tokio::sync::oneshot;
 
-use super::{health_only, status, DbHealth, Health, Inputs, Origin, Status};
-use crate::inputs::connect_once;
+use crate::inputs::OvnSources;
 use crate::kind::ReconcileKind;
+use crate::one_shot::connect_once;
+use crate::ops::status::{db_health, health_only, status, Health, Inputs, Origin, Status};
 use crate::options::{RunError, RunOptions};
 use crate::reconcile::{unread_commands, Planned, Reconciler};
-use crate::sources::{OvnSources, Source};
-
-/// Where the loop sends a `/status` answer.
-pub type Reply = oneshot::Sender<Status>;
-
-/// A database's connection as `status` shows it.
-pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
-    DbHealth {
-        database: source.database.to_string(),
-        connected_to: source.client.connected_to(),
-        syncs: *source.client.cache().resynced().borrow(),
-        last_update_unix,
-    }
-}
 
 /// The daemon's status now: its last desired state against the node as
 /// observed now (through the same observer and planner as a reconcile,

@@ -11,14 +11,14 @@ use obgp_config::Config;
 use obgp_ovsdb_data::DbSnapshot;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::http::{Endpoints, StatusFuture};
-use crate::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
-use crate::probes::{not_converged, ProbeBounds, Progress};
-use crate::queue::TriggerBatch;
-use crate::reconcile::{ReconcileError, ReconcileReport};
-use crate::sources::{OvnSources, Source};
-use crate::status::live::{db_health, Reply};
-use crate::status::{health_only, Health, LastReconcile, Origin, Probe};
+use super::http::{Endpoints, StatusFuture};
+use super::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
+use super::probes::{not_converged, ProbeBounds, Progress};
+use super::report::ReconcileReport;
+use obgp_inputs::TriggerBatch;
+use obgp_inputs::{OvnSources, Source};
+
+use super::status::{db_health, health_only, Health, LastReconcile, Origin, Probe, Reply};
 
 pub struct Telemetry {
     pub metrics: Metrics,
@@ -63,11 +63,12 @@ impl Telemetry {
         self.progress().started(Instant::now(), batch.to_string());
     }
 
-    /// A reconcile of `batch` ended after `total` with `result`.
+    /// A reconcile of `batch` ended after `total` with `result` (the
+    /// error is shown as its text).
     pub fn finished(
         &self,
         batch: &TriggerBatch,
-        result: Result<&ReconcileReport, &ReconcileError>,
+        result: Result<&ReconcileReport, &dyn std::error::Error>,
         total: Duration,
         withdrawal_holds: u64,
     ) {
@@ -113,7 +114,7 @@ impl Telemetry {
                 why: outcome.clone().err(),
             }
         });
-        let probe = |v: crate::probes::Verdict| Probe {
+        let probe = |v: super::probes::Verdict| Probe {
             ok: v.ok,
             reason: v.reason,
         };

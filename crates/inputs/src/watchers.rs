@@ -8,18 +8,26 @@ use std::sync::Arc;
 use obgp_events::Filters;
 use tokio::sync::{broadcast, watch};
 
-use crate::queue::Scheduler;
-use crate::triggers;
-use crate::view::FilterView;
-use crate::Reason;
+use super::reason::Reason;
+use super::triggers;
+use super::view::FilterView;
+
+/// Where the watchers hand their triggers: the loop's work queue
+/// (`obgp_controller::Scheduler`) implements it, so the inputs do not
+/// depend on the loop.
+pub trait TriggerSink: Send + 'static {
+    /// Asks for a reconcile for `reason`. Returns false once the receiving
+    /// side is gone (shutdown), which ends the watcher.
+    fn trigger(&self, reason: Reason) -> bool;
+}
 
 /// Feeds every change of the driver's OVN database through the driver's event filters; a match
 /// schedules a reconcile carrying the class name as its reason.
-pub(crate) fn event_filter(
+pub fn event_filter(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     filters: Filters,
     view: watch::Receiver<Arc<FilterView>>,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -49,9 +57,9 @@ pub(crate) fn event_filter(
 
 /// A full reconcile whenever the node's netlink mirror lost notifications
 /// (it re-dumps everything at that reconcile's observe).
-pub(crate) fn netlink_overrun(
+pub fn netlink_overrun(
     mut overruns: watch::Receiver<u64>,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         overruns.borrow_and_update();
@@ -69,11 +77,11 @@ pub(crate) fn netlink_overrun(
 /// reconcile under event class `class`: the local OVS (bridge mappings, a
 /// patch port appearing change the wiring) and the node-local NB of
 /// `exposing_method = ovn` (the agent's rows edited or removed).
-pub(crate) fn every_change(
+pub fn every_change(
     mut changes: broadcast::Receiver<obgp_ovsdb_data::Change>,
     class: &'static str,
     database: &'static str,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -96,10 +104,10 @@ pub(crate) fn every_change(
 }
 
 /// A full reconcile after every reconnect's resync (generation > 1).
-pub(crate) fn resync(
+pub fn resync(
     mut generation: watch::Receiver<u64>,
     database: &'static str,
-    sched: Scheduler,
+    sched: impl TriggerSink,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen = *generation.borrow_and_update();
@@ -113,42 +121,4 @@ pub(crate) fn resync(
             seen = now;
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use tokio::time::Instant;
-
-    use super::*;
-    use crate::queue::{QueueConfig, WorkQueue};
-
-    #[tokio::test(start_paused = true)]
-    async fn a_netlink_overrun_schedules_a_reconcile_that_rereads_the_node() {
-        let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        let (overruns, rx) = watch::channel(0u64);
-        let watcher = netlink_overrun(rx, sched.clone());
-        tokio::task::yield_now().await;
-        overruns.send_replace(1);
-        let t0 = Instant::now();
-        let batch = queue.next().await.unwrap();
-        assert_eq!(t0.elapsed(), Duration::ZERO);
-        assert_eq!(
-            batch.reasons.keys().collect::<Vec<_>>(),
-            [&Reason::NetlinkOverrun]
-        );
-        let kind = crate::kind::ReconcileKind::for_batch(&batch);
-        assert!(kind.reread.node_dumps && kind.reread.ovs_flows, "{kind:?}");
-        // One reconcile per overrun seen, none without.
-        overruns.send_replace(2);
-        assert!(queue.next().await.is_some());
-        drop(overruns);
-        watcher.await.unwrap();
-        drop(sched);
-        assert!(
-            queue.next().await.is_none(),
-            "no trigger without an overrun"
-        );
-    }
 }

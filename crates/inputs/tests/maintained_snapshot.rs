@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use obgp_config::{Config, Driver};
-use obgp_controller::sources::OvnSources;
+use obgp_inputs::OvnSources;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 use obgp_testbed::fixture::insert_ops;

@@ -1,6 +1,9 @@
-//! Why a reconcile runs: carried with every trigger so the logs can say it.
+//! Why a reconcile runs ([`Reason`]): carried with every trigger so the logs can say it;
+//! the triggers merged into one reconcile ([`TriggerBatch`]).
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -130,7 +133,7 @@ impl Reason {
     /// sync or a resync): the dump was decoded beside the cache it
     /// replaced and the OVN snapshot rebuilt from it, the largest transient
     /// allocations the agent makes, so freed heap is returned to the kernel
-    /// after it ([`crate::memory::TrimSchedule`]).
+    /// after it (the operations surface's `TrimSchedule`).
     pub fn follows_full_dump(&self) -> bool {
         matches!(self, Reason::Startup | Reason::Resync { .. })
     }
@@ -170,6 +173,55 @@ impl fmt::Display for Reason {
                 f.write_str("our writes had side effects the kernel did not notify")
             }
         }
+    }
+}
+
+/// The reasons of one reconcile, each with how many triggers carried it,
+/// and how long its first trigger was held back, by which rule. The kind
+/// of reconcile they ask for is `ReconcileKind::for_batch` (the loop's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TriggerBatch {
+    pub reasons: BTreeMap<Reason, usize>,
+    /// Held back because the first trigger came within the merge window of
+    /// the previous event-driven reconcile.
+    pub window_wait: Duration,
+    /// Held back by the rate limit.
+    pub rate_wait: Duration,
+}
+
+impl TriggerBatch {
+    /// Counts one more trigger carrying `reason` (the work queue merging it).
+    pub fn add(&mut self, reason: Reason) {
+        *self.reasons.entry(reason).or_default() += 1;
+    }
+
+    /// Total triggers merged into this reconcile.
+    pub fn triggers(&self) -> usize {
+        self.reasons.values().sum()
+    }
+
+    /// Whether any reason follows a database's full dump
+    /// ([`Reason::follows_full_dump`]).
+    pub fn follows_full_dump(&self) -> bool {
+        self.reasons.keys().any(Reason::follows_full_dump)
+    }
+}
+
+impl fmt::Display for TriggerBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (reason, count) in &self.reasons {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            if *count > 1 {
+                write!(f, "{reason} (x{count})")?;
+            } else {
+                write!(f, "{reason}")?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -22,9 +22,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::queue::TriggerBatch;
-use crate::reconcile::ReconcileReport;
-use crate::Reason;
+use super::report::ReconcileReport;
+use obgp_inputs::Reason;
+use obgp_inputs::TriggerBatch;
 
 type Labels1 = [(&'static str, String); 1];
 type Labels2 = [(&'static str, String); 2];
@@ -57,9 +57,9 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The rule is [`crate::probes::not_converged`]'s, which says why.
+    /// The rule is [`super::probes::not_converged`]'s, which says why.
     pub fn of(report: &ReconcileReport) -> Outcome {
-        match crate::probes::not_converged(report) {
+        match super::probes::not_converged(report) {
             None => Outcome::Converged,
             Some(_) => Outcome::Incomplete,
         }

@@ -16,7 +16,7 @@ fn report() -> ReconcileReport {
         planned: 5,
         desired_changed: true,
         drift_repairs: [("address", 2)].into(),
-        frr_apply: Some(crate::reconcile::FrrApplyCause::Missing),
+        frr_apply: Some(crate::FrrApplyCause::Missing),
         ..ReconcileReport::default()
     }
 }

@@ -8,10 +8,9 @@
 //! the row carries), its wiring (bridge, VLAN, table or VRF) and whether
 //! the observed node holds it ([`obgp_plan::holds`], the same comparison
 //! the planner makes). [`exposures`] builds that part from values only;
-//! [`live`] gathers the values from the daemon's loop or from the live
-//! databases and node.
+//! the loop's `live_status` gathers the values from the daemon's loop or
+//! from the live databases and node.
 
-pub mod live;
 pub mod render;
 pub mod rows;
 
@@ -25,6 +24,9 @@ use obgp_ovn::Snapshot;
 use obgp_plan::holds::{missing_links, HoldsIndex};
 use obgp_plan::Actual;
 use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use obgp_inputs::Source;
 
 pub use rows::RowInfo;
 
@@ -339,6 +341,19 @@ pub fn status(i: &Inputs<'_>, origin: Origin, chassis: String, health: Health) -
         chassis,
         notes: i.desired.notes.clone(),
         ..health_only(i.config, origin, health)
+    }
+}
+
+/// Where the loop sends a `/status` answer.
+pub type Reply = oneshot::Sender<Status>;
+
+/// A database's connection as `status` shows it.
+pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
+    DbHealth {
+        database: source.database.to_string(),
+        connected_to: source.client.connected_to(),
+        syncs: *source.client.cache().resynced().borrow(),
+        last_update_unix,
     }
 }
 

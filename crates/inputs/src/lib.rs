@@ -1,0 +1,37 @@
+//! Where the OVN and OVS data and the reconcile triggers come from: the
+//! monitored databases ([`OvnSources`], one [`Source`] each) and the
+//! indexed snapshot they maintain, a conditional NB monitor's port
+//! conditions ([`PortConditions`]), the node-local NB of
+//! `exposing_method = ovn` ([`LocalNbSource`]), the OVS ofports, what the
+//! event filters read ([`FilterView`]), and the watchers that turn a change,
+//! a resync or a netlink overrun into a [`Reason`] for a reconcile, handed
+//! to a [`TriggerSink`].
+//!
+//! This room (crate) does not depend on the loop (`obgp-controller`): the
+//! loop's work queue implements [`TriggerSink`], and the loop reads what
+//! [`OvnSources::converged_inputs`] returns. The loop and the binary use
+//! only the names below.
+
+mod database;
+mod follower;
+mod host;
+mod local_nb;
+mod ofports;
+mod port_conditions;
+mod reason;
+mod sources;
+mod triggers;
+mod view;
+mod watchers;
+
+pub use database::{Source, SourceError};
+pub use follower::{Caught, SnapshotFollower};
+pub use host::system_hostname;
+pub use local_nb::{observed_of, LocalNbError, LocalNbSource};
+pub use ofports::{ofports, OfPorts};
+pub use port_conditions::{conditional, PortConditions};
+pub use reason::{Reason, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
+pub use sources::{Inputs, OvnSources};
+pub use triggers::reasons;
+pub use view::FilterView;
+pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

@@ -1,0 +1,24 @@
+//! The operations surface: the metrics and probes served on
+//! `metrics_listen` over a small HTTP server, the `status` model and its
+//! rendering, the telemetry the loop reports into, and returning freed heap
+//! after full dumps.
+//!
+//! This room (crate) does not depend on the loop (`obgp-controller`): it
+//! defines what it shows (the [`ReconcileReport`] of one reconcile, the
+//! `/status` [`status::Reply`]) and the loop fills it. The loop and the
+//! binary use only the names below.
+
+mod http;
+mod memory;
+mod metrics;
+mod probes;
+mod report;
+pub mod status;
+mod telemetry;
+
+pub use http::serve;
+pub use memory::{log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage};
+pub use metrics::{count_exposed, Metrics};
+pub use probes::ProbeBounds;
+pub use report::{FrrApplyCause, ReconcileReport};
+pub use telemetry::{spawn_update_clock, Telemetry};

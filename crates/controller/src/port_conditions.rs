@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
+use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, NbChanges, Snapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 
 use crate::sources::{Inputs, OvnSources, SourceError};
@@ -105,11 +105,15 @@ impl PortConditions {
     /// the snapshot calls for and the cache holds their rows.
     pub async fn converged_inputs(&self, sources: &OvnSources) -> Result<Inputs, SourceError> {
         let client = &sources.ovn.client;
+        // What changed over the rounds, handed out with the last one.
+        let mut changes = NbChanges::none();
         for _ in 0..MAX_ROUNDS {
-            let inputs = sources.inputs();
+            let mut inputs = sources.inputs();
+            changes.then(std::mem::take(&mut inputs.changes));
             let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let wanted = self.wanted(&inputs.snapshot, acked.as_ref());
             if acked.as_ref() == Some(&wanted) {
+                inputs.changes = changes;
                 return Ok(inputs);
             }
             tracing::debug!(

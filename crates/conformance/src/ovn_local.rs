@@ -18,7 +18,7 @@ use anyhow::Context;
 use obgp_config::Config;
 use obgp_desired::{Desired, GoldenConfig, LocalFacts};
 use obgp_netmodel::FlowAction;
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline};
 use serde_json::{json, Value};
 
@@ -98,7 +98,10 @@ fn compute(doc: &Value) -> anyhow::Result<Desired> {
     };
     let facts = node_facts(&config, &snap, read);
     let mut pipeline = Pipeline::default();
-    Ok(pipeline.compute(&snap, &config, &facts)?.desired.clone())
+    Ok(pipeline
+        .compute(&snap, &mut NbChanges::Full, &config, &facts)?
+        .desired
+        .clone())
 }
 
 /// The computation in the golden files' terms, one line per item.

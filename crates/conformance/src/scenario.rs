@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context};
 use obgp_netmodel::DesiredNode;
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
@@ -92,7 +92,7 @@ impl Reconcile for PipelineReplay {
         let facts = node_facts(config, snapshot, read);
         Ok(self
             .pipeline
-            .compute(snapshot, config, &facts)?
+            .compute(snapshot, &mut NbChanges::Full, config, &facts)?
             .node
             .clone())
     }

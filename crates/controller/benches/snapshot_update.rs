@@ -1,5 +1,6 @@
 //! What a one-row NB change costs the OVN snapshot: patching the maintained
-//! snapshot ([`LiveSnapshot::apply_nb`] + [`LiveSnapshot::snapshot`]) next to
+//! snapshot ([`LiveSnapshot::apply_nb`], with the changes it returns, +
+//! [`LiveSnapshot::snapshot`]) next to
 //! rebuilding it from every row: [`Snapshot::build`] (now a fresh live
 //! snapshot fed every row: start, resync, lag) and the pre-incremental build
 //! that `inputs()` ran on every reconcile (`old build`). Rows come from the shared topology generator, replayed in memory
@@ -149,7 +150,7 @@ fn main() {
                 .insert("up", Datum::Set(vec![Atom::Boolean(!up)]));
             for r in [&flipped, row] {
                 timed(&mut flips, &mut flips_cpu, || {
-                    live.apply_nb([(lsp_table, *uuid, Some(r))]);
+                    black_box(live.apply_nb([(lsp_table, *uuid, Some(r))]));
                     black_box(live.snapshot());
                 });
             }
@@ -170,17 +171,17 @@ fn main() {
         }
         for _ in 0..iters {
             timed(&mut inserts, &mut inserts_cpu, || {
-                live.apply_nb([
+                black_box(live.apply_nb([
                     (lsp_table, new_port, Some(&port)),
                     (ls_table, provider_uuid, Some(&grown)),
-                ]);
+                ]));
                 black_box(live.snapshot());
             });
             timed(&mut inserts, &mut inserts_cpu, || {
-                live.apply_nb([
+                black_box(live.apply_nb([
                     (lsp_table, new_port, None),
                     (ls_table, provider_uuid, Some(&provider)),
-                ]);
+                ]));
                 black_box(live.snapshot());
             });
         }

@@ -200,8 +200,8 @@ mod tests {
                 ..ReconcileKind::default()
             }
         );
-        // A new snapshot lineage: the desired cache computes in full by
-        // itself.
+        // A rebuilt snapshot, whose changes are not known: the desired
+        // cache computes in full by itself.
         assert_eq!(kind([nb]), ReconcileKind::default());
     }
 

@@ -26,6 +26,9 @@ pub async fn answer(
     config: &Config,
 ) -> Status {
     let inputs = sources.inputs();
+    // Taken with the snapshot: the next reconcile's computation patches
+    // from them.
+    reconciler.note_ovn_changes(inputs.changes);
     let planned = match reconciler.observe_desired(&inputs.ofports).await {
         Ok(Some(p)) => p,
         Ok(None) => return health_only(config, Origin::Daemon, health),

@@ -11,7 +11,7 @@ use obgp_desired::{desired_state, Computed, DesiredError, NodeFacts};
 use obgp_localnb::LocalNbPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PlanScope};
 use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
 use tokio::sync::watch;
@@ -112,6 +112,9 @@ pub struct Reconciler {
     /// The last desired state and its node objects (patched when only ports
     /// changed), and those the last reconcile planned with.
     desired: Pipeline,
+    /// What changed in OVN since the snapshot the desired state was last
+    /// computed from, accumulated until a computation consumes it.
+    ovn_changes: NbChanges,
     /// The FRR text last applied successfully.
     frr_applied: Option<String>,
     /// The planner's warnings already logged (each once, not per reconcile).
@@ -156,6 +159,7 @@ impl Reconciler {
             config,
             node,
             desired: Pipeline::default(),
+            ovn_changes: NbChanges::Full,
             frr_applied: None,
             warned: Default::default(),
             system_hostname: system_hostname(),
@@ -175,6 +179,13 @@ impl Reconciler {
     /// (the daemon; see [`WithdrawalGuard`]).
     pub fn guard_withdrawals(&mut self, config: GuardConfig) {
         self.guard = Some(WithdrawalGuard::new(config));
+    }
+
+    /// Adds what changed in OVN since the inputs read before (`Inputs::changes`)
+    /// to what the next computation patches from; inputs read without
+    /// handing their changes here make it compute from every row.
+    pub fn note_ovn_changes(&mut self, changes: NbChanges) {
+        self.ovn_changes.then(changes);
     }
 
     /// How many rows the driver's database holds now (the guard compares).
@@ -486,7 +497,9 @@ impl Reconciler {
         // its memory stage by stage at debug.
         let first = self.desired.desired().is_none();
         let t = Instant::now();
-        let computed = self.desired.compute(snap, &self.config, &self.facts)?;
+        let computed =
+            self.desired
+                .compute(snap, &mut self.ovn_changes, &self.config, &self.facts)?;
         if first {
             crate::ops::log_stage("desired");
         }

@@ -424,7 +424,7 @@ impl Daemon {
         }
         // With a conditional NB monitor, once its port conditions
         // converged: never from a cache lacking ports the state calls for.
-        let inputs = match self.sources.converged_inputs().await {
+        let mut inputs = match self.sources.converged_inputs().await {
             Ok(inputs) => inputs,
             Err(e) => {
                 let e = ReconcileError::Inputs(e.to_string());
@@ -437,6 +437,8 @@ impl Daemon {
         let snapshot_time = started.elapsed();
         self.reconciler
             .note_database_rows(database_rows(&inputs.raw_ovn));
+        self.reconciler
+            .note_ovn_changes(std::mem::take(&mut inputs.changes));
         let kind = ReconcileKind::for_batch(&batch);
         let result = self
             .reconciler

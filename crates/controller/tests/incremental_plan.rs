@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use obgp_controller::inputs::{Inputs, OvnSources};
 use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
+use obgp_ovn::NbChanges;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -50,7 +51,8 @@ fn on_bgp_nic(node: &common::BenchNode) -> Result<BTreeSet<String>> {
 }
 
 /// Puts a VM port bound here on the provider network, up, and returns
-/// the sources' inputs once they show it.
+/// the sources' inputs once they show it, with what changed since the
+/// inputs read before.
 async fn vm_up(
     node: &common::BenchNode,
     sources: &OvnSources,
@@ -78,9 +80,12 @@ async fn vm_up(
         )
         .await?;
     let t = Instant::now();
+    let mut changes = NbChanges::none();
     loop {
-        let inputs = sources.inputs();
+        let mut inputs = sources.inputs();
+        changes.then(std::mem::take(&mut inputs.changes));
         if inputs.snapshot.lsp(name).is_some() {
+            inputs.changes = changes;
             return Ok(inputs);
         }
         if t.elapsed() > WAIT {
@@ -101,6 +106,7 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     // FRR read and written before each plan: what it holds is no drift.
     r.wait_for_commands();
     let inputs = sources.inputs();
+    r.note_ovn_changes(inputs.changes);
     r.reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let settled = r
@@ -110,9 +116,10 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
         !settled.failed.is_empty() && settled.planned == settled.failed.len(),
         "converged but for the refused VRF ops: {settled:?}"
     );
-    // A first event: from here on the sources patch one snapshot lineage
-    // (the first one after the initial dumps may be rebuilt).
+    // A first event: from here on the sources patch the snapshot and say
+    // what changed (the first one after the initial dumps may be rebuilt).
     let inputs = vm_up(&node, &sources, "incremental-vm-1", "172.30.9.1").await?;
+    r.note_ovn_changes(inputs.changes);
     r.reconcile(&inputs.snapshot, &inputs.ofports, AN_OVN_EVENT)
         .await?;
 
@@ -128,6 +135,7 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     // An event: another VM port bound here comes up.
     let ip = "172.30.9.2";
     let inputs = vm_up(&node, &sources, "incremental-vm-2", ip).await?;
+    r.note_ovn_changes(inputs.changes);
     let event = r
         .reconcile(&inputs.snapshot, &inputs.ofports, AN_OVN_EVENT)
         .await?;

@@ -120,21 +120,21 @@ fn patched_cpu_ns(
     down.columns
         .insert("up", Datum::from_wire(&json!(false)).expect("boolean"));
     let mut live = LiveSnapshot::default();
-    live.reset_nb(nb);
-    live.reset_ovs(ovs);
+    let mut changes = live.reset_nb(nb);
+    changes.then(live.reset_ovs(ovs));
     let mut cache = DesiredCache::default();
     cache
-        .compute(&live.snapshot(), config, facts)
+        .compute(&live.snapshot(), &mut changes, config, facts)
         .expect("supported");
     cache.settle();
     (0..iters)
         .map(|i| {
             let row = if i % 2 == 0 { &down } else { &up };
-            live.apply_nb([(lsp, vm, Some(row))]);
+            changes.then(live.apply_nb([(lsp, vm, Some(row))]));
             let snap = live.snapshot();
             let c0 = cpu_ns();
             let how = cache
-                .compute(black_box(&snap), config, facts)
+                .compute(black_box(&snap), &mut changes, config, facts)
                 .expect("supported");
             black_box(cache.node());
             let c1 = cpu_ns();
@@ -185,20 +185,20 @@ fn event_plan_cpu_ns(
     down.columns
         .insert("up", Datum::from_wire(&json!(false)).expect("boolean"));
     let mut live = LiveSnapshot::default();
-    live.reset_nb(nb);
-    live.reset_ovs(ovs);
+    let mut changes = live.reset_nb(nb);
+    changes.then(live.reset_ovs(ovs));
     let mut cache = DesiredCache::default();
     cache
-        .compute(&live.snapshot(), config, facts)
+        .compute(&live.snapshot(), &mut changes, config, facts)
         .expect("supported");
     cache.settle();
     let mut actual = converge(cache.node().expect("computed"), bare_node(patch));
     let (mut full, mut inc) = (Vec::new(), Vec::new());
     for i in 0..iters {
         let row = if i % 2 == 0 { &down } else { &up };
-        live.apply_nb([(lsp, vm, Some(row))]);
+        changes.then(live.apply_nb([(lsp, vm, Some(row))]));
         let how = cache
-            .compute(&live.snapshot(), config, facts)
+            .compute(&live.snapshot(), &mut changes, config, facts)
             .expect("supported");
         assert_eq!(how, Computed::Patched { ports: 1 });
         let (node, settled) = (cache.node().expect("computed"), cache.settled());

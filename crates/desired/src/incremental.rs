@@ -5,8 +5,9 @@
 //! moves to another chassis, is deleted. Recomputing everything for each of
 //! them costs O(what is local), ~7k exposures at 50k ports. [`DesiredCache`]
 //! keeps the last result with the snapshot it came from and, when the
-//! snapshot says only ports changed ([`Snapshot::port_changes_since`]),
-//! removes the changed ports' old exposures and adds their new ones.
+//! changes the caller accumulated since then say only ports changed
+//! ([`NbChanges::Ports`], as the live snapshot returned them), removes the
+//! changed ports' old exposures and adds their new ones.
 //!
 //! The patch is taken only when it provably equals a full computation, and
 //! the full computation is the fallback for everything else:
@@ -37,7 +38,7 @@ use std::net::IpAddr;
 
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_netmodel::{Class, DesiredNode, NodeChanges, ProxyNeighbour};
-use obgp_ovn::{LogicalSwitchPort, PortChange, Snapshot};
+use obgp_ovn::{LogicalSwitchPort, NbChanges, PortChange, Snapshot};
 
 use crate::nb_underlay::{NbUnderlay, PortExposures, Reads};
 use crate::{chassis_hostname, compute, Desired, DesiredError, ExposedIp, NodeFacts};
@@ -166,15 +167,32 @@ pub struct DesiredCache {
 
 impl DesiredCache {
     /// Brings the desired state and node objects to `snap`; read them with
-    /// [`DesiredCache::desired`] and [`DesiredCache::node`].
+    /// [`DesiredCache::desired`] and [`DesiredCache::node`]. `changes`:
+    /// what changed since the snapshot of the last computation, as the
+    /// caller accumulated it ([`NbChanges::Full`] when not known). They are
+    /// consumed when the computation succeeds (left as "nothing since
+    /// `snap`", to accumulate on), and left as they were when it fails.
     pub fn compute(
         &mut self,
         snap: &Snapshot,
+        changes: &mut NbChanges,
+        config: &Config,
+        facts: &NodeFacts,
+    ) -> Result<Computed, DesiredError> {
+        let computed = self.bring_to(snap, changes, config, facts)?;
+        *changes = NbChanges::none_since(snap);
+        Ok(computed)
+    }
+
+    fn bring_to(
+        &mut self,
+        snap: &Snapshot,
+        changes: &NbChanges,
         config: &Config,
         facts: &NodeFacts,
     ) -> Result<Computed, DesiredError> {
         if let Some(last) = &mut self.last {
-            if let Some(ports) = patch(last, snap, config, facts) {
+            if let Some(ports) = patch(last, snap, changes, config, facts) {
                 return Ok(Computed::Patched { ports });
             }
         }
@@ -325,9 +343,16 @@ impl DesiredCache {
     }
 }
 
-/// Patches `last` to `snap` and returns how many ports changed, or `None`
-/// (leaving `last` as it was) when only a full computation is right.
-fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -> Option<usize> {
+/// Patches `last` to `snap` with `changes` and returns how many ports
+/// changed, or `None` (leaving `last` as it was) when only a full
+/// computation is right.
+fn patch(
+    last: &mut Last,
+    snap: &Snapshot,
+    changes: &NbChanges,
+    config: &Config,
+    facts: &NodeFacts,
+) -> Option<usize> {
     let d = &config.default;
     if d.driver != Driver::NbOvnBgpDriver
         || d.exposing_method != ExposingMethod::Underlay
@@ -337,15 +362,15 @@ fn patch(last: &mut Last, snap: &Snapshot, config: &Config, facts: &NodeFacts) -
         return None;
     }
     let reads = last.reads.as_ref()?;
-    let changes = snap.port_changes_since(&last.snap)?;
-    // Equal OVS views (checked by `port_changes_since`), equal facts: the
-    // same chassis in both snapshots.
+    let changes = changes.ports_between(&last.snap, snap)?;
+    // Equal OVS views (only ports changed), equal facts: the same chassis
+    // in both snapshots.
     let hostname = chassis_hostname(snap, facts)?;
 
     let mut removed: Vec<ExposedIp> = Vec::new();
     let mut added: Vec<ExposedIp> = Vec::new();
     let mut contested: Vec<IpAddr> = Vec::new();
-    for PortChange { uuid, old, new } in &changes {
+    for PortChange { uuid, old, new } in changes.iter() {
         for port in [old, new].into_iter().flatten() {
             if depends_on(reads, port) {
                 return None;
@@ -560,7 +585,7 @@ mod tests {
         let mut cache = DesiredCache::default();
         assert!(cache.check().is_none());
         cache
-            .compute(&Snapshot::default(), &config, &facts)
+            .compute(&Snapshot::default(), &mut NbChanges::Full, &config, &facts)
             .expect("supported");
         let check = cache.check().expect("computed");
         assert_eq!(check.agrees(), Some(true));

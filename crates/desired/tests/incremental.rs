@@ -4,7 +4,7 @@
 
 use obgp_config::{AdvertisementMethod, AnnounceWith};
 use obgp_desired::{desired_state, Computed, Desired, DesiredCache, NodeFacts};
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_ovsdb_data::Uuid;
 use serde_json::json;
 use world::{config, map_get, World, LSP};
@@ -53,7 +53,9 @@ fn history(
     let mut w = World::new(seed, distributed);
     let mut cache = DesiredCache::default();
     let first = w.live.snapshot();
-    let how = cache.compute(&first, &config, &facts).expect("supported");
+    let how = cache
+        .compute(&first, &mut w.changes, &config, &facts)
+        .expect("supported");
     assert_eq!(how, Computed::Full);
     cache.settle();
     let mut settled = cache.node().cloned();
@@ -66,7 +68,15 @@ fn history(
             continue;
         }
         let snap: Snapshot = w.live.snapshot();
-        let how = cache.compute(&snap, &config, &facts).expect("supported");
+        // What changed travels as a value: a non-port change makes it full.
+        assert!(
+            port_only || w.changes.is_full(),
+            "step {step}: a non-port change accumulated as port changes"
+        );
+        let how = cache
+            .compute(&snap, &mut w.changes, &config, &facts)
+            .expect("supported");
+        assert!(!w.changes.is_full(), "step {step}: changes not consumed");
         let want = desired_state(&snap, &config, &facts).expect("supported");
         let what = format!("step {step} ({how:?}), seed {seed}");
         assert_same(cache.desired().unwrap(), &want, &what);
@@ -125,21 +135,35 @@ fn patched_results_equal_full_computations() {
 
 #[test]
 fn a_fresh_cache_or_another_config_computes_in_full() {
-    let w = World::new(7, false);
+    let mut w = World::new(7, false);
     let snap = w.live.snapshot();
     let facts = NodeFacts::default();
     let mut cache = DesiredCache::default();
     let host = config(AdvertisementMethod::Host, AnnounceWith::Address);
-    assert_eq!(cache.compute(&snap, &host, &facts).unwrap(), Computed::Full);
+    let changes = &mut w.changes;
     assert_eq!(
-        cache.compute(&snap, &host, &facts).unwrap(),
+        cache.compute(&snap, changes, &host, &facts).unwrap(),
+        Computed::Full
+    );
+    assert_eq!(
+        cache.compute(&snap, changes, &host, &facts).unwrap(),
         Computed::Patched { ports: 0 }
     );
+    // Unknown changes: in full, however little changed.
+    assert_eq!(
+        cache
+            .compute(&snap, &mut NbChanges::Full, &host, &facts)
+            .unwrap(),
+        Computed::Full
+    );
     cache.clear();
-    assert_eq!(cache.compute(&snap, &host, &facts).unwrap(), Computed::Full);
+    assert_eq!(
+        cache.compute(&snap, changes, &host, &facts).unwrap(),
+        Computed::Full
+    );
     let subnet = config(AdvertisementMethod::Subnet, AnnounceWith::Address);
     assert_eq!(
-        cache.compute(&snap, &subnet, &facts).unwrap(),
+        cache.compute(&snap, changes, &subnet, &facts).unwrap(),
         Computed::Full
     );
     let want = desired_state(&snap, &subnet, &facts).unwrap();
@@ -164,9 +188,11 @@ fn two_ports_with_the_same_ip_and_mac_are_recomputed_in_full() {
     assert!(on_provider.len() >= 2, "topology has {on_provider:?}");
     let (first, second) = (on_provider[0], on_provider[1]);
     let mut cache = DesiredCache::default();
-    let mut check = |w: &World, what: &str| {
+    let mut check = |w: &mut World, what: &str| {
         let snap = w.live.snapshot();
-        let how = cache.compute(&snap, &config, &facts).expect("supported");
+        let how = cache
+            .compute(&snap, &mut w.changes, &config, &facts)
+            .expect("supported");
         let want = desired_state(&snap, &config, &facts).unwrap();
         assert_same(
             cache.desired().unwrap(),
@@ -179,16 +205,16 @@ fn two_ports_with_the_same_ip_and_mac_are_recomputed_in_full() {
         );
         how
     };
-    check(&w, "start");
+    check(&mut w, "start");
     // The second port takes the first one's addresses: the same exposure,
     // asked for twice.
     let mut row = w.wire(LSP, second);
     row["addresses"] = w.wire(LSP, first)["addresses"].clone();
     w.commit(vec![(LSP, second, Some(row))]);
-    assert_eq!(check(&w, "shared"), Computed::Full);
+    assert_eq!(check(&mut w, "shared"), Computed::Full);
     // The first one goes down: the second still asks for the IP.
     let mut row = w.wire(LSP, first);
     row["up"] = json!(false);
     w.commit(vec![(LSP, first, Some(row))]);
-    assert_eq!(check(&w, "first down"), Computed::Full);
+    assert_eq!(check(&mut w, "first down"), Computed::Full);
 }

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use arbitrary::{Result, Unstructured};
 use obgp_config::Config;
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{LiveSnapshot, Snapshot, Tables};
+use obgp_ovn::{LiveSnapshot, NbChanges, Snapshot, Tables};
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::{order_violations, Actual};
@@ -458,15 +458,25 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
     };
 
     let mut pipeline = Pipeline::default();
+    // Not known at first; after the unedited computation, "nothing since
+    // its snapshot", which the edited snapshot is only when nothing was
+    // edited (another one is computed in full).
+    let mut changes = NbChanges::Full;
     if let (1, Some(unedited)) = (previous_kind, &base.config) {
         // The unedited scenario's result, planned with and applied before.
         let facts = node_facts(unedited, &base.snapshot, base.readings());
-        if pipeline.compute(&base.snapshot, unedited, &facts).is_ok() {
+        if pipeline
+            .compute(&base.snapshot, &mut changes, unedited, &facts)
+            .is_ok()
+        {
             pipeline.settle();
         }
     }
     let facts = node_facts(config, &snapshot, base.readings());
-    if pipeline.compute(&snapshot, config, &facts).is_err() {
+    if pipeline
+        .compute(&snapshot, &mut changes, config, &facts)
+        .is_err()
+    {
         return Ok(());
     }
     *stage = Stage::Desired;

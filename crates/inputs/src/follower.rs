@@ -14,12 +14,16 @@
 //! - On the first catch-up, after a resync (reconnect), and when the change
 //!   receiver lagged (changes were dropped), the snapshot is rebuilt from the
 //!   cache snapshot instead, with the same drain-then-read order.
+//!
+//! What each update changed, as the live snapshot returns it
+//! ([`NbChanges`]), accumulates here until a reconcile takes it with the
+//! snapshot ([`SnapshotFollower::take_changes`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use obgp_config::Driver;
-use obgp_ovn::{LiveSnapshot, Snapshot};
+use obgp_ovn::{LiveSnapshot, NbChanges, Snapshot};
 use obgp_ovsdb::cache::CacheReader;
 use obgp_ovsdb_data::{Change, Uuid};
 use tokio::sync::{broadcast, watch};
@@ -83,6 +87,9 @@ impl ChangeFeed {
 /// The maintained snapshot of the driver's OVN database and the local OVS.
 pub struct SnapshotFollower {
     live: LiveSnapshot,
+    /// What the updates since the last [`SnapshotFollower::take_changes`]
+    /// changed.
+    changes: NbChanges,
     ovn: ChangeFeed,
     ovs: ChangeFeed,
     driver: Driver,
@@ -116,15 +123,24 @@ impl SnapshotFollower {
             } else {
                 LiveSnapshot::default()
             },
+            changes: NbChanges::Full,
             ovn: ChangeFeed::new(ovn),
             ovs: ChangeFeed::new(ovs),
             driver,
         }
     }
 
+    /// What changed since the last call (or since the start:
+    /// [`NbChanges::Full`]), up to the snapshot the last catch-up handed
+    /// out; from here on the changes accumulate afresh.
+    pub fn take_changes(&mut self) -> NbChanges {
+        std::mem::replace(&mut self.changes, self.live.unchanged())
+    }
+
     /// Forgets the state: the next catch-up rebuilds (used when an update
     /// panicked half-way).
     pub fn invalidate(&mut self) {
+        self.changes = NbChanges::Full;
         self.ovn.built_at = None;
         self.ovs.built_at = None;
     }
@@ -136,19 +152,21 @@ impl SnapshotFollower {
         let raw_ovs = match self.ovs.catch_up(ovs, obgp_ovn::OVS_DB) {
             CatchUp::Patch(rows, touched) if touched.is_empty() => rows,
             CatchUp::Rebuild(rows) | CatchUp::Patch(rows, _) => {
-                self.live.reset_ovs(&rows);
+                self.changes.then(self.live.reset_ovs(&rows));
                 rows
             }
         };
         let sb = self.driver.reads_sb();
         let database = if sb { obgp_ovn::SB_DB } else { obgp_ovn::NB_DB };
         let raw_ovn = match self.ovn.catch_up(ovn, database) {
+            // The SB driver's desired state is computed from every row:
+            // its changes are not tracked.
             CatchUp::Rebuild(rows) if sb => {
                 self.live.reset_sb(&rows);
                 rows
             }
             CatchUp::Rebuild(rows) => {
-                self.live.reset_nb(&rows);
+                self.changes.then(self.live.reset_nb(&rows));
                 rows
             }
             CatchUp::Patch(rows, touched) => {
@@ -158,7 +176,7 @@ impl SnapshotFollower {
                 if sb {
                     self.live.apply_sb(current);
                 } else {
-                    self.live.apply_nb(current);
+                    self.changes.then(self.live.apply_nb(current));
                 }
                 rows
             }

@@ -339,8 +339,8 @@ mod tests {
         assert!(!Reason::FrrCheck.recomputes_desired());
         assert!(Reason::DesiredMismatch.recomputes_desired());
         assert!(!Reason::DesiredMismatch.rereads_in_background());
-        // A database resync starts a new snapshot lineage: the cache
-        // computes in full by itself.
+        // A database resync rebuilds the snapshot, whose changes are then
+        // not known: the cache computes in full by itself.
         assert!(!Reason::Resync {
             database: obgp_ovn::NB_DB.into()
         }

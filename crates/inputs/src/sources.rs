@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_ovsdb::{Client, ClientConfig};
 use tokio::sync::watch;
 
@@ -149,13 +149,16 @@ impl OvnSources {
     }
 
     /// What the next reconcile reads: the maintained snapshot brought up to
-    /// date with every change received so far (see [`SnapshotFollower`]).
+    /// date with every change received so far (see [`SnapshotFollower`]),
+    /// with what changed since the last call.
     pub fn inputs(&self) -> Inputs {
-        let caught = self.catch_up();
+        let mut maintained = self.maintained();
+        let caught = maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache());
         Inputs {
             ofports: ofports(&caught.raw_ovs),
             raw_ovn: caught.raw_ovn,
             snapshot: caught.snapshot,
+            changes: maintained.take_changes(),
         }
     }
 
@@ -164,11 +167,12 @@ impl OvnSources {
     /// switch's `ports` growing) are then not patched on the next event's
     /// path, which finds only its own rows left to apply.
     pub fn follow_changes(&self) {
-        drop(self.catch_up());
+        let mut maintained = self.maintained();
+        drop(maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache()));
     }
 
-    fn catch_up(&self) -> super::follower::Caught {
-        let mut maintained = match self.maintained.lock() {
+    fn maintained(&self) -> std::sync::MutexGuard<'_, SnapshotFollower> {
+        match self.maintained.lock() {
             Ok(m) => m,
             Err(poisoned) => {
                 // A panic mid-update may have left it half-patched.
@@ -177,8 +181,7 @@ impl OvnSources {
                 m.invalidate();
                 m
             }
-        };
-        maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache())
+        }
     }
 
     /// Ticks whenever the driver's OVN database cache changed.
@@ -192,10 +195,26 @@ impl OvnSources {
     /// conditions converged ([`PortConditions::converged`]): what
     /// every reconcile and one-shot command computes from.
     pub async fn converged_inputs(&self) -> Result<Inputs, SourceError> {
+        // Each round reads the inputs (and takes their changes) again:
+        // the rounds' changes add up.
+        let changes = Mutex::new(NbChanges::none());
+        let read = || {
+            let mut inputs = self.inputs();
+            changes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .then(std::mem::take(&mut inputs.changes));
+            inputs
+        };
         match &self.port_conditions {
             Some(pc) => pc
-                .converged(&self.ovn.client, || self.inputs(), |i| &i.snapshot)
+                .converged(&self.ovn.client, read, |i| &i.snapshot)
                 .await
+                .map(|mut inputs| {
+                    // What changed over every round, handed out with the last.
+                    inputs.changes = changes.into_inner().unwrap_or_else(|p| p.into_inner());
+                    inputs
+                })
                 .map_err(SourceError::Conditions),
             None => Ok(self.inputs()),
         }
@@ -211,4 +230,9 @@ pub struct Inputs {
     pub snapshot: Snapshot,
     /// Bridge → interface → ofport, from the local OVS database.
     pub ofports: OfPorts,
+    /// What changed in the NB and local OVS rows since the previous
+    /// `inputs()` ([`NbChanges::Full`] when not known): the reconcile
+    /// hands it to the incremental desired state
+    /// ([`Reconciler::note_ovn_changes`](crate::Reconciler::note_ovn_changes)).
+    pub changes: NbChanges,
 }

@@ -8,9 +8,11 @@
 //! warning that names the table and the row uuid ([`Snapshot::warnings`]).
 //!
 //! [`LiveSnapshot`] keeps a snapshot up to date row by row (OVSDB changes),
-//! so a one-row change costs O(that row), not a rebuild of the database.
+//! so a one-row change costs O(that row), not a rebuild of the database,
+//! and says what it changed ([`NbChanges`]).
 
 pub mod addresses;
+mod changes;
 pub mod fixture;
 pub mod hash;
 mod index;
@@ -22,10 +24,12 @@ pub mod nb_conditions;
 pub mod neutron;
 pub mod ovs;
 mod refs;
+mod rows_version;
 pub mod sb;
 pub mod snapshot;
 mod uuid_set;
 
+pub use changes::{NbChanges, PortChange, PortChanges};
 pub use live::LiveSnapshot;
 pub use nb::{
     DhcpOptions, LoadBalancer, LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort,
@@ -35,6 +39,4 @@ pub use nb_conditions::LspInterest;
 pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
 pub use ovs::{BridgeMapping, ChassisNaming, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};
-pub use snapshot::{
-    PortChange, RowFacts, RowSource, Snapshot, Table, Tables, JOURNAL_LEN, NB_DB, OVS_DB, SB_DB,
-};
+pub use snapshot::{RowFacts, RowSource, Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};

@@ -31,11 +31,11 @@
 //! files is one that drifts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use obgp_ovsdb_data::{Row, Uuid};
 
+use crate::changes::{NbChanges, PortChange};
 use crate::hash::FastHash;
 use crate::live_sb::SbLive;
 use crate::nb::log_warnings;
@@ -46,7 +46,8 @@ use crate::nb::{
 use crate::neutron::ROUTER_INTERFACE_OWNER;
 use crate::ovs::LocalOvs;
 use crate::refs::{edit, refer, rerefer, Referrers};
-use crate::snapshot::{NbIndex, NbJournal, RowSource, Snapshot, JOURNAL_LEN};
+use crate::rows_version::RowsVersion;
+use crate::snapshot::{NbIndex, RowSource, Snapshot};
 
 /// The NB tables the snapshot reads; rows of other tables are ignored.
 pub const NB_TABLES: [&str; 8] = [
@@ -86,6 +87,34 @@ struct Dirty {
     nats: BTreeSet<Uuid>,
 }
 
+/// What a batch changed, as the desired state sees it: the ports, each
+/// with its row before the batch and after it, and whether anything else
+/// it reads changed (see [`NbChanges::Ports`]).
+#[derive(Default)]
+struct Touched {
+    /// `None` for a reset, whose changes are not told port by port.
+    ports: Option<BTreeMap<Uuid, PortChange>>,
+    beyond_ports: bool,
+}
+
+impl Touched {
+    /// Port `uuid` went from `old` to `new`; a port met twice in a batch
+    /// keeps its first old row.
+    fn port(
+        &mut self,
+        uuid: Uuid,
+        old: Option<Arc<LogicalSwitchPort>>,
+        new: Option<Arc<LogicalSwitchPort>>,
+    ) {
+        if let Some(ports) = &mut self.ports {
+            ports
+                .entry(uuid)
+                .and_modify(|c| c.new = new.clone())
+                .or_insert(PortChange { uuid, old, new });
+        }
+    }
+}
+
 /// The maintained snapshot. Feed it NB row changes with
 /// [`LiveSnapshot::apply_nb`], SB row changes with
 /// [`LiveSnapshot::apply_sb`], the whole OVS database with
@@ -113,7 +142,8 @@ pub struct LiveSnapshot {
     /// All warnings in [`Snapshot::warnings`] order, refreshed after each
     /// call that changed any.
     warnings: Arc<[RowError]>,
-    journal: NbJournal,
+    /// The state of the NB and OVS rows, fresh after every update of them.
+    version: RowsVersion,
     /// The NB cache holds only some Logical_Switch_Port and NAT rows
     /// (conditional monitoring): a port a switch lists, or a NAT a router
     /// lists, that the cache lacks is not dangling, it is not monitored.
@@ -152,9 +182,6 @@ impl Snapshot {
     }
 }
 
-/// Tells the lineages of journals apart (0 is "unknown").
-static LINEAGES: AtomicU64 = AtomicU64::new(1);
-
 impl LiveSnapshot {
     /// A snapshot of the current rows: O(1) (shared maps).
     pub fn snapshot(&self) -> Snapshot {
@@ -164,8 +191,14 @@ impl LiveSnapshot {
             nb: self.nb.clone(),
             sb: self.sb.index.clone(),
             warnings: self.warnings.clone(),
-            journal: self.journal.clone(),
+            version: self.version,
         }
+    }
+
+    /// No change since the current state: what the changes of the next
+    /// updates accumulate on ([`NbChanges::then`]).
+    pub fn unchanged(&self) -> NbChanges {
+        NbChanges::ports(self.version, self.version, BTreeMap::new())
     }
 
     /// A live snapshot of an NB cache that holds only some ports and NATs
@@ -179,8 +212,9 @@ impl LiveSnapshot {
     }
 
     /// Replaces every NB row with those of `nb` (a fresh start: after a
-    /// reconnect, or when changes were lost).
-    pub fn reset_nb(&mut self, nb: &impl RowSource) {
+    /// reconnect, or when changes were lost). What changed is not known:
+    /// [`NbChanges::Full`].
+    pub fn reset_nb(&mut self, nb: &impl RowSource) -> NbChanges {
         self.nb = NbIndex::default();
         self.nb_globals.clear();
         self.nats_parsed.clear();
@@ -188,10 +222,7 @@ impl LiveSnapshot {
         self.notable_ports.clear();
         self.routers_of_nat.clear();
         self.nats_of_gateway.clear();
-        self.journal = NbJournal {
-            lineage: LINEAGES.fetch_add(1, Ordering::Relaxed),
-            ..NbJournal::default()
-        };
+        self.version = RowsVersion::fresh();
         let old_warnings = std::mem::take(&mut self.nb_warnings);
         let rows: Vec<(&str, Uuid, &Row)> = NB_TABLES
             .iter()
@@ -205,26 +236,41 @@ impl LiveSnapshot {
             }
         }
         self.refresh_warnings();
+        NbChanges::Full
     }
 
     /// Sets NB rows to their current content: `(table, uuid, Some(row))` for
     /// a row that exists now (inserted or updated), `None` for one that does
     /// not (deleted). Rows of tables the snapshot does not read are ignored.
     /// Idempotent: only the rows' content matters, not how they got there.
+    ///
+    /// Returns what changed: the ports, or [`NbChanges::Full`] when
+    /// anything else the NB driver reads did (decided while patching, from
+    /// the rows and indexes touched).
     pub fn apply_nb<'r>(
         &mut self,
         rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
-    ) {
-        self.patch_nb(rows, true);
+    ) -> NbChanges {
+        let touched = self.patch_nb(rows, true);
         self.refresh_warnings();
+        let since = std::mem::replace(&mut self.version, RowsVersion::fresh());
+        match touched {
+            Touched {
+                ports: Some(ports),
+                beyond_ports: false,
+            } => NbChanges::ports(since, self.version, ports),
+            _ => NbChanges::Full,
+        }
     }
 
     /// Rebuilds the local OVS part from the whole Open_vSwitch database.
-    pub fn reset_ovs(&mut self, ovs: &impl RowSource) {
+    /// Returns no port change when the view the agent reads stayed,
+    /// [`NbChanges::Full`] when it changed.
+    pub fn reset_ovs(&mut self, ovs: &impl RowSource) -> NbChanges {
         let mut warnings = Vec::new();
         let mut roots = ovs.rows("Open_vSwitch");
         roots.sort_unstable_by_key(|(u, _)| *u);
-        self.ovs = LocalOvs::parse(
+        let parsed = LocalOvs::parse(
             roots.into_iter().next(),
             &ovs.rows("Bridge"),
             &ovs.rows("Port").into_iter().collect(),
@@ -235,6 +281,13 @@ impl LiveSnapshot {
             self.ovs_warnings = warnings;
             self.refresh_warnings();
         }
+        let since = self.version;
+        if parsed == self.ovs {
+            return NbChanges::ports(since, since, BTreeMap::new());
+        }
+        self.ovs = parsed;
+        self.version = RowsVersion::fresh();
+        NbChanges::Full
     }
 
     /// Replaces every Southbound row with those of `sb`.
@@ -307,50 +360,61 @@ impl LiveSnapshot {
         parsed || self.nb_warnings.contains_key(&(group, uuid))
     }
 
+    /// Patches in `rows` and returns what that changed. `log`: an update
+    /// (its new warnings logged, its port changes told), not a reset.
     fn patch_nb<'r>(
         &mut self,
         rows: impl IntoIterator<Item = (&'r str, Uuid, Option<&'r Row>)>,
         log: bool,
-    ) {
+    ) -> Touched {
         let mut dirty = Dirty::default();
-        // A reset starts a new lineage with an empty journal: only changes
-        // applied to it afterwards are logged.
-        let journaled = log && self.journal.lineage != 0;
-        if journaled {
-            self.journal.batch += 1;
-        }
+        let mut touched = Touched {
+            ports: log.then(BTreeMap::new),
+            beyond_ports: false,
+        };
+        // The NB_Global the agent reads (the first by uuid) before the
+        // batch, once a row of that table is met: Neutron's liveness
+        // checks bump rows without changing it.
+        let mut global_before: Option<Option<NbGlobal>> = None;
         for (table, uuid, row) in rows {
-            if journaled {
-                if let Some(t) = NB_TABLES.iter().find(|t| **t == table) {
-                    self.journal
-                        .entries
-                        .push_back((self.journal.batch, *t, uuid));
-                    if self.journal.entries.len() > JOURNAL_LEN {
-                        self.journal.entries.pop_front();
-                    }
-                }
-            }
             match table {
-                LogicalSwitchPort::TABLE => self.set_lsp(uuid, row, &mut dirty, log),
-                LogicalSwitch::TABLE => self.set_switch(uuid, row, &mut dirty, log),
+                LogicalSwitchPort::TABLE => self.set_lsp(uuid, row, &mut dirty, &mut touched, log),
+                LogicalSwitch::TABLE => self.set_switch(uuid, row, &mut dirty, &mut touched, log),
                 LogicalRouter::TABLE => self.set_router(uuid, row, &mut dirty, log),
                 LogicalRouterPort::TABLE => self.set_lrp(uuid, row, &mut dirty, log),
                 Nat::TABLE => self.set_nat(uuid, row, &mut dirty, log),
                 LoadBalancer::TABLE => self.set_lb(uuid, row, log),
                 DhcpOptions::TABLE => self.set_dhcp(uuid, row, log),
-                NbGlobal::TABLE => match row {
-                    Some(r) => {
-                        self.nb_globals.insert(uuid, NbGlobal::parse(uuid, r));
+                NbGlobal::TABLE => {
+                    global_before.get_or_insert_with(|| self.nb_globals.values().next().cloned());
+                    match row {
+                        Some(r) => {
+                            self.nb_globals.insert(uuid, NbGlobal::parse(uuid, r));
+                        }
+                        None => {
+                            self.nb_globals.remove(&uuid);
+                        }
                     }
-                    None => {
-                        self.nb_globals.remove(&uuid);
-                    }
-                },
+                }
                 _ => {}
             }
+            if matches!(
+                table,
+                LogicalRouter::TABLE
+                    | LogicalRouterPort::TABLE
+                    | Nat::TABLE
+                    | LoadBalancer::TABLE
+                    | DhcpOptions::TABLE
+            ) {
+                touched.beyond_ports = true;
+            }
+        }
+        if let Some(before) = global_before {
+            let now = self.nb_globals.values().next();
+            touched.beyond_ports |= before.unwrap_or_default() != now.cloned().unwrap_or_default();
         }
         for (sw, ports) in dirty.switches {
-            self.derive_switch(sw, &ports, log);
+            touched.beyond_ports |= self.derive_switch(sw, &ports, log);
         }
         for r in dirty.routers {
             self.derive_router(r, log);
@@ -358,13 +422,21 @@ impl LiveSnapshot {
         for n in dirty.nats {
             self.derive_nat(n, log);
         }
+        touched
     }
 
-    fn set_lsp(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+    fn set_lsp(
+        &mut self,
+        uuid: Uuid,
+        row: Option<&Row>,
+        dirty: &mut Dirty,
+        touched: &mut Touched,
+        log: bool,
+    ) {
         let was_present = self.present(WarningGroup::LspRow, uuid);
         let old = self.nb.lsps.remove(&uuid);
         if let Some(old) = &old {
-            index_lsp(&mut self.nb, old, false);
+            touched.beyond_ports |= index_lsp(&mut self.nb, old, false);
         }
         let new = self.parse(
             WarningGroup::LspRow,
@@ -376,11 +448,12 @@ impl LiveSnapshot {
         let is_localnet =
             |p: Option<&LogicalSwitchPort>| p.is_some_and(|p| p.kind == LspType::Localnet);
         let localnet_touched = is_localnet(old.as_deref()) || is_localnet(new.as_ref());
-        if let Some(new) = new {
-            let new = Arc::new(new);
-            index_lsp(&mut self.nb, &new, true);
-            self.nb.lsps.insert(uuid, new);
+        let new = new.map(Arc::new);
+        if let Some(new) = &new {
+            touched.beyond_ports |= index_lsp(&mut self.nb, new, true);
+            self.nb.lsps.insert(uuid, new.clone());
         }
+        touched.port(uuid, old, new);
         // The switches listing this port see it appear, vanish, or become
         // (or stop being) their localnet; a localnet that changed at all
         // must replace the row their localnet lists hold.
@@ -393,7 +466,14 @@ impl LiveSnapshot {
         }
     }
 
-    fn set_switch(&mut self, uuid: Uuid, row: Option<&Row>, dirty: &mut Dirty, log: bool) {
+    fn set_switch(
+        &mut self,
+        uuid: Uuid,
+        row: Option<&Row>,
+        dirty: &mut Dirty,
+        touched: &mut Touched,
+        log: bool,
+    ) {
         let old = self.nb.switches.remove(&uuid);
         if let Some(old) = &old {
             edit(
@@ -411,6 +491,12 @@ impl LiveSnapshot {
             LogicalSwitch::parse,
             log,
         );
+        // A switch's port list changes with every port; its name is what
+        // the NB driver reads of it.
+        touched.beyond_ports |= match (&old, &new) {
+            (Some(old), Some(new)) => old.name != new.name,
+            _ => true,
+        };
         let no_ports: &[Uuid] = &[];
         let changed_ports = rerefer(
             &mut self.switches_of_port,
@@ -558,8 +644,9 @@ impl LiveSnapshot {
 
     /// A switch's localnets (in port order) and dangling port references.
     /// `recheck`: the ports whose standing may have changed since the last
-    /// derive (all of them for a switch seen for the first time).
-    fn derive_switch(&mut self, uuid: Uuid, recheck: &[Uuid], log: bool) {
+    /// derive (all of them for a switch seen for the first time). Returns
+    /// whether its localnets changed.
+    fn derive_switch(&mut self, uuid: Uuid, recheck: &[Uuid], log: bool) -> bool {
         let mut notable = self.notable_ports.remove(&uuid).unwrap_or_default();
         for port in recheck {
             let listed = self
@@ -598,8 +685,8 @@ impl LiveSnapshot {
         if !notable.is_empty() {
             self.notable_ports.insert(uuid, notable);
         }
-        if localnets.is_empty() {
-            self.nb.localnets_of_switch.remove(&uuid);
+        let changed = if localnets.is_empty() {
+            self.nb.localnets_of_switch.remove(&uuid).is_some()
         } else if !self
             .nb
             .localnets_of_switch
@@ -607,8 +694,12 @@ impl LiveSnapshot {
             .is_some_and(|old| same_rows(old, &localnets))
         {
             self.nb.localnets_of_switch.insert(uuid, localnets.into());
-        }
+            true
+        } else {
+            false
+        };
         self.set_warnings((WarningGroup::SwitchRefs, uuid), ws, log);
+        changed
     }
 
     /// A router's dangling NAT references.
@@ -660,8 +751,10 @@ fn same_rows<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
 }
 
-/// Adds (or removes) what one LSP contributes to the LSP indexes.
-fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) {
+/// Adds (or removes) what one LSP contributes to the LSP indexes. Returns
+/// whether that touched an index beyond the ports' own (an up router
+/// interface's, a localnet's network): more than a port change.
+fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) -> bool {
     let u = p.uuid;
     edit(&mut nb.lsp_by_name, p.name.clone(), u, p, add);
     match p.kind {
@@ -677,15 +770,18 @@ fn index_lsp(nb: &mut NbIndex, p: &Arc<LogicalSwitchPort>, add: bool) {
         LspType::Router if p.up && p.device_owner.as_deref() == Some(ROUTER_INTERFACE_OWNER) => {
             if let Some(router) = &p.device_id {
                 edit(&mut nb.router_ifaces_by_router, router.clone(), u, p, add);
+                return true;
             }
         }
         LspType::Localnet => {
             if let Some(net) = &p.localnet_network {
                 edit(&mut nb.localnets_by_physnet, net.clone(), u, p, add);
+                return true;
             }
         }
         _ => {}
     }
+    false
 }
 
 fn index_nat(nb: &mut NbIndex, n: &Arc<Nat>, add: bool) {

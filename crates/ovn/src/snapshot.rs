@@ -24,6 +24,7 @@ use crate::nb::{
 };
 use crate::neutron;
 use crate::ovs::LocalOvs;
+use crate::rows_version::RowsVersion;
 use crate::sb::SbIndex;
 
 /// One table's rows, keyed by uuid: what an OVSDB cache holds.
@@ -88,56 +89,9 @@ pub struct Snapshot {
     /// [`Snapshot::build_with_sb`].
     pub(crate) sb: SbIndex,
     pub(crate) warnings: Arc<[RowError]>,
-    /// Which NB rows changed lately (history, not content: ignored by `==`).
-    pub(crate) journal: NbJournal,
-}
-
-/// How many NB row changes a snapshot remembers. A consumer whose earlier
-/// snapshot is older than that starts over from the rows
-/// ([`Snapshot::nb_changes_since`] answers `None`).
-pub const JOURNAL_LEN: usize = 4096;
-
-/// The NB rows a [`LiveSnapshot`](crate::LiveSnapshot) changed, batch by batch, so that a holder
-/// of an earlier snapshot can tell what changed since (an incremental
-/// consumer such as the desired state). A persistent vector: snapshots share
-/// it.
-#[derive(Clone, Default)]
-pub(crate) struct NbJournal {
-    /// Which live snapshot, and which of its resets, the batches count
-    /// from; 0 for a snapshot of unknown history (a default one).
-    pub lineage: u64,
-    /// Batches applied since the reset.
-    pub batch: u64,
-    /// `(batch, table, uuid)` of the last [`JOURNAL_LEN`] row changes, oldest first.
-    pub entries: imbl::Vector<(u64, &'static str, Uuid)>,
-}
-
-/// History, not content: two snapshots of the same rows are equal whatever
-/// led to them.
-impl PartialEq for NbJournal {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for NbJournal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "NbJournal {{ lineage: {}, batch: {}, {} entries }}",
-            self.lineage,
-            self.batch,
-            self.entries.len()
-        )
-    }
-}
-
-/// A Logical_Switch_Port as an earlier snapshot had it and as this one has it.
-#[derive(Clone, Debug)]
-pub struct PortChange {
-    pub uuid: Uuid,
-    pub old: Option<Arc<LogicalSwitchPort>>,
-    pub new: Option<Arc<LogicalSwitchPort>>,
+    /// Which state of the NB and OVS rows this is (history, not content:
+    /// ignored by `==`), what [`NbChanges`](crate::NbChanges) are checked against.
+    pub(crate) version: RowsVersion,
 }
 
 /// Where a snapshot reads one database's rows from: plain [`Tables`] (tests,
@@ -359,96 +313,6 @@ impl Snapshot {
     /// `dhcpv6_options`), if it exists and parsed.
     pub fn dhcp_options(&self, uuid: Uuid) -> Option<&DhcpOptions> {
         self.nb.dhcp_options.get(&uuid).map(|d| &**d)
-    }
-
-    /// The NB rows changed between `earlier` and this snapshot, as
-    /// `(table, uuid)` in the order they changed (a row may appear more than
-    /// once), or `None` when that is not known: the two snapshots come from
-    /// different [`LiveSnapshot`](crate::LiveSnapshot)s or resets, `earlier` is the newer one, or
-    /// more than [`JOURNAL_LEN`] changes lie between them.
-    pub fn nb_changes_since(&self, earlier: &Snapshot) -> Option<Vec<(&'static str, Uuid)>> {
-        let (now, then) = (&self.journal, &earlier.journal);
-        if now.lineage == 0 || now.lineage != then.lineage || then.batch > now.batch {
-            return None;
-        }
-        if then.batch == now.batch {
-            return Some(Vec::new());
-        }
-        // Every batch after `then.batch` must still be in the journal.
-        let oldest = now.entries.front().map(|e| e.0)?;
-        if oldest > then.batch + 1 {
-            return None;
-        }
-        let mut since: Vec<(&'static str, Uuid)> = now
-            .entries
-            .iter()
-            .rev()
-            .take_while(|e| e.0 > then.batch)
-            .map(|e| (e.1, e.2))
-            .collect();
-        since.reverse();
-        Some(since)
-    }
-
-    /// The ports that changed since `earlier`, when nothing else the NB
-    /// driver reads did: the only NB rows changed are logical switch ports,
-    /// switches whose name stayed (their port lists change with every
-    /// port) and NB_Global rows that read the same, no localnet or router-interface port was among them (their
-    /// indexes are the very same maps), and NB_Global and the local OVS
-    /// view are equal. `None` otherwise, or when the changes are unknown
-    /// ([`Snapshot::nb_changes_since`]). Under `Some`, every NB query but
-    /// those about ports (`lsp`, `active_vifs_*`) answers as in `earlier`.
-    pub fn port_changes_since(&self, earlier: &Snapshot) -> Option<Vec<PortChange>> {
-        let changed = self.nb_changes_since(earlier)?;
-        let (a, b) = (&earlier.nb, &self.nb);
-        let same = self.nb_global == earlier.nb_global
-            && self.ovs == earlier.ovs
-            && a.routers.ptr_eq(&b.routers)
-            && a.lrps.ptr_eq(&b.lrps)
-            && a.nats.ptr_eq(&b.nats)
-            && a.lbs.ptr_eq(&b.lbs)
-            && a.router_by_name.ptr_eq(&b.router_by_name)
-            && a.localnets_of_switch.ptr_eq(&b.localnets_of_switch)
-            && a.localnets_by_physnet.ptr_eq(&b.localnets_by_physnet)
-            && a.router_ifaces_by_router.ptr_eq(&b.router_ifaces_by_router)
-            && a.lrps_by_hosting_chassis.ptr_eq(&b.lrps_by_hosting_chassis)
-            && a.nat_by_logical_port.ptr_eq(&b.nat_by_logical_port)
-            && a.fips_by_gateway_port.ptr_eq(&b.fips_by_gateway_port)
-            && a.lbs_by_router.ptr_eq(&b.lbs_by_router);
-        if !same {
-            return None;
-        }
-        let mut ports: Vec<Uuid> = Vec::new();
-        for (table, uuid) in changed {
-            match table {
-                LogicalSwitchPort::TABLE => ports.push(uuid),
-                // Bumped by Neutron's liveness checks; what the agent reads
-                // of it (`nb_global`) is compared above.
-                NbGlobal::TABLE => {}
-                LogicalSwitch::TABLE => {
-                    let (Some(old), Some(new)) = (a.switches.get(&uuid), b.switches.get(&uuid))
-                    else {
-                        return None;
-                    };
-                    if old.name != new.name {
-                        return None;
-                    }
-                }
-                _ => return None,
-            }
-        }
-        ports.sort_unstable();
-        ports.dedup();
-        Some(
-            ports
-                .into_iter()
-                .map(|uuid| PortChange {
-                    uuid,
-                    old: a.lsps.get(&uuid).cloned(),
-                    new: b.lsps.get(&uuid).cloned(),
-                })
-                .collect(),
-        )
     }
 
     /// Counts of parsed rows per NB table, for logs and benchmarks.

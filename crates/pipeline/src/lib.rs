@@ -14,7 +14,9 @@
 //! against what was observed.
 //!
 //! A [`Pipeline`] keeps the previous result ([`DesiredCache`]): the
-//! desired state is patched when only ports changed, and the result a
+//! desired state is patched when only ports changed (the caller hands in
+//! what changed since the last computation, [`NbChanges`], as the live
+//! snapshot returned it), and the result a
 //! reconcile planned with ([`Pipeline::settle`]) gives the planner its
 //! previous desired state (leftovers' classes, O3) and the changed keys.
 
@@ -23,7 +25,7 @@ mod facts;
 use obgp_config::Config;
 use obgp_desired::{Computed, Desired, DesiredCache, DesiredCheck, DesiredError, ExposedIps};
 use obgp_netmodel::{DesiredNode, NodeChanges};
-use obgp_ovn::Snapshot;
+use obgp_ovn::{NbChanges, Snapshot};
 use obgp_plan::{Actual, Coverage, Plan, PlanError};
 
 pub use facts::{node_facts, NodeReadings, NodeReads};
@@ -105,16 +107,20 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Brings the desired state and its node objects to `snap`: patched
-    /// when only ports changed since the last computation, from every row
-    /// otherwise.
+    /// when `changes`, accumulated since the last computation, say only
+    /// ports changed, from every row otherwise. `changes` are consumed when
+    /// the computation succeeds and kept when it fails
+    /// ([`DesiredCache::compute`]); pass [`NbChanges::Full`] when they are
+    /// not known.
     pub fn compute(
         &mut self,
         snap: &Snapshot,
+        changes: &mut NbChanges,
         config: &Config,
         facts: &obgp_desired::NodeFacts,
     ) -> Result<Computation<'_>, DesiredError> {
         self.last = None;
-        let how = self.desired.compute(snap, config, facts)?;
+        let how = self.desired.compute(snap, changes, config, facts)?;
         self.last = Some(how);
         let (Some(desired), Some(node)) = (self.desired.desired(), self.desired.node()) else {
             unreachable!("a successful compute leaves a result");
@@ -227,7 +233,7 @@ pub fn once(
     actual: &Actual,
 ) -> Result<Once, PipelineError> {
     let mut pipeline = Pipeline::default();
-    pipeline.compute(snap, config, facts)?;
+    pipeline.compute(snap, &mut NbChanges::Full, config, facts)?;
     let planned = pipeline.plan(actual, PlanScope::Whole)?;
     let (Some((desired, node)), Some(NodePlan { plan, .. })) =
         (pipeline.desired.into_result(), planned)
@@ -280,12 +286,17 @@ mod tests {
     fn a_settled_result_is_the_next_plans_previous_state() {
         let (snap, config, facts) = (Snapshot::default(), config(), NodeFacts::default());
         let mut pipeline = Pipeline::default();
-        let first = pipeline.compute(&snap, &config, &facts).expect("supported");
+        let mut changes = NbChanges::Full;
+        let first = pipeline
+            .compute(&snap, &mut changes, &config, &facts)
+            .expect("supported");
         assert_eq!(first.how, Computed::Full);
         assert!(first.changed, "nothing settled yet");
         assert!(pipeline.settled().is_none());
         pipeline.settle();
-        let again = pipeline.compute(&snap, &config, &facts).expect("supported");
+        let again = pipeline
+            .compute(&snap, &mut changes, &config, &facts)
+            .expect("supported");
         assert!(
             !again.changed,
             "the same snapshot gives the settled objects"

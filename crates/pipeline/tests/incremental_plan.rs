@@ -100,7 +100,7 @@ fn history(
     let mut w = World::new(seed, distributed);
     let mut pipeline = Pipeline::default();
     let computed = pipeline
-        .compute(&w.live.snapshot(), &config, &facts)
+        .compute(&w.live.snapshot(), &mut w.changes, &config, &facts)
         .expect("supported");
     assert_eq!(computed.how, Computed::Full);
     let start = computed.node.clone();
@@ -116,7 +116,7 @@ fn history(
             w.step();
         }
         let how = pipeline
-            .compute(&w.live.snapshot(), &config, &facts)
+            .compute(&w.live.snapshot(), &mut w.changes, &config, &facts)
             .expect("supported")
             .how;
         let what = format!("seed {seed}, step {i} ({how:?})");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use obgp_config::{AdvertisementMethod, AnnounceWith, Config, Driver, ExposingMethod};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_ovn::{LiveSnapshot, Tables, NB_DB, OVS_DB};
+use obgp_ovn::{LiveSnapshot, NbChanges, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_topogen::{Params, Rng, Topology};
 use serde_json::{json, Value};
@@ -34,6 +34,9 @@ pub struct World {
     pub provider: String,
     pub nb: Tables,
     pub live: LiveSnapshot,
+    /// What the live snapshot's updates changed, accumulated until a
+    /// computation consumes them.
+    pub changes: NbChanges,
     pub rng: Rng,
     pub next_uuid: u128,
 }
@@ -82,12 +85,13 @@ impl World {
                 .expect("port row");
         }
         let mut live = LiveSnapshot::default();
-        live.reset_nb(&nb);
-        live.reset_ovs(&ovs);
+        let mut changes = live.reset_nb(&nb);
+        changes.then(live.reset_ovs(&ovs));
         World {
             provider: topo.provider_switch(),
             nb,
             live,
+            changes,
             rng: Rng(seed),
             next_uuid: 0xfeed_0000,
         }
@@ -136,7 +140,9 @@ impl World {
         Value::Object(obj)
     }
 
-    /// Writes the rows and feeds them to the live snapshot as one batch.
+    /// Writes the rows and feeds them to the live snapshot: as one batch,
+    /// or now and then one batch per row (as a client that saw the
+    /// transaction in parts would), accumulating what they changed.
     pub fn commit(&mut self, rows: Vec<(&'static str, Uuid, Option<Value>)>) {
         let mut parsed: Vec<(&'static str, Uuid, Option<Row>)> = Vec::new();
         for (t, u, v) in rows {
@@ -151,8 +157,14 @@ impl World {
             }
             parsed.push((t, u, row));
         }
-        self.live
-            .apply_nb(parsed.iter().map(|(t, u, r)| (*t, *u, r.as_ref())));
+        let rows = parsed.iter().map(|(t, u, r)| (*t, *u, r.as_ref()));
+        if parsed.len() > 1 && self.rng.below(3) == 0 {
+            for row in rows {
+                self.changes.then(self.live.apply_nb([row]));
+            }
+        } else {
+            self.changes.then(self.live.apply_nb(rows));
+        }
     }
 
     pub fn switch_of(&self, port: Uuid) -> Option<Uuid> {

@@ -1,6 +1,7 @@
 //! Unit tests of `live`, beside it so that they may use its private items.
 
 use super::*;
+use crate::Tables;
 use serde_json::json;
 
 const SW: Uuid = Uuid(0x10);
@@ -263,48 +264,80 @@ fn started() -> LiveSnapshot {
     live
 }
 
+/// The ports `changes` names between `earlier` and `later`, or `None`.
+fn ports_between(changes: &NbChanges, earlier: &Snapshot, later: &Snapshot) -> Option<Vec<Uuid>> {
+    changes
+        .ports_between(earlier, later)
+        .map(|p| p.iter().map(|c| c.uuid).collect())
+}
+
 #[test]
-fn the_journal_names_the_rows_changed_since_an_earlier_snapshot() {
+fn an_update_returns_the_ports_it_changed_and_updates_accumulate() {
     let mut live = started();
     let s0 = live.snapshot();
-    assert_eq!(s0.nb_changes_since(&s0), Some(vec![]));
-    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(true)))]);
+    assert_eq!(
+        ports_between(&NbChanges::none_since(&s0), &s0, &s0),
+        Some(vec![])
+    );
+    let first = live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(true)))]);
     let s1 = live.snapshot();
-    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
+    assert_eq!(ports_between(&first, &s0, &s1), Some(vec![VM]));
+    let second = live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET])))]);
     let s2 = live.snapshot();
+    assert_eq!(ports_between(&second, &s1, &s2), Some(vec![]));
+    let mut both = first.clone();
+    both.then(second.clone());
+    assert_eq!(ports_between(&both, &s0, &s2), Some(vec![VM]));
+    // An accumulation started from nothing takes the first changes as they are.
+    let mut from_nothing = NbChanges::none();
+    from_nothing.then(first.clone());
+    assert_eq!(ports_between(&from_nothing, &s0, &s1), Some(vec![VM]));
+    // Only between the two states they lie between.
+    assert_eq!(ports_between(&both, &s1, &s2), None);
+    assert_eq!(ports_between(&first, &s0, &s2), None);
+    assert_eq!(ports_between(&first, &Snapshot::default(), &s1), None);
     assert_eq!(
-        s2.nb_changes_since(&s0),
-        Some(vec![
-            (LogicalSwitchPort::TABLE, VM),
-            (LogicalSwitch::TABLE, SW)
-        ])
+        ports_between(
+            &NbChanges::none_since(&Snapshot::default()),
+            &Snapshot::default(),
+            &Snapshot::default()
+        ),
+        None,
+        "a snapshot of unknown history"
     );
-    assert_eq!(
-        s2.nb_changes_since(&s1),
-        Some(vec![(LogicalSwitch::TABLE, SW)])
-    );
-    // Not the other way round, not across resets, not from nowhere.
-    assert_eq!(s0.nb_changes_since(&s2), None);
-    assert_eq!(s2.nb_changes_since(&Snapshot::default()), None);
-    assert_eq!(started().snapshot().nb_changes_since(&s0), None);
-    // History is not content.
+    // Out of order, or with a batch left out: not known.
+    let mut reversed = second;
+    reversed.then(first.clone());
+    assert!(reversed.is_full());
+    let third = live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(false)))]);
+    let mut skipping = first;
+    skipping.then(third);
+    assert!(skipping.is_full());
+    // A reset: not known either, and history is not content.
+    assert!(live.reset_nb(&Tables::new()).is_full());
     assert_eq!(s0, started().snapshot());
 }
 
 #[test]
-fn a_journal_that_no_longer_reaches_back_answers_none() {
+fn a_port_changed_in_several_updates_keeps_its_first_old_row_and_last_new_row() {
     let mut live = started();
     let s0 = live.snapshot();
-    for i in 0..=JOURNAL_LEN {
-        live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(i % 2 == 0)))]);
+    let mut changes = NbChanges::none_since(&s0);
+    for up in [true, false, true] {
+        changes.then(live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(up)))]));
     }
-    assert_eq!(live.snapshot().nb_changes_since(&s0), None);
     let s1 = live.snapshot();
-    live.apply_nb([(LogicalSwitchPort::TABLE, VM, Some(&vm(false)))]);
-    assert_eq!(
-        live.snapshot().nb_changes_since(&s1).map(|c| c.len()),
-        Some(1)
-    );
+    let ports = changes.ports_between(&s0, &s1).expect("ports only");
+    let change = ports.iter().next().expect("the VM port");
+    assert_eq!(ports.len(), 1);
+    assert!(!change.old.as_ref().expect("was there").up);
+    assert!(change.new.as_ref().expect("is there").up);
+    // Deleted at the end: no new row.
+    changes.then(live.apply_nb([(LogicalSwitchPort::TABLE, VM, None)]));
+    let s2 = live.snapshot();
+    let change = changes.ports_between(&s0, &s2).expect("ports only");
+    let change = change.iter().next().expect("the VM port");
+    assert!(change.old.is_some() && change.new.is_none());
 }
 
 #[test]
@@ -312,12 +345,17 @@ fn port_changes_are_reported_only_when_nothing_else_changed() {
     let mut live = started();
     let s0 = live.snapshot();
     // A VM port comes up and its switch lists it again: ports only.
-    live.apply_nb([
+    let changes = live.apply_nb([
         (LogicalSwitchPort::TABLE, VM, Some(&vm(true))),
         (LogicalSwitch::TABLE, SW, Some(&switch(&[LOCALNET, VM]))),
     ]);
     let s1 = live.snapshot();
-    let changes = s1.port_changes_since(&s0).expect("ports only");
+    let changes: Vec<_> = changes
+        .ports_between(&s0, &s1)
+        .expect("ports only")
+        .iter()
+        .cloned()
+        .collect();
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0].uuid, VM);
     assert!(!changes[0].old.as_ref().unwrap().up);
@@ -332,15 +370,12 @@ fn port_changes_are_reported_only_when_nothing_else_changed() {
                 ["neutron:liveness_check_at", "now"], [crate::neutron::key::FIP_DISTRIBUTED, fip]]]}))
     };
     const GLOBAL: Uuid = Uuid(0x50);
-    live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("True")))]);
-    assert_eq!(
-        live.snapshot().port_changes_since(&s1).map(|c| c.len()),
-        Some(0)
-    );
-    live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("False")))]);
-    assert!(live.snapshot().port_changes_since(&s1).is_none());
+    let bumped = live.apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("True")))]);
+    assert_eq!(ports_between(&bumped, &s1, &live.snapshot()), Some(vec![]));
+    assert!(live
+        .apply_nb([(NbGlobal::TABLE, GLOBAL, Some(&global("False")))])
+        .is_full());
     live.apply_nb([(NbGlobal::TABLE, GLOBAL, None)]);
-    let s1 = live.snapshot();
 
     // A localnet change moves provider wiring: not ports only.
     let mut tagged = localnet();
@@ -348,20 +383,42 @@ fn port_changes_are_reported_only_when_nothing_else_changed() {
         "tag",
         obgp_ovsdb_data::Datum::from_wire(&json!(100)).unwrap(),
     );
-    live.apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&tagged))]);
-    assert!(live.snapshot().port_changes_since(&s1).is_none());
+    assert!(live
+        .apply_nb([(LogicalSwitchPort::TABLE, LOCALNET, Some(&tagged))])
+        .is_full());
 
-    // Nor is a renamed switch, or a row of another table.
-    let s2 = live.snapshot();
+    // Nor is a renamed switch, a switch losing its localnet, or a row of
+    // another table.
     let renamed = row(json!({"name": "neutron-net2",
             "ports": ["set", [["uuid", LOCALNET.to_string()], ["uuid", VM.to_string()]]]}));
-    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&renamed))]);
-    assert!(live.snapshot().port_changes_since(&s2).is_none());
-    let s3 = live.snapshot();
+    assert!(live
+        .apply_nb([(LogicalSwitch::TABLE, SW, Some(&renamed))])
+        .is_full());
+    assert!(live
+        .apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[VM])))])
+        .is_full());
     let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
                              "networks": "172.24.4.1/24"}));
-    live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
-    assert!(live.snapshot().port_changes_since(&s3).is_none());
+    assert!(live
+        .apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))])
+        .is_full());
+}
+
+#[test]
+fn the_local_ovs_view_changing_is_more_than_ports() {
+    let mut live = started();
+    let before = live.snapshot();
+    let unchanged = live.reset_ovs(&Tables::new());
+    assert_eq!(
+        ports_between(&unchanged, &before, &live.snapshot()),
+        Some(vec![])
+    );
+    let mut ovs = Tables::new();
+    ovs.entry("Open_vSwitch".into()).or_default().insert(
+        Uuid(0x60),
+        row(json!({"external_ids": ["map", [["system-id", "chassis-1"], ["hostname", "host-1"]]]})),
+    );
+    assert!(live.reset_ovs(&ovs).is_full());
 }
 
 #[test]
@@ -384,7 +441,7 @@ fn dhcp_options_rows_are_patched_like_a_fresh_build() {
     };
     assert_eq!(router(&before).as_deref(), Some("10.0.0.1"));
 
-    live.apply_nb([(DhcpOptions::TABLE, DHCP, Some(&dhcp("10.0.0.254")))]);
+    let changes = live.apply_nb([(DhcpOptions::TABLE, DHCP, Some(&dhcp("10.0.0.254")))]);
     let s = live.snapshot();
     assert_eq!(router(&s).as_deref(), Some("10.0.0.254"));
     let mut fresh = LiveSnapshot::default();
@@ -394,7 +451,7 @@ fn dhcp_options_rows_are_patched_like_a_fresh_build() {
     ]);
     assert_eq!(s, fresh.snapshot());
     // A DHCP change is not a port-only change.
-    assert!(s.port_changes_since(&before).is_none());
+    assert!(changes.is_full());
     assert_eq!(router(&before).as_deref(), Some("10.0.0.1"));
 
     // Garbled, then deleted: a warning, then nothing.

@@ -9,7 +9,7 @@ use obgp_config::{AdvertisementMethod, AnnounceWith};
 use obgp_desired::{desired_state, Computed, NodeFacts};
 use obgp_pipeline::Pipeline;
 use proptest::prelude::*;
-use world::{config, World};
+use world::{config, method, World};
 
 // The histories of obgp-desired's `DesiredCache` tests.
 #[path = "../../desired/tests/world/mod.rs"]
@@ -66,14 +66,6 @@ fn history(
     patched
 }
 
-fn method() -> impl Strategy<Value = (AdvertisementMethod, AnnounceWith)> {
-    let method = prop_oneof![
-        Just(AdvertisementMethod::Host),
-        Just(AdvertisementMethod::Subnet)
-    ];
-    let announce = prop_oneof![Just(AnnounceWith::Address), Just(AnnounceWith::Route)];
-    (method, announce)
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]

@@ -16,7 +16,7 @@ use obgp_pipeline::{Judged, NodePlan, Pipeline, PlanScope};
 use obgp_plan::plan::plan_after;
 use obgp_plan::{Actual, ActualLink, ModelNode, Plan};
 use proptest::prelude::*;
-use world::{config, World};
+use world::{config, method, World};
 
 // The histories of obgp-desired's `DesiredCache` tests.
 #[path = "../../desired/tests/world/mod.rs"]
@@ -164,14 +164,6 @@ fn history(
     counts
 }
 
-fn method() -> impl Strategy<Value = (AdvertisementMethod, AnnounceWith)> {
-    let method = prop_oneof![
-        Just(AdvertisementMethod::Host),
-        Just(AdvertisementMethod::Subnet)
-    ];
-    let announce = prop_oneof![Just(AnnounceWith::Address), Just(AnnounceWith::Route)];
-    (method, announce)
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]

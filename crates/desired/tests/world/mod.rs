@@ -392,6 +392,18 @@ fn first_ip(v: &Value) -> Option<String> {
     };
     a.split_whitespace().nth(1).map(str::to_string)
 }
+/// The advertisement methods and ways of announcing the histories are
+/// drawn with (the property tests' configurations, [`config`]).
+pub fn method() -> impl proptest::strategy::Strategy<Value = (AdvertisementMethod, AnnounceWith)> {
+    use proptest::prelude::*;
+    let method = prop_oneof![
+        Just(AdvertisementMethod::Host),
+        Just(AdvertisementMethod::Subnet)
+    ];
+    let announce = prop_oneof![Just(AnnounceWith::Address), Just(AnnounceWith::Route)];
+    (method, announce)
+}
+
 
 /// The NB driver, underlay, tenant networks exposed by `method`.
 pub fn config(method: AdvertisementMethod, announce: AnnounceWith) -> Config {

@@ -66,7 +66,6 @@ fn history(
     patched
 }
 
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
     #[test]

@@ -164,7 +164,6 @@ fn history(
     counts
 }
 
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
     #[test]

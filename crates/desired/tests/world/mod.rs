@@ -404,7 +404,6 @@ pub fn method() -> impl proptest::strategy::Strategy<Value = (AdvertisementMetho
     (method, announce)
 }
 
-
 /// The NB driver, underlay, tenant networks exposed by `method`.
 pub fn config(method: AdvertisementMethod, announce: AnnounceWith) -> Config {
     let mut config = Config::default();

@@ -13,7 +13,7 @@ use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PlanScope};
-use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
+use obgp_plan::{apply_plan_until, Actual, ApplyReport, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -553,6 +553,52 @@ impl Reconciler {
         ))
     }
 
+    /// What FRR's read tells before the apply: found holding our text,
+    /// later reconciles may take it as applied without reading (until the
+    /// next FRR check); and why the plan applies FRR's text, if it does.
+    fn note_frr(&mut self, actual: &Actual, plan: &Plan, report: &mut ReconcileReport) {
+        let desired_frr = self.desired.node().and_then(|n| n.frr_config.clone());
+        if !actual.frr.unknown && actual.frr.has_our_config {
+            self.frr_applied = desired_frr.clone();
+            self.frr_known = desired_frr.clone();
+        }
+        if plan
+            .steps
+            .iter()
+            .any(|s| matches!(s.op, Op::ApplyFrr { .. }))
+        {
+            report.frr_apply = Some(match &self.frr_known {
+                None => FrrApplyCause::Initial,
+                Some(known) if Some(known) != desired_frr.as_ref() => FrrApplyCause::Changed,
+                Some(_) => FrrApplyCause::Missing,
+            });
+        }
+    }
+
+    /// The ops the previous reconcile planned, as text, when an op of
+    /// `plan` may be a drift repair: only when the desired state did not
+    /// change (`None` otherwise: no op repairs). Built only when there is
+    /// something to judge.
+    fn planned_before(
+        &self,
+        plan: &Plan,
+        report: &ReconcileReport,
+    ) -> Option<std::collections::HashSet<String>> {
+        if report.desired_changed {
+            return None;
+        }
+        if plan.steps.is_empty() {
+            return Some(Default::default());
+        }
+        Some(
+            self.last_plan
+                .ops()
+                .iter()
+                .map(|op| op.to_string())
+                .collect(),
+        )
+    }
+
     /// One reconcile of `kind`: [`Reconciler::plan`], then the
     /// mass-withdrawal guard and the single writer.
     pub async fn reconcile(
@@ -587,38 +633,8 @@ impl Reconciler {
                 "not announcing: the local NB rows that route them were not written: {e}"
             );
         }
-        let desired_frr = self.desired.node().and_then(|n| n.frr_config.clone());
-        // FRR read and found holding our text: later reconciles may take it
-        // as applied without reading (until the next FRR check).
-        if !actual.frr.unknown && actual.frr.has_our_config {
-            self.frr_applied = desired_frr.clone();
-            self.frr_known = desired_frr.clone();
-        }
-        if plan
-            .steps
-            .iter()
-            .any(|s| matches!(s.op, Op::ApplyFrr { .. }))
-        {
-            report.frr_apply = Some(match &self.frr_known {
-                None => FrrApplyCause::Initial,
-                Some(known) if Some(known) != desired_frr.as_ref() => FrrApplyCause::Changed,
-                Some(_) => FrrApplyCause::Missing,
-            });
-        }
-        // Only when the desired state did not change can an op repair the
-        // node; the previous plan's text is built only then, and only when
-        // there is something to judge.
-        let planned_before: std::collections::HashSet<String> =
-            if report.desired_changed || plan.steps.is_empty() {
-                Default::default()
-            } else {
-                self.last_plan
-                    .ops()
-                    .iter()
-                    .map(|op| op.to_string())
-                    .collect()
-            };
-        let repairs = !report.desired_changed;
+        self.note_frr(&actual, &plan, &mut report);
+        let planned_before = self.planned_before(&plan, &report);
         let unjudged = self
             .desired
             .node()
@@ -640,32 +656,8 @@ impl Reconciler {
             self.absorb_lane(&mut report);
         }
         report.apply_time = t.elapsed();
-        report.not_started = applied.not_started;
-        let started = plan.steps.len() - applied.not_started;
-        let mut undone: Vec<Op> = plan.steps[started..].iter().map(|s| s.op.clone()).collect();
-        for step in &plan.steps[..started] {
-            let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
-                && !applied.held_back.contains(&step.op);
-            if !done || step.op.runs_a_command() {
-                undone.push(step.op.clone());
-            }
-            if done && repairs && !planned_before.contains(&step.op.to_string()) {
-                *report
-                    .drift_repairs
-                    .entry(object_kind(&step.op))
-                    .or_default() += 1;
-            }
-            if !step.op.runs_a_command() && done {
-                *report.applied.entry(op_kind(&step.op)).or_default() += 1;
-            }
-        }
-        report
-            .failed
-            .extend(applied.failed.iter().map(|(op, e)| format!("{op}: {e}")));
-        for (op, _) in &applied.failed {
-            *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
-        }
-        report.held_back = applied.held_back.len() + nb_held.len();
+        let undone = account_applied(&plan, &applied, planned_before.as_ref(), &mut report);
+        report.held_back += nb_held.len();
         report.unnotified_side_effects =
             !report.applied.is_empty() && self.node.has_unnotified_changes();
         if !holding && !self.stop.is_cancelled() {
@@ -686,4 +678,45 @@ impl Reconciler {
         }
         Ok(report)
     }
+}
+
+/// Counts what the writer did with `plan` into `report` (ops applied per
+/// kind, drift repairs: an op done that the previous reconcile did not
+/// plan, when `planned_before` says repairs count; failures; held-back
+/// announcements) and returns the ops left undone: not started, failed,
+/// held back, and every command op (its outcome comes from the lane).
+fn account_applied(
+    plan: &Plan,
+    applied: &ApplyReport,
+    planned_before: Option<&std::collections::HashSet<String>>,
+    report: &mut ReconcileReport,
+) -> Vec<Op> {
+    report.not_started = applied.not_started;
+    let started = plan.steps.len() - applied.not_started;
+    let mut undone: Vec<Op> = plan.steps[started..].iter().map(|s| s.op.clone()).collect();
+    for step in &plan.steps[..started] {
+        let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
+            && !applied.held_back.contains(&step.op);
+        if !done || step.op.runs_a_command() {
+            undone.push(step.op.clone());
+        }
+        let repair = planned_before.is_some_and(|before| !before.contains(&step.op.to_string()));
+        if done && repair {
+            *report
+                .drift_repairs
+                .entry(object_kind(&step.op))
+                .or_default() += 1;
+        }
+        if !step.op.runs_a_command() && done {
+            *report.applied.entry(op_kind(&step.op)).or_default() += 1;
+        }
+    }
+    report
+        .failed
+        .extend(applied.failed.iter().map(|(op, e)| format!("{op}: {e}")));
+    for (op, _) in &applied.failed {
+        *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
+    }
+    report.held_back = applied.held_back.len();
+    undone
 }

@@ -4,7 +4,7 @@
 //! conditions ([`PortConditions`]), the node-local NB of
 //! `exposing_method = ovn` ([`LocalNbSource`]), the OVS ofports, what the
 //! event filters read ([`FilterView`]), and the watchers that turn a change,
-//! a resync or a netlink overrun into a [`Reason`] for a reconcile, handed
+//! a resync or a netlink overrun into a [`Trigger`] for a reconcile, handed
 //! to a [`TriggerSink`].
 //!
 //! This room (crate) does not depend on the loop (`obgp-controller`): the
@@ -13,25 +13,25 @@
 //! only the names below.
 
 mod database;
+mod event_match;
 mod follower;
 mod host;
 mod local_nb;
 mod ofports;
 mod port_conditions;
-mod reason;
 mod sources;
-mod triggers;
+mod trigger;
 mod view;
 mod watchers;
 
 pub use database::{Source, SourceError};
+pub use event_match::reasons;
 pub use follower::{Caught, SnapshotFollower};
 pub use host::system_hostname;
 pub use local_nb::{observed_of, LocalNbError, LocalNbSource};
 pub use ofports::{ofports, OfPorts};
 pub use port_conditions::{conditional, PortConditions};
-pub use reason::{Reason, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 pub use sources::{Inputs, OvnSources};
-pub use triggers::reasons;
+pub use trigger::{Trigger, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 pub use view::FilterView;
 pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

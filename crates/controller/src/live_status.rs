@@ -11,7 +11,7 @@ use obgp_plan::Actual;
 use crate::inputs::OvnSources;
 use crate::kind::ReconcileKind;
 use crate::one_shot::connect_once;
-use crate::ops::status::{db_health, health_only, status, Health, Inputs, Origin, Status};
+use crate::ops::status::{db_health, health_only, status, ComputedBy, Health, Inputs, Status};
 use crate::options::{RunError, RunOptions};
 use crate::reconcile::{unread_commands, Planned, Reconciler};
 
@@ -31,12 +31,12 @@ pub async fn answer(
     reconciler.note_ovn_changes(inputs.changes);
     let planned = match reconciler.observe_desired(&inputs.ofports).await {
         Ok(Some(p)) => p,
-        Ok(None) => return health_only(config, Origin::Daemon, health),
+        Ok(None) => return health_only(config, ComputedBy::Daemon, health),
         Err(e) => {
             health
                 .unread
                 .push(format!("observing the node failed: {e}"));
-            return health_only(config, Origin::Daemon, health);
+            return health_only(config, ComputedBy::Daemon, health);
         }
     };
     of_reconciler(
@@ -44,7 +44,7 @@ pub async fn answer(
         config,
         &inputs.snapshot,
         &planned,
-        Origin::Daemon,
+        ComputedBy::Daemon,
         health,
     )
 }
@@ -56,7 +56,7 @@ fn of_reconciler(
     config: &Config,
     snapshot: &Snapshot,
     planned: &Planned,
-    origin: Origin,
+    origin: ComputedBy,
     mut health: Health,
 ) -> Status {
     health.pending_ops = Some(planned.plan.steps.len());
@@ -91,7 +91,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
         config,
         &inputs.snapshot,
         &planned,
-        Origin::Direct,
+        ComputedBy::Direct,
         health,
     ))
 }
@@ -119,5 +119,5 @@ pub fn offline(
     let chassis = obgp_desired::chassis_name(config, snapshot, None)
         .unwrap_or_default()
         .to_string();
-    Ok(status(&i, Origin::Offline, chassis, health))
+    Ok(status(&i, ComputedBy::Offline, chassis, health))
 }

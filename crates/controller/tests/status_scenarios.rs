@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use obgp_controller::live_status;
-use obgp_controller::ops::status::{Origin, Status};
+use obgp_controller::ops::status::{ComputedBy, Status};
 use obgp_desired::DesiredError;
 use obgp_pipeline::{node_facts, NodeReadings, PipelineError};
 use obgp_plan::{Actual, ModelNode};
@@ -91,7 +91,7 @@ fn check(path: &Path) -> Option<Checked> {
 
     // The rows, on the initial node.
     let before = status(&initial);
-    assert_eq!(before.origin, Origin::Offline);
+    assert_eq!(before.origin, ComputedBy::Offline);
     for e in &before.exposed {
         assert!(!e.rows.is_empty(), "{}: {} has no row", name, e.prefix);
         for r in &e.rows {

@@ -33,7 +33,7 @@ pub use rows::RowInfo;
 /// Who computed a [`Status`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub enum ComputedBy {
     /// The running daemon: its last desired state against the node now.
     Daemon,
     /// The `status` command itself, from the live databases and node.
@@ -45,7 +45,7 @@ pub enum Origin {
 /// What this node exposes and why, and the agent's health.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Status {
-    pub origin: Origin,
+    pub origin: ComputedBy,
     pub driver: String,
     pub exposing_method: String,
     /// This node's name in the rows the driver reads (system-id or hostname).
@@ -319,7 +319,7 @@ fn bridge_table(actual: &Actual, bridge: &str) -> (Option<String>, Option<u32>) 
 
 /// A status with no exposure computed: the daemon before its first
 /// reconcile.
-pub fn health_only(config: &Config, origin: Origin, health: Health) -> Status {
+pub fn health_only(config: &Config, origin: ComputedBy, health: Health) -> Status {
     Status {
         origin,
         driver: config.default.driver.as_str().to_string(),
@@ -333,7 +333,7 @@ pub fn health_only(config: &Config, origin: Origin, health: Health) -> Status {
 }
 
 /// The whole status from its inputs and the health part.
-pub fn status(i: &Inputs<'_>, origin: Origin, chassis: String, health: Health) -> Status {
+pub fn status(i: &Inputs<'_>, origin: ComputedBy, chassis: String, health: Health) -> Status {
     let (exposed, vnis) = exposures(i);
     Status {
         exposed,

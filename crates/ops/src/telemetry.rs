@@ -18,7 +18,7 @@ use super::report::ReconcileReport;
 use obgp_inputs::TriggerBatch;
 use obgp_inputs::{OvnSources, Source};
 
-use super::status::{db_health, health_only, Health, LastReconcile, Origin, Probe, Reply};
+use super::status::{db_health, health_only, ComputedBy, Health, LastReconcile, Probe, Reply};
 
 pub struct Telemetry {
     pub metrics: Metrics,
@@ -166,7 +166,7 @@ impl Endpoints for Telemetry {
             let status = match tx {
                 // Before the loop takes requests (waiting for the
                 // databases, connecting to the node): the health only.
-                None => health_only(&self.config, Origin::Daemon, self.health()),
+                None => health_only(&self.config, ComputedBy::Daemon, self.health()),
                 Some(tx) => {
                     let (reply, answer) = oneshot::channel();
                     if tx.send(reply).await.is_err() {

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::FilterView;
-use crate::inputs::{Inputs, OvnSources, SourceError};
+use crate::inputs::{Inputs, MonitoredDbError, OvnSources};
 use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::live_status;
 use crate::one_shot::connect_once;
@@ -172,9 +172,9 @@ pub async fn run(
 
 /// What the loop reports while it waits for the databases: which one, at
 /// which remotes.
-fn waiting_for(e: &SourceError) -> Option<String> {
+fn waiting_for(e: &MonitoredDbError) -> Option<String> {
     match e {
-        SourceError::SyncTimeout {
+        MonitoredDbError::SyncTimeout {
             database, remotes, ..
         } => Some(format!("{database} ({remotes})")),
         _ => None,
@@ -235,7 +235,7 @@ async fn wait_for_databases(
             _ = shutdown.cancelled() => return Ok(None),
             r = OvnSources::start(config, Duration::from_secs(30)) => match r {
                 Ok(s) => break s,
-                Err(e @ SourceError::SyncTimeout { .. }) => {
+                Err(e @ MonitoredDbError::SyncTimeout { .. }) => {
                     telemetry.waiting(waiting_for(&e).unwrap_or_default());
                     tracing::warn!("still waiting for the databases: {e}")
                 }

@@ -1,5 +1,5 @@
 //! Where the OVN and OVS data and the reconcile triggers come from: the
-//! monitored databases ([`OvnSources`], one [`Source`] each) and the
+//! monitored databases ([`OvnSources`], one [`MonitoredDb`] each) and the
 //! indexed snapshot they maintain, a conditional NB monitor's port
 //! conditions ([`PortConditions`]), the node-local NB of
 //! `exposing_method = ovn` ([`LocalNbSource`]), the OVS ofports, what the
@@ -24,7 +24,7 @@ mod trigger;
 mod view;
 mod watchers;
 
-pub use database::{Source, SourceError};
+pub use database::{MonitoredDb, MonitoredDbError};
 pub use event_match::reasons;
 pub use follower::{Caught, SnapshotFollower};
 pub use host::system_hostname;

@@ -17,7 +17,7 @@ use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use super::database::{ovn_client, Source, SourceError};
+use super::database::{ovn_client, MonitoredDb, MonitoredDbError};
 
 /// Why the local NB could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum LocalNbError {
 
 /// The monitored node-local NB.
 pub struct LocalNbSource {
-    source: Source,
+    source: MonitoredDb,
     remotes: String,
 }
 
@@ -57,7 +57,7 @@ const TRANSACT_TIMEOUT: Duration = Duration::from_secs(5);
 impl LocalNbSource {
     /// Starts connecting (in the background, leader only) to
     /// `[local_ovn_cluster] ovn_nb_connection`.
-    pub fn start(config: &Config) -> Result<LocalNbSource, SourceError> {
+    pub fn start(config: &Config) -> Result<LocalNbSource, MonitoredDbError> {
         let conn = &config.local_ovn_cluster.ovn_nb_connection;
         let source = ovn_client(
             "[local_ovn_cluster] ovn_nb_connection",
@@ -75,7 +75,7 @@ impl LocalNbSource {
     }
 
     /// Waits for the initial dump.
-    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), MonitoredDbError> {
         self.source.wait_synced(timeout).await
     }
 

@@ -26,7 +26,7 @@ use obgp_plan::Actual;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use obgp_inputs::Source;
+use obgp_inputs::MonitoredDb;
 
 pub use rows::RowInfo;
 
@@ -348,7 +348,7 @@ pub fn status(i: &Inputs<'_>, origin: ComputedBy, chassis: String, health: Healt
 pub type Reply = oneshot::Sender<Status>;
 
 /// A database's connection as `status` shows it.
-pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
+pub fn db_health(source: &MonitoredDb, last_update_unix: Option<f64>) -> DbHealth {
     DbHealth {
         database: source.database.to_string(),
         connected_to: source.client.connected_to(),

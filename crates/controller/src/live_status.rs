@@ -11,7 +11,9 @@ use obgp_plan::Actual;
 use crate::inputs::OvnSources;
 use crate::kind::ReconcileKind;
 use crate::one_shot::connect_once;
-use crate::ops::status::{db_health, health_only, status, ComputedBy, Health, Inputs, Status};
+use crate::ops::status::{
+    db_health, health_only, status, ComputedBy, Health, Status, StatusInputs,
+};
 use crate::options::{RunError, RunOptions};
 use crate::reconcile::{unread_commands, Planned, Reconciler};
 
@@ -64,7 +66,7 @@ fn of_reconciler(
     let (Some(desired), Some(node)) = (reconciler.desired(), reconciler.desired_node()) else {
         return health_only(config, origin, health);
     };
-    let i = Inputs {
+    let i = StatusInputs {
         config,
         snapshot,
         desired,
@@ -109,7 +111,7 @@ pub fn offline(
         pending_ops: Some(once.plan.steps.len()),
         ..Health::default()
     };
-    let i = Inputs {
+    let i = StatusInputs {
         config,
         snapshot,
         desired: &once.desired,

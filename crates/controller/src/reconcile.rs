@@ -181,7 +181,7 @@ impl Reconciler {
         self.guard = Some(WithdrawalGuard::new(config));
     }
 
-    /// Adds what changed in OVN since the inputs read before (`Inputs::changes`)
+    /// Adds what changed in OVN since the inputs read before (`ReconcileInputs::changes`)
     /// to what the next computation patches from; inputs read without
     /// handing their changes here make it compute from every row.
     pub fn note_ovn_changes(&mut self, changes: NbChanges) {

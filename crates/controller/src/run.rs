@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::FilterView;
-use crate::inputs::{Inputs, MonitoredDbError, OvnSources};
+use crate::inputs::{MonitoredDbError, OvnSources, ReconcileInputs};
 use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::live_status;
 use crate::one_shot::connect_once;
@@ -525,7 +525,7 @@ impl Daemon {
 
     /// Publishes what the reconcile leaves for the others: the exposed
     /// counts (when scraped) and the event filters' next view.
-    fn publish(&mut self, inputs: Inputs) {
+    fn publish(&mut self, inputs: ReconcileInputs) {
         if self.telemetry.metrics.exposed_wanted() {
             if let Some(desired) = self.reconciler.desired() {
                 self.telemetry

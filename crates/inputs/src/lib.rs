@@ -31,7 +31,7 @@ pub use host::system_hostname;
 pub use local_nb::{observed_of, LocalNbError, LocalNbSource};
 pub use ofports::{ofports, OfPorts};
 pub use port_conditions::{conditional, PortConditions};
-pub use sources::{Inputs, OvnSources};
+pub use sources::{OvnSources, ReconcileInputs};
 pub use trigger::{Trigger, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 pub use view::FilterView;
 pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

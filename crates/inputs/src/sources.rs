@@ -151,10 +151,10 @@ impl OvnSources {
     /// What the next reconcile reads: the maintained snapshot brought up to
     /// date with every change received so far (see [`SnapshotFollower`]),
     /// with what changed since the last call.
-    pub fn inputs(&self) -> Inputs {
+    pub fn inputs(&self) -> ReconcileInputs {
         let mut maintained = self.maintained();
         let caught = maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache());
-        Inputs {
+        ReconcileInputs {
             ofports: ofports(&caught.raw_ovs),
             raw_ovn: caught.raw_ovn,
             snapshot: caught.snapshot,
@@ -194,7 +194,7 @@ impl OvnSources {
     /// [`OvnSources::inputs`], with a conditional NB monitor once its port
     /// conditions converged ([`PortConditions::converged`]): what
     /// every reconcile and one-shot command computes from.
-    pub async fn converged_inputs(&self) -> Result<Inputs, MonitoredDbError> {
+    pub async fn converged_inputs(&self) -> Result<ReconcileInputs, MonitoredDbError> {
         // Each round reads the inputs (and takes their changes) again:
         // the rounds' changes add up.
         let changes = Mutex::new(NbChanges::none());
@@ -222,7 +222,7 @@ impl OvnSources {
 }
 
 /// What one reconcile reads from the databases.
-pub struct Inputs {
+pub struct ReconcileInputs {
     /// The raw cache of the OVN database the driver reads (NB or SB): the
     /// event filters' agent view reads raw rows.
     pub raw_ovn: obgp_ovsdb_data::DbSnapshot,

@@ -159,7 +159,7 @@ pub struct Probe {
 }
 
 /// The values the exposure list is computed from.
-pub struct Inputs<'a> {
+pub struct StatusInputs<'a> {
     pub config: &'a Config,
     pub snapshot: &'a Snapshot,
     pub desired: &'a Desired,
@@ -171,7 +171,7 @@ pub struct Inputs<'a> {
 
 /// The exposed IPs and prefixes with their rows, wiring and whether the
 /// node holds them, and the VNIs of an EVPN driver.
-pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
+pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
     let holds = HoldsIndex::new(i.node, i.actual);
     let rows = rows::Lookup::new(i.snapshot, i.config);
     let entry = |prefix: IpNet, kind, rows: Vec<RowInfo>, wiring| {
@@ -289,7 +289,7 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
     (out, vnis)
 }
 
-fn underlay_wiring(i: &Inputs<'_>, e: &ExposedIp) -> Wiring {
+fn underlay_wiring(i: &StatusInputs<'_>, e: &ExposedIp) -> Wiring {
     let vrf = Some(i.desired.vrf.to_string());
     let Some(w) = &e.wiring else {
         // The host method's tenant IPs: announced only, OVN routes them
@@ -333,7 +333,7 @@ pub fn health_only(config: &Config, origin: ComputedBy, health: Health) -> Statu
 }
 
 /// The whole status from its inputs and the health part.
-pub fn status(i: &Inputs<'_>, origin: ComputedBy, chassis: String, health: Health) -> Status {
+pub fn status(i: &StatusInputs<'_>, origin: ComputedBy, chassis: String, health: Health) -> Status {
     let (exposed, vnis) = exposures(i);
     Status {
         exposed,

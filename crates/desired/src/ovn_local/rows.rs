@@ -35,7 +35,7 @@ pub fn gateway_chassis_name(port: &str, chassis: &str) -> String {
     format!("{port}_{chassis}")
 }
 
-pub(super) struct Inputs<'a> {
+pub(super) struct RowInputs<'a> {
     pub segments: &'a [Segment],
     pub peers: &'a [IpAddr],
     pub pool: &'a [IpNet],
@@ -144,7 +144,7 @@ fn external_networks(addrs: &[IpNet]) -> Vec<String> {
     v4.into_iter().chain(v6).map(|a| a.to_string()).collect()
 }
 
-pub(super) fn build(nb: &mut LocalNb, inp: Inputs, notes: &mut Vec<String>) -> Built {
+pub(super) fn build(nb: &mut LocalNb, inp: RowInputs, notes: &mut Vec<String>) -> Built {
     let mut built = Built::default();
     let router = nb.insert(LocalRow::new(
         Table::LogicalRouter,

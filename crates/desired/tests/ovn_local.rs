@@ -11,7 +11,7 @@ use obgp_config::Config;
 use obgp_desired::{
     desired_ovn_local, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnLocal, Query, Reason,
 };
-use obgp_localnb::{apply_model, plan, LocalNb, NbOp, Observed, Table};
+use obgp_localnb::{apply_model, plan, LocalNb, NbOp, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::{json, Value};
@@ -96,7 +96,7 @@ fn converge(desired: &LocalNb, db: &mut Observed) -> Vec<NbOp> {
     p.ops
 }
 
-fn count(db: &Observed, t: Table) -> usize {
+fn count(db: &Observed, t: NbTable) -> usize {
     db.get(t.name()).map_or(0, |r| r.len())
 }
 
@@ -110,7 +110,7 @@ fn empty_local_nb_gets_every_row_and_a_second_plan_is_empty() {
         .filter(|o| matches!(o, NbOp::Insert { .. }))
         .count();
     assert_eq!(inserts, desired.rows.len(), "one insert per desired row");
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         assert_eq!(count(&db, t), desired.rows_of(t).count(), "{t}");
     }
     // The same desired state again (a restart: same keys, the uuids found
@@ -196,7 +196,7 @@ fn a_removed_provider_segment_loses_its_rows_and_nothing_else_moves() {
             .contains(&"Logical_Router_Static_Route bgp-router 0.0.0.0/0 100.65.1.5".to_string()),
         "{removed:?}"
     );
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         assert_eq!(
             count(&db, t),
             desired.rows_of(t).count(),
@@ -267,7 +267,7 @@ fn foreign_rows_are_left_alone_and_unmarked_desired_rows_are_adopted() {
         db["Static_MAC_Binding"].keys().collect::<Vec<_>>(),
         [&foreign_smb]
     );
-    assert_eq!(count(&db, Table::LogicalRouter), 0);
+    assert_eq!(count(&db, NbTable::LogicalRouter), 0);
 
     // A row the Python agent created (no owner mark) is adopted in place.
     let mut db = Observed::new();
@@ -396,7 +396,7 @@ fn without_the_suffixed_mappings_only_the_router_is_desired_and_nothing_is_annou
         "{:?}",
         o.notes
     );
-    assert_eq!(o.local_nb.rows_of(Table::LogicalSwitch).count(), 0);
+    assert_eq!(o.local_nb.rows_of(NbTable::LogicalSwitch).count(), 0);
     assert!(o.fdb.is_empty());
 }
 

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, Observed, Table};
+use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, NbTable, Observed};
 use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -136,7 +136,7 @@ impl LocalNbSource {
     }
 
     /// Waits until every row in `uuids` is in the monitored cache.
-    async fn wait_seen(&self, uuids: &[(Table, Uuid)]) -> Result<(), LocalNbError> {
+    async fn wait_seen(&self, uuids: &[(NbTable, Uuid)]) -> Result<(), LocalNbError> {
         let mut snapshots = self.source.client.cache().watch();
         let missing = |s: &DbSnapshot| {
             uuids
@@ -168,7 +168,7 @@ impl LocalNbSource {
 
 /// The uuids the server gave the plan's inserts (a transaction's result
 /// for an insert is `{"uuid": ["uuid", "<uuid>"]}`).
-fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(Table, Uuid)> {
+fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(NbTable, Uuid)> {
     plan.ops
         .iter()
         .zip(results)
@@ -184,7 +184,7 @@ fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(Table, Uuid)> {
 
 /// The agent's tables of a local-NB snapshot, as the planner reads them.
 pub fn observed_of(snap: &DbSnapshot) -> Observed {
-    Table::ALL
+    NbTable::ALL
         .iter()
         .map(|t| {
             let rows = snap

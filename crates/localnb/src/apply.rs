@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use obgp_ovsdb_data::{Atom, Columns, Datum, Row, Str, Uuid};
 
-use crate::model::{Table, OWNER_KEY, OWNER_VALUE};
+use crate::model::{NbTable, OWNER_KEY, OWNER_VALUE};
 use crate::plan::{NbOp, Observed, Target};
 
 /// The weak references the agent's tables hold: (table, column).
-const WEAK: &[(Table, &str)] = &[(Table::LogicalRouterStaticRoute, "bfd")];
+const WEAK: &[(NbTable, &str)] = &[(NbTable::LogicalRouterStaticRoute, "bfd")];
 
 fn set_column(row: &mut Row, column: &str, d: Datum) {
     row.columns.insert(Str::from(column), d);
@@ -163,7 +163,7 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
 
 fn row_mut<'a>(
     db: &'a mut Observed,
-    t: Table,
+    t: NbTable,
     u: Uuid,
     op: &NbOp,
 ) -> Result<&'a mut Row, ApplyError> {
@@ -178,7 +178,7 @@ fn row_mut<'a>(
 fn collect_garbage(db: &mut Observed) {
     loop {
         let mut referenced: HashSet<Uuid> = HashSet::new();
-        for t in Table::ALL {
+        for t in NbTable::ALL {
             let Some((pt, col)) = t.parent() else {
                 continue;
             };
@@ -187,7 +187,7 @@ fn collect_garbage(db: &mut Observed) {
             }
         }
         let mut removed = false;
-        for t in Table::ALL.into_iter().filter(|t| !t.is_root()) {
+        for t in NbTable::ALL.into_iter().filter(|t| !t.is_root()) {
             if let Some(rows) = db.get_mut(t.name()) {
                 let before = rows.len();
                 rows.retain(|u, _| referenced.contains(u));

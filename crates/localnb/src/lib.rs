@@ -19,7 +19,7 @@ pub mod model;
 pub mod plan;
 
 pub use apply::{apply_model, ApplyError};
-pub use model::{LocalNb, LocalRow, RowKey, Table, Value, OWNER_KEY, OWNER_VALUE};
+pub use model::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
 pub use plan::{plan, LocalNbPlan, NbOp, Observed, Target};
 
 /// What the local-NB monitor must receive: every row and column of the
@@ -27,5 +27,5 @@ pub use plan::{plan, LocalNbPlan, NbOp, Observed, Target};
 /// out, D14). The planner reads the key columns, the agent's columns, the
 /// children sets and `external_ids`, so nothing is projected away.
 pub fn monitor_spec() -> obgp_ovsdb_data::MonitorSpec {
-    obgp_ovsdb_data::MonitorSpec::all(Table::ALL.map(Table::name))
+    obgp_ovsdb_data::MonitorSpec::all(NbTable::ALL.map(NbTable::name))
 }

@@ -1,7 +1,7 @@
 //! The local-NB planner on plain values: small desired sets against
 //! hand-written observed rows.
 
-use obgp_localnb::{apply_model, plan, LocalNb, LocalRow, NbOp, Observed, Table, Value};
+use obgp_localnb::{apply_model, plan, LocalNb, LocalRow, NbOp, NbTable, Observed, Value};
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::json;
 
@@ -17,12 +17,12 @@ fn owned() -> serde_json::Value {
 fn router_with_port() -> LocalNb {
     let mut nb = LocalNb::default();
     let lr = nb.insert(LocalRow::new(
-        Table::LogicalRouter,
+        NbTable::LogicalRouter,
         None,
         vec![("name", Value::Str("bgp-router".into()))],
     ));
     let p = nb.insert(LocalRow::new(
-        Table::LogicalRouterPort,
+        NbTable::LogicalRouterPort,
         None,
         vec![
             ("name", Value::Str("p1".into())),
@@ -52,7 +52,9 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
     );
     let p = plan(&desired, &db);
     assert_eq!(p.ops.len(), 2, "{p}");
-    assert!(matches!(&p.ops[0], NbOp::Insert { key, .. } if key.table == Table::LogicalRouterPort));
+    assert!(
+        matches!(&p.ops[0], NbOp::Insert { key, .. } if key.table == NbTable::LogicalRouterPort)
+    );
     assert!(
         matches!(&p.ops[1], NbOp::AddChildren { uuid, column: "ports", .. } if *uuid == Uuid(1))
     );
@@ -67,7 +69,7 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
 fn an_owned_duplicate_is_deleted_and_a_foreign_one_is_kept() {
     let mut desired = LocalNb::default();
     desired.insert(LocalRow::new(
-        Table::LogicalSwitch,
+        NbTable::LogicalSwitch,
         None,
         vec![("name", Value::Str("local".into()))],
     ));
@@ -129,7 +131,7 @@ fn an_update_names_only_the_changed_columns_and_prints_them() {
     let port = *db["Logical_Router_Port"].keys().next().unwrap();
     let mut changed = desired.clone();
     let key = changed
-        .rows_of(Table::LogicalRouterPort)
+        .rows_of(NbTable::LogicalRouterPort)
         .next()
         .unwrap()
         .key
@@ -167,7 +169,7 @@ fn the_monitor_covers_every_table_written_bfd_included_and_they_exist_in_the_nb_
     let spec = obgp_localnb::monitor_spec();
     let parsed = obgp_ovsdb_data::DatabaseSchema::from_json(&schema).unwrap();
     let monitored: Vec<&str> = spec.tables_in(&parsed).collect();
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         let table = &schema["tables"][t.name()];
         assert!(table.is_object(), "{t} is in the OVN NB schema");
         assert_eq!(

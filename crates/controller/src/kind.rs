@@ -24,7 +24,7 @@ pub struct Reread {
 
 /// The kind of one reconcile, the argument of
 /// [`Reconciler::reconcile`](crate::Reconciler::reconcile) and
-/// [`Reconciler::plan`](crate::Reconciler::plan): the daemon builds it from
+/// [`Reconciler::compute_observe_and_plan`](crate::Reconciler::compute_observe_and_plan): the daemon builds it from
 /// the batch the work queue merged ([`ReconcileKind::for_batch`]), the
 /// one-shot commands pass [`ReconcileKind::one_shot`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -82,7 +82,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let health = Health {
         databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],

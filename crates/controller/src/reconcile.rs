@@ -306,7 +306,7 @@ impl Reconciler {
     /// Marks stale what `kind` re-reads or recomputes: the netlink mirror
     /// (the observe dumps the node afresh), the OVS ports and flows the
     /// command lane read, the desired state to patch. FRR's re-read is
-    /// [`Reconciler::plan`]'s.
+    /// [`Reconciler::compute_observe_and_plan`]'s.
     fn mark_stale(&mut self, kind: ReconcileKind) {
         if kind.reread.node_dumps {
             self.node.resync();
@@ -474,7 +474,7 @@ impl Reconciler {
     /// Computes desired state, observes the node and plans, without
     /// writing; `kind` says what to read afresh, whether to recompute the
     /// desired state and whether to plan only what its patches changed.
-    pub async fn plan(
+    pub async fn compute_observe_and_plan(
         &mut self,
         snap: &Snapshot,
         ofports: &OfPorts,
@@ -553,7 +553,7 @@ impl Reconciler {
         ))
     }
 
-    /// One reconcile of `kind`: [`Reconciler::plan`], then the
+    /// One reconcile of `kind`: [`Reconciler::compute_observe_and_plan`], then the
     /// mass-withdrawal guard and the single writer.
     pub async fn reconcile(
         &mut self,
@@ -568,7 +568,7 @@ impl Reconciler {
                 local_nb,
             },
             mut report,
-        ) = self.plan(snap, ofports, kind).await?;
+        ) = self.compute_observe_and_plan(snap, ofports, kind).await?;
         let holding = self.guard(&mut plan, &actual, &mut report);
         // The local NB's rows before the announcements they route (O1),
         // its removals after the withdrawals; held with them.

@@ -45,7 +45,7 @@ pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, Ru
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     // The caches, the snapshot and the node mirror are freed on a thread of
     // their own: freeing them row by row took ~0.2 s at 50k ports, on the
@@ -68,7 +68,7 @@ pub async fn reconcile_once(
     // A fresh read: the apply may have changed OVS (ports numbered since).
     let inputs = sources.converged_inputs().await?;
     let (again, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let unread = unread_commands(&again.actual);
     if !again.is_empty() || !unread.is_empty() {

@@ -3,7 +3,7 @@
 //!
 //! - `conformance event-match FILE...`: the event filters against
 //!   `fixtures/conformance/event-match*.json` (see [`event_match`]).
-//! - `conformance scenario FILE...`: desired state, planner and a model node
+//! - `conformance scenario FILE...`: desired state, planner and a simulated node
 //!   against `fixtures/conformance/scenarios/*.json` (see [`scenario`]), and
 //!   the `exposing_method = ovn` golden files `fixtures/ovn-local/*.json`
 //!   (see [`ovn_local`]).

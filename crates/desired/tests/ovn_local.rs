@@ -11,7 +11,7 @@ use obgp_config::Config;
 use obgp_desired::{
     desired_ovn_local, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnLocal, Query, Reason,
 };
-use obgp_localnb::{apply_model, plan, LocalNb, NbOp, NbTable, Observed};
+use obgp_localnb::{apply_in_memory, plan, LocalNb, NbOp, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::{json, Value};
@@ -92,7 +92,7 @@ impl Case {
 fn converge(desired: &LocalNb, db: &mut Observed) -> Vec<NbOp> {
     let p = plan(desired, db);
     assert!(p.problems.is_empty(), "{:?}", p.problems);
-    apply_model(db, &p.ops).expect("plan applies");
+    apply_in_memory(db, &p.ops).expect("plan applies");
     p.ops
 }
 
@@ -282,7 +282,7 @@ fn foreign_rows_are_left_alone_and_unmarked_desired_rows_are_adopted() {
         "{p}"
     );
     assert!(!p.ops.iter().any(|o| matches!(o, NbOp::Delete { .. })));
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert_eq!(
         db["Logical_Router"].keys().collect::<Vec<_>>(),
         [&Uuid(0xa0)]
@@ -531,7 +531,7 @@ fn split_in_two_the_plan_writes_the_new_rows_first_and_removes_the_old_after() {
         !writes.is_empty() && !removals.is_empty(),
         "{writes}\n{removals}"
     );
-    apply_model(&mut db, &writes.ops).expect("the writes apply");
+    apply_in_memory(&mut db, &writes.ops).expect("the writes apply");
     let switch = |db: &Observed, name: &str| {
         db["Logical_Switch"].values().any(|r| {
             r.get("name")
@@ -549,7 +549,7 @@ fn split_in_two_the_plan_writes_the_new_rows_first_and_removes_the_old_after() {
         "only removals are left: {between}"
     );
     assert!(switch(&db, "fabric2") && switch(&db, "fabric1"));
-    apply_model(&mut db, &removals.ops).expect("the removals apply");
+    apply_in_memory(&mut db, &removals.ops).expect("the removals apply");
     assert!(!switch(&db, "fabric1"));
     assert!(plan(&desired, &db).is_empty());
     assert_eq!(db, whole, "the two transactions end where the one does");

@@ -1,14 +1,14 @@
 //! Applies planned operations to observed rows in memory, as ovsdb-server
 //! would (named uuids, strong-reference garbage collection, weak
-//! references cleared): the model the planner's tests converge on, and a
+//! references cleared): the stand-in the planner's tests converge on, and a
 //! preview for `plan`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use obgp_ovsdb_data::{Atom, Columns, Datum, Row, Str, Uuid};
 
-use crate::model::{NbTable, OWNER_KEY, OWNER_VALUE};
 use crate::plan::{NbOp, Observed, Target};
+use crate::rows::{NbTable, OWNER_KEY, OWNER_VALUE};
 
 /// The weak references the agent's tables hold: (table, column).
 const WEAK: &[(NbTable, &str)] = &[(NbTable::LogicalRouterStaticRoute, "bfd")];
@@ -38,7 +38,7 @@ fn target_uuid(t: &Target, names: &HashMap<String, Uuid>) -> Option<Uuid> {
     }
 }
 
-/// An operation the in-memory model could not apply.
+/// An operation the in-memory application could not apply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{op}: {reason}")]
 pub struct ApplyError {
@@ -57,7 +57,7 @@ fn fail(op: &NbOp, reason: impl Into<String>) -> ApplyError {
 /// Applies `ops` to `db` (one transaction). New rows get fresh uuids above
 /// every uuid already present. Errors name the operation that could not
 /// be applied (a row gone, a column that does not decode).
-pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
+pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
     let mut next = db
         .values()
         .flat_map(|t| t.keys())

@@ -10,7 +10,7 @@ use std::fmt;
 use obgp_ovsdb_data::{Datum, Row, Uuid};
 use serde_json::{json, Value as Json};
 
-use crate::model::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
+use crate::rows::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
 
 /// The observed local NB: table name → uuid → row, as the ovsdb crate's
 /// cache holds it. Tables the agent does not write are ignored.

@@ -1,7 +1,7 @@
 //! The local-NB planner on plain values: small desired sets against
 //! hand-written observed rows.
 
-use obgp_localnb::{apply_model, plan, LocalNb, LocalRow, NbOp, NbTable, Observed, Value};
+use obgp_localnb::{apply_in_memory, plan, LocalNb, LocalRow, NbOp, NbTable, Observed, Value};
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::json;
 
@@ -61,7 +61,7 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
     let wire = p.ops[1].wire();
     assert_eq!(wire["op"], "mutate");
     assert_eq!(wire["mutations"][0][1], "insert");
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert!(plan(&desired, &db).is_empty());
 }
 
@@ -102,7 +102,7 @@ fn a_deleted_router_takes_its_children_without_ops_of_their_own() {
     let p = plan(&LocalNb::default(), &db);
     assert_eq!(p.ops.len(), 1, "{p}");
     assert!(matches!(&p.ops[0], NbOp::Delete { uuid, .. } if *uuid == Uuid(1)));
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert!(db.values().all(|t| t.is_empty()), "{db:?}");
 }
 
@@ -127,7 +127,7 @@ fn an_update_names_only_the_changed_columns_and_prints_them() {
     let desired = router_with_port();
     let mut db = Observed::new();
     let first = plan(&desired, &db);
-    apply_model(&mut db, &first.ops).unwrap();
+    apply_in_memory(&mut db, &first.ops).unwrap();
     let port = *db["Logical_Router_Port"].keys().next().unwrap();
     let mut changed = desired.clone();
     let key = changed
@@ -198,7 +198,7 @@ fn applying_an_op_on_a_row_that_is_gone_is_an_error_naming_the_op() {
         vec![(1, json!({"name": "bgp-router", "external_ids": owned()}))],
     );
     let p = plan(&desired, &db);
-    let e = apply_model(&mut Observed::new(), &p.ops).unwrap_err();
+    let e = apply_in_memory(&mut Observed::new(), &p.ops).unwrap_err();
     assert!(e.op.starts_with("mutate Logical_Router bgp-router"), "{e}");
     assert_eq!(e.reason, "no such row");
 }

@@ -22,7 +22,7 @@
 //! Drivers or exposing methods the rewrite does not implement are reported
 //! as skipped with that reason. The golden files of `exposing_method = ovn`
 //! (`fixtures/ovn-local/*.json`, no upstream recording exists) are checked
-//! by [`crate::ovn_local`].
+//! by [`crate::local_cluster`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,7 +113,9 @@ pub fn run(files: &[String]) -> anyhow::Result<Summary> {
         let path = PathBuf::from(file);
         let deviations = Deviations::load(&deviations_path(&path))?;
         let outcome = match read_json(&path) {
-            Ok(doc) if crate::ovn_local::is_ovn_local(&doc) => crate::ovn_local::check(&path, doc),
+            Ok(doc) if crate::local_cluster::is_local_cluster(&doc) => {
+                crate::local_cluster::check(&path, doc)
+            }
             Ok(doc) => scenario_outcome(&path, doc, &deviations),
             Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
         };

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use obgp_config::{Loader, Source};
+use obgp_config::{ConfigSource, Loader};
 use obgp_controller::QueueConfig;
 use obgp_node::KernelConfig;
 
@@ -297,7 +297,7 @@ pub fn value_options() -> BTreeSet<String> {
 /// Read from the raw arguments (already validated by clap) because clap
 /// keeps only one level's values when a global option is given both before
 /// and after the subcommand.
-pub fn sources(argv: &[OsString]) -> Vec<Source> {
+pub fn sources(argv: &[OsString]) -> Vec<ConfigSource> {
     let takes_value = value_options();
     let mut given = Vec::new();
     let mut args = argv.iter().skip(1);
@@ -310,9 +310,9 @@ pub fn sources(argv: &[OsString]) -> Vec<Source> {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (arg, None),
         };
-        let make: fn(PathBuf) -> Source = match name {
-            "--config-file" => Source::File,
-            "--config-dir" => Source::Dir,
+        let make: fn(PathBuf) -> ConfigSource = match name {
+            "--config-file" => ConfigSource::File,
+            "--config-dir" => ConfigSource::Dir,
             _ => {
                 if inline.is_none() && takes_value.contains(name) {
                     args.next();
@@ -325,8 +325,8 @@ pub fn sources(argv: &[OsString]) -> Vec<Source> {
             .or_else(|| args.next().map(PathBuf::from));
         given.extend(value.map(make));
     }
-    let has_file = given.iter().any(|s| matches!(s, Source::File(_)));
-    let has_dir = given.iter().any(|s| matches!(s, Source::Dir(_)));
+    let has_file = given.iter().any(|s| matches!(s, ConfigSource::File(_)));
+    let has_dir = given.iter().any(|s| matches!(s, ConfigSource::Dir(_)));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out =
         obgp_config::default_sources(home.as_deref(), "/etc".as_ref(), !has_file, !has_dir);
@@ -360,12 +360,12 @@ pub fn with_log_overrides(mut loader: Loader, g: &GlobalArgs) -> Loader {
 mod tests {
     use super::*;
 
-    fn sources_of(args: &[&str]) -> Vec<Source> {
+    fn sources_of(args: &[&str]) -> Vec<ConfigSource> {
         command().try_get_matches_from(args).unwrap();
         let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
         sources(&argv)
             .into_iter()
-            .filter(|s| !matches!(s, Source::DefaultDir(_)))
+            .filter(|s| !matches!(s, ConfigSource::DefaultDir(_)))
             .collect()
     }
 
@@ -382,9 +382,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                Source::File("a".into()),
-                Source::Dir("d".into()),
-                Source::File("b".into())
+                ConfigSource::File("a".into()),
+                ConfigSource::Dir("d".into()),
+                ConfigSource::File("b".into())
             ]
         );
     }
@@ -401,7 +401,13 @@ mod tests {
             "--format",
             "json",
         ]);
-        assert_eq!(got, [Source::File("a".into()), Source::File("b".into())]);
+        assert_eq!(
+            got,
+            [
+                ConfigSource::File("a".into()),
+                ConfigSource::File("b".into())
+            ]
+        );
     }
 
     #[test]
@@ -417,7 +423,13 @@ mod tests {
             "--config-dir",
             "d",
         ]);
-        assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
+        assert_eq!(
+            got,
+            [
+                ConfigSource::File("a".into()),
+                ConfigSource::Dir("d".into())
+            ]
+        );
     }
 
     fn node_args(args: &[&str]) -> Result<NodeArgs, clap::Error> {
@@ -533,7 +545,13 @@ mod tests {
             "--config-dir",
             "d",
         ]);
-        assert_eq!(got, [Source::File("a".into()), Source::Dir("d".into())]);
+        assert_eq!(
+            got,
+            [
+                ConfigSource::File("a".into()),
+                ConfigSource::Dir("d".into())
+            ]
+        );
     }
 
     #[test]

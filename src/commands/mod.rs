@@ -66,7 +66,7 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
             config,
             &args.node,
             *format,
-            status::Source::of(daemon.as_deref(), *direct, input),
+            status::StatusFrom::of(daemon.as_deref(), *direct, input),
         ),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),

@@ -28,7 +28,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Where the status comes from.
-pub enum Source<'a> {
+pub enum StatusFrom<'a> {
     /// The daemon at this address, or fail.
     Daemon(&'a str),
     /// The daemon on metrics_listen if one listens, else computed here.
@@ -42,16 +42,16 @@ pub enum Source<'a> {
     },
 }
 
-impl<'a> Source<'a> {
-    pub fn of(daemon: Option<&'a str>, direct: bool, input: &'a OvnInput) -> Source<'a> {
+impl<'a> StatusFrom<'a> {
+    pub fn of(daemon: Option<&'a str>, direct: bool, input: &'a OvnInput) -> StatusFrom<'a> {
         match (daemon, input.ovn.as_deref()) {
-            (Some(addr), _) => Source::Daemon(addr),
-            (None, Some(ovn)) => Source::Offline {
+            (Some(addr), _) => StatusFrom::Daemon(addr),
+            (None, Some(ovn)) => StatusFrom::Offline {
                 ovn,
                 node_state: input.node_state.as_deref(),
             },
-            (None, None) if direct => Source::Direct,
-            (None, None) => Source::Default,
+            (None, None) if direct => StatusFrom::Direct,
+            (None, None) => StatusFrom::Default,
         }
     }
 }
@@ -60,17 +60,17 @@ pub fn run(
     config: &Config,
     node: &NodeArgs,
     format: Format,
-    source: Source<'_>,
+    source: StatusFrom<'_>,
 ) -> anyhow::Result<ExitCode> {
     let status = match source {
-        Source::Daemon(addr) => from_daemon(addr)?,
-        Source::Offline { ovn, node_state } => {
+        StatusFrom::Daemon(addr) => from_daemon(addr)?,
+        StatusFrom::Offline { ovn, node_state } => {
             let file = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
             let facts = super::ovn_file::facts(config, &file);
             live_status::offline(config, &file.snapshot, &facts, &file.actual)?
         }
-        Source::Direct => direct(config, node)?,
-        Source::Default => match config.default.metrics_listen {
+        StatusFrom::Direct => direct(config, node)?,
+        StatusFrom::Default => match config.default.metrics_listen {
             Some(addr) => match from_daemon(&addr.to_string()) {
                 Ok(s) => s,
                 Err(e) if no_daemon(&e) => {

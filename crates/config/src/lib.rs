@@ -20,7 +20,7 @@ mod values;
 
 pub use error::{ConfigError, InvalidValue, Warning, WarningKind};
 pub use load::{
-    default_sources, Loaded, Loader, Source, ENV_PREFIX, OSLO_ENV_PREFIX, PROG, PROJECT,
+    default_sources, ConfigSource, Loaded, Loader, ENV_PREFIX, OSLO_ENV_PREFIX, PROG, PROJECT,
 };
 pub use render::{effective_json, effective_text, markdown_table};
 pub use values::Typed;

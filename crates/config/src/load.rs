@@ -34,13 +34,13 @@ pub const OSLO_ENV_PREFIX: &str = "OS_";
 
 /// One place configuration files come from, in command-line order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum ConfigSource {
     /// `--config-file PATH`: must exist.
     File(PathBuf),
     /// `--config-dir PATH`: its `*.conf` files sorted by name; must exist.
     Dir(PathBuf),
     /// A default config dir found by [`default_sources`]: read like
-    /// [`Source::Dir`], skipped when absent.
+    /// [`ConfigSource::Dir`], skipped when absent.
     DefaultDir(PathBuf),
 }
 
@@ -50,7 +50,12 @@ pub enum Source {
 /// when there is no `--config-dir`, the first existing `bgp-agent.conf.d`
 /// and `ovn-bgp-agent.conf.d` in the same places. `home` is `$HOME`;
 /// `etc` is `/etc` outside tests.
-pub fn default_sources(home: Option<&Path>, etc: &Path, files: bool, dirs: bool) -> Vec<Source> {
+pub fn default_sources(
+    home: Option<&Path>,
+    etc: &Path,
+    files: bool,
+    dirs: bool,
+) -> Vec<ConfigSource> {
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(h) = home {
         roots.push(h.join(format!(".{PROJECT}")));
@@ -67,12 +72,12 @@ pub fn default_sources(home: Option<&Path>, etc: &Path, files: bool, dirs: bool)
     let mut out = Vec::new();
     if files {
         for base in [PROJECT, PROG] {
-            out.extend(first(format!("{base}.conf"), false).map(Source::File));
+            out.extend(first(format!("{base}.conf"), false).map(ConfigSource::File));
         }
     }
     if dirs {
         for base in [PROJECT, PROG] {
-            out.extend(first(format!("{base}.conf.d"), true).map(Source::DefaultDir));
+            out.extend(first(format!("{base}.conf.d"), true).map(ConfigSource::DefaultDir));
         }
     }
     out
@@ -93,7 +98,7 @@ pub struct Loaded {
 /// command-line overrides.
 #[derive(Clone, Debug, Default)]
 pub struct Loader {
-    sources: Vec<Source>,
+    sources: Vec<ConfigSource>,
     env: Vec<(String, String)>,
     cli: Vec<(String, String, String)>,
 }
@@ -105,7 +110,7 @@ impl Loader {
     }
 
     /// Adds sources, read in the order given (later ones win).
-    pub fn sources(mut self, sources: impl IntoIterator<Item = Source>) -> Self {
+    pub fn sources(mut self, sources: impl IntoIterator<Item = ConfigSource>) -> Self {
         self.sources.extend(sources);
         self
     }
@@ -263,11 +268,11 @@ pub fn build(
 }
 
 /// The files a source stands for, in reading order.
-fn expand(source: &Source) -> Result<Vec<PathBuf>, ConfigError> {
+fn expand(source: &ConfigSource) -> Result<Vec<PathBuf>, ConfigError> {
     match source {
-        Source::File(p) => Ok(vec![p.clone()]),
-        Source::DefaultDir(p) if !p.is_dir() => Ok(Vec::new()),
-        Source::Dir(p) | Source::DefaultDir(p) => {
+        ConfigSource::File(p) => Ok(vec![p.clone()]),
+        ConfigSource::DefaultDir(p) if !p.is_dir() => Ok(Vec::new()),
+        ConfigSource::Dir(p) | ConfigSource::DefaultDir(p) => {
             let entries = std::fs::read_dir(p).map_err(|e| ConfigError::Dir {
                 path: p.clone(),
                 why: e.to_string(),

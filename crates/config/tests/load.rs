@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use obgp_config::options::OPTIONS;
-use obgp_config::{effective_json, Config, ConfigError, Driver, Loader, Source, WarningKind};
+use obgp_config::{effective_json, Config, ConfigError, ConfigSource, Driver, Loader, WarningKind};
 use serde_json::Value;
 
 fn sample_path() -> PathBuf {
@@ -35,7 +35,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 fn load_text(text: &str) -> Result<obgp_config::Loaded, ConfigError> {
     let dir = scratch("one");
     let f = write(&dir, "a.conf", text);
-    Loader::new().sources([Source::File(f)]).load()
+    Loader::new().sources([ConfigSource::File(f)]).load()
 }
 
 fn invalid(text: &str) -> Vec<obgp_config::InvalidValue> {
@@ -136,7 +136,7 @@ fn every_agent_option_of_the_sample_is_registered() {
 #[test]
 fn the_sample_loads_with_no_warning_and_upstream_defaults() {
     let loaded = Loader::new()
-        .sources([Source::File(sample_path())])
+        .sources([ConfigSource::File(sample_path())])
         .load()
         .unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
@@ -214,7 +214,7 @@ fn a_later_file_wins_even_through_a_deprecated_name() {
         "[DEFAULT]\novn_sb_connection = tcp:10.0.0.2:6642\n",
     );
     let loaded = Loader::new()
-        .sources([Source::File(a), Source::File(b)])
+        .sources([ConfigSource::File(a), ConfigSource::File(b)])
         .load()
         .unwrap();
     assert_eq!(
@@ -261,7 +261,11 @@ fn files_layer_in_order_and_a_dir_adds_its_conf_files_sorted_after_them() {
     write(&d, ".hidden.conf", "[DEFAULT]\nbgp_vrf = hidden\n");
 
     let loaded = Loader::new()
-        .sources([Source::File(a), Source::File(b), Source::Dir(d.clone())])
+        .sources([
+            ConfigSource::File(a),
+            ConfigSource::File(b),
+            ConfigSource::Dir(d.clone()),
+        ])
         .load()
         .unwrap();
     let c = &loaded.config.default;
@@ -287,7 +291,7 @@ fn a_file_after_a_dir_on_the_command_line_wins_over_it() {
     write(&d, "x.conf", "[DEFAULT]\nbgp_nic = from-dir\n");
     let f = write(&dir, "last.conf", "[DEFAULT]\nbgp_nic = from-file\n");
     let loaded = Loader::new()
-        .sources([Source::Dir(d), Source::File(f)])
+        .sources([ConfigSource::Dir(d), ConfigSource::File(f)])
         .load()
         .unwrap();
     assert_eq!(loaded.config.default.bgp_nic, "from-file");
@@ -299,7 +303,7 @@ fn an_overridden_bad_value_is_not_an_error() {
     let a = write(&dir, "a.conf", "[DEFAULT]\ndriver = bogus\n");
     let b = write(&dir, "b.conf", "[DEFAULT]\ndriver = ovn_evpn_driver\n");
     let loaded = Loader::new()
-        .sources([Source::File(a), Source::File(b)])
+        .sources([ConfigSource::File(a), ConfigSource::File(b)])
         .load()
         .unwrap();
     assert_eq!(loaded.config.default.driver, Driver::OvnEvpnDriver);
@@ -325,7 +329,7 @@ fn environment_overrides_files_and_beats_oslos_own_prefix() {
     ]
     .map(|(k, v)| (k.to_string(), v.to_string()));
     let loaded = Loader::new()
-        .sources([Source::File(f)])
+        .sources([ConfigSource::File(f)])
         .env(env)
         .load()
         .unwrap();
@@ -454,7 +458,7 @@ fn ignored_oslo_log_options_warn_once() {
         "[DEFAULT]\nuse_syslog = false\nlog_config = /etc/log.conf\n",
     );
     let loaded = Loader::new()
-        .sources([Source::File(a), Source::File(b)])
+        .sources([ConfigSource::File(a), ConfigSource::File(b)])
         .load()
         .unwrap();
     let text: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
@@ -556,17 +560,20 @@ fn lists_and_booleans_read_like_oslo() {
 fn missing_files_and_dirs_and_syntax_errors_are_errors() {
     let dir = scratch("missing");
     let e = Loader::new()
-        .sources([Source::File(dir.join("nope.conf"))])
+        .sources([ConfigSource::File(dir.join("nope.conf"))])
         .load()
         .unwrap_err();
     assert!(matches!(e, ConfigError::FileNotFound(_)), "{e}");
     let e = Loader::new()
-        .sources([Source::Dir(dir.join("nope.d"))])
+        .sources([ConfigSource::Dir(dir.join("nope.d"))])
         .load()
         .unwrap_err();
     assert!(matches!(e, ConfigError::Dir { .. }), "{e}");
     let f = write(&dir, "bad.conf", "[DEFAULT]\nthis line has no separator\n");
-    let e = Loader::new().sources([Source::File(f)]).load().unwrap_err();
+    let e = Loader::new()
+        .sources([ConfigSource::File(f)])
+        .load()
+        .unwrap_err();
     assert!(e.to_string().contains("bad.conf: line 2"), "{e}");
 }
 

@@ -3,17 +3,17 @@
 //!
 //! - `conformance event-match FILE...`: the event filters against
 //!   `fixtures/conformance/event-match*.json` (see [`event_match`]).
-//! - `conformance scenario FILE...`: desired state, planner and a model node
+//! - `conformance scenario FILE...`: desired state, planner and a simulated node
 //!   against `fixtures/conformance/scenarios/*.json` (see [`scenario`]), and
 //!   the `exposing_method = ovn` golden files `fixtures/ovn-local/*.json`
-//!   (see [`ovn_local`]).
+//!   (see [`local_cluster`]).
 //!
 //! Both print one line per failure, then `N passed, M failed[, K skipped]`,
 //! and exit non-zero when anything failed.
 
 mod event_match;
 mod frr_renderings;
-mod ovn_local;
+mod local_cluster;
 mod scenario;
 mod scenario_file;
 mod verdict;

@@ -1,8 +1,8 @@
 //! `conformance scenario FILE...`: replays upstream's golden node-side
 //! scenarios (`fixtures/conformance/scenarios/*.json`) through desired state,
-//! the planner and the model node.
+//! the planner and the simulated node.
 //!
-//! Per scenario: the OVN snapshot comes from its `ovn` member, the model node
+//! Per scenario: the OVN snapshot comes from its `ovn` member, the simulated node
 //! starts from `initial_node`; every `start`/`sync` step reconciles through
 //! the daemon's [`Pipeline`] (desired state, plan after the settled result,
 //! apply, settle), every `ovn_update` step applies its transaction in
@@ -22,7 +22,7 @@
 //! Drivers or exposing methods the rewrite does not implement are reported
 //! as skipped with that reason. The golden files of `exposing_method = ovn`
 //! (`fixtures/ovn-local/*.json`, no upstream recording exists) are checked
-//! by [`crate::ovn_local`].
+//! by [`crate::local_cluster`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
-use obgp_plan::{Actual, ModelNode, Op, Plan};
+use obgp_plan::{Actual, Op, Plan, SimulatedNode};
 use serde_json::Value;
 
 use crate::scenario_file::{parse, read_json, Scenario};
@@ -113,7 +113,9 @@ pub fn run(files: &[String]) -> anyhow::Result<Summary> {
         let path = PathBuf::from(file);
         let deviations = Deviations::load(&deviations_path(&path))?;
         let outcome = match read_json(&path) {
-            Ok(doc) if crate::ovn_local::is_ovn_local(&doc) => crate::ovn_local::check(&path, doc),
+            Ok(doc) if crate::local_cluster::is_local_cluster(&doc) => {
+                crate::local_cluster::check(&path, doc)
+            }
             Ok(doc) => scenario_outcome(&path, doc, &deviations),
             Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
         };
@@ -351,7 +353,7 @@ fn frr_texts(p: &obgp_plan::Plan) -> Vec<String> {
 
 /// `node` with each flow's `mod_dl_dst:<MAC>` naming the link that has that
 /// MAC instead: a MAC the kernel picks (the SB EVPN flow's veth end) differs
-/// between the recording's fake node and the model node, so flows compare
+/// between the recording's fake node and the simulated node, so flows compare
 /// through the link, as the scenarios' README says.
 fn flows_through_link_macs(node: &Actual) -> Actual {
     let mut out = node.clone();
@@ -395,7 +397,7 @@ fn replay_inner(
     let mut db = fixture_db(sc)?;
     let initial: Actual =
         serde_json::from_value(sc.initial_node.clone()).context("initial_node")?;
-    let mut node = ModelNode::new(initial);
+    let mut node = SimulatedNode::new(initial);
     let mut failures = Vec::new();
     let mut accepted = Vec::new();
     let mut last_frr: Option<String> = None;
@@ -463,9 +465,9 @@ fn replay_inner(
 }
 
 /// One reconcile of step `i`, as the daemon's: the desired state of
-/// `snapshot`, its plan applied to the model node and settled, then the
+/// `snapshot`, its plan applied to the simulated node and settled, then the
 /// follow-up reconciles a plan that waited on the node gets (at most
-/// [`MAX_FOLLOW_UPS`]). Plans out of order, ops the model node rejected
+/// [`MAX_FOLLOW_UPS`]). Plans out of order, ops the simulated node rejected
 /// and a non-empty last plan (not idempotent) go to `failures`. Returns
 /// the last FRR text: the last one these plans gave vtysh (an EVPN
 /// removal included), else the one the desired state holds.
@@ -474,7 +476,7 @@ fn reconcile_step(
     snapshot: &Snapshot,
     config: &obgp_config::Config,
     reconciler: &mut dyn Reconcile,
-    node: &mut ModelNode,
+    node: &mut SimulatedNode,
     failures: &mut Vec<String>,
 ) -> anyhow::Result<Option<String>> {
     let label = i.to_string();
@@ -527,7 +529,7 @@ fn reconcile_step(
     Ok(texts.pop().or_else(|| d.frr_config.clone()))
 }
 
-/// The differences between the recorded node `want` and the model node,
+/// The differences between the recorded node `want` and the simulated node,
 /// flows compared through the links' MACs ([`flows_through_link_macs`]).
 fn node_differences(want: &Actual, got: &Actual) -> Vec<String> {
     differences(

@@ -11,7 +11,7 @@ use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_desired::{desired_state, NodeFacts};
 use obgp_netmodel::{names::vlan_device, DevName, LinkKind};
 use obgp_ovn::fixture::FixtureDb;
-use obgp_plan::{plan, Actual, ModelNode, Op};
+use obgp_plan::{plan, Actual, Op, SimulatedNode};
 use serde_json::{json, Value};
 
 /// 3 ASCII bytes and six 2-byte chars: 15 bytes, 9 chars.
@@ -111,7 +111,7 @@ fn a_non_ascii_provider_bridge_gets_its_vlan_device_and_foreign_links_stay() {
 
     // Applied with the kernel's semantics, every op succeeds and the foreign
     // links are still there, unchanged.
-    let mut node = ModelNode::new(actual.clone());
+    let mut node = SimulatedNode::new(actual.clone());
     node.apply_all(plan.ops());
     let failed: Vec<_> = node.log.iter().filter(|(_, r)| r.is_err()).collect();
     assert!(failed.is_empty(), "{failed:?}");

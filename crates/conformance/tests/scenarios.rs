@@ -1,6 +1,6 @@
 //! `conformance scenario` over every NB golden scenario (underlay and the
 //! EVPN vrf mode) and the FRR renderings: desired state from the
-//! scenario's OVN rows, the planner, the model node. Each must pass; a
+//! scenario's OVN rows, the planner, the simulated node. Each must pass; a
 //! difference from upstream is allowed only where deviations-scenarios.json
 //! lists it as an upstream defect the rewrite fixes.
 

@@ -3,10 +3,10 @@
 //! desired state, whether the plan may be event-scoped) and the background
 //! checks after it ([`BackgroundChecks`]). Both are built from the batch's
 //! reasons by pure functions; the rule of each reason lives on
-//! [`Reason`], how a batch merges them lives here.
+//! [`Trigger`], how a batch merges them lives here.
 
 use crate::queue::TriggerBatch;
-use crate::Reason;
+use crate::Trigger;
 
 /// What of the node a reconcile reads afresh before it observes, instead
 /// of trusting what the netlink mirror and the command lane already hold.
@@ -24,7 +24,7 @@ pub struct Reread {
 
 /// The kind of one reconcile, the argument of
 /// [`Reconciler::reconcile`](crate::Reconciler::reconcile) and
-/// [`Reconciler::plan`](crate::Reconciler::plan): the daemon builds it from
+/// [`Reconciler::compute_observe_and_plan`](crate::Reconciler::compute_observe_and_plan): the daemon builds it from
 /// the batch the work queue merged ([`ReconcileKind::for_batch`]), the
 /// one-shot commands pass [`ReconcileKind::one_shot`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl ReconcileKind {
 
     /// The kind of reconcile `batch` asks for. Any reason that asks for a
     /// re-read or a full computation gets it, except that a batch of
-    /// timers alone ([`Reason::rereads_in_background`]) leaves the OVS/FRR
+    /// timers alone ([`Trigger::rereads_in_background`]) leaves the OVS/FRR
     /// re-read and the full computation to the background checks after it
     /// ([`BackgroundChecks::for_batch`]); a netlink overrun's dumps are
     /// never put off. The plan is event-scoped only when every reason
@@ -65,16 +65,16 @@ impl ReconcileKind {
     pub fn for_batch(batch: &TriggerBatch) -> ReconcileKind {
         let reasons = || batch.reasons.keys();
         let in_background = rereads_in_background(batch);
-        let node_dumps = reasons().any(Reason::rereads_node);
+        let node_dumps = reasons().any(Trigger::rereads_node);
         ReconcileKind {
             reread: Reread {
                 node_dumps,
-                ovs_flows: node_dumps || (!in_background && reasons().any(Reason::rereads_flows)),
-                frr: !in_background && reasons().any(Reason::checks_frr),
+                ovs_flows: node_dumps || (!in_background && reasons().any(Trigger::rereads_flows)),
+                frr: !in_background && reasons().any(Trigger::checks_frr),
             },
-            recompute_desired: !in_background && reasons().any(Reason::recomputes_desired),
+            recompute_desired: !in_background && reasons().any(Trigger::recomputes_desired),
             plan_changes_only: !batch.reasons.is_empty()
-                && reasons().all(Reason::plans_changes_only),
+                && reasons().all(Trigger::plans_changes_only),
         }
     }
 }
@@ -84,10 +84,10 @@ impl ReconcileKind {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BackgroundChecks {
     /// Re-read the OVS bridges and FRR (`obgp_node::DriftProbe`); drift
-    /// triggers [`Reason::Drift`].
+    /// triggers [`Trigger::Drift`].
     pub drift: bool,
     /// Compute the desired state in full and compare it with the patched
-    /// one; a difference triggers [`Reason::DesiredMismatch`].
+    /// one; a difference triggers [`Trigger::DesiredMismatch`].
     pub desired: bool,
 }
 
@@ -99,15 +99,15 @@ impl BackgroundChecks {
         let in_background = rereads_in_background(batch);
         BackgroundChecks {
             drift: in_background,
-            desired: in_background && batch.reasons.keys().any(Reason::recomputes_desired),
+            desired: in_background && batch.reasons.keys().any(Trigger::recomputes_desired),
         }
     }
 }
 
 /// Whether every reason of `batch` lets OVS and FRR be re-read in the
-/// background after the reconcile ([`Reason::rereads_in_background`]).
+/// background after the reconcile ([`Trigger::rereads_in_background`]).
 fn rereads_in_background(batch: &TriggerBatch) -> bool {
-    batch.reasons.keys().all(Reason::rereads_in_background)
+    batch.reasons.keys().all(Trigger::rereads_in_background)
 }
 
 #[cfg(test)]
@@ -115,25 +115,25 @@ mod tests {
     use super::*;
     use crate::inputs::{LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 
-    fn event(class: &'static str) -> Reason {
-        Reason::Event {
+    fn event(class: &'static str) -> Trigger {
+        Trigger::Event {
             class,
             table: "Logical_Switch_Port".into(),
         }
     }
 
-    fn batch(reasons: impl IntoIterator<Item = Reason>) -> TriggerBatch {
+    fn batch(reasons: impl IntoIterator<Item = Trigger>) -> TriggerBatch {
         TriggerBatch {
             reasons: reasons.into_iter().map(|r| (r, 1)).collect(),
             ..TriggerBatch::default()
         }
     }
 
-    fn kind(reasons: impl IntoIterator<Item = Reason>) -> ReconcileKind {
+    fn kind(reasons: impl IntoIterator<Item = Trigger>) -> ReconcileKind {
         ReconcileKind::for_batch(&batch(reasons))
     }
 
-    fn checks(reasons: impl IntoIterator<Item = Reason>) -> BackgroundChecks {
+    fn checks(reasons: impl IntoIterator<Item = Trigger>) -> BackgroundChecks {
         BackgroundChecks::for_batch(&batch(reasons))
     }
 
@@ -187,10 +187,10 @@ mod tests {
 
     #[test]
     fn a_resync_of_the_ovs_database_rereads_the_flows_and_of_the_nb_nothing() {
-        let ovs = Reason::Resync {
+        let ovs = Trigger::Resync {
             database: obgp_ovn::OVS_DB.into(),
         };
-        let nb = Reason::Resync {
+        let nb = Trigger::Resync {
             database: obgp_ovn::NB_DB.into(),
         };
         assert_eq!(
@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn startup_and_by_hand_read_everything_but_the_dumps_and_recompute() {
-        for full in [Reason::Startup, Reason::Manual] {
+        for full in [Trigger::Startup, Trigger::Manual] {
             assert_eq!(
                 kind([full.clone()]),
                 ReconcileKind {
@@ -224,7 +224,7 @@ mod tests {
     #[test]
     fn a_netlink_overrun_rereads_the_dumps_and_the_flows_and_recomputes() {
         assert_eq!(
-            kind([Reason::NetlinkOverrun]),
+            kind([Trigger::NetlinkOverrun]),
             ReconcileKind {
                 reread: Reread {
                     node_dumps: true,
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn timers_alone_read_nothing_now_and_check_in_the_background() {
-        for timer in [Reason::Periodic, Reason::Retry] {
+        for timer in [Trigger::Periodic, Trigger::Retry] {
             assert_eq!(kind([timer.clone()]), ReconcileKind::default(), "{timer}");
             assert_eq!(
                 checks([timer.clone()]),
@@ -250,9 +250,9 @@ mod tests {
                 "{timer}"
             );
         }
-        assert_eq!(kind([Reason::FrrCheck]), ReconcileKind::default());
+        assert_eq!(kind([Trigger::FrrCheck]), ReconcileKind::default());
         assert_eq!(
-            checks([Reason::FrrCheck]),
+            checks([Trigger::FrrCheck]),
             BackgroundChecks {
                 drift: true,
                 desired: false
@@ -260,7 +260,7 @@ mod tests {
             "an FRR check would not have recomputed"
         );
         assert_eq!(
-            kind([Reason::Periodic, Reason::FrrCheck, Reason::Retry]),
+            kind([Trigger::Periodic, Trigger::FrrCheck, Trigger::Retry]),
             ReconcileKind::default()
         );
     }
@@ -268,27 +268,27 @@ mod tests {
     #[test]
     fn drift_and_a_desired_mismatch_are_handled_at_once() {
         assert_eq!(
-            kind([Reason::Drift]),
+            kind([Trigger::Drift]),
             ReconcileKind {
                 reread: FLOWS_AND_FRR,
                 ..ReconcileKind::default()
             }
         );
         assert_eq!(
-            kind([Reason::DesiredMismatch]),
+            kind([Trigger::DesiredMismatch]),
             ReconcileKind {
                 recompute_desired: true,
                 ..ReconcileKind::default()
             }
         );
-        for now in [Reason::Drift, Reason::DesiredMismatch] {
+        for now in [Trigger::Drift, Trigger::DesiredMismatch] {
             assert_eq!(checks([now]), BackgroundChecks::default());
         }
     }
 
     #[test]
     fn what_the_command_lane_settled_and_unnotified_side_effects_reread_nothing() {
-        for follow_up in [Reason::CommandsSettled, Reason::UnnotifiedSideEffects] {
+        for follow_up in [Trigger::CommandsSettled, Trigger::UnnotifiedSideEffects] {
             assert_eq!(
                 kind([follow_up.clone()]),
                 ReconcileKind::default(),
@@ -302,7 +302,7 @@ mod tests {
     fn a_timer_merged_with_anything_else_is_handled_at_once() {
         let ovn = event("LogicalSwitchPortFIPCreateEvent");
         assert_eq!(
-            kind([Reason::Periodic, ovn.clone()]),
+            kind([Trigger::Periodic, ovn.clone()]),
             ReconcileKind {
                 reread: FLOWS_AND_FRR,
                 recompute_desired: true,
@@ -310,9 +310,12 @@ mod tests {
             },
             "the event brings the timer's reads forward and loses its scoped plan"
         );
-        assert_eq!(checks([Reason::Periodic, ovn]), BackgroundChecks::default());
         assert_eq!(
-            kind([Reason::FrrCheck, Reason::CommandsSettled]),
+            checks([Trigger::Periodic, ovn]),
+            BackgroundChecks::default()
+        );
+        assert_eq!(
+            kind([Trigger::FrrCheck, Trigger::CommandsSettled]),
             ReconcileKind {
                 reread: Reread {
                     frr: true,
@@ -325,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_netlink_overrun_is_never_put_off_by_a_timer() {
-        let k = kind([Reason::Periodic, Reason::NetlinkOverrun]);
+        let k = kind([Trigger::Periodic, Trigger::NetlinkOverrun]);
         assert!(k.reread.node_dumps && k.reread.ovs_flows, "{k:?}");
         assert!(k.recompute_desired);
     }
@@ -337,7 +340,7 @@ mod tests {
         let b = event("LogicalSwitchPortFIPCreateEvent");
         assert!(kind([a.clone(), b.clone()]).plan_changes_only);
         assert!(!kind([a.clone(), event(LOCAL_OVS_CHANGE)]).plan_changes_only);
-        assert!(!kind([a, b, Reason::CommandsSettled]).plan_changes_only);
+        assert!(!kind([a, b, Trigger::CommandsSettled]).plan_changes_only);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! - [`inputs`]: where the OVN and OVS data and the triggers come from
 //!   (the monitored databases and their snapshot, port conditions, the
-//!   node-local NB, the filters' view, the watchers, [`Reason`]).
+//!   node-local NB, the filters' view, the watchers, [`Trigger`]).
 //! - [`ops`]: the operations surface (metrics, probes and HTTP, the
 //!   `status` model, telemetry, memory).
 //! - The loop itself: when a reconcile runs ([`queue`]: debounced,
@@ -35,7 +35,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod run;
 
-pub use inputs::Reason;
+pub use inputs::Trigger;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};
 pub use one_shot::inputs_once;
 pub use options::{RunError, RunOptions};

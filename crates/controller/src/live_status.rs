@@ -11,7 +11,9 @@ use obgp_plan::Actual;
 use crate::inputs::OvnSources;
 use crate::kind::ReconcileKind;
 use crate::one_shot::connect_once;
-use crate::ops::status::{db_health, health_only, status, Health, Inputs, Origin, Status};
+use crate::ops::status::{
+    db_health, health_only, status, ComputedBy, Health, Status, StatusInputs,
+};
 use crate::options::{RunError, RunOptions};
 use crate::reconcile::{unread_commands, Planned, Reconciler};
 
@@ -31,12 +33,12 @@ pub async fn answer(
     reconciler.note_ovn_changes(inputs.changes);
     let planned = match reconciler.observe_desired(&inputs.ofports).await {
         Ok(Some(p)) => p,
-        Ok(None) => return health_only(config, Origin::Daemon, health),
+        Ok(None) => return health_only(config, ComputedBy::Daemon, health),
         Err(e) => {
             health
                 .unread
                 .push(format!("observing the node failed: {e}"));
-            return health_only(config, Origin::Daemon, health);
+            return health_only(config, ComputedBy::Daemon, health);
         }
     };
     of_reconciler(
@@ -44,7 +46,7 @@ pub async fn answer(
         config,
         &inputs.snapshot,
         &planned,
-        Origin::Daemon,
+        ComputedBy::Daemon,
         health,
     )
 }
@@ -56,7 +58,7 @@ fn of_reconciler(
     config: &Config,
     snapshot: &Snapshot,
     planned: &Planned,
-    origin: Origin,
+    origin: ComputedBy,
     mut health: Health,
 ) -> Status {
     health.pending_ops = Some(planned.plan.steps.len());
@@ -64,7 +66,7 @@ fn of_reconciler(
     let (Some(desired), Some(node)) = (reconciler.desired(), reconciler.desired_node()) else {
         return health_only(config, origin, health);
     };
-    let i = Inputs {
+    let i = StatusInputs {
         config,
         snapshot,
         desired,
@@ -80,7 +82,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let health = Health {
         databases: vec![db_health(&sources.ovn, None), db_health(&sources.ovs, None)],
@@ -91,7 +93,7 @@ pub async fn direct(config: &Config, opts: &RunOptions) -> Result<Status, RunErr
         config,
         &inputs.snapshot,
         &planned,
-        Origin::Direct,
+        ComputedBy::Direct,
         health,
     ))
 }
@@ -109,7 +111,7 @@ pub fn offline(
         pending_ops: Some(once.plan.steps.len()),
         ..Health::default()
     };
-    let i = Inputs {
+    let i = StatusInputs {
         config,
         snapshot,
         desired: &once.desired,
@@ -119,5 +121,5 @@ pub fn offline(
     let chassis = obgp_desired::chassis_name(config, snapshot, None)
         .unwrap_or_default()
         .to_string();
-    Ok(status(&i, Origin::Offline, chassis, health))
+    Ok(status(&i, ComputedBy::Offline, chassis, health))
 }

@@ -51,7 +51,7 @@ pub async fn inputs_once(
     let inputs = sources.converged_inputs().await?;
     // A plan gathers the facts exactly as a reconcile does.
     reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     Ok((inputs.snapshot, reconciler.facts().clone()))
 }

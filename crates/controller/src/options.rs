@@ -7,7 +7,7 @@
 use obgp_node::KernelConfig;
 use tokio::sync::watch;
 
-use crate::inputs::SourceError;
+use crate::inputs::MonitoredDbError;
 use crate::ops::ProbeBounds;
 use crate::queue::QueueConfig;
 use crate::reconcile::ReconcileError;
@@ -32,7 +32,7 @@ pub struct RunOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
-    Source(#[from] SourceError),
+    MonitoredDb(#[from] MonitoredDbError),
     #[error(transparent)]
     Reconcile(#[from] ReconcileError),
     #[error(

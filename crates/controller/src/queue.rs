@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 pub use crate::inputs::TriggerBatch;
-use crate::inputs::{Reason, TriggerSink};
+use crate::inputs::{Trigger, TriggerSink};
 
 /// How triggers are turned into reconciles.
 #[derive(Clone, Debug)]
@@ -51,23 +51,23 @@ impl Default for QueueConfig {
 /// The sending side: cheap to clone, handed to event filters and timers.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
-    tx: mpsc::UnboundedSender<Reason>,
+    tx: mpsc::UnboundedSender<Trigger>,
 }
 
 impl TriggerSink for Scheduler {
-    fn trigger(&self, reason: Reason) -> bool {
+    fn trigger(&self, reason: Trigger) -> bool {
         Scheduler::trigger(self, reason)
     }
 }
 
 impl Scheduler {
     /// Asks for a reconcile. Returns false once the queue is gone (shutdown).
-    pub fn trigger(&self, reason: Reason) -> bool {
+    pub fn trigger(&self, reason: Trigger) -> bool {
         self.tx.send(reason).is_ok()
     }
 
     /// Triggers `reason` once, after `delay`.
-    pub fn after(&self, delay: Duration, reason: Reason) -> tokio::task::JoinHandle<()> {
+    pub fn after(&self, delay: Duration, reason: Trigger) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -77,7 +77,7 @@ impl Scheduler {
 
     /// Triggers `reason` every `period`, first after one period, until the
     /// queue is gone. Used for `reconcile_interval` and `frr_reconcile_interval`.
-    pub fn every(&self, period: Duration, reason: Reason) -> tokio::task::JoinHandle<()> {
+    pub fn every(&self, period: Duration, reason: Trigger) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
@@ -119,7 +119,7 @@ struct Pending {
 
 /// The receiving side, owned by the reconcile loop.
 pub struct WorkQueue {
-    rx: mpsc::UnboundedReceiver<Reason>,
+    rx: mpsc::UnboundedReceiver<Trigger>,
     window: Duration,
     /// When the last reconcile with a window-opening reason started.
     last_start: Option<Instant>,
@@ -194,7 +194,7 @@ impl WorkQueue {
         while let Ok(reason) = self.rx.try_recv() {
             batch.add(reason);
         }
-        if batch.reasons.keys().any(Reason::opens_merge_window) {
+        if batch.reasons.keys().any(Trigger::opens_merge_window) {
             self.last_start = Some(Instant::now());
         }
         Some(batch)
@@ -205,8 +205,8 @@ impl WorkQueue {
 mod tests {
     use super::*;
 
-    fn event(class: &'static str) -> Reason {
-        Reason::Event {
+    fn event(class: &'static str) -> Trigger {
+        Trigger::Event {
             class,
             table: "Logical_Switch_Port".into(),
         }
@@ -303,10 +303,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_event_during_or_right_after_a_timer_reconcile_runs_at_once() {
         for timer in [
-            Reason::Periodic,
-            Reason::FrrCheck,
-            Reason::Retry,
-            Reason::Startup,
+            Trigger::Periodic,
+            Trigger::FrrCheck,
+            Trigger::Retry,
+            Trigger::Startup,
         ] {
             let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
             // An event-driven reconcile long ago, so only the timer counts.
@@ -337,7 +337,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn trigger_after_the_window_is_not_delayed() {
         let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        sched.trigger(Reason::Startup);
+        sched.trigger(Trigger::Startup);
         queue.next().await.unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
         let t0 = Instant::now();
@@ -358,7 +358,7 @@ mod tests {
         let mut reconciles = 0;
         let mut rate_waits = Vec::new();
         for _ in 0..9 {
-            sched.trigger(Reason::Periodic);
+            sched.trigger(Trigger::Periodic);
             let batch = queue.next().await.unwrap();
             assert_eq!(batch.window_wait, Duration::ZERO);
             rate_waits.push(batch.rate_wait);
@@ -388,7 +388,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn queue_ends_when_every_scheduler_is_gone() {
         let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        sched.trigger(Reason::Manual);
+        sched.trigger(Trigger::Manual);
         drop(sched);
         assert!(
             queue.next().await.is_some(),
@@ -401,10 +401,10 @@ mod tests {
     async fn a_delayed_trigger_fires_once_after_its_delay() {
         let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
         let t0 = Instant::now();
-        sched.after(Duration::from_secs(2), Reason::Retry);
+        sched.after(Duration::from_secs(2), Trigger::Retry);
         let batch = queue.next().await.unwrap();
         assert_eq!(t0.elapsed(), Duration::from_secs(2));
-        assert!(batch.reasons.contains_key(&Reason::Retry));
+        assert!(batch.reasons.contains_key(&Trigger::Retry));
         drop(sched);
         assert!(queue.next().await.is_none(), "no second trigger");
     }
@@ -412,11 +412,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn periodic_timer_triggers_every_period() {
         let (sched, mut queue) = WorkQueue::new(QueueConfig::default());
-        let timer = sched.every(Duration::from_secs(300), Reason::Periodic);
+        let timer = sched.every(Duration::from_secs(300), Trigger::Periodic);
         let t0 = Instant::now();
         let batch = queue.next().await.unwrap();
         assert_eq!(t0.elapsed(), Duration::from_secs(300));
-        assert!(batch.reasons.contains_key(&Reason::Periodic));
+        assert!(batch.reasons.contains_key(&Trigger::Periodic));
         queue.next().await.unwrap();
         assert_eq!(t0.elapsed(), Duration::from_secs(600));
         timer.abort();

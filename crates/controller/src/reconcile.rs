@@ -181,7 +181,7 @@ impl Reconciler {
         self.guard = Some(WithdrawalGuard::new(config));
     }
 
-    /// Adds what changed in OVN since the inputs read before (`Inputs::changes`)
+    /// Adds what changed in OVN since the inputs read before (`ReconcileInputs::changes`)
     /// to what the next computation patches from; inputs read without
     /// handing their changes here make it compute from every row.
     pub fn note_ovn_changes(&mut self, changes: NbChanges) {
@@ -306,7 +306,7 @@ impl Reconciler {
     /// Marks stale what `kind` re-reads or recomputes: the netlink mirror
     /// (the observe dumps the node afresh), the OVS ports and flows the
     /// command lane read, the desired state to patch. FRR's re-read is
-    /// [`Reconciler::plan`]'s.
+    /// [`Reconciler::compute_observe_and_plan`]'s.
     fn mark_stale(&mut self, kind: ReconcileKind) {
         if kind.reread.node_dumps {
             self.node.resync();
@@ -474,7 +474,7 @@ impl Reconciler {
     /// Computes desired state, observes the node and plans, without
     /// writing; `kind` says what to read afresh, whether to recompute the
     /// desired state and whether to plan only what its patches changed.
-    pub async fn plan(
+    pub async fn compute_observe_and_plan(
         &mut self,
         snap: &Snapshot,
         ofports: &OfPorts,
@@ -599,7 +599,7 @@ impl Reconciler {
         )
     }
 
-    /// One reconcile of `kind`: [`Reconciler::plan`], then the
+    /// One reconcile of `kind`: [`Reconciler::compute_observe_and_plan`], then the
     /// mass-withdrawal guard and the single writer.
     pub async fn reconcile(
         &mut self,
@@ -614,7 +614,7 @@ impl Reconciler {
                 local_nb,
             },
             mut report,
-        ) = self.plan(snap, ofports, kind).await?;
+        ) = self.compute_observe_and_plan(snap, ofports, kind).await?;
         let holding = self.guard(&mut plan, &actual, &mut report);
         // The local NB's rows before the announcements they route (O1),
         // its removals after the withdrawals; held with them.

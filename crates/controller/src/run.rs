@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::inputs::FilterView;
-use crate::inputs::{Inputs, OvnSources, SourceError};
+use crate::inputs::{MonitoredDbError, OvnSources, ReconcileInputs};
 use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::live_status;
 use crate::one_shot::connect_once;
@@ -38,14 +38,14 @@ use crate::reconcile::{
     check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
 };
 
-use crate::inputs::{self, Reason};
+use crate::inputs::{self, Trigger};
 
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let (planned, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     // The caches, the snapshot and the node mirror are freed on a thread of
     // their own: freeing them row by row took ~0.2 s at 50k ports, on the
@@ -68,7 +68,7 @@ pub async fn reconcile_once(
     // A fresh read: the apply may have changed OVS (ports numbered since).
     let inputs = sources.converged_inputs().await?;
     let (again, _) = reconciler
-        .plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
     let unread = unread_commands(&again.actual);
     if !again.is_empty() || !unread.is_empty() {
@@ -172,9 +172,9 @@ pub async fn run(
 
 /// What the loop reports while it waits for the databases: which one, at
 /// which remotes.
-fn waiting_for(e: &SourceError) -> Option<String> {
+fn waiting_for(e: &MonitoredDbError) -> Option<String> {
     match e {
-        SourceError::SyncTimeout {
+        MonitoredDbError::SyncTimeout {
             database, remotes, ..
         } => Some(format!("{database} ({remotes})")),
         _ => None,
@@ -235,7 +235,7 @@ async fn wait_for_databases(
             _ = shutdown.cancelled() => return Ok(None),
             r = OvnSources::start(config, Duration::from_secs(30)) => match r {
                 Ok(s) => break s,
-                Err(e @ SourceError::SyncTimeout { .. }) => {
+                Err(e @ MonitoredDbError::SyncTimeout { .. }) => {
                     telemetry.waiting(waiting_for(&e).unwrap_or_default());
                     tracing::warn!("still waiting for the databases: {e}")
                 }
@@ -359,7 +359,7 @@ impl Daemon {
         let tasks = spawn_triggers(&config, &sources, &reconciler, &telemetry, &sched, view_rx);
         let mut ovn_changed = sources.ovn_changed();
         ovn_changed.borrow_and_update();
-        sched.trigger(Reason::Startup);
+        sched.trigger(Trigger::Startup);
         let wake = Wakeups {
             queue,
             lane: reconciler.lane_signals(),
@@ -388,7 +388,7 @@ impl Daemon {
     /// retry (with the backoff) what failed.
     fn lane_ran_out_of_work(&mut self, signal: LaneSignal) {
         if signal.learned {
-            self.sched.trigger(Reason::CommandsSettled);
+            self.sched.trigger(Trigger::CommandsSettled);
         }
         if signal.failed {
             self.retry.schedule(&self.sched);
@@ -503,7 +503,7 @@ impl Daemon {
             crate::ops::spawn_release();
         }
         if rereads_at_once(report, batch) {
-            self.sched.trigger(Reason::UnnotifiedSideEffects);
+            self.sched.trigger(Trigger::UnnotifiedSideEffects);
         }
         // Held withdrawals are looked at again with the retry's backoff:
         // released once the grace period is over.
@@ -513,7 +513,7 @@ impl Daemon {
             self.retry.schedule(&self.sched);
         }
         // Timers only look for changes nobody notifies: OVS and FRR are
-        // re-read after the reconcile, off this loop (see `Reason::Drift`).
+        // re-read after the reconcile, off this loop (see `Trigger::Drift`).
         let checks = BackgroundChecks::for_batch(batch);
         if checks.drift {
             self.drift.check(&self.reconciler, &self.sched);
@@ -525,7 +525,7 @@ impl Daemon {
 
     /// Publishes what the reconcile leaves for the others: the exposed
     /// counts (when scraped) and the event filters' next view.
-    fn publish(&mut self, inputs: Inputs) {
+    fn publish(&mut self, inputs: ReconcileInputs) {
         if self.telemetry.metrics.exposed_wanted() {
             if let Some(desired) = self.reconciler.desired() {
                 self.telemetry
@@ -568,11 +568,11 @@ fn spawn_triggers(
     let mut tasks = vec![
         sched.every(
             Duration::from_secs(config.default.reconcile_interval.max(1)),
-            Reason::Periodic,
+            Trigger::Periodic,
         ),
         sched.every(
             Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
-            Reason::FrrCheck,
+            Trigger::FrrCheck,
         ),
         inputs::event_filter(sources.ovn.changes(), filters, view, sched.clone()),
         inputs::every_change(
@@ -616,14 +616,14 @@ fn spawn_triggers(
 fn rereads_at_once(report: &ReconcileReport, batch: &TriggerBatch) -> bool {
     report.unnotified_side_effects
         && report.failed.is_empty()
-        && !batch.reasons.contains_key(&Reason::UnnotifiedSideEffects)
+        && !batch.reasons.contains_key(&Trigger::UnnotifiedSideEffects)
 }
 
 /// The background checks after timer-driven reconciles, at most one of
 /// each kind at a time: the OVS/FRR re-read (drift triggers
-/// [`Reason::Drift`], whose reconcile re-reads them before planning) and the
+/// [`Trigger::Drift`], whose reconcile re-reads them before planning) and the
 /// full desired-state computation (a difference triggers
-/// [`Reason::DesiredMismatch`]).
+/// [`Trigger::DesiredMismatch`]).
 #[derive(Default)]
 struct DriftCheck {
     running: Arc<std::sync::atomic::AtomicBool>,
@@ -649,7 +649,7 @@ impl DriftCheck {
         spawn_one(&self.running, move || {
             if let Some(why) = probe.drift() {
                 tracing::info!(why = %why, "background re-read found drift; reconciling");
-                sched.trigger(Reason::Drift);
+                sched.trigger(Trigger::Drift);
             }
         });
     }
@@ -678,7 +678,7 @@ impl DriftCheck {
                 tracing::error!(
                     "the patched desired state differs from a full computation; recomputing"
                 );
-                sched.trigger(Reason::DesiredMismatch);
+                sched.trigger(Trigger::DesiredMismatch);
             }
         });
     }
@@ -739,7 +739,7 @@ impl Retry {
         let delay = self.delay.map_or(Self::FIRST, |d| (d * 2).min(Self::MAX));
         self.delay = Some(delay);
         tracing::info!(delay_s = delay.as_secs(), "retrying the failed work");
-        self.pending = Some(sched.after(delay, Reason::Retry));
+        self.pending = Some(sched.after(delay, Trigger::Retry));
     }
 
     fn reset(&mut self) {
@@ -764,7 +764,7 @@ mod tests {
 
     #[test]
     fn a_silent_kernel_flush_after_our_writes_is_reread_at_once_but_never_twice_in_a_row() {
-        let batch = |reason: Reason| TriggerBatch {
+        let batch = |reason: Trigger| TriggerBatch {
             reasons: [(reason, 1)].into(),
             ..TriggerBatch::default()
         };
@@ -772,13 +772,13 @@ mod tests {
             unnotified_side_effects: true,
             ..ReconcileReport::default()
         };
-        assert!(rereads_at_once(&flushed, &batch(Reason::Periodic)));
+        assert!(rereads_at_once(&flushed, &batch(Trigger::Periodic)));
         assert!(!rereads_at_once(
             &ReconcileReport::default(),
-            &batch(Reason::Periodic)
+            &batch(Trigger::Periodic)
         ));
         assert!(
-            !rereads_at_once(&flushed, &batch(Reason::UnnotifiedSideEffects)),
+            !rereads_at_once(&flushed, &batch(Trigger::UnnotifiedSideEffects)),
             "the follow-up's own flush is left to the timers"
         );
         let failed = ReconcileReport {
@@ -786,7 +786,7 @@ mod tests {
             ..flushed
         };
         assert!(
-            !rereads_at_once(&failed, &batch(Reason::Periodic)),
+            !rereads_at_once(&failed, &batch(Trigger::Periodic)),
             "failures wait for the retry's backoff"
         );
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use obgp_controller::inputs::{Inputs, OvnSources};
+use obgp_controller::inputs::{OvnSources, ReconcileInputs};
 use obgp_controller::{QueueConfig, ReconcileKind, Reconciler};
 use obgp_ovn::NbChanges;
 use serde_json::json;
@@ -58,7 +58,7 @@ async fn vm_up(
     sources: &OvnSources,
     name: &str,
     ip: &str,
-) -> Result<Inputs> {
+) -> Result<ReconcileInputs> {
     let addr = format!("fa:16:3f:00:09:{:02x} {ip}", name.len());
     let provider = node.topo.provider_switch();
     node.nb_session

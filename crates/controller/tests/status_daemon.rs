@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_controller::ops::status::{Origin, Status};
+use obgp_controller::ops::status::{ComputedBy, Status};
 use obgp_controller::{run, QueueConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,7 @@ async fn the_daemon_serves_what_it_exposes_with_rows_and_what_the_node_holds() -
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    ensure!(first.origin == Origin::Daemon);
+    ensure!(first.origin == ComputedBy::Daemon);
     ensure!(first.chassis == "host-000", "{}", first.chassis);
     ensure!(first.health.databases.len() == 2);
     for db in &first.health.databases {

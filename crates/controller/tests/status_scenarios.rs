@@ -2,7 +2,7 @@
 //! every exposed IP names OVN rows that exist in the scenario's own OVN
 //! data, and whether the node holds it follows the node state: nothing on
 //! the scenario's initial node, everything once the agent's plan is
-//! applied to it (the in-memory model node), and the announcements
+//! applied to it (the in-memory simulated node), and the announcements
 //! exactly where upstream's node after its first sync carries them on
 //! bgp-nic.
 
@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use obgp_controller::live_status;
-use obgp_controller::ops::status::{Origin, Status};
+use obgp_controller::ops::status::{ComputedBy, Status};
 use obgp_desired::DesiredError;
 use obgp_pipeline::{node_facts, NodeReadings, PipelineError};
-use obgp_plan::{Actual, ModelNode};
+use obgp_plan::{Actual, SimulatedNode};
 use serde_json::Value;
 
 fn scenarios() -> Vec<PathBuf> {
@@ -91,7 +91,7 @@ fn check(path: &Path) -> Option<Checked> {
 
     // The rows, on the initial node.
     let before = status(&initial);
-    assert_eq!(before.origin, Origin::Offline);
+    assert_eq!(before.origin, ComputedBy::Offline);
     for e in &before.exposed {
         assert!(!e.rows.is_empty(), "{}: {} has no row", name, e.prefix);
         for r in &e.rows {
@@ -124,7 +124,7 @@ fn check(path: &Path) -> Option<Checked> {
     // Our plan applied to the initial node until it plans nothing (an
     // EVPN VNI's VXLAN device waits for FRR to hold its VRF: two rounds):
     // everything held, nothing pending.
-    let mut model = ModelNode::new(initial.clone());
+    let mut model = SimulatedNode::new(initial.clone());
     for _ in 0..4 {
         let plan = obgp_plan::plan(&node, &model.actual).unwrap();
         if plan.is_empty() {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use obgp_controller::{QueueConfig, ReconcileKind, WorkQueue};
-use obgp_inputs::{netlink_overrun, Reason};
+use obgp_inputs::{netlink_overrun, Trigger};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -20,7 +20,7 @@ async fn a_netlink_overrun_schedules_a_reconcile_that_rereads_the_node() {
     assert_eq!(t0.elapsed(), Duration::ZERO);
     assert_eq!(
         batch.reasons.keys().collect::<Vec<_>>(),
-        [&Reason::NetlinkOverrun]
+        [&Trigger::NetlinkOverrun]
     );
     let kind = ReconcileKind::for_batch(&batch);
     assert!(kind.reread.node_dumps && kind.reread.ovs_flows, "{kind:?}");

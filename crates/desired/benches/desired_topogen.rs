@@ -24,7 +24,7 @@
 //!
 //! "Converged" is what the kernel would report after the plan ran: the plan
 //! from a bare node (br-ex with its patch port, the kernel's default rules)
-//! is applied to an `obgp_plan::ModelNode`, which must then plan nothing.
+//! is applied to an `obgp_plan::SimulatedNode`, which must then plan nothing.
 //!
 //! Run: `cargo bench -p obgp-desired --bench desired_topogen [-- 10000 ...] [iters=N] [dump=DIR]`.
 //! `dump=DIR` writes the desired node and both plans per size (Debug text),
@@ -40,7 +40,9 @@ use obgp_netmodel::{Class, DesiredNode, DevName, MacAddr};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, Snapshot, Tables, NB_DB, OVS_DB};
 use obgp_ovsdb_data::Datum;
-use obgp_plan::{plan, plan_after, plan_changes, Actual, ActualLink, Coverage, ModelNode, Plan};
+use obgp_plan::{
+    plan, plan_after, plan_changes, Actual, ActualLink, Coverage, Plan, SimulatedNode,
+};
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
 
@@ -234,7 +236,7 @@ fn event_plan_cpu_ns(
         );
         full.push(f);
         inc.push(n);
-        let mut m = ModelNode::new(actual);
+        let mut m = SimulatedNode::new(actual);
         m.apply_all(pf.ops());
         actual = m.actual;
         cache.settle();
@@ -267,7 +269,7 @@ fn bare_node(patch: &str) -> Actual {
 /// The node after the agent converged it on `node`, starting from `from`.
 fn converge(node: &DesiredNode, from: Actual) -> Actual {
     let p = plan(node, &from).expect("plannable");
-    let mut m = ModelNode::new(from);
+    let mut m = SimulatedNode::new(from);
     m.apply_all(p.ops());
     let failed: Vec<_> = m.log.iter().filter(|(_, r)| r.is_err()).collect();
     assert!(failed.is_empty(), "converging failed: {:?}", &failed[..1]);

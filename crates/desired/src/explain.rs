@@ -476,7 +476,9 @@ mod tests {
         let text = std::fs::read_to_string(dir.join("topology.json")).unwrap();
         let snap = Snapshot::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();
         let config = obgp_config::Loader::new()
-            .sources(vec![obgp_config::Source::File(dir.join("bgp-agent.conf"))])
+            .sources(vec![obgp_config::ConfigSource::File(
+                dir.join("bgp-agent.conf"),
+            )])
             .load()
             .unwrap()
             .config;

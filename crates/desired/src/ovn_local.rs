@@ -294,7 +294,7 @@ pub(crate) fn traced(
     let mut local_nb = LocalNb::default();
     let built = rows::build(
         &mut local_nb,
-        rows::Inputs {
+        rows::RowInputs {
             segments: &segments,
             peers: &peers,
             pool: &pool,

@@ -123,7 +123,7 @@ fn the_route_way_redistributes_kernel_and_connected_routes_in_either_tenant_meth
     let topo = read(&fixtures().join("demo/topology.json"));
     let snap = Snapshot::from_wire(&topo).unwrap();
     let mut config = obgp_config::Loader::new()
-        .sources(vec![obgp_config::Source::File(
+        .sources(vec![obgp_config::ConfigSource::File(
             fixtures().join("demo/bgp-agent.conf"),
         )])
         .load()

@@ -172,7 +172,7 @@ fn demo() -> (Snapshot, Config, Value) {
     let topo = read(&fixtures().join("demo/topology.json"));
     let snap = Snapshot::from_wire(&topo).unwrap();
     let config = obgp_config::Loader::new()
-        .sources(vec![obgp_config::Source::File(
+        .sources(vec![obgp_config::ConfigSource::File(
             fixtures().join("demo/bgp-agent.conf"),
         )])
         .load()

@@ -11,7 +11,7 @@ use obgp_config::Config;
 use obgp_desired::{
     desired_ovn_local, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnLocal, Query, Reason,
 };
-use obgp_localnb::{apply_model, plan, LocalNb, NbOp, Observed, Table};
+use obgp_localnb::{apply_in_memory, plan, LocalNb, NbOp, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::{json, Value};
@@ -92,11 +92,11 @@ impl Case {
 fn converge(desired: &LocalNb, db: &mut Observed) -> Vec<NbOp> {
     let p = plan(desired, db);
     assert!(p.problems.is_empty(), "{:?}", p.problems);
-    apply_model(db, &p.ops).expect("plan applies");
+    apply_in_memory(db, &p.ops).expect("plan applies");
     p.ops
 }
 
-fn count(db: &Observed, t: Table) -> usize {
+fn count(db: &Observed, t: NbTable) -> usize {
     db.get(t.name()).map_or(0, |r| r.len())
 }
 
@@ -110,7 +110,7 @@ fn empty_local_nb_gets_every_row_and_a_second_plan_is_empty() {
         .filter(|o| matches!(o, NbOp::Insert { .. }))
         .count();
     assert_eq!(inserts, desired.rows.len(), "one insert per desired row");
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         assert_eq!(count(&db, t), desired.rows_of(t).count(), "{t}");
     }
     // The same desired state again (a restart: same keys, the uuids found
@@ -196,7 +196,7 @@ fn a_removed_provider_segment_loses_its_rows_and_nothing_else_moves() {
             .contains(&"Logical_Router_Static_Route bgp-router 0.0.0.0/0 100.65.1.5".to_string()),
         "{removed:?}"
     );
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         assert_eq!(
             count(&db, t),
             desired.rows_of(t).count(),
@@ -267,7 +267,7 @@ fn foreign_rows_are_left_alone_and_unmarked_desired_rows_are_adopted() {
         db["Static_MAC_Binding"].keys().collect::<Vec<_>>(),
         [&foreign_smb]
     );
-    assert_eq!(count(&db, Table::LogicalRouter), 0);
+    assert_eq!(count(&db, NbTable::LogicalRouter), 0);
 
     // A row the Python agent created (no owner mark) is adopted in place.
     let mut db = Observed::new();
@@ -282,7 +282,7 @@ fn foreign_rows_are_left_alone_and_unmarked_desired_rows_are_adopted() {
         "{p}"
     );
     assert!(!p.ops.iter().any(|o| matches!(o, NbOp::Delete { .. })));
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert_eq!(
         db["Logical_Router"].keys().collect::<Vec<_>>(),
         [&Uuid(0xa0)]
@@ -396,7 +396,7 @@ fn without_the_suffixed_mappings_only_the_router_is_desired_and_nothing_is_annou
         "{:?}",
         o.notes
     );
-    assert_eq!(o.local_nb.rows_of(Table::LogicalSwitch).count(), 0);
+    assert_eq!(o.local_nb.rows_of(NbTable::LogicalSwitch).count(), 0);
     assert!(o.fdb.is_empty());
 }
 
@@ -531,7 +531,7 @@ fn split_in_two_the_plan_writes_the_new_rows_first_and_removes_the_old_after() {
         !writes.is_empty() && !removals.is_empty(),
         "{writes}\n{removals}"
     );
-    apply_model(&mut db, &writes.ops).expect("the writes apply");
+    apply_in_memory(&mut db, &writes.ops).expect("the writes apply");
     let switch = |db: &Observed, name: &str| {
         db["Logical_Switch"].values().any(|r| {
             r.get("name")
@@ -549,7 +549,7 @@ fn split_in_two_the_plan_writes_the_new_rows_first_and_removes_the_old_after() {
         "only removals are left: {between}"
     );
     assert!(switch(&db, "fabric2") && switch(&db, "fabric1"));
-    apply_model(&mut db, &removals.ops).expect("the removals apply");
+    apply_in_memory(&mut db, &removals.ops).expect("the removals apply");
     assert!(!switch(&db, "fabric1"));
     assert!(plan(&desired, &db).is_empty());
     assert_eq!(db, whole, "the two transactions end where the one does");

@@ -5,7 +5,7 @@
 //! go, and a foreign row stays.
 
 use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
-use obgp_localnb::{plan, LocalNb, Observed, Table};
+use obgp_localnb::{plan, LocalNb, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -32,7 +32,7 @@ fn compute(doc: &Value) -> LocalNb {
 /// The agent's tables as the server holds them.
 fn observe(server: &OvsdbServer) -> Observed {
     let mut db = Observed::new();
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         let rows = db.entry(t.name().to_string()).or_default();
         for mut r in server.select_all(t.name()).unwrap() {
             let obj = r.as_object_mut().unwrap();
@@ -65,7 +65,7 @@ fn the_local_nb_transaction_applies_on_a_real_server_and_converges() {
     let desired = compute(&doc);
     assert!(write(&server, &desired) > 0);
     let first = observe(&server);
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         assert_eq!(first[t.name()].len(), desired.rows_of(t).count(), "{t}");
     }
     // A foreign switch, and a restart: the same computation from scratch
@@ -91,8 +91,8 @@ fn the_local_nb_transaction_applies_on_a_real_server_and_converges() {
     let fewer = compute(&doc);
     assert!(write(&server, &fewer) > 0);
     let after = observe(&server);
-    for t in Table::ALL {
-        let foreign = usize::from(t == Table::LogicalSwitch);
+    for t in NbTable::ALL {
+        let foreign = usize::from(t == NbTable::LogicalSwitch);
         assert_eq!(
             after[t.name()].len(),
             fewer.rows_of(t).count() + foreign,
@@ -132,7 +132,7 @@ fn a_local_nb_the_python_agent_filled_is_adopted_in_place() {
             .all(|o| matches!(o, obgp_localnb::NbOp::MarkOwned { .. })),
         "adoption marks rows, nothing else:\n{p}"
     );
-    let with_external_ids = Table::ALL
+    let with_external_ids = NbTable::ALL
         .iter()
         .filter(|t| t.has_external_ids())
         .map(|t| desired.rows_of(*t).count())

@@ -25,7 +25,7 @@ pub mod view;
 mod fake;
 
 pub use agent::AgentView;
-pub use registry::{catalog, filter, Condition, Filter, Filters, Watcher};
+pub use registry::{catalog, filter, ClassCondition, Filter, Filters, Watcher};
 pub use view::{Raised, RowView, Val};
 
 /// The kind of change ovsdbapp reports for a row.

@@ -38,7 +38,7 @@ impl Watcher {
 
 /// A class condition ovsdbapp checks on the row before the predicate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Condition {
+pub enum ClassCondition {
     None,
     /// `('type', '=', 'dnat_and_snat')` (the NAT events).
     NatDnatAndSnat,
@@ -46,13 +46,13 @@ pub enum Condition {
     NameIsOurChassis,
 }
 
-impl Condition {
+impl ClassCondition {
     fn holds(self, row: &RowView<'_>, view: &dyn AgentView) -> bool {
         let text = |c| row.text(c).unwrap_or(Val::None);
         match self {
-            Condition::None => true,
-            Condition::NatDnatAndSnat => text("type").is(nat_type::DNAT_AND_SNAT),
-            Condition::NameIsOurChassis => text("name").is(view.chassis()),
+            ClassCondition::None => true,
+            ClassCondition::NatDnatAndSnat => text("type").is(nat_type::DNAT_AND_SNAT),
+            ClassCondition::NameIsOurChassis => text("name").is(view.chassis()),
         }
     }
 }
@@ -65,7 +65,7 @@ pub struct Filter {
     pub watcher: Watcher,
     pub table: &'static str,
     pub events: &'static [EventKind],
-    pub condition: Condition,
+    pub condition: ClassCondition,
     pub predicate: Predicate,
 }
 
@@ -107,7 +107,7 @@ const fn f(
     class: &'static str,
     table: &'static str,
     events: &'static [EventKind],
-    condition: Condition,
+    condition: ClassCondition,
     predicate: Predicate,
 ) -> Filter {
     Filter {
@@ -124,8 +124,8 @@ const PB: &str = "Port_Binding";
 const LSP: &str = "Logical_Switch_Port";
 const LRP: &str = "Logical_Router_Port";
 const LB: &str = "Load_Balancer";
-use Condition::{NameIsOurChassis, NatDnatAndSnat};
-const NO: Condition = Condition::None;
+use ClassCondition::{NameIsOurChassis, NatDnatAndSnat};
+const NO: ClassCondition = ClassCondition::None;
 use Watcher::{Bgp, Evpn, NbBgp};
 
 static CATALOG: &[Filter] = &[

@@ -1,6 +1,6 @@
-//! One monitored OVSDB database ([`Source`]): its client, started from a
+//! One monitored OVSDB database ([`MonitoredDb`]): its client, started from a
 //! connection option with TLS when a remote is `ssl:`, and why it could not
-//! be reached or read ([`SourceError`]). The OVN sources, the port
+//! be reached or read ([`MonitoredDbError`]). The OVN sources, the port
 //! conditions and the node-local NB all start and wait on it.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, watch};
 
 /// Why the databases could not be reached or read.
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub enum MonitoredDbError {
     #[error("[ovn] ovn_nb_connection is not set: the NB driver needs the OVN Northbound database")]
     NoNbConnection,
     #[error("[ovn] ovn_sb_connection is not set and the Open_vSwitch row has no external_ids:ovn-remote: the SB driver needs the OVN Southbound database")]
@@ -39,14 +39,14 @@ pub enum SourceError {
 }
 
 /// One monitored database.
-pub struct Source {
+pub struct MonitoredDb {
     pub database: &'static str,
     pub client: Client,
     pub(crate) remotes: String,
 }
 
-pub(crate) fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, SourceError> {
-    parse_remotes(value).map_err(|source| SourceError::BadRemote {
+pub(crate) fn remotes(option: &'static str, value: &str) -> Result<Vec<Remote>, MonitoredDbError> {
+    parse_remotes(value).map_err(|source| MonitoredDbError::BadRemote {
         option,
         value: value.to_string(),
         source,
@@ -61,7 +61,7 @@ pub(crate) fn ovn_client(
     monitor: MonitorSpec,
     tls: (&str, &str, &str),
     writer: Option<Duration>,
-) -> Result<Source, SourceError> {
+) -> Result<MonitoredDb, MonitoredDbError> {
     // The session's default limits are the agent's: a 100k-port dump and
     // large updates are decoded while they arrive (bounded by
     // `max_streamed`), everything else is small (`max_message`), and no
@@ -81,23 +81,24 @@ pub(crate) fn ovn_client(
             certificate: tls.1.into(),
             ca_cert: tls.2.into(),
         };
-        cfg.tls =
-            Some(TlsSettings::load(&files).map_err(|source| SourceError::Tls { option, source })?);
+        cfg.tls = Some(
+            TlsSettings::load(&files).map_err(|source| MonitoredDbError::Tls { option, source })?,
+        );
     }
-    Ok(Source {
+    Ok(MonitoredDb {
         database,
         client: Client::start(cfg),
         remotes: conn.to_string(),
     })
 }
 
-impl Source {
-    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+impl MonitoredDb {
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), MonitoredDbError> {
         let synced = tokio::time::timeout(timeout, self.client.cache().wait_resynced(1)).await;
         if matches!(synced, Ok(Ok(()))) {
             Ok(())
         } else {
-            Err(SourceError::SyncTimeout {
+            Err(MonitoredDbError::SyncTimeout {
                 database: self.database,
                 timeout,
                 remotes: self.remotes.clone(),

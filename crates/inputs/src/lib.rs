@@ -1,10 +1,10 @@
 //! Where the OVN and OVS data and the reconcile triggers come from: the
-//! monitored databases ([`OvnSources`], one [`Source`] each) and the
+//! monitored databases ([`OvnSources`], one [`MonitoredDb`] each) and the
 //! indexed snapshot they maintain, a conditional NB monitor's port
 //! conditions ([`PortConditions`]), the node-local NB of
 //! `exposing_method = ovn` ([`LocalNbSource`]), the OVS ofports, what the
 //! event filters read ([`FilterView`]), and the watchers that turn a change,
-//! a resync or a netlink overrun into a [`Reason`] for a reconcile, handed
+//! a resync or a netlink overrun into a [`Trigger`] for a reconcile, handed
 //! to a [`TriggerSink`].
 //!
 //! This room (crate) does not depend on the loop (`obgp-controller`): the
@@ -13,25 +13,25 @@
 //! only the names below.
 
 mod database;
+mod event_match;
 mod follower;
 mod host;
 mod local_nb;
 mod ofports;
 mod port_conditions;
-mod reason;
 mod sources;
-mod triggers;
+mod trigger;
 mod view;
 mod watchers;
 
-pub use database::{Source, SourceError};
+pub use database::{MonitoredDb, MonitoredDbError};
+pub use event_match::reasons;
 pub use follower::{Caught, SnapshotFollower};
 pub use host::system_hostname;
 pub use local_nb::{observed_of, LocalNbError, LocalNbSource};
 pub use ofports::{ofports, OfPorts};
 pub use port_conditions::{conditional, PortConditions};
-pub use reason::{Reason, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
-pub use sources::{Inputs, OvnSources};
-pub use triggers::reasons;
+pub use sources::{OvnSources, ReconcileInputs};
+pub use trigger::{Trigger, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
 pub use view::FilterView;
 pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

@@ -12,12 +12,12 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, Observed, Table};
+use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, NbTable, Observed};
 use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use super::database::{ovn_client, Source, SourceError};
+use super::database::{ovn_client, MonitoredDb, MonitoredDbError};
 
 /// Why the local NB could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum LocalNbError {
 
 /// The monitored node-local NB.
 pub struct LocalNbSource {
-    source: Source,
+    source: MonitoredDb,
     remotes: String,
 }
 
@@ -57,7 +57,7 @@ const TRANSACT_TIMEOUT: Duration = Duration::from_secs(5);
 impl LocalNbSource {
     /// Starts connecting (in the background, leader only) to
     /// `[local_ovn_cluster] ovn_nb_connection`.
-    pub fn start(config: &Config) -> Result<LocalNbSource, SourceError> {
+    pub fn start(config: &Config) -> Result<LocalNbSource, MonitoredDbError> {
         let conn = &config.local_ovn_cluster.ovn_nb_connection;
         let source = ovn_client(
             "[local_ovn_cluster] ovn_nb_connection",
@@ -75,7 +75,7 @@ impl LocalNbSource {
     }
 
     /// Waits for the initial dump.
-    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), MonitoredDbError> {
         self.source.wait_synced(timeout).await
     }
 
@@ -136,7 +136,7 @@ impl LocalNbSource {
     }
 
     /// Waits until every row in `uuids` is in the monitored cache.
-    async fn wait_seen(&self, uuids: &[(Table, Uuid)]) -> Result<(), LocalNbError> {
+    async fn wait_seen(&self, uuids: &[(NbTable, Uuid)]) -> Result<(), LocalNbError> {
         let mut snapshots = self.source.client.cache().watch();
         let missing = |s: &DbSnapshot| {
             uuids
@@ -168,7 +168,7 @@ impl LocalNbSource {
 
 /// The uuids the server gave the plan's inserts (a transaction's result
 /// for an insert is `{"uuid": ["uuid", "<uuid>"]}`).
-fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(Table, Uuid)> {
+fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(NbTable, Uuid)> {
     plan.ops
         .iter()
         .zip(results)
@@ -184,7 +184,7 @@ fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(Table, Uuid)> {
 
 /// The agent's tables of a local-NB snapshot, as the planner reads them.
 pub fn observed_of(snap: &DbSnapshot) -> Observed {
-    Table::ALL
+    NbTable::ALL
         .iter()
         .map(|t| {
             let rows = snap

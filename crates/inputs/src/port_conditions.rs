@@ -103,7 +103,7 @@ impl PortConditions {
     /// What the next reconcile reads (`read`, whose snapshot `snapshot_of`
     /// gives), once the port conditions are those the snapshot calls for
     /// and `client`'s cache holds their rows. The error says why they did
-    /// not converge (the caller's `SourceError::Conditions`).
+    /// not converge (the caller's `MonitoredDbError::Conditions`).
     pub async fn converged<T>(
         &self,
         client: &Client,

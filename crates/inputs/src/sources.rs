@@ -19,7 +19,7 @@ use obgp_ovn::{NbChanges, Snapshot};
 use obgp_ovsdb::{Client, ClientConfig};
 use tokio::sync::watch;
 
-use super::database::{ovn_client, remotes, Source, SourceError};
+use super::database::{ovn_client, remotes, MonitoredDb, MonitoredDbError};
 use super::follower::SnapshotFollower;
 use super::host::system_hostname;
 use super::local_nb::LocalNbSource;
@@ -30,8 +30,8 @@ use super::port_conditions::{conditional, PortConditions};
 /// and with `exposing_method = ovn` the node-local NB the agent writes.
 pub struct OvnSources {
     /// OVN_Northbound (NB driver) or OVN_Southbound (SB driver).
-    pub ovn: Source,
-    pub ovs: Source,
+    pub ovn: MonitoredDb,
+    pub ovs: MonitoredDb,
     /// `[local_ovn_cluster] ovn_nb_connection` (`exposing_method = ovn`).
     pub local_nb: Option<Arc<LocalNbSource>>,
     /// The NB monitor's port conditions (`ovn_nb_monitor_all = false`).
@@ -45,9 +45,9 @@ impl OvnSources {
     /// Starts connecting to the local OVS and the driver's OVN database in
     /// the background. The SB driver without `ovn_sb_connection` first
     /// waits (up to `timeout`) for the OVS row to learn `ovn-remote`.
-    pub async fn start(config: &Config, timeout: Duration) -> Result<OvnSources, SourceError> {
+    pub async fn start(config: &Config, timeout: Duration) -> Result<OvnSources, MonitoredDbError> {
         let ovs_conn = &config.default.ovsdb_connection;
-        let ovs = Source {
+        let ovs = MonitoredDb {
             database: obgp_ovn::OVS_DB,
             client: Client::start(ClientConfig::new(
                 remotes("[DEFAULT] ovsdb_connection", ovs_conn)?,
@@ -73,7 +73,7 @@ impl OvnSources {
                         snap.ovs
                             .ovn_remote
                             .clone()
-                            .ok_or(SourceError::NoSbConnection)?
+                            .ok_or(MonitoredDbError::NoSbConnection)?
                     }
                 };
                 ovn_client(
@@ -93,7 +93,7 @@ impl OvnSources {
                 "[ovn] ovn_nb_connection",
                 o.ovn_nb_connection
                     .as_deref()
-                    .ok_or(SourceError::NoNbConnection)?,
+                    .ok_or(MonitoredDbError::NoNbConnection)?,
                 obgp_ovn::NB_DB,
                 match &port_conditions {
                     // The first request already asks for this node's ports
@@ -139,7 +139,7 @@ impl OvnSources {
     }
 
     /// Waits until every database delivered its initial dump.
-    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), SourceError> {
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), MonitoredDbError> {
         self.ovn.wait_synced(timeout).await?;
         self.ovs.wait_synced(timeout).await?;
         match &self.local_nb {
@@ -151,10 +151,10 @@ impl OvnSources {
     /// What the next reconcile reads: the maintained snapshot brought up to
     /// date with every change received so far (see [`SnapshotFollower`]),
     /// with what changed since the last call.
-    pub fn inputs(&self) -> Inputs {
+    pub fn inputs(&self) -> ReconcileInputs {
         let mut maintained = self.maintained();
         let caught = maintained.catch_up(self.ovn.client.cache(), self.ovs.client.cache());
-        Inputs {
+        ReconcileInputs {
             ofports: ofports(&caught.raw_ovs),
             raw_ovn: caught.raw_ovn,
             snapshot: caught.snapshot,
@@ -194,7 +194,7 @@ impl OvnSources {
     /// [`OvnSources::inputs`], with a conditional NB monitor once its port
     /// conditions converged ([`PortConditions::converged`]): what
     /// every reconcile and one-shot command computes from.
-    pub async fn converged_inputs(&self) -> Result<Inputs, SourceError> {
+    pub async fn converged_inputs(&self) -> Result<ReconcileInputs, MonitoredDbError> {
         // Each round reads the inputs (and takes their changes) again:
         // the rounds' changes add up.
         let changes = Mutex::new(NbChanges::none());
@@ -215,14 +215,14 @@ impl OvnSources {
                     inputs.changes = changes.into_inner().unwrap_or_else(|p| p.into_inner());
                     inputs
                 })
-                .map_err(SourceError::Conditions),
+                .map_err(MonitoredDbError::Conditions),
             None => Ok(self.inputs()),
         }
     }
 }
 
 /// What one reconcile reads from the databases.
-pub struct Inputs {
+pub struct ReconcileInputs {
     /// The raw cache of the OVN database the driver reads (NB or SB): the
     /// event filters' agent view reads raw rows.
     pub raw_ovn: obgp_ovsdb_data::DbSnapshot,

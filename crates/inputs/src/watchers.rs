@@ -8,8 +8,8 @@ use std::sync::Arc;
 use obgp_events::Filters;
 use tokio::sync::{broadcast, watch};
 
-use super::reason::Reason;
-use super::triggers;
+use super::event_match;
+use super::trigger::Trigger;
 use super::view::FilterView;
 
 /// Where the watchers hand their triggers: the loop's work queue
@@ -18,7 +18,7 @@ use super::view::FilterView;
 pub trait TriggerSink: Send + 'static {
     /// Asks for a reconcile for `reason`. Returns false once the receiving
     /// side is gone (shutdown), which ends the watcher.
-    fn trigger(&self, reason: Reason) -> bool;
+    fn trigger(&self, reason: Trigger) -> bool;
 }
 
 /// Feeds every change of the driver's OVN database through the driver's event filters; a match
@@ -34,9 +34,9 @@ pub fn event_filter(
             match changes.recv().await {
                 Ok(change) => {
                     let current = view.borrow().clone();
-                    for class in triggers::reasons(&filters, &change, current.as_ref()) {
+                    for class in event_match::reasons(&filters, &change, current.as_ref()) {
                         tracing::debug!(class, table = %change.table, uuid = %change.uuid, "event matched");
-                        sched.trigger(Reason::Event {
+                        sched.trigger(Trigger::Event {
                             class,
                             table: change.table.to_string(),
                         });
@@ -45,7 +45,7 @@ pub fn event_filter(
                 // Lost changes: a full reconcile sees everything anyway.
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(lost = n, "event stream lagged; reconciling in full");
-                    sched.trigger(Reason::Resync {
+                    sched.trigger(Trigger::Resync {
                         database: obgp_ovn::NB_DB.into(),
                     });
                 }
@@ -66,7 +66,7 @@ pub fn netlink_overrun(
         while overruns.changed().await.is_ok() {
             let n = *overruns.borrow_and_update();
             tracing::warn!(overruns = n, "netlink overrun; reconciling in full");
-            if !sched.trigger(Reason::NetlinkOverrun) {
+            if !sched.trigger(Trigger::NetlinkOverrun) {
                 return;
             }
         }
@@ -87,13 +87,13 @@ pub fn every_change(
         loop {
             match changes.recv().await {
                 Ok(change) => {
-                    sched.trigger(Reason::Event {
+                    sched.trigger(Trigger::Event {
                         class,
                         table: change.table.to_string(),
                     });
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    sched.trigger(Reason::Resync {
+                    sched.trigger(Trigger::Resync {
                         database: database.into(),
                     });
                 }
@@ -114,7 +114,7 @@ pub fn resync(
         while generation.changed().await.is_ok() {
             let now = *generation.borrow_and_update();
             if now > seen && now > 1 {
-                sched.trigger(Reason::Resync {
+                sched.trigger(Trigger::Resync {
                     database: database.into(),
                 });
             }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use obgp_config::{AdvertisementMethod, Config, Driver};
 use obgp_desired::{desired_state, Desired, NodeFacts};
-use obgp_inputs::{Inputs, OvnSources};
+use obgp_inputs::{OvnSources, ReconcileInputs};
 use obgp_ovsdb_data::{DbSnapshot, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
 use obgp_topogen::{Params, Topology};
@@ -162,7 +162,7 @@ fn marker(step: usize) -> String {
 }
 
 /// Waits until `sources`' cache holds step `n`'s transaction.
-async fn landed(sources: &OvnSources, n: usize) -> Inputs {
+async fn landed(sources: &OvnSources, n: usize) -> ReconcileInputs {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let inputs = sources.inputs();
@@ -183,7 +183,7 @@ async fn landed(sources: &OvnSources, n: usize) -> Inputs {
     }
 }
 
-fn desired(inputs: &Inputs, config: &Config) -> Desired {
+fn desired(inputs: &ReconcileInputs, config: &Config) -> Desired {
     desired_state(&inputs.snapshot, config, &NodeFacts::default()).expect("desired state")
 }
 

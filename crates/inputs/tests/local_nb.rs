@@ -10,7 +10,7 @@ use std::time::Duration;
 use obgp_config::Config;
 use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
 use obgp_inputs::{LocalNbError, LocalNbSource};
-use obgp_localnb::{LocalNb, Observed, Table};
+use obgp_localnb::{LocalNb, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -66,8 +66,8 @@ async fn the_writer_creates_keeps_and_removes_rows_on_a_real_local_nb() {
     assert!(!first.is_empty() && first.problems.is_empty(), "{first}");
     // The monitor shows the rows as soon as write returns.
     let seen = local.observed();
-    for t in Table::ALL {
-        let foreign = usize::from(t == Table::LogicalSwitch);
+    for t in NbTable::ALL {
+        let foreign = usize::from(t == NbTable::LogicalSwitch);
         assert_eq!(
             seen[t.name()].len(),
             desired.rows_of(t).count() + foreign,
@@ -108,8 +108,8 @@ async fn the_writer_creates_keeps_and_removes_rows_on_a_real_local_nb() {
     let deadline = tokio::time::Instant::now() + SYNC;
     loop {
         let after = local.observed();
-        let matches = Table::ALL.iter().all(|t| {
-            let foreign = usize::from(*t == Table::LogicalSwitch);
+        let matches = NbTable::ALL.iter().all(|t| {
+            let foreign = usize::from(*t == NbTable::LogicalSwitch);
             after[t.name()].len() == fewer.rows_of(*t).count() + foreign
         });
         if matches {

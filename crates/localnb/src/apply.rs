@@ -1,17 +1,17 @@
 //! Applies planned operations to observed rows in memory, as ovsdb-server
 //! would (named uuids, strong-reference garbage collection, weak
-//! references cleared): the model the planner's tests converge on, and a
+//! references cleared): the stand-in the planner's tests converge on, and a
 //! preview for `plan`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use obgp_ovsdb_data::{Atom, Columns, Datum, Row, Str, Uuid};
 
-use crate::model::{Table, OWNER_KEY, OWNER_VALUE};
 use crate::plan::{NbOp, Observed, Target};
+use crate::rows::{NbTable, OWNER_KEY, OWNER_VALUE};
 
 /// The weak references the agent's tables hold: (table, column).
-const WEAK: &[(Table, &str)] = &[(Table::LogicalRouterStaticRoute, "bfd")];
+const WEAK: &[(NbTable, &str)] = &[(NbTable::LogicalRouterStaticRoute, "bfd")];
 
 fn set_column(row: &mut Row, column: &str, d: Datum) {
     row.columns.insert(Str::from(column), d);
@@ -38,7 +38,7 @@ fn target_uuid(t: &Target, names: &HashMap<String, Uuid>) -> Option<Uuid> {
     }
 }
 
-/// An operation the in-memory model could not apply.
+/// An operation the in-memory application could not apply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{op}: {reason}")]
 pub struct ApplyError {
@@ -57,7 +57,7 @@ fn fail(op: &NbOp, reason: impl Into<String>) -> ApplyError {
 /// Applies `ops` to `db` (one transaction). New rows get fresh uuids above
 /// every uuid already present. Errors name the operation that could not
 /// be applied (a row gone, a column that does not decode).
-pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
+pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
     let mut next = db
         .values()
         .flat_map(|t| t.keys())
@@ -163,7 +163,7 @@ pub fn apply_model(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError> {
 
 fn row_mut<'a>(
     db: &'a mut Observed,
-    t: Table,
+    t: NbTable,
     u: Uuid,
     op: &NbOp,
 ) -> Result<&'a mut Row, ApplyError> {
@@ -178,7 +178,7 @@ fn row_mut<'a>(
 fn collect_garbage(db: &mut Observed) {
     loop {
         let mut referenced: HashSet<Uuid> = HashSet::new();
-        for t in Table::ALL {
+        for t in NbTable::ALL {
             let Some((pt, col)) = t.parent() else {
                 continue;
             };
@@ -187,7 +187,7 @@ fn collect_garbage(db: &mut Observed) {
             }
         }
         let mut removed = false;
-        for t in Table::ALL.into_iter().filter(|t| !t.is_root()) {
+        for t in NbTable::ALL.into_iter().filter(|t| !t.is_root()) {
             if let Some(rows) = db.get_mut(t.name()) {
                 let before = rows.len();
                 rows.retain(|u, _| referenced.contains(u));

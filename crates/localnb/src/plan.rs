@@ -10,7 +10,7 @@ use std::fmt;
 use obgp_ovsdb_data::{Datum, Row, Uuid};
 use serde_json::{json, Value as Json};
 
-use crate::model::{LocalNb, LocalRow, RowKey, Table, Value, OWNER_KEY, OWNER_VALUE};
+use crate::rows::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
 
 /// The observed local NB: table name → uuid → row, as the ovsdb crate's
 /// cache holds it. Tables the agent does not write are ignored.
@@ -269,7 +269,7 @@ struct Index<'a> {
     parent: HashMap<Uuid, (Uuid, RowKey, &'static str)>,
 }
 
-fn key_values(table: Table, row: &Row) -> Option<Vec<String>> {
+fn key_values(table: NbTable, row: &Row) -> Option<Vec<String>> {
     table
         .key_columns()
         .iter()
@@ -286,11 +286,11 @@ fn marked(row: &Row) -> bool {
 
 impl<'a> Index<'a> {
     fn build(observed: &'a Observed, desired: &LocalNb, problems: &mut Vec<String>) -> Self {
-        let rows = |t: Table| observed.get(t.name()).into_iter().flatten();
+        let rows = |t: NbTable| observed.get(t.name()).into_iter().flatten();
         // Parents first: per-parent keys need the parent's name.
         let mut parent: HashMap<Uuid, (Uuid, RowKey, &'static str)> = HashMap::new();
         let mut parent_name: HashMap<Uuid, String> = HashMap::new();
-        for t in Table::ALL {
+        for t in NbTable::ALL {
             let Some((pt, col)) = t.parent() else {
                 continue;
             };
@@ -312,15 +312,15 @@ impl<'a> Index<'a> {
             parent,
         };
         let mut owned_ports: HashSet<String> = desired
-            .rows_of(Table::LogicalRouterPort)
+            .rows_of(NbTable::LogicalRouterPort)
             .filter_map(|r| r.columns.get("name").and_then(Value::key_text))
             .collect();
-        for (_, lrp) in rows(Table::LogicalRouterPort) {
+        for (_, lrp) in rows(NbTable::LogicalRouterPort) {
             if let (true, Some(n)) = (marked(lrp), lrp.str("name")) {
                 owned_ports.insert(n.to_string());
             }
         }
-        for t in Table::ALL {
+        for t in NbTable::ALL {
             for (u, row) in rows(t) {
                 let Some(values) = key_values(t, row) else {
                     problems.push(format!("{} row {u}: no key columns, left alone", t.name()));
@@ -440,7 +440,7 @@ pub fn plan(desired: &LocalNb, observed: &Observed) -> LocalNbPlan {
     let mut ops = Vec::new();
     // Children to attach to existing parents: (parent key, column) → children.
     let mut attach: BTreeMap<(RowKey, &'static str), Vec<(RowKey, Target)>> = BTreeMap::new();
-    for table in Table::ALL {
+    for table in NbTable::ALL {
         for want in desired.rows_of(table) {
             match idx.by_key.get(&want.key) {
                 None => {

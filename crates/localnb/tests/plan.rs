@@ -1,7 +1,7 @@
 //! The local-NB planner on plain values: small desired sets against
 //! hand-written observed rows.
 
-use obgp_localnb::{apply_model, plan, LocalNb, LocalRow, NbOp, Observed, Table, Value};
+use obgp_localnb::{apply_in_memory, plan, LocalNb, LocalRow, NbOp, NbTable, Observed, Value};
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::json;
 
@@ -17,12 +17,12 @@ fn owned() -> serde_json::Value {
 fn router_with_port() -> LocalNb {
     let mut nb = LocalNb::default();
     let lr = nb.insert(LocalRow::new(
-        Table::LogicalRouter,
+        NbTable::LogicalRouter,
         None,
         vec![("name", Value::Str("bgp-router".into()))],
     ));
     let p = nb.insert(LocalRow::new(
-        Table::LogicalRouterPort,
+        NbTable::LogicalRouterPort,
         None,
         vec![
             ("name", Value::Str("p1".into())),
@@ -52,14 +52,16 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
     );
     let p = plan(&desired, &db);
     assert_eq!(p.ops.len(), 2, "{p}");
-    assert!(matches!(&p.ops[0], NbOp::Insert { key, .. } if key.table == Table::LogicalRouterPort));
+    assert!(
+        matches!(&p.ops[0], NbOp::Insert { key, .. } if key.table == NbTable::LogicalRouterPort)
+    );
     assert!(
         matches!(&p.ops[1], NbOp::AddChildren { uuid, column: "ports", .. } if *uuid == Uuid(1))
     );
     let wire = p.ops[1].wire();
     assert_eq!(wire["op"], "mutate");
     assert_eq!(wire["mutations"][0][1], "insert");
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert!(plan(&desired, &db).is_empty());
 }
 
@@ -67,7 +69,7 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
 fn an_owned_duplicate_is_deleted_and_a_foreign_one_is_kept() {
     let mut desired = LocalNb::default();
     desired.insert(LocalRow::new(
-        Table::LogicalSwitch,
+        NbTable::LogicalSwitch,
         None,
         vec![("name", Value::Str("local".into()))],
     ));
@@ -100,7 +102,7 @@ fn a_deleted_router_takes_its_children_without_ops_of_their_own() {
     let p = plan(&LocalNb::default(), &db);
     assert_eq!(p.ops.len(), 1, "{p}");
     assert!(matches!(&p.ops[0], NbOp::Delete { uuid, .. } if *uuid == Uuid(1)));
-    apply_model(&mut db, &p.ops).unwrap();
+    apply_in_memory(&mut db, &p.ops).unwrap();
     assert!(db.values().all(|t| t.is_empty()), "{db:?}");
 }
 
@@ -125,11 +127,11 @@ fn an_update_names_only_the_changed_columns_and_prints_them() {
     let desired = router_with_port();
     let mut db = Observed::new();
     let first = plan(&desired, &db);
-    apply_model(&mut db, &first.ops).unwrap();
+    apply_in_memory(&mut db, &first.ops).unwrap();
     let port = *db["Logical_Router_Port"].keys().next().unwrap();
     let mut changed = desired.clone();
     let key = changed
-        .rows_of(Table::LogicalRouterPort)
+        .rows_of(NbTable::LogicalRouterPort)
         .next()
         .unwrap()
         .key
@@ -167,7 +169,7 @@ fn the_monitor_covers_every_table_written_bfd_included_and_they_exist_in_the_nb_
     let spec = obgp_localnb::monitor_spec();
     let parsed = obgp_ovsdb_data::DatabaseSchema::from_json(&schema).unwrap();
     let monitored: Vec<&str> = spec.tables_in(&parsed).collect();
-    for t in Table::ALL {
+    for t in NbTable::ALL {
         let table = &schema["tables"][t.name()];
         assert!(table.is_object(), "{t} is in the OVN NB schema");
         assert_eq!(
@@ -196,7 +198,7 @@ fn applying_an_op_on_a_row_that_is_gone_is_an_error_naming_the_op() {
         vec![(1, json!({"name": "bgp-router", "external_ids": owned()}))],
     );
     let p = plan(&desired, &db);
-    let e = apply_model(&mut Observed::new(), &p.ops).unwrap_err();
+    let e = apply_in_memory(&mut Observed::new(), &p.ops).unwrap_err();
     assert!(e.op.starts_with("mutate Logical_Router bgp-router"), "{e}");
     assert_eq!(e.reason, "no such row");
 }

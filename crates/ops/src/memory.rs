@@ -12,7 +12,7 @@
 //!
 //! `malloc_trim(0)` walks every arena and `madvise`s its free pages away
 //! (glibc >= 2.8). The run loop calls it after each reconcile that follows
-//! a full dump ([`obgp_inputs::Reason::follows_full_dump`]), and otherwise after a
+//! a full dump ([`obgp_inputs::Trigger::follows_full_dump`]), and otherwise after a
 //! reconcile at most every [`TRIM_PERIOD`]: trimming only after dumps left
 //! RSS climbing back by ~4 MiB a minute under churn (freed chunks reused
 //! fault their pages in again, and the periodic full recompute of the

@@ -23,7 +23,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
 use super::report::ReconcileReport;
-use obgp_inputs::Reason;
+use obgp_inputs::Trigger;
 use obgp_inputs::TriggerBatch;
 
 type Labels1 = [(&'static str, String); 1];
@@ -116,20 +116,20 @@ pub fn unix_now() -> f64 {
 /// The `reason` label of a trigger: its kind, never its details (an
 /// event's class has a counter of its own; a database name is in the
 /// `ovsdb_*` series).
-pub fn reason_label(reason: &Reason) -> &'static str {
+pub fn reason_label(reason: &Trigger) -> &'static str {
     match reason {
-        Reason::Startup => "startup",
-        Reason::Event { .. } => "event",
-        Reason::Periodic => "periodic",
-        Reason::FrrCheck => "frr_check",
-        Reason::Resync { .. } => "resync",
-        Reason::NetlinkOverrun => "netlink_overrun",
-        Reason::Manual => "manual",
-        Reason::Retry => "retry",
-        Reason::Drift => "drift",
-        Reason::DesiredMismatch => "desired_mismatch",
-        Reason::CommandsSettled => "commands_settled",
-        Reason::UnnotifiedSideEffects => "unnotified_side_effects",
+        Trigger::Startup => "startup",
+        Trigger::Event { .. } => "event",
+        Trigger::Periodic => "periodic",
+        Trigger::FrrCheck => "frr_check",
+        Trigger::Resync { .. } => "resync",
+        Trigger::NetlinkOverrun => "netlink_overrun",
+        Trigger::Manual => "manual",
+        Trigger::Retry => "retry",
+        Trigger::Drift => "drift",
+        Trigger::DesiredMismatch => "desired_mismatch",
+        Trigger::CommandsSettled => "commands_settled",
+        Trigger::UnnotifiedSideEffects => "unnotified_side_effects",
     }
 }
 
@@ -372,7 +372,7 @@ impl Metrics {
                 .inc();
         }
         for (reason, n) in &batch.reasons {
-            if let Reason::Event { class, .. } = reason {
+            if let Trigger::Event { class, .. } = reason {
                 self.triggers
                     .get_or_create(&[("class", (*class).into())])
                     .inc_by(*n as u64);

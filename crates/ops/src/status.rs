@@ -26,14 +26,14 @@ use obgp_plan::Actual;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use obgp_inputs::Source;
+use obgp_inputs::MonitoredDb;
 
 pub use rows::RowInfo;
 
 /// Who computed a [`Status`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub enum ComputedBy {
     /// The running daemon: its last desired state against the node now.
     Daemon,
     /// The `status` command itself, from the live databases and node.
@@ -45,7 +45,7 @@ pub enum Origin {
 /// What this node exposes and why, and the agent's health.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Status {
-    pub origin: Origin,
+    pub origin: ComputedBy,
     pub driver: String,
     pub exposing_method: String,
     /// This node's name in the rows the driver reads (system-id or hostname).
@@ -159,7 +159,7 @@ pub struct Probe {
 }
 
 /// The values the exposure list is computed from.
-pub struct Inputs<'a> {
+pub struct StatusInputs<'a> {
     pub config: &'a Config,
     pub snapshot: &'a Snapshot,
     pub desired: &'a Desired,
@@ -171,7 +171,7 @@ pub struct Inputs<'a> {
 
 /// The exposed IPs and prefixes with their rows, wiring and whether the
 /// node holds them, and the VNIs of an EVPN driver.
-pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
+pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
     let holds = HoldsIndex::new(i.node, i.actual);
     let rows = rows::Lookup::new(i.snapshot, i.config);
     let entry = |prefix: IpNet, kind, rows: Vec<RowInfo>, wiring| {
@@ -289,7 +289,7 @@ pub fn exposures(i: &Inputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
     (out, vnis)
 }
 
-fn underlay_wiring(i: &Inputs<'_>, e: &ExposedIp) -> Wiring {
+fn underlay_wiring(i: &StatusInputs<'_>, e: &ExposedIp) -> Wiring {
     let vrf = Some(i.desired.vrf.to_string());
     let Some(w) = &e.wiring else {
         // The host method's tenant IPs: announced only, OVN routes them
@@ -319,7 +319,7 @@ fn bridge_table(actual: &Actual, bridge: &str) -> (Option<String>, Option<u32>) 
 
 /// A status with no exposure computed: the daemon before its first
 /// reconcile.
-pub fn health_only(config: &Config, origin: Origin, health: Health) -> Status {
+pub fn health_only(config: &Config, origin: ComputedBy, health: Health) -> Status {
     Status {
         origin,
         driver: config.default.driver.as_str().to_string(),
@@ -333,7 +333,7 @@ pub fn health_only(config: &Config, origin: Origin, health: Health) -> Status {
 }
 
 /// The whole status from its inputs and the health part.
-pub fn status(i: &Inputs<'_>, origin: Origin, chassis: String, health: Health) -> Status {
+pub fn status(i: &StatusInputs<'_>, origin: ComputedBy, chassis: String, health: Health) -> Status {
     let (exposed, vnis) = exposures(i);
     Status {
         exposed,
@@ -348,7 +348,7 @@ pub fn status(i: &Inputs<'_>, origin: Origin, chassis: String, health: Health) -
 pub type Reply = oneshot::Sender<Status>;
 
 /// A database's connection as `status` shows it.
-pub fn db_health(source: &Source, last_update_unix: Option<f64>) -> DbHealth {
+pub fn db_health(source: &MonitoredDb, last_update_unix: Option<f64>) -> DbHealth {
     DbHealth {
         database: source.database.to_string(),
         connected_to: source.client.connected_to(),

@@ -16,9 +16,9 @@ use super::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
 use super::probes::{not_converged, ProbeBounds, Progress};
 use super::report::ReconcileReport;
 use obgp_inputs::TriggerBatch;
-use obgp_inputs::{OvnSources, Source};
+use obgp_inputs::{MonitoredDb, OvnSources};
 
-use super::status::{db_health, health_only, Health, LastReconcile, Origin, Probe, Reply};
+use super::status::{db_health, health_only, ComputedBy, Health, LastReconcile, Probe, Reply};
 
 pub struct Telemetry {
     pub metrics: Metrics,
@@ -132,7 +132,7 @@ impl Telemetry {
     }
 }
 
-fn status(source: &Source) -> DbStatus {
+fn status(source: &MonitoredDb) -> DbStatus {
     DbStatus {
         database: source.database,
         connected: source.client.connected_to().is_some(),
@@ -166,7 +166,7 @@ impl Endpoints for Telemetry {
             let status = match tx {
                 // Before the loop takes requests (waiting for the
                 // databases, connecting to the node): the health only.
-                None => health_only(&self.config, Origin::Daemon, self.health()),
+                None => health_only(&self.config, ComputedBy::Daemon, self.health()),
                 Some(tx) => {
                     let (reply, answer) = oneshot::channel();
                     if tx.send(reply).await.is_err() {
@@ -188,7 +188,10 @@ impl Endpoints for Telemetry {
 
 /// Sets the `ovsdb_last_update_timestamp_seconds` of `source` whenever its
 /// cache publishes a snapshot (one store per update batch).
-pub fn spawn_update_clock(telemetry: &Telemetry, source: &Source) -> tokio::task::JoinHandle<()> {
+pub fn spawn_update_clock(
+    telemetry: &Telemetry,
+    source: &MonitoredDb,
+) -> tokio::task::JoinHandle<()> {
     let gauge = telemetry.metrics.db_update_clock(source.database);
     let mut updates: watch::Receiver<DbSnapshot> = source.client.cache().watch();
     gauge.set(unix_now());

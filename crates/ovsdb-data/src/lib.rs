@@ -31,5 +31,5 @@ pub use datum::{Atom, Columns, Datum, DatumError, Row, Str, Uuid};
 pub use error::DataError;
 pub use monitor_spec::{Condition, MonitorSpec, TableMonitor};
 pub use schema::DatabaseSchema;
-pub use snapshot::{Applied, Change, ChangeKind, DbSnapshot, DbTable};
+pub use snapshot::{AppliedUpdate, Change, ChangeKind, DbSnapshot, DbTable};
 pub use wire::RowFault;

@@ -146,16 +146,16 @@ impl DbSnapshot {
 
     /// As [`DbSnapshot::apply`], but a row that is malformed or does not fit
     /// the schema (an unknown column, a value of the wrong type), and a
-    /// table the schema lacks, are left out into [`Applied::skipped`]
+    /// table the schema lacks, are left out into [`AppliedUpdate::skipped`]
     /// while the rest applies. A row left out keeps the version this
     /// snapshot has of it, if any (a bad modify changes nothing). Only a
     /// batch that contradicts the cache (a modify or delete of a row it does
     /// not have) fails: the cache is out of step and must resync.
-    pub fn apply_skipping_bad_rows(&self, updates: TableUpdates) -> Result<Applied> {
+    pub fn apply_skipping_bad_rows(&self, updates: TableUpdates) -> Result<AppliedUpdate> {
         self.apply_rows(updates, Faults::Skip)
     }
 
-    fn apply_rows(&self, updates: TableUpdates, faults: Faults) -> Result<Applied> {
+    fn apply_rows(&self, updates: TableUpdates, faults: Faults) -> Result<AppliedUpdate> {
         let mut next = self.clone();
         let mut changes = Vec::with_capacity(updates.row_count());
         let mut skipped = Vec::new();
@@ -205,7 +205,7 @@ impl DbSnapshot {
                 }
             }
         }
-        Ok(Applied {
+        Ok(AppliedUpdate {
             snapshot: next,
             changes,
             skipped,
@@ -235,8 +235,8 @@ impl DbSnapshot {
         &self,
         empty: DbSnapshot,
         dump: TableUpdates,
-    ) -> Result<Applied> {
-        let Applied {
+    ) -> Result<AppliedUpdate> {
+        let AppliedUpdate {
             snapshot: mut next,
             skipped,
             ..
@@ -255,7 +255,7 @@ impl DbSnapshot {
             }
         }
         let (snapshot, changes) = self.changes_to(next);
-        Ok(Applied {
+        Ok(AppliedUpdate {
             snapshot,
             changes,
             skipped,
@@ -333,7 +333,7 @@ impl DbSnapshot {
 
 /// What [`DbSnapshot::apply_skipping_bad_rows`] did.
 #[derive(Debug)]
-pub struct Applied {
+pub struct AppliedUpdate {
     /// The snapshot with the good rows applied.
     pub snapshot: DbSnapshot,
     /// Their changes.

@@ -54,7 +54,7 @@ use crate::rpc::transport::Remote;
 use crate::server_db;
 use crate::tls::TlsSettings;
 use obgp_ovsdb_data::schema::DatabaseSchema;
-use obgp_ovsdb_data::{Applied, DataError, DbSnapshot};
+use obgp_ovsdb_data::{AppliedUpdate, DataError, DbSnapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 
 /// Everything a [`Client`] needs.
@@ -537,7 +537,7 @@ impl Runner {
     /// Publishes an applied batch; logs the rows it left out (the first
     /// few by name, so a server sending thousands of bad rows cannot flood
     /// the log) and counts them.
-    fn publish(&self, applied: Applied) {
+    fn publish(&self, applied: AppliedUpdate) {
         let db = &self.config.database;
         let n = applied.skipped.len();
         for fault in applied.skipped.iter().take(LOGGED_FAULTS) {

@@ -1,5 +1,5 @@
 //! The event-scoped plan against the full one over random histories: a
-//! model node converged on the settled desired state, port changes (and
+//! simulated node converged on the settled desired state, port changes (and
 //! some others) on a topogen topology, the desired state computed through
 //! the [`Pipeline`] (patched when only ports changed), and each time the
 //! plan of the changed keys ([`PlanScope::Changes`]) must give the whole
@@ -14,7 +14,7 @@ use obgp_desired::{Computed, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, MacAddr, NodeChanges};
 use obgp_pipeline::{Judged, NodePlan, Pipeline, PlanScope};
 use obgp_plan::plan::plan_after;
-use obgp_plan::{Actual, ActualLink, ModelNode, Plan};
+use obgp_plan::{Actual, ActualLink, Plan, SimulatedNode};
 use proptest::prelude::*;
 use world::{config, method, World};
 
@@ -41,7 +41,7 @@ fn bare(d: &DesiredNode) -> Actual {
 }
 
 /// Applies `plan`'s ops; every one must succeed and leave `d` held.
-fn apply(node: &mut ModelNode, plan: &obgp_plan::Plan, d: &DesiredNode, what: &str) {
+fn apply(node: &mut SimulatedNode, plan: &obgp_plan::Plan, d: &DesiredNode, what: &str) {
     let start = node.log.len();
     node.apply_all(plan.ops());
     let failed: Vec<_> = node.log[start..]
@@ -104,7 +104,7 @@ fn history(
         .expect("supported");
     assert_eq!(computed.how, Computed::Full);
     let start = computed.node.clone();
-    let mut node = ModelNode::new(bare(&start));
+    let mut node = SimulatedNode::new(bare(&start));
     let first = plan(&pipeline, &node.actual, PlanScope::Whole);
     assert_eq!(first.judged, Judged::Whole);
     apply(&mut node, &first.plan, &start, "start");

@@ -1,6 +1,6 @@
 //! `Actual`: what the node holds, in the parts the agent reads or owns.
 //!
-//! The observer fills it from the kernel, OVS and FRR; the model node fills it
+//! The observer fills it from the kernel, OVS and FRR; the simulated node fills it
 //! from a scenario's `initial_node`. It (de)serialises in the scenarios' node
 //! state shape (`fixtures/conformance/scenarios/README.md`), so golden states
 //! load into it directly and our states print the same way.

@@ -1,14 +1,14 @@
 //! The single writer: runs a [`Plan`] against a node ([`NodeIo`]: the real
-//! kernel in obgp-node, or the [`ModelNode`]), one op at a time, logging and
+//! kernel in obgp-node, or the [`SimulatedNode`]), one op at a time, logging and
 //! counting each outcome. An announcement whose wiring failed is not made
 //! (O1); any other failure leaves the rest of the plan running, and the next
 //! reconcile retries.
 
 use obgp_netmodel::IpNet;
 
-use crate::model::ModelNode;
 use crate::op::Op;
 use crate::plan::{Group, Plan};
+use crate::simulated::SimulatedNode;
 
 /// How a node took an op it did not refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub trait NodeIo {
     async fn apply_op(&mut self, op: &Op) -> Result<Applied, String>;
 }
 
-impl NodeIo for ModelNode {
+impl NodeIo for SimulatedNode {
     async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
         let r = self.apply(op);
         self.log.push((op.clone(), r));
@@ -134,13 +134,13 @@ mod tests {
         DevName::new(s).unwrap()
     }
 
-    /// Runs a future that never waits: the model node answers at once.
+    /// Runs a future that never waits: the simulated node answers at once.
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
         let mut f = std::pin::pin!(f);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match f.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(out) => out,
-            std::task::Poll::Pending => panic!("the model node never waits"),
+            std::task::Poll::Pending => panic!("the simulated node never waits"),
         }
     }
 
@@ -180,7 +180,7 @@ mod tests {
             ],
             ..Plan::default()
         };
-        let mut node = ModelNode::new(Actual::default());
+        let mut node = SimulatedNode::new(Actual::default());
         let report = block_on(apply_plan(&mut node, &plan));
         assert_eq!(report.failed.len(), 2, "{report:?}");
         assert_eq!(report.held_back.len(), 1);
@@ -211,7 +211,7 @@ mod tests {
             .collect(),
             ..Plan::default()
         };
-        let mut node = ModelNode::new(
+        let mut node = SimulatedNode::new(
             serde_json::from_value(serde_json::json!({
                 "links": [{"name": "br-ex", "type": "bridge", "state": "up"}]
             }))

@@ -11,7 +11,7 @@ use obgp_netmodel::{
     ProxyNeighbour, Route, RouteType, Rule, TableRef,
 };
 use obgp_plan::plan::{plan_after, plan_changes, Coverage, Plan};
-use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, ModelNode};
+use obgp_plan::{Actual, ActualLink, KernelRoute, KernelRule, SimulatedNode};
 use proptest::prelude::*;
 use support::{announcing_node, dev, existing, CLASSES};
 
@@ -157,7 +157,7 @@ fn bare() -> Actual {
 
 /// The node after the agent converged it on `d`.
 fn converged(d: &DesiredNode) -> Actual {
-    let mut m = ModelNode::new(bare());
+    let mut m = SimulatedNode::new(bare());
     let p = plan_after(d, None, &m.actual).unwrap();
     m.apply_all(p.ops());
     let failed: Vec<_> = m.log.iter().filter(|(_, r)| r.is_err()).collect();

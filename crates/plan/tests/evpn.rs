@@ -6,12 +6,12 @@ use std::collections::BTreeSet;
 
 use obgp_netmodel::{proto, scope, BridgePort, DesiredNode, EvpnCleanup, LinkKind, RouteType};
 use obgp_plan::plan::{order_violations, plan};
-use obgp_plan::{Actual, FrrEvpnVrf, KernelRoute, ModelNode, Op};
+use obgp_plan::{Actual, FrrEvpnVrf, KernelRoute, Op, SimulatedNode};
 use support::dev;
 
 mod support;
 
-fn add(m: &mut ModelNode, name: &str, kind: LinkKind, master: Option<&str>) {
+fn add(m: &mut SimulatedNode, name: &str, kind: LinkKind, master: Option<&str>) {
     m.apply(&Op::AddLink {
         name: dev(name),
         kind,
@@ -44,7 +44,7 @@ fn route(table: u32, dst: &str, dev_name: Option<&str>) -> KernelRoute {
 /// that look like EVPN ones: `br-foo`, `vrf-blue` (table 77), a lone
 /// `lo-1`, and a `vrf-2002` with table 2002 but no VXLAN structure.
 fn node() -> Actual {
-    let mut m = ModelNode::new(Actual::default());
+    let mut m = SimulatedNode::new(Actual::default());
     add(&mut m, "vrf-1001", LinkKind::Vrf { table: 1001 }, None);
     add(&mut m, "br-1001", LinkKind::Bridge, Some("vrf-1001"));
     let vxlan = LinkKind::Vxlan {
@@ -223,7 +223,7 @@ fn evpn_a_wanted_vxlan_gets_its_bridge_port_flags_once() {
         }],
         "{p}"
     );
-    let mut m = ModelNode::new(a);
+    let mut m = SimulatedNode::new(a);
     for op in p.ops() {
         m.apply(op).unwrap();
     }

@@ -1,5 +1,5 @@
 //! The planner against the golden scenarios' node states, with desired states
-//! built by hand for the NB provider-VM cases, applied to the model node.
+//! built by hand for the NB provider-VM cases, applied to the simulated node.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,7 @@ use obgp_netmodel::{
 };
 use obgp_plan::compare::differences;
 use obgp_plan::plan::{order_violations, plan, plan_after, Group, PlanError};
-use obgp_plan::{Actual, ModelNode, Op};
+use obgp_plan::{Actual, Op, SimulatedNode};
 use support::{announcing_node, dev, existing};
 
 mod support;
@@ -178,7 +178,7 @@ fn apply(actual: &Actual, desired: &DesiredNode) -> (Actual, Vec<Op>) {
         "{:?}",
         order_violations(&p.steps)
     );
-    let mut m = ModelNode::new(actual.clone());
+    let mut m = SimulatedNode::new(actual.clone());
     m.apply_all(p.ops());
     assert!(m.failures().is_empty(), "model rejected ops: {:?}", m.log);
     (m.actual, p.ops().cloned().collect())
@@ -260,7 +260,7 @@ fn missed_withdraw_is_cleaned_by_sync_including_neighbours_and_proxy() {
         .position(|o| matches!(o, Op::DelRule { .. } | Op::DelRoute { .. }))
         .unwrap();
     assert!(last_withdraw < first_unwire, "{p}");
-    let mut m = ModelNode::new(before);
+    let mut m = SimulatedNode::new(before);
     m.apply_all(p.ops());
     assert!(m.failures().is_empty(), "{:?}", m.log);
     // Upstream leaves the neighbours and the proxy entry; we remove them.
@@ -352,7 +352,7 @@ fn leftovers_are_withdrawn_gateway_then_subnet_then_lb() {
         previous.addresses.insert(a.clone(), class);
         actual_ops.push(Op::AddAddress(a));
     }
-    let mut m = ModelNode::new(node(&s["final_node"]));
+    let mut m = SimulatedNode::new(node(&s["final_node"]));
     m.actual.addresses.clear();
     m.apply_all(&actual_ops);
     let p = plan_after(&base("br-ex"), Some(&previous), &m.actual).unwrap();

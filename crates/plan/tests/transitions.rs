@@ -1,5 +1,5 @@
 //! Property: from the node any desired state leaves, planning any other
-//! desired state and applying it on the model node reaches a node that
+//! desired state and applying it on the simulated node reaches a node that
 //! plans empty, with no op rejected and the order O1–O4 respected.
 
 use obgp_netmodel::{
@@ -8,7 +8,7 @@ use obgp_netmodel::{
 };
 use obgp_plan::op::Op;
 use obgp_plan::plan::{order_violations, plan, plan_after};
-use obgp_plan::{Actual, ModelNode};
+use obgp_plan::{Actual, SimulatedNode};
 use proptest::prelude::*;
 use support::{announcing_node, dev, existing, CLASSES};
 
@@ -188,7 +188,7 @@ fn initial() -> Actual {
     a
 }
 
-fn converge(node: &mut ModelNode, d: &DesiredNode, prev: Option<&DesiredNode>) {
+fn converge(node: &mut SimulatedNode, d: &DesiredNode, prev: Option<&DesiredNode>) {
     let p = plan_after(d, prev, &node.actual).unwrap();
     let v = order_violations(&p.steps);
     assert!(v.is_empty(), "{v:#?}\n{p}");
@@ -214,7 +214,7 @@ proptest! {
     ) {
         let d1 = desired(m1, c1, v1, s1, r1);
         let d2 = desired(m2, c2, v2, s2, r2);
-        let mut node = ModelNode::new(initial());
+        let mut node = SimulatedNode::new(initial());
         converge(&mut node, &d1, None);
         converge(&mut node, &d2, Some(&d1));
         // Nothing of d1 that d2 does not want is left in the owned places.
@@ -252,7 +252,7 @@ proptest! {
     ) {
         let before = desired(m, c, v, s, !to_routes);
         let after = desired(m, c, v, s, to_routes);
-        let mut node = ModelNode::new(initial());
+        let mut node = SimulatedNode::new(initial());
         converge(&mut node, &before, None);
         // Until FRR is known to hold the text that redistributes the new
         // announcements, the old ones stay.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use obgp_localnb::{LocalNb, LocalRow, RowKey, Table, Value};
+use obgp_localnb::{LocalNb, LocalRow, NbTable, RowKey, Value};
 use obgp_netmodel::MacAddr;
 
 use super::LocalFacts;
@@ -35,7 +35,7 @@ pub fn gateway_chassis_name(port: &str, chassis: &str) -> String {
     format!("{port}_{chassis}")
 }
 
-pub(super) struct Inputs<'a> {
+pub(super) struct RowInputs<'a> {
     pub segments: &'a [Segment],
     pub peers: &'a [IpAddr],
     pub pool: &'a [IpNet],
@@ -65,7 +65,7 @@ fn router_port(
     chassis: &str,
 ) -> RowKey {
     let gc = nb.insert(LocalRow::new(
-        Table::GatewayChassis,
+        NbTable::GatewayChassis,
         None,
         vec![
             ("name", s(gateway_chassis_name(name, chassis))),
@@ -74,7 +74,7 @@ fn router_port(
         ],
     ));
     let lrp = nb.insert(LocalRow::new(
-        Table::LogicalRouterPort,
+        NbTable::LogicalRouterPort,
         None,
         vec![
             ("name", s(name)),
@@ -97,12 +97,12 @@ fn switch(
     arp_proxy: Option<&str>,
 ) {
     let ls = nb.insert(LocalRow::new(
-        Table::LogicalSwitch,
+        NbTable::LogicalSwitch,
         None,
         vec![("name", s(&seg.network))],
     ));
     let localnet = nb.insert(LocalRow::new(
-        Table::LogicalSwitchPort,
+        NbTable::LogicalSwitchPort,
         None,
         vec![
             ("name", s(format!("{}-localnet", seg.network))),
@@ -120,7 +120,7 @@ fn switch(
         options.push(("arp_proxy", cidrs.to_string()));
     }
     let rport = nb.insert(LocalRow::new(
-        Table::LogicalSwitchPort,
+        NbTable::LogicalSwitchPort,
         None,
         vec![
             ("name", s(lsp_name)),
@@ -144,10 +144,10 @@ fn external_networks(addrs: &[IpNet]) -> Vec<String> {
     v4.into_iter().chain(v6).map(|a| a.to_string()).collect()
 }
 
-pub(super) fn build(nb: &mut LocalNb, inp: Inputs, notes: &mut Vec<String>) -> Built {
+pub(super) fn build(nb: &mut LocalNb, inp: RowInputs, notes: &mut Vec<String>) -> Built {
     let mut built = Built::default();
     let router = nb.insert(LocalRow::new(
-        Table::LogicalRouter,
+        NbTable::LogicalRouter,
         None,
         vec![("name", s(ROUTER))],
     ));
@@ -236,7 +236,7 @@ fn policies(nb: &mut LocalNb, router: &RowKey, internal_port: &str, peers: &[IpA
     };
     for (m, hops) in families.into_iter().filter(|(_, h)| !h.is_empty()) {
         let p = nb.insert(LocalRow::new(
-            Table::LogicalRouterPolicy,
+            NbTable::LogicalRouterPolicy,
             Some(ROUTER),
             vec![
                 ("priority", Value::Int(ROUTER_POLICY_PRIORITY)),
@@ -274,13 +274,13 @@ fn default_routes(
             continue;
         };
         let bfd = nb.insert(LocalRow::new(
-            Table::Bfd,
+            NbTable::Bfd,
             None,
             vec![("logical_port", s(port)), ("dst_ip", s(peer.to_string()))],
         ));
         let prefix = if peer.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
         let route = nb.insert(LocalRow::new(
-            Table::LogicalRouterStaticRoute,
+            NbTable::LogicalRouterStaticRoute,
             Some(ROUTER),
             vec![
                 ("ip_prefix", s(prefix)),
@@ -306,7 +306,7 @@ fn static_mac_bindings(nb: &mut LocalNb, port: &str, exposure: &Desired, notes: 
             continue;
         };
         nb.insert(LocalRow::new(
-            Table::StaticMacBinding,
+            NbTable::StaticMacBinding,
             None,
             vec![
                 ("logical_port", s(port)),

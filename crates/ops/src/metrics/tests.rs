@@ -22,7 +22,7 @@ fn report() -> ReconcileReport {
 }
 
 fn batch() -> TriggerBatch {
-    let event = |class| Reason::Event {
+    let event = |class| Trigger::Event {
         class,
         table: "Logical_Switch_Port".into(),
     };
@@ -30,7 +30,7 @@ fn batch() -> TriggerBatch {
         reasons: [
             (event("LogicalSwitchPortProviderCreateEvent"), 3),
             (event("LocalOvsChange"), 1),
-            (Reason::Retry, 1),
+            (Trigger::Retry, 1),
         ]
         .into(),
         window_wait: Duration::from_millis(80),
@@ -204,7 +204,7 @@ fn op_kinds_and_reasons_become_low_cardinality_labels() {
     assert_eq!(snake_case("AddAddress"), "add_address");
     assert_eq!(snake_case("ApplyFrr"), "apply_frr");
     assert_eq!(
-        reason_label(&Reason::Resync {
+        reason_label(&Trigger::Resync {
             database: "OVN_Northbound".into()
         }),
         "resync"

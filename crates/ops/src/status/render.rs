@@ -3,15 +3,15 @@
 
 use std::fmt::Write;
 
-use super::{Exposure, Health, Origin, RowInfo, Status, Wiring};
+use super::{ComputedBy, Exposure, Health, RowInfo, Status, Wiring};
 
 /// `status --format text`.
 pub fn text(s: &Status) -> String {
     let mut out = String::new();
     let origin = match s.origin {
-        Origin::Daemon => "from the running daemon",
-        Origin::Direct => "computed by this command (no daemon answered)",
-        Origin::Offline => "computed offline from files",
+        ComputedBy::Daemon => "from the running daemon",
+        ComputedBy::Direct => "computed by this command (no daemon answered)",
+        ComputedBy::Offline => "computed offline from files",
     };
     let _ = writeln!(
         out,

@@ -8,7 +8,7 @@ use super::*;
 
 fn sample() -> Status {
     Status {
-        origin: Origin::Daemon,
+        origin: ComputedBy::Daemon,
         driver: "nb_ovn_bgp_driver".into(),
         exposing_method: "underlay".into(),
         chassis: "demo-node".into(),

@@ -13,7 +13,7 @@ pub const OWNER_VALUE: &str = "managed";
 
 /// The OVN_Northbound tables the agent writes in the node-local NB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Table {
+pub enum NbTable {
     LogicalRouter,
     LogicalRouterPort,
     LogicalRouterPolicy,
@@ -25,60 +25,63 @@ pub enum Table {
     StaticMacBinding,
 }
 
-impl Table {
+impl NbTable {
     /// Every table, in the order the planner emits operations: a row
     /// before the rows that refer to it (children before their parent,
     /// BFD before the routes that name it), so a `named-uuid` is always
     /// defined before it is used.
-    pub const ALL: [Table; 9] = [
-        Table::Bfd,
-        Table::GatewayChassis,
-        Table::LogicalRouterPort,
-        Table::LogicalRouterPolicy,
-        Table::LogicalRouterStaticRoute,
-        Table::LogicalRouter,
-        Table::LogicalSwitchPort,
-        Table::LogicalSwitch,
-        Table::StaticMacBinding,
+    pub const ALL: [NbTable; 9] = [
+        NbTable::Bfd,
+        NbTable::GatewayChassis,
+        NbTable::LogicalRouterPort,
+        NbTable::LogicalRouterPolicy,
+        NbTable::LogicalRouterStaticRoute,
+        NbTable::LogicalRouter,
+        NbTable::LogicalSwitchPort,
+        NbTable::LogicalSwitch,
+        NbTable::StaticMacBinding,
     ];
 
     /// The schema's table name.
     pub fn name(self) -> &'static str {
         match self {
-            Table::LogicalRouter => "Logical_Router",
-            Table::LogicalRouterPort => "Logical_Router_Port",
-            Table::LogicalRouterPolicy => "Logical_Router_Policy",
-            Table::LogicalRouterStaticRoute => "Logical_Router_Static_Route",
-            Table::Bfd => "BFD",
-            Table::GatewayChassis => "Gateway_Chassis",
-            Table::LogicalSwitch => "Logical_Switch",
-            Table::LogicalSwitchPort => "Logical_Switch_Port",
-            Table::StaticMacBinding => "Static_MAC_Binding",
+            NbTable::LogicalRouter => "Logical_Router",
+            NbTable::LogicalRouterPort => "Logical_Router_Port",
+            NbTable::LogicalRouterPolicy => "Logical_Router_Policy",
+            NbTable::LogicalRouterStaticRoute => "Logical_Router_Static_Route",
+            NbTable::Bfd => "BFD",
+            NbTable::GatewayChassis => "Gateway_Chassis",
+            NbTable::LogicalSwitch => "Logical_Switch",
+            NbTable::LogicalSwitchPort => "Logical_Switch_Port",
+            NbTable::StaticMacBinding => "Static_MAC_Binding",
         }
     }
 
     /// The table of a schema name.
-    pub fn from_name(name: &str) -> Option<Table> {
-        Table::ALL.into_iter().find(|t| t.name() == name)
+    pub fn from_name(name: &str) -> Option<NbTable> {
+        NbTable::ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// Root tables hold their rows on their own; the others' rows live as
-    /// long as a strong reference from their parent ([`Table::parent`]).
+    /// long as a strong reference from their parent ([`NbTable::parent`]).
     pub fn is_root(self) -> bool {
         matches!(
             self,
-            Table::LogicalRouter | Table::LogicalSwitch | Table::Bfd | Table::StaticMacBinding
+            NbTable::LogicalRouter
+                | NbTable::LogicalSwitch
+                | NbTable::Bfd
+                | NbTable::StaticMacBinding
         )
     }
 
     /// The table and column that hold a non-root table's rows.
-    pub fn parent(self) -> Option<(Table, &'static str)> {
+    pub fn parent(self) -> Option<(NbTable, &'static str)> {
         match self {
-            Table::LogicalRouterPort => Some((Table::LogicalRouter, "ports")),
-            Table::LogicalRouterPolicy => Some((Table::LogicalRouter, "policies")),
-            Table::LogicalRouterStaticRoute => Some((Table::LogicalRouter, "static_routes")),
-            Table::GatewayChassis => Some((Table::LogicalRouterPort, "gateway_chassis")),
-            Table::LogicalSwitchPort => Some((Table::LogicalSwitch, "ports")),
+            NbTable::LogicalRouterPort => Some((NbTable::LogicalRouter, "ports")),
+            NbTable::LogicalRouterPolicy => Some((NbTable::LogicalRouter, "policies")),
+            NbTable::LogicalRouterStaticRoute => Some((NbTable::LogicalRouter, "static_routes")),
+            NbTable::GatewayChassis => Some((NbTable::LogicalRouterPort, "gateway_chassis")),
+            NbTable::LogicalSwitchPort => Some((NbTable::LogicalSwitch, "ports")),
             _ => None,
         }
     }
@@ -86,7 +89,7 @@ impl Table {
     /// `Static_MAC_Binding` has no `external_ids`: its ownership follows
     /// its `logical_port`.
     pub fn has_external_ids(self) -> bool {
-        self != Table::StaticMacBinding
+        self != NbTable::StaticMacBinding
     }
 
     /// The columns whose values identify a row. Policies and static routes
@@ -94,15 +97,15 @@ impl Table {
     /// router (see [`RowKey`]).
     pub fn key_columns(self) -> &'static [&'static str] {
         match self {
-            Table::LogicalRouter
-            | Table::LogicalRouterPort
-            | Table::GatewayChassis
-            | Table::LogicalSwitch
-            | Table::LogicalSwitchPort => &["name"],
-            Table::LogicalRouterPolicy => &["priority", "match"],
-            Table::LogicalRouterStaticRoute => &["ip_prefix", "nexthop"],
-            Table::Bfd => &["logical_port", "dst_ip"],
-            Table::StaticMacBinding => &["logical_port", "ip"],
+            NbTable::LogicalRouter
+            | NbTable::LogicalRouterPort
+            | NbTable::GatewayChassis
+            | NbTable::LogicalSwitch
+            | NbTable::LogicalSwitchPort => &["name"],
+            NbTable::LogicalRouterPolicy => &["priority", "match"],
+            NbTable::LogicalRouterStaticRoute => &["ip_prefix", "nexthop"],
+            NbTable::Bfd => &["logical_port", "dst_ip"],
+            NbTable::StaticMacBinding => &["logical_port", "ip"],
         }
     }
 
@@ -110,12 +113,12 @@ impl Table {
     pub fn keyed_by_parent(self) -> bool {
         matches!(
             self,
-            Table::LogicalRouterPolicy | Table::LogicalRouterStaticRoute
+            NbTable::LogicalRouterPolicy | NbTable::LogicalRouterStaticRoute
         )
     }
 }
 
-impl fmt::Display for Table {
+impl fmt::Display for NbTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -126,14 +129,14 @@ impl fmt::Display for Table {
 /// 100.64.1.5`. Stable across restarts, unlike the row's uuid.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct RowKey {
-    pub table: Table,
+    pub table: NbTable,
     pub key: String,
 }
 
 impl RowKey {
     /// The key of a row of `table` with these key-column values (`parent`:
-    /// the parent's key text, for [`Table::keyed_by_parent`] tables).
-    pub fn of(table: Table, parent: Option<&str>, values: &[String]) -> RowKey {
+    /// the parent's key text, for [`NbTable::keyed_by_parent`] tables).
+    pub fn of(table: NbTable, parent: Option<&str>, values: &[String]) -> RowKey {
         let mut parts: Vec<&str> = Vec::new();
         if table.keyed_by_parent() {
             parts.push(parent.unwrap_or("-"));
@@ -242,7 +245,7 @@ pub struct LocalRow {
 impl LocalRow {
     /// A row of `table` with `columns`; its key is computed from them
     /// (`parent`: the parent's key text for per-parent keys).
-    pub fn new(table: Table, parent: Option<&str>, columns: Vec<(&'static str, Value)>) -> Self {
+    pub fn new(table: NbTable, parent: Option<&str>, columns: Vec<(&'static str, Value)>) -> Self {
         let columns: BTreeMap<&'static str, Value> = columns.into_iter().collect();
         let values: Vec<String> = table
             .key_columns()
@@ -303,7 +306,7 @@ impl LocalNb {
     }
 
     /// The rows of `table`.
-    pub fn rows_of(&self, table: Table) -> impl Iterator<Item = &LocalRow> {
+    pub fn rows_of(&self, table: NbTable) -> impl Iterator<Item = &LocalRow> {
         self.rows.values().filter(move |r| r.key.table == table)
     }
 }

@@ -28,7 +28,7 @@ use crate::verdict::Outcome;
 const PARTS: [&str; 4] = ["announced", "local_nb", "flows", "fdb"];
 
 /// Whether `doc` is an ovn-mode golden file (not an upstream scenario).
-pub fn is_ovn_local(doc: &Value) -> bool {
+pub fn is_local_cluster(doc: &Value) -> bool {
     doc["expected"].get("local_nb").is_some()
 }
 
@@ -175,7 +175,7 @@ mod tests {
     fn the_golden_files_pass_and_a_changed_expectation_fails_naming_the_line() {
         for name in ["basic.json", "ipv6-vlan.json"] {
             let (path, doc) = golden(name);
-            assert!(is_ovn_local(&doc));
+            assert!(is_local_cluster(&doc));
             assert_eq!(check(&path, doc), Outcome::Passed, "{name}");
         }
         if std::env::var_os("OBGP_BLESS").is_some() {

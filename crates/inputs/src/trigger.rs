@@ -1,5 +1,5 @@
-//! Why a reconcile runs ([`Reason`]): carried with every trigger so the logs can say it;
-//! the triggers merged into one reconcile ([`TriggerBatch`]).
+//! Why a reconcile runs ([`Trigger`], so the logs can say it); the triggers
+//! merged into one reconcile ([`TriggerBatch`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,7 +10,7 @@ use serde::Serialize;
 /// One cause of a reconcile.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Reason {
+pub enum Trigger {
     /// The agent started.
     Startup,
     /// An OVSDB update matched an event filter (upstream's event class name).
@@ -54,28 +54,28 @@ pub const LOCAL_OVS_CHANGE: &str = "LocalOvsChange";
 pub const LOCAL_NB_CHANGE: &str = "LocalNbChange";
 pub const LOCAL_NB: &str = "local OVN_Northbound";
 
-impl Reason {
+impl Trigger {
     /// Whether a trigger with this reason opens the queue's merge window:
     /// only database changes come in bursts worth merging. Timers, retries,
     /// start-up and overruns open none, so an event right after them is not
     /// delayed.
     pub fn opens_merge_window(&self) -> bool {
-        matches!(self, Reason::Event { .. } | Reason::Resync { .. })
+        matches!(self, Trigger::Event { .. } | Trigger::Resync { .. })
     }
 
     /// Whether the node must be read afresh (full netlink dumps instead of
     /// the mirror): the mirror lost notifications.
     pub fn rereads_node(&self) -> bool {
-        matches!(self, Reason::NetlinkOverrun)
+        matches!(self, Trigger::NetlinkOverrun)
     }
 
     /// Whether this reason only asks to look for changes nobody notifies
     /// (timers and retries): such a reconcile plans with the OVS and FRR
     /// state already read, and re-reads them in the background afterwards
     /// (`ovs-ofctl`, `vtysh`: tens of milliseconds an event would otherwise
-    /// wait for), reconciling again only if they drifted ([`Reason::Drift`]).
+    /// wait for), reconciling again only if they drifted ([`Trigger::Drift`]).
     pub fn rereads_in_background(&self) -> bool {
-        matches!(self, Reason::Periodic | Reason::FrrCheck | Reason::Retry)
+        matches!(self, Trigger::Periodic | Trigger::FrrCheck | Trigger::Retry)
     }
 
     /// Whether the OVS ports and flows must be re-read (`ovs-ofctl`) rather
@@ -84,18 +84,18 @@ impl Reason {
     /// which also catches flows edited by hand (no database row changes then).
     pub fn rereads_flows(&self) -> bool {
         match self {
-            Reason::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
-            Reason::Resync { database } => database == obgp_ovn::OVS_DB,
-            Reason::FrrCheck
-            | Reason::DesiredMismatch
-            | Reason::CommandsSettled
-            | Reason::UnnotifiedSideEffects => false,
-            Reason::Drift
-            | Reason::Startup
-            | Reason::Periodic
-            | Reason::NetlinkOverrun
-            | Reason::Manual
-            | Reason::Retry => true,
+            Trigger::Event { class, .. } => *class == LOCAL_OVS_CHANGE,
+            Trigger::Resync { database } => database == obgp_ovn::OVS_DB,
+            Trigger::FrrCheck
+            | Trigger::DesiredMismatch
+            | Trigger::CommandsSettled
+            | Trigger::UnnotifiedSideEffects => false,
+            Trigger::Drift
+            | Trigger::Startup
+            | Trigger::Periodic
+            | Trigger::NetlinkOverrun
+            | Trigger::Manual
+            | Trigger::Retry => true,
         }
     }
 
@@ -103,18 +103,18 @@ impl Reason {
     /// than patched from the last one: a full reconcile (start-up, periodic,
     /// by hand, a retry, an overrun) rebuilds it as upstream's sync does,
     /// so that nothing the patching missed could outlive `reconcile_interval`.
-    /// Timer-driven ones ([`Reason::rereads_in_background`]) do it in the
+    /// Timer-driven ones ([`Trigger::rereads_in_background`]) do it in the
     /// background and compare; a difference triggers
-    /// [`Reason::DesiredMismatch`], which recomputes at once.
+    /// [`Trigger::DesiredMismatch`], which recomputes at once.
     pub fn recomputes_desired(&self) -> bool {
         matches!(
             self,
-            Reason::Startup
-                | Reason::Periodic
-                | Reason::NetlinkOverrun
-                | Reason::Manual
-                | Reason::Retry
-                | Reason::DesiredMismatch
+            Trigger::Startup
+                | Trigger::Periodic
+                | Trigger::NetlinkOverrun
+                | Trigger::Manual
+                | Trigger::Retry
+                | Trigger::DesiredMismatch
         )
     }
 
@@ -126,7 +126,7 @@ impl Reason {
     /// OVS or NB change reaches bridges, ports or flows, which only the
     /// full plan reads.
     pub fn plans_changes_only(&self) -> bool {
-        matches!(self, Reason::Event { class, .. } if *class != LOCAL_OVS_CHANGE && *class != LOCAL_NB_CHANGE)
+        matches!(self, Trigger::Event { class, .. } if *class != LOCAL_OVS_CHANGE && *class != LOCAL_NB_CHANGE)
     }
 
     /// Whether this reconcile follows a database's full dump (the initial
@@ -135,7 +135,7 @@ impl Reason {
     /// allocations the agent makes, so freed heap is returned to the kernel
     /// after it (the operations surface's `TrimSchedule`).
     pub fn follows_full_dump(&self) -> bool {
-        matches!(self, Reason::Startup | Reason::Resync { .. })
+        matches!(self, Trigger::Startup | Trigger::Resync { .. })
     }
 
     /// Whether this reason needs FRR's running configuration re-checked even
@@ -143,33 +143,33 @@ impl Reason {
     pub fn checks_frr(&self) -> bool {
         matches!(
             self,
-            Reason::FrrCheck
-                | Reason::Startup
-                | Reason::Periodic
-                | Reason::Manual
-                | Reason::Retry
-                | Reason::Drift
+            Trigger::FrrCheck
+                | Trigger::Startup
+                | Trigger::Periodic
+                | Trigger::Manual
+                | Trigger::Retry
+                | Trigger::Drift
         )
     }
 }
 
-impl fmt::Display for Reason {
+impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Startup => f.write_str("startup"),
-            Reason::Event { class, table } => write!(f, "event {class} on {table}"),
-            Reason::Periodic => f.write_str("periodic reconcile"),
-            Reason::FrrCheck => f.write_str("frr check"),
-            Reason::Resync { database } => write!(f, "resync of {database}"),
-            Reason::NetlinkOverrun => f.write_str("netlink overrun"),
-            Reason::Manual => f.write_str("manual"),
-            Reason::Retry => f.write_str("retry after a failure"),
-            Reason::Drift => f.write_str("OVS or FRR drifted"),
-            Reason::DesiredMismatch => {
+            Trigger::Startup => f.write_str("startup"),
+            Trigger::Event { class, table } => write!(f, "event {class} on {table}"),
+            Trigger::Periodic => f.write_str("periodic reconcile"),
+            Trigger::FrrCheck => f.write_str("frr check"),
+            Trigger::Resync { database } => write!(f, "resync of {database}"),
+            Trigger::NetlinkOverrun => f.write_str("netlink overrun"),
+            Trigger::Manual => f.write_str("manual"),
+            Trigger::Retry => f.write_str("retry after a failure"),
+            Trigger::Drift => f.write_str("OVS or FRR drifted"),
+            Trigger::DesiredMismatch => {
                 f.write_str("patched desired state differed from a full one")
             }
-            Reason::CommandsSettled => f.write_str("FRR or OVS read by the command lane"),
-            Reason::UnnotifiedSideEffects => {
+            Trigger::CommandsSettled => f.write_str("FRR or OVS read by the command lane"),
+            Trigger::UnnotifiedSideEffects => {
                 f.write_str("our writes had side effects the kernel did not notify")
             }
         }
@@ -181,7 +181,7 @@ impl fmt::Display for Reason {
 /// of reconcile they ask for is `ReconcileKind::for_batch` (the loop's).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TriggerBatch {
-    pub reasons: BTreeMap<Reason, usize>,
+    pub reasons: BTreeMap<Trigger, usize>,
     /// Held back because the first trigger came within the merge window of
     /// the previous event-driven reconcile.
     pub window_wait: Duration,
@@ -191,7 +191,7 @@ pub struct TriggerBatch {
 
 impl TriggerBatch {
     /// Counts one more trigger carrying `reason` (the work queue merging it).
-    pub fn add(&mut self, reason: Reason) {
+    pub fn add(&mut self, reason: Trigger) {
         *self.reasons.entry(reason).or_default() += 1;
     }
 
@@ -201,9 +201,9 @@ impl TriggerBatch {
     }
 
     /// Whether any reason follows a database's full dump
-    /// ([`Reason::follows_full_dump`]).
+    /// ([`Trigger::follows_full_dump`]).
     pub fn follows_full_dump(&self) -> bool {
-        self.reasons.keys().any(Reason::follows_full_dump)
+        self.reasons.keys().any(Trigger::follows_full_dump)
     }
 }
 
@@ -229,8 +229,8 @@ impl fmt::Display for TriggerBatch {
 mod tests {
     use super::*;
 
-    fn event(class: &'static str) -> Reason {
-        Reason::Event {
+    fn event(class: &'static str) -> Trigger {
+        Trigger::Event {
             class,
             table: "Interface".into(),
         }
@@ -239,17 +239,17 @@ mod tests {
     #[test]
     fn only_database_changes_open_the_merge_window() {
         assert!(event("LogicalSwitchPortProviderCreateEvent").opens_merge_window());
-        assert!(Reason::Resync {
+        assert!(Trigger::Resync {
             database: "OVN_Northbound".into()
         }
         .opens_merge_window());
         for timer in [
-            Reason::Periodic,
-            Reason::FrrCheck,
-            Reason::Retry,
-            Reason::Startup,
-            Reason::NetlinkOverrun,
-            Reason::Manual,
+            Trigger::Periodic,
+            Trigger::FrrCheck,
+            Trigger::Retry,
+            Trigger::Startup,
+            Trigger::NetlinkOverrun,
+            Trigger::Manual,
         ] {
             assert!(!timer.opens_merge_window(), "{timer}");
         }
@@ -258,43 +258,43 @@ mod tests {
     #[test]
     fn flows_are_reread_on_ovs_changes_and_full_reconciles_only() {
         assert!(event(LOCAL_OVS_CHANGE).rereads_flows());
-        assert!(Reason::Resync {
+        assert!(Trigger::Resync {
             database: obgp_ovn::OVS_DB.into()
         }
         .rereads_flows());
-        assert!(Reason::Periodic.rereads_flows());
-        assert!(Reason::NetlinkOverrun.rereads_flows());
+        assert!(Trigger::Periodic.rereads_flows());
+        assert!(Trigger::NetlinkOverrun.rereads_flows());
         assert!(!event("LogicalSwitchPortProviderCreateEvent").rereads_flows());
-        assert!(!Reason::Resync {
+        assert!(!Trigger::Resync {
             database: obgp_ovn::NB_DB.into()
         }
         .rereads_flows());
-        assert!(!Reason::FrrCheck.rereads_flows());
-        assert!(Reason::NetlinkOverrun.rereads_node());
-        assert!(!Reason::Periodic.rereads_node());
+        assert!(!Trigger::FrrCheck.rereads_flows());
+        assert!(Trigger::NetlinkOverrun.rereads_node());
+        assert!(!Trigger::Periodic.rereads_node());
     }
 
     #[test]
     fn timers_reread_ovs_and_frr_in_the_background_and_drift_reads_them_at_once() {
-        for timer in [Reason::Periodic, Reason::FrrCheck, Reason::Retry] {
+        for timer in [Trigger::Periodic, Trigger::FrrCheck, Trigger::Retry] {
             assert!(timer.rereads_in_background(), "{timer}");
         }
         for now in [
-            Reason::Drift,
-            Reason::Startup,
-            Reason::Manual,
-            Reason::NetlinkOverrun,
+            Trigger::Drift,
+            Trigger::Startup,
+            Trigger::Manual,
+            Trigger::NetlinkOverrun,
             event(LOCAL_OVS_CHANGE),
         ] {
             assert!(!now.rereads_in_background(), "{now}");
         }
-        assert!(Reason::Drift.rereads_flows() && Reason::Drift.checks_frr());
-        assert!(!Reason::Drift.opens_merge_window() && !Reason::Drift.recomputes_desired());
+        assert!(Trigger::Drift.rereads_flows() && Trigger::Drift.checks_frr());
+        assert!(!Trigger::Drift.opens_merge_window() && !Trigger::Drift.recomputes_desired());
     }
 
     #[test]
     fn what_the_command_lane_settled_is_planned_with_and_never_read_again() {
-        let r = Reason::CommandsSettled;
+        let r = Trigger::CommandsSettled;
         // Re-reading here would ask the lane again, which would signal
         // again: a loop.
         assert!(!r.rereads_flows() && !r.checks_frr() && !r.rereads_node());
@@ -307,18 +307,18 @@ mod tests {
         assert!(!event(LOCAL_OVS_CHANGE).plans_changes_only());
         assert!(!event(LOCAL_NB_CHANGE).plans_changes_only());
         for full in [
-            Reason::Startup,
-            Reason::Periodic,
-            Reason::FrrCheck,
-            Reason::Resync {
+            Trigger::Startup,
+            Trigger::Periodic,
+            Trigger::FrrCheck,
+            Trigger::Resync {
                 database: obgp_ovn::NB_DB.into(),
             },
-            Reason::NetlinkOverrun,
-            Reason::Manual,
-            Reason::Retry,
-            Reason::Drift,
-            Reason::DesiredMismatch,
-            Reason::CommandsSettled,
+            Trigger::NetlinkOverrun,
+            Trigger::Manual,
+            Trigger::Retry,
+            Trigger::Drift,
+            Trigger::DesiredMismatch,
+            Trigger::CommandsSettled,
         ] {
             assert!(!full.plans_changes_only(), "{full}");
         }
@@ -327,21 +327,21 @@ mod tests {
     #[test]
     fn full_reconciles_recompute_the_desired_state_and_events_patch_it() {
         for full in [
-            Reason::Startup,
-            Reason::Periodic,
-            Reason::NetlinkOverrun,
-            Reason::Manual,
-            Reason::Retry,
+            Trigger::Startup,
+            Trigger::Periodic,
+            Trigger::NetlinkOverrun,
+            Trigger::Manual,
+            Trigger::Retry,
         ] {
             assert!(full.recomputes_desired(), "{full}");
         }
         assert!(!event("LogicalSwitchPortProviderCreateEvent").recomputes_desired());
-        assert!(!Reason::FrrCheck.recomputes_desired());
-        assert!(Reason::DesiredMismatch.recomputes_desired());
-        assert!(!Reason::DesiredMismatch.rereads_in_background());
+        assert!(!Trigger::FrrCheck.recomputes_desired());
+        assert!(Trigger::DesiredMismatch.recomputes_desired());
+        assert!(!Trigger::DesiredMismatch.rereads_in_background());
         // A database resync rebuilds the snapshot, whose changes are then
         // not known: the cache computes in full by itself.
-        assert!(!Reason::Resync {
+        assert!(!Trigger::Resync {
             database: obgp_ovn::NB_DB.into()
         }
         .recomputes_desired());

@@ -1,4 +1,4 @@
-//! A model node: applies [`Op`]s to an [`Actual`] in memory with the kernel's
+//! A simulated node: applies [`Op`]s to an [`Actual`] in memory with the kernel's
 //! semantics that matter to the agent (rule priorities, EEXIST/ENOENT, device
 //! removal taking its addresses, routes and neighbours along). Pure; used by
 //! the planner's tests and by the conformance runner.
@@ -29,7 +29,7 @@ pub enum Errno {
 
 /// An in-memory node.
 #[derive(Clone, Debug, Default)]
-pub struct ModelNode {
+pub struct SimulatedNode {
     pub actual: Actual,
     /// Every op applied, with its outcome, in order.
     pub log: Vec<(Op, Result<(), Errno>)>,
@@ -47,9 +47,9 @@ pub fn default_rule_priority(rules: &[&KernelRule]) -> u32 {
     }
 }
 
-impl ModelNode {
-    pub fn new(actual: Actual) -> ModelNode {
-        ModelNode {
+impl SimulatedNode {
+    pub fn new(actual: Actual) -> SimulatedNode {
+        SimulatedNode {
             actual,
             log: Vec::new(),
         }
@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn rule_priority_is_lowest_nonzero_minus_one_per_family() {
-        let mut m = ModelNode::new(Actual::booted());
+        let mut m = SimulatedNode::new(Actual::booted());
         m.apply(&rule("172.24.4.10/32")).unwrap();
         m.apply(&rule("10.0.0.1/24")).unwrap();
         m.apply(&rule("2001:db8::10/128")).unwrap();
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn identical_rule_is_eexist_and_changes_nothing() {
-        let mut m = ModelNode::new(Actual::booted());
+        let mut m = SimulatedNode::new(Actual::booted());
         m.apply(&rule("172.24.4.10/32")).unwrap();
         let before = m.actual.clone();
         assert_eq!(m.apply(&rule("172.24.4.10/32")), Err(Errno::Exist));
@@ -478,7 +478,7 @@ mod tests {
         let mut a = Actual::default();
         a.links
             .insert(dev("br-ex"), ActualLink::new(1, "openvswitch", None, true));
-        let mut m = ModelNode::new(a);
+        let mut m = SimulatedNode::new(a);
         let n = Neighbour {
             dev: dev("br-ex"),
             dst: "172.24.4.10".parse().unwrap(),
@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn deleting_a_vlan_device_takes_its_addresses_routes_and_neighbours() {
-        let mut m = ModelNode::new(Actual::default());
+        let mut m = SimulatedNode::new(Actual::default());
         let ops = [
             Op::AddLink {
                 name: dev("br-ex"),

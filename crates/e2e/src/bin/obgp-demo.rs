@@ -175,6 +175,51 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
     indent(&bench.plan()?);
     println!("  ({:.1} s)", t.elapsed().as_secs_f64());
 
+    reconcile_once(&bench)?;
+
+    section("ovn-bgp-agent plan   (again: must be empty)");
+    let again = bench.plan()?;
+    indent(&again);
+    let left = bench.plan_op_count()?;
+
+    section("what the node shows");
+    print_node(&bench)?;
+
+    section("what the peer (the fabric) learned: show bgp ipv4/ipv6 unicast");
+    let waited = bench.wait_peer(
+        &EXPECTED.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        true,
+        Duration::from_secs(60),
+    );
+    print_peer(&bench)?;
+    let have = bench.peer_prefixes()?;
+    println!();
+    let prefixes_ok = check_prefixes(&have);
+    let ok = left == 0 && waited.is_ok() && prefixes_ok;
+
+    drop(bench);
+    println!(
+        "\nobgp-demo: {} ({where_}, {:.1} s); everything stopped and removed",
+        if ok {
+            "OK: the fabric learned every prefix bound here and none bound elsewhere; second plan empty"
+        } else {
+            "FAILED"
+        },
+        total.elapsed().as_secs_f64()
+    );
+    if let Err(e) = waited {
+        eprintln!("obgp-demo: {e:#}");
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs `ovn-bgp-agent reconcile --once` on the bench node and prints its
+/// log, less the one line per applied op (they repeat the plan shown).
+fn reconcile_once(bench: &Bench) -> Result<()> {
     section("ovn-bgp-agent reconcile --once");
     let t = Instant::now();
     let out = bench.agent(&["reconcile", "--once"])?;
@@ -201,25 +246,13 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
     if !out.status.success() {
         bail!("reconcile --once failed");
     }
+    Ok(())
+}
 
-    section("ovn-bgp-agent plan   (again: must be empty)");
-    let again = bench.plan()?;
-    indent(&again);
-    let left = bench.plan_op_count()?;
-
-    section("what the node shows");
-    print_node(&bench)?;
-
-    section("what the peer (the fabric) learned: show bgp ipv4/ipv6 unicast");
-    let waited = bench.wait_peer(
-        &EXPECTED.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
-        true,
-        Duration::from_secs(60),
-    );
-    print_peer(&bench)?;
-    let have = bench.peer_prefixes()?;
-    let mut ok = left == 0 && waited.is_ok();
-    println!();
+/// Prints, for every prefix the demo expects the fabric to learn and every
+/// one it must not, whether the peer has it; true when all are as expected.
+fn check_prefixes(have: &[String]) -> bool {
+    let mut ok = true;
     for (p, why) in EXPECTED {
         let yes = have.iter().any(|h| h == p);
         ok &= yes;
@@ -236,25 +269,7 @@ fn demo(inside_vm: bool) -> Result<ExitCode> {
             if yes { "UNEXPECTED " } else { "not learned" }
         );
     }
-
-    drop(bench);
-    println!(
-        "\nobgp-demo: {} ({where_}, {:.1} s); everything stopped and removed",
-        if ok {
-            "OK: the fabric learned every prefix bound here and none bound elsewhere; second plan empty"
-        } else {
-            "FAILED"
-        },
-        total.elapsed().as_secs_f64()
-    );
-    if let Err(e) = waited {
-        eprintln!("obgp-demo: {e:#}");
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    ok
 }
 
 fn map(v: &Value, key: &str) -> Option<String> {

@@ -26,6 +26,7 @@
 pub use obgp_inputs as inputs;
 pub use obgp_ops as ops;
 
+mod background;
 pub mod guard;
 pub mod kind;
 pub mod live_status;
@@ -33,12 +34,14 @@ pub mod one_shot;
 pub mod options;
 pub mod queue;
 pub mod reconcile;
+mod report_log;
 pub mod run;
 
 pub use inputs::Trigger;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};
 pub use one_shot::inputs_once;
+pub use one_shot::{plan_once, reconcile_once, render_plan};
 pub use options::{RunError, RunOptions};
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};
-pub use run::{plan_once, reconcile_once, render_plan, run};
+pub use run::run;

@@ -1,11 +1,11 @@
-//! The agent's main loop and its one-shot variants.
+//! The agent's main loop.
 //!
 //! [`run`]: connect, wait for the initial dumps, reconcile, then reconcile
 //! again whenever the work queue says so: an OVSDB change that passes the
 //! driver's event filters, a local OVS change, a timer
 //! (`reconcile_interval`, `frr_reconcile_interval`), a resync after a
-//! reconnect. [`reconcile_once`] and [`plan_once`] back the
-//! `reconcile --once` and `plan` commands.
+//! reconnect. The one-shot commands are in [`crate::one_shot`], the
+//! background checks after timer-driven reconciles in `background`.
 //!
 //! The loop itself only waits and dispatches: for the next batch of the
 //! work queue, the command lane's signal, a `/status` request or the OVN
@@ -20,123 +20,27 @@ use std::time::{Duration, Instant};
 use obgp_config::Config;
 use obgp_events::Filters;
 use obgp_node::LaneSignal;
-use obgp_plan::Plan;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::background::DriftCheck;
 use crate::inputs::FilterView;
 use crate::inputs::{MonitoredDbError, OvnSources, ReconcileInputs};
 use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::live_status;
-use crate::one_shot::connect_once;
 use crate::ops::status::Reply;
 use crate::ops::ProbeBounds;
 use crate::ops::{spawn_update_clock, Telemetry};
 use crate::options::{RunError, RunOptions};
 use crate::queue::{Scheduler, TriggerBatch, WorkQueue};
-use crate::reconcile::{
-    check_supported, unread_commands, Planned, ReconcileError, ReconcileReport, Reconciler,
-};
+use crate::reconcile::{check_supported, ReconcileError, ReconcileReport, Reconciler};
+use crate::report_log::{log_report, log_report_queued, ms};
 
 use crate::inputs::{self, Trigger};
-
-/// Computes the pending plan against the live databases and node, changing nothing.
-pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
-    let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.converged_inputs().await?;
-    let (planned, _) = reconciler
-        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
-        .await?;
-    // The caches, the snapshot and the node mirror are freed on a thread of
-    // their own: freeing them row by row took ~0.2 s at 50k ports, on the
-    // way to printing the plan. A command that exits next does not wait.
-    std::thread::spawn(move || drop((inputs, sources, reconciler)));
-    Ok(planned)
-}
-
-/// Reconciles once and checks convergence: a second observe must plan nothing.
-pub async fn reconcile_once(
-    config: &Config,
-    opts: &RunOptions,
-) -> Result<ReconcileReport, RunError> {
-    let (sources, mut reconciler) = connect_once(config, opts).await?;
-    let inputs = sources.converged_inputs().await?;
-    let report = reconciler
-        .reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
-        .await?;
-    log_report(&report, "reconcile --once");
-    // A fresh read: the apply may have changed OVS (ports numbered since).
-    let inputs = sources.converged_inputs().await?;
-    let (again, _) = reconciler
-        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
-        .await?;
-    let unread = unread_commands(&again.actual);
-    if !again.is_empty() || !unread.is_empty() {
-        let mut pending = again.plan.to_string();
-        let mut local_ops = 0;
-        if let Some(local) = &again.local_nb {
-            local_ops = local.ops.len();
-            for op in &local.ops {
-                pending.push_str(&format!("  local NB: {op}\n"));
-            }
-        }
-        for what in &unread {
-            pending.push_str(&format!("  ? {what}\n"));
-        }
-        return Err(RunError::NotConverged(
-            again.plan.steps.len() + local_ops + unread.len(),
-            pending,
-        ));
-    }
-    Ok(report)
-}
 
 /// Rows in every monitored table of a database.
 fn database_rows(db: &obgp_ovsdb_data::DbSnapshot) -> usize {
     db.tables().map(|t| db.table(t).len()).sum()
-}
-
-fn log_report(report: &ReconcileReport, why: &str) {
-    log_report_queued(report, why, Duration::ZERO, Duration::ZERO)
-}
-
-/// `window_wait`/`rate_wait`: how long the work queue held the first
-/// trigger back (merge window, rate limit), so a slow event can be told
-/// apart from a slow reconcile.
-fn log_report_queued(
-    report: &ReconcileReport,
-    why: &str,
-    window_wait: Duration,
-    rate_wait: Duration,
-) {
-    tracing::info!(
-        reasons = why,
-        window_wait_ms = ms(window_wait),
-        rate_wait_ms = ms(rate_wait),
-        exposed = report.exposed,
-        ops = report.ops_applied(),
-        queued = report.queued,
-        commands = ?report.commands_applied,
-        failed = report.failed.len(),
-        held_back = report.held_back,
-        withdrawals_held = report.withdrawals_held,
-        snapshot_ms = ms(report.snapshot_time),
-        desired_ms = ms(report.desired_time),
-        desired_patched = report.desired_patched,
-        observe_ms = ms(report.observe_time),
-        plan_ms = ms(report.plan_time),
-        plan_incremental = report.plan_incremental,
-        apply_ms = ms(report.apply_time),
-        applied = ?report.applied,
-        "reconciled"
-    );
-    for failure in &report.failed {
-        tracing::warn!("op failed (the next reconcile retries): {failure}");
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// Runs the agent until `shutdown` is cancelled. A reconcile in flight stops
@@ -619,105 +523,6 @@ fn rereads_at_once(report: &ReconcileReport, batch: &TriggerBatch) -> bool {
         && !batch.reasons.contains_key(&Trigger::UnnotifiedSideEffects)
 }
 
-/// The background checks after timer-driven reconciles, at most one of
-/// each kind at a time: the OVS/FRR re-read (drift triggers
-/// [`Trigger::Drift`], whose reconcile re-reads them before planning) and the
-/// full desired-state computation (a difference triggers
-/// [`Trigger::DesiredMismatch`]).
-#[derive(Default)]
-struct DriftCheck {
-    running: Arc<std::sync::atomic::AtomicBool>,
-    desired_running: Arc<std::sync::atomic::AtomicBool>,
-    /// When the last full desired-state check started.
-    desired_last: std::cell::Cell<Option<Instant>>,
-}
-
-/// The full desired-state check runs at most this often. It is a safety
-/// net over the patching (a difference is a bug), and a full computation
-/// at scale costs CPU and allocations (docs/adr/0003-patched-desired-state.md): with a short
-/// `reconcile_interval` it ran every periodic reconcile and measurably
-/// slowed the events' reconciles (docs/latency.md). With the default
-/// interval (300 s) every periodic reconcile still checks.
-const DESIRED_CHECK_MIN_INTERVAL: Duration = Duration::from_secs(60);
-
-impl DriftCheck {
-    fn check(&self, reconciler: &Reconciler, sched: &Scheduler) {
-        let Some(probe) = reconciler.drift_probe() else {
-            return;
-        };
-        let sched = sched.clone();
-        spawn_one(&self.running, move || {
-            if let Some(why) = probe.drift() {
-                tracing::info!(why = %why, "background re-read found drift; reconciling");
-                sched.trigger(Trigger::Drift);
-            }
-        });
-    }
-
-    /// Computes the desired state in full in the background and compares
-    /// it with the patched one the reconcile used.
-    /// Whether [`DESIRED_CHECK_MIN_INTERVAL`] has passed since the last
-    /// full desired-state check started (or none ran yet).
-    fn desired_check_due(&self) -> bool {
-        self.desired_last
-            .get()
-            .is_none_or(|t| t.elapsed() >= DESIRED_CHECK_MIN_INTERVAL)
-    }
-
-    fn check_desired(&self, reconciler: &Reconciler, sched: &Scheduler) {
-        if !self.desired_check_due() {
-            return;
-        }
-        let Some(check) = reconciler.desired_check() else {
-            return;
-        };
-        self.desired_last.set(Some(Instant::now()));
-        let sched = sched.clone();
-        spawn_one(&self.desired_running, move || {
-            if check.agrees() == Some(false) {
-                tracing::error!(
-                    "the patched desired state differs from a full computation; recomputing"
-                );
-                sched.trigger(Trigger::DesiredMismatch);
-            }
-        });
-    }
-}
-
-/// Runs `job` on a thread of its own, at the lowest CPU priority, unless
-/// the previous job of `running` is still at work.
-fn spawn_one(running: &Arc<std::sync::atomic::AtomicBool>, job: impl FnOnce() + Send + 'static) {
-    use std::sync::atomic::Ordering;
-    if running.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    let done = running.clone();
-    let spawned = std::thread::Builder::new()
-        .name("obgp-check".into())
-        .spawn(move || {
-            lowest_priority();
-            job();
-            done.store(false, Ordering::Release);
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("background check not started: {e}");
-        running.store(false, Ordering::Release);
-    }
-}
-
-/// Puts the calling thread (and the processes it starts) in `SCHED_IDLE`:
-/// a background check must only use CPU time that the event path, the
-/// OVSDB client and the reconcile loop leave idle, or on a small node an
-/// event's reconcile waits for it.
-fn lowest_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-    if rc != 0 {
-        tracing::debug!("SCHED_IDLE refused: {}", std::io::Error::last_os_error());
-    }
-}
-
 /// Retries of failed reconciles, as kube-runtime's controller requeues on
 /// error: after 1 s, doubling up to 60 s while failures go on, reset by a
 /// clean reconcile. At most one retry is pending at a time; any other
@@ -744,15 +549,6 @@ impl Retry {
 
     fn reset(&mut self) {
         self.delay = None;
-    }
-}
-
-/// The plan as `ovn-bgp-agent plan` prints it.
-pub fn render_plan(plan: &Plan) -> String {
-    if plan.is_empty() {
-        "nothing to do: the node matches OVN\n".to_string()
-    } else {
-        plan.to_string()
     }
 }
 
@@ -789,17 +585,6 @@ mod tests {
             !rereads_at_once(&failed, &batch(Trigger::Periodic)),
             "failures wait for the retry's backoff"
         );
-    }
-
-    #[test]
-    fn the_full_desired_check_runs_at_most_once_a_minute() {
-        let drift = DriftCheck::default();
-        assert!(drift.desired_check_due(), "the first one runs");
-        drift.desired_last.set(Some(std::time::Instant::now()));
-        assert!(!drift.desired_check_due());
-        let a_minute_ago = std::time::Instant::now() - DESIRED_CHECK_MIN_INTERVAL;
-        drift.desired_last.set(Some(a_minute_ago));
-        assert!(drift.desired_check_due());
     }
 
     #[tokio::test(start_paused = true)]

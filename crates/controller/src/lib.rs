@@ -11,8 +11,11 @@
 //!   asks for ([`kind`]), what one reconcile does ([`reconcile`]: observe,
 //!   the pipeline, the mass-withdrawal guard ([`guard`]), apply), how the
 //!   agent is asked to run and why it stopped ([`options`]), the one-shot
-//!   commands' inputs ([`one_shot`]), where a `status` comes from
-//!   ([`live_status`]), and the loop that ties them ([`run`]).
+//!   commands (`plan`, `reconcile --once` and their inputs: [`one_shot`]),
+//!   where a `status` comes from ([`live_status`]), the checks that run in
+//!   the background after timer-driven reconciles (`background`), the
+//!   reconcile's log line (`report_log`), and the loop that ties them
+//!   ([`run`]).
 //!
 //! The rooms never depend on the loop: where one shows or reads something
 //! of it (a reconcile's report, the work queue), the room defines the type

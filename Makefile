@@ -45,6 +45,7 @@ clippy:
 check-pure:
 	@scripts/check-pure-crates.sh
 check-cycles:
+	@scripts/check-module-cycles-selftest
 	@scripts/check-module-cycles
 
 ## test: every tier. Unit and real-component tests (ovsdb-server, netns, FRR)

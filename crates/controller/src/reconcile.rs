@@ -13,7 +13,7 @@ use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PlanScope};
-use obgp_plan::{apply_plan_until, Actual, ApplyReport, Op, Plan, PlanError};
+use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -24,12 +24,14 @@ use crate::kind::ReconcileKind;
 mod last_plan;
 mod local_cluster;
 mod node_side;
+mod outcome;
 
 pub use crate::ops::{FrrApplyCause, ReconcileReport};
 use last_plan::LastPlan;
 pub use node_side::object_kind;
 pub(crate) use node_side::unread_commands;
 use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
+use outcome::account_applied;
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
 /// `TablesExhausted` is fatal for the agent; everything else is retried by
@@ -678,45 +680,4 @@ impl Reconciler {
         }
         Ok(report)
     }
-}
-
-/// Counts what the writer did with `plan` into `report` (ops applied per
-/// kind, drift repairs: an op done that the previous reconcile did not
-/// plan, when `planned_before` says repairs count; failures; held-back
-/// announcements) and returns the ops left undone: not started, failed,
-/// held back, and every command op (its outcome comes from the lane).
-fn account_applied(
-    plan: &Plan,
-    applied: &ApplyReport,
-    planned_before: Option<&std::collections::HashSet<String>>,
-    report: &mut ReconcileReport,
-) -> Vec<Op> {
-    report.not_started = applied.not_started;
-    let started = plan.steps.len() - applied.not_started;
-    let mut undone: Vec<Op> = plan.steps[started..].iter().map(|s| s.op.clone()).collect();
-    for step in &plan.steps[..started] {
-        let done = !applied.failed.iter().any(|(op, _)| op == &step.op)
-            && !applied.held_back.contains(&step.op);
-        if !done || step.op.runs_a_command() {
-            undone.push(step.op.clone());
-        }
-        let repair = planned_before.is_some_and(|before| !before.contains(&step.op.to_string()));
-        if done && repair {
-            *report
-                .drift_repairs
-                .entry(object_kind(&step.op))
-                .or_default() += 1;
-        }
-        if !step.op.runs_a_command() && done {
-            *report.applied.entry(op_kind(&step.op)).or_default() += 1;
-        }
-    }
-    report
-        .failed
-        .extend(applied.failed.iter().map(|(op, e)| format!("{op}: {e}")));
-    for (op, _) in &applied.failed {
-        *report.failed_kinds.entry(op_kind(op)).or_default() += 1;
-    }
-    report.held_back = applied.held_back.len();
-    undone
 }

@@ -4,7 +4,7 @@
 # dependency trees may not name any of these crates. Run by `make lint`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pure=(obgp-netmodel obgp-config obgp-ovsdb-data obgp-ovn obgp-desired obgp-events obgp-plan obgp-localnb obgp-pipeline)
+pure=(obgp-netmodel obgp-config obgp-ovsdb-data obgp-ovn obgp-desired obgp-events obgp-plan obgp-local-cluster obgp-pipeline)
 io='^(tokio|tokio-util|tokio-rustls|rustls|mio|rtnetlink|netlink-packet-route|netlink-packet-core|netlink-sys|netlink-proto|futures-util) '
 status=0
 for crate in "${pure[@]}"; do

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use obgp_config::Config;
-use obgp_localnb::{LocalNbPlan, Observed};
+use obgp_local_cluster::{LocalClusterPlan, Observed};
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_plan::Plan;
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ use crate::cli::Format;
 /// What `plan` prints in this mode.
 pub struct OvnPlan {
     pub node: Plan,
-    pub local_nb: LocalNbPlan,
+    pub local_nb: LocalClusterPlan,
     /// What the local-NB transaction was planned against.
     pub against: String,
 }
@@ -55,7 +55,7 @@ pub fn offline(
                 .to_string(),
         ),
     };
-    let local_nb = obgp_localnb::plan(&cluster.local_nb, &observed);
+    let local_nb = obgp_local_cluster::plan(&cluster.local_nb, &observed);
     Ok(OvnPlan {
         node: once.plan,
         local_nb,

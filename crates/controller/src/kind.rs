@@ -113,7 +113,7 @@ fn rereads_in_background(batch: &TriggerBatch) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inputs::{LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
+    use crate::inputs::{LOCAL_CLUSTER_CHANGE, LOCAL_OVS_CHANGE};
 
     fn event(class: &'static str) -> Trigger {
         Trigger::Event {
@@ -179,7 +179,7 @@ mod tests {
             }
         );
         assert_eq!(
-            kind([event(LOCAL_NB_CHANGE)]),
+            kind([event(LOCAL_CLUSTER_CHANGE)]),
             ReconcileKind::default(),
             "the local NB's rows are planned whole, nothing re-read"
         );

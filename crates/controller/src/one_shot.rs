@@ -38,7 +38,7 @@ pub(crate) async fn connect_once(
     crate::ops::log_stage("node read");
     reconciler.wait_for_commands();
     if let Some(local) = &sources.local_nb {
-        reconciler.write_local_nb(local.clone());
+        reconciler.write_local_cluster(local.clone());
     }
     Ok((sources, reconciler))
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use obgp_config::Config;
 use obgp_desired::{desired_state, Computed, DesiredError, NodeFacts};
-use obgp_localnb::LocalNbPlan;
+use obgp_local_cluster::LocalClusterPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::{NbChanges, Snapshot};
@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{GuardConfig, Sample, Verdict, WithdrawalGuard};
-use crate::inputs::{system_hostname, LocalNbError, LocalNbSource, OfPorts};
+use crate::inputs::{system_hostname, LocalClusterError, LocalClusterSource, OfPorts};
 use crate::kind::ReconcileKind;
 
 mod last_plan;
@@ -47,7 +47,7 @@ pub enum ReconcileError {
     #[error("connecting to the node: {0}")]
     Connect(String),
     #[error(transparent)]
-    LocalNb(#[from] LocalNbError),
+    LocalClusterRows(#[from] LocalClusterError),
     /// The snapshot could not be read as it must be (a conditional NB
     /// monitor whose port conditions did not converge).
     #[error("reading OVN: {0}")]
@@ -95,13 +95,13 @@ pub struct Planned {
     pub plan: Plan,
     /// `exposing_method = ovn`: the node-local NB transaction, planned
     /// against the rows its monitor shows.
-    pub local_nb: Option<LocalNbPlan>,
+    pub local_nb: Option<LocalClusterPlan>,
 }
 
 impl Planned {
     /// Whether nothing is to be done, on the node or in the local NB.
     pub fn is_empty(&self) -> bool {
-        self.plan.is_empty() && self.local_nb.as_ref().is_none_or(LocalNbPlan::is_empty)
+        self.plan.is_empty() && self.local_nb.as_ref().is_none_or(LocalClusterPlan::is_empty)
     }
 }
 
@@ -143,7 +143,7 @@ pub struct Reconciler {
     /// a failure, a held withdrawal) is no drift repair.
     last_plan: LastPlan,
     /// `exposing_method = ovn`: the node-local NB this reconciler writes.
-    local_nb: Option<Arc<LocalNbSource>>,
+    local_nb: Option<Arc<LocalClusterSource>>,
 }
 
 impl Reconciler {
@@ -395,7 +395,7 @@ impl Reconciler {
         let Some(NodePlan { plan, .. }) = self.desired.plan(&actual, PlanScope::Whole)? else {
             return Ok(None);
         };
-        let local_nb = self.plan_local_nb()?;
+        let local_nb = self.plan_local_cluster()?;
         Ok(Some(Planned {
             actual,
             plan,
@@ -534,7 +534,7 @@ impl Reconciler {
             Judged::WholeInstead(why) => tracing::debug!(why, "planned the whole node"),
             Judged::Whole => {}
         }
-        let local_nb = self.plan_local_nb()?;
+        let local_nb = self.plan_local_cluster()?;
         report.plan_time = t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
         if first {
@@ -626,7 +626,7 @@ impl Reconciler {
         };
         let mut nb_held = Vec::new();
         if let Err(e) = self
-            .run_local_nb(&nb_writes, "LocalNbWrite", &mut report)
+            .run_local_cluster(&nb_writes, "LocalNbWrite", &mut report)
             .await
         {
             nb_held = plan.hold_announcements();
@@ -665,7 +665,7 @@ impl Reconciler {
         if !holding && !self.stop.is_cancelled() {
             // A failure is reported; the next reconcile plans it again.
             let _ = self
-                .run_local_nb(&nb_removals, "LocalNbRemoval", &mut report)
+                .run_local_cluster(&nb_removals, "LocalNbRemoval", &mut report)
                 .await;
         }
         let ops = plan.steps.into_iter().map(|s| s.op).collect();

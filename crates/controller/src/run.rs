@@ -183,7 +183,7 @@ async fn connect_node(
                 r.stop_on(shutdown.clone());
                 r.guard_withdrawals(crate::guard::GuardConfig::from_config(config));
                 if let Some(local) = &sources.local_nb {
-                    r.write_local_nb(local.clone());
+                    r.write_local_cluster(local.clone());
                 }
                 return Some(r);
             }
@@ -496,13 +496,13 @@ fn spawn_triggers(
         // (or by the agent's own writes: that reconcile plans nothing).
         tasks.push(inputs::every_change(
             local.changes(),
-            crate::inputs::LOCAL_NB_CHANGE,
-            crate::inputs::LOCAL_NB,
+            crate::inputs::LOCAL_CLUSTER_CHANGE,
+            crate::inputs::LOCAL_CLUSTER_NB,
             sched.clone(),
         ));
         tasks.push(inputs::resync(
             local.resynced(),
-            crate::inputs::LOCAL_NB,
+            crate::inputs::LOCAL_CLUSTER_NB,
             sched.clone(),
         ));
     }

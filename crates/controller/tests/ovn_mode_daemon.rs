@@ -51,7 +51,7 @@ fn named<'a>(rows: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value>
 /// Every uuid of the agent's tables.
 fn all_uuids(db: &OvsdbServer) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for t in obgp_localnb::NbTable::ALL {
+    for t in obgp_local_cluster::NbTable::ALL {
         out.extend(rows(db, t.name())?.into_keys());
     }
     Ok(out)

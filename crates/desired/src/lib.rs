@@ -16,7 +16,7 @@ mod local_cluster;
 pub mod model;
 mod nb_evpn;
 mod nb_underlay;
-pub mod ovn_local;
+pub mod ovn_method;
 pub mod provenance;
 mod sb_evpn;
 mod sb_stretched_l2;
@@ -35,9 +35,9 @@ pub use local_cluster::{LocalCluster, Segment};
 pub use model::{
     BridgeWiring, Desired, ExposedIp, IpWiring, RowRef, TenantSubnet, VlanDevice, WireTarget,
 };
-pub use ovn_local::{
-    desired_ovn_local, external_bridges, local_facts, BridgeFacts, FdbEntry, GoldenConfig,
-    LocalFacts, OvnLocal,
+pub use ovn_method::{
+    desired_ovn_method, external_bridges, local_facts, BridgeFacts, FdbEntry, GoldenConfig,
+    LocalFacts, OvnMethod,
 };
 pub use provenance::{ExposeRule, Origin, Reason, Rejection, Trace};
 pub use sb_evpn::vxlan_source;
@@ -94,7 +94,7 @@ fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError
 /// `ovn_stretched_l2_bgp_driver` (SB; both ignore `exposing_method`, as
 /// upstream does), and `nb_ovn_bgp_driver` with `exposing_method = ovn`
 /// (the underlay decisions reached through the node-local cluster:
-/// [`Desired::local_cluster`], [`ovn_local`]). Any
+/// [`Desired::local_cluster`], [`ovn_method`]). Any
 /// other combination is [`DesiredError::Unsupported`], never an empty state.
 /// Bad OVN rows never fail the computation (the snapshot skipped them);
 /// invalid values in the configuration that would reach a device name or a
@@ -141,7 +141,7 @@ pub(crate) fn compute_traced(
         // the same trace); the node-local cluster is how it is reached.
         (Driver::NbOvnBgpDriver, ExposingMethod::Ovn) => {
             let (local, trace) =
-                ovn_local::traced(snap, config, facts, &facts.local_bridges, trace)?;
+                ovn_method::traced(snap, config, facts, &facts.local_bridges, trace)?;
             return Ok((local.into_desired(), None, trace));
         }
         (driver, method) => return Err(DesiredError::Unsupported { driver, method }),

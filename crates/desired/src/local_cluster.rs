@@ -1,10 +1,10 @@
 //! What the node-local cluster of `exposing_method = ovn` needs on the
 //! node, as the desired state carries it. A leaf: the desired state holds
-//! it, [`crate::ovn_local`] computes it.
+//! it, [`crate::ovn_method`] computes it.
 
 use std::collections::BTreeSet;
 
-use obgp_localnb::LocalNb;
+use obgp_local_cluster::LocalClusterRows;
 use obgp_netmodel::{DevName, FdbEntry, Flow};
 use serde::Serialize;
 
@@ -24,11 +24,11 @@ pub struct Segment {
 
 /// What the node-local cluster needs, as
 /// [`Desired::local_cluster`](crate::Desired::local_cluster) carries it:
-/// the part of [`OvnLocal`](crate::OvnLocal) that is not the exposure.
+/// the part of [`OvnMethod`](crate::OvnMethod) that is not the exposure.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LocalCluster {
     pub segments: Vec<Segment>,
-    pub local_nb: LocalNb,
+    pub local_nb: LocalClusterRows,
     pub flows: BTreeSet<Flow>,
     pub fdb: BTreeSet<FdbEntry>,
 }

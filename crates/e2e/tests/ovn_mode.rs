@@ -162,7 +162,7 @@ fn map_has(row: &Value, column: &str, key: &str, value: &str) -> bool {
 /// Every uuid in the agent's tables of the local NB.
 fn uuids(db: &OvsdbServer) -> Result<BTreeSet<String>> {
     let mut out = BTreeSet::new();
-    for t in obgp_localnb::NbTable::ALL {
+    for t in obgp_local_cluster::NbTable::ALL {
         for r in rows(db, t.name())? {
             out.insert(r["_uuid"][1].as_str().unwrap_or_default().to_string());
         }

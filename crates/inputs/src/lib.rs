@@ -2,7 +2,7 @@
 //! monitored databases ([`OvnSources`], one [`MonitoredDb`] each) and the
 //! indexed snapshot they maintain, a conditional NB monitor's port
 //! conditions ([`PortConditions`]), the node-local NB of
-//! `exposing_method = ovn` ([`LocalNbSource`]), the OVS ofports, what the
+//! `exposing_method = ovn` ([`LocalClusterSource`]), the OVS ofports, what the
 //! event filters read ([`FilterView`]), and the watchers that turn a change,
 //! a resync or a netlink overrun into a [`Trigger`] for a reconcile, handed
 //! to a [`TriggerSink`].
@@ -16,7 +16,7 @@ mod database;
 mod event_match;
 mod follower;
 mod host;
-mod local_nb;
+mod local_cluster;
 mod ofports;
 mod port_conditions;
 mod sources;
@@ -28,10 +28,10 @@ pub use database::{MonitoredDb, MonitoredDbError};
 pub use event_match::reasons;
 pub use follower::{Caught, SnapshotFollower};
 pub use host::system_hostname;
-pub use local_nb::{observed_of, LocalNbError, LocalNbSource};
+pub use local_cluster::{observed_of, LocalClusterError, LocalClusterSource};
 pub use ofports::{ofports, OfPorts};
 pub use port_conditions::{conditional, PortConditions};
 pub use sources::{OvnSources, ReconcileInputs};
-pub use trigger::{Trigger, TriggerBatch, LOCAL_NB, LOCAL_NB_CHANGE, LOCAL_OVS_CHANGE};
+pub use trigger::{Trigger, TriggerBatch, LOCAL_CLUSTER_NB, LOCAL_CLUSTER_CHANGE, LOCAL_OVS_CHANGE};
 pub use view::FilterView;
 pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

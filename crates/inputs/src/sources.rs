@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use super::database::{ovn_client, remotes, MonitoredDb, MonitoredDbError};
 use super::follower::SnapshotFollower;
 use super::host::system_hostname;
-use super::local_nb::LocalNbSource;
+use super::local_cluster::LocalClusterSource;
 use super::ofports::{ofports, OfPorts};
 use super::port_conditions::{conditional, PortConditions};
 
@@ -33,7 +33,7 @@ pub struct OvnSources {
     pub ovn: MonitoredDb,
     pub ovs: MonitoredDb,
     /// `[local_ovn_cluster] ovn_nb_connection` (`exposing_method = ovn`).
-    pub local_nb: Option<Arc<LocalNbSource>>,
+    pub local_nb: Option<Arc<LocalClusterSource>>,
     /// The NB monitor's port conditions (`ovn_nb_monitor_all = false`).
     pub port_conditions: Option<PortConditions>,
     /// Behind a lock so that `inputs` can take `&self`; only the reconcile
@@ -119,7 +119,7 @@ impl OvnSources {
         let local_nb = if driver == obgp_config::Driver::NbOvnBgpDriver
             && config.default.exposing_method == obgp_config::ExposingMethod::Ovn
         {
-            Some(Arc::new(LocalNbSource::start(config)?))
+            Some(Arc::new(LocalClusterSource::start(config)?))
         } else {
             None
         };

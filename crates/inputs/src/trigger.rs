@@ -51,8 +51,8 @@ pub const LOCAL_OVS_CHANGE: &str = "LocalOvsChange";
 /// The event class of a change in the node-local NB (`exposing_method =
 /// ovn`), and that database's name in resync reasons (the central NB is
 /// `OVN_Northbound`).
-pub const LOCAL_NB_CHANGE: &str = "LocalNbChange";
-pub const LOCAL_NB: &str = "local OVN_Northbound";
+pub const LOCAL_CLUSTER_CHANGE: &str = "LocalNbChange";
+pub const LOCAL_CLUSTER_NB: &str = "local OVN_Northbound";
 
 impl Trigger {
     /// Whether a trigger with this reason opens the queue's merge window:
@@ -126,7 +126,7 @@ impl Trigger {
     /// OVS or NB change reaches bridges, ports or flows, which only the
     /// full plan reads.
     pub fn plans_changes_only(&self) -> bool {
-        matches!(self, Trigger::Event { class, .. } if *class != LOCAL_OVS_CHANGE && *class != LOCAL_NB_CHANGE)
+        matches!(self, Trigger::Event { class, .. } if *class != LOCAL_OVS_CHANGE && *class != LOCAL_CLUSTER_CHANGE)
     }
 
     /// Whether this reconcile follows a database's full dump (the initial
@@ -305,7 +305,7 @@ mod tests {
     fn only_ovn_events_plan_the_changed_objects_alone() {
         assert!(event("LogicalSwitchPortProviderCreateEvent").plans_changes_only());
         assert!(!event(LOCAL_OVS_CHANGE).plans_changes_only());
-        assert!(!event(LOCAL_NB_CHANGE).plans_changes_only());
+        assert!(!event(LOCAL_CLUSTER_CHANGE).plans_changes_only());
         for full in [
             Trigger::Startup,
             Trigger::Periodic,

@@ -4,7 +4,7 @@
 //! The other NB tables are small (switches, routers and their ports, NAT,
 //! load balancers, NB_Global, DHCP options) and stay monitored whole. Ports
 //! are most of the database, and a node reads few of them. The driver
-//! (`obgp-desired`, `nb_underlay.rs`, `evpn.rs`, `ovn_local.rs`) looks a
+//! (`obgp-desired`, `nb_underlay.rs`, `evpn.rs`, `ovn_method.rs`) looks a
 //! port up only as:
 //!
 //! | what the driver reads | clause |

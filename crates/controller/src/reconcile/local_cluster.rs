@@ -6,22 +6,22 @@
 
 use std::sync::Arc;
 
-use obgp_localnb::LocalNbPlan;
+use obgp_local_cluster::LocalClusterPlan;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
-use crate::inputs::{LocalNbError, LocalNbSource};
+use crate::inputs::{LocalClusterError, LocalClusterSource};
 
 impl Reconciler {
     /// Writes the desired state's node-local NB rows (`exposing_method =
     /// ovn`) through `source`: planned with the node, transacted by
     /// [`Reconciler::reconcile`] around the node's plan (O1).
-    pub fn write_local_nb(&mut self, source: Arc<LocalNbSource>) {
+    pub fn write_local_cluster(&mut self, source: Arc<LocalClusterSource>) {
         self.local_nb = Some(source);
     }
 
     /// The local-NB transaction the desired state asks for, when this mode
     /// has one and a local NB to write.
-    pub(super) fn plan_local_nb(&self) -> Result<Option<LocalNbPlan>, ReconcileError> {
+    pub(super) fn plan_local_cluster(&self) -> Result<Option<LocalClusterPlan>, ReconcileError> {
         let (Some(source), Some(cluster)) = (
             &self.local_nb,
             self.desired
@@ -35,12 +35,12 @@ impl Reconciler {
 
     /// Runs one local-NB transaction (nothing when empty), counting its
     /// operations in `report` under `kind`, applied or failed.
-    pub(super) async fn run_local_nb(
+    pub(super) async fn run_local_cluster(
         &self,
-        plan: &LocalNbPlan,
+        plan: &LocalClusterPlan,
         kind: &str,
         report: &mut ReconcileReport,
-    ) -> Result<(), LocalNbError> {
+    ) -> Result<(), LocalClusterError> {
         let Some(source) = &self.local_nb else {
             return Ok(());
         };

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_localnb::LocalNb;
+use obgp_local_cluster::LocalClusterRows;
 use obgp_netmodel::{cookie, Class, DevName, Flow, FlowAction, FlowMatch, MacAddr};
 use obgp_ovn::Snapshot;
 use serde::{Deserialize, Serialize};
@@ -92,7 +92,7 @@ impl GoldenConfig {
 
 /// Everything `exposing_method = ovn` wants, in its own terms.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OvnLocal {
+pub struct OvnMethod {
     /// The NB driver's exposures that the local cluster reaches: what is
     /// announced on `bgp_nic` (`bridges` and `tenant_subnets` are empty:
     /// this mode has no kernel wiring). Their `wiring` is the underlay
@@ -102,7 +102,7 @@ pub struct OvnLocal {
     /// The segments of the local cluster, internal first.
     pub segments: Vec<Segment>,
     /// The rows of the node-local NB.
-    pub local_nb: LocalNb,
+    pub local_nb: LocalClusterRows,
     /// The cookie-999 flows: egress on the OpenStack bridges, ingress on
     /// the external ones.
     pub flows: BTreeSet<Flow>,
@@ -255,16 +255,16 @@ fn internal_vlan(snap: &Snapshot, bridge: &DevName, notes: &mut Vec<String>) -> 
 }
 
 /// Computes what `exposing_method = ovn` wants on this node.
-pub fn desired_ovn_local(
+pub fn desired_ovn_method(
     snap: &Snapshot,
     config: &Config,
     facts: &NodeFacts,
     local: &LocalFacts,
-) -> Result<OvnLocal, DesiredError> {
+) -> Result<OvnMethod, DesiredError> {
     traced(snap, config, facts, local, Trace::default()).map(|(o, _)| o)
 }
 
-/// [`desired_ovn_local`] recording into `trace`: the underlay driver's
+/// [`desired_ovn_method`] recording into `trace`: the underlay driver's
 /// exposure decisions (its refusals recorded too), then what of them the
 /// node-local cluster reaches, its NB rows, flows and FDB entries.
 pub(crate) fn traced(
@@ -273,7 +273,7 @@ pub(crate) fn traced(
     facts: &NodeFacts,
     local: &LocalFacts,
     trace: Trace,
-) -> Result<(OvnLocal, Trace), DesiredError> {
+) -> Result<(OvnMethod, Trace), DesiredError> {
     let d = &config.default;
     if d.driver != Driver::NbOvnBgpDriver {
         return Err(DesiredError::Unsupported {
@@ -291,7 +291,7 @@ pub(crate) fn traced(
     let segments = segments(snap, config, &mut notes);
     keep_reachable(&mut exposure, &segments, &mut notes, &mut trace);
 
-    let mut local_nb = LocalNb::default();
+    let mut local_nb = LocalClusterRows::default();
     let built = rows::build(
         &mut local_nb,
         rows::RowInputs {
@@ -318,7 +318,7 @@ pub(crate) fn traced(
             mac: *mac,
         });
     }
-    let ovn = OvnLocal {
+    let ovn = OvnMethod {
         exposure,
         segments,
         local_nb,
@@ -455,7 +455,7 @@ fn ingress_flows(
         .collect()
 }
 
-impl OvnLocal {
+impl OvnMethod {
     /// Flattens into the node objects the planner diffs against the node:
     /// the announcements on `bgp_nic` (the VRF, `bgp_nic` and the VRF leak
     /// as the underlay driver has them, each exposed IP's /32 or /128
@@ -516,7 +516,7 @@ pub fn local_facts<'a>(
 
 /// The bridges of the local cluster's external segments
 /// (`ovn-bridge-mappings-<bgp_chassis_id>` minus OpenStack's), whose
-/// kernel facts [`desired_ovn_local`] needs.
+/// kernel facts [`desired_ovn_method`] needs.
 pub fn external_bridges(snap: &Snapshot, config: &Config) -> Vec<DevName> {
     let mut notes = Vec::new();
     segments(snap, config, &mut notes)

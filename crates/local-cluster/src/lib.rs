@@ -1,7 +1,7 @@
 //! The node-local OVN Northbound database of `exposing_method = ovn`.
 //!
 //! The agent's rows there are desired state like everything else it
-//! writes: [`LocalNb`] says which rows must exist (computed by
+//! writes: [`LocalClusterRows`] says which rows must exist (computed by
 //! `obgp-desired`), [`plan`] diffs them against the rows observed in the
 //! local NB (a table → uuid → row map, as the ovsdb crate's cache holds
 //! them) into the operations of one `transact`, and [`apply_in_memory`]
@@ -19,8 +19,8 @@ pub mod plan;
 pub mod rows;
 
 pub use apply::{apply_in_memory, ApplyError};
-pub use plan::{plan, LocalNbPlan, NbOp, Observed, Target};
-pub use rows::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
+pub use plan::{plan, LocalClusterPlan, NbOp, Observed, Target};
+pub use rows::{LocalClusterRows, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
 
 /// What the local-NB monitor must receive: every row and column of the
 /// nine tables the agent writes (`BFD` included: upstream's IDL leaves it

@@ -1,7 +1,7 @@
 //! The local-NB planner on plain values: small desired sets against
 //! hand-written observed rows.
 
-use obgp_localnb::{apply_in_memory, plan, LocalNb, LocalRow, NbOp, NbTable, Observed, Value};
+use obgp_local_cluster::{apply_in_memory, plan, LocalClusterRows, LocalRow, NbOp, NbTable, Observed, Value};
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::json;
 
@@ -14,8 +14,8 @@ fn owned() -> serde_json::Value {
 }
 
 /// `bgp-router` with one port `p1`.
-fn router_with_port() -> LocalNb {
-    let mut nb = LocalNb::default();
+fn router_with_port() -> LocalClusterRows {
+    let mut nb = LocalClusterRows::default();
     let lr = nb.insert(LocalRow::new(
         NbTable::LogicalRouter,
         None,
@@ -67,7 +67,7 @@ fn a_new_port_on_an_existing_router_is_inserted_and_attached_by_mutate() {
 
 #[test]
 fn an_owned_duplicate_is_deleted_and_a_foreign_one_is_kept() {
-    let mut desired = LocalNb::default();
+    let mut desired = LocalClusterRows::default();
     desired.insert(LocalRow::new(
         NbTable::LogicalSwitch,
         None,
@@ -99,7 +99,7 @@ fn a_deleted_router_takes_its_children_without_ops_of_their_own() {
         Uuid(2),
         row(json!({"name": "p1", "mac": "40:44:00:00:00:06", "external_ids": owned()})),
     );
-    let p = plan(&LocalNb::default(), &db);
+    let p = plan(&LocalClusterRows::default(), &db);
     assert_eq!(p.ops.len(), 1, "{p}");
     assert!(matches!(&p.ops[0], NbOp::Delete { uuid, .. } if *uuid == Uuid(1)));
     apply_in_memory(&mut db, &p.ops).unwrap();
@@ -112,7 +112,7 @@ fn a_row_without_its_key_columns_is_reported_and_left_alone() {
         "Static_MAC_Binding",
         vec![(1, json!({"mac": "fa:16:3e:00:00:01"}))],
     );
-    let p = plan(&LocalNb::default(), &db);
+    let p = plan(&LocalClusterRows::default(), &db);
     assert!(p.is_empty());
     assert_eq!(p.problems.len(), 1);
     assert!(
@@ -166,7 +166,7 @@ fn the_monitor_covers_every_table_written_bfd_included_and_they_exist_in_the_nb_
         .unwrap(),
     )
     .unwrap();
-    let spec = obgp_localnb::monitor_spec();
+    let spec = obgp_local_cluster::monitor_spec();
     let parsed = obgp_ovsdb_data::DatabaseSchema::from_json(&schema).unwrap();
     let monitored: Vec<&str> = spec.tables_in(&parsed).collect();
     for t in NbTable::ALL {

@@ -4,8 +4,8 @@
 //! uuids after a "restart" of the computation), a removed segment's rows
 //! go, and a foreign row stays.
 
-use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
-use obgp_localnb::{plan, LocalNb, NbTable, Observed};
+use obgp_desired::{desired_ovn_method, GoldenConfig, LocalFacts, NodeFacts};
+use obgp_local_cluster::{plan, LocalClusterRows, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -17,14 +17,14 @@ fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn compute(doc: &Value) -> LocalNb {
+fn compute(doc: &Value) -> LocalClusterRows {
     let c = serde_json::from_value::<GoldenConfig>(doc["config"].clone())
         .expect("the fixture's config")
         .config();
     let facts =
         serde_json::from_value::<LocalFacts>(doc["facts"].clone()).expect("the fixture's facts");
     let snap = Snapshot::from_wire(&doc["ovn"]).unwrap();
-    desired_ovn_local(&snap, &c, &NodeFacts::default(), &facts)
+    desired_ovn_method(&snap, &c, &NodeFacts::default(), &facts)
         .unwrap()
         .local_nb
 }
@@ -44,7 +44,7 @@ fn observe(server: &OvsdbServer) -> Observed {
     db
 }
 
-fn write(server: &OvsdbServer, desired: &LocalNb) -> usize {
+fn write(server: &OvsdbServer, desired: &LocalClusterRows) -> usize {
     let p = plan(desired, &observe(server));
     assert!(p.problems.is_empty(), "{:?}", p.problems);
     let ops: Vec<Value> = p.ops.iter().map(|o| o.wire()).collect();
@@ -129,7 +129,7 @@ fn a_local_nb_the_python_agent_filled_is_adopted_in_place() {
     assert!(
         p.ops
             .iter()
-            .all(|o| matches!(o, obgp_localnb::NbOp::MarkOwned { .. })),
+            .all(|o| matches!(o, obgp_local_cluster::NbOp::MarkOwned { .. })),
         "adoption marks rows, nothing else:\n{p}"
     );
     let with_external_ids = NbTable::ALL

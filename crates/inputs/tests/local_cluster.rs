@@ -1,5 +1,5 @@
 //! The local-NB monitor and writer of `exposing_method = ovn`
-//! (`obgp_inputs::LocalNbSource`) against a real ovsdb-server serving the
+//! (`obgp_inputs::LocalClusterSource`) against a real ovsdb-server serving the
 //! OVN NB schema: the first write creates every desired row (marked), a
 //! second writes nothing and every uuid stays, a removed segment's rows go,
 //! a foreign row stays, and a transaction the server refuses is an error
@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_desired::{desired_ovn_local, GoldenConfig, LocalFacts, NodeFacts};
-use obgp_inputs::{LocalNbError, LocalNbSource};
-use obgp_localnb::{LocalNb, NbTable, Observed};
+use obgp_desired::{desired_ovn_method, GoldenConfig, LocalFacts, NodeFacts};
+use obgp_inputs::{LocalClusterError, LocalClusterSource};
+use obgp_local_cluster::{LocalClusterRows, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -32,11 +32,11 @@ fn config(doc: &Value, local_nb: &str) -> Config {
     c
 }
 
-fn compute(doc: &Value, config: &Config) -> LocalNb {
+fn compute(doc: &Value, config: &Config) -> LocalClusterRows {
     let facts =
         serde_json::from_value::<LocalFacts>(doc["facts"].clone()).expect("the fixture's facts");
     let snap = Snapshot::from_wire(&doc["ovn"]).unwrap();
-    desired_ovn_local(&snap, config, &NodeFacts::default(), &facts)
+    desired_ovn_method(&snap, config, &NodeFacts::default(), &facts)
         .unwrap()
         .local_nb
 }
@@ -53,7 +53,7 @@ async fn the_writer_creates_keeps_and_removes_rows_on_a_real_local_nb() {
         .unwrap();
     let mut doc = fixture();
     let cfg = config(&doc, &server.unix_remote());
-    let local = LocalNbSource::start(&cfg).expect("client");
+    let local = LocalClusterSource::start(&cfg).expect("client");
     local.wait_synced(SYNC).await.expect("local NB synced");
     assert_eq!(
         local.observed()["Logical_Switch"].len(),
@@ -85,7 +85,7 @@ async fn the_writer_creates_keeps_and_removes_rows_on_a_real_local_nb() {
     // computation from scratch): nothing written, every uuid kept.
     assert!(local.write(&desired).await.unwrap().is_empty());
     drop(local);
-    let local = LocalNbSource::start(&cfg).unwrap();
+    let local = LocalClusterSource::start(&cfg).unwrap();
     local.wait_synced(SYNC).await.unwrap();
     let again = local.write(&compute(&doc, &cfg)).await.unwrap();
     assert!(again.is_empty(), "no churn after a restart:\n{again}");
@@ -139,11 +139,11 @@ async fn a_failed_transaction_is_an_error_naming_the_local_nb() {
     let mut server = OvsdbServer::start("ovn-nb.ovsschema").expect("ovsdb-server");
     let doc = fixture();
     let cfg = config(&doc, &server.unix_remote());
-    let local = LocalNbSource::start(&cfg).unwrap();
+    let local = LocalClusterSource::start(&cfg).unwrap();
     local.wait_synced(SYNC).await.unwrap();
     // The local NB goes away: the write fails, returns, and names it.
     server.kill();
     let err = local.write(&compute(&doc, &cfg)).await.unwrap_err();
-    assert!(matches!(err, LocalNbError::Transact { .. }), "{err}");
+    assert!(matches!(err, LocalClusterError::Transact { .. }), "{err}");
     assert!(err.to_string().contains(&server.unix_remote()), "{err}");
 }

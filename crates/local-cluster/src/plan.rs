@@ -10,7 +10,7 @@ use std::fmt;
 use obgp_ovsdb_data::{Datum, Row, Uuid};
 use serde_json::{json, Value as Json};
 
-use crate::rows::{LocalNb, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
+use crate::rows::{LocalClusterRows, LocalRow, NbTable, RowKey, Value, OWNER_KEY, OWNER_VALUE};
 
 /// The observed local NB: table name → uuid → row, as the ovsdb crate's
 /// cache holds it. Tables the agent does not write are ignored.
@@ -194,14 +194,14 @@ impl fmt::Display for NbOp {
 /// The operations that make the local NB hold the desired rows, in
 /// transaction order; empty when it already does.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct LocalNbPlan {
+pub struct LocalClusterPlan {
     pub ops: Vec<NbOp>,
     /// Observed rows skipped (no usable key) or desired references that
     /// name no row, each naming the row.
     pub problems: Vec<String>,
 }
 
-impl LocalNbPlan {
+impl LocalClusterPlan {
     /// Whether nothing is to be written.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
@@ -215,7 +215,7 @@ impl LocalNbPlan {
     }
 }
 
-impl LocalNbPlan {
+impl LocalClusterPlan {
     /// The plan as two transactions, for the order of announcements (O1):
     /// first everything that makes the desired rows exist and hold their
     /// values (inserts, updates, attachments, adoptions), run before the
@@ -224,17 +224,17 @@ impl LocalNbPlan {
     /// single transaction does: no update writes a children column, so
     /// the first part never drops a child the second would detach.
     /// Problems stay with the first part.
-    pub fn split_removals(self) -> (LocalNbPlan, LocalNbPlan) {
+    pub fn split_removals(self) -> (LocalClusterPlan, LocalClusterPlan) {
         let (removals, writes) = self
             .ops
             .into_iter()
             .partition(|op| matches!(op, NbOp::Delete { .. } | NbOp::RemoveChildren { .. }));
         (
-            LocalNbPlan {
+            LocalClusterPlan {
                 ops: writes,
                 problems: self.problems,
             },
-            LocalNbPlan {
+            LocalClusterPlan {
                 ops: removals,
                 problems: Vec::new(),
             },
@@ -242,7 +242,7 @@ impl LocalNbPlan {
     }
 }
 
-impl fmt::Display for LocalNbPlan {
+impl fmt::Display for LocalClusterPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for op in &self.ops {
             writeln!(f, "{op}")?;
@@ -285,7 +285,7 @@ fn marked(row: &Row) -> bool {
 }
 
 impl<'a> Index<'a> {
-    fn build(observed: &'a Observed, desired: &LocalNb, problems: &mut Vec<String>) -> Self {
+    fn build(observed: &'a Observed, desired: &LocalClusterRows, problems: &mut Vec<String>) -> Self {
         let rows = |t: NbTable| observed.get(t.name()).into_iter().flatten();
         // Parents first: per-parent keys need the parent's name.
         let mut parent: HashMap<Uuid, (Uuid, RowKey, &'static str)> = HashMap::new();
@@ -424,7 +424,7 @@ impl Resolver<'_> {
 /// recreated. An observed row no desired row names is deleted only when it
 /// is the agent's (marked; a `Static_MAC_Binding` on one of the agent's
 /// router ports); any other row is left alone.
-pub fn plan(desired: &LocalNb, observed: &Observed) -> LocalNbPlan {
+pub fn plan(desired: &LocalClusterRows, observed: &Observed) -> LocalClusterPlan {
     let mut problems = Vec::new();
     let idx = Index::build(observed, desired, &mut problems);
     let mut named = BTreeMap::new();
@@ -490,7 +490,7 @@ pub fn plan(desired: &LocalNb, observed: &Observed) -> LocalNbPlan {
         });
     }
     ops.extend(deletions(desired, &idx));
-    LocalNbPlan { ops, problems }
+    LocalClusterPlan { ops, problems }
 }
 
 fn insert(want: &LocalRow, res: &Resolver, problems: &mut Vec<String>) -> NbOp {
@@ -537,7 +537,7 @@ type ParentColumn = (RowKey, Uuid, &'static str);
 /// The agent's observed rows that no desired row names (and the agent's
 /// duplicates of desired ones): root rows deleted, non-root rows detached
 /// from their parent, unless an ancestor is deleted anyway.
-fn deletions(desired: &LocalNb, idx: &Index) -> Vec<NbOp> {
+fn deletions(desired: &LocalClusterRows, idx: &Index) -> Vec<NbOp> {
     let leftovers: Vec<(&RowKey, &Seen)> = idx
         .by_key
         .iter()
@@ -593,7 +593,7 @@ fn deletions(desired: &LocalNb, idx: &Index) -> Vec<NbOp> {
 
 /// The keys of the rows [`plan`] would delete or detach (for tests and
 /// `plan` summaries).
-pub fn removed_keys(plan: &LocalNbPlan) -> BTreeSet<RowKey> {
+pub fn removed_keys(plan: &LocalClusterPlan) -> BTreeSet<RowKey> {
     plan.ops
         .iter()
         .flat_map(|op| match op {

@@ -1,5 +1,5 @@
 //! The node-local OVN NB of `exposing_method = ovn` (ADR 0008): a monitor
-//! of the tables the agent writes there (`obgp_localnb::monitor_spec()`,
+//! of the tables the agent writes there (`obgp_local_cluster::monitor_spec()`,
 //! BFD included) on a `leader_only` connection to `[local_ovn_cluster]
 //! ovn_nb_connection`, and the writer: plan the desired rows against the
 //! monitored ones and run the operations as one `transact`.
@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_localnb::{LocalNb, LocalNbPlan, NbOp, NbTable, Observed};
+use obgp_local_cluster::{LocalClusterRows, LocalClusterPlan, NbOp, NbTable, Observed};
 use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -21,7 +21,7 @@ use super::database::{ovn_client, MonitoredDb, MonitoredDbError};
 
 /// Why the local NB could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum LocalNbError {
+pub enum LocalClusterError {
     #[error("local NB {remotes}: the initial dump has not arrived: not planning against an unknown database")]
     NotSynced { remotes: String },
     #[error("local NB {remotes}: transaction of {ops} operations failed: {source}")]
@@ -39,7 +39,7 @@ pub enum LocalNbError {
 }
 
 /// The monitored node-local NB.
-pub struct LocalNbSource {
+pub struct LocalClusterSource {
     source: MonitoredDb,
     remotes: String,
 }
@@ -54,21 +54,21 @@ const SEEN_TIMEOUT: Duration = Duration::from_secs(10);
 /// planner removes a duplicate it may leave.
 const TRANSACT_TIMEOUT: Duration = Duration::from_secs(5);
 
-impl LocalNbSource {
+impl LocalClusterSource {
     /// Starts connecting (in the background, leader only) to
     /// `[local_ovn_cluster] ovn_nb_connection`.
-    pub fn start(config: &Config) -> Result<LocalNbSource, MonitoredDbError> {
+    pub fn start(config: &Config) -> Result<LocalClusterSource, MonitoredDbError> {
         let conn = &config.local_ovn_cluster.ovn_nb_connection;
         let source = ovn_client(
             "[local_ovn_cluster] ovn_nb_connection",
             conn,
             obgp_ovn::NB_DB,
-            obgp_localnb::monitor_spec(),
+            obgp_local_cluster::monitor_spec(),
             // upstream has no TLS options for the local cluster.
             ("", "", ""),
             Some(TRANSACT_TIMEOUT),
         )?;
-        Ok(LocalNbSource {
+        Ok(LocalClusterSource {
             source,
             remotes: conn.clone(),
         })
@@ -97,7 +97,7 @@ impl LocalNbSource {
     /// Plans `desired` against the monitored rows and, when anything
     /// differs, runs the operations as one transaction. Returns the plan
     /// (its `problems` name the rows the planner skipped).
-    pub async fn write(&self, desired: &LocalNb) -> Result<LocalNbPlan, LocalNbError> {
+    pub async fn write(&self, desired: &LocalClusterRows) -> Result<LocalClusterPlan, LocalClusterError> {
         let plan = self.plan(desired)?;
         self.run(&plan).await?;
         Ok(plan)
@@ -105,18 +105,18 @@ impl LocalNbSource {
 
     /// Plans `desired` against the monitored rows; refused before the
     /// initial dump (an unknown database is not an empty one).
-    pub fn plan(&self, desired: &LocalNb) -> Result<LocalNbPlan, LocalNbError> {
+    pub fn plan(&self, desired: &LocalClusterRows) -> Result<LocalClusterPlan, LocalClusterError> {
         if *self.source.resynced().borrow() == 0 {
-            return Err(LocalNbError::NotSynced {
+            return Err(LocalClusterError::NotSynced {
                 remotes: self.remotes.clone(),
             });
         }
-        Ok(obgp_localnb::plan(desired, &self.observed()))
+        Ok(obgp_local_cluster::plan(desired, &self.observed()))
     }
 
     /// Runs `plan`'s operations as one transaction (nothing when empty)
     /// and waits until the monitor shows its inserts.
-    pub async fn run(&self, plan: &LocalNbPlan) -> Result<(), LocalNbError> {
+    pub async fn run(&self, plan: &LocalClusterPlan) -> Result<(), LocalClusterError> {
         if plan.is_empty() {
             return Ok(());
         }
@@ -127,7 +127,7 @@ impl LocalNbSource {
                 .client
                 .transact(ops)
                 .await
-                .map_err(|source| LocalNbError::Transact {
+                .map_err(|source| LocalClusterError::Transact {
                     remotes: self.remotes.clone(),
                     ops: n,
                     source,
@@ -136,7 +136,7 @@ impl LocalNbSource {
     }
 
     /// Waits until every row in `uuids` is in the monitored cache.
-    async fn wait_seen(&self, uuids: &[(NbTable, Uuid)]) -> Result<(), LocalNbError> {
+    async fn wait_seen(&self, uuids: &[(NbTable, Uuid)]) -> Result<(), LocalClusterError> {
         let mut snapshots = self.source.client.cache().watch();
         let missing = |s: &DbSnapshot| {
             uuids
@@ -157,7 +157,7 @@ impl LocalNbSource {
         .await;
         match waited {
             Ok(true) => Ok(()),
-            _ => Err(LocalNbError::NotSeen {
+            _ => Err(LocalClusterError::NotSeen {
                 remotes: self.remotes.clone(),
                 missing: missing(&self.source.client.cache().snapshot()),
                 timeout: SEEN_TIMEOUT,
@@ -168,7 +168,7 @@ impl LocalNbSource {
 
 /// The uuids the server gave the plan's inserts (a transaction's result
 /// for an insert is `{"uuid": ["uuid", "<uuid>"]}`).
-fn inserted(plan: &LocalNbPlan, results: &[Value]) -> Vec<(NbTable, Uuid)> {
+fn inserted(plan: &LocalClusterPlan, results: &[Value]) -> Vec<(NbTable, Uuid)> {
     plan.ops
         .iter()
         .zip(results)

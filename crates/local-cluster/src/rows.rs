@@ -262,11 +262,11 @@ impl LocalRow {
 /// The desired content of the node-local NB: every row the agent wants,
 /// by key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct LocalNb {
+pub struct LocalClusterRows {
     pub rows: BTreeMap<RowKey, LocalRow>,
 }
 
-impl LocalNb {
+impl LocalClusterRows {
     /// Adds `row` (a row with the same key replaces it).
     pub fn insert(&mut self, row: LocalRow) -> RowKey {
         let key = row.key.clone();

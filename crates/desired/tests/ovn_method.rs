@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use obgp_config::Config;
 use obgp_desired::{
-    desired_ovn_local, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnLocal, Query, Reason,
+    desired_ovn_method, Finding, GoldenConfig, LocalFacts, NodeFacts, OvnMethod, Query, Reason,
 };
-use obgp_localnb::{apply_in_memory, plan, LocalNb, NbOp, NbTable, Observed};
+use obgp_local_cluster::{apply_in_memory, plan, LocalClusterRows, NbOp, NbTable, Observed};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::{json, Value};
@@ -51,8 +51,8 @@ impl Case {
         Snapshot::from_wire(&self.doc["ovn"]).expect("snapshot")
     }
 
-    fn compute(&self) -> OvnLocal {
-        desired_ovn_local(
+    fn compute(&self) -> OvnMethod {
+        desired_ovn_method(
             &self.snapshot(),
             &self.config(),
             &NodeFacts::default(),
@@ -86,10 +86,10 @@ impl Case {
 
 // The golden files themselves (`expected`: announced IPs, rows, flows,
 // FDB entries) are checked by `conformance scenario fixtures/ovn-local/*.json`
-// (crates/conformance/src/ovn_local.rs), through `desired_state`.
+// (crates/conformance/src/ovn_method.rs), through `desired_state`.
 
 /// Plans `desired` against `db`, applies the plan to `db` and returns it.
-fn converge(desired: &LocalNb, db: &mut Observed) -> Vec<NbOp> {
+fn converge(desired: &LocalClusterRows, db: &mut Observed) -> Vec<NbOp> {
     let p = plan(desired, db);
     assert!(p.problems.is_empty(), "{:?}", p.problems);
     apply_in_memory(db, &p.ops).expect("plan applies");
@@ -174,7 +174,7 @@ fn a_removed_provider_segment_loses_its_rows_and_nothing_else_moves() {
             .all(|o| !matches!(o, NbOp::Insert { .. } | NbOp::Update { .. })),
         "only removals: {ops:?}"
     );
-    let removed = obgp_localnb::plan::removed_keys(&obgp_localnb::LocalNbPlan {
+    let removed = obgp_local_cluster::plan::removed_keys(&obgp_local_cluster::LocalClusterPlan {
         ops,
         problems: vec![],
     });
@@ -258,7 +258,7 @@ fn foreign_rows_are_left_alone_and_unmarked_desired_rows_are_adopted() {
         "foreign rows are not touched"
     );
     // With nothing desired, only the agent's rows go.
-    converge(&LocalNb::default(), &mut db);
+    converge(&LocalClusterRows::default(), &mut db);
     assert_eq!(
         db["Logical_Switch"].keys().collect::<Vec<_>>(),
         [&foreign_ls]
@@ -437,7 +437,7 @@ fn bad_ovn_mode_options_are_errors_naming_the_option() {
     let mut c = case.config();
     c.local_ovn_cluster.provider_networks_pool_prefixes.clear();
     let e =
-        desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
+        desired_ovn_method(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
     assert!(
         e.to_string().contains("provider_networks_pool_prefixes"),
         "{e}"
@@ -445,17 +445,17 @@ fn bad_ovn_mode_options_are_errors_naming_the_option() {
     let mut c = case.config();
     c.local_ovn_cluster.peer_ips = vec!["not-an-ip".into()];
     let e =
-        desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
+        desired_ovn_method(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
     assert!(e.to_string().contains("peer_ips"), "{e}");
     let mut c = case.config();
     c.local_ovn_cluster.bgp_chassis_id = "bgp,x".into();
     let e =
-        desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
+        desired_ovn_method(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).unwrap_err();
     assert!(e.to_string().contains("bgp_chassis_id"), "{e}");
     // A chassis id longer than a device name is fine.
     let mut c = case.config();
     c.local_ovn_cluster.bgp_chassis_id = "5f8e4a1c-0c4b-4e8f-9f43-2a7d3c1b9e01".into();
-    assert!(desired_ovn_local(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).is_ok());
+    assert!(desired_ovn_method(&case.snapshot(), &c, &NodeFacts::default(), &case.facts()).is_ok());
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use obgp_localnb::{LocalNb, LocalRow, NbTable, RowKey, Value};
+use obgp_local_cluster::{LocalClusterRows, LocalRow, NbTable, RowKey, Value};
 use obgp_netmodel::MacAddr;
 
 use super::LocalFacts;
@@ -57,7 +57,7 @@ fn s(v: impl Into<String>) -> Value {
 
 /// A router port with its gateway chassis, attached to the router.
 fn router_port(
-    nb: &mut LocalNb,
+    nb: &mut LocalClusterRows,
     router: &RowKey,
     name: &str,
     mac: MacAddr,
@@ -90,7 +90,7 @@ fn router_port(
 
 /// A switch with its localnet port and the port facing `router_port`.
 fn switch(
-    nb: &mut LocalNb,
+    nb: &mut LocalClusterRows,
     seg: &Segment,
     lsp_name: &str,
     router_port: &str,
@@ -144,7 +144,7 @@ fn external_networks(addrs: &[IpNet]) -> Vec<String> {
     v4.into_iter().chain(v6).map(|a| a.to_string()).collect()
 }
 
-pub(super) fn build(nb: &mut LocalNb, inp: RowInputs, notes: &mut Vec<String>) -> Built {
+pub(super) fn build(nb: &mut LocalClusterRows, inp: RowInputs, notes: &mut Vec<String>) -> Built {
     let mut built = Built::default();
     let router = nb.insert(LocalRow::new(
         NbTable::LogicalRouter,
@@ -214,7 +214,7 @@ pub(super) fn build(nb: &mut LocalNb, inp: RowInputs, notes: &mut Vec<String>) -
 /// IPv4 peers only, upstream's one policy (`inport=="bgp-router-openstack"`,
 /// adopted as is); with IPv6 peers, one per family, each matching its
 /// family (a reroute's next hops must be of the packet's family).
-fn policies(nb: &mut LocalNb, router: &RowKey, internal_port: &str, peers: &[IpAddr]) {
+fn policies(nb: &mut LocalClusterRows, router: &RowKey, internal_port: &str, peers: &[IpAddr]) {
     let v4: Vec<String> = peers
         .iter()
         .filter(|p| p.is_ipv4())
@@ -255,7 +255,7 @@ fn policies(nb: &mut LocalNb, router: &RowKey, internal_port: &str, peers: &[IpA
 /// lies in a port's networks, else the peer of the same position
 /// (upstream pairs peers and ports by position).
 fn default_routes(
-    nb: &mut LocalNb,
+    nb: &mut LocalClusterRows,
     router: &RowKey,
     ports: &[(String, Vec<String>)],
     peers: &[IpAddr],
@@ -296,7 +296,7 @@ fn default_routes(
 
 /// Per announced IP with a MAC, the binding that makes the router send to
 /// the port's MAC rather than resolve it through the proxy-ARP port.
-fn static_mac_bindings(nb: &mut LocalNb, port: &str, exposure: &Desired, notes: &mut Vec<String>) {
+fn static_mac_bindings(nb: &mut LocalClusterRows, port: &str, exposure: &Desired, notes: &mut Vec<String>) {
     for (ip, e) in &exposure.exposed {
         let Some(mac) = e.wiring.as_ref().and_then(|w| w.lladdr) else {
             notes.push(format!(

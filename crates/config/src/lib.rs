@@ -16,6 +16,7 @@ mod load;
 pub mod options;
 mod render;
 mod subst;
+mod suggest;
 mod values;
 
 pub use error::{ConfigError, InvalidValue, Warning, WarningKind};

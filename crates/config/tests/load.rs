@@ -366,36 +366,6 @@ fn a_bad_environment_value_names_the_variable_it_came_from() {
 }
 
 #[test]
-fn a_bad_value_through_oslos_prefix_or_a_deprecated_name_names_that_variable() {
-    let env = [
-        ("OS_DEFAULT__DRIVER".to_string(), "bogus".to_string()),
-        (
-            "OVN_BGP_AGENT_DEFAULT__OVN_NB_CONNECTION".to_string(),
-            "nowhere".to_string(),
-        ),
-    ];
-    match Loader::new().env(env).load() {
-        Err(ConfigError::Invalid(v)) => {
-            let origins: Vec<(&str, Option<&str>)> = v
-                .iter()
-                .map(|v| (v.option.as_str(), v.origin.as_deref()))
-                .collect();
-            assert_eq!(
-                origins,
-                [
-                    ("driver", Some("environment variable OS_DEFAULT__DRIVER")),
-                    (
-                        "ovn_nb_connection",
-                        Some("environment variable OVN_BGP_AGENT_DEFAULT__OVN_NB_CONNECTION")
-                    ),
-                ]
-            );
-        }
-        other => panic!("{other:?}"),
-    }
-}
-
-#[test]
 fn an_unknown_environment_option_is_a_warning() {
     let env = [
         (
@@ -475,34 +445,6 @@ fn unknown_sections_and_options_are_warnings_naming_them() {
     );
     // Options are case-sensitive, as in oslo: bgp_as is not bgp_AS.
     assert_eq!(loaded.config.default.bgp_as, "64999");
-}
-
-#[test]
-fn warnings_come_in_file_order_and_offer_the_name_meant() {
-    // Sections and options deliberately out of alphabetical order.
-    let loaded = load_text(
-        "[ovn]\novn_nb_conection = tcp:192.0.2.1:6641\nbgp_AS = 65000\n\
-         [defualt]\ndebug = true\n\
-         [DEFAULT]\nzzz_unrelated_thing = 1\nexpose_tenant_network = true\nbgp_as = 65000\n",
-    )
-    .unwrap();
-    let text: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
-    let at = |line: usize| format!("{}:{line}: ", "a.conf");
-    let expected = [
-        (2, "unknown option [ovn] ovn_nb_conection, ignored; did you mean ovn_nb_connection?"),
-        (3, "unknown option [ovn] bgp_AS, ignored; did you mean [DEFAULT] bgp_AS?"),
-        (4, "unknown section [defualt], ignored; did you mean [DEFAULT]?"),
-        (7, "unknown option [DEFAULT] zzz_unrelated_thing, ignored"),
-        (8, "unknown option [DEFAULT] expose_tenant_network, ignored; did you mean expose_tenant_networks?"),
-        (9, "unknown option [DEFAULT] bgp_as, ignored; did you mean bgp_AS?"),
-    ];
-    assert_eq!(text.len(), expected.len(), "{text:#?}");
-    for (got, (line, want)) in text.iter().zip(expected) {
-        assert!(
-            got.ends_with(&format!("{}{want}", at(line))),
-            "got {got:?}, want line {line}: {want:?}\nall: {text:#?}"
-        );
-    }
 }
 
 #[test]

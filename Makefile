@@ -18,11 +18,11 @@ DEMO_PACKAGES := openvswitch-switch openvswitch-common frr iproute2 procps \
                  qemu-system-x86 busybox-static kmod
 
 # Debian packages every test tier uses: the demo's, plus the OVN tools
-# (ovn-northd), openssl for the SSL tests, cpio for the VM tier; mmdebstrap,
-# podman and binutils (strip) for the container image, python3-venv and
-# systemd for the checks of deploy/ (kubernetes-validate, systemd-analyze);
-# prometheus (and its promtool) and curl for the metrics tests.
-DEB_PACKAGES := $(DEMO_PACKAGES) ovn-common ovn-central ovn-host openssl cpio \
+# (ovn-northd), openssl for the SSL tests; mmdebstrap, podman and binutils
+# (strip) for the container image, python3-venv and systemd for the checks
+# of deploy/ (kubernetes-validate, systemd-analyze); prometheus (and its
+# promtool) and curl for the metrics tests.
+DEB_PACKAGES := $(DEMO_PACKAGES) ovn-common ovn-central ovn-host openssl \
                 prometheus curl mmdebstrap podman binutils python3-venv systemd
 
 # Installs the packages of $(1) that dpkg does not list as installed.

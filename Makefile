@@ -3,36 +3,51 @@
 #   make demo   run the agent's main job on the built-in demo topology
 #   make test   install what the tests need, then run every test tier
 #
-# Both install their system packages themselves (Debian/Ubuntu, as root), so a
-# fresh machine needs nothing else.
+# Both install the Debian packages they use themselves (Debian 12 or similar,
+# as root; the demo only the few it needs). Cargo and a Rust toolchain >= 1.85
+# must be there already (rustup; Debian 12's packaged rustc is too old).
 
 CARGO        ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-# Debian packages the tests and the demo use: real ovsdb-server and OVN tools,
-# FRR as the BGP peer, iproute2 for namespaces, openssl for the SSL tests,
-# QEMU + busybox for the full-kernel VM tier; mmdebstrap, podman and binutils
-# (strip) for the container image, python3-venv and systemd for the checks of
-# deploy/ (kubernetes-validate, systemd-analyze); prometheus (and its
+# Debian packages the demo uses (scripts/demo.sh, obgp-demo): ovsdb-server,
+# ovs-vswitchd and ovs-ofctl, FRR on the node and as the peer, iproute2 and
+# procps (sysctl) for the namespaces, and QEMU, busybox-static and kmod
+# (depmod) for the VM it boots on a kernel without vrf/dummy devices.
+DEMO_PACKAGES := openvswitch-switch openvswitch-common frr iproute2 procps \
+                 qemu-system-x86 busybox-static kmod
+
+# Debian packages every test tier uses: the demo's, plus the OVN tools
+# (ovn-northd), openssl for the SSL tests; mmdebstrap, podman and binutils
+# (strip) for the container image, python3-venv and systemd for the checks
+# of deploy/ (kubernetes-validate, systemd-analyze); prometheus (and its
 # promtool) and curl for the metrics tests.
-DEB_PACKAGES := openvswitch-switch openvswitch-common ovn-common ovn-central ovn-host \
-                frr iproute2 openssl procps qemu-system-x86 busybox-static cpio kmod \
+DEB_PACKAGES := $(DEMO_PACKAGES) ovn-common ovn-central ovn-host openssl \
                 prometheus curl mmdebstrap podman binutils python3-venv systemd
 
-.PHONY: all build deps demo test test-unit test-conformance test-vm image-test deploy-check lint fmt clippy check-pure check-cycles bench soak-short clean
+# Installs the packages of $(1) that dpkg does not list as installed.
+define install_missing
+@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+if [ -n "$$missing" ]; then \
+  echo "installing:$$missing"; \
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+else echo "$@: all present"; fi
+endef
+
+.PHONY: all build deps deps-demo demo test test-unit test-conformance test-vm image-test deploy-check lint fmt clippy check-pure check-cycles bench soak-short clean
 
 all: build
 
 build:
 	$(CARGO) build --workspace --locked
 
-## deps: install the system packages the tests and the demo need (idempotent).
+## deps: install the system packages every test tier needs (idempotent).
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
-	else echo "deps: all present"; fi
+	$(call install_missing,$(DEB_PACKAGES))
+
+## deps-demo: install only what `make demo` needs (idempotent).
+deps-demo:
+	$(call install_missing,$(DEMO_PACKAGES))
 
 ## lint: formatting, clippy (warnings are errors), the pure crates'
 ## dependency trees (no tokio, TLS or netlink under them), and no module
@@ -75,7 +90,7 @@ image-test: deps
 deploy-check: deps
 	@scripts/deploy-check.sh
 
-demo: deps
+demo: deps-demo
 	@scripts/demo.sh
 
 ## fuzz-smoke: every fuzz target briefly (~60 s; docs/fuzzing.md).

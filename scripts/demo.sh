@@ -3,7 +3,7 @@
 # databases with the demo topology (fixtures/demo), a node namespace with
 # OVS br-ex and FRR, an FRR peer, and the real ovn-bgp-agent in between.
 # On a kernel without vrf/dummy devices obgp-demo runs itself in the VM tier.
-# Needs root (namespaces, FRR, OVS) and the packages `make deps` installs.
+# Needs root (namespaces, FRR, OVS) and the packages `make deps-demo` installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo=${CARGO:-cargo}

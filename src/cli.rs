@@ -32,6 +32,14 @@ without --config-file, the first bgp-agent.conf and ovn-bgp-agent.conf found in 
 
 Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.";
 
+/// The help heading of the options every command takes (configuration
+/// and logging), shown apart from a subcommand's own options.
+const GLOBAL: &str = "Global options";
+/// The help heading of the options that say where the node is.
+const NODE: &str = "Node options";
+/// The help heading of the daemon's reconcile-loop options.
+const DAEMON: &str = "Daemon options";
+
 #[derive(Parser, Debug)]
 #[command(name = "ovn-bgp-agent", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -50,7 +58,7 @@ pub struct Cli {
 #[derive(Args, Debug, Clone)]
 pub struct NodeArgs {
     /// Work on this network namespace (`ip netns` name) instead of the agent's own.
-    #[arg(long, value_name = "NAME", global = true, help_heading = "Node")]
+    #[arg(long, value_name = "NAME", global = true, help_heading = NODE)]
     pub netns: Option<String>,
 
     /// The routing table names file.
@@ -59,7 +67,7 @@ pub struct NodeArgs {
         value_name = "PATH",
         global = true,
         default_value = KernelConfig::DEFAULT_RT_TABLES,
-        help_heading = "Node"
+        help_heading = NODE
     )]
     pub rt_tables: PathBuf,
 
@@ -69,7 +77,7 @@ pub struct NodeArgs {
         value_name = "DIR",
         global = true,
         default_value = KernelConfig::DEFAULT_VTY_SOCKET,
-        help_heading = "Node"
+        help_heading = NODE
     )]
     pub vty_socket: PathBuf,
 
@@ -80,7 +88,7 @@ pub struct NodeArgs {
         global = true,
         default_value = KernelConfig::DUMMY_KINDS[0],
         value_parser = KernelConfig::DUMMY_KINDS,
-        help_heading = "Node"
+        help_heading = NODE
     )]
     pub bgp_nic_kind: String,
 
@@ -93,7 +101,7 @@ pub struct NodeArgs {
         global = true,
         default_value_t = QueueConfig::DEFAULT_WINDOW.as_millis() as u64,
         value_parser = clap::value_parser!(u64).range(0..=60_000),
-        help_heading = "Reconcile"
+        help_heading = DAEMON
     )]
     pub merge_window_ms: u64,
 }
@@ -102,15 +110,31 @@ pub struct NodeArgs {
 #[derive(Args, Debug)]
 pub struct GlobalArgs {
     /// A config file to read. Repeatable: later files win.
-    #[arg(long = "config-file", value_name = "PATH", global = true)]
+    #[arg(
+        long = "config-file",
+        value_name = "PATH",
+        global = true,
+        help_heading = GLOBAL
+    )]
     pub config_file: Vec<PathBuf>,
 
     /// A directory whose *.conf files are read, sorted by name, after the --config-file given before it.
-    #[arg(long = "config-dir", value_name = "DIR", global = true)]
+    #[arg(
+        long = "config-dir",
+        value_name = "DIR",
+        global = true,
+        help_heading = GLOBAL
+    )]
     pub config_dir: Vec<PathBuf>,
 
     /// Log at DEBUG level (oslo.log `debug`; overrides the file).
-    #[arg(short = 'd', long = "debug", global = true, overrides_with = "nodebug")]
+    #[arg(
+        short = 'd',
+        long = "debug",
+        global = true,
+        overrides_with = "nodebug",
+        help_heading = GLOBAL
+    )]
     pub debug: bool,
 
     /// Log at INFO level even if the file sets `debug`.
@@ -118,7 +142,8 @@ pub struct GlobalArgs {
         long = "nodebug",
         global = true,
         overrides_with = "debug",
-        hide_short_help = true
+        hide_short_help = true,
+        help_heading = GLOBAL
     )]
     pub nodebug: bool,
 
@@ -127,7 +152,8 @@ pub struct GlobalArgs {
         long = "log-file",
         visible_alias = "logfile",
         value_name = "PATH",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     pub log_file: Option<String>,
 
@@ -136,31 +162,44 @@ pub struct GlobalArgs {
         long = "log-dir",
         visible_alias = "logdir",
         value_name = "DIR",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     pub log_dir: Option<String>,
 
     /// Log JSON lines (oslo.log `use_json`).
-    #[arg(long = "use-json", global = true, overrides_with = "nouse_json")]
+    #[arg(
+        long = "use-json",
+        global = true,
+        overrides_with = "nouse_json",
+        help_heading = GLOBAL
+    )]
     pub use_json: bool,
 
     #[arg(
         long = "nouse-json",
         global = true,
         overrides_with = "use_json",
-        hide = true
+        hide = true,
+        help_heading = GLOBAL
     )]
     pub nouse_json: bool,
 
     /// Also log to stderr (oslo.log `use_stderr`).
-    #[arg(long = "use-stderr", global = true, overrides_with = "nouse_stderr")]
+    #[arg(
+        long = "use-stderr",
+        global = true,
+        overrides_with = "nouse_stderr",
+        help_heading = GLOBAL
+    )]
     pub use_stderr: bool,
 
     #[arg(
         long = "nouse-stderr",
         global = true,
         overrides_with = "use_stderr",
-        hide = true
+        hide = true,
+        help_heading = GLOBAL
     )]
     pub nouse_stderr: bool,
 }
@@ -169,12 +208,14 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Print the effective configuration (every option of every section the agent knows).
     Config {
+        /// `text` for people, `json` for scripts.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// Print the node changes the agent would make now, grouped and in the
     /// order it would make them. Changes nothing.
     Plan {
+        /// `text` for people, `json` for scripts.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         #[command(flatten)]
@@ -194,6 +235,7 @@ pub enum Command {
         /// An IP address, or a port.
         #[arg(value_name = "IP|PORT")]
         target: String,
+        /// `text` for people, `json` for scripts.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         #[command(flatten)]
@@ -204,6 +246,7 @@ pub enum Command {
     /// health. From the running daemon (`GET /status` on metrics_listen)
     /// when one answers, else computed here like `plan`. Changes nothing.
     Status {
+        /// `text` for people, `json` for scripts.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Ask the daemon listening on ADDR (host:port); fails if it does
@@ -251,8 +294,42 @@ pub enum Format {
 }
 
 /// The clap command, for parsing with access to argument positions.
+///
+/// Each subcommand's help hides the global options that do not apply to it
+/// (they still parse, so a shared command line keeps working): `version`
+/// takes none, `config` only the global ones, and the daemon options are
+/// the daemon's alone. Done by giving the subcommand its own hidden copy,
+/// which clap's propagation of the global one then leaves alone.
 pub fn command() -> clap::Command {
-    Cli::command()
+    let mut root = Cli::command();
+    let globals: Vec<clap::Arg> = root
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    let names: Vec<String> = root
+        .get_subcommands()
+        .map(|sc| sc.get_name().to_string())
+        .collect();
+    for name in names {
+        root = root.mut_subcommand(&name, |sc| {
+            let hidden = globals
+                .iter()
+                .filter(|a| !applies(&name, a.get_help_heading()))
+                .map(|a| a.clone().hide(true));
+            sc.args(hidden)
+        });
+    }
+    root
+}
+
+/// Whether the global options under `heading` apply to `subcommand`.
+fn applies(subcommand: &str, heading: Option<&str>) -> bool {
+    match subcommand {
+        "version" => false,
+        "config" => heading == Some(GLOBAL),
+        _ => heading != Some(DAEMON),
+    }
 }
 
 /// The parsed command line.

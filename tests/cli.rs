@@ -198,6 +198,11 @@ fn the_vrf_mode_without_evpn_local_ip_exits_2_naming_the_option() {
     let env = [
         ("OVN_BGP_AGENT_DEFAULT__DRIVER", "nb_ovn_bgp_driver"),
         ("OVN_BGP_AGENT_DEFAULT__EXPOSING_METHOD", "vrf"),
+        // Set, so that the missing connection is not what is refused.
+        (
+            "OVN_BGP_AGENT_OVN__OVN_NB_CONNECTION",
+            "unix:/nonexistent/nb.sock",
+        ),
     ];
     for args in [
         &["--config-file", &s, "reconcile", "--once"][..],

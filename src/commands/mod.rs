@@ -34,6 +34,13 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(e) => return Ok(invalid_configuration(&e)),
     };
+    // Refused before any connection is tried: without it the command would
+    // start the other databases' clients and fail on a runtime error.
+    if reads_live_ovn(&args.command, &config.config) {
+        if let Some(missing) = config.config.missing_connection() {
+            return Ok(invalid_configuration(&ConfigError::Invalid(vec![missing])));
+        }
+    }
     logging::init(&config.config.log, mode)?;
     for w in &config.warnings {
         tracing::warn!("{w}");
@@ -70,6 +77,30 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
         ),
         Some(Command::Reconcile { once }) => reconcile::run(config, &args.node, *once),
         Some(Command::Version) => version::run(),
+    }
+}
+
+/// Whether `command` connects to the configured OVN database: the daemon,
+/// `reconcile`, and `plan`/`explain`/`status` unless they read OVN from a
+/// file (`--ovn`) or ask a daemon for the status.
+fn reads_live_ovn(command: &Option<Command>, config: &obgp_config::Config) -> bool {
+    match command {
+        None | Some(Command::Reconcile { .. }) => true,
+        Some(Command::Plan { input, .. }) | Some(Command::Explain { input, .. }) => {
+            input.ovn.is_none()
+        }
+        Some(Command::Status {
+            daemon,
+            direct,
+            input,
+            ..
+        }) => match status::StatusFrom::of(daemon.as_deref(), *direct, input) {
+            status::StatusFrom::Direct => true,
+            // Asks the daemon on metrics_listen first, when set.
+            status::StatusFrom::Default => config.default.metrics_listen.is_none(),
+            status::StatusFrom::Daemon(_) | status::StatusFrom::Offline { .. } => false,
+        },
+        Some(Command::Config { .. }) | Some(Command::Version) => false,
     }
 }
 

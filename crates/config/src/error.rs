@@ -85,10 +85,20 @@ pub struct Warning {
 /// What a [`Warning`] is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum WarningKind {
-    /// A section neither the agent nor an oslo library it uses knows.
-    UnknownSection { section: String },
-    /// An option its section does not have.
-    UnknownOption { section: String, option: String },
+    /// A section neither the agent nor an oslo library it uses knows;
+    /// `suggestion` is the known section it is closest to, if any.
+    UnknownSection {
+        section: String,
+        suggestion: Option<String>,
+    },
+    /// An option its section does not have; `suggestion` is the
+    /// registered name it is closest to, if any (`bgp_AS`, or
+    /// `[DEFAULT] bgp_AS` when it is another section's).
+    UnknownOption {
+        section: String,
+        option: String,
+        suggestion: Option<String>,
+    },
     /// A deprecated name or group that still works.
     Deprecated {
         section: String,
@@ -105,15 +115,30 @@ pub enum WarningKind {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            WarningKind::UnknownSection { section } => {
-                write!(f, "{}: unknown section [{section}], ignored", self.origin)
+            WarningKind::UnknownSection {
+                section,
+                suggestion,
+            } => {
+                write!(f, "{}: unknown section [{section}], ignored", self.origin)?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean [{s}]?"),
+                    None => Ok(()),
+                }
             }
-            WarningKind::UnknownOption { section, option } => {
+            WarningKind::UnknownOption {
+                section,
+                option,
+                suggestion,
+            } => {
                 write!(
                     f,
                     "{}: unknown option [{section}] {option}, ignored",
                     self.origin
-                )
+                )?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean {s}?"),
+                    None => Ok(()),
+                }
             }
             WarningKind::Deprecated {
                 section,

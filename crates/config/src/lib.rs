@@ -16,6 +16,7 @@ mod load;
 pub mod options;
 mod render;
 mod subst;
+mod suggest;
 mod values;
 
 pub use error::{ConfigError, InvalidValue, Warning, WarningKind};
@@ -173,6 +174,28 @@ pub struct LogSection {
     pub log_dir: Option<String>,
     pub use_json: bool,
     pub use_stderr: bool,
+}
+
+impl Config {
+    /// The connection option the configured driver cannot start without,
+    /// when it is unset: `[ovn] ovn_nb_connection` for `nb_ovn_bgp_driver`
+    /// (upstream's option has no default). The SB drivers need none: without
+    /// `[ovn] ovn_sb_connection` they read the Open_vSwitch row's
+    /// `external_ids:ovn-remote`, as upstream. Not a load error, because the
+    /// commands that read OVN from a file, and `config`, need no connection.
+    pub fn missing_connection(&self) -> Option<InvalidValue> {
+        let driver = self.default.driver;
+        (!driver.reads_sb() && self.ovn.ovn_nb_connection.is_none()).then(|| InvalidValue {
+            section: "ovn".into(),
+            option: "ovn_nb_connection".into(),
+            why: format!(
+                "must be set: driver = {} reads the OVN Northbound database from it",
+                driver.as_str()
+            ),
+            value: "unset".into(),
+            origin: None,
+        })
+    }
 }
 
 impl Default for Config {

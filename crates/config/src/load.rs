@@ -17,7 +17,7 @@ use figment::{Figment, Metadata, Profile, Provider};
 
 use crate::error::{ConfigError, InvalidValue, Warning, WarningKind};
 use crate::options::{self, OptSpec, AGENT_SECTIONS, OPTIONS};
-use crate::{fields, ini, subst, values, Config};
+use crate::{fields, ini, subst, suggest, values, Config};
 
 /// Upstream's oslo project name: default files are `bgp-agent.conf`.
 pub const PROJECT: &str = "bgp-agent";
@@ -175,8 +175,14 @@ impl Loader {
                 files.push(path);
             }
         }
-        figment = figment.merge(env_layer(OSLO_ENV_PREFIX, &self.env, false, &mut warnings));
-        figment = figment.merge(env_layer(ENV_PREFIX, &self.env, true, &mut warnings));
+        // Which variable set each option, per environment layer: an
+        // invalid value's report names the variable, not just the prefix.
+        let mut env_origins = BTreeMap::new();
+        for (prefix, report) in [(OSLO_ENV_PREFIX, false), (ENV_PREFIX, true)] {
+            let layer = env_layer(prefix, &self.env, report, &mut warnings);
+            env_origins.insert(layer.name.clone(), layer.origins.clone());
+            figment = figment.merge(layer);
+        }
         let mut cli = Layer::new("command line".into());
         for (section, option, value) in &self.cli {
             match options::resolve(&options::normalize_section(section), option) {
@@ -198,9 +204,14 @@ impl Loader {
             .extract()
             .map_err(|e| ConfigError::Layering(e.to_string()))?;
         let config = build(&raw, |section, option| {
-            figment
-                .find_metadata(&format!("{section}.{option}"))
-                .map(|m| m.name.to_string())
+            let layer = &figment.find_metadata(&format!("{section}.{option}"))?.name;
+            let variable = env_origins
+                .get(layer.as_ref())
+                .and_then(|vars| vars.get(&(section.to_string(), option.to_string())));
+            Some(match variable {
+                Some(name) => format!("environment variable {name}"),
+                None => layer.to_string(),
+            })
         })?;
 
         let mut seen = BTreeSet::new();
@@ -300,6 +311,9 @@ fn expand(source: &ConfigSource) -> Result<Vec<PathBuf>, ConfigError> {
 struct Layer {
     name: String,
     values: BTreeMap<String, BTreeMap<String, String>>,
+    /// For an environment layer, the variable that set each
+    /// `(section, option)`.
+    origins: BTreeMap<(String, String), String>,
 }
 
 impl Layer {
@@ -307,6 +321,7 @@ impl Layer {
         Layer {
             name,
             values: BTreeMap::new(),
+            origins: BTreeMap::new(),
         }
     }
 
@@ -358,6 +373,9 @@ fn read_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Layer, ConfigEr
     })?;
     let mut layer = Layer::new(path.display().to_string());
     let at = |line: usize| format!("{}:{line}", path.display());
+    // This file's warnings with their lines: the sections and options come
+    // sorted by name, the operator reads the file top to bottom.
+    let mut found: Vec<(usize, Warning)> = Vec::new();
 
     // Current names first, so that within one file they win over the
     // deprecated names whatever order the file has them in.
@@ -367,12 +385,16 @@ fn read_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Layer, ConfigEr
         let oslo_options = options::oslo_section_options(section);
         if !agent_section && oslo_options.is_none() {
             let line = parsed.section_lines.get(section).copied().unwrap_or(0);
-            warnings.push(Warning {
-                origin: at(line),
-                kind: WarningKind::UnknownSection {
-                    section: section.clone(),
+            found.push((
+                line,
+                Warning {
+                    origin: at(line),
+                    kind: WarningKind::UnknownSection {
+                        section: section.clone(),
+                        suggestion: suggest::section(section),
+                    },
                 },
-            });
+            ));
             continue;
         }
         for (option, entry) in opts {
@@ -394,27 +416,33 @@ fn read_file(path: &Path, warnings: &mut Vec<Warning>) -> Result<Layer, ConfigEr
                         WarningKind::UnknownOption {
                             section: section.clone(),
                             option: option.clone(),
+                            suggestion: suggest::option(section, option),
                         }
                     };
-                    warnings.push(Warning { origin, kind });
+                    found.push((entry.line, Warning { origin, kind }));
                 }
             }
         }
     }
     for (spec, section, option, entry) in deprecated_uses {
-        warnings.push(Warning {
-            origin: at(entry.line),
-            kind: WarningKind::Deprecated {
-                section: section.clone(),
-                option: option.clone(),
-                use_section: spec.section.into(),
-                use_option: spec.name.into(),
+        found.push((
+            entry.line,
+            Warning {
+                origin: at(entry.line),
+                kind: WarningKind::Deprecated {
+                    section: section.clone(),
+                    option: option.clone(),
+                    use_section: spec.section.into(),
+                    use_option: spec.name.into(),
+                },
             },
-        });
+        ));
         if !layer.is_set(spec) {
             layer.set(spec, entry.value.clone());
         }
     }
+    found.sort_by_key(|(line, _)| *line);
+    warnings.extend(found.into_iter().map(|(_, w)| w));
     Ok(layer)
 }
 
@@ -439,6 +467,7 @@ fn env_layer(
                     kind: WarningKind::UnknownOption {
                         section: section.into(),
                         option: option.into(),
+                        suggestion: suggest::option(section, option),
                     },
                 });
             }
@@ -483,6 +512,9 @@ fn env_layer(
                 // The current name wins over a deprecated one, as in a file.
                 if old.is_none() || !layer.is_set(spec) {
                     layer.set(spec, value.clone());
+                    layer
+                        .origins
+                        .insert((spec.section.into(), spec.name.into()), name.clone());
                 }
             }
             None if section == "DEFAULT"

@@ -356,10 +356,9 @@ fn a_bad_environment_value_names_the_variable_it_came_from() {
                 v[0].to_string(),
                 "[DEFAULT] evpn_udp_dstport: must be between 0 and 65535 (70000)"
             );
-            assert!(
-                v[0].origin.as_deref().unwrap().contains("OVN_BGP_AGENT_"),
-                "{:?}",
-                v[0].origin
+            assert_eq!(
+                v[0].origin.as_deref(),
+                Some("environment variable OVN_BGP_AGENT_DEFAULT__EVPN_UDP_DSTPORT")
             );
         }
         other => panic!("{other:?}"),

@@ -12,7 +12,9 @@
 //! plan is checked against O1–O4, and a second plan must be empty.
 //!
 //! Every FRR text the scenario records is compared, phase by phase, with
-//! the texts the rewrite's plans gave vtysh ([`frr_texts`]).
+//! the texts the rewrite's plans gave vtysh ([`frr_texts`]); before each
+//! plan, FRR's running configuration is read by the daemon's rule
+//! ([`replay_node`]), so a changed text is applied again as on a real node.
 //!
 //! A difference listed for (scenario, step) in
 //! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
@@ -40,7 +42,7 @@ use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
-use obgp_plan::{Actual, Op, Plan, SimulatedNode};
+use obgp_plan::{Actual, Plan};
 use serde_json::Value;
 
 use crate::scenario_file::{parse, read_json, Scenario};
@@ -48,6 +50,9 @@ use crate::verdict::{errored, skipped, Deviations, Outcome, Verdict};
 use crate::Summary;
 
 mod frr_texts;
+mod replay_node;
+
+use replay_node::ReplayNode;
 
 /// How a replay reconciles: the desired node objects of each reconciling
 /// step, its plans, and the settling of what was applied.
@@ -378,16 +383,6 @@ pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Recon
 /// the node (see [`reconcile_step`]).
 const MAX_FOLLOW_UPS: usize = 3;
 
-/// The FRR texts a plan gives vtysh, in order.
-fn frr_texts(p: &obgp_plan::Plan) -> Vec<String> {
-    p.ops()
-        .filter_map(|op| match op {
-            Op::ApplyFrr { config } | Op::RemoveFrr { config } => Some(config.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// `node` with each flow's `mod_dl_dst:<MAC>` naming the link that has that
 /// MAC instead: a MAC the kernel picks (the SB EVPN flow's veth end) differs
 /// between the recording's fake node and the simulated node, so flows compare
@@ -435,7 +430,7 @@ fn replay_inner(
     let initial: Actual =
         serde_json::from_value(sc.initial_node.clone()).context("initial_node")?;
     let recorded_frr = frr_texts::recorded(sc)?;
-    let mut node = SimulatedNode::new(initial);
+    let mut node = ReplayNode::new(initial);
     let mut verdict = Verdict::default();
     // The FRR texts the rewrite applied, per step.
     let mut produced_frr: Vec<Vec<String>> = Vec::with_capacity(sc.steps.len());
@@ -457,14 +452,14 @@ fn replay_inner(
         if step.action.starts_with("sync") && !step.node_after.is_null() && !last {
             let want: Actual = serde_json::from_value(step.node_after.clone())
                 .with_context(|| format!("step {i}: node_after"))?;
-            let diffs = node_differences(&want, &node.actual);
+            let diffs = node_differences(&want, &node.sim.actual);
             verdict.judge(&sc.name, &i.to_string(), diffs, deviations);
         }
     }
     // The final node is the last step's node_after: deviations name that step.
     let final_label = sc.steps.len().saturating_sub(1).to_string();
     let want: Actual = serde_json::from_value(sc.final_node.clone()).context("final_node")?;
-    let diffs = node_differences(&want, &node.actual);
+    let diffs = node_differences(&want, &node.sim.actual);
     verdict.judge(&sc.name, &final_label, diffs, deviations);
 
     let actions: Vec<&str> = sc.steps.iter().map(|s| s.action.as_str()).collect();
@@ -489,29 +484,29 @@ fn reconcile_step(
     snapshot: &Snapshot,
     config: &obgp_config::Config,
     reconciler: &mut dyn Reconcile,
-    node: &mut SimulatedNode,
+    node: &mut ReplayNode,
     verdict: &mut Verdict,
 ) -> anyhow::Result<Vec<String>> {
     let label = i.to_string();
-    reconciler
+    let desired = reconciler
         .desired(snapshot, config)
         .with_context(|| format!("step {i}: desired state"))?;
+    let frr = desired.frr_config.as_deref();
     let p = reconciler
-        .plan(&node.actual)
+        .plan(node.observe(frr))
         .with_context(|| format!("step {i}: plan"))?;
     for v in order_violations(&p.steps) {
         verdict.fail(format!("step {label}: order: {v}"));
     }
-    let start = node.log.len();
-    node.apply_all(p.ops());
-    let mut texts: Vec<String> = frr_texts(&p);
+    let start = node.sim.log.len();
+    let mut texts = node.apply(&p);
     // Applied: the next plans are made after it, as the daemon's.
     reconciler.settle();
     // A plan that waited on the node (a device, a port, FRR holding
     // its text) is followed by another reconcile, as the daemon's
     // CommandsSettled one; then the node must have converged.
     let mut again = reconciler
-        .plan(&node.actual)
+        .plan(node.observe(frr))
         .with_context(|| format!("step {i}: second plan"))?;
     let mut waited = !p.skipped.is_empty();
     for _ in 0..MAX_FOLLOW_UPS {
@@ -521,14 +516,13 @@ fn reconcile_step(
         for v in order_violations(&again.steps) {
             verdict.fail(format!("step {label}: order (follow-up): {v}"));
         }
-        node.apply_all(again.ops());
-        texts.extend(frr_texts(&again));
+        texts.extend(node.apply(&again));
         waited = !again.skipped.is_empty();
         again = reconciler
-            .plan(&node.actual)
+            .plan(node.observe(frr))
             .with_context(|| format!("step {i}: follow-up plan"))?;
     }
-    for (op, r) in &node.log[start..] {
+    for (op, r) in &node.sim.log[start..] {
         if let Err(e) = r {
             verdict.fail(format!("step {label}: model node rejected '{op}': {e}"));
         }

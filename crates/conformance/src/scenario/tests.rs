@@ -317,3 +317,37 @@ fn a_deviation_naming_no_scenario_file_is_refused_and_the_real_list_loads() {
     assert!(!real.0.is_empty());
     check_scenarios_exist(&list, &real).unwrap();
 }
+
+#[test]
+fn a_desired_frr_text_that_changes_is_applied_again_and_compared() {
+    // At the sync step the rewrite's text asks for kernel routes too: a real
+    // node lacks those lines and gets the text again, a text upstream never
+    // applied. (The simulated node alone took any applied text as held.)
+    let sc = load(&fixture("nb-provider-vm")).unwrap();
+    let calls = Cell::new(0);
+    let changing = || {
+        calls.set(calls.get() + 1);
+        let mut d = desired(true);
+        if calls.get() > 1 {
+            let rid = "192.168.100.11".parse().unwrap();
+            let kernel = obgp_desired::frr::vrf_leak(
+                "bgp-vrf",
+                "64999",
+                rid,
+                Redistribute::KernelAndConnected,
+            );
+            d.frr_config = Some(kernel);
+        }
+        Ok(d)
+    };
+    let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &mut Injected::new(changing))
+    else {
+        panic!("expected a failure");
+    };
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert!(
+        why[0].starts_with("step frr 0-1: frr text differs: ")
+            && why[0].contains("redistribute kernel"),
+        "{why:#?}"
+    );
+}

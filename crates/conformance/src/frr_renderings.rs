@@ -26,7 +26,7 @@ use obgp_netmodel::DevName;
 use serde_json::Value;
 
 use crate::scenario_file::{Scenario, ScenarioStep};
-use crate::verdict::{frr_canonical, judge, Deviations, Judged};
+use crate::verdict::{frr_canonical, Deviations, Verdict};
 
 /// The `driver` of the scenario file this module replays.
 pub const DRIVER: &str = "frr-utils";
@@ -47,7 +47,7 @@ impl Upstream<'_> {
 }
 
 /// Compares every step's rendering with its recorded texts.
-pub fn judge_steps(sc: &Scenario, deviations: &Deviations) -> anyhow::Result<Judged> {
+pub fn judge_steps(sc: &Scenario, deviations: &Deviations) -> anyhow::Result<Verdict> {
     let mut up = Upstream {
         config: &sc.config,
         redistribute: vec!["connected".into()],
@@ -55,8 +55,7 @@ pub fn judge_steps(sc: &Scenario, deviations: &Deviations) -> anyhow::Result<Jud
             .as_str()
             .map(String::from),
     };
-    let mut failures = Vec::new();
-    let mut accepted = Vec::new();
+    let mut verdict = Verdict::default();
     for (i, step) in sc.steps.iter().enumerate() {
         let label = i.to_string();
         let want: Vec<&str> = step
@@ -73,16 +72,9 @@ pub fn judge_steps(sc: &Scenario, deviations: &Deviations) -> anyhow::Result<Jud
             Ok(got) => compare(&want, &got),
             Err(e) => vec![format!("cannot render {:?}: {e:#}", step.action)],
         };
-        judge(
-            &sc.name,
-            &label,
-            diffs,
-            deviations,
-            &mut failures,
-            &mut accepted,
-        );
+        verdict.judge(&sc.name, &label, diffs, deviations);
     }
-    Ok((failures, accepted))
+    Ok(verdict)
 }
 
 fn compare(want: &[&str], got: &[String]) -> Vec<String> {

@@ -9,7 +9,10 @@
 //!   (see [`local_cluster`]).
 //!
 //! Both print one line per failure, then `N passed, M failed[, K skipped]`,
-//! and exit non-zero when anything failed.
+//! and exit non-zero when anything failed: a difference no deviation lists,
+//! a listed deviation that no longer differs (stale), or a skip the
+//! deviations do not list. A deviations file that does not validate (a
+//! pattern, an entry without its reason) exits 2 naming the entry.
 
 mod event_match;
 mod frr_renderings;

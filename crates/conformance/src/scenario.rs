@@ -11,16 +11,24 @@
 //! node is compared with the scenario's state by the README's rules, each
 //! plan is checked against O1–O4, and a second plan must be empty.
 //!
+//! Every FRR text the scenario records is compared, phase by phase, with
+//! the texts the rewrite's plans gave vtysh ([`frr_texts`]); before each
+//! plan, FRR's running configuration is read by the daemon's rule
+//! ([`replay_node`]), so a changed text is applied again as on a real node.
+//!
 //! A difference listed for (scenario, step) in
 //! `fixtures/conformance/deviations-scenarios.json` (next to the scenarios'
 //! directory) is an upstream defect the rewrite fixes: the scenario passes
-//! with each such difference printed with its reason, never silently.
+//! with each such difference printed with its reason, never silently. Each
+//! entry names one exact difference; a listed difference that no longer
+//! shows fails the scenario (see [`crate::verdict`]).
 //! The NB (`nb_ovn_bgp_driver`) and SB (`ovn_bgp_driver`) underlay drivers,
 //! the SB EVPN driver and the stretched-L2 driver are replayed; the
 //! snapshot carries the NB, SB and OVS rows. The FRR rendering file (driver
 //! `frr-utils`) is replayed call by call (see [`crate::frr_renderings`]).
-//! Drivers or exposing methods the rewrite does not implement are reported
-//! as skipped with that reason. The golden files of `exposing_method = ovn`
+//! A scenario of a driver or exposing method the rewrite does not
+//! implement is skipped only when the deviations file lists that skip with
+//! its reason; otherwise it fails. The golden files of `exposing_method = ovn`
 //! (`fixtures/ovn-local/*.json`, no upstream recording exists) are checked
 //! by [`crate::local_cluster`].
 
@@ -34,12 +42,17 @@ use obgp_ovn::{NbChanges, Snapshot};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
-use obgp_plan::{Actual, Op, Plan, SimulatedNode};
+use obgp_plan::{Actual, Plan};
 use serde_json::Value;
 
 use crate::scenario_file::{parse, read_json, Scenario};
-use crate::verdict::{frr_canonical, judge, Deviations, Judged, Outcome};
+use crate::verdict::{errored, skipped, Deviations, Outcome, Verdict};
 use crate::Summary;
+
+mod frr_texts;
+mod replay_node;
+
+use replay_node::ReplayNode;
 
 /// How a replay reconciles: the desired node objects of each reconciling
 /// step, its plans, and the settling of what was applied.
@@ -109,15 +122,22 @@ impl Reconcile for PipelineReplay {
 
 pub fn run(files: &[String]) -> anyhow::Result<Summary> {
     let mut summary = Summary::default();
+    let mut loaded: BTreeMap<PathBuf, Deviations> = BTreeMap::new();
     for file in files {
         let path = PathBuf::from(file);
-        let deviations = Deviations::load(&deviations_path(&path))?;
+        let list = deviations_path(&path);
+        if !loaded.contains_key(&list) {
+            let deviations = Deviations::load(&list)?;
+            check_scenarios_exist(&list, &deviations)?;
+            loaded.insert(list.clone(), deviations);
+        }
+        let deviations = &loaded[&list];
         let outcome = match read_json(&path) {
             Ok(doc) if crate::local_cluster::is_local_cluster(&doc) => {
                 crate::local_cluster::check(&path, doc)
             }
-            Ok(doc) => scenario_outcome(&path, doc, &deviations),
-            Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+            Ok(doc) => scenario_outcome(&path, doc, deviations),
+            Err(e) => errored(e),
         };
         let name = path
             .file_stem()
@@ -145,7 +165,7 @@ fn scenario_outcome(path: &Path, doc: Value, deviations: &Deviations) -> Outcome
             let mut pipeline = PipelineReplay::new(&sc);
             replay(&sc, deviations, &mut pipeline)
         }
-        Err(e) => Outcome::Failed(vec![format!("{e:#}")]),
+        Err(e) => errored(e),
     }
 }
 
@@ -183,6 +203,25 @@ fn print_outcome(name: &str, outcome: &Outcome) {
 fn deviations_path(scenario: &Path) -> PathBuf {
     let dir = scenario.parent().unwrap_or(Path::new("."));
     dir.join("..").join("deviations-scenarios.json")
+}
+
+/// Refuses a deviations file (at `list`) naming a scenario that has no
+/// file in the scenarios directory next to it: such an entry could never
+/// be found stale.
+fn check_scenarios_exist(list: &Path, deviations: &Deviations) -> anyhow::Result<()> {
+    let dir = list.parent().unwrap_or(Path::new(".")).join("scenarios");
+    for d in &deviations.0 {
+        let file = dir.join(format!("{}.json", d.scenario));
+        if !file.exists() {
+            anyhow::bail!(
+                "{}: scenario {:?} has no file {}",
+                list.display(),
+                d.scenario,
+                file.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Why a scenario is outside what the rewrite implements, if it is.
@@ -330,26 +369,19 @@ pub fn replay(sc: &Scenario, deviations: &Deviations, reconciler: &mut dyn Recon
     let judged = if sc.driver == crate::frr_renderings::DRIVER {
         crate::frr_renderings::judge_steps(sc, deviations)
     } else if let Some(why) = unsupported(sc) {
-        return Outcome::Skipped(vec![why]);
+        return skipped(&sc.name, why, deviations);
     } else {
         replay_inner(sc, deviations, reconciler)
     };
-    Outcome::of(judged)
+    match judged {
+        Ok(verdict) => verdict.outcome(&sc.name, deviations),
+        Err(e) => errored(e),
+    }
 }
 
 /// How many follow-up reconciles a step may take when its plans wait on
 /// the node (see [`reconcile_step`]).
 const MAX_FOLLOW_UPS: usize = 3;
-
-/// The FRR texts a plan gives vtysh, in order.
-fn frr_texts(p: &obgp_plan::Plan) -> Vec<String> {
-    p.ops()
-        .filter_map(|op| match op {
-            Op::ApplyFrr { config } | Op::RemoveFrr { config } => Some(config.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// `node` with each flow's `mod_dl_dst:<MAC>` naming the link that has that
 /// MAC instead: a MAC the kernel picks (the SB EVPN flow's veth end) differs
@@ -387,118 +419,94 @@ fn flows_through_link_macs(node: &Actual) -> Actual {
 /// Replays the steps of one recorded scenario: applies each step's OVN
 /// transaction, reconciles ([`reconcile_step`]) unless the step had the
 /// agent's events off, and judges the node after each `sync` step, the
-/// final node and the last FRR text against the recording.
+/// final node and every FRR text ([`frr_texts`]) against the recording.
 fn replay_inner(
     sc: &Scenario,
     deviations: &Deviations,
     reconciler: &mut dyn Reconcile,
-) -> anyhow::Result<Judged> {
+) -> anyhow::Result<Verdict> {
     let config = config_of(sc)?;
     let mut db = fixture_db(sc)?;
     let initial: Actual =
         serde_json::from_value(sc.initial_node.clone()).context("initial_node")?;
-    let mut node = SimulatedNode::new(initial);
-    let mut failures = Vec::new();
-    let mut accepted = Vec::new();
-    let mut last_frr: Option<String> = None;
+    let recorded_frr = frr_texts::recorded(sc)?;
+    let mut node = ReplayNode::new(initial);
+    let mut verdict = Verdict::default();
+    // The FRR texts the rewrite applied, per step.
+    let mut produced_frr: Vec<Vec<String>> = Vec::with_capacity(sc.steps.len());
 
     for (i, step) in sc.steps.iter().enumerate() {
-        let label = i.to_string();
         if let Some(ops) = &step.ovn_transaction {
             db.apply(db_of(ops), ops)
                 .map_err(|e| anyhow!("step {i}: ovn_transaction: {e}"))?;
         }
         let reconcile = !step.action.contains("events disabled");
-        if reconcile {
+        let texts = if reconcile {
             let snapshot = snapshot_of(&db);
-            let frr = reconcile_step(i, &snapshot, &config, reconciler, &mut node, &mut failures)?;
-            if frr.is_some() {
-                last_frr = frr;
-            }
-        }
+            reconcile_step(i, &snapshot, &config, reconciler, &mut node, &mut verdict)?
+        } else {
+            Vec::new()
+        };
+        produced_frr.push(texts);
         let last = i + 1 == sc.steps.len();
         if step.action.starts_with("sync") && !step.node_after.is_null() && !last {
             let want: Actual = serde_json::from_value(step.node_after.clone())
                 .with_context(|| format!("step {i}: node_after"))?;
-            let diffs = node_differences(&want, &node.actual);
-            judge(
-                &sc.name,
-                &label,
-                diffs,
-                deviations,
-                &mut failures,
-                &mut accepted,
-            );
+            let diffs = node_differences(&want, &node.sim.actual);
+            verdict.judge(&sc.name, &i.to_string(), diffs, deviations);
         }
     }
     // The final node is the last step's node_after: deviations name that step.
     let final_label = sc.steps.len().saturating_sub(1).to_string();
     let want: Actual = serde_json::from_value(sc.final_node.clone()).context("final_node")?;
-    let diffs = node_differences(&want, &node.actual);
-    judge(
-        &sc.name,
-        &final_label,
-        diffs,
-        deviations,
-        &mut failures,
-        &mut accepted,
-    );
+    let diffs = node_differences(&want, &node.sim.actual);
+    verdict.judge(&sc.name, &final_label, diffs, deviations);
 
-    if let (Some(want), Some(got)) = (sc.frr.last(), &last_frr) {
-        if frr_canonical(want) != frr_canonical(got) {
-            let diff = format!(
-                "frr text differs: want {:?}, got {:?}",
-                frr_canonical(want),
-                frr_canonical(got)
-            );
-            judge(
-                &sc.name,
-                "frr",
-                vec![diff],
-                deviations,
-                &mut failures,
-                &mut accepted,
-            );
-        }
+    let actions: Vec<&str> = sc.steps.iter().map(|s| s.action.as_str()).collect();
+    let recorded = frr_texts::without_reapplications(&recorded_frr);
+    for (label, diff) in
+        frr_texts::differences(&frr_texts::phases(&actions), &recorded, &produced_frr)
+    {
+        verdict.judge(&sc.name, &label, vec![diff], deviations);
     }
-    Ok((failures, accepted))
+    Ok(verdict)
 }
 
 /// One reconcile of step `i`, as the daemon's: the desired state of
 /// `snapshot`, its plan applied to the simulated node and settled, then the
 /// follow-up reconciles a plan that waited on the node gets (at most
 /// [`MAX_FOLLOW_UPS`]). Plans out of order, ops the simulated node rejected
-/// and a non-empty last plan (not idempotent) go to `failures`. Returns
-/// the last FRR text: the last one these plans gave vtysh (an EVPN
-/// removal included), else the one the desired state holds.
+/// and a non-empty last plan (not idempotent) fail the replay. Returns
+/// every FRR text these plans gave vtysh, in order (EVPN removals
+/// included).
 fn reconcile_step(
     i: usize,
     snapshot: &Snapshot,
     config: &obgp_config::Config,
     reconciler: &mut dyn Reconcile,
-    node: &mut SimulatedNode,
-    failures: &mut Vec<String>,
-) -> anyhow::Result<Option<String>> {
+    node: &mut ReplayNode,
+    verdict: &mut Verdict,
+) -> anyhow::Result<Vec<String>> {
     let label = i.to_string();
-    let d = reconciler
+    let desired = reconciler
         .desired(snapshot, config)
         .with_context(|| format!("step {i}: desired state"))?;
+    let frr = desired.frr_config.as_deref();
     let p = reconciler
-        .plan(&node.actual)
+        .plan(node.observe(frr))
         .with_context(|| format!("step {i}: plan"))?;
     for v in order_violations(&p.steps) {
-        failures.push(format!("step {label}: order: {v}"));
+        verdict.fail(format!("step {label}: order: {v}"));
     }
-    let start = node.log.len();
-    node.apply_all(p.ops());
-    let mut texts: Vec<String> = frr_texts(&p);
+    let start = node.sim.log.len();
+    let mut texts = node.apply(&p);
     // Applied: the next plans are made after it, as the daemon's.
     reconciler.settle();
     // A plan that waited on the node (a device, a port, FRR holding
     // its text) is followed by another reconcile, as the daemon's
     // CommandsSettled one; then the node must have converged.
     let mut again = reconciler
-        .plan(&node.actual)
+        .plan(node.observe(frr))
         .with_context(|| format!("step {i}: second plan"))?;
     let mut waited = !p.skipped.is_empty();
     for _ in 0..MAX_FOLLOW_UPS {
@@ -506,27 +514,26 @@ fn reconcile_step(
             break;
         }
         for v in order_violations(&again.steps) {
-            failures.push(format!("step {label}: order (follow-up): {v}"));
+            verdict.fail(format!("step {label}: order (follow-up): {v}"));
         }
-        node.apply_all(again.ops());
-        texts.extend(frr_texts(&again));
+        texts.extend(node.apply(&again));
         waited = !again.skipped.is_empty();
         again = reconciler
-            .plan(&node.actual)
+            .plan(node.observe(frr))
             .with_context(|| format!("step {i}: follow-up plan"))?;
     }
-    for (op, r) in &node.log[start..] {
+    for (op, r) in &node.sim.log[start..] {
         if let Err(e) = r {
-            failures.push(format!("step {label}: model node rejected '{op}': {e}"));
+            verdict.fail(format!("step {label}: model node rejected '{op}': {e}"));
         }
     }
     for s in &again.steps {
-        failures.push(format!(
+        verdict.fail(format!(
             "step {label}: not idempotent: second plan has '{}'",
             s.op
         ));
     }
-    Ok(texts.pop().or_else(|| d.frr_config.clone()))
+    Ok(texts)
 }
 
 /// The differences between the recorded node `want` and the simulated node,

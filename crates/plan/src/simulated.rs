@@ -291,8 +291,11 @@ impl SimulatedNode {
             .retain(|r| !r.dev.as_ref().is_some_and(|d| gone.contains(d)));
         a.neighbours.retain(|n| !gone.contains(&n.dev));
         a.proxy_neighbours.retain(|n| !gone.contains(&n.dev));
-        // Sysctl keys stay recorded: the map holds what the agent
-        // wrote (the scenarios' fake keeps them too).
+        // A device's per-device sysctl keys go with it, as on Linux (the
+        // scenarios' fake keeps them: a fidelity limit of the recording).
+        // Kept, they would let a re-created device look configured.
+        a.sysctls
+            .retain(|key, _| !gone.iter().any(|d| is_conf_key_of(key, d)));
         Ok(())
     }
 
@@ -427,6 +430,18 @@ impl SimulatedNode {
     }
 }
 
+/// Whether `key` is one of `dev`'s per-device keys
+/// (`net.ipv4.conf.<dev>.*`, `net.ipv6.conf.<dev>.*`; a `.` in the name
+/// is written `/`, as [`obgp_netmodel::Sysctl::conf`] writes it).
+fn is_conf_key_of(key: &str, dev: &DevName) -> bool {
+    let name = dev.as_str().replace('.', "/");
+    ["net.ipv4.conf.", "net.ipv6.conf."].iter().any(|fam| {
+        key.strip_prefix(fam)
+            .and_then(|rest| rest.strip_prefix(name.as_str()))
+            .is_some_and(|leaf| leaf.starts_with('.'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,5 +545,44 @@ mod tests {
         .unwrap();
         assert!(m.actual.addresses.is_empty());
         assert!(m.actual.proxy_neighbours.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_device_takes_its_sysctl_keys_along() {
+        let mut m = SimulatedNode::new(Actual::default());
+        let vlan = dev("br-ex.100");
+        for op in [
+            Op::AddLink {
+                name: dev("br-ex"),
+                kind: LinkKind::Bridge,
+            },
+            Op::AddLink {
+                name: vlan.clone(),
+                kind: LinkKind::Vlan {
+                    parent: dev("br-ex"),
+                    vlan_id: 100,
+                },
+            },
+        ] {
+            m.apply(&op).unwrap();
+        }
+        for s in [
+            obgp_netmodel::Sysctl::conf(false, &vlan, "proxy_arp", "1"),
+            obgp_netmodel::Sysctl::conf(true, &vlan, "proxy_ndp", "1"),
+            obgp_netmodel::Sysctl::conf(false, &dev("br-ex"), "proxy_arp", "1"),
+            obgp_netmodel::Sysctl::conf(false, &dev("br-ex.1000"), "proxy_arp", "1"),
+        ] {
+            m.apply(&Op::SetSysctl(s)).unwrap();
+        }
+        m.apply(&Op::DelLink { name: vlan }).unwrap();
+        let keys: Vec<&String> = m.actual.sysctls.keys().collect();
+        // br-ex's own key and the key of another device stay.
+        assert_eq!(
+            keys,
+            [
+                "net.ipv4.conf.br-ex.proxy_arp",
+                "net.ipv4.conf.br-ex/1000.proxy_arp"
+            ]
+        );
     }
 }

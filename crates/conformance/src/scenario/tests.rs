@@ -8,6 +8,8 @@ use obgp_netmodel::{
     ProxyNeighbour, Route, RouteType, Rule, Sysctl, TableRef,
 };
 
+use obgp_desired::frr::Redistribute;
+
 use super::*;
 use crate::scenario_file::load;
 use crate::verdict::Deviation;
@@ -27,9 +29,12 @@ fn fixture(name: &str) -> PathBuf {
 fn desired(with_vm: bool) -> DesiredNode {
     let br = dev("br-ex");
     let nic = dev("bgp-nic");
+    let router_id = "192.168.100.11".parse().unwrap();
+    let leak = obgp_desired::frr::vrf_leak("bgp-vrf", "64999", router_id, Redistribute::Connected);
     let mut d = DesiredNode {
         announce_dev: Some(nic.clone()),
         vrf_table: 10,
+        frr_config: Some(leak),
         ..DesiredNode::default()
     };
     for (name, kind, master) in [
@@ -152,6 +157,50 @@ fn a_wrong_desired_state_fails_with_the_differences() {
     );
 }
 
+#[test]
+fn a_desired_state_without_the_frr_text_fails() {
+    // The node objects are right; the VRF leak upstream applies at start
+    // is missing: a difference, not a pass.
+    let sc = load(&fixture("nb-provider-vm")).unwrap();
+    let no_frr = || {
+        let mut d = desired(true);
+        d.frr_config = None;
+        Ok(d)
+    };
+    let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &mut Injected::new(no_frr))
+    else {
+        panic!("expected a failure");
+    };
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert!(
+        why[0]
+            .starts_with("step frr 0-1: frr text missing: upstream applied [\"router bgp 64999\""),
+        "{why:#?}"
+    );
+}
+
+#[test]
+fn a_changed_frr_text_fails_even_when_it_is_the_only_difference() {
+    let sc = load(&fixture("nb-provider-vm")).unwrap();
+    let kernel = || {
+        let mut d = desired(true);
+        let rid = "192.168.100.11".parse().unwrap();
+        let text =
+            obgp_desired::frr::vrf_leak("bgp-vrf", "64999", rid, Redistribute::KernelAndConnected);
+        d.frr_config = Some(text);
+        Ok(d)
+    };
+    let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &mut Injected::new(kernel))
+    else {
+        panic!("expected a failure");
+    };
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert!(
+        why[0].starts_with("step frr 0-1: frr text differs: "),
+        "{why:#?}"
+    );
+}
+
 fn withdraw_by_sync(deviations: &Deviations) -> Outcome {
     let sc = load(&fixture("nb-provider-vm-withdraw-by-sync")).unwrap();
     let calls = Cell::new(0);
@@ -185,8 +234,9 @@ fn our_neighbour_cleanup_differs_from_upstream_and_fails_unless_listed() {
 fn listed_deviations_pass_and_are_reported_with_their_reason() {
     let mut list = Vec::new();
     for difference in [
-        "on node, not desired: neigh *",
-        "on node, not desired: proxy *",
+        "on node, not desired: neigh br-ex 172.24.4.10 fa:16:3e:11:11:11",
+        "on node, not desired: neigh br-ex 2001:db8::10 fa:16:3e:11:11:11",
+        "on node, not desired: proxy br-ex 2001:db8::",
     ] {
         list.push(Deviation {
             scenario: "nb-provider-vm-withdraw-by-sync".into(),
@@ -203,7 +253,7 @@ fn listed_deviations_pass_and_are_reported_with_their_reason() {
 }
 
 #[test]
-fn drivers_and_methods_not_implemented_are_skipped_with_the_reason() {
+fn drivers_and_methods_not_implemented_fail_unless_the_skip_is_listed() {
     // Every recorded driver is implemented now: a recorded scenario with
     // its exposing method changed to one that is not stands in.
     let mut sc = load(&fixture("nb-provider-vm")).unwrap();
@@ -214,17 +264,22 @@ fn drivers_and_methods_not_implemented_are_skipped_with_the_reason() {
         &Deviations::default(),
         &mut Injected::new(|| unreachable!()),
     );
-    let Outcome::Skipped(why) = out else {
-        panic!("{out:?}");
+    let Outcome::Failed(why) = out else {
+        panic!("an unlisted skip must fail: {out:?}");
     };
     assert!(why[0].contains("exposing_method ovn"), "{why:?}");
+    let listed = Deviations::new(vec![Deviation {
+        scenario: "nb-provider-vm".into(),
+        step: Value::from(crate::verdict::SKIP_STEP),
+        difference: "exposing_method ovn is not implemented".into(),
+        reason: "a test's stand-in".into(),
+    }])
+    .unwrap();
+    let out = replay(&sc, &listed, &mut Injected::new(|| unreachable!()));
+    assert!(matches!(out, Outcome::Skipped(_)), "{out:?}");
     sc.driver = "some_other_driver".into();
-    let Outcome::Skipped(why) = replay(
-        &sc,
-        &Deviations::default(),
-        &mut Injected::new(|| unreachable!()),
-    ) else {
-        panic!("expected a skip");
+    let Outcome::Failed(why) = replay(&sc, &listed, &mut Injected::new(|| unreachable!())) else {
+        panic!("a skip listed for another reason must fail");
     };
     assert!(why[0].contains("not implemented"), "{why:?}");
 }
@@ -242,9 +297,57 @@ fn scenario_config_goes_through_the_real_loader() {
 }
 
 #[test]
-fn frr_texts_compare_without_blank_lines_and_redistribute_order() {
-    let a = "\nrouter bgp 1\n\n  redistribute kernel\n  redistribute connected\n exit\n";
-    let b = "router bgp 1\n  redistribute connected\n  redistribute kernel\n exit";
-    assert_eq!(frr_canonical(a), frr_canonical(b));
-    assert_ne!(frr_canonical(a), frr_canonical("router bgp 2\n"));
+fn a_deviation_naming_no_scenario_file_is_refused_and_the_real_list_loads() {
+    let list = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/deviations-scenarios.json");
+    let typo = Deviations::new(vec![Deviation {
+        scenario: "nb-provider-vm-typo".into(),
+        step: Value::from(1),
+        difference: "desired, not on node: addr bgp-nic 172.24.4.10/32".into(),
+        reason: "a test's stand-in".into(),
+    }])
+    .unwrap();
+    let err = check_scenarios_exist(&list, &typo).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("nb-provider-vm-typo"),
+        "{err:#}"
+    );
+    // The committed list is valid: no pattern, every entry's scenario exists.
+    let real = Deviations::load(&list).unwrap();
+    assert!(!real.0.is_empty());
+    check_scenarios_exist(&list, &real).unwrap();
+}
+
+#[test]
+fn a_desired_frr_text_that_changes_is_applied_again_and_compared() {
+    // At the sync step the rewrite's text asks for kernel routes too: a real
+    // node lacks those lines and gets the text again, a text upstream never
+    // applied. (The simulated node alone took any applied text as held.)
+    let sc = load(&fixture("nb-provider-vm")).unwrap();
+    let calls = Cell::new(0);
+    let changing = || {
+        calls.set(calls.get() + 1);
+        let mut d = desired(true);
+        if calls.get() > 1 {
+            let rid = "192.168.100.11".parse().unwrap();
+            let kernel = obgp_desired::frr::vrf_leak(
+                "bgp-vrf",
+                "64999",
+                rid,
+                Redistribute::KernelAndConnected,
+            );
+            d.frr_config = Some(kernel);
+        }
+        Ok(d)
+    };
+    let Outcome::Failed(why) = replay(&sc, &Deviations::default(), &mut Injected::new(changing))
+    else {
+        panic!("expected a failure");
+    };
+    assert_eq!(why.len(), 1, "{why:#?}");
+    assert!(
+        why[0].starts_with("step frr 0-1: frr text differs: ")
+            && why[0].contains("redistribute kernel"),
+        "{why:#?}"
+    );
 }

@@ -354,7 +354,7 @@ fn a_bad_environment_value_names_the_variable_it_came_from() {
         Err(ConfigError::Invalid(v)) => {
             assert_eq!(
                 v[0].to_string(),
-                "[DEFAULT] evpn_udp_dstport: must be between 0 and 65535 (70000)"
+                "[DEFAULT] evpn_udp_dstport: must be between 1 and 65535 (70000)"
             );
             assert!(
                 v[0].origin.as_deref().unwrap().contains("OVN_BGP_AGENT_"),
@@ -514,7 +514,7 @@ fn a_value_out_of_range_is_refused() {
     let v = invalid("[DEFAULT]\nevpn_udp_dstport = 65536\n");
     assert_eq!(
         v[0].to_string(),
-        "[DEFAULT] evpn_udp_dstport: must be between 0 and 65535 (65536)"
+        "[DEFAULT] evpn_udp_dstport: must be between 1 and 65535 (65536)"
     );
     let v = invalid("[DEFAULT]\nbgp_vrf_table_id = 254\n");
     assert_eq!(v[0].option, "bgp_vrf_table_id");

@@ -1,6 +1,6 @@
 //! The built binary with configuration values at their limits: past the
 //! limit the agent exits 2 naming the option and the value, before it
-//! starts anything.
+//! starts anything; an option it does not act on is reported when set.
 //! (The daemon running with the largest accepted intervals, against real
 //! databases and a node namespace, is `crates/e2e/tests/config_limits.rs`.)
 
@@ -60,4 +60,34 @@ fn the_daemon_with_an_interval_past_its_limit_exits_2_naming_it() {
             assert!(!err.contains("panicked"), "{err}");
         }
     }
+}
+
+/// `clear_vrf_routes_on_startup` and `[agent] root_helper` are accepted and
+/// not acted on: set, each is named with the reason, on every command.
+#[test]
+fn options_not_acted_on_are_reported_when_set() {
+    let dir = scratch("ignored");
+    let file = config(
+        &dir,
+        "clear_vrf_routes_on_startup = true\n[agent]\nroot_helper = sudo rootwrap",
+    );
+    let out = agent(&["--config-file", file.to_str().unwrap(), "config"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("[DEFAULT] clear_vrf_routes_on_startup = true is ignored by this agent: every reconcile, the start-up one first, already deletes the routes of the bgp_vrf_table_id table"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[agent] root_helper = sudo rootwrap is ignored by this agent"),
+        "{err}"
+    );
+    let dir = scratch("defaults");
+    let file = config(&dir, "clear_vrf_routes_on_startup = false");
+    let out = agent(&["--config-file", file.to_str().unwrap(), "config"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "the default says nothing"
+    );
 }

@@ -92,6 +92,11 @@ pub struct OptSpec {
     /// in a shared file). Its default keeps upstream's behaviour or bounds
     /// what upstream leaves unbounded.
     pub agent_only: Option<&'static str>,
+    /// `Some(why)` for an option the agent accepts and does not act on:
+    /// setting it to anything but its default logs a warning at start
+    /// with this reason. Every other option is read by the agent (a test
+    /// scans the crates for each one's field).
+    pub ignored: Option<&'static str>,
 }
 
 const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
@@ -102,7 +107,13 @@ const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
         deprecated: &[],
         stricter: None,
         agent_only: None,
+        ignored: None,
     }
+}
+
+const fn ignored(mut o: OptSpec, why: &'static str) -> OptSpec {
+    o.ignored = Some(why);
+    o
 }
 
 const fn agent_only(mut o: OptSpec, why: &'static str) -> OptSpec {
@@ -201,7 +212,10 @@ pub static OPTIONS: &[OptSpec] = &[
         opt("DEFAULT", "evpn_udp_dstport", UDP_PORT),
         "1..=65535: 0 would let the kernel choose the VXLAN port (8472), not the one asked for",
     ),
-    opt("DEFAULT", "clear_vrf_routes_on_startup", Kind::Bool),
+    ignored(
+        opt("DEFAULT", "clear_vrf_routes_on_startup", Kind::Bool),
+        "every reconcile, the start-up one first, already deletes the routes of the bgp_vrf_table_id table that the desired state does not declare (all but FRR's proto 186 and the kernel's own, docs/ownership.md); upstream's flush also deleted the routes it re-added a moment later, which the agent keeps in place",
+    ),
     opt("DEFAULT", "delete_vrf_on_disconnect", Kind::Bool),
     strict(
         opt("DEFAULT", "bgp_nic", Kind::DevName { optional: false }),
@@ -251,7 +265,10 @@ pub static OPTIONS: &[OptSpec] = &[
         "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
     ),
     // [agent].
-    opt("agent", "root_helper", Kind::Str),
+    ignored(
+        opt("agent", "root_helper", Kind::Str),
+        "the agent runs vtysh, ovs-vsctl, ovs-ofctl and netlink itself, with the privileges it was started with, never through a root helper",
+    ),
     // [ovn]: every option is also read from [DEFAULT] (deprecated_group).
     deprecated(
         opt("ovn", "ovn_sb_private_key", Kind::Str),

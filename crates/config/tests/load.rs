@@ -658,3 +658,45 @@ fn json_options_load_as_the_golden_scenarios_write_them() {
         Some("bgp_nic")
     );
 }
+
+/// An option the agent accepts and does not act on warns, with where it
+/// was set and why, only when set to something but its default.
+#[test]
+fn an_option_not_acted_on_warns_with_its_reason_only_when_changed() {
+    let loaded = load_text("[DEFAULT]\nclear_vrf_routes_on_startup = true\n[agent]\nroot_helper = sudo obgp-rootwrap\n").unwrap();
+    let mut texts: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    texts.sort();
+    assert_eq!(texts.len(), 2, "{texts:#?}");
+    assert!(texts[0].contains("a.conf: [DEFAULT] clear_vrf_routes_on_startup = true is ignored by this agent: every reconcile"), "{}", texts[0]);
+    assert!(texts[1].contains("a.conf: [agent] root_helper = sudo obgp-rootwrap is ignored by this agent: the agent runs"), "{}", texts[1]);
+    for w in &loaded.warnings {
+        assert!(matches!(w.kind, WarningKind::NotActedOn { .. }), "{w}");
+    }
+
+    // Set to the default (as upstream's sample does): nothing to say.
+    let loaded =
+        load_text("[DEFAULT]\nclear_vrf_routes_on_startup = false\n[agent]\nroot_helper = sudo\n")
+            .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+
+    // Every marked option warns when changed, whatever its kind.
+    for spec in OPTIONS.iter().filter(|o| o.ignored.is_some()) {
+        let other = match spec.default_value() {
+            Some(obgp_config::Typed::Bool(b)) => (!b).to_string(),
+            _ => "something-else".to_string(),
+        };
+        let loaded = Loader::new()
+            .cli_override(spec.section, spec.name, &other)
+            .load()
+            .unwrap();
+        assert!(
+            loaded.warnings.iter().any(
+                |w| matches!(&w.kind, WarningKind::NotActedOn { option, .. } if option == spec.name)
+            ),
+            "[{}] {} = {other}: {:?}",
+            spec.section,
+            spec.name,
+            loaded.warnings
+        );
+    }
+}

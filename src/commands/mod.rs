@@ -135,6 +135,7 @@ pub fn run_options(
     config: &obgp_config::Config,
     node: &cli::NodeArgs,
 ) -> obgp_controller::RunOptions {
+    let timers = obgp_controller::LoopTimers::for_config(config);
     let kernel = obgp_node::KernelConfig {
         netns: node
             .netns
@@ -143,8 +144,8 @@ pub fn run_options(
         rt_tables: node.rt_tables.clone(),
         dummy_kind: node.bgp_nic_kind.clone(),
         vty_socket: Some(node.vty_socket.clone()),
-        vtysh_timeout: std::time::Duration::from_secs(config.default.vtysh_timeout),
-        ovs_ofctl_timeout: std::time::Duration::from_secs(config.default.ovs_ofctl_timeout),
+        vtysh_timeout: timers.vtysh_deadline,
+        ovs_ofctl_timeout: timers.ovs_deadline,
         // The one mode that pins bridge MACs reads them back.
         read_static_fdb: config.default.exposing_method == obgp_config::ExposingMethod::Ovn,
         ..obgp_node::KernelConfig::default()

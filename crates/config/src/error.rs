@@ -108,6 +108,14 @@ pub enum WarningKind {
     },
     /// An oslo option upstream acts on and this agent does not.
     Ignored { section: String, option: String },
+    /// An option of the registry set to something but its default, which
+    /// the agent accepts and does not act on ([`crate::options::OptSpec::ignored`]).
+    NotActedOn {
+        section: String,
+        option: String,
+        value: String,
+        why: String,
+    },
     /// An `OVN_BGP_AGENT_*` variable not of the form `<SECTION>__<OPTION>`.
     MalformedEnv,
 }
@@ -159,6 +167,17 @@ impl fmt::Display for Warning {
                 f,
                 "{}: [{section}] {option} is set but ignored by this agent",
                 self.origin
+            ),
+            WarningKind::NotActedOn {
+                section,
+                option,
+                value,
+                why,
+            } => write!(
+                f,
+                "{}: [{section}] {option} = {} is ignored by this agent: {why}",
+                self.origin,
+                escape_controls(value)
             ),
         }
     }

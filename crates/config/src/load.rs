@@ -203,7 +203,7 @@ impl Loader {
         let raw: BTreeMap<String, BTreeMap<String, String>> = figment
             .extract()
             .map_err(|e| ConfigError::Layering(e.to_string()))?;
-        let config = build(&raw, |section, option| {
+        let origin = |section: &str, option: &str| {
             let layer = &figment.find_metadata(&format!("{section}.{option}"))?.name;
             let variable = env_origins
                 .get(layer.as_ref())
@@ -212,7 +212,9 @@ impl Loader {
                 Some(name) => format!("environment variable {name}"),
                 None => layer.to_string(),
             })
-        })?;
+        };
+        let config = build(&raw, origin)?;
+        warnings.extend(not_acted_on(&config, origin));
 
         let mut seen = BTreeSet::new();
         warnings.retain(|w| seen.insert(dedup_key(w)));
@@ -222,6 +224,28 @@ impl Loader {
             files,
         })
     }
+}
+
+/// One warning for each option the agent does not act on
+/// ([`OptSpec::ignored`]) whose effective value is not its default, naming
+/// where it was set and why it has no effect.
+fn not_acted_on(config: &Config, origin: impl Fn(&str, &str) -> Option<String>) -> Vec<Warning> {
+    OPTIONS
+        .iter()
+        .filter_map(|spec| {
+            let why = spec.ignored?;
+            let value = fields::get(config, spec);
+            (value != spec.default_value()).then(|| Warning {
+                origin: origin(spec.section, spec.name).unwrap_or_else(|| "configuration".into()),
+                kind: WarningKind::NotActedOn {
+                    section: spec.section.into(),
+                    option: spec.name.into(),
+                    value: value.map_or_else(String::new, |v| v.to_ini()),
+                    why: why.into(),
+                },
+            })
+        })
+        .collect()
 }
 
 /// Ignored options warn once, whatever file sets them; other warnings once

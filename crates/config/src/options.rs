@@ -56,7 +56,7 @@ impl Kind {
             Kind::Str => "string".into(),
             Kind::Choice(c) => format!("string, one of: {}", c.join(", ")),
             Kind::Connection => "string matching ^(tcp|ssl|unix):.+".into(),
-            Kind::Int { min, max } if *min == 0 && *max == 65535 => "port (0..=65535)".into(),
+            Kind::Int { min, max } if *max == 65535 => format!("port ({min}..=65535)"),
             Kind::Int { min, max } if *max == i64::MAX => format!("integer (>= {min})"),
             Kind::Int { min, max } => format!("integer ({min}..={max})"),
             Kind::Bool => "boolean".into(),
@@ -92,6 +92,11 @@ pub struct OptSpec {
     /// in a shared file). Its default keeps upstream's behaviour or bounds
     /// what upstream leaves unbounded.
     pub agent_only: Option<&'static str>,
+    /// `Some(why)` for an option the agent accepts and does not act on:
+    /// setting it to anything but its default logs a warning at start
+    /// with this reason. Every other option is read by the agent (a test
+    /// scans the crates for each one's field).
+    pub ignored: Option<&'static str>,
 }
 
 const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
@@ -102,7 +107,13 @@ const fn opt(section: &'static str, name: &'static str, kind: Kind) -> OptSpec {
         deprecated: &[],
         stricter: None,
         agent_only: None,
+        ignored: None,
     }
+}
+
+const fn ignored(mut o: OptSpec, why: &'static str) -> OptSpec {
+    o.ignored = Some(why);
+    o
 }
 
 const fn agent_only(mut o: OptSpec, why: &'static str) -> OptSpec {
@@ -120,13 +131,25 @@ const fn deprecated(mut o: OptSpec, names: &'static [(&'static str, &'static str
     o
 }
 
-/// Python's int has no bound; the typed config holds unsigned 64-bit
-/// counters, so negative values are refused.
-const NON_NEGATIVE: Kind = Kind::Int {
-    min: 0,
-    max: i64::MAX,
+/// The longest interval or timeout an option takes, in seconds: 365 days.
+/// Python's int and oslo's `IntOpt` have no bound, but the agent's timers
+/// add the period to the monotonic clock, which a value near the integer
+/// limit overflows (the daemon panicked at start); a year is longer than
+/// any period an operator means, and keeps "practically never" expressible.
+pub const MAX_DURATION_S: i64 = 365 * 24 * 3600;
+/// A period or a timeout in whole seconds, 1 s to [`MAX_DURATION_S`].
+/// Zero is refused: a zero period reconciles without pause (upstream's
+/// looping call spins) and a zero timeout fails every wait at once.
+const DURATION: Kind = Kind::Int {
+    min: 1,
+    max: MAX_DURATION_S,
 };
-const PORT: Kind = Kind::Int { min: 0, max: 65535 };
+/// Why [`DURATION`] is stricter than upstream (shown in the docs).
+const DURATION_STRICTER: &str =
+    "1..=31536000 (365 days): 0 would run without pause or fail at once, a value near the integer limit overflows the timer; negative values refused";
+/// A UDP port the agent configures: 0 would let the kernel pick its own
+/// default (VXLAN: 8472), not the port the operator asked for.
+const UDP_PORT: Kind = Kind::Int { min: 1, max: 65535 };
 /// A deadline in whole seconds: at least one, at most an hour.
 const DEADLINE: Kind = Kind::Int { min: 1, max: 3600 };
 
@@ -146,14 +169,8 @@ pub static OPTIONS: &[OptSpec] = &[
     opt("DEFAULT", "use_json", Kind::Bool),
     opt("DEFAULT", "use_stderr", Kind::Bool),
     // ovnbgpagent [DEFAULT].
-    strict(
-        opt("DEFAULT", "reconcile_interval", NON_NEGATIVE),
-        "negative values refused",
-    ),
-    strict(
-        opt("DEFAULT", "frr_reconcile_interval", NON_NEGATIVE),
-        "negative values refused",
-    ),
+    strict(opt("DEFAULT", "reconcile_interval", DURATION), DURATION_STRICTER),
+    strict(opt("DEFAULT", "frr_reconcile_interval", DURATION), DURATION_STRICTER),
     opt("DEFAULT", "expose_tenant_networks", Kind::Bool),
     opt(
         "DEFAULT",
@@ -177,10 +194,7 @@ pub static OPTIONS: &[OptSpec] = &[
         ]),
     ),
     opt("DEFAULT", "ovsdb_connection", Kind::Connection),
-    strict(
-        opt("DEFAULT", "ovsdb_connection_timeout", NON_NEGATIVE),
-        "negative values refused",
-    ),
+    strict(opt("DEFAULT", "ovsdb_connection_timeout", DURATION), DURATION_STRICTER),
     strict(
         opt("DEFAULT", "bgp_AS", Kind::AsNumber),
         "must be an AS number (1..=4294967295 or asdot X.Y): it is written into FRR's `router bgp`",
@@ -194,8 +208,14 @@ pub static OPTIONS: &[OptSpec] = &[
         opt("DEFAULT", "evpn_nic", Kind::DevName { optional: true }),
         "must be a valid interface name when non-empty",
     ),
-    opt("DEFAULT", "evpn_udp_dstport", PORT),
-    opt("DEFAULT", "clear_vrf_routes_on_startup", Kind::Bool),
+    strict(
+        opt("DEFAULT", "evpn_udp_dstport", UDP_PORT),
+        "1..=65535: 0 would let the kernel choose the VXLAN port (8472), not the one asked for",
+    ),
+    ignored(
+        opt("DEFAULT", "clear_vrf_routes_on_startup", Kind::Bool),
+        "every reconcile, the start-up one first, already deletes the routes of the bgp_vrf_table_id table that the desired state does not declare (all but FRR's proto 186 and the kernel's own, docs/ownership.md); upstream's flush also deleted the routes it re-added a moment later, which the agent keeps in place",
+    ),
     opt("DEFAULT", "delete_vrf_on_disconnect", Kind::Bool),
     strict(
         opt("DEFAULT", "bgp_nic", Kind::DevName { optional: false }),
@@ -245,7 +265,10 @@ pub static OPTIONS: &[OptSpec] = &[
         "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
     ),
     // [agent].
-    opt("agent", "root_helper", Kind::Str),
+    ignored(
+        opt("agent", "root_helper", Kind::Str),
+        "the agent runs vtysh, ovs-vsctl, ovs-ofctl and netlink itself, with the privileges it was started with, never through a root helper",
+    ),
     // [ovn]: every option is also read from [DEFAULT] (deprecated_group).
     deprecated(
         opt("ovn", "ovn_sb_private_key", Kind::Str),
@@ -436,6 +459,18 @@ mod tests {
         assert!(
             resolve("DEFAULT", "bgp_as").is_none(),
             "option names are case-sensitive"
+        );
+    }
+
+    #[test]
+    fn the_duration_note_names_the_bound_it_documents() {
+        assert!(DURATION_STRICTER.starts_with(&format!("1..={MAX_DURATION_S} (365 days)")));
+        assert_eq!(
+            DURATION,
+            Kind::Int {
+                min: 1,
+                max: MAX_DURATION_S
+            }
         );
     }
 

@@ -75,6 +75,11 @@ pub fn markdown_table() -> String {
         if let Some(why) = spec.agent_only {
             notes.push(format!("this agent's own option (not upstream's): {why}"));
         }
+        if let Some(why) = spec.ignored {
+            notes.push(format!(
+                "accepted, not acted on (a warning at start when set): {why}"
+            ));
+        }
         out.push_str(&format!(
             "| {} | `{}` | {} | {} | {} |\n",
             spec.section,

@@ -354,7 +354,7 @@ fn a_bad_environment_value_names_the_variable_it_came_from() {
         Err(ConfigError::Invalid(v)) => {
             assert_eq!(
                 v[0].to_string(),
-                "[DEFAULT] evpn_udp_dstport: must be between 0 and 65535 (70000)"
+                "[DEFAULT] evpn_udp_dstport: must be between 1 and 65535 (70000)"
             );
             assert_eq!(
                 v[0].origin.as_deref(),
@@ -513,7 +513,7 @@ fn a_value_out_of_range_is_refused() {
     let v = invalid("[DEFAULT]\nevpn_udp_dstport = 65536\n");
     assert_eq!(
         v[0].to_string(),
-        "[DEFAULT] evpn_udp_dstport: must be between 0 and 65535 (65536)"
+        "[DEFAULT] evpn_udp_dstport: must be between 1 and 65535 (65536)"
     );
     let v = invalid("[DEFAULT]\nbgp_vrf_table_id = 254\n");
     assert_eq!(v[0].option, "bgp_vrf_table_id");
@@ -656,4 +656,46 @@ fn json_options_load_as_the_golden_scenarios_write_them() {
         Loader::new().json_overrides(&nested).err().as_deref(),
         Some("bgp_nic")
     );
+}
+
+/// An option the agent accepts and does not act on warns, with where it
+/// was set and why, only when set to something but its default.
+#[test]
+fn an_option_not_acted_on_warns_with_its_reason_only_when_changed() {
+    let loaded = load_text("[DEFAULT]\nclear_vrf_routes_on_startup = true\n[agent]\nroot_helper = sudo obgp-rootwrap\n").unwrap();
+    let mut texts: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    texts.sort();
+    assert_eq!(texts.len(), 2, "{texts:#?}");
+    assert!(texts[0].contains("a.conf: [DEFAULT] clear_vrf_routes_on_startup = true is ignored by this agent: every reconcile"), "{}", texts[0]);
+    assert!(texts[1].contains("a.conf: [agent] root_helper = sudo obgp-rootwrap is ignored by this agent: the agent runs"), "{}", texts[1]);
+    for w in &loaded.warnings {
+        assert!(matches!(w.kind, WarningKind::NotActedOn { .. }), "{w}");
+    }
+
+    // Set to the default (as upstream's sample does): nothing to say.
+    let loaded =
+        load_text("[DEFAULT]\nclear_vrf_routes_on_startup = false\n[agent]\nroot_helper = sudo\n")
+            .unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+
+    // Every marked option warns when changed, whatever its kind.
+    for spec in OPTIONS.iter().filter(|o| o.ignored.is_some()) {
+        let other = match spec.default_value() {
+            Some(obgp_config::Typed::Bool(b)) => (!b).to_string(),
+            _ => "something-else".to_string(),
+        };
+        let loaded = Loader::new()
+            .cli_override(spec.section, spec.name, &other)
+            .load()
+            .unwrap();
+        assert!(
+            loaded.warnings.iter().any(
+                |w| matches!(&w.kind, WarningKind::NotActedOn { option, .. } if option == spec.name)
+            ),
+            "[{}] {} = {other}: {:?}",
+            spec.section,
+            spec.name,
+            loaded.warnings
+        );
+    }
 }

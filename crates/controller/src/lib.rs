@@ -14,7 +14,8 @@
 //!   commands (`plan`, `reconcile --once` and their inputs: [`one_shot`]),
 //!   where a `status` comes from ([`live_status`]), the checks that run in
 //!   the background after timer-driven reconciles (`background`), the
-//!   reconcile's log line (`report_log`), and the loop that ties them
+//!   reconcile's log line (`report_log`), every duration the
+//!   configuration sets ([`timers`]), and the loop that ties them
 //!   ([`run`]).
 //!
 //! The rooms never depend on the loop: where one shows or reads something
@@ -39,6 +40,7 @@ pub mod queue;
 pub mod reconcile;
 mod report_log;
 pub mod run;
+pub mod timers;
 
 pub use inputs::Trigger;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};
@@ -48,3 +50,4 @@ pub use options::{RunError, RunOptions};
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};
 pub use reconcile::{Planned, ReconcileError, ReconcileReport, Reconciler};
 pub use run::run;
+pub use timers::LoopTimers;

@@ -21,7 +21,7 @@ use crate::report_log::log_report;
 /// How long the one-shot commands wait for the initial dumps:
 /// `ovsdb_connection_timeout`.
 fn sync_timeout(config: &Config) -> Duration {
-    Duration::from_secs(config.default.ovsdb_connection_timeout.max(1))
+    crate::timers::LoopTimers::for_config(config).sync_timeout
 }
 
 /// What the one-shot commands start from: the OVN sources synced and a

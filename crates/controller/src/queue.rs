@@ -61,6 +61,13 @@ impl TriggerSink for Scheduler {
 }
 
 impl Scheduler {
+    /// The shortest period [`Scheduler::every`] runs at.
+    pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+    /// The longest period [`Scheduler::every`] runs at: the configuration's
+    /// longest interval (`obgp_config::options::MAX_DURATION_S`).
+    pub const MAX_PERIOD: Duration =
+        Duration::from_secs(obgp_config::options::MAX_DURATION_S as u64);
+
     /// Asks for a reconcile. Returns false once the queue is gone (shutdown).
     pub fn trigger(&self, reason: Trigger) -> bool {
         self.tx.send(reason).is_ok()
@@ -77,10 +84,18 @@ impl Scheduler {
 
     /// Triggers `reason` every `period`, first after one period, until the
     /// queue is gone. Used for `reconcile_interval` and `frr_reconcile_interval`.
+    /// The period is kept within [`Self::MIN_PERIOD`]..=[`Self::MAX_PERIOD`]:
+    /// tokio's interval panics on a zero period and on an instant past the
+    /// clock's range, and this task must not die while the daemon goes on
+    /// without its timer.
     pub fn every(&self, period: Duration, reason: Trigger) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
+        let period = period.clamp(Self::MIN_PERIOD, Self::MAX_PERIOD);
         tokio::spawn(async move {
-            let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
+            let first = Instant::now()
+                .checked_add(period)
+                .unwrap_or_else(Instant::now);
+            let mut ticker = tokio::time::interval_at(first, period);
             // A reconcile slower than the period must not cause a burst of catch-up ticks.
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {

@@ -29,12 +29,12 @@ use crate::inputs::{MonitoredDbError, OvnSources, ReconcileInputs};
 use crate::kind::{BackgroundChecks, ReconcileKind};
 use crate::live_status;
 use crate::ops::status::Reply;
-use crate::ops::ProbeBounds;
 use crate::ops::{spawn_update_clock, Telemetry};
 use crate::options::{RunError, RunOptions};
 use crate::queue::{Scheduler, TriggerBatch, WorkQueue};
 use crate::reconcile::{check_supported, ReconcileError, ReconcileReport, Reconciler};
 use crate::report_log::{log_report, log_report_queued, ms};
+use crate::timers::LoopTimers;
 
 use crate::inputs::{self, Trigger};
 
@@ -56,7 +56,7 @@ pub async fn run(
     check_supported(&config)?;
     let bounds = opts
         .probes
-        .unwrap_or_else(|| ProbeBounds::for_config(&config));
+        .unwrap_or_else(|| LoopTimers::for_config(&config).probes);
     let telemetry = Arc::new(Telemetry::new(&config, bounds));
     // Before connecting anywhere: the probes answer while the agent waits.
     let listener = match config.default.metrics_listen {
@@ -181,7 +181,7 @@ async fn connect_node(
             Ok(mut r) => {
                 crate::ops::log_stage("node read");
                 r.stop_on(shutdown.clone());
-                r.guard_withdrawals(crate::guard::GuardConfig::from_config(config));
+                r.guard_withdrawals(LoopTimers::for_config(config).guard);
                 if let Some(local) = &sources.local_nb {
                     r.write_local_cluster(local.clone());
                 }
@@ -469,15 +469,8 @@ fn spawn_triggers(
     view: watch::Receiver<Arc<FilterView>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let filters = Filters::for_config(&config.default);
-    let mut tasks = vec![
-        sched.every(
-            Duration::from_secs(config.default.reconcile_interval.max(1)),
-            Trigger::Periodic,
-        ),
-        sched.every(
-            Duration::from_secs(config.default.frr_reconcile_interval.max(1)),
-            Trigger::FrrCheck,
-        ),
+    let mut tasks = Vec::from(LoopTimers::for_config(config).spawn(sched));
+    tasks.extend([
         inputs::event_filter(sources.ovn.changes(), filters, view, sched.clone()),
         inputs::every_change(
             sources.ovs.changes(),
@@ -490,7 +483,7 @@ fn spawn_triggers(
         inputs::netlink_overrun(reconciler.netlink_overruns(), sched.clone()),
         spawn_update_clock(telemetry, &sources.ovn),
         spawn_update_clock(telemetry, &sources.ovs),
-    ];
+    ]);
     if let Some(local) = &sources.local_nb {
         // Rows of the agent's tables changed or removed by someone else
         // (or by the agent's own writes: that reconcile plans nothing).

@@ -91,7 +91,9 @@ impl OvnSources {
             }
             _ => ovn_client(
                 "[ovn] ovn_nb_connection",
-                o.ovn_nb_connection
+                config
+                    .ovn
+                    .ovn_nb_connection
                     .as_deref()
                     .ok_or(MonitoredDbError::NoNbConnection)?,
                 obgp_ovn::NB_DB,

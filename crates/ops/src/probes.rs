@@ -50,7 +50,9 @@ impl ProbeBounds {
             .min(d.frr_reconcile_interval.max(1));
         ProbeBounds {
             stuck_after: STUCK_AFTER,
-            idle_after: Duration::from_secs(period.saturating_mul(3)) + STUCK_AFTER,
+            // Saturating: the configuration bounds the periods, but a
+            // bound's sum must not be what panics if one slipped through.
+            idle_after: Duration::from_secs(period.saturating_mul(3)).saturating_add(STUCK_AFTER),
         }
     }
 }
@@ -335,6 +337,17 @@ mod tests {
             Duration::from_secs(3 + 120),
             "0 runs every second, as the loop does"
         );
+    }
+
+    /// Periods at the integer limit (a `Config` built in code, past the
+    /// loader's bounds) saturate instead of panicking with "overflow when
+    /// adding durations", which stopped the daemon at start.
+    #[test]
+    fn periods_at_the_integer_limit_saturate() {
+        let mut config = Config::default();
+        config.default.reconcile_interval = u64::MAX;
+        config.default.frr_reconcile_interval = u64::MAX;
+        assert_eq!(ProbeBounds::for_config(&config).idle_after, Duration::MAX);
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub mod queue;
 pub mod reconcile;
 mod report_log;
 pub mod run;
+#[cfg(test)]
+mod test_support;
 
 pub use inputs::Trigger;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};

@@ -1,6 +1,6 @@
 //! One reconcile: the node facts read, one run of the pipeline
 //! ([`Pipeline::run`]: the desired state, the node observed for it through
-//! [`NodeObserver`], the plan), the mass-withdrawal guard, the plan applied
+//! `NodeObserver`, the plan), the mass-withdrawal guard, the plan applied
 //! with the single writer; and a report of what happened and how long each
 //! phase took.
 
@@ -458,7 +458,7 @@ impl Reconciler {
     }
 
     /// One run of the pipeline, without writing: the desired state, the
-    /// node observed for it ([`NodeObserver`]), the plan. `kind` says what
+    /// node observed for it (`NodeObserver`), the plan. `kind` says what
     /// to read afresh, whether to recompute the desired state and whether
     /// to plan only what its patches changed.
     pub async fn compute_observe_and_plan(

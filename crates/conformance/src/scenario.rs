@@ -39,7 +39,7 @@ use anyhow::{anyhow, Context};
 use obgp_netmodel::DesiredNode;
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{NbChanges, Snapshot};
-use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
+use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PipelineError, PipelineInputs, PlanScope};
 use obgp_plan::compare::differences;
 use obgp_plan::plan::order_violations;
 use obgp_plan::{Actual, Plan};
@@ -54,18 +54,22 @@ mod replay_node;
 
 use replay_node::ReplayNode;
 
-/// How a replay reconciles: the desired node objects of each reconciling
-/// step, its plans, and the settling of what was applied.
+/// How a replay reconciles: one run per reconciling step (the desired
+/// node objects and their plan against the replayed node, observed through
+/// the pipeline's port), the follow-up plans of the same objects, and the
+/// settling of what was applied.
 pub trait Reconcile {
-    /// The desired node objects for `snapshot` under `config`.
-    fn desired(
+    /// The desired node objects for `snapshot` under `config`, and their
+    /// plan against `node` after the settled ones.
+    fn run(
         &mut self,
         snapshot: &Snapshot,
         config: &obgp_config::Config,
-    ) -> anyhow::Result<DesiredNode>;
+        node: &mut ReplayNode,
+    ) -> anyhow::Result<(DesiredNode, Plan)>;
     /// The plan of the last desired objects against `node`, after the
-    /// settled ones.
-    fn plan(&self, node: &Actual) -> anyhow::Result<Plan>;
+    /// settled ones: a follow-up reconcile's.
+    fn replan(&self, node: &mut ReplayNode) -> anyhow::Result<Plan>;
     /// The last desired objects were applied: the next plans take them as
     /// the previous desired state.
     fn settle(&mut self);
@@ -73,7 +77,8 @@ pub trait Reconcile {
 
 /// The production path: the daemon's [`Pipeline`], with the node facts
 /// ([`node_facts`]) of the scenario's initial node: the router-id its FRR
-/// reported, the VXLAN source among its addresses.
+/// reported, the VXLAN source among its addresses; the simulated node is
+/// the observation its port gives ([`ReplayNode`] as [`obgp_pipeline::ObserveNode`]).
 pub struct PipelineReplay {
     pipeline: Pipeline,
     initial: Actual,
@@ -92,27 +97,48 @@ impl PipelineReplay {
     }
 }
 
+/// The pipeline's error with the half it came from, as the replay's
+/// failures name it.
+fn half(e: PipelineError) -> anyhow::Error {
+    match e {
+        PipelineError::Desired(e) => anyhow::Error::new(e).context("desired state"),
+        PipelineError::Plan(e) => anyhow::Error::new(e).context("plan"),
+        PipelineError::Observe(never) => match never {},
+    }
+}
+
 impl Reconcile for PipelineReplay {
-    fn desired(
+    fn run(
         &mut self,
         snapshot: &Snapshot,
         config: &obgp_config::Config,
-    ) -> anyhow::Result<DesiredNode> {
+        node: &mut ReplayNode,
+    ) -> anyhow::Result<(DesiredNode, Plan)> {
         let read = NodeReadings {
             frr_router_id: self.router_id.as_deref(),
             ..NodeReadings::of_node(&self.initial)
         };
         let facts = node_facts(config, snapshot, read);
-        Ok(self
+        let inputs = PipelineInputs {
+            snapshot,
+            changes: &mut NbChanges::Full,
+            config,
+            facts: &facts,
+        };
+        let run = self
             .pipeline
-            .compute(snapshot, &mut NbChanges::Full, config, &facts)?
-            .node
-            .clone())
+            .run_now(inputs, PlanScope::Whole, node)
+            .map_err(half)?;
+        let desired = self.pipeline.node().context("a run leaves a result")?;
+        Ok((desired.clone(), run.planned.plan))
     }
 
-    fn plan(&self, node: &Actual) -> anyhow::Result<Plan> {
-        let planned = self.pipeline.plan(node, PlanScope::Whole)?;
-        Ok(planned.context("planned before a desired state")?.plan)
+    fn replan(&self, node: &mut ReplayNode) -> anyhow::Result<Plan> {
+        let planned = self
+            .pipeline
+            .replan_now(PlanScope::Whole, node)
+            .map_err(half)?;
+        Ok(planned.context("planned before a desired state")?.1.plan)
     }
 
     fn settle(&mut self) {
@@ -345,17 +371,24 @@ impl<F> Reconcile for Injected<F>
 where
     F: FnMut() -> anyhow::Result<DesiredNode>,
 {
-    fn desired(&mut self, _: &Snapshot, _: &obgp_config::Config) -> anyhow::Result<DesiredNode> {
-        let d = (self.desired)()?;
+    fn run(
+        &mut self,
+        _: &Snapshot,
+        _: &obgp_config::Config,
+        node: &mut ReplayNode,
+    ) -> anyhow::Result<(DesiredNode, Plan)> {
+        let d = (self.desired)().context("desired state")?;
         self.now = Some(d.clone());
-        Ok(d)
+        let plan = self.replan(node).context("plan")?;
+        Ok((d, plan))
     }
 
-    fn plan(&self, node: &Actual) -> anyhow::Result<Plan> {
+    fn replan(&self, node: &mut ReplayNode) -> anyhow::Result<Plan> {
         let now = self
             .now
             .as_ref()
             .context("planned before a desired state")?;
+        let node = node.observe_wanting(now.frr_config.as_deref());
         Ok(obgp_plan::plan_after(now, self.settled.as_ref(), node)?)
     }
 
@@ -488,13 +521,9 @@ fn reconcile_step(
     verdict: &mut Verdict,
 ) -> anyhow::Result<Vec<String>> {
     let label = i.to_string();
-    let desired = reconciler
-        .desired(snapshot, config)
-        .with_context(|| format!("step {i}: desired state"))?;
-    let frr = desired.frr_config.as_deref();
-    let p = reconciler
-        .plan(node.observe(frr))
-        .with_context(|| format!("step {i}: plan"))?;
+    let (_, p) = reconciler
+        .run(snapshot, config, node)
+        .with_context(|| format!("step {i}"))?;
     for v in order_violations(&p.steps) {
         verdict.fail(format!("step {label}: order: {v}"));
     }
@@ -506,7 +535,7 @@ fn reconcile_step(
     // its text) is followed by another reconcile, as the daemon's
     // CommandsSettled one; then the node must have converged.
     let mut again = reconciler
-        .plan(node.observe(frr))
+        .replan(node)
         .with_context(|| format!("step {i}: second plan"))?;
     let mut waited = !p.skipped.is_empty();
     for _ in 0..MAX_FOLLOW_UPS {
@@ -519,7 +548,7 @@ fn reconcile_step(
         texts.extend(node.apply(&again));
         waited = !again.skipped.is_empty();
         again = reconciler
-            .plan(node.observe(frr))
+            .replan(node)
             .with_context(|| format!("step {i}: follow-up plan"))?;
     }
     for (op, r) in &node.sim.log[start..] {

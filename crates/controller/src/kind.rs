@@ -114,13 +114,7 @@ fn rereads_in_background(batch: &TriggerBatch) -> bool {
 mod tests {
     use super::*;
     use crate::inputs::{LOCAL_CLUSTER_CHANGE, LOCAL_OVS_CHANGE};
-
-    fn event(class: &'static str) -> Trigger {
-        Trigger::Event {
-            class,
-            table: "Logical_Switch_Port".into(),
-        }
-    }
+    use crate::test_support::lsp_event as event;
 
     fn batch(reasons: impl IntoIterator<Item = Trigger>) -> TriggerBatch {
         TriggerBatch {

@@ -8,8 +8,9 @@
 //!   `status` model, telemetry, memory).
 //! - The loop itself: when a reconcile runs ([`queue`]: debounced,
 //!   coalesced and rate-limited triggers), which kind a batch of triggers
-//!   asks for ([`kind`]), what one reconcile does ([`reconcile`]: observe,
-//!   the pipeline, the mass-withdrawal guard ([`guard`]), apply), how the
+//!   asks for ([`kind`]), what one reconcile does ([`reconcile`]: one run
+//!   of the pipeline, whose port observes the node, the mass-withdrawal
+//!   guard ([`guard`]), apply), how the
 //!   agent is asked to run and why it stopped ([`options`]), the one-shot
 //!   commands (`plan`, `reconcile --once` and their inputs: [`one_shot`]),
 //!   where a `status` comes from ([`live_status`]), the checks that run in
@@ -40,6 +41,8 @@ pub mod queue;
 pub mod reconcile;
 mod report_log;
 pub mod run;
+#[cfg(test)]
+mod test_support;
 pub mod timers;
 
 pub use inputs::Trigger;

@@ -219,13 +219,7 @@ impl WorkQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn event(class: &'static str) -> Trigger {
-        Trigger::Event {
-            class,
-            table: "Logical_Switch_Port".into(),
-        }
-    }
+    use crate::test_support::lsp_event as event;
 
     #[tokio::test(start_paused = true)]
     async fn first_trigger_after_quiet_period_reconciles_at_once() {

@@ -1,7 +1,8 @@
-//! One reconcile: the node facts read, the desired state computed
-//! ([`Pipeline::compute`]), the node observed for it, the plan
-//! ([`Pipeline::plan`]), applied with the single writer; and a report of
-//! what happened and how long each phase took.
+//! One reconcile: the node facts read, one run of the pipeline
+//! ([`Pipeline::run`]: the desired state, the node observed for it through
+//! `NodeObserver`, the plan), the mass-withdrawal guard, the plan applied
+//! with the single writer; and a report of what happened and how long each
+//! phase took.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +13,10 @@ use obgp_local_cluster::LocalClusterPlan;
 use obgp_netmodel::DesiredNode;
 use obgp_node::{CommandLane, DriftProbe, KernelConfig, KernelNode, LaneSignal, NodeWriter, Scope};
 use obgp_ovn::{NbChanges, Snapshot};
-use obgp_pipeline::{node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PlanScope};
+use obgp_pipeline::{
+    node_facts, Judged, NodePlan, NodeReadings, NodeReads, Pipeline, PipelineError, PipelineInputs,
+    PlanScope, Run,
+};
 use obgp_plan::{apply_plan_until, Actual, Op, Plan, PlanError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +34,7 @@ pub use crate::ops::{FrrApplyCause, ReconcileReport};
 use last_plan::LastPlan;
 pub use node_side::object_kind;
 pub(crate) use node_side::unread_commands;
-use node_side::{announced_prefixes, leftover_flows_unjudged, observe, op_kind, scope_after};
+use node_side::{announced_prefixes, leftover_flows_unjudged, op_kind, scope_after, NodeObserver};
 use outcome::account_applied;
 
 /// Why a reconcile could not run. Only [`ReconcileError::Plan`] with
@@ -52,6 +56,16 @@ pub enum ReconcileError {
     /// monitor whose port conditions did not converge).
     #[error("reading OVN: {0}")]
     Inputs(String),
+}
+
+impl From<PipelineError<ReconcileError>> for ReconcileError {
+    fn from(e: PipelineError<ReconcileError>) -> ReconcileError {
+        match e {
+            PipelineError::Desired(e) => e.into(),
+            PipelineError::Observe(e) => e,
+            PipelineError::Plan(e) => e.into(),
+        }
+    }
 }
 
 impl ReconcileError {
@@ -374,12 +388,6 @@ impl Reconciler {
             .to_string()
     }
 
-    /// Whether FRR counts as holding our text without reading it: it is
-    /// the text last applied.
-    fn frr_known_applied(&self, node: &DesiredNode) -> bool {
-        self.frr_applied.is_some() && self.frr_applied == node.frr_config
-    }
-
     /// The flattened desired state the last reconcile computed.
     pub fn desired_node(&self) -> Option<&DesiredNode> {
         self.desired.node()
@@ -393,10 +401,15 @@ impl Reconciler {
         &mut self,
         ofports: &OfPorts,
     ) -> Result<Option<Planned>, ReconcileError> {
-        let Some(actual) = self.observe_for_desired(false, ofports).await? else {
-            return Ok(None);
-        };
-        let Some(NodePlan { plan, .. }) = self.desired.plan(&actual, PlanScope::Whole)? else {
+        let mut observer = NodeObserver::new(
+            &mut self.node,
+            &self.lane,
+            ofports,
+            self.wait_for_commands,
+            self.frr_applied.as_deref(),
+        );
+        let replanned = self.desired.replan(PlanScope::Whole, &mut observer).await?;
+        let Some((actual, NodePlan { plan, .. })) = replanned else {
             return Ok(None);
         };
         let local_nb = self.plan_local_cluster()?;
@@ -405,39 +418,6 @@ impl Reconciler {
             plan,
             local_nb,
         }))
-    }
-
-    /// Observes the node for the desired state last computed (`None`
-    /// before one). `check_frr`: FRR's lines are read; otherwise FRR
-    /// counts as holding our text when it is the one last applied.
-    async fn observe_for_desired(
-        &mut self,
-        check_frr: bool,
-        ofports: &OfPorts,
-    ) -> Result<Option<Actual>, ReconcileError> {
-        let Some(node) = self.desired.node() else {
-            return Ok(None);
-        };
-        let mut scope = self.scope(node);
-        let frr_known = !check_frr && self.frr_known_applied(node);
-        if frr_known {
-            // Our lines are not checked; an EVPN scope still reads FRR for
-            // its EVPN VRFs (through the lane's cache: vtysh runs again
-            // only after an FRR op or an invalidation).
-            scope.frr_lines.clear();
-        }
-        let mut actual = observe(
-            &mut self.node,
-            &self.lane,
-            &scope,
-            self.wait_for_commands,
-            ofports,
-        )
-        .await?;
-        if frr_known {
-            actual.frr.has_our_config = true;
-        }
-        Ok(Some(actual))
     }
 
     /// Reads what the configuration's node facts need ([`NodeReads`]) and
@@ -477,9 +457,10 @@ impl Reconciler {
         Ok(())
     }
 
-    /// Computes desired state, observes the node and plans, without
-    /// writing; `kind` says what to read afresh, whether to recompute the
-    /// desired state and whether to plan only what its patches changed.
+    /// One run of the pipeline, without writing: the desired state, the
+    /// node observed for it (`NodeObserver`), the plan. `kind` says what
+    /// to read afresh, whether to recompute the desired state and whether
+    /// to plan only what its patches changed.
     pub async fn compute_observe_and_plan(
         &mut self,
         snap: &Snapshot,
@@ -502,44 +483,50 @@ impl Reconciler {
         // A first computation (the main job, or after a full dump) logs
         // its memory stage by stage at debug.
         let first = self.desired.desired().is_none();
-        let t = Instant::now();
-        let computed =
-            self.desired
-                .compute(snap, &mut self.ovn_changes, &self.config, &self.facts)?;
-        if first {
-            crate::ops::log_stage("desired");
-        }
-        report.desired_patched = matches!(computed.how, Computed::Patched { .. });
-        report.desired_changed = computed.changed;
-        report.desired_time = t.elapsed();
-        report.exposed = computed.desired.exposure_count();
-
-        let t = Instant::now();
-        let Some(actual) = self.observe_for_desired(check_frr, ofports).await? else {
-            unreachable!("a successful compute leaves a result");
-        };
-        report.observe_time = t.elapsed();
-        report.unread = unread_commands(&actual);
-        if first {
-            crate::ops::log_stage("observed");
-        }
-
-        let t = Instant::now();
         let scope = if changes_only {
             PlanScope::Changes
         } else {
             PlanScope::Whole
         };
-        let Some(NodePlan { plan, judged }) = self.desired.plan(&actual, scope)? else {
-            unreachable!("a successful compute leaves a result");
+        // On an FRR check `frr_applied` was forgotten above: FRR's lines
+        // are read.
+        let mut observer = NodeObserver::new(
+            &mut self.node,
+            &self.lane,
+            ofports,
+            self.wait_for_commands,
+            self.frr_applied.as_deref(),
+        );
+        observer.log_stages = first;
+        let inputs = PipelineInputs {
+            snapshot: snap,
+            changes: &mut self.ovn_changes,
+            config: &self.config,
+            facts: &self.facts,
         };
+        let start = Instant::now();
+        let run = self.desired.run(inputs, scope, &mut observer).await;
+        let (desired_time, observe_time, plan_time) = observer.times(start);
+        let Run {
+            how,
+            changed,
+            actual,
+            planned: NodePlan { plan, judged },
+        } = run?;
+        report.desired_patched = matches!(how, Computed::Patched { .. });
+        report.desired_changed = changed;
+        report.desired_time = desired_time;
+        report.observe_time = observe_time;
+        report.exposed = self.desired.desired().map_or(0, |d| d.exposure_count());
+        report.unread = unread_commands(&actual);
         match judged {
             Judged::Changes => report.plan_incremental = true,
             Judged::WholeInstead(why) => tracing::debug!(why, "planned the whole node"),
             Judged::Whole => {}
         }
+        let t = Instant::now();
         let local_nb = self.plan_local_cluster()?;
-        report.plan_time = t.elapsed();
+        report.plan_time = plan_time + t.elapsed();
         report.planned = plan.steps.len() + local_nb.as_ref().map_or(0, |p| p.ops.len());
         if first {
             crate::ops::log_stage("planned");

@@ -7,12 +7,13 @@
 //! `compute-1`.
 
 use obgp_desired::{desired_state, NodeFacts};
+use obgp_events::fake::FakeAgent;
 use obgp_events::nb::lsp_provider_create;
 use obgp_events::neutron::port_chassis;
-use obgp_events::{AgentView, Event, EventKind, RowView};
+use obgp_events::{Event, EventKind, RowView};
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::neutron::{key, port_type};
-use obgp_ovsdb_data::{Row, Uuid};
+use obgp_ovsdb_data::Row;
 use serde_json::{json, Value};
 
 mod golden;
@@ -25,41 +26,13 @@ const SWITCH: &str = "neutron-11111111-1111-4111-8111-111111111111";
 
 /// What the NB driver knows when the port's create event arrives: its
 /// provider switch is wired here, nothing is exposed yet.
-struct Agent;
-
-impl AgentView for Agent {
-    fn chassis(&self) -> &str {
-        HERE
-    }
-    fn chassis_id(&self) -> &str {
-        "a1b2c3d4-0000-4000-8000-00000000c001"
-    }
-    fn has_local_cr_lrps(&self) -> bool {
-        false
-    }
-    fn is_local_cr_lrp(&self, _: Option<&str>) -> bool {
-        false
-    }
-    fn is_local_lrp_network(&self, _: Option<&str>) -> bool {
-        false
-    }
-    fn is_ip_exposed(&self, _: Option<&str>, _: &[&str]) -> bool {
-        false
-    }
-    fn is_ls_provider(&self, ls: Option<&str>) -> bool {
-        ls == Some(SWITCH)
-    }
-    fn distributed(&self) -> bool {
-        true
-    }
-    fn is_provider_ovn_lb(&self, _: Option<&str>) -> bool {
-        false
-    }
-    fn lsp(&self, _: &str) -> Option<RowView<'_>> {
-        None
-    }
-    fn row(&self, _: Uuid) -> Option<RowView<'_>> {
-        None
+fn agent() -> FakeAgent {
+    FakeAgent {
+        chassis: HERE.into(),
+        chassis_id: "a1b2c3d4-0000-4000-8000-00000000c001".into(),
+        provider_switches: vec![SWITCH.into()],
+        distributed: true,
+        ..FakeAgent::default()
     }
 }
 
@@ -91,8 +64,13 @@ fn decisions(requested: &str, kind: &str) -> (bool, bool, String) {
     let desired = desired_state(&snap, &config, &NodeFacts::default()).unwrap();
     let exposed = desired.exposed.values().any(|e| e.ip.to_string() == VM_IP);
     let view = RowView::complete(&row);
-    let matched =
-        lsp_provider_create(Event::Is(EventKind::Create), view, RowView::none(), &Agent).unwrap();
+    let matched = lsp_provider_create(
+        Event::Is(EventKind::Create),
+        view,
+        RowView::none(),
+        &agent(),
+    )
+    .unwrap();
     let bound = port_chassis(&view, HERE, port_type::VM).unwrap().py_str();
     (exposed, matched, bound)
 }

@@ -1,4 +1,6 @@
-//! A hand-filled agent view and row builders for the predicates' unit tests.
+//! A hand-filled agent view and row builders, for the predicates' unit
+//! tests and, with the feature `test-support`, the tests of the crates
+//! that call the filters: one agent view for every test, not a stub each.
 
 use std::collections::HashMap;
 

@@ -21,8 +21,8 @@ pub mod sb;
 pub mod stretched;
 pub mod view;
 
-#[cfg(test)]
-mod fake;
+#[cfg(any(test, feature = "test-support"))]
+pub mod fake;
 
 pub use agent::AgentView;
 pub use registry::{catalog, filter, ClassCondition, Filter, Filters, Watcher};

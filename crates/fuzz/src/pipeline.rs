@@ -3,14 +3,16 @@
 //! few times (typed row edits, [`crate::rows`], through the scenario's live
 //! snapshot; or JSON edits, [`crate::mutate`], through a fresh build), go
 //! through the snapshot builder and the daemon's [`Pipeline`] (node facts
-//! by [`node_facts`], desired state, whole plan; with no previous result,
-//! the unedited scenario's, or its own).
+//! by [`node_facts`], one run: desired state, the edited node state given
+//! through the pipeline's port, whole plan; with no previous result, the
+//! unedited scenario's, or its own).
 //!
 //! Checked: nothing panics; (one input in sixteen) the live snapshot
 //! patched to the edited rows equals a fresh build, and patched back equals
 //! the scenario's; every plan keeps the ordering rules O1–O4
 //! (`order_violations` is empty).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -19,7 +21,10 @@ use obgp_config::Config;
 use obgp_ovn::fixture::FixtureDb;
 use obgp_ovn::{LiveSnapshot, NbChanges, Snapshot, Tables};
 use obgp_ovsdb_data::{Row, Uuid};
-use obgp_pipeline::{node_facts, NodeReadings, Pipeline, PlanScope};
+use obgp_pipeline::{
+    node_facts, NodeReadings, ObserveFor, ObserveNode, Pipeline, PipelineError, PipelineInputs,
+    PlanScope,
+};
 use obgp_plan::{order_violations, Actual};
 use serde_json::Value;
 
@@ -473,45 +478,78 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
         }
     }
     let facts = node_facts(config, &snapshot, base.readings());
-    if pipeline
-        .compute(&snapshot, &mut changes, config, &facts)
-        .is_err()
-    {
-        return Ok(());
-    }
-    *stage = Stage::Desired;
-
-    // The node, edited.
-    let Some((node_value, node_actual)) = base.nodes.get(node_index) else {
-        return Ok(());
-    };
-    let edited_actual;
-    let actual = if node_edits == 0 {
-        node_actual.as_ref()
-    } else {
-        let mut node = node_value.clone();
-        mutate_n(u, &mut node, &base.pools, node_edits)?;
-        edited_actual = serde_json::from_value::<Actual>(node).ok();
-        edited_actual.as_ref().or(node_actual.as_ref())
-    };
-    let Some(actual) = actual else {
-        return Ok(());
-    };
-
     if previous_kind == 2 {
-        // Its own result, as a second reconcile plans it.
+        // Its own result, applied before: the run is a second reconcile
+        // of it (nothing changed since, patched from no port).
+        if pipeline
+            .compute(&snapshot, &mut changes, config, &facts)
+            .is_err()
+        {
+            return Ok(());
+        }
         pipeline.settle();
     }
-    let planned = pipeline.plan(actual, PlanScope::Whole);
-    *stage = Stage::Planned;
-    if let Ok(Some(obgp_pipeline::NodePlan { plan, .. })) = planned {
-        let violations = order_violations(&plan.steps);
-        assert!(
-            violations.is_empty(),
-            "a plan breaks the ordering rules: {violations:?}"
-        );
+    let inputs = PipelineInputs {
+        snapshot: &snapshot,
+        changes: &mut changes,
+        config,
+        facts: &facts,
+    };
+    let mut observer = EditedNode {
+        u,
+        base,
+        node_index,
+        node_edits,
+        stage,
+    };
+    let run = pipeline.run_now(inputs, PlanScope::Whole, &mut observer);
+    match run {
+        Err(PipelineError::Desired(_) | PipelineError::Observe(_)) => return Ok(()),
+        Err(PipelineError::Plan(_)) => {}
+        Ok(run) => {
+            let violations = order_violations(&run.planned.plan.steps);
+            assert!(
+                violations.is_empty(),
+                "a plan breaks the ordering rules: {violations:?}"
+            );
+        }
     }
+    *stage = Stage::Planned;
     Ok(())
+}
+
+/// The harness's node observation, the pipeline's port: the scenario's
+/// node state, edited by the input's bytes. Asked once the desired state
+/// is computed, as the daemon's observer is; fails when the bytes run out
+/// or the scenario has no node state to plan against.
+struct EditedNode<'i, 'u, 'b> {
+    u: &'i mut Unstructured<'u>,
+    base: &'b Base,
+    node_index: usize,
+    node_edits: u8,
+    stage: &'i mut Stage,
+}
+
+impl<'b> ObserveNode for EditedNode<'_, '_, 'b> {
+    type Observed = Cow<'b, Actual>;
+    type Error = ();
+
+    async fn observe(&mut self, _: ObserveFor<'_>) -> Result<Cow<'b, Actual>, ()> {
+        *self.stage = Stage::Desired;
+        let base: &'b Base = self.base;
+        let Some((node_value, node_actual)) = base.nodes.get(self.node_index) else {
+            return Err(());
+        };
+        if self.node_edits == 0 {
+            return node_actual.as_ref().map(Cow::Borrowed).ok_or(());
+        }
+        let mut node = node_value.clone();
+        mutate_n(self.u, &mut node, &base.pools, self.node_edits).map_err(|_| ())?;
+        match serde_json::from_value::<Actual>(node) {
+            Ok(edited) => Ok(Cow::Owned(edited)),
+            Err(_) => node_actual.as_ref().map(Cow::Borrowed).ok_or(()),
+        }
+    }
 }
 
 /// One input per (scenario, node state): the unedited scenario, then the

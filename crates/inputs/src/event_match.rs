@@ -67,46 +67,20 @@ mod tests {
     use std::sync::Arc;
 
     use obgp_config::{Config, Driver};
+    use obgp_events::fake::FakeAgent;
     use obgp_ovsdb_data::Uuid;
 
     use super::*;
 
     /// An agent view of a chassis `host-1` whose only provider switch is
     /// `neutron-prov`, with nothing exposed yet.
-    struct View;
-    impl AgentView for View {
-        fn chassis(&self) -> &str {
-            "host-1"
-        }
-        fn chassis_id(&self) -> &str {
-            "chassis-1"
-        }
-        fn has_local_cr_lrps(&self) -> bool {
-            false
-        }
-        fn is_local_cr_lrp(&self, _: Option<&str>) -> bool {
-            false
-        }
-        fn is_local_lrp_network(&self, _: Option<&str>) -> bool {
-            false
-        }
-        fn is_ip_exposed(&self, _: Option<&str>, _: &[&str]) -> bool {
-            false
-        }
-        fn is_ls_provider(&self, ls: Option<&str>) -> bool {
-            ls == Some("neutron-prov")
-        }
-        fn distributed(&self) -> bool {
-            true
-        }
-        fn is_provider_ovn_lb(&self, _: Option<&str>) -> bool {
-            false
-        }
-        fn lsp(&self, _: &str) -> Option<RowView<'_>> {
-            None
-        }
-        fn row(&self, _: Uuid) -> Option<RowView<'_>> {
-            None
+    fn view() -> FakeAgent {
+        FakeAgent {
+            chassis: "host-1".into(),
+            chassis_id: "chassis-1".into(),
+            provider_switches: vec!["neutron-prov".into()],
+            distributed: true,
+            ..FakeAgent::default()
         }
     }
 
@@ -146,7 +120,7 @@ mod tests {
         let old = Row::from_wire(&serde_json::json!({"up": false})).unwrap();
         let c = change(ChangeKind::Update, vm_port(true), Some(old));
         assert_eq!(
-            reasons(&nb_filters(), &c, &View),
+            reasons(&nb_filters(), &c, &view()),
             vec!["LogicalSwitchPortProviderCreateEvent"]
         );
     }
@@ -155,11 +129,11 @@ mod tests {
     fn an_insert_coalesced_with_its_up_update_still_triggers() {
         let c = change(ChangeKind::Insert, vm_port(true), None);
         assert!(
-            nb_filters().matching_change(&c, &View).is_empty(),
+            nb_filters().matching_change(&c, &view()).is_empty(),
             "upstream's table alone misses it"
         );
         assert_eq!(
-            reasons(&nb_filters(), &c, &View),
+            reasons(&nb_filters(), &c, &view()),
             vec!["LogicalSwitchPortProviderCreateEvent"]
         );
     }
@@ -182,10 +156,10 @@ mod tests {
             old: None,
         };
         assert!(
-            filters.matching_change(&c, &View).is_empty(),
+            filters.matching_change(&c, &view()).is_empty(),
             "upstream misses it"
         );
-        assert_eq!(reasons(&filters, &c, &View), ["StretchedL2GatewayChange"]);
+        assert_eq!(reasons(&filters, &c, &view()), ["StretchedL2GatewayChange"]);
         // The NB driver has no such wake-up.
         assert!(nb_filters().own_reasons(&c).is_empty());
     }
@@ -193,6 +167,6 @@ mod tests {
     #[test]
     fn an_insert_that_is_not_up_triggers_nothing() {
         let c = change(ChangeKind::Insert, vm_port(false), None);
-        assert!(reasons(&nb_filters(), &c, &View).is_empty());
+        assert!(reasons(&nb_filters(), &c, &view()).is_empty());
     }
 }

@@ -5,13 +5,15 @@
 //! give the plan ([`obgp_plan::plan_after`], or [`obgp_plan::plan_changes`]
 //! on the keys a patched desired state changed).
 //!
-//! The daemon's reconcile, the one-shot and offline commands (`plan`,
-//! `status`, `explain`), the conformance runner and the fuzz harness all
-//! compute through here, so what the tests check is what the daemon runs.
-//! Observing the node is I/O and stays with the caller, between the two
-//! halves: [`Pipeline::compute`] gives the desired node objects (what the
-//! observation's scope follows), then [`Pipeline::plan`] plans them
-//! against what was observed.
+//! [`Pipeline::run`] is the one call: the daemon's reconcile, the one-shot
+//! and offline commands (`plan`, `status`, `explain`), the conformance
+//! runner and the fuzz harness all compute through it, so what the tests
+//! check is what the daemon runs. Observing the node is I/O and happens
+//! between the desired state and the plan (what is read follows the
+//! desired node objects): the run asks for it through its one port,
+//! [`ObserveNode`], which the daemon implements with its netlink mirror
+//! and command lane and offline callers with a node state they hold
+//! ([`Pipeline::run_recorded`]). The crate itself does no I/O.
 //!
 //! A [`Pipeline`] keeps the previous result ([`DesiredCache`]): the
 //! desired state is patched when only ports changed (the caller hands in
@@ -21,26 +23,35 @@
 //! previous desired state (leftovers' classes, O3) and the changed keys.
 
 mod facts;
+mod observe;
+
+use std::borrow::Borrow;
+use std::convert::Infallible;
 
 use obgp_config::Config;
-use obgp_desired::{Computed, Desired, DesiredCache, DesiredCheck, DesiredError, ExposedIps};
+use obgp_desired::{
+    Computed, Desired, DesiredCache, DesiredCheck, DesiredError, ExposedIps, NodeFacts,
+};
 use obgp_netmodel::{DesiredNode, NodeChanges};
 use obgp_ovn::{NbChanges, Snapshot};
 use obgp_plan::{Actual, Coverage, Plan, PlanError};
 
 pub use facts::{node_facts, NodeReadings, NodeReads};
+pub use observe::{ObserveFor, ObserveNode};
 
-/// Why the pipeline gave no plan: the desired state's error or the
-/// planner's, as they say it.
+/// Why a run gave no plan: the desired state's error, the observer's
+/// (`E`, none for a recorded node state) or the planner's, as they say it.
 #[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
+pub enum PipelineError<E = Infallible> {
     #[error(transparent)]
     Desired(#[from] DesiredError),
+    #[error("{0}")]
+    Observe(E),
     #[error(transparent)]
     Plan(#[from] PlanError),
 }
 
-impl PipelineError {
+impl<E> PipelineError<E> {
     /// The configuration is at fault: a value the driver cannot use
     /// ([`DesiredError::BadConfig`]) or a device of the node it names
     /// that is not the agent's ([`PlanError::ForeignDevice`]).
@@ -83,6 +94,31 @@ pub struct NodePlan {
     pub judged: Judged,
 }
 
+/// What one run computes from.
+pub struct PipelineInputs<'a> {
+    pub snapshot: &'a Snapshot,
+    /// What changed in OVN since the last computation, accumulated:
+    /// consumed when the computation succeeds, kept when it fails
+    /// ([`DesiredCache::compute`]); [`NbChanges::Full`] when not known.
+    pub changes: &'a mut NbChanges,
+    pub config: &'a Config,
+    pub facts: &'a NodeFacts,
+}
+
+/// What [`Pipeline::run`] gave: how the desired state was computed, the
+/// node as the observer saw it, and the plan.
+#[derive(Debug)]
+pub struct Run<A> {
+    /// From every row, or patched.
+    pub how: Computed,
+    /// Whether the node objects may differ from the settled ones (see
+    /// [`Computation::changed`]).
+    pub changed: bool,
+    /// The observation the plan was made against.
+    pub actual: A,
+    pub planned: NodePlan,
+}
+
 /// What [`Pipeline::compute`] gave.
 #[derive(Clone, Copy, Debug)]
 pub struct Computation<'a> {
@@ -106,7 +142,9 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Brings the desired state and its node objects to `snap`: patched
+    /// The desired half of a run alone, for callers that plan nothing
+    /// (the local-cluster goldens, tests of the patched desired state):
+    /// brings the desired state and its node objects to `snap`, patched
     /// when `changes`, accumulated since the last computation, say only
     /// ports changed, from every row otherwise. `changes` are consumed when
     /// the computation succeeds and kept when it fails
@@ -117,7 +155,7 @@ impl Pipeline {
         snap: &Snapshot,
         changes: &mut NbChanges,
         config: &Config,
-        facts: &obgp_desired::NodeFacts,
+        facts: &NodeFacts,
     ) -> Result<Computation<'_>, DesiredError> {
         self.last = None;
         let how = self.desired.compute(snap, changes, config, facts)?;
@@ -140,19 +178,120 @@ impl Pipeline {
         })
     }
 
-    /// Plans the last computation's node objects against `actual`, after
-    /// the settled ones (see [`PlanScope`]); `None` before a computation.
-    pub fn plan(&self, actual: &Actual, scope: PlanScope) -> Result<Option<NodePlan>, PlanError> {
+    /// One run: brings the desired state to `inputs` ([`Pipeline::compute`]),
+    /// asks `observer` for the node its objects need (once), and plans them
+    /// against that observation after the settled ones (see
+    /// [`PlanScope`]). A failure leaves the settled result as it was; a
+    /// computed desired state stays the one the next run patches.
+    pub async fn run<O: ObserveNode>(
+        &mut self,
+        inputs: PipelineInputs<'_>,
+        scope: PlanScope,
+        observer: &mut O,
+    ) -> Result<Run<O::Observed>, PipelineError<O::Error>> {
+        let PipelineInputs {
+            snapshot,
+            changes,
+            config,
+            facts,
+        } = inputs;
+        let computed = self.compute(snapshot, changes, config, facts)?;
+        let (how, changed) = (computed.how, computed.changed);
+        let Some((actual, planned)) = self.replan(scope, observer).await? else {
+            unreachable!("a successful compute leaves a result");
+        };
+        Ok(Run {
+            how,
+            changed,
+            actual,
+            planned,
+        })
+    }
+
+    /// [`Pipeline::run`] with an observer that waits on nothing (a node
+    /// state recorded, simulated or generated), driven to its end without
+    /// an executor: the offline callers' run, through the same port.
+    ///
+    /// # Panics
+    /// When the observer's future does not complete on its first poll.
+    pub fn run_now<O: ObserveNode>(
+        &mut self,
+        inputs: PipelineInputs<'_>,
+        scope: PlanScope,
+        observer: &mut O,
+    ) -> Result<Run<O::Observed>, PipelineError<O::Error>> {
+        observe::ready_now(self.run(inputs, scope, observer))
+    }
+
+    /// [`Pipeline::run_now`] against a node state already at hand.
+    pub fn run_recorded<'a>(
+        &mut self,
+        inputs: PipelineInputs<'_>,
+        scope: PlanScope,
+        actual: &'a Actual,
+    ) -> Result<Run<&'a Actual>, PipelineError> {
+        self.run_now(inputs, scope, &mut { actual })
+    }
+
+    /// Observes the node for the last computation and plans it again,
+    /// nothing recomputed: what `status` shows on the daemon, and the
+    /// follow-up plans of a replay once the first was applied. `None`
+    /// before a computation.
+    pub async fn replan<O: ObserveNode>(
+        &self,
+        scope: PlanScope,
+        observer: &mut O,
+    ) -> Result<Option<(O::Observed, NodePlan)>, PipelineError<O::Error>> {
         let Some(node) = self.desired.node() else {
             return Ok(None);
         };
+        let wanted = ObserveFor {
+            node,
+            settled: self.desired.settled(),
+        };
+        let actual = observer
+            .observe(wanted)
+            .await
+            .map_err(PipelineError::Observe)?;
+        let planned = self.plan(node, actual.borrow(), scope)?;
+        Ok(Some((actual, planned)))
+    }
+
+    /// [`Pipeline::replan`] with an observer that never waits (a replayed
+    /// or simulated node), driven here.
+    pub fn replan_now<O: ObserveNode>(
+        &self,
+        scope: PlanScope,
+        observer: &mut O,
+    ) -> Result<Option<(O::Observed, NodePlan)>, PipelineError<O::Error>> {
+        observe::ready_now(self.replan(scope, observer))
+    }
+
+    /// [`Pipeline::replan`] against a node state already at hand.
+    pub fn replan_recorded(
+        &self,
+        scope: PlanScope,
+        actual: &Actual,
+    ) -> Result<Option<NodePlan>, PipelineError> {
+        let replanned = observe::ready_now(self.replan(scope, &mut { actual }))?;
+        Ok(replanned.map(|(_, planned)| planned))
+    }
+
+    /// Plans `node`, the last computation's objects, against `actual`,
+    /// after the settled ones (see [`PlanScope`]).
+    fn plan(
+        &self,
+        node: &DesiredNode,
+        actual: &Actual,
+        scope: PlanScope,
+    ) -> Result<NodePlan, PlanError> {
         let settled = self.desired.settled();
         let patched = matches!(self.last, Some(Computed::Patched { .. }));
         let changes = match scope {
             PlanScope::Changes if patched => self.desired.changes(),
             _ => None,
         };
-        let planned = match changes {
+        Ok(match changes {
             Some(changes) => {
                 let (plan, coverage) = obgp_plan::plan_changes(node, settled, actual, &changes)?;
                 let judged = match coverage {
@@ -165,8 +304,7 @@ impl Pipeline {
                 plan: obgp_plan::plan_after(node, settled, actual)?,
                 judged: Judged::Whole,
             },
-        };
-        Ok(Some(planned))
+        })
     }
 
     /// The last desired state, if any.
@@ -229,16 +367,20 @@ pub struct Once {
 pub fn once(
     snap: &Snapshot,
     config: &Config,
-    facts: &obgp_desired::NodeFacts,
+    facts: &NodeFacts,
     actual: &Actual,
 ) -> Result<Once, PipelineError> {
     let mut pipeline = Pipeline::default();
-    pipeline.compute(snap, &mut NbChanges::Full, config, facts)?;
-    let planned = pipeline.plan(actual, PlanScope::Whole)?;
-    let (Some((desired, node)), Some(NodePlan { plan, .. })) =
-        (pipeline.desired.into_result(), planned)
-    else {
-        unreachable!("a successful compute leaves a result");
+    let inputs = PipelineInputs {
+        snapshot: snap,
+        changes: &mut NbChanges::Full,
+        config,
+        facts,
+    };
+    let run = pipeline.run_recorded(inputs, PlanScope::Whole, actual)?;
+    let plan = run.planned.plan;
+    let Some((desired, node)) = pipeline.desired.into_result() else {
+        unreachable!("a successful run leaves a result");
     };
     Ok(Once {
         desired,
@@ -248,69 +390,4 @@ pub fn once(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use obgp_config::{Driver, ExposingMethod};
-    use obgp_desired::NodeFacts;
-
-    fn config() -> Config {
-        let mut config = Config::default();
-        config.default.driver = Driver::NbOvnBgpDriver;
-        config.default.exposing_method = ExposingMethod::Underlay;
-        config.default.bgp_router_id = Some("192.0.2.1".into());
-        config
-    }
-
-    #[test]
-    fn nothing_is_planned_before_a_computation() {
-        let plan = Pipeline::default().plan(&Actual::booted(), PlanScope::Whole);
-        assert!(plan.expect("no planner error").is_none());
-    }
-
-    #[test]
-    fn once_is_desired_state_to_node_and_the_whole_plan() {
-        let (snap, config, facts) = (Snapshot::default(), config(), NodeFacts::default());
-        let actual = Actual::booted();
-        let got = once(&snap, &config, &facts, &actual).expect("supported");
-        let desired = obgp_desired::desired_state(&snap, &config, &facts).expect("supported");
-        let node = desired.to_node();
-        let plan = obgp_plan::plan_after(&node, None, &actual).expect("plannable");
-        assert_eq!(got.desired, desired);
-        assert_eq!(got.node, node);
-        assert_eq!(got.plan, plan);
-        // The VRF, bgp_nic and the VRF leak at least: not a vacuous plan.
-        assert!(!got.plan.is_empty());
-    }
-
-    #[test]
-    fn a_settled_result_is_the_next_plans_previous_state() {
-        let (snap, config, facts) = (Snapshot::default(), config(), NodeFacts::default());
-        let mut pipeline = Pipeline::default();
-        let mut changes = NbChanges::Full;
-        let first = pipeline
-            .compute(&snap, &mut changes, &config, &facts)
-            .expect("supported");
-        assert_eq!(first.how, Computed::Full);
-        assert!(first.changed, "nothing settled yet");
-        assert!(pipeline.settled().is_none());
-        pipeline.settle();
-        let again = pipeline
-            .compute(&snap, &mut changes, &config, &facts)
-            .expect("supported");
-        assert!(
-            !again.changed,
-            "the same snapshot gives the settled objects"
-        );
-        assert_eq!(pipeline.settled(), pipeline.node());
-        // An event-scoped plan of an unpatched result judges the whole node.
-        let actual = Actual::booted();
-        let planned = pipeline
-            .plan(&actual, PlanScope::Changes)
-            .expect("plannable")
-            .expect("computed");
-        assert_eq!(planned.judged, Judged::Whole);
-        let node = pipeline.node().expect("computed");
-        let whole = obgp_plan::plan_after(node, Some(node), &actual).expect("plannable");
-        assert_eq!(planned.plan, whole);
-    }
-}
+mod tests;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use obgp_config::{AdvertisementMethod, AnnounceWith};
 use obgp_desired::{Computed, NodeFacts};
 use obgp_netmodel::{Class, DesiredNode, MacAddr, NodeChanges};
-use obgp_pipeline::{Judged, NodePlan, Pipeline, PlanScope};
+use obgp_pipeline::{Judged, NodePlan, Pipeline, PipelineInputs, PlanScope};
 use obgp_plan::plan::plan_after;
 use obgp_plan::{Actual, ActualLink, Plan, SimulatedNode};
 use proptest::prelude::*;
@@ -79,10 +79,11 @@ struct Counts {
     full: usize,
 }
 
-/// `pipeline`'s plan of `actual` in `scope`, once it computed.
-fn plan(pipeline: &Pipeline, actual: &Actual, scope: PlanScope) -> NodePlan {
+/// `pipeline`'s plan of its last computation against `actual` in `scope`,
+/// once it computed.
+fn replan(pipeline: &Pipeline, actual: &Actual, scope: PlanScope) -> NodePlan {
     pipeline
-        .plan(actual, scope)
+        .replan_recorded(scope, actual)
         .expect("plannable")
         .expect("computed")
 }
@@ -105,7 +106,7 @@ fn history(
     assert_eq!(computed.how, Computed::Full);
     let start = computed.node.clone();
     let mut node = SimulatedNode::new(bare(&start));
-    let first = plan(&pipeline, &node.actual, PlanScope::Whole);
+    let first = replan(&pipeline, &node.actual, PlanScope::Whole);
     assert_eq!(first.judged, Judged::Whole);
     apply(&mut node, &first.plan, &start, "start");
     pipeline.settle();
@@ -115,14 +116,20 @@ fn history(
         for _ in 0..=changes {
             w.step();
         }
-        let how = pipeline
-            .compute(&w.live.snapshot(), &mut w.changes, &config, &facts)
-            .expect("supported")
-            .how;
+        // The event's run, as the daemon's: only the changed keys.
+        let inputs = PipelineInputs {
+            snapshot: &w.live.snapshot(),
+            changes: &mut w.changes,
+            config: &config,
+            facts: &facts,
+        };
+        let run = pipeline
+            .run_recorded(inputs, PlanScope::Changes, &node.actual)
+            .expect("supported");
+        let (how, event) = (run.how, run.planned);
         let what = format!("seed {seed}, step {i} ({how:?})");
         let (now, settled) = (pipeline.node().expect("computed"), pipeline.settled());
-        let full: Plan = plan(&pipeline, &node.actual, PlanScope::Whole).plan;
-        let event = plan(&pipeline, &node.actual, PlanScope::Changes);
+        let full: Plan = replan(&pipeline, &node.actual, PlanScope::Whole).plan;
         match pipeline.changes() {
             Some(c) => {
                 let settled = settled.expect("changes are counted from a settled state");

@@ -85,7 +85,7 @@ impl ReplayNode {
     }
 
     /// The node as the daemon observes it when it wants `desired_frr`.
-    pub fn observe(&mut self, desired_frr: Option<&str>) -> &Actual {
+    pub fn observe_wanting(&mut self, desired_frr: Option<&str>) -> &Actual {
         let held = desired_frr.is_some_and(|t| self.frr.holds(t));
         self.sim.actual.frr.has_our_config = held;
         &self.sim.actual
@@ -149,5 +149,22 @@ mod tests {
         );
         assert!(!frr.holds(&add(1001)), "{}", frr.text());
         assert!(frr.holds(&add(1002)), "{}", frr.text());
+    }
+}
+
+/// The replayed node as the pipeline's port: observed for the FRR text the
+/// run wants, as the daemon's observer reads FRR's running configuration.
+impl obgp_pipeline::ObserveNode for ReplayNode {
+    type Observed = Actual;
+    type Error = std::convert::Infallible;
+
+    fn observe(
+        &mut self,
+        wanted: obgp_pipeline::ObserveFor<'_>,
+    ) -> impl std::future::Future<Output = Result<Actual, Self::Error>> {
+        let actual = self
+            .observe_wanting(wanted.node.frr_config.as_deref())
+            .clone();
+        std::future::ready(Ok(actual))
     }
 }

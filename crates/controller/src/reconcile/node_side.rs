@@ -1,23 +1,110 @@
 //! The node side of a reconcile: what to read of the node, the observe
-//! (kernel, then what the command lane knows of FRR and OVS), and the names
-//! and counts the reports use. The single writer is `obgp_node::NodeWriter`.
+//! (kernel, then what the command lane knows of FRR and OVS) as the
+//! pipeline's port ([`NodeObserver`]), and the names and counts the reports
+//! use. The single writer is `obgp_node::NodeWriter`.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_netmodel::{DesiredNode, DevName};
 use obgp_node::{CommandLane, KernelNode, Scope};
+use obgp_pipeline::{ObserveFor, ObserveNode};
 use obgp_plan::{Actual, Op};
 
 use super::ReconcileError;
 use crate::inputs::OfPorts;
+
+/// The pipeline's port on the daemon's node ([`ObserveNode`]): observes
+/// what a run's desired objects need ([`scope_after`]), and notes when,
+/// so that the reconcile report splits a run's time into computing,
+/// observing and planning.
+pub(super) struct NodeObserver<'a> {
+    pub node: &'a mut KernelNode,
+    pub lane: &'a CommandLane,
+    pub ofports: &'a OfPorts,
+    /// Wait for the command lane's reads ([`super::Reconciler::wait_for_commands`]).
+    pub wait: bool,
+    /// The FRR text last applied, when it may stand for FRR's lines
+    /// (`None` on an FRR check: the lines are read).
+    pub frr_applied: Option<&'a str>,
+    /// Log the memory after each stage (a first computation).
+    pub log_stages: bool,
+    /// When the observe began and ended.
+    pub began: Option<Instant>,
+    pub ended: Option<Instant>,
+}
+
+impl<'a> NodeObserver<'a> {
+    pub fn new(
+        node: &'a mut KernelNode,
+        lane: &'a CommandLane,
+        ofports: &'a OfPorts,
+        wait: bool,
+        frr_applied: Option<&'a str>,
+    ) -> NodeObserver<'a> {
+        NodeObserver {
+            node,
+            lane,
+            ofports,
+            wait,
+            frr_applied,
+            log_stages: false,
+            began: None,
+            ended: None,
+        }
+    }
+
+    /// The run's time from `start` split as (computing the desired state,
+    /// observing, planning until now); all of it computing when the run
+    /// never observed (it failed before).
+    pub fn times(&self, start: Instant) -> (Duration, Duration, Duration) {
+        let now = Instant::now();
+        let began = self.began.unwrap_or(now);
+        let ended = self.ended.unwrap_or(now);
+        (began - start, ended - began, now - ended)
+    }
+}
+
+impl ObserveNode for NodeObserver<'_> {
+    type Observed = Actual;
+    type Error = ReconcileError;
+
+    /// FRR counts as holding our text, its lines not read, when the
+    /// desired text is the one last applied.
+    async fn observe(&mut self, wanted: ObserveFor<'_>) -> Result<Actual, ReconcileError> {
+        self.began = Some(Instant::now());
+        if self.log_stages {
+            crate::ops::log_stage("desired");
+        }
+        let mut scope = scope_after(wanted.node, wanted.settled);
+        let frr_known = self
+            .frr_applied
+            .is_some_and(|text| wanted.node.frr_config.as_deref() == Some(text));
+        if frr_known {
+            // Our lines are not checked; an EVPN scope still reads FRR for
+            // its EVPN VRFs (through the lane's cache: vtysh runs again
+            // only after an FRR op or an invalidation).
+            scope.frr_lines.clear();
+        }
+        let mut actual = observe(self.node, self.lane, &scope, self.wait, self.ofports).await?;
+        if frr_known {
+            actual.frr.has_our_config = true;
+        }
+        self.ended = Some(Instant::now());
+        if self.log_stages {
+            crate::ops::log_stage("observed");
+        }
+        Ok(actual)
+    }
+}
 
 /// Observes `scope` of the node: the kernel through the netlink mirror,
 /// FRR and the OVS flows as the command lane last read them (what it does
 /// not know yet is unknown to the planner: no op planned on it; waited
 /// for when `wait`), the ports ovs-ofctl names cut to 15 characters
 /// completed from the database's `ofports`.
-pub(super) async fn observe(
+async fn observe(
     node: &mut KernelNode,
     lane: &CommandLane,
     scope: &Scope,

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::fake::{row, FakeAgent};
-use obgp_config::Config;
+use obgp_config::{Config, DefaultSection, Driver, ExposingMethod};
+use obgp_ovsdb_data::{Change, ChangeKind};
 use serde_json::json;
 
 fn config(driver: Driver, tenant: bool, method: ExposingMethod) -> DefaultSection {

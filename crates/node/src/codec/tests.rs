@@ -1,7 +1,9 @@
 //! Unit tests of `codec`, beside it so that they may use its private items.
 
-use obgp_netmodel::{proto, scope};
+use obgp_netmodel::{proto, scope, Neighbour, ProxyNeighbour};
+use obgp_plan::actual::{ActualLink, VxlanInfo};
 use rtnetlink::packet_core::{Emitable, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+use rtnetlink::packet_route::link::LinkProtoInfoBridge;
 
 use super::*;
 

@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod lane;
 pub mod mirror;
 mod ovs_name;
+mod rt_tables;
 mod scope;
 mod writer;
 

@@ -371,8 +371,10 @@ fn leftovers_are_withdrawn_gateway_then_subnet_then_lb() {
 
 #[test]
 fn table_number_skips_rt_tables_entries_and_the_vrf_table() {
-    let mut a = Actual::default();
-    a.rt_tables = RtTables::from("255\tlocal\n1 br-a\n2 br-b\n");
+    let a = Actual {
+        rt_tables: RtTables::from("255\tlocal\n1 br-a\n2 br-b\n"),
+        ..Actual::default()
+    };
     let mut d = DesiredNode {
         vrf_table: 3,
         ..DesiredNode::default()
@@ -393,8 +395,10 @@ fn table_number_skips_rt_tables_entries_and_the_vrf_table() {
 
 #[test]
 fn table_exhaustion_is_the_fatal_error() {
-    let mut a = Actual::default();
-    a.rt_tables = RtTables::parse((1..=252).map(|n| format!("{n} t{n}\n")).collect::<String>());
+    let a = Actual {
+        rt_tables: RtTables::parse((1..=252).map(|n| format!("{n} t{n}\n")).collect::<String>()),
+        ..Actual::default()
+    };
     let mut d = DesiredNode::default();
     d.bridge_tables.insert(dev("br-ex"));
     assert_eq!(

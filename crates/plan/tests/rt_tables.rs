@@ -12,8 +12,10 @@ use support::dev;
 /// A node whose table 1 holds an operator's route (proto static), and
 /// rt_tables as given.
 fn node_with_operator_table_1(rt_tables: &[u8]) -> Actual {
-    let mut a = Actual::default();
-    a.rt_tables = RtTables::parse(rt_tables);
+    let mut a = Actual {
+        rt_tables: RtTables::parse(rt_tables),
+        ..Actual::default()
+    };
     a.routes.insert(KernelRoute {
         table: 1,
         v6: false,

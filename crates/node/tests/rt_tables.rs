@@ -180,6 +180,73 @@ fn rt_tables_is_read_again_only_when_it_changed() {
     });
 }
 
+/// What the calling thread logs, as text.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_line_not_understood_is_logged_once_with_its_place() {
+    let ns = Netns::new("rtlog").expect("creating a netns (run the tests as root)");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rt_tables");
+    std::fs::write(
+        &path,
+        b"1 br-ex
+7up \xff\n",
+    )
+    .unwrap();
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    on_own_thread(|rt| {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        rt.block_on(async {
+            let mut k = node(&ns, &path).await;
+            let scope = Scope::for_desired(&desired());
+            k.observe(&scope).await.unwrap();
+            k.observe(&scope).await.unwrap();
+            // Changed: read again, the old line not logged again, the new one once.
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            std::io::Write::write_all(&mut f, b"0x1g junk\n").unwrap();
+            let a = k.observe(&scope).await.unwrap();
+            assert_eq!(k.rt_tables_reads(), 2);
+            assert!(a.rt_tables.taken().contains(&7));
+        })
+    });
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("not understood"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("line=2") && lines[0].contains("7up \u{fffd}"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("line=3") && lines[1].contains("0x1g junk"),
+        "{text}"
+    );
+    let file = path.display().to_string();
+    assert!(lines.iter().all(|l| l.contains(&file)), "{text}");
+}
+
 /// A way rt_tables cannot be written, made on the calling thread.
 #[derive(Clone, Copy, Debug)]
 enum Fault {

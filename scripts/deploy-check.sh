@@ -105,6 +105,13 @@ for need in ("/run/frr", "/etc/iproute2", "/run/openvswitch", "/etc/ovn-bgp-agen
 for ro in ("/etc/iproute2", "/run/openvswitch", "/run/frr"):
     if mounts[ro].get("readOnly"):
         fail(f"{ro} is mounted read-only; the agent writes there")
+# The node lock (docs/adr/0010-one-agent-per-node.md): the host's directory,
+# so a pod, its replacement and a systemd unit lock the same file.
+lock = mounts.get("/run/ovn-bgp-agent")
+volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+if (not lock or lock.get("readOnly")
+        or volumes.get(lock["name"], {}).get("hostPath", {}).get("path") != "/run/ovn-bgp-agent"):
+    fail("/run/ovn-bgp-agent must be the host's /run/ovn-bgp-agent, writable (the node lock)")
 sock = opts["ovsdb_connection"]
 if not sock.startswith("unix:/run/openvswitch/"):
     fail(f"ovsdb_connection {sock} is not under the mounted /run/openvswitch")

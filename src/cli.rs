@@ -92,6 +92,18 @@ pub struct NodeArgs {
     )]
     pub bgp_nic_kind: String,
 
+    /// The node lock file: one agent per node (the daemon waits for it,
+    /// `reconcile --once` fails while another agent holds it). Default:
+    /// `/run/ovn-bgp-agent/net-<inode>.lock`, the inode of the network
+    /// namespace the agent writes to.
+    #[arg(
+        long = "node-lock",
+        value_name = "PATH",
+        global = true,
+        help_heading = "Node"
+    )]
+    pub node_lock: Option<PathBuf>,
+
     /// OVSDB events within this many ms of an event-driven reconcile are
     /// merged into the next one (0: every event reconciles as soon as the
     /// one in flight ends; the rate limit still applies).

@@ -150,7 +150,19 @@ pub fn run_options(
         read_static_fdb: config.default.exposing_method == obgp_config::ExposingMethod::Ovn,
         ..obgp_node::KernelConfig::default()
     };
+    let node_lock = node.node_lock.clone().unwrap_or_else(|| {
+        let dir = std::path::Path::new(obgp_node::lock::DEFAULT_LOCK_DIR);
+        // A namespace that cannot be read fails the agent later; its lock
+        // is then named after it.
+        obgp_node::NodeLock::default_path(dir, kernel.netns.as_deref()).unwrap_or_else(|_| {
+            dir.join(format!(
+                "netns-{}.lock",
+                node.netns.as_deref().unwrap_or("self")
+            ))
+        })
+    });
     obgp_controller::RunOptions {
+        node_lock: Some(node_lock),
         kernel,
         queue: obgp_controller::QueueConfig {
             window: std::time::Duration::from_millis(node.merge_window_ms),

@@ -13,7 +13,8 @@
 //!   guard ([`guard`]), apply), how the
 //!   agent is asked to run and why it stopped ([`options`]), the one-shot
 //!   commands (`plan`, `reconcile --once` and their inputs: [`one_shot`]),
-//!   where a `status` comes from ([`live_status`]), the checks that run in
+//!   where a `status` comes from ([`live_status`]), one agent per node
+//!   (`node_lock`: the daemon waits for the lock), the checks that run in
 //!   the background after timer-driven reconciles (`background`), the
 //!   reconcile's log line (`report_log`), every duration the
 //!   configuration sets ([`timers`]), and the loop that ties them
@@ -35,6 +36,7 @@ mod background;
 pub mod guard;
 pub mod kind;
 pub mod live_status;
+mod node_lock;
 pub mod one_shot;
 pub mod options;
 pub mod queue;

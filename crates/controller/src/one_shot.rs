@@ -79,6 +79,12 @@ pub async fn reconcile_once(
     config: &Config,
     opts: &RunOptions,
 ) -> Result<ReconcileReport, RunError> {
+    // It writes: one agent per node (a daemon running here holds the lock).
+    check_supported(config)?;
+    let _lock = match &opts.node_lock {
+        Some(path) => Some(crate::node_lock::lock_once(path)?),
+        None => None,
+    };
     let (sources, mut reconciler) = connect_once(config, opts).await?;
     let inputs = sources.converged_inputs().await?;
     let report = reconciler

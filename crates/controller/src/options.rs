@@ -26,6 +26,11 @@ pub struct RunOptions {
     /// true; a stand-in for a reconcile that hangs (`/healthz` then
     /// reports it stuck). `None` in the agent.
     pub hold_reconciles: Option<watch::Receiver<bool>>,
+    /// The node lock file ([`obgp_node::NodeLock`]): the daemon waits for
+    /// it before connecting anywhere, `reconcile --once` fails while
+    /// another agent holds it. `None` takes no lock (tests that run
+    /// several loops in one process, each on its own namespace).
+    pub node_lock: Option<std::path::PathBuf>,
 }
 
 /// Why the agent stopped or a one-shot command failed.
@@ -39,6 +44,16 @@ pub enum RunError {
         "the node did not converge: {0} op(s) or read(s) still pending after the reconcile:\n{1}"
     )]
     NotConverged(usize, String),
+    #[error(transparent)]
+    NodeLock(#[from] obgp_node::LockError),
+    #[error(
+        "another agent holds the node lock {}: {holder} (one agent per node: stop it first)",
+        path.display()
+    )]
+    NodeLocked {
+        path: std::path::PathBuf,
+        holder: obgp_node::Holder,
+    },
     #[error("[DEFAULT] metrics_listen = {addr}: cannot listen: {source}")]
     Listen {
         addr: std::net::SocketAddr,

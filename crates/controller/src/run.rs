@@ -59,15 +59,39 @@ pub async fn run(
         .unwrap_or_else(|| LoopTimers::for_config(&config).probes);
     let telemetry = Arc::new(Telemetry::new(&config, bounds));
     // Before connecting anywhere: the probes answer while the agent waits.
-    let listener = match config.default.metrics_listen {
-        Some(addr) => Some(
-            crate::ops::serve(addr, telemetry.clone(), shutdown.child_token())
-                .await
-                .map_err(|source| RunError::Listen { addr, source })?,
-        ),
+    // A port in use is probably the lock holder's (the same node's host
+    // network): then the listener starts once the lock is ours.
+    let serve = |addr| crate::ops::serve(addr, telemetry.clone(), shutdown.child_token());
+    let (mut listener, mut deferred) = (None, None);
+    if let Some(addr) = config.default.metrics_listen {
+        match serve(addr).await {
+            Ok(l) => listener = Some(l),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && opts.node_lock.is_some() => {
+                tracing::warn!(%addr, "metrics_listen is in use: serving once the node lock is ours");
+                deferred = Some(addr);
+            }
+            Err(source) => return Err(RunError::Listen { addr, source }),
+        }
+    }
+    let lock = match &opts.node_lock {
+        Some(path) => {
+            match crate::node_lock::wait_for_node_lock(path, &shutdown, Some(&telemetry)).await? {
+                Some(lock) => Some(lock),
+                None => return Ok(()),
+            }
+        }
         None => None,
     };
+    if let Some(addr) = deferred {
+        listener = Some(
+            serve(addr)
+                .await
+                .map_err(|source| RunError::Listen { addr, source })?,
+        );
+    }
     let result = run_loop(config, opts, shutdown, telemetry).await;
+    // Held until the loop has stopped writing.
+    drop(lock);
     if let Some(l) = listener {
         l.abort();
     }

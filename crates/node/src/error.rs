@@ -13,6 +13,16 @@ pub enum IoError {
         #[source]
         source: io::Error,
     },
+    /// An rt_tables line the agent could not append: the bridge gets no
+    /// table, and nothing is written into the number it was to have.
+    #[error("bridge {bridge} gets no routing table: cannot append {line:?} to {path}: {source}")]
+    RtTablesWrite {
+        path: String,
+        bridge: String,
+        line: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("no device {0}")]
     NoDevice(String),
     #[error("{cmd} failed: {detail}")]
@@ -39,7 +49,9 @@ impl IoError {
     /// The errno behind a failed request, if there is one.
     pub fn errno(&self) -> Option<i32> {
         match self {
-            IoError::Io { source, .. } => source.raw_os_error(),
+            IoError::Io { source, .. } | IoError::RtTablesWrite { source, .. } => {
+                source.raw_os_error()
+            }
             IoError::NoDevice(_) => Some(libc::ENODEV),
             _ => None,
         }

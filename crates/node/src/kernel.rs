@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,9 @@ use crate::commands::{read_frr_state, read_ovs_bridge};
 use crate::config::KernelConfig;
 use crate::error::IoError;
 use crate::mirror::{MirrorStats, NetlinkMirror, Stale};
+use crate::rt_tables::RtTablesFile;
 use crate::Scope;
-use obgp_plan::actual::{Actual, RtTables};
+use obgp_plan::actual::Actual;
 use obgp_plan::op::Op;
 use obgp_plan::NodeIo;
 
@@ -89,6 +90,8 @@ pub struct KernelNode {
     overruns: watch::Receiver<u64>,
     /// Sysctl files by key, opened inside the namespace.
     sysctl_files: BTreeMap<String, File>,
+    /// rt_tables as last read (re-read only when it changed).
+    rt_tables: RtTablesFile,
 }
 
 impl Drop for KernelNode {
@@ -176,6 +179,7 @@ impl KernelNode {
             drainer,
             overruns,
             sysctl_files: BTreeMap::new(),
+            rt_tables: RtTablesFile::default(),
         })
     }
 
@@ -270,6 +274,12 @@ impl KernelNode {
         self.mirror().stats
     }
 
+    /// How many times rt_tables was read from disk: once, and again only
+    /// when its inode, size or times changed (for tests and diagnostics).
+    pub fn rt_tables_reads(&self) -> u64 {
+        self.rt_tables.reads
+    }
+
     /// Reads the node, the commands' side included: [`Self::observe_kernel`],
     /// then the OVS ports and agent flows of the scope's bridges and FRR's
     /// state, each command run in turn (within its deadline). The agent's
@@ -301,17 +311,11 @@ impl KernelNode {
     /// where stale); routes only of the VRF table, the scope's bridges'
     /// tables (through rt_tables), `scope.tables` and, in an EVPN scope,
     /// the tables of the agent-shaped VRFs the mirror holds; proxy neighbours,
-    /// sysctls and rt_tables are read each time. No command runs: OVS
+    /// sysctls are read each time, rt_tables when it changed. No command runs: OVS
     /// bridges and FRR are left empty (the caller fills them in).
     pub async fn observe_kernel(&mut self, scope: &Scope) -> Result<Actual, IoError> {
         let started = std::time::Instant::now();
-        let rt_tables = RtTables {
-            text: match std::fs::read_to_string(&self.config.rt_tables) {
-                Ok(t) => t,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(IoError::io(self.config.rt_tables.display().to_string(), e)),
-            },
-        };
+        let rt_tables = self.rt_tables.read(&self.config.rt_tables)?;
         let mut tables = scope.tables.clone();
         tables.insert(scope.vrf_table);
         tables.extend(
@@ -481,19 +485,8 @@ impl KernelNode {
                 .map_err(|e| IoError::io(what(), e))
             }
             Op::AddRtTable { number, name } => {
-                let path = &self.config.rt_tables;
-                let existing = std::fs::read_to_string(path).unwrap_or_default();
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| IoError::io(path.display().to_string(), e))?;
-                let mut line = RtTables::entry_line(*number, name.as_str());
-                if !existing.is_empty() && !existing.ends_with('\n') {
-                    line.insert(0, '\n');
-                }
-                f.write_all(line.as_bytes())
-                    .map_err(|e| IoError::io(path.display().to_string(), e))
+                self.rt_tables
+                    .append(&self.config.rt_tables, *number, name.as_str())
             }
             Op::AddFlow { .. }
             | Op::DelFlow { .. }

@@ -15,8 +15,10 @@ mod error;
 pub mod fdb;
 pub mod kernel;
 pub mod lane;
+pub mod lock;
 pub mod mirror;
 mod ovs_name;
+mod rt_tables;
 mod scope;
 mod writer;
 
@@ -25,5 +27,6 @@ pub use config::KernelConfig;
 pub use error::IoError;
 pub use kernel::KernelNode;
 pub use lane::{CommandLane, CommandOutcome, CommandView, LaneSignal};
+pub use lock::{Holder, LockError, NodeLock};
 pub use scope::Scope;
 pub use writer::NodeWriter;

@@ -238,68 +238,6 @@ impl OfFlow {
     }
 }
 
-/// `/etc/iproute2/rt_tables`, as text (appended to, never rewritten).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RtTables {
-    pub text: String,
-}
-
-impl RtTables {
-    /// The file as iproute2 installs it: the four reserved tables only.
-    pub const RESERVED: &'static str = "255\tlocal\n254\tmain\n253\tdefault\n0\tunspec\n";
-
-    /// `(number, name)` of every entry line (`<n> <name>`, upstream's
-    /// `^[0-9]+\s+\S+`), in file order. Comments and junk are ignored.
-    pub fn entries(&self) -> Vec<(u32, &str)> {
-        self.text
-            .lines()
-            .filter_map(|line| {
-                let digits =
-                    line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-                if digits == 0 {
-                    return None;
-                }
-                let n: u32 = line[..digits].parse().ok()?;
-                let rest = &line[digits..];
-                if !rest.starts_with(|c: char| c.is_whitespace()) {
-                    return None;
-                }
-                let name = rest.split_whitespace().next()?;
-                Some((n, name))
-            })
-            .collect()
-    }
-
-    /// The table number of the first entry named `name` (upstream stops at the first).
-    pub fn lookup(&self, name: &str) -> Option<u32> {
-        self.entries()
-            .into_iter()
-            .find(|(_, n)| *n == name)
-            .map(|(t, _)| t)
-    }
-
-    /// The name of table `number`, if an entry has it.
-    pub fn name_of(&self, number: u32) -> Option<&str> {
-        self.entries()
-            .into_iter()
-            .find(|(t, _)| *t == number)
-            .map(|(_, n)| n)
-    }
-
-    /// The line upstream appends for a new bridge table.
-    pub fn entry_line(number: u32, name: &str) -> String {
-        format!("{number} {name}\n")
-    }
-
-    /// Appends an entry as upstream does (no rewrite of existing lines).
-    pub fn append(&mut self, number: u32, name: &str) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push('\n');
-        }
-        self.text.push_str(&Self::entry_line(number, name));
-    }
-}
-
 /// What the node's FRR holds of ours.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrrState {
@@ -384,8 +322,11 @@ fn bad(what: &'static str, value: impl fmt::Display) -> StateError {
     }
 }
 
+mod rt_tables;
 /// The scenarios' JSON shape of a node state, and its conversion to and from [`Actual`].
 pub mod state;
+
+pub use rt_tables::RtTables;
 
 impl Actual {
     /// A node as Linux boots it, before the agent: the default policy rules
@@ -407,9 +348,7 @@ impl Actual {
                 table,
             });
         }
-        a.rt_tables = RtTables {
-            text: RtTables::RESERVED.into(),
-        };
+        a.rt_tables = RtTables::from(RtTables::RESERVED);
         a
     }
 
@@ -423,27 +362,6 @@ impl Actual {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rt_tables_entries_follow_upstreams_pattern() {
-        let t = RtTables {
-            text:
-                "#\n255\tlocal\n254\tmain\n#1\tinr.ruhep\n1 br-ex\n 7 indented\n200 br-vlan extra\n"
-                    .into(),
-        };
-        assert_eq!(
-            t.entries(),
-            vec![
-                (255, "local"),
-                (254, "main"),
-                (1, "br-ex"),
-                (200, "br-vlan")
-            ]
-        );
-        assert_eq!(t.lookup("br-ex"), Some(1));
-        assert_eq!(t.lookup("inr.ruhep"), None);
-        assert_eq!(t.name_of(200), Some("br-vlan"));
-    }
 
     #[test]
     fn set_field_eth_dst_reads_as_mod_dl_dst() {

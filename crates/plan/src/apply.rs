@@ -1,8 +1,10 @@
 //! The single writer: runs a [`Plan`] against a node ([`NodeIo`]: the real
 //! kernel in obgp-node, or the [`SimulatedNode`]), one op at a time, logging and
 //! counting each outcome. An announcement whose wiring failed is not made
-//! (O1); any other failure leaves the rest of the plan running, and the next
-//! reconcile retries.
+//! (O1); a rule or route into a table whose rt_tables line could not be
+//! written is not made either (the bridge is never wired into a table the
+//! file does not name); any other failure leaves the rest of the plan
+//! running, and the next reconcile retries.
 
 use obgp_netmodel::IpNet;
 
@@ -42,7 +44,8 @@ pub struct ApplyReport {
     pub queued: Vec<Op>,
     /// Ops that failed, with the error.
     pub failed: Vec<(Op, String)>,
-    /// Announcements not made because their wiring failed (O1).
+    /// Announcements not made because their wiring failed (O1), and rules
+    /// and routes not made because their table's rt_tables line failed.
     pub held_back: Vec<Op>,
     /// Ops not started because the applier was told to stop (shutdown).
     pub not_started: usize,
@@ -58,6 +61,15 @@ fn overlaps(a: Option<IpNet>, b: Option<IpNet>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a.contains(&b) || b.contains(&a),
         _ => false,
+    }
+}
+
+/// The table a rule or route op writes into.
+fn table_written(op: &Op) -> Option<u32> {
+    match op {
+        Op::AddRule { table, .. } => Some(*table),
+        Op::ReplaceRoute { route, .. } => Some(route.table),
+        _ => None,
     }
 }
 
@@ -79,6 +91,11 @@ pub async fn apply_plan_until(
 ) -> ApplyReport {
     let mut report = ApplyReport::default();
     let mut failed_wiring: Vec<Option<IpNet>> = Vec::new();
+    // Tables whose `Op::AddRtTable` failed: nothing is written into them,
+    // so no rule or route points at a number the file does not name (and
+    // that the next observe, reading the bridge's table through rt_tables,
+    // could not see: the same route would be re-applied every reconcile).
+    let mut unnamed_tables: Vec<u32> = Vec::new();
     for (i, step) in plan.steps.iter().enumerate() {
         if stop() {
             report.not_started = plan.steps.len() - i;
@@ -94,6 +111,16 @@ pub async fn apply_plan_until(
                 .any(|w| overlaps(*w, step.op.subject()))
         {
             tracing::warn!(op = %step.op, "not announced: its wiring failed (O1)");
+            report.held_back.push(step.op.clone());
+            continue;
+        }
+        if let Some(table) = table_written(&step.op).filter(|t| unnamed_tables.contains(t)) {
+            tracing::warn!(
+                op = %step.op,
+                table,
+                "not written: rt_tables could not be given this table's line"
+            );
+            failed_wiring.push(step.op.subject());
             report.held_back.push(step.op.clone());
             continue;
         }
@@ -114,6 +141,9 @@ pub async fn apply_plan_until(
                 tracing::warn!(op = %step.op, us, error = %e, "failed");
                 if matches!(step.group, Group::Wire | Group::Base) {
                     failed_wiring.push(step.op.subject());
+                }
+                if let Op::AddRtTable { number, .. } = &step.op {
+                    unnamed_tables.push(*number);
                 }
                 report.failed.push((step.op.clone(), e));
             }
@@ -187,6 +217,86 @@ mod tests {
         assert_eq!(report.held_back[0], plan.steps[1].op);
         // The unrelated announcement was still tried (and failed: no bgp-nic).
         assert_eq!(report.failed[1].0, plan.steps[2].op);
+    }
+
+    /// The simulated node, except that rt_tables cannot be written.
+    struct ReadOnlyRtTables(SimulatedNode);
+
+    impl NodeIo for ReadOnlyRtTables {
+        async fn apply_op(&mut self, op: &Op) -> Result<Applied, String> {
+            if let Op::AddRtTable { .. } = op {
+                self.0.log.push((op.clone(), Ok(())));
+                return Err("rt_tables: Read-only file system (os error 30)".into());
+            }
+            self.0.apply_op(op).await
+        }
+    }
+
+    #[test]
+    fn nothing_is_written_into_a_table_whose_rt_tables_line_failed() {
+        let vm: IpNet = "172.24.4.10/32".parse().unwrap();
+        let step = |group, op| Step {
+            group,
+            class: Some(Class::Vm),
+            op,
+        };
+        let rule = |dst: IpNet, table| Op::AddRule {
+            v6: false,
+            dst,
+            table,
+            table_name: None,
+            priority: None,
+        };
+        let route = Op::ReplaceRoute {
+            route: crate::actual::KernelRoute {
+                table: 1,
+                v6: false,
+                dst: Some(vm),
+                metric: None,
+                dev: Some(dev("br-ex")),
+                via: None,
+                proto: obgp_netmodel::proto::BOOT,
+                scope: obgp_netmodel::scope::LINK,
+                kind: obgp_netmodel::RouteType::Unicast,
+            },
+            table_name: Some("br-ex".into()),
+        };
+        let other: IpNet = "198.51.100.0/24".parse().unwrap();
+        let plan = Plan {
+            steps: vec![
+                step(
+                    Group::Base,
+                    Op::AddRtTable {
+                        number: 1,
+                        name: dev("br-ex"),
+                    },
+                ),
+                step(Group::Wire, rule(vm, 1)),
+                step(Group::Wire, route.clone()),
+                step(Group::Wire, rule(other, 7)),
+                step(
+                    Group::Announce,
+                    Op::AddAddress(Address {
+                        dev: dev("bgp-nic"),
+                        net: vm,
+                    }),
+                ),
+            ],
+            ..Plan::default()
+        };
+        let mut node = ReadOnlyRtTables(SimulatedNode::new(Actual::default()));
+        let report = block_on(apply_plan(&mut node, &plan));
+        assert_eq!(report.failed.len(), 1, "{report:?}");
+        assert!(matches!(report.failed[0].0, Op::AddRtTable { .. }));
+        assert_eq!(
+            report.held_back,
+            vec![rule(vm, 1), route, plan.steps[4].op.clone()],
+            "the rule and route into table 1, and the announcement they wire"
+        );
+        // Only the rt_tables attempt and the other table's rule reached the node.
+        let tried: Vec<&Op> = node.0.log.iter().map(|(op, _)| op).collect();
+        assert_eq!(tried, [&plan.steps[0].op, &rule(other, 7)]);
+        assert!(node.0.actual.rules.iter().all(|r| r.table != 1));
     }
 
     #[test]

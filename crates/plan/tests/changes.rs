@@ -420,13 +420,15 @@ fn what_the_changed_keys_cannot_tell_is_planned_in_full() {
 
     // br-vlan lost its rt_tables entry: the full plan allocates one.
     let mut no_table = actual.clone();
-    no_table.rt_tables.text = no_table
-        .rt_tables
-        .text
-        .lines()
-        .filter(|l| !l.ends_with("br-vlan"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    no_table.rt_tables = obgp_plan::RtTables::parse(
+        no_table
+            .rt_tables
+            .text_lossy()
+            .lines()
+            .filter(|l| !l.ends_with("br-vlan"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
     let (p, how) = plan_changes(&now, Some(&prev), &no_table, &c).unwrap();
     assert_eq!(how, Coverage::Full("a bridge has no rt_tables entry yet"));
     assert!(

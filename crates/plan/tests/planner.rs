@@ -9,7 +9,7 @@ use obgp_netmodel::{
 };
 use obgp_plan::compare::differences;
 use obgp_plan::plan::{order_violations, plan, plan_after, Group, PlanError};
-use obgp_plan::{Actual, Op, SimulatedNode};
+use obgp_plan::{Actual, Op, RtTables, SimulatedNode};
 use support::{announcing_node, dev, existing};
 
 mod support;
@@ -377,8 +377,10 @@ fn leftovers_are_withdrawn_gateway_then_subnet_then_lb() {
 
 #[test]
 fn table_number_skips_rt_tables_entries_and_the_vrf_table() {
-    let mut a = Actual::default();
-    a.rt_tables.text = "255\tlocal\n1 br-a\n2 br-b\n".into();
+    let a = Actual {
+        rt_tables: RtTables::from("255\tlocal\n1 br-a\n2 br-b\n"),
+        ..Actual::default()
+    };
     let mut d = DesiredNode {
         vrf_table: 3,
         ..DesiredNode::default()
@@ -399,8 +401,10 @@ fn table_number_skips_rt_tables_entries_and_the_vrf_table() {
 
 #[test]
 fn table_exhaustion_is_the_fatal_error() {
-    let mut a = Actual::default();
-    a.rt_tables.text = (1..=252).map(|n| format!("{n} t{n}\n")).collect();
+    let a = Actual {
+        rt_tables: RtTables::parse((1..=252).map(|n| format!("{n} t{n}\n")).collect::<String>()),
+        ..Actual::default()
+    };
     let mut d = DesiredNode::default();
     d.bridge_tables.insert(dev("br-ex"));
     assert_eq!(
@@ -579,7 +583,7 @@ fn a_vrf_table_named_in_rt_tables_is_reported_not_changed() {
     let quiet = plan(&desired, &actual).unwrap();
     assert!(quiet.warnings.is_empty(), "{:?}", quiet.warnings);
     // An operator's table with bgp_vrf_table_id's number (10).
-    actual.rt_tables.text.push_str("10\tcustomer\n");
+    actual.rt_tables.append(10, "customer");
     let p = plan(&desired, &actual).unwrap();
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(

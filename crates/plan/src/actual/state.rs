@@ -285,7 +285,7 @@ impl TryFrom<NodeState> for Actual {
             }
         }
         a.sysctls = s.sysctls;
-        a.rt_tables = RtTables { text: s.rt_tables };
+        a.rt_tables = RtTables::parse(s.rt_tables);
         let fdb_bridges: BTreeSet<String> =
             s.ovs.fdb.iter().map(|e| e.bridge.to_string()).collect();
         let names: BTreeSet<&String> = s
@@ -457,7 +457,7 @@ impl From<Actual> for NodeState {
             rules,
             neighbours,
             sysctls: a.sysctls,
-            rt_tables: a.rt_tables.text,
+            rt_tables: a.rt_tables.text_lossy().into_owned(),
             ovs,
             frr: FrrJson {
                 router_id_reported: a.frr.router_id_reported,

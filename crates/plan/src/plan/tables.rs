@@ -72,7 +72,7 @@ impl Planner<'_> {
         if let Some((b, _)) = self.tables.iter().find(|(_, t)| **t == table) {
             return Some(b.to_string());
         }
-        self.actual.rt_tables.name_of(table).map(String::from)
+        self.actual.rt_tables.name_of(table).map(|n| n.into_owned())
     }
 
     pub(super) fn resolve(&self, t: &TableRef) -> u32 {
@@ -108,16 +108,15 @@ impl Planner<'_> {
     }
 
     /// Reuses each bridge's rt_tables entry, else allocates the smallest free
-    /// number in 1–252 that is neither in rt_tables nor `bgp_vrf_table_id`.
+    /// number in 1–252 that rt_tables does not take ([`RtTables::taken`])
+    /// and that is not `bgp_vrf_table_id` or a VNI.
+    ///
+    /// [`RtTables::taken`]: crate::actual::RtTables::taken
     pub(super) fn resolve_bridges(&mut self, bridges: BTreeSet<DevName>) -> Result<(), PlanError> {
         let d = self.desired;
-        let mut used: BTreeSet<u32> = self
-            .actual
-            .rt_tables
-            .entries()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        // Every number any line names, in either notation, and every number
+        // of a line the parser did not understand: never the agent's to take.
+        let mut used: BTreeSet<u32> = self.actual.rt_tables.taken().clone();
         // The EVPN modes have no bgp-vrf: their VRF tables are the VNIs.
         if d.evpn.is_none() {
             used.insert(d.vrf_table);

@@ -36,18 +36,17 @@ fn files(kind: &str, target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-/// Runs `input` through `run`; on a panic, keeps the input and fails.
-fn check(target: &str, run: fn(&[u8]), input: &[u8], what: &str) {
-    if std::panic::catch_unwind(|| run(input)).is_err() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target")
-            .join(format!("fuzz-replay-failure-{target}"));
-        let _ = std::fs::write(&path, input);
-        panic!(
-            "{target}: {what} panicked; input kept in {}",
-            path.display()
-        );
-    }
+/// Keeps a failing input in `target/fuzz-replay-failure-<target>` and
+/// fails the test, whether or not the input panics again alone.
+fn fail(target: &str, what: &str, failure: &obgp_fuzz::replay::Failure) -> ! {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target")
+        .join(format!("fuzz-replay-failure-{target}"));
+    let _ = std::fs::write(&path, &failure.input);
+    panic!(
+        "{target}: {what}: {failure}; input kept in {}",
+        path.display()
+    );
 }
 
 #[test]
@@ -68,7 +67,9 @@ fn every_seed_and_regression_input_runs_without_a_panic() {
     for (target, run) in obgp_fuzz::TARGETS {
         for kind in ["seeds", "regressions"] {
             for (path, bytes) in files(kind, target) {
-                check(target, *run, &bytes, &path.display().to_string());
+                if let Err(failure) = obgp_fuzz::replay::run_one(*run, &bytes, 0) {
+                    fail(target, &path.display().to_string(), &failure);
+                }
             }
         }
     }
@@ -80,8 +81,8 @@ fn random_and_mutated_inputs_run_without_a_panic() {
     let seed = env_number("OBGP_FUZZ_SEED", 0x0b9f_f022);
     for (target, run) in obgp_fuzz::TARGETS {
         let corpus = obgp_fuzz::seed_inputs(target);
-        if let Err(input) = obgp_fuzz::replay::run_cases(*run, &corpus, cases, seed) {
-            check(target, *run, &input, "a random case");
+        if let Err(failure) = obgp_fuzz::replay::run_cases(*run, &corpus, cases, seed) {
+            fail(target, "a random case", &failure);
         }
     }
 }

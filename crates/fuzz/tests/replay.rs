@@ -1,8 +1,10 @@
 //! The stable fallback of the fuzz targets (no nightly, no libFuzzer): every
 //! committed seed and regression input (`fuzz/seeds/`, `fuzz/regressions/`),
 //! then random inputs and random byte-level mutations of the seeds, through
-//! the same harness functions as `fuzz/fuzz_targets/`. A panic is a bug;
-//! the failing input is written to `target/fuzz-replay-failure-<target>`.
+//! the same harness functions as `fuzz/fuzz_targets/`. Every panic is a bug
+//! and fails the test, also one that does not repeat when its input runs
+//! again alone; the failing input is written to
+//! `target/fuzz-replay-failure-<target>`.
 //!
 //! `OBGP_FUZZ_CASES` (default 300) sets the random inputs per target,
 //! `OBGP_FUZZ_SEED` the generator's seed (default fixed, so a failure
@@ -87,25 +89,37 @@ fn random_and_mutated_inputs_run_without_a_panic() {
     }
 }
 
+/// Every seed reaches the stage its target exists for (measured: all 226
+/// pipeline seeds plan, all 63 wire seeds build an OVN snapshot): every
+/// scenario's driver is implemented and every recorded database decodes.
+/// A seed that stops short is named.
 #[test]
-fn the_seeds_reach_the_planner_and_the_ovn_snapshot() {
+fn every_seed_reaches_the_planner_or_the_ovn_snapshot() {
     use obgp_fuzz::{pipeline, wire};
-    let planned = obgp_fuzz::seed_inputs("pipeline")
+    let pipeline_seeds = obgp_fuzz::seed_inputs("pipeline");
+    let short: Vec<(usize, pipeline::Stage)> = pipeline_seeds
         .iter()
-        .filter(|s| pipeline::run_to(s) == pipeline::Stage::Planned)
-        .count();
-    let snapshots = obgp_fuzz::seed_inputs("wire")
-        .iter()
-        .filter(|s| wire::run_to(s) == wire::Stage::Snapshot)
-        .count();
-    // Every scenario's node states reach the planner (every recorded
-    // driver is implemented).
+        .map(|s| pipeline::run_to(s))
+        .enumerate()
+        .filter(|(_, stage)| *stage != pipeline::Stage::Planned)
+        .collect();
     assert!(
-        planned >= 150,
-        "only {planned} pipeline seeds reach the planner"
+        short.is_empty(),
+        "{} of {} pipeline seeds stop before the planner (seed index, stage): {short:?}",
+        short.len(),
+        pipeline_seeds.len()
     );
+    let wire_seeds = obgp_fuzz::seed_inputs("wire");
+    let short: Vec<(usize, wire::Stage)> = wire_seeds
+        .iter()
+        .map(|s| wire::run_to(s))
+        .enumerate()
+        .filter(|(_, stage)| *stage != wire::Stage::Snapshot)
+        .collect();
     assert!(
-        snapshots >= 40,
-        "only {snapshots} wire seeds reach the OVN snapshot"
+        short.is_empty(),
+        "{} of {} wire seeds stop before the OVN snapshot (seed index, stage): {short:?}",
+        short.len(),
+        wire_seeds.len()
     );
 }

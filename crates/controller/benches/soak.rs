@@ -1,12 +1,14 @@
 //! Soak benchmark (issue 14): random churn at scale against the agent's
-//! daemon loop, then checks that the node equals the desired state, RSS
-//! stayed flat, no event was lost and no object leaked.
+//! daemon loop, then checks that the node equals a fresh desired state of
+//! the final databases (`soak/end_check.rs`), RSS stayed flat, no event
+//! was lost and no object leaked (IPv4 and IPv6).
 //!
 //! The bench node of `common` (real NB and local OVS ovsdb-servers, a
 //! topogen topology of N ports, a namespace node, a fake vtysh) runs the
 //! controller's `run` loop in-process with a periodic reconcile. On top of
-//! the topology the bench owns, in 172.28.0.0/14 (topogen stays in
-//! 172.16/16): provider-network VM ports (172.30-31), routers with a
+//! the topology the bench owns, in 172.28.0.0/14 and fd28::/16 (topogen
+//! stays in 172.16/16): dual-stack provider-network VM ports (172.30-31,
+//! fd28:30::/64), routers with a
 //! gateway port on the provider network (172.28.0.x) and centralized FIPs
 //! on them (172.29). It churns them at random: create and delete ports,
 //! migrate a port to `host-001` and back (requested-chassis and
@@ -16,7 +18,9 @@
 //! `bgp-nic` at the end.
 //!
 //! Run (root, ovsdb-server installed):
-//! `cargo bench -p obgp-controller --bench soak -- [50000] [duration=3600] [seed=1] [rate=4] [interval=30] [restarts=3] [rss-bound=1.5]`
+//! `cargo bench -p obgp-controller --bench soak -- [50000] [duration=3600] [seed=1] [rate=4] [interval=30] [restarts=3] [rss-bound=1.5] [inject-leak]`
+//! (`inject-leak`: leave objects on the node after the daemon stops; the
+//! run passes only when the end check reports each of them).
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
@@ -26,14 +30,14 @@
 //! the bench node it shares with the latency bench is in `common`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use common::{start_node, BenchNode};
-use obgp_controller::{plan_once, render_plan, run, QueueConfig};
+use obgp_controller::{run, QueueConfig};
 use obgp_testbed::heap::{self, CountingAlloc};
 use obgp_testbed::netns::Netns;
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -49,11 +53,35 @@ use tracing_subscriber::Layer;
 static ALLOC: CountingAlloc = CountingAlloc;
 
 mod common;
+#[path = "soak/end_check.rs"]
+mod end_check;
 
-/// The bench's own address range: what the churn's bookkeeping covers.
-fn is_soak(ip: Ipv4Addr) -> bool {
-    let o = ip.octets();
-    o[0] == 172 && (28..=31).contains(&o[1])
+use end_check::{diff, kernel_has_vrf, plural, refused_ops, EndCheck, NodeObjects};
+
+/// The bench's own address ranges, 172.28.0.0/14 and fd28::/16: what the
+/// churn's bookkeeping covers.
+fn is_soak(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            o[0] == 172 && (28..=31).contains(&o[1])
+        }
+        IpAddr::V6(v6) => v6.segments()[0] == 0xfd28,
+    }
+}
+
+/// The n-th IPv6 address of the bench's VM ports (fd28:30::/64).
+fn pool_ip6(n: u32) -> Ipv6Addr {
+    Ipv6Addr::new(
+        0xfd28,
+        0x30,
+        0,
+        0,
+        0,
+        0,
+        (n >> 16) as u16,
+        (n & 0xffff) as u16 + 1,
+    )
 }
 
 /// The n-th address of a /16-ish pool starting at `base`, skipping the .0
@@ -78,6 +106,9 @@ struct Args {
     restarts: usize,
     /// RSS at the end over RSS after the initial sync must stay below this.
     rss_bound: f64,
+    /// Leave objects the agent did not make on the node after the daemon
+    /// stops; the run passes only if the end check reports each of them.
+    inject_leak: bool,
 }
 
 impl Args {
@@ -97,6 +128,7 @@ impl Args {
             reconcile_interval: opt("interval").and_then(|v| v.parse().ok()).unwrap_or(30),
             restarts: opt("restarts").and_then(|v| v.parse().ok()).unwrap_or(3),
             rss_bound: opt("rss-bound").and_then(|v| v.parse().ok()).unwrap_or(1.5),
+            inject_leak: args.iter().any(|a| a == "inject-leak"),
         }
     }
 }
@@ -212,11 +244,12 @@ fn spawn_sampler(
     (handle, samples)
 }
 
-/// A bench-owned VM port on the provider network.
+/// A bench-owned VM port on the provider network (dual-stack).
 struct Port {
     name: String,
     uuid: String,
     ip: Ipv4Addr,
+    ip6: Ipv6Addr,
     mac: String,
     /// Bound here (`host-000`) rather than on `host-001`.
     home: bool,
@@ -328,15 +361,16 @@ impl Churn {
     }
 
     /// The bench-owned addresses that must be on `bgp-nic`.
-    fn expected(&self) -> BTreeSet<Ipv4Addr> {
-        let ports = self.ports.iter().filter(|p| p.home).map(|p| p.ip);
+    fn expected(&self) -> BTreeSet<IpAddr> {
+        let ports = self.ports.iter().filter(|p| p.home);
+        let ports = ports.flat_map(|p| [IpAddr::V4(p.ip), IpAddr::V6(p.ip6)]);
         let gws = self.routers.iter().filter(|r| r.home).map(|r| r.gw_ip);
         let fips = self
             .fips
             .iter()
             .filter(|f| self.routers[f.router].home)
             .map(|f| f.ip);
-        ports.chain(gws).chain(fips).collect()
+        ports.chain(gws.chain(fips).map(IpAddr::V4)).collect()
     }
 
     fn add_router(&mut self, nb: &OvsdbServer) -> Result<()> {
@@ -378,7 +412,7 @@ impl Churn {
 
     fn port_eids(&self, p: &Port) -> Value {
         map(&[
-            ("neutron:cidrs", format!("{}/12", p.ip)),
+            ("neutron:cidrs", format!("{}/12 {}/64", p.ip, p.ip6)),
             ("neutron:device_id", format!("soak-dev-{}", p.name)),
             ("neutron:device_owner", "compute:nova".into()),
             ("neutron:host_id", host(p.home).into()),
@@ -393,6 +427,7 @@ impl Churn {
             name: format!("soak-vm-{n}"),
             uuid: String::new(),
             ip: pool_ip([172, 30], n),
+            ip6: pool_ip6(n),
             mac: format!(
                 "fa:16:3f:{:02x}:{:02x}:{:02x}",
                 (n >> 16) & 255,
@@ -401,7 +436,7 @@ impl Churn {
             ),
             home: true,
         };
-        let addr = format!("{} {}", p.mac, p.ip);
+        let addr = format!("{} {} {}", p.mac, p.ip, p.ip6);
         let results = nb.transact(&[
             json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p", "row": {
                 "name": p.name, "type": "", "addresses": addr, "port_security": addr,
@@ -506,104 +541,6 @@ impl Churn {
     }
 }
 
-/// The agent-owned objects of the node that carry an IPv4 host address,
-/// by kind: `bgp-nic` addresses, `ip rule`s, routes, permanent neighbours.
-#[derive(Debug, Default, PartialEq)]
-struct NodeObjects {
-    by_kind: BTreeMap<&'static str, BTreeSet<(String, Ipv4Addr)>>,
-}
-
-impl NodeObjects {
-    fn read(ns: &Netns) -> Result<NodeObjects> {
-        // The first IPv4 address in a line, without its prefix length.
-        let first_ip = |line: &str, after: &str| -> Option<Ipv4Addr> {
-            let rest = line.split(after).nth(1)?;
-            rest.split_whitespace()
-                .next()?
-                .split('/')
-                .next()?
-                .parse()
-                .ok()
-        };
-        let mut by_kind: BTreeMap<&'static str, BTreeSet<(String, Ipv4Addr)>> = BTreeMap::new();
-        for line in ns
-            .ip(&["-4", "-o", "addr", "show", "dev", "bgp-nic"])?
-            .lines()
-        {
-            if let Some(ip) = first_ip(line, " inet ") {
-                by_kind
-                    .entry("address")
-                    .or_default()
-                    .insert((String::new(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "rule", "show"])?.lines() {
-            if let Some(ip) = first_ip(line, " to ") {
-                by_kind
-                    .entry("rule")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "route", "show", "table", "all"])?.lines() {
-            // Skip the kernel's own local/broadcast routes of the addresses.
-            if line.starts_with("local ") || line.starts_with("broadcast ") {
-                continue;
-            }
-            if let Some(ip) = first_ip(&format!(" {line}"), " ") {
-                by_kind
-                    .entry("route")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "neigh", "show", "nud", "permanent"])?.lines() {
-            if let Some(ip) = first_ip(&format!(" {line}"), " ") {
-                by_kind
-                    .entry("neighbour")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        Ok(NodeObjects { by_kind })
-    }
-
-    /// The bench-range addresses of one kind.
-    fn soak_ips(&self, kind: &str) -> BTreeSet<Ipv4Addr> {
-        self.by_kind
-            .get(kind)
-            .into_iter()
-            .flatten()
-            .map(|(_, ip)| *ip)
-            .filter(|ip| is_soak(*ip))
-            .collect()
-    }
-
-    /// The objects of one kind outside the bench's range (the topology's).
-    fn others(&self, kind: &str) -> BTreeSet<(String, Ipv4Addr)> {
-        self.by_kind
-            .get(kind)
-            .into_iter()
-            .flatten()
-            .filter(|(_, ip)| !is_soak(*ip))
-            .cloned()
-            .collect()
-    }
-}
-
-fn diff(label: &str, got: &BTreeSet<Ipv4Addr>, want: &BTreeSet<Ipv4Addr>) -> Option<String> {
-    let missing: Vec<_> = want.difference(got).take(10).collect();
-    let extra: Vec<_> = got.difference(want).take(10).collect();
-    if missing.is_empty() && extra.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "{label}: {} missing (first {missing:?}), {} extra (first {extra:?})",
-        want.difference(got).count(),
-        got.difference(want).count()
-    ))
-}
-
 fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Result<Vec<String>> {
     let mut node: BenchNode = rt.block_on(start_node(args.ports, args.seed, "soak"))?;
     let provider = node.topo.provider_switch();
@@ -620,6 +557,10 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     }
     let config = node.config(args.reconcile_interval);
     let opts = node.options(QueueConfig::default())?;
+    // What the namespace holds before the agent ever ran: the end check
+    // leaves it out. Whether this kernel has VRFs: which ops it refuses.
+    let before_agent = NodeObjects::read(&node.ns)?;
+    let refused = refused_ops(kernel_has_vrf(&node.ns));
 
     let shutdown = CancellationToken::new();
     let t = Instant::now();
@@ -634,7 +575,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         std::thread::sleep(Duration::from_millis(500));
         let objects = NodeObjects::read(&node.ns)?;
         let n = objects.by_kind.get("address").map_or(0, BTreeSet::len);
-        let ours = objects.soak_ips("address") == churn.expected();
+        let ours = objects.ips("address", is_soak) == churn.expected();
         if n != last.0 {
             last = (n, Instant::now());
         } else if ours && last.1.elapsed() > Duration::from_secs(3) {
@@ -645,24 +586,8 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         }
     }
     let baseline = NodeObjects::read(&node.ns)?;
-    // Before the bench's own plan below: its second copy of the databases
-    // stays in this process's heap (the allocator keeps it), which counts
-    // against the bound, never for it.
     let rss_synced = rss_kib();
     let heap_synced = heap::live();
-    // What the agent cannot converge on this node whatever OVN says (on a
-    // kernel without VRF support, the VRF and its enslavement): the plan
-    // right after the sync. The end check wants exactly this plan again.
-    let unconvergeable = rt
-        .block_on(plan_once(&config, &opts))
-        .context("planning after the initial sync")?
-        .plan;
-    let unconvergeable = if unconvergeable.is_empty() {
-        String::new()
-    } else {
-        render_plan(&unconvergeable)
-    };
-    let rss_planned = rss_kib();
     println!(
         "initial sync: {:.1} s, {} addresses on bgp-nic ({} of the bench), RSS {:.1} MiB",
         t.elapsed().as_secs_f64() - 3.0,
@@ -670,15 +595,11 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         churn.expected().len(),
         mib(rss_synced)
     );
-    println!(
-        "  RSS after the bench's own plan (a second copy of the databases): {:.1} MiB",
-        mib(rss_planned)
-    );
     for (kind, set) in &baseline.by_kind {
         println!(
             "  node after the sync: {kind}: {} ({} in the bench's range)",
             set.len(),
-            baseline.soak_ips(kind).len()
+            baseline.ips(kind, is_soak).len()
         );
     }
 
@@ -730,7 +651,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     let t = Instant::now();
     let mut settled: Option<f64> = None;
     while t.elapsed() < Duration::from_secs(300) {
-        let got = NodeObjects::read(&node.ns)?.soak_ips("address");
+        let got = NodeObjects::read(&node.ns)?.ips("address", is_soak);
         if got == want {
             settled.get_or_insert(t.elapsed().as_secs_f64());
             if t.elapsed().as_secs_f64() - settled.unwrap_or(0.0) > 5.0 {
@@ -749,54 +670,60 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     shutdown.cancel();
     let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), daemon).await });
 
+    let injected = if args.inject_leak {
+        inject_leaks(&node.ns, node.dir.path())?
+    } else {
+        Vec::new()
+    };
+
     let mut failures = Vec::new();
     let end = NodeObjects::read(&node.ns)?;
     // (b) bgp-nic carries exactly what the churn's final state exposes.
-    if let Some(d) = diff("bgp-nic addresses", &end.soak_ips("address"), &want) {
+    if let Some(d) = diff("bench addresses", &end.ips("address", is_soak), &want) {
         failures.push(d);
     }
-    // (c) no leak: every kind's bench-range objects are the expected
-    // addresses (kinds the agent writes per exposure) or none at all, and
-    // the topology's objects are exactly those after the initial sync.
+    // (c) no leak in the bench's ranges: per kind and family, the
+    // bench-range objects are the expected addresses (where the agent
+    // writes that kind per exposure: it did after the sync) or none. Proxy
+    // neighbours are per network, not per exposure: check (a) has them.
     for (kind, set) in &end.by_kind {
-        let ours = end.soak_ips(kind);
-        let per_exposure = !baseline.soak_ips(kind).is_empty();
-        let expect = if per_exposure {
-            want.clone()
-        } else {
-            BTreeSet::new()
-        };
-        if let Some(d) = diff(&format!("{kind}s in the bench's range"), &ours, &expect) {
-            failures.push(d);
-        }
-        let (now, before) = (end.others(kind), baseline.others(kind));
-        if now != before {
-            failures.push(format!(
-                "topology {kind}s changed: {} now, {} after the sync",
-                now.len(),
-                before.len()
-            ));
+        for v6 in [false, true] {
+            if *kind == "proxy neighbour" {
+                continue;
+            }
+            let in_family = |ip: IpAddr| is_soak(ip) && ip.is_ipv6() == v6;
+            let per_exposure = !baseline.ips(kind, in_family).is_empty();
+            let expect: BTreeSet<IpAddr> = if per_exposure {
+                want.iter()
+                    .copied()
+                    .filter(|ip| ip.is_ipv6() == v6)
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
+            let family = if v6 { "IPv6" } else { "IPv4" };
+            let label = format!("{family} {} in the bench's range", plural(kind));
+            failures.extend(diff(&label, &end.ips(kind, in_family), &expect));
         }
         println!(
             "  node at the end: {kind}: {} ({} in the bench's range)",
             set.len(),
-            ours.len()
+            end.ips(kind, is_soak).len()
         );
     }
-    // (a) the agent's own plan against the live DBs and node is empty.
-    let planned = rt
-        .block_on(plan_once(&config, &opts))
-        .context("planning against the live databases")?;
-    let rendered = if planned.plan.is_empty() {
-        String::new()
-    } else {
-        render_plan(&planned.plan)
-    };
-    if rendered != unconvergeable {
-        failures.push(format!(
-            "the plan is not the one after the initial sync:\n{rendered}\nafter the sync it was:\n{unconvergeable}"
-        ));
-    }
+    // (a) the node against a fresh desired state of the final databases:
+    // the plan holds only the refused ops, every IP-carrying object (IPv4
+    // and IPv6) is the desired state's, FRR has its text.
+    let frr_applied = std::fs::read_to_string(node.dir.path().join(common::FRR_LAST_APPLIED)).ok();
+    let end_check = rt.block_on(EndCheck::run(
+        &config,
+        &opts,
+        &node.ns,
+        &before_agent,
+        frr_applied,
+        &refused,
+    ))?;
+    failures.extend(end_check.failures.iter().cloned());
     // (d) RSS flat.
     let ratio = rss_end as f64 / rss_synced.max(1) as f64;
     if ratio > args.rss_bound {
@@ -863,17 +790,90 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         heap::mib(heap::peak())
     );
     println!(
-        "  plan against the live DBs and node: {} steps, {} (the ones this node refuses after the sync too)",
-        planned.plan.steps.len(),
-        if rendered == unconvergeable { "the same" } else { "NOT the same" }
+        "  plan against a fresh desired state of the final databases: {} steps, {} of them refused by this node (named in the bench):",
+        end_check.plan.steps.len(),
+        end_check.refused.len()
     );
-    if !unconvergeable.is_empty() {
-        println!("  the node refuses, after the sync and at the end:\n{unconvergeable}");
+    for op in &end_check.refused {
+        println!("    refused: {op}");
+    }
+    if let Some(lines) = end_check.frr_lines {
+        println!("  FRR: the desired state's text ({lines} lines) checked against the text the agent applied last");
+    }
+    for what in &end_check.unchecked {
+        println!("  not checked: {what}");
+    }
+    if args.inject_leak {
+        return Ok(injected_check(&injected, &failures));
     }
     for (w, n) in counters.warnings.lock().expect("warnings").iter() {
         println!("  warning x{n}: {w}");
     }
     Ok(failures)
+}
+
+/// Objects the agent did not make, left on the node after the daemon
+/// stopped (`inject-leak`): an IPv6 address in the bench's range on
+/// `bgp-nic`, an IPv4 host route in a table of its own and an IPv6 rule;
+/// and the FRR text applied last loses its last line (an apply that never
+/// happened). Returns what the end check must name.
+fn inject_leaks(ns: &Netns, dir: &std::path::Path) -> Result<Vec<String>> {
+    ns.ip(&["-6", "addr", "add", "fd28:31::dead/128", "dev", "bgp-nic"])?;
+    ns.ip(&[
+        "-4",
+        "route",
+        "add",
+        "172.31.255.250/32",
+        "dev",
+        "br-ex",
+        "table",
+        "4242",
+    ])?;
+    ns.ip(&[
+        "-6",
+        "rule",
+        "add",
+        "to",
+        "fd28:31::beef",
+        "lookup",
+        "4242",
+        "priority",
+        "1000",
+    ])?;
+    let frr = dir.join(common::FRR_LAST_APPLIED);
+    let text = std::fs::read_to_string(&frr).context("the FRR text applied last")?;
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    std::fs::write(&frr, lines.join("\n"))?;
+    println!("inject-leak: left fd28:31::dead on bgp-nic, a route to 172.31.255.250 in table 4242, a rule to fd28:31::beef; dropped the last line of the FRR text applied last");
+    Ok([
+        "fd28:31::dead",
+        "172.31.255.250",
+        "fd28:31::beef",
+        "FRR text",
+    ]
+    .map(String::from)
+    .to_vec())
+}
+
+/// With `inject-leak`: the run passes only when the end check reported
+/// each injected object (then its failures are what was asked for).
+fn injected_check(injected: &[String], failures: &[String]) -> Vec<String> {
+    for f in failures {
+        println!("  end check reported: {f}");
+    }
+    let unreported: Vec<&String> = injected
+        .iter()
+        .filter(|ip| !failures.iter().any(|f| f.contains(ip.as_str())))
+        .collect();
+    if unreported.is_empty() {
+        println!("inject-leak: the end check reported every injected object");
+        Vec::new()
+    } else {
+        vec![format!(
+            "inject-leak: the end check did not report {unreported:?}"
+        )]
+    }
 }
 
 fn main() -> Result<()> {
@@ -903,8 +903,11 @@ fn main() -> Result<()> {
         args.restarts
     );
     let failures = soak(&args, &rt, &counters)?;
-    if failures.is_empty() {
-        println!("soak: all checks passed (plan as after the sync, bgp-nic as expected, no leaked object, RSS within bound)");
+    if failures.is_empty() && args.inject_leak {
+        println!("soak inject-leak: the end check reported every injected object");
+        Ok(())
+    } else if failures.is_empty() {
+        println!("soak: all checks passed (node = fresh desired state but the refused ops, bench addresses as expected, no leaked object, RSS within bound)");
         Ok(())
     } else {
         for f in &failures {

@@ -4,7 +4,8 @@
 //! was lost and no object leaked (IPv4 and IPv6).
 //!
 //! The bench node of `common` (real NB and local OVS ovsdb-servers, a
-//! topogen topology of N ports, a namespace node, a fake vtysh) runs the
+//! topogen topology of N ports, a namespace node, a fake vtysh), with a
+//! real ovs-vswitchd for `br-ex` (`soak/vswitchd.rs`), runs the
 //! controller's `run` loop in-process with a periodic reconcile. On top of
 //! the topology the bench owns, in 172.28.0.0/14 and fd28::/16 (topogen
 //! stays in 172.16/16): dual-stack provider-network VM ports (172.30-31,
@@ -55,6 +56,8 @@ static ALLOC: CountingAlloc = CountingAlloc;
 mod common;
 #[path = "soak/end_check.rs"]
 mod end_check;
+#[path = "soak/vswitchd.rs"]
+mod vswitchd;
 
 use end_check::{diff, kernel_has_vrf, plural, refused_ops, EndCheck, NodeObjects};
 
@@ -557,6 +560,8 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     }
     let config = node.config(args.reconcile_interval);
     let opts = node.options(QueueConfig::default())?;
+    let vswitchd = vswitchd::Vswitchd::start(&node.ns, &node.ovs, &node.dir.path().join("ovs-run"))
+        .context("ovs-vswitchd for br-ex")?;
     // What the namespace holds before the agent ever ran: the end check
     // leaves it out. Whether this kernel has VRFs: which ops it refuses.
     let before_agent = NodeObjects::read(&node.ns)?;
@@ -671,7 +676,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), daemon).await });
 
     let injected = if args.inject_leak {
-        inject_leaks(&node.ns, node.dir.path())?
+        inject_leaks(&node.ns, node.dir.path(), vswitchd.as_ref())?
     } else {
         Vec::new()
     };
@@ -722,6 +727,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         &before_agent,
         frr_applied,
         &refused,
+        vswitchd.as_ref(),
     ))?;
     failures.extend(end_check.failures.iter().cloned());
     // (d) RSS flat.
@@ -797,6 +803,12 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     for op in &end_check.refused {
         println!("    refused: {op}");
     }
+    if vswitchd.is_some() {
+        println!(
+            "  flows: {} of the agent's read back from ovs-vswitchd (cookies 999 and 998)",
+            end_check.flows_checked
+        );
+    }
     if let Some(lines) = end_check.frr_lines {
         println!("  FRR: the desired state's text ({lines} lines) checked against the text the agent applied last");
     }
@@ -816,8 +828,13 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
 /// stopped (`inject-leak`): an IPv6 address in the bench's range on
 /// `bgp-nic`, an IPv4 host route in a table of its own and an IPv6 rule;
 /// and the FRR text applied last loses its last line (an apply that never
-/// happened). Returns what the end check must name.
-fn inject_leaks(ns: &Netns, dir: &std::path::Path) -> Result<Vec<String>> {
+/// happened); with ovs-vswitchd, a flow with the agent's cookie 999 on
+/// `br-ex`. Returns what the end check must name.
+fn inject_leaks(
+    ns: &Netns,
+    dir: &std::path::Path,
+    vswitchd: Option<&vswitchd::Vswitchd>,
+) -> Result<Vec<String>> {
     ns.ip(&["-6", "addr", "add", "fd28:31::dead/128", "dev", "bgp-nic"])?;
     ns.ip(&[
         "-4",
@@ -846,14 +863,20 @@ fn inject_leaks(ns: &Netns, dir: &std::path::Path) -> Result<Vec<String>> {
     lines.pop();
     std::fs::write(&frr, lines.join("\n"))?;
     println!("inject-leak: left fd28:31::dead on bgp-nic, a route to 172.31.255.250 in table 4242, a rule to fd28:31::beef; dropped the last line of the FRR text applied last");
-    Ok([
+    let mut injected: Vec<String> = [
         "fd28:31::dead",
         "172.31.255.250",
         "fd28:31::beef",
         "FRR text",
     ]
     .map(String::from)
-    .to_vec())
+    .to_vec();
+    if let Some(v) = vswitchd {
+        v.add_flow("br-ex", "cookie=999,priority=901,ipv6,actions=NORMAL")?;
+        println!("inject-leak: added a flow with cookie 999 on br-ex");
+        injected.push("cookie 999".to_string());
+    }
+    Ok(injected)
 }
 
 /// With `inject-leak`: the run passes only when the end check reported

@@ -142,6 +142,7 @@ impl BenchNode {
                 dummy_kind: "ifb".into(),
                 // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
                 // run dir, so the bridge counts as absent (one spawn per observe).
+                // The soak starts one there (benches/soak/vswitchd.rs).
                 ovs_rundir: Some(self.dir.path().join("ovs-run")),
                 // No FRR: a script stands in for vtysh and answers like a
                 // healthy FRR (see `fake_vtysh`).

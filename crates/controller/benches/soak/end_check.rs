@@ -14,7 +14,10 @@
 //!   namespace held before the agent started and what the kernel makes
 //!   itself;
 //! - FRR: the text the agent applied last equals the desired state's;
-//! - flows: listed as not checked (see [`EndCheck::report`]).
+//! - flows: with the soak's ovs-vswitchd, the agent's flows (cookies 999
+//!   and 998) that `ovs-ofctl dump-flows` shows per bridge are as many as
+//!   the desired state's, and the plan skips none; without it, listed as
+//!   not checked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -25,6 +28,8 @@ use obgp_controller::{inputs_once, plan_once, RunOptions};
 use obgp_netmodel::DesiredNode;
 use obgp_plan::Plan;
 use obgp_testbed::netns::Netns;
+
+use crate::vswitchd::Vswitchd;
 
 /// The kinds of node objects that carry an IP, and how `ip` lists them
 /// (the arguments after the family flag, and what precedes the IP).
@@ -213,6 +218,8 @@ pub struct EndCheck {
     pub refused: Vec<String>,
     /// What could not be checked, and why.
     pub unchecked: Vec<String>,
+    /// The agent's flows read back from ovs-vswitchd (0 without it).
+    pub flows_checked: usize,
     /// The lines of the fresh desired state's FRR text (checked against
     /// what the agent applied last).
     pub frr_lines: Option<usize>,
@@ -230,6 +237,7 @@ impl EndCheck {
         before_agent: &NodeObjects,
         frr_applied: Option<String>,
         refused_ops: &BTreeSet<String>,
+        vswitchd: Option<&Vswitchd>,
     ) -> Result<EndCheck> {
         let (snapshot, facts) = inputs_once(config, opts)
             .await
@@ -243,6 +251,7 @@ impl EndCheck {
             failures: Vec::new(),
             refused: Vec::new(),
             unchecked: Vec::new(),
+            flows_checked: 0,
             frr_lines: fresh.node.frr_config.as_ref().map(|t| t.lines().count()),
             plan: fresh.plan,
         };
@@ -292,20 +301,53 @@ impl EndCheck {
                 want_frr.as_deref().map_or(0, |t| t.lines().count())
             ));
         }
-        // Flows: planned against what the agent reads from OVS.
-        if !fresh.node.flows.is_empty() && !check.plan.skipped.is_empty() {
-            check.unchecked.push(format!(
-                "{} flows of the desired state: no ovs-vswitchd in the soak (br-ex is a Linux bridge), the plan skips them: {}",
-                fresh.node.flows.len(),
-                check
-                    .plan
-                    .skipped
-                    .iter()
-                    .map(|s| format!("{}: {}", s.what, s.reason))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
+        check.check_flows(&fresh.node, vswitchd)?;
         Ok(check)
+    }
+
+    /// Flows: with ovs-vswitchd, per bridge and cookie, as many of the
+    /// agent's flows as the desired state has, and none skipped by the
+    /// plan (which compares them one by one with what the agent read);
+    /// without it, listed as not checked.
+    fn check_flows(&mut self, node: &DesiredNode, vswitchd: Option<&Vswitchd>) -> Result<()> {
+        let skipped: Vec<String> = self
+            .plan
+            .skipped
+            .iter()
+            .filter(|s| s.what.starts_with("flow "))
+            .map(|s| format!("{}: {}", s.what, s.reason))
+            .collect();
+        let Some(vswitchd) = vswitchd else {
+            self.unchecked.push(format!(
+                "{} flows of the desired state: no ovs-vswitchd in the soak, the plan skips them: {}",
+                node.flows.len(),
+                skipped.join("; ")
+            ));
+            return Ok(());
+        };
+        if !skipped.is_empty() {
+            self.failures
+                .push(format!("the plan skips flows: {}", skipped.join("; ")));
+        }
+        let mut wanted: BTreeMap<(String, u64), usize> = BTreeMap::new();
+        for flow in &node.flows {
+            *wanted
+                .entry((flow.bridge.to_string(), flow.cookie))
+                .or_default() += 1;
+        }
+        for cookie in [998, 999] {
+            wanted.entry(("br-ex".to_string(), cookie)).or_default();
+        }
+        for ((bridge, cookie), want) in &wanted {
+            let got = vswitchd.flows(bridge, *cookie)?;
+            if got.len() != *want {
+                self.failures.push(format!(
+                    "flows on {bridge} with cookie {cookie}: {} in ovs-vswitchd, {want} in the fresh desired state: {got:?}",
+                    got.len()
+                ));
+            }
+            self.flows_checked += got.len();
+        }
+        Ok(())
     }
 }

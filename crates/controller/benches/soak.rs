@@ -1,12 +1,15 @@
 //! Soak benchmark (issue 14): random churn at scale against the agent's
-//! daemon loop, then checks that the node equals the desired state, RSS
-//! stayed flat, no event was lost and no object leaked.
+//! daemon loop, then checks that the node equals a fresh desired state of
+//! the final databases (`soak/end_check.rs`), RSS stayed flat, no event
+//! was lost and no object leaked (IPv4 and IPv6).
 //!
 //! The bench node of `common` (real NB and local OVS ovsdb-servers, a
-//! topogen topology of N ports, a namespace node, a fake vtysh) runs the
+//! topogen topology of N ports, a namespace node, a fake vtysh), with a
+//! real ovs-vswitchd for `br-ex` (`soak/vswitchd.rs`), runs the
 //! controller's `run` loop in-process with a periodic reconcile. On top of
-//! the topology the bench owns, in 172.28.0.0/14 (topogen stays in
-//! 172.16/16): provider-network VM ports (172.30-31), routers with a
+//! the topology the bench owns, in 172.28.0.0/14 and fd28::/16 (topogen
+//! stays in 172.16/16): dual-stack provider-network VM ports (172.30-31,
+//! fd28:30::/64), routers with a
 //! gateway port on the provider network (172.28.0.x) and centralized FIPs
 //! on them (172.29). It churns them at random: create and delete ports,
 //! migrate a port to `host-001` and back (requested-chassis and
@@ -16,29 +19,28 @@
 //! `bgp-nic` at the end.
 //!
 //! Run (root, ovsdb-server installed):
-//! `cargo bench -p obgp-controller --bench soak -- [50000] [duration=3600] [seed=1] [rate=4] [interval=30] [restarts=3] [rss-bound=1.5]`
+//! `cargo bench -p obgp-controller --bench soak -- [50000] [duration=3600] [seed=1] [rate=4] [interval=30] [restarts=3] [rss-bound=1.5] [inject-leak]`
+//! (`inject-leak`: leave objects on the node after the daemon stops; the
+//! run passes only when the end check reports each of them).
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
 //!
-//! Over 700 lines: one benchmark binary (churn driver and its bookkeeping,
-//! node reader, RSS sampler, end checks and report) that runs as a whole;
-//! the bench node it shares with the latency bench is in `common`.
+//! The churn driver is `soak/churn.rs`, the end check against a fresh
+//! desired state `soak/end_check.rs`, ovs-vswitchd `soak/vswitchd.rs`; the
+//! bench node it shares with the latency bench is in `common`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use common::{start_node, BenchNode};
-use obgp_controller::{plan_once, render_plan, run, QueueConfig};
+use obgp_controller::{run, QueueConfig};
 use obgp_testbed::heap::{self, CountingAlloc};
 use obgp_testbed::netns::Netns;
-use obgp_testbed::ovsdb::OvsdbServer;
-use obgp_topogen::Rng;
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
 use tracing_subscriber::Layer;
@@ -48,24 +50,27 @@ use tracing_subscriber::Layer;
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
+#[path = "soak/churn.rs"]
+mod churn;
 mod common;
+#[path = "soak/end_check.rs"]
+mod end_check;
+#[path = "soak/vswitchd.rs"]
+mod vswitchd;
 
-/// The bench's own address range: what the churn's bookkeeping covers.
-fn is_soak(ip: Ipv4Addr) -> bool {
-    let o = ip.octets();
-    o[0] == 172 && (28..=31).contains(&o[1])
-}
+use churn::Churn;
+use end_check::{diff, kernel_has_vrf, plural, refused_ops, EndCheck, NodeObjects};
 
-/// The n-th address of a /16-ish pool starting at `base`, skipping the .0
-/// and .251-.255 last octets (so no address looks like a broadcast).
-fn pool_ip(base: [u8; 2], n: u32) -> Ipv4Addr {
-    let third = n / 250;
-    Ipv4Addr::new(
-        base[0],
-        base[1] + (third / 256) as u8,
-        (third % 256) as u8,
-        (n % 250 + 1) as u8,
-    )
+/// The bench's own address ranges, 172.28.0.0/14 and fd28::/16: what the
+/// churn's bookkeeping covers.
+fn is_soak(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            o[0] == 172 && (28..=31).contains(&o[1])
+        }
+        IpAddr::V6(v6) => v6.segments()[0] == 0xfd28,
+    }
 }
 
 struct Args {
@@ -78,6 +83,9 @@ struct Args {
     restarts: usize,
     /// RSS at the end over RSS after the initial sync must stay below this.
     rss_bound: f64,
+    /// Leave objects the agent did not make on the node after the daemon
+    /// stops; the run passes only if the end check reports each of them.
+    inject_leak: bool,
 }
 
 impl Args {
@@ -97,6 +105,7 @@ impl Args {
             reconcile_interval: opt("interval").and_then(|v| v.parse().ok()).unwrap_or(30),
             restarts: opt("restarts").and_then(|v| v.parse().ok()).unwrap_or(3),
             rss_bound: opt("rss-bound").and_then(|v| v.parse().ok()).unwrap_or(1.5),
+            inject_leak: args.iter().any(|a| a == "inject-leak"),
         }
     }
 }
@@ -212,398 +221,6 @@ fn spawn_sampler(
     (handle, samples)
 }
 
-/// A bench-owned VM port on the provider network.
-struct Port {
-    name: String,
-    uuid: String,
-    ip: Ipv4Addr,
-    mac: String,
-    /// Bound here (`host-000`) rather than on `host-001`.
-    home: bool,
-}
-
-/// A bench-owned router with its gateway port on the provider network.
-struct Router {
-    name: String,
-    lrp: String,
-    lrp_uuid: String,
-    gw_ip: Ipv4Addr,
-    /// Its gateway is hosted here (`chassis-000`).
-    home: bool,
-}
-
-/// A centralized FIP (dnat_and_snat NAT) on one of the bench's routers.
-struct Fip {
-    uuid: String,
-    ip: Ipv4Addr,
-    router: usize,
-}
-
-/// The churn driver and its bookkeeping of what the NB holds.
-struct Churn {
-    rng: Rng,
-    provider: String,
-    provider_id: String,
-    /// Tenant VM ports of the topology (name, IP): the FIPs' logical ports.
-    tenant_vms: Vec<(String, String)>,
-    ports: Vec<Port>,
-    routers: Vec<Router>,
-    fips: Vec<Fip>,
-    next_port: u32,
-    next_fip: u32,
-    max_ports: usize,
-    counts: BTreeMap<&'static str, u64>,
-}
-
-fn map(pairs: &[(&str, String)]) -> Value {
-    json!([
-        "map",
-        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
-    ])
-}
-
-/// The uuid an insert's result names.
-fn inserted_uuid(results: &[Value], i: usize) -> Result<String> {
-    results
-        .get(i)
-        .and_then(|r| r["uuid"][1].as_str())
-        .map(String::from)
-        .with_context(|| format!("no uuid in the insert result {:?}", results.get(i)))
-}
-
-fn host(home: bool) -> &'static str {
-    if home {
-        "host-000"
-    } else {
-        "host-001"
-    }
-}
-
-impl Churn {
-    fn new(nb: &OvsdbServer, provider: String, seed: u64) -> Result<Churn> {
-        let provider_id = provider
-            .strip_prefix("neutron-")
-            .context("the provider switch is named neutron-<id>")?
-            .to_string();
-        // The topology's tenant VMs (no FIP of their own), for logical_port.
-        let mut tenant_vms = Vec::new();
-        for row in nb.select_all("Logical_Switch_Port")? {
-            let eids: BTreeMap<String, String> = row["external_ids"][1]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|kv| Some((kv[0].as_str()?.into(), kv[1].as_str()?.into())))
-                .collect();
-            let tenant = eids.get("neutron:device_owner").map(String::as_str)
-                == Some("compute:nova")
-                && eids.get("neutron:network_name") != Some(&provider)
-                && !eids.contains_key("neutron:port_fip");
-            let ip = row["addresses"]
-                .as_str()
-                .and_then(|a| a.split_whitespace().nth(1))
-                .map(String::from);
-            if let (true, Some(name), Some(ip)) = (tenant, row["name"].as_str(), ip) {
-                tenant_vms.push((name.to_string(), ip));
-            }
-            if tenant_vms.len() >= 500 {
-                break;
-            }
-        }
-        if tenant_vms.is_empty() {
-            bail!("the topology has no tenant VM port without a FIP");
-        }
-        Ok(Churn {
-            rng: Rng(seed ^ 0x50a4),
-            provider,
-            provider_id,
-            tenant_vms,
-            ports: Vec::new(),
-            routers: Vec::new(),
-            fips: Vec::new(),
-            next_port: 0,
-            next_fip: 0,
-            max_ports: 1000,
-            counts: BTreeMap::new(),
-        })
-    }
-
-    /// The bench-owned addresses that must be on `bgp-nic`.
-    fn expected(&self) -> BTreeSet<Ipv4Addr> {
-        let ports = self.ports.iter().filter(|p| p.home).map(|p| p.ip);
-        let gws = self.routers.iter().filter(|r| r.home).map(|r| r.gw_ip);
-        let fips = self
-            .fips
-            .iter()
-            .filter(|f| self.routers[f.router].home)
-            .map(|f| f.ip);
-        ports.chain(gws).chain(fips).collect()
-    }
-
-    fn add_router(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let r = self.routers.len();
-        let name = format!("soak-router-{r}");
-        let lrp = format!("lrp-soak-gw-{r}");
-        let gw_ip = Ipv4Addr::new(172, 28, 0, r as u8 + 1);
-        let results = nb.transact(&[
-            json!({"op": "insert", "table": "Logical_Router_Port", "uuid-name": "lrp", "row": {
-                "name": lrp, "mac": format!("fa:16:3f:28:00:{r:02x}"),
-                "networks": ["set", [format!("{gw_ip}/12")]],
-                "status": map(&[("hosting-chassis", "chassis-000".into())]),
-                "external_ids": map(&[("neutron:is_ext_gw", "True".into()),
-                    ("neutron:network_name", self.provider.clone()),
-                    ("neutron:router_name", name.clone())])}}),
-            json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "lsp", "row": {
-                "name": format!("soak-gw-{r}"), "type": "router", "addresses": "router",
-                "up": true, "enabled": true,
-                "options": map(&[("router-port", lrp.clone()), ("nat-addresses", "router".into())]),
-                "external_ids": map(&[("neutron:cidrs", format!("{gw_ip}/12")),
-                    ("neutron:device_owner", "network:router_gateway".into()),
-                    ("neutron:network_name", self.provider.clone())])}}),
-            json!({"op": "insert", "table": "Logical_Router", "row": {
-                "name": name, "ports": ["set", [["named-uuid", "lrp"]]], "enabled": true,
-                "external_ids": map(&[("neutron:gw_network_id", self.provider_id.clone())])}}),
-            json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", self.provider]],
-                "mutations": [["ports", "insert", ["set", [["named-uuid", "lsp"]]]]]}),
-        ])?;
-        let lrp_uuid = inserted_uuid(&results, 0)?;
-        self.routers.push(Router {
-            name,
-            lrp,
-            lrp_uuid,
-            gw_ip,
-            home: true,
-        });
-        Ok(())
-    }
-
-    fn port_eids(&self, p: &Port) -> Value {
-        map(&[
-            ("neutron:cidrs", format!("{}/12", p.ip)),
-            ("neutron:device_id", format!("soak-dev-{}", p.name)),
-            ("neutron:device_owner", "compute:nova".into()),
-            ("neutron:host_id", host(p.home).into()),
-            ("neutron:network_name", self.provider.clone()),
-        ])
-    }
-
-    fn create_port(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let n = self.next_port;
-        self.next_port += 1;
-        let mut p = Port {
-            name: format!("soak-vm-{n}"),
-            uuid: String::new(),
-            ip: pool_ip([172, 30], n),
-            mac: format!(
-                "fa:16:3f:{:02x}:{:02x}:{:02x}",
-                (n >> 16) & 255,
-                (n >> 8) & 255,
-                n & 255
-            ),
-            home: true,
-        };
-        let addr = format!("{} {}", p.mac, p.ip);
-        let results = nb.transact(&[
-            json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p", "row": {
-                "name": p.name, "type": "", "addresses": addr, "port_security": addr,
-                "up": true, "enabled": true,
-                "options": map(&[("requested-chassis", host(true).into())]),
-                "external_ids": self.port_eids(&p)}}),
-            json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", self.provider]],
-                "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}),
-        ])?;
-        p.uuid = inserted_uuid(&results, 0)?;
-        self.ports.push(p);
-        Ok(())
-    }
-
-    fn delete_port(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let i = self.rng.below(self.ports.len());
-        let p = self.ports.swap_remove(i);
-        nb.transact(&[json!({"op": "mutate", "table": "Logical_Switch",
-            "where": [["name", "==", self.provider]],
-            "mutations": [["ports", "delete", ["set", [["uuid", p.uuid]]]]]})])?;
-        Ok(())
-    }
-
-    fn migrate_port(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let i = self.rng.below(self.ports.len());
-        self.ports[i].home = !self.ports[i].home;
-        let p = &self.ports[i];
-        nb.transact(&[json!({"op": "update", "table": "Logical_Switch_Port",
-            "where": [["name", "==", p.name]],
-            "row": {"options": map(&[("requested-chassis", host(p.home).into())]),
-                "external_ids": self.port_eids(p)}})])?;
-        Ok(())
-    }
-
-    fn fip_on(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let router = self.rng.below(self.routers.len());
-        let (vm, vm_ip) = self.tenant_vms[self.rng.below(self.tenant_vms.len())].clone();
-        let ip = pool_ip([172, 29], self.next_fip);
-        self.next_fip += 1;
-        let r = &self.routers[router];
-        let results = nb.transact(&[
-            json!({"op": "insert", "table": "NAT", "uuid-name": "nat", "row": {
-                "type": "dnat_and_snat", "external_ip": ip.to_string(), "logical_ip": vm_ip,
-                "logical_port": vm, "gateway_port": ["uuid", r.lrp_uuid],
-                "external_ids": map(&[("neutron:fip_network_id", self.provider_id.clone()),
-                    ("neutron:fip_port_id", vm.clone()), ("neutron:router_name", r.name.clone())])}}),
-            json!({"op": "mutate", "table": "Logical_Router", "where": [["name", "==", r.name]],
-                "mutations": [["nat", "insert", ["set", [["named-uuid", "nat"]]]]]}),
-        ])?;
-        let uuid = inserted_uuid(&results, 0)?;
-        self.fips.push(Fip { uuid, ip, router });
-        Ok(())
-    }
-
-    fn fip_off(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let i = self.rng.below(self.fips.len());
-        let f = self.fips.swap_remove(i);
-        nb.transact(&[json!({"op": "mutate", "table": "Logical_Router",
-            "where": [["name", "==", self.routers[f.router].name]],
-            "mutations": [["nat", "delete", ["set", [["uuid", f.uuid]]]]]})])?;
-        Ok(())
-    }
-
-    fn move_gateway(&mut self, nb: &OvsdbServer) -> Result<()> {
-        let i = self.rng.below(self.routers.len());
-        self.routers[i].home = !self.routers[i].home;
-        let r = &self.routers[i];
-        let chassis = if r.home { "chassis-000" } else { "chassis-001" };
-        nb.transact(&[json!({"op": "update", "table": "Logical_Router_Port",
-            "where": [["name", "==", r.lrp]],
-            "row": {"status": map(&[("hosting-chassis", chassis.into())])}})])?;
-        Ok(())
-    }
-
-    /// One random churn operation; returns its kind.
-    fn step(&mut self, nb: &OvsdbServer) -> Result<&'static str> {
-        // Weights: create 25, delete 20, migrate 20, FIP on 15, FIP off 12,
-        // gateway move 8; the port pool stays between 1/4 and all of
-        // `max_ports`.
-        let roll = self.rng.below(100);
-        let kind = match roll {
-            _ if self.ports.len() < self.max_ports / 4 => "create",
-            0..=24 if self.ports.len() < self.max_ports => "create",
-            0..=44 => "delete",
-            45..=64 => "migrate",
-            65..=79 => "fip on",
-            80..=91 if !self.fips.is_empty() => "fip off",
-            80..=91 => "fip on",
-            _ => "gateway move",
-        };
-        match kind {
-            "create" => self.create_port(nb),
-            "delete" => self.delete_port(nb),
-            "migrate" => self.migrate_port(nb),
-            "fip on" => self.fip_on(nb),
-            "fip off" => self.fip_off(nb),
-            _ => self.move_gateway(nb),
-        }
-        .with_context(|| format!("churn op `{kind}`"))?;
-        *self.counts.entry(kind).or_default() += 1;
-        Ok(kind)
-    }
-}
-
-/// The agent-owned objects of the node that carry an IPv4 host address,
-/// by kind: `bgp-nic` addresses, `ip rule`s, routes, permanent neighbours.
-#[derive(Debug, Default, PartialEq)]
-struct NodeObjects {
-    by_kind: BTreeMap<&'static str, BTreeSet<(String, Ipv4Addr)>>,
-}
-
-impl NodeObjects {
-    fn read(ns: &Netns) -> Result<NodeObjects> {
-        // The first IPv4 address in a line, without its prefix length.
-        let first_ip = |line: &str, after: &str| -> Option<Ipv4Addr> {
-            let rest = line.split(after).nth(1)?;
-            rest.split_whitespace()
-                .next()?
-                .split('/')
-                .next()?
-                .parse()
-                .ok()
-        };
-        let mut by_kind: BTreeMap<&'static str, BTreeSet<(String, Ipv4Addr)>> = BTreeMap::new();
-        for line in ns
-            .ip(&["-4", "-o", "addr", "show", "dev", "bgp-nic"])?
-            .lines()
-        {
-            if let Some(ip) = first_ip(line, " inet ") {
-                by_kind
-                    .entry("address")
-                    .or_default()
-                    .insert((String::new(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "rule", "show"])?.lines() {
-            if let Some(ip) = first_ip(line, " to ") {
-                by_kind
-                    .entry("rule")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "route", "show", "table", "all"])?.lines() {
-            // Skip the kernel's own local/broadcast routes of the addresses.
-            if line.starts_with("local ") || line.starts_with("broadcast ") {
-                continue;
-            }
-            if let Some(ip) = first_ip(&format!(" {line}"), " ") {
-                by_kind
-                    .entry("route")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        for line in ns.ip(&["-4", "neigh", "show", "nud", "permanent"])?.lines() {
-            if let Some(ip) = first_ip(&format!(" {line}"), " ") {
-                by_kind
-                    .entry("neighbour")
-                    .or_default()
-                    .insert((line.trim().to_string(), ip));
-            }
-        }
-        Ok(NodeObjects { by_kind })
-    }
-
-    /// The bench-range addresses of one kind.
-    fn soak_ips(&self, kind: &str) -> BTreeSet<Ipv4Addr> {
-        self.by_kind
-            .get(kind)
-            .into_iter()
-            .flatten()
-            .map(|(_, ip)| *ip)
-            .filter(|ip| is_soak(*ip))
-            .collect()
-    }
-
-    /// The objects of one kind outside the bench's range (the topology's).
-    fn others(&self, kind: &str) -> BTreeSet<(String, Ipv4Addr)> {
-        self.by_kind
-            .get(kind)
-            .into_iter()
-            .flatten()
-            .filter(|(_, ip)| !is_soak(*ip))
-            .cloned()
-            .collect()
-    }
-}
-
-fn diff(label: &str, got: &BTreeSet<Ipv4Addr>, want: &BTreeSet<Ipv4Addr>) -> Option<String> {
-    let missing: Vec<_> = want.difference(got).take(10).collect();
-    let extra: Vec<_> = got.difference(want).take(10).collect();
-    if missing.is_empty() && extra.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "{label}: {} missing (first {missing:?}), {} extra (first {extra:?})",
-        want.difference(got).count(),
-        got.difference(want).count()
-    ))
-}
-
 fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Result<Vec<String>> {
     let mut node: BenchNode = rt.block_on(start_node(args.ports, args.seed, "soak"))?;
     let provider = node.topo.provider_switch();
@@ -620,6 +237,12 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     }
     let config = node.config(args.reconcile_interval);
     let opts = node.options(QueueConfig::default())?;
+    let vswitchd = vswitchd::Vswitchd::start(&node.ns, &node.ovs, &node.dir.path().join("ovs-run"))
+        .context("ovs-vswitchd for br-ex")?;
+    // What the namespace holds before the agent ever ran: the end check
+    // leaves it out. Whether this kernel has VRFs: which ops it refuses.
+    let before_agent = NodeObjects::read(&node.ns)?;
+    let refused = refused_ops(kernel_has_vrf(&node.ns));
 
     let shutdown = CancellationToken::new();
     let t = Instant::now();
@@ -634,7 +257,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         std::thread::sleep(Duration::from_millis(500));
         let objects = NodeObjects::read(&node.ns)?;
         let n = objects.by_kind.get("address").map_or(0, BTreeSet::len);
-        let ours = objects.soak_ips("address") == churn.expected();
+        let ours = objects.ips("address", is_soak) == churn.expected();
         if n != last.0 {
             last = (n, Instant::now());
         } else if ours && last.1.elapsed() > Duration::from_secs(3) {
@@ -645,24 +268,8 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         }
     }
     let baseline = NodeObjects::read(&node.ns)?;
-    // Before the bench's own plan below: its second copy of the databases
-    // stays in this process's heap (the allocator keeps it), which counts
-    // against the bound, never for it.
     let rss_synced = rss_kib();
     let heap_synced = heap::live();
-    // What the agent cannot converge on this node whatever OVN says (on a
-    // kernel without VRF support, the VRF and its enslavement): the plan
-    // right after the sync. The end check wants exactly this plan again.
-    let unconvergeable = rt
-        .block_on(plan_once(&config, &opts))
-        .context("planning after the initial sync")?
-        .plan;
-    let unconvergeable = if unconvergeable.is_empty() {
-        String::new()
-    } else {
-        render_plan(&unconvergeable)
-    };
-    let rss_planned = rss_kib();
     println!(
         "initial sync: {:.1} s, {} addresses on bgp-nic ({} of the bench), RSS {:.1} MiB",
         t.elapsed().as_secs_f64() - 3.0,
@@ -670,15 +277,11 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         churn.expected().len(),
         mib(rss_synced)
     );
-    println!(
-        "  RSS after the bench's own plan (a second copy of the databases): {:.1} MiB",
-        mib(rss_planned)
-    );
     for (kind, set) in &baseline.by_kind {
         println!(
             "  node after the sync: {kind}: {} ({} in the bench's range)",
             set.len(),
-            baseline.soak_ips(kind).len()
+            baseline.ips(kind, is_soak).len()
         );
     }
 
@@ -730,7 +333,7 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     let t = Instant::now();
     let mut settled: Option<f64> = None;
     while t.elapsed() < Duration::from_secs(300) {
-        let got = NodeObjects::read(&node.ns)?.soak_ips("address");
+        let got = NodeObjects::read(&node.ns)?.ips("address", is_soak);
         if got == want {
             settled.get_or_insert(t.elapsed().as_secs_f64());
             if t.elapsed().as_secs_f64() - settled.unwrap_or(0.0) > 5.0 {
@@ -749,54 +352,61 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
     shutdown.cancel();
     let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), daemon).await });
 
+    let injected = if args.inject_leak {
+        inject_leaks(&node.ns, node.dir.path(), vswitchd.as_ref())?
+    } else {
+        Vec::new()
+    };
+
     let mut failures = Vec::new();
     let end = NodeObjects::read(&node.ns)?;
     // (b) bgp-nic carries exactly what the churn's final state exposes.
-    if let Some(d) = diff("bgp-nic addresses", &end.soak_ips("address"), &want) {
+    if let Some(d) = diff("bench addresses", &end.ips("address", is_soak), &want) {
         failures.push(d);
     }
-    // (c) no leak: every kind's bench-range objects are the expected
-    // addresses (kinds the agent writes per exposure) or none at all, and
-    // the topology's objects are exactly those after the initial sync.
+    // (c) no leak in the bench's ranges: per kind and family, the
+    // bench-range objects are the expected addresses (where the agent
+    // writes that kind per exposure: it did after the sync) or none. Proxy
+    // neighbours are per network, not per exposure: check (a) has them.
     for (kind, set) in &end.by_kind {
-        let ours = end.soak_ips(kind);
-        let per_exposure = !baseline.soak_ips(kind).is_empty();
-        let expect = if per_exposure {
-            want.clone()
-        } else {
-            BTreeSet::new()
-        };
-        if let Some(d) = diff(&format!("{kind}s in the bench's range"), &ours, &expect) {
-            failures.push(d);
-        }
-        let (now, before) = (end.others(kind), baseline.others(kind));
-        if now != before {
-            failures.push(format!(
-                "topology {kind}s changed: {} now, {} after the sync",
-                now.len(),
-                before.len()
-            ));
+        for v6 in [false, true] {
+            if *kind == "proxy neighbour" {
+                continue;
+            }
+            let in_family = |ip: IpAddr| is_soak(ip) && ip.is_ipv6() == v6;
+            let per_exposure = !baseline.ips(kind, in_family).is_empty();
+            let expect: BTreeSet<IpAddr> = if per_exposure {
+                want.iter()
+                    .copied()
+                    .filter(|ip| ip.is_ipv6() == v6)
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
+            let family = if v6 { "IPv6" } else { "IPv4" };
+            let label = format!("{family} {} in the bench's range", plural(kind));
+            failures.extend(diff(&label, &end.ips(kind, in_family), &expect));
         }
         println!(
             "  node at the end: {kind}: {} ({} in the bench's range)",
             set.len(),
-            ours.len()
+            end.ips(kind, is_soak).len()
         );
     }
-    // (a) the agent's own plan against the live DBs and node is empty.
-    let planned = rt
-        .block_on(plan_once(&config, &opts))
-        .context("planning against the live databases")?;
-    let rendered = if planned.plan.is_empty() {
-        String::new()
-    } else {
-        render_plan(&planned.plan)
-    };
-    if rendered != unconvergeable {
-        failures.push(format!(
-            "the plan is not the one after the initial sync:\n{rendered}\nafter the sync it was:\n{unconvergeable}"
-        ));
-    }
+    // (a) the node against a fresh desired state of the final databases:
+    // the plan holds only the refused ops, every IP-carrying object (IPv4
+    // and IPv6) is the desired state's, FRR has its text.
+    let frr_applied = std::fs::read_to_string(node.dir.path().join(common::FRR_LAST_APPLIED)).ok();
+    let end_check = rt.block_on(EndCheck::run(
+        &config,
+        &opts,
+        &node.ns,
+        &before_agent,
+        frr_applied,
+        &refused,
+        vswitchd.as_ref(),
+    ))?;
+    failures.extend(end_check.failures.iter().cloned());
     // (d) RSS flat.
     let ratio = rss_end as f64 / rss_synced.max(1) as f64;
     if ratio > args.rss_bound {
@@ -863,17 +473,107 @@ fn soak(args: &Args, rt: &tokio::runtime::Runtime, counters: &Counters) -> Resul
         heap::mib(heap::peak())
     );
     println!(
-        "  plan against the live DBs and node: {} steps, {} (the ones this node refuses after the sync too)",
-        planned.plan.steps.len(),
-        if rendered == unconvergeable { "the same" } else { "NOT the same" }
+        "  plan against a fresh desired state of the final databases: {} steps, {} of them refused by this node (named in the bench):",
+        end_check.plan.steps.len(),
+        end_check.refused.len()
     );
-    if !unconvergeable.is_empty() {
-        println!("  the node refuses, after the sync and at the end:\n{unconvergeable}");
+    for op in &end_check.refused {
+        println!("    refused: {op}");
+    }
+    if vswitchd.is_some() {
+        println!(
+            "  flows: {} of the agent's read back from ovs-vswitchd (cookies 999 and 998)",
+            end_check.flows_checked
+        );
+    }
+    if let Some(lines) = end_check.frr_lines {
+        println!("  FRR: the desired state's text ({lines} lines) checked against the text the agent applied last");
+    }
+    for what in &end_check.unchecked {
+        println!("  not checked: {what}");
+    }
+    if args.inject_leak {
+        return Ok(injected_check(&injected, &failures));
     }
     for (w, n) in counters.warnings.lock().expect("warnings").iter() {
         println!("  warning x{n}: {w}");
     }
     Ok(failures)
+}
+
+/// Objects the agent did not make, left on the node after the daemon
+/// stopped (`inject-leak`): an IPv6 address in the bench's range on
+/// `bgp-nic`, an IPv4 host route in a table of its own and an IPv6 rule;
+/// and the FRR text applied last loses its last line (an apply that never
+/// happened); with ovs-vswitchd, a flow with the agent's cookie 999 on
+/// `br-ex`. Returns what the end check must name.
+fn inject_leaks(
+    ns: &Netns,
+    dir: &std::path::Path,
+    vswitchd: Option<&vswitchd::Vswitchd>,
+) -> Result<Vec<String>> {
+    ns.ip(&["-6", "addr", "add", "fd28:31::dead/128", "dev", "bgp-nic"])?;
+    ns.ip(&[
+        "-4",
+        "route",
+        "add",
+        "172.31.255.250/32",
+        "dev",
+        "br-ex",
+        "table",
+        "4242",
+    ])?;
+    ns.ip(&[
+        "-6",
+        "rule",
+        "add",
+        "to",
+        "fd28:31::beef",
+        "lookup",
+        "4242",
+        "priority",
+        "1000",
+    ])?;
+    let frr = dir.join(common::FRR_LAST_APPLIED);
+    let text = std::fs::read_to_string(&frr).context("the FRR text applied last")?;
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    std::fs::write(&frr, lines.join("\n"))?;
+    println!("inject-leak: left fd28:31::dead on bgp-nic, a route to 172.31.255.250 in table 4242, a rule to fd28:31::beef; dropped the last line of the FRR text applied last");
+    let mut injected: Vec<String> = [
+        "fd28:31::dead",
+        "172.31.255.250",
+        "fd28:31::beef",
+        "FRR text",
+    ]
+    .map(String::from)
+    .to_vec();
+    if let Some(v) = vswitchd {
+        v.add_flow("br-ex", "cookie=999,priority=901,ipv6,actions=NORMAL")?;
+        println!("inject-leak: added a flow with cookie 999 on br-ex");
+        injected.push("cookie 999".to_string());
+    }
+    Ok(injected)
+}
+
+/// With `inject-leak`: the run passes only when the end check reported
+/// each injected object (then its failures are what was asked for).
+fn injected_check(injected: &[String], failures: &[String]) -> Vec<String> {
+    for f in failures {
+        println!("  end check reported: {f}");
+    }
+    let unreported: Vec<&String> = injected
+        .iter()
+        .filter(|ip| !failures.iter().any(|f| f.contains(ip.as_str())))
+        .collect();
+    if unreported.is_empty() {
+        println!("inject-leak: the end check reported every injected object");
+        Vec::new()
+    } else {
+        vec![format!(
+            "inject-leak: the end check did not report {unreported:?}"
+        )]
+    }
 }
 
 fn main() -> Result<()> {
@@ -903,8 +603,11 @@ fn main() -> Result<()> {
         args.restarts
     );
     let failures = soak(&args, &rt, &counters)?;
-    if failures.is_empty() {
-        println!("soak: all checks passed (plan as after the sync, bgp-nic as expected, no leaked object, RSS within bound)");
+    if failures.is_empty() && args.inject_leak {
+        println!("soak inject-leak: the end check reported every injected object");
+        Ok(())
+    } else if failures.is_empty() {
+        println!("soak: all checks passed (node = fresh desired state but the refused ops, bench addresses as expected, no leaked object, RSS within bound)");
         Ok(())
     } else {
         for f in &failures {

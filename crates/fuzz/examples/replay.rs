@@ -38,10 +38,10 @@ fn main() {
             cases as f64 / secs,
             corpus.len()
         ),
-        Err(input) => {
+        Err(failure) => {
             let path = format!("replay-failure-{target}");
-            let _ = std::fs::write(&path, &input);
-            eprintln!("replay {target}: an input panicked, kept in {path}");
+            let _ = std::fs::write(&path, &failure.input);
+            eprintln!("replay {target}: {failure}; input kept in {path}");
             std::process::exit(1);
         }
     }

@@ -1,11 +1,13 @@
 //! The pipeline harness (structure-aware): a golden scenario's OVN
 //! databases, one of its node states and its configuration, each edited a
-//! few times (typed row edits, [`crate::rows`], through the scenario's live
-//! snapshot; or JSON edits, [`crate::mutate`], through a fresh build), go
-//! through the snapshot builder and the daemon's [`Pipeline`] (node facts
-//! by [`node_facts`], one run: desired state, the edited node state given
-//! through the pipeline's port, whole plan; with no previous result, the
-//! unedited scenario's, or its own).
+//! few times (typed row edits, [`crate::rows`], through a live snapshot of
+//! the scenario built for the input; or JSON edits, [`crate::mutate`],
+//! through a fresh build), go through the snapshot builder and the
+//! daemon's [`Pipeline`] (node facts by [`node_facts`], one run: desired
+//! state, the edited node state given through the pipeline's port, whole
+//! plan; with no previous result, the unedited scenario's, or its own).
+//! Each input builds its own state: what was parsed once per scenario and
+//! shared is never changed.
 //!
 //! Checked: nothing panics; (one input in sixteen) the live snapshot
 //! patched to the edited rows equals a fresh build, and patched back equals
@@ -266,27 +268,52 @@ pub enum Stage {
     Planned,
 }
 
+/// What one input led to: how far it went, the snapshot it built and the
+/// plan it got (rendered; or the planner's refusal). Each input builds its
+/// own state, so one input always leads to the same outcome, whatever ran
+/// before it.
+#[derive(Debug, PartialEq)]
+pub struct Outcome {
+    pub stage: Stage,
+    pub snapshot: Option<Snapshot>,
+    pub plan: Option<String>,
+}
+
 /// The harness: `data` chooses a scenario and a node state, then edits.
 pub fn run(data: &[u8]) {
-    run_to(data);
+    run_observed(data);
 }
 
 /// [`run`], saying how far the input went.
 pub fn run_to(data: &[u8]) -> Stage {
-    let mut stage = Stage::Rejected;
-    let _ = run_unstructured(&mut Unstructured::new(data), &mut stage);
-    stage
+    run_observed(data).stage
 }
 
-/// The scenario's snapshot with `n` typed row edits, taken from the
-/// scenario's live snapshot patched with them (and patched back after).
-fn row_edited_snapshot(
-    u: &mut Unstructured,
-    index: usize,
-    base: &Base,
-    n: u8,
-    check: bool,
-) -> Result<Snapshot> {
+/// [`run`], saying what the input led to.
+pub fn run_observed(data: &[u8]) -> Outcome {
+    let mut outcome = Outcome {
+        stage: Stage::Rejected,
+        snapshot: None,
+        plan: None,
+    };
+    let _ = run_unstructured(&mut Unstructured::new(data), &mut outcome);
+    outcome
+}
+
+/// Which scenario `data` chooses (its first choice), if any.
+pub fn scenario_of(data: &[u8]) -> Option<usize> {
+    Unstructured::new(data).choose_index(bases().len()).ok()
+}
+
+/// The scenario's snapshot with `n` typed row edits: a live snapshot of
+/// the scenario's rows, built for this input alone, patched with them.
+/// With `check`, it is also patched back, and both must equal fresh builds.
+///
+/// Built per input, never kept: a snapshot kept between inputs and patched
+/// back after each would hand the next input whatever an input that
+/// panicked half-way left in it, so a crash would depend on the inputs
+/// before it and not reproduce alone.
+fn row_edited_snapshot(u: &mut Unstructured, base: &Base, n: u8, check: bool) -> Result<Snapshot> {
     let tables = base.db_tables();
     let mut edits = Edits::new();
     for _ in 0..n {
@@ -304,19 +331,14 @@ fn row_edited_snapshot(
             .map(|((_, t, u), r)| (t.as_str(), *u, r.as_ref()))
     };
     let ovs_edited = edits.keys().any(|(d, _, _)| *d == 2);
-    let snapshot = LIVE.with(|cell| {
-        let mut lives = cell.borrow_mut();
-        if lives.len() <= index {
-            lives.resize_with(index + 1, || None);
-        }
-        let live = lives[index].get_or_insert_with(|| base.live());
-        live.apply_nb(of_db(0));
-        live.apply_sb(of_db(1));
-        let edited = ovs_edited.then(|| rows::apply(&tables, &edits));
-        if let Some(e) = &edited {
-            live.reset_ovs(&e[2]);
-        }
-        let snapshot = live.snapshot();
+    let mut live = base.live();
+    live.apply_nb(of_db(0));
+    live.apply_sb(of_db(1));
+    if ovs_edited {
+        live.reset_ovs(&rows::apply(&tables, &edits)[2]);
+    }
+    let snapshot = live.snapshot();
+    if check {
         // Back to the scenario's rows.
         let back = |db: usize| {
             edits
@@ -329,15 +351,10 @@ fn row_edited_snapshot(
         if ovs_edited {
             live.reset_ovs(tables[2]);
         }
-        if check {
-            assert!(
-                live.snapshot() == base.snapshot,
-                "the live snapshot patched back to the scenario's rows differs from its build"
-            );
-        }
-        snapshot
-    });
-    if check {
+        assert!(
+            live.snapshot() == base.snapshot,
+            "the live snapshot patched back to the scenario's rows differs from its build"
+        );
         let [nb, sb, ovs] = rows::apply(&tables, &edits);
         assert!(
             Snapshot::build_with_sb(&nb, &sb, &ovs) == snapshot,
@@ -392,26 +409,17 @@ fn json_edited_snapshot(u: &mut Unstructured, base: &Base, n: u8, check: bool) -
     Ok(snapshot)
 }
 
-thread_local! {
-    /// Per scenario, its live snapshot, built on first use and patched
-    /// back after every input.
-    static LIVE: std::cell::RefCell<Vec<Option<LiveSnapshot>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 fn datum_pool() -> &'static DatumPool {
     static POOL: OnceLock<DatumPool> = OnceLock::new();
     POOL.get_or_init(|| DatumPool::harvest(bases().iter().flat_map(|b| b.tables.dbs.values())))
 }
 
-fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
+fn run_unstructured(u: &mut Unstructured, outcome: &mut Outcome) -> Result<()> {
     let bases = bases();
-    let (index, base) = {
-        let i = u.choose_index(bases.len())?;
-        (i, &bases[i])
-    };
+    let base = &bases[u.choose_index(bases.len())?];
     let node_index = u.choose_index(base.nodes.len().max(1))?;
-    // Mostly typed row edits through the kept live snapshot (cheap, the
-    // agent's own path); one input in eight edits the JSON instead, which
+    // Mostly typed row edits through a live snapshot (the agent's own
+    // path); one input in eight edits the JSON instead, which
     // can break what typed edits cannot (tags, uuids, whole tables).
     let json_path = u.ratio(1, 8)?;
     let ovn_edits = u.int_in_range(0..=10)?;
@@ -431,9 +439,10 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
     let snapshot = if json_path {
         json_edited_snapshot(u, base, ovn_edits, check_live)?
     } else {
-        row_edited_snapshot(u, index, base, ovn_edits, check_live)?
+        row_edited_snapshot(u, base, ovn_edits, check_live)?
     };
-    *stage = Stage::Snapshot;
+    outcome.stage = Stage::Snapshot;
+    outcome.snapshot = Some(snapshot.clone());
 
     // The configuration, edited.
     let edited_config;
@@ -500,21 +509,23 @@ fn run_unstructured(u: &mut Unstructured, stage: &mut Stage) -> Result<()> {
         base,
         node_index,
         node_edits,
-        stage,
+        stage: &mut outcome.stage,
     };
     let run = pipeline.run_now(inputs, PlanScope::Whole, &mut observer);
-    match run {
+    let plan = match run {
         Err(PipelineError::Desired(_) | PipelineError::Observe(_)) => return Ok(()),
-        Err(PipelineError::Plan(_)) => {}
+        Err(PipelineError::Plan(refused)) => format!("refused: {refused}"),
         Ok(run) => {
             let violations = order_violations(&run.planned.plan.steps);
             assert!(
                 violations.is_empty(),
                 "a plan breaks the ordering rules: {violations:?}"
             );
+            run.planned.plan.to_string()
         }
-    }
-    *stage = Stage::Planned;
+    };
+    outcome.stage = Stage::Planned;
+    outcome.plan = Some(plan);
     Ok(())
 }
 

@@ -113,6 +113,7 @@ pub fn fresh_node_namespace(node: &mut BenchNode, tag: &str) -> Result<()> {
     node.ns = node_namespace(tag)?;
     write_rt_tables(node.dir.path())?;
     let _ = std::fs::remove_file(node.dir.path().join("frr-running.conf"));
+    let _ = std::fs::remove_file(node.dir.path().join(FRR_LAST_APPLIED));
     Ok(())
 }
 
@@ -141,6 +142,7 @@ impl BenchNode {
                 dummy_kind: "ifb".into(),
                 // No ovs-vswitchd: `ovs-ofctl show br-ex` fails on the empty
                 // run dir, so the bridge counts as absent (one spawn per observe).
+                // The soak starts one there (benches/soak/vswitchd.rs).
                 ovs_rundir: Some(self.dir.path().join("ovs-run")),
                 // No FRR: a script stands in for vtysh and answers like a
                 // healthy FRR (see `fake_vtysh`).
@@ -174,9 +176,14 @@ pub fn addresses_on(ns: &Netns, dev: &str) -> usize {
     kernel_events::announcements_on(ns, dev, obgp_config::AnnounceWith::Address)
 }
 
+/// Where [`fake_vtysh`] keeps the last file it was given with `-f`: the
+/// FRR text the agent applied last.
+pub const FRR_LAST_APPLIED: &str = "frr-last-applied.conf";
+
 /// A vtysh stand-in that behaves like a healthy FRR (after an optional
 /// `--vty_socket DIR`, which it ignores): `-f FILE` keeps the
-/// file's lines as the running configuration, `-c "show running-config"`
+/// file's lines as the running configuration (and the file itself as
+/// [`FRR_LAST_APPLIED`]), `-c "show running-config"`
 /// prints them, anything else succeeds silently. With plain `true`, every
 /// FRR check (periodic, retry) found no config and re-applied it, a cost
 /// (two process spawns) a node with a running FRR does not pay.
@@ -191,11 +198,12 @@ pub fn fake_vtysh(dir: &std::path::Path) -> Result<String> {
             "#!/bin/sh\n\
              [ \"$1\" = --vty_socket ] && shift 2\n\
              case \"$1 $2\" in\n\
-             \"-f \"*) cat \"$2\" >> '{r}' ;;\n\
+             \"-f \"*) cat \"$2\" >> '{r}'; cp \"$2\" '{l}' ;;\n\
              \"-c show running-config\") cat '{r}' 2>/dev/null ;;\n\
              esac\n\
              exit 0\n",
-            r = running.display()
+            r = running.display(),
+            l = dir.join(FRR_LAST_APPLIED).display()
         ),
     )?;
     Ok(script.display().to_string())

@@ -32,6 +32,8 @@ pub use local_cluster::{observed_of, LocalClusterError, LocalClusterSource};
 pub use ofports::{ofports, OfPorts};
 pub use port_conditions::{conditional, PortConditions};
 pub use sources::{OvnSources, ReconcileInputs};
-pub use trigger::{Trigger, TriggerBatch, LOCAL_CLUSTER_NB, LOCAL_CLUSTER_CHANGE, LOCAL_OVS_CHANGE};
+pub use trigger::{
+    Trigger, TriggerBatch, LOCAL_CLUSTER_CHANGE, LOCAL_CLUSTER_NB, LOCAL_OVS_CHANGE,
+};
 pub use view::FilterView;
 pub use watchers::{event_filter, every_change, netlink_overrun, resync, TriggerSink};

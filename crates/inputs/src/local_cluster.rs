@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_local_cluster::{LocalClusterRows, LocalClusterPlan, NbOp, NbTable, Observed};
+use obgp_local_cluster::{LocalClusterPlan, LocalClusterRows, NbOp, NbTable, Observed};
 use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -97,7 +97,10 @@ impl LocalClusterSource {
     /// Plans `desired` against the monitored rows and, when anything
     /// differs, runs the operations as one transaction. Returns the plan
     /// (its `problems` name the rows the planner skipped).
-    pub async fn write(&self, desired: &LocalClusterRows) -> Result<LocalClusterPlan, LocalClusterError> {
+    pub async fn write(
+        &self,
+        desired: &LocalClusterRows,
+    ) -> Result<LocalClusterPlan, LocalClusterError> {
         let plan = self.plan(desired)?;
         self.run(&plan).await?;
         Ok(plan)
@@ -122,16 +125,13 @@ impl LocalClusterSource {
         }
         let ops: Vec<Value> = plan.ops.iter().map(NbOp::wire).collect();
         let n = ops.len();
-        let results =
-            self.source
-                .client
-                .transact(ops)
-                .await
-                .map_err(|source| LocalClusterError::Transact {
-                    remotes: self.remotes.clone(),
-                    ops: n,
-                    source,
-                })?;
+        let results = self.source.client.transact(ops).await.map_err(|source| {
+            LocalClusterError::Transact {
+                remotes: self.remotes.clone(),
+                ops: n,
+                source,
+            }
+        })?;
         self.wait_seen(&inserted(plan, &results)).await
     }
 

@@ -1,0 +1,1 @@
+//! The SB drivers' world (filled in below).

@@ -101,7 +101,11 @@ pub struct Planned {
 impl Planned {
     /// Whether nothing is to be done, on the node or in the local NB.
     pub fn is_empty(&self) -> bool {
-        self.plan.is_empty() && self.local_nb.as_ref().is_none_or(LocalClusterPlan::is_empty)
+        self.plan.is_empty()
+            && self
+                .local_nb
+                .as_ref()
+                .is_none_or(LocalClusterPlan::is_empty)
     }
 }
 

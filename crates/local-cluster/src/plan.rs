@@ -285,7 +285,11 @@ fn marked(row: &Row) -> bool {
 }
 
 impl<'a> Index<'a> {
-    fn build(observed: &'a Observed, desired: &LocalClusterRows, problems: &mut Vec<String>) -> Self {
+    fn build(
+        observed: &'a Observed,
+        desired: &LocalClusterRows,
+        problems: &mut Vec<String>,
+    ) -> Self {
         let rows = |t: NbTable| observed.get(t.name()).into_iter().flatten();
         // Parents first: per-parent keys need the parent's name.
         let mut parent: HashMap<Uuid, (Uuid, RowKey, &'static str)> = HashMap::new();

@@ -1,7 +1,9 @@
 //! The local-NB planner on plain values: small desired sets against
 //! hand-written observed rows.
 
-use obgp_local_cluster::{apply_in_memory, plan, LocalClusterRows, LocalRow, NbOp, NbTable, Observed, Value};
+use obgp_local_cluster::{
+    apply_in_memory, plan, LocalClusterRows, LocalRow, NbOp, NbTable, Observed, Value,
+};
 use obgp_ovsdb_data::{Row, Uuid};
 use serde_json::json;
 

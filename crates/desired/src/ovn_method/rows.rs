@@ -296,7 +296,12 @@ fn default_routes(
 
 /// Per announced IP with a MAC, the binding that makes the router send to
 /// the port's MAC rather than resolve it through the proxy-ARP port.
-fn static_mac_bindings(nb: &mut LocalClusterRows, port: &str, exposure: &Desired, notes: &mut Vec<String>) {
+fn static_mac_bindings(
+    nb: &mut LocalClusterRows,
+    port: &str,
+    exposure: &Desired,
+    notes: &mut Vec<String>,
+) {
     for (ip, e) in &exposure.exposed {
         let Some(mac) = e.wiring.as_ref().and_then(|w| w.lladdr) else {
             notes.push(format!(

@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod evpn;
 pub mod nb;
+pub mod nb_own;
 pub mod neutron;
 pub mod registry;
 pub mod sb;

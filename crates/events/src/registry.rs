@@ -525,6 +525,8 @@ pub struct Filters {
     /// The stretched-L2 driver: the agent's own wake-ups
     /// ([`crate::stretched`]) come on top of upstream's classes.
     stretched_l2: bool,
+    /// The NB driver: the agent's own FIP NAT wake-up ([`crate::nb_own`]).
+    nb: bool,
 }
 
 impl Filters {
@@ -637,14 +639,19 @@ impl Filters {
             distributed,
             centralized,
             stretched_l2: config.driver == Driver::OvnStretchedL2BgpDriver,
+            nb: config.driver == Driver::NbOvnBgpDriver,
         }
     }
 
-    /// The agent's own reasons for `change`, beyond upstream's classes
-    /// (the stretched-L2 driver's, [`crate::stretched::reasons`]).
-    pub fn own_reasons(&self, change: &Change) -> Vec<&'static str> {
+    /// The agent's own reasons for `change`, beyond upstream's classes:
+    /// the stretched-L2 driver's ([`crate::stretched::reasons`]), the NB
+    /// driver's FIP NAT changes ([`crate::nb_own::reasons`], which reads
+    /// `view`).
+    pub fn own_reasons(&self, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
         if self.stretched_l2 {
             crate::stretched::reasons(change)
+        } else if self.nb {
+            crate::nb_own::reasons(change, view)
         } else {
             Vec::new()
         }

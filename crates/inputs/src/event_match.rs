@@ -16,7 +16,8 @@
 //! match costs one reconcile that plans nothing; a missed one costs up to
 //! `reconcile_interval` of latency. Last, the driver's own wake-ups
 //! ([`Filters::own_reasons`]: the stretched-L2 driver's gateway and
-//! address-scope changes on any chassis).
+//! address-scope changes on any chassis, the NB driver's FIP NAT changes
+//! that concern this node).
 
 use obgp_events::{AgentView, EventKind, Filters, RowView};
 use obgp_ovsdb_data::{Atom, Change, ChangeKind, Datum, Row};
@@ -24,7 +25,7 @@ use obgp_ovsdb_data::{Atom, Change, ChangeKind, Datum, Row};
 /// The classes `change` matches, as reconcile reasons.
 pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
     let mut out = upstream_reasons(filters, change, view);
-    for r in filters.own_reasons(change) {
+    for r in filters.own_reasons(change, view) {
         if !out.contains(&r) {
             out.push(r);
         }
@@ -196,7 +197,7 @@ mod tests {
         );
         assert_eq!(reasons(&filters, &c, &View), ["StretchedL2GatewayChange"]);
         // The NB driver has no such wake-up.
-        assert!(nb_filters().own_reasons(&c).is_empty());
+        assert!(nb_filters().own_reasons(&c, &View).is_empty());
     }
 
     /// A tenant port with a distributed FIP bound to this node, as a

@@ -12,26 +12,86 @@
 //! says centralized, wakes nothing upstream until its next sync. Found by
 //! the trigger oracle (obgp-inputs, tests/trigger_oracle).
 //!
-//! This predicate wakes a reconcile for any change of a `dnat_and_snat`
-//! NAT that concerns this node: its external IP (before or after) is
-//! announced here, its logical port (before or after) is bound here, or
-//! its gateway port is hosted here. A spurious wake-up costs one
-//! reconcile that plans nothing.
+//! The desired state also exposes a port's distributed FIP whenever its NAT
+//! carries a MAC, while upstream's LSP FIP classes are registered only
+//! while NB_Global says FIPs are distributed. Neutron writes the flag and
+//! the NATs in separate transactions; in between, a port with a FIP bound
+//! here, unbound, or going up or down woke nothing (trigger oracle, NB
+//! underlay, seed 1 steps 13 and 37).
+//!
+//! Two predicates, each waking a reconcile for a change that concerns
+//! this node:
+//! - [`FIP_NAT_CHANGE`]: any change of a `dnat_and_snat` NAT whose external
+//!   IP (before or after) is announced here, whose logical port (before or
+//!   after) is bound here, or whose gateway port is hosted here;
+//! - [`FIP_PORT_CHANGE`]: a VM or virtual port with `neutron:port_fip` that
+//!   became, or stopped being, up and bound here (created, deleted,
+//!   rebound, up or down), whatever the FIP mode.
+//!
+//! A spurious wake-up costs one reconcile that plans nothing.
 
 use obgp_ovn::neutron::{key, nat_type, port_type};
-use obgp_ovsdb_data::{Change, Row};
+use obgp_ovsdb_data::{Change, ChangeKind, Row};
 
 use crate::agent::AgentView;
 use crate::neutron::port_chassis;
+use crate::view::RowView;
 
 /// Reason: a FIP's NAT row that concerns this node changed.
 pub const FIP_NAT_CHANGE: &str = "FipNatChange";
+/// Reason: a port with a FIP became, or stopped being, up and bound here.
+pub const FIP_PORT_CHANGE: &str = "FipPortChange";
 
 /// The agent's own reasons for `change` of the NB database.
 pub fn reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
-    if &*change.table != "NAT" {
-        return Vec::new();
+    match &*change.table {
+        "NAT" => nat_reasons(change, view),
+        "Logical_Switch_Port" => port_reasons(change, view),
+        _ => Vec::new(),
     }
+}
+
+fn port_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
+    let (before, after) = match change.kind {
+        ChangeKind::Insert => (None, change.new.as_deref().cloned()),
+        ChangeKind::Delete => (change.old.as_deref().cloned(), None),
+        ChangeKind::Update => {
+            // `old` lists the changed columns; the others are the new row's.
+            let before = change.new.as_deref().map(|new| {
+                let mut row = new.clone();
+                for (name, value) in change.old.iter().flat_map(|o| o.columns.iter()) {
+                    row.columns.insert(name.clone(), value.clone());
+                }
+                row
+            });
+            (before, change.new.as_deref().cloned())
+        }
+    };
+    let here = |row: &Option<Row>| row.as_ref().is_some_and(|r| fip_port_up_here(r, view));
+    if here(&before) != here(&after) {
+        vec![FIP_PORT_CHANGE]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A VM or virtual port with `neutron:port_fip`, up, bound here.
+fn fip_port_up_here(port: &Row, view: &dyn AgentView) -> bool {
+    let vm = matches!(
+        port.str("type").unwrap_or(""),
+        port_type::VM | port_type::VIRTUAL
+    );
+    let fip = port
+        .map_str("external_ids", key::PORT_FIP)
+        .is_some_and(|f| !f.is_empty());
+    let up = port.bool("up") == Some(true);
+    vm && fip
+        && up
+        && port_chassis(&RowView::complete(port), view.chassis(), port_type::VM)
+            .is_ok_and(|c| c.is(view.chassis()))
+}
+
+fn nat_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
     // `old` of an update lists the changed columns only; the unchanged
     // ones are the new row's.
     let rows: Vec<&Row> = change.new.iter().chain(&change.old).map(|r| &**r).collect();
@@ -112,6 +172,64 @@ mod tests {
             json!({"external_ip": "172.24.4.16"}),
         );
         assert!(reasons(&snat, &agent).is_empty());
+    }
+
+    fn port(chassis: &str, up: bool) -> serde_json::Value {
+        json!({"name": "vm-1", "type": "", "up": up,
+               "addresses": "fa:16:3e:00:00:12 10.0.1.12",
+               "options": ["map", [["requested-chassis", chassis]]],
+               "external_ids": ["map", [["neutron:port_fip", "172.24.4.15"],
+                                        ["neutron:host_id", chassis]]]})
+    }
+
+    /// Found by the trigger oracle (NB underlay, seed 1 step 13): with
+    /// NB_Global saying centralized and the NAT still carrying its MAC,
+    /// a port with a FIP bound here woke nothing.
+    #[test]
+    fn a_port_with_a_fip_bound_here_or_away_wakes_a_reconcile() {
+        let agent = FakeAgent {
+            chassis: "host-1".into(),
+            ..FakeAgent::default()
+        };
+        let lsp = |new: serde_json::Value, old: Option<serde_json::Value>, kind| Change {
+            table: Arc::from("Logical_Switch_Port"),
+            uuid: uuid(2),
+            kind,
+            new: Some(Arc::new(row(new))),
+            old: old.map(|o| Arc::new(row(o))),
+        };
+        let moved_here = lsp(
+            port("host-1", true),
+            Some(
+                json!({"options": ["map", [["requested-chassis", "host-2"]]],
+                        "external_ids": ["map", [["neutron:port_fip", "172.24.4.15"],
+                                                 ["neutron:host_id", "host-2"]]]}),
+            ),
+            ChangeKind::Update,
+        );
+        assert_eq!(reasons(&moved_here, &agent), [FIP_PORT_CHANGE]);
+        let went_down = lsp(
+            port("host-1", false),
+            Some(json!({"up": true})),
+            ChangeKind::Update,
+        );
+        assert_eq!(reasons(&went_down, &agent), [FIP_PORT_CHANGE]);
+        let mut deleted = lsp(port("host-1", true), None, ChangeKind::Delete);
+        deleted.old = deleted.new.take();
+        assert_eq!(reasons(&deleted, &agent), [FIP_PORT_CHANGE]);
+        // Elsewhere before and after, or a change of another column: nothing.
+        let elsewhere = lsp(
+            port("host-2", true),
+            Some(json!({"up": false})),
+            ChangeKind::Update,
+        );
+        assert!(reasons(&elsewhere, &agent).is_empty());
+        let relabelled = lsp(
+            port("host-1", true),
+            Some(json!({"name": "vm-0"})),
+            ChangeKind::Update,
+        );
+        assert!(reasons(&relabelled, &agent).is_empty());
     }
 
     /// A FIP's NAT gaining its MAC for a port bound here wakes a reconcile

@@ -277,8 +277,6 @@ pub trait World {
 
 #[derive(Default, Debug, Clone, Copy)]
 pub struct Figures {
-    /// Misses listed in [`KNOWN_OPEN`].
-    pub known_open: usize,
     pub changes: usize,
     pub desired_changes: usize,
     pub missed: usize,
@@ -289,8 +287,8 @@ impl fmt::Display for Figures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "changes {}, desired changes {}, missed triggers {} (+{} known open), wasted triggers {}",
-            self.changes, self.desired_changes, self.missed, self.known_open, self.wasted
+            "changes {}, desired changes {}, missed triggers {}, wasted triggers {}",
+            self.changes, self.desired_changes, self.missed, self.wasted
         )
     }
 }
@@ -325,13 +323,6 @@ fn diff(before: &str, after: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
-
-/// Misses found and not fixed yet, by (seed, step), for every NB method
-/// and mode whose run reaches them (docs/reliability.md, "Trigger
-/// completeness": a port with `neutron:port_fip` bound here or unbound,
-/// upstream's LSP FIP classes match nothing, cause not yet found). They
-/// are reported and counted, not failed.
-const KNOWN_OPEN: &[(u64, usize)] = &[(1, 13), (1, 37)];
 
 /// Runs `steps` random changes on `world` for `combo`; returns the figures
 /// and the misses (seed, step, change, triggers, diff).
@@ -380,13 +371,6 @@ pub async fn run(
             figures.desired_changes += 1;
         }
         match (changed, triggers.is_empty()) {
-            (true, true) if KNOWN_OPEN.contains(&(seed, step)) => {
-                println!(
-                    "{} seed {seed} step {step}: {what}: known open miss",
-                    combo.name
-                );
-                figures.known_open += 1;
-            }
             (true, true) => {
                 figures.missed += 1;
                 misses.push(format!(
@@ -453,7 +437,6 @@ pub fn check(combo: Combo, make: impl Fn(u64) -> Box<dyn World>) {
         total.desired_changes += f.desired_changes;
         total.missed += f.missed;
         total.wasted += f.wasted;
-        total.known_open += f.known_open;
         misses.extend(m);
     }
     println!("trigger oracle {}: {total}", combo.name);

@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod evpn;
+pub mod evpn_own;
 pub mod nb;
 pub mod nb_own;
 pub mod neutron;

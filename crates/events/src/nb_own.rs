@@ -24,9 +24,15 @@
 //! - [`FIP_NAT_CHANGE`]: any change of a `dnat_and_snat` NAT whose external
 //!   IP (before or after) is announced here, whose logical port (before or
 //!   after) is bound here, or whose gateway port is hosted here;
-//! - [`FIP_PORT_CHANGE`]: a VM or virtual port with `neutron:port_fip` that
-//!   became, or stopped being, up and bound here (created, deleted,
-//!   rebound, up or down), whatever the FIP mode.
+//! - [`PORT_EXPOSURE_CHANGE`]: a VM or virtual port with addresses that
+//!   became, or stopped being, *exposable here*: up, and bound here or on
+//!   a tenant network behind a gateway hosted here (created, deleted,
+//!   rebound, unbound, up or down, its type changed), whatever the FIP
+//!   mode. Upstream's LSP classes key on `up` flipping or on the binding
+//!   moving between named chassis; a port unbound (no chassis at all),
+//!   deleted while down in the same transaction, or turned into a
+//!   `localport` woke nothing (trigger oracle, NB underlay and vrf, long
+//!   run seeds 101-130).
 //!
 //! A spurious wake-up costs one reconcile that plans nothing.
 
@@ -39,8 +45,8 @@ use crate::view::RowView;
 
 /// Reason: a FIP's NAT row that concerns this node changed.
 pub const FIP_NAT_CHANGE: &str = "FipNatChange";
-/// Reason: a port with a FIP became, or stopped being, up and bound here.
-pub const FIP_PORT_CHANGE: &str = "FipPortChange";
+/// Reason: a VM or virtual port became, or stopped being, exposable here.
+pub const PORT_EXPOSURE_CHANGE: &str = "PortExposureChange";
 
 /// The agent's own reasons for `change` of the NB database.
 pub fn reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
@@ -67,28 +73,35 @@ fn port_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
             (before, change.new.as_deref().cloned())
         }
     };
-    let here = |row: &Option<Row>| row.as_ref().is_some_and(|r| fip_port_up_here(r, view));
+    let here = |row: &Option<Row>| row.as_ref().is_some_and(|r| exposable_here(r, view));
     if here(&before) != here(&after) {
-        vec![FIP_PORT_CHANGE]
+        vec![PORT_EXPOSURE_CHANGE]
     } else {
         Vec::new()
     }
 }
 
-/// A VM or virtual port with `neutron:port_fip`, up, bound here.
-fn fip_port_up_here(port: &Row, view: &dyn AgentView) -> bool {
+/// A VM or virtual port with addresses, up, and bound here or on a tenant
+/// network behind a gateway hosted here.
+fn exposable_here(port: &Row, view: &dyn AgentView) -> bool {
     let vm = matches!(
         port.str("type").unwrap_or(""),
         port_type::VM | port_type::VIRTUAL
     );
-    let fip = port
-        .map_str("external_ids", key::PORT_FIP)
-        .is_some_and(|f| !f.is_empty());
+    let addressed = port
+        .strs("addresses")
+        .any(|a| a.split_whitespace().nth(1).is_some())
+        || port
+            .map_str("external_ids", key::CIDRS)
+            .is_some_and(|c| !c.is_empty());
     let up = port.bool("up") == Some(true);
-    vm && fip
-        && up
-        && port_chassis(&RowView::complete(port), view.chassis(), port_type::VM)
+    let bound_here = || {
+        port_chassis(&RowView::complete(port), view.chassis(), port_type::VM)
             .is_ok_and(|c| c.is(view.chassis()))
+    };
+    let behind_local_gateway =
+        || view.is_local_lrp_network(port.map_str("external_ids", key::NETWORK_NAME));
+    vm && addressed && up && (bound_here() || behind_local_gateway())
 }
 
 fn nat_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
@@ -207,16 +220,16 @@ mod tests {
             ),
             ChangeKind::Update,
         );
-        assert_eq!(reasons(&moved_here, &agent), [FIP_PORT_CHANGE]);
+        assert_eq!(reasons(&moved_here, &agent), [PORT_EXPOSURE_CHANGE]);
         let went_down = lsp(
             port("host-1", false),
             Some(json!({"up": true})),
             ChangeKind::Update,
         );
-        assert_eq!(reasons(&went_down, &agent), [FIP_PORT_CHANGE]);
+        assert_eq!(reasons(&went_down, &agent), [PORT_EXPOSURE_CHANGE]);
         let mut deleted = lsp(port("host-1", true), None, ChangeKind::Delete);
         deleted.old = deleted.new.take();
-        assert_eq!(reasons(&deleted, &agent), [FIP_PORT_CHANGE]);
+        assert_eq!(reasons(&deleted, &agent), [PORT_EXPOSURE_CHANGE]);
         // Elsewhere before and after, or a change of another column: nothing.
         let elsewhere = lsp(
             port("host-2", true),
@@ -230,6 +243,47 @@ mod tests {
             ChangeKind::Update,
         );
         assert!(reasons(&relabelled, &agent).is_empty());
+    }
+
+    /// Found by the trigger oracle's long run (NB underlay, seeds 101-130):
+    /// a port unbound without going down, turned into a `localport`, or a
+    /// tenant port behind a local gateway deleted, woke nothing.
+    #[test]
+    fn a_port_unbound_retyped_or_deleted_behind_a_local_gateway_wakes_a_reconcile() {
+        let agent = FakeAgent {
+            chassis: "host-1".into(),
+            lrp_networks: vec!["neutron-tenant".into()],
+            ..FakeAgent::default()
+        };
+        let change =
+            |new: Option<serde_json::Value>, old: Option<serde_json::Value>, kind| Change {
+                table: Arc::from("Logical_Switch_Port"),
+                uuid: uuid(3),
+                kind,
+                new: new.map(|n| Arc::new(row(n))),
+                old: old.map(|o| Arc::new(row(o))),
+            };
+        let unbound = change(
+            Some(json!({"name": "vm-1", "type": "", "up": true,
+                        "addresses": "fa:16:3e:00:00:12 172.24.4.12"})),
+            Some(json!({"options": ["map", [["requested-chassis", "host-1"]]]})),
+            ChangeKind::Update,
+        );
+        assert_eq!(reasons(&unbound, &agent), [PORT_EXPOSURE_CHANGE]);
+        let retyped = change(
+            Some(json!({"name": "vm-1", "type": "localport", "up": true,
+                        "addresses": "fa:16:3e:00:00:12 172.24.4.12",
+                        "options": ["map", [["requested-chassis", "host-1"]]]})),
+            Some(json!({"type": ""})),
+            ChangeKind::Update,
+        );
+        assert_eq!(reasons(&retyped, &agent), [PORT_EXPOSURE_CHANGE]);
+        let tenant = json!({"name": "vm-2", "type": "", "up": true,
+            "addresses": "fa:16:3e:00:00:13 10.0.0.13",
+            "options": ["map", [["requested-chassis", "host-2"]]],
+            "external_ids": ["map", [["neutron:network_name", "neutron-tenant"]]]});
+        let deleted = change(None, Some(tenant), ChangeKind::Delete);
+        assert_eq!(reasons(&deleted, &agent), [PORT_EXPOSURE_CHANGE]);
     }
 
     /// A FIP's NAT gaining its MAC for a port bound here wakes a reconcile

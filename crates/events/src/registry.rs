@@ -522,11 +522,8 @@ pub struct Filters {
     /// NB only: watched while FIPs are distributed / centralized.
     distributed: Vec<&'static Filter>,
     centralized: Vec<&'static Filter>,
-    /// The stretched-L2 driver: the agent's own wake-ups
-    /// ([`crate::stretched`]) come on top of upstream's classes.
-    stretched_l2: bool,
-    /// The NB driver: the agent's own FIP NAT wake-up ([`crate::nb_own`]).
-    nb: bool,
+    /// Whose own wake-ups come on top of upstream's classes (`own.rs`).
+    driver: Driver,
 }
 
 impl Filters {
@@ -638,22 +635,7 @@ impl Filters {
             always,
             distributed,
             centralized,
-            stretched_l2: config.driver == Driver::OvnStretchedL2BgpDriver,
-            nb: config.driver == Driver::NbOvnBgpDriver,
-        }
-    }
-
-    /// The agent's own reasons for `change`, beyond upstream's classes:
-    /// the stretched-L2 driver's ([`crate::stretched::reasons`]), the NB
-    /// driver's FIP NAT changes ([`crate::nb_own::reasons`], which reads
-    /// `view`).
-    pub fn own_reasons(&self, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
-        if self.stretched_l2 {
-            crate::stretched::reasons(change)
-        } else if self.nb {
-            crate::nb_own::reasons(change, view)
-        } else {
-            Vec::new()
+            driver: config.driver,
         }
     }
 
@@ -724,5 +706,6 @@ impl Filters {
     }
 }
 
+mod own;
 #[cfg(test)]
 mod tests;

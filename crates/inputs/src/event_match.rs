@@ -155,9 +155,11 @@ mod tests {
     fn a_port_set_up_after_its_insert_triggers_as_upstream() {
         let old = Row::from_wire(&serde_json::json!({"up": false})).unwrap();
         let c = change(ChangeKind::Update, vm_port(true), Some(old));
+        // Upstream's class, then the agent's own (the port became
+        // exposable here).
         assert_eq!(
             reasons(&nb_filters(), &c, &View),
-            vec!["LogicalSwitchPortProviderCreateEvent"]
+            vec!["LogicalSwitchPortProviderCreateEvent", "PortExposureChange"]
         );
     }
 
@@ -168,9 +170,11 @@ mod tests {
             nb_filters().matching_change(&c, &View).is_empty(),
             "upstream's table alone misses it"
         );
+        // Upstream's class, then the agent's own (the port became
+        // exposable here).
         assert_eq!(
             reasons(&nb_filters(), &c, &View),
-            vec!["LogicalSwitchPortProviderCreateEvent"]
+            vec!["LogicalSwitchPortProviderCreateEvent", "PortExposureChange"]
         );
     }
 
@@ -224,7 +228,7 @@ mod tests {
         let c = change(ChangeKind::Insert, port, None);
         assert_eq!(
             reasons(&nb_filters(), &c, &View),
-            vec!["LogicalSwitchPortFIPCreateEvent"]
+            vec!["LogicalSwitchPortFIPCreateEvent", "PortExposureChange"]
         );
     }
 

@@ -1,9 +1,11 @@
 //! Trigger completeness, judged by the daemon's own code.
 //!
-//! For the NB driver's exposing methods (underlay, vrf, ovn) and both NB
-//! monitor modes, a seeded topogen topology sits in a real ovsdb-server
-//! and a seeded random sequence of changes is committed to it. (The SB
-//! drivers' world, `sb.rs`, is not written yet: docs/reliability.md.)
+//! For every driver and exposing method (NB underlay, vrf, ovn, each with
+//! both NB monitor modes; SB underlay, EVPN, stretched L2), a seeded
+//! topogen topology sits in real ovsdb-servers (the SB one compiled by a
+//! real ovn-northd, `sb.rs`) and a seeded random sequence of changes is
+//! committed to it (`nb.rs`, `sb.rs`: binds, unbinds, migrations, gateway
+//! moves, FIP, LB and NAT changes, annotations, port types, deletes).
 //! Two agents' inputs follow the servers:
 //! - the *truth*: an [`OvnSources`] monitoring everything, whose snapshot
 //!   goes through `obgp-pipeline` after every change;
@@ -23,9 +25,11 @@
 //! the filters have judged everything up to a change).
 //!
 //! `TRIGGER_ORACLE_STEPS` (changes per run, default 60) and
-//! `TRIGGER_ORACLE_SEEDS` (runs per combination, default 4) make a longer
-//! run; `TRIGGER_ORACLE_SEED` fixes the first seed. Figures in
-//! docs/reliability.md ("Trigger completeness").
+//! `TRIGGER_ORACLE_SEEDS` (runs per combination, default 4 for the NB
+//! driver, 1 for the SB ones) make a longer run; `TRIGGER_ORACLE_SEED`
+//! sets the first seed (default 1); `TRIGGER_ORACLE_TRACE` prints every
+//! change with its triggers. Figures in docs/reliability.md ("Trigger
+//! completeness").
 
 mod nb;
 mod sb;
@@ -261,6 +265,9 @@ pub struct Combo {
     /// Whether the topology's changes move this combination's desired
     /// state at all (checked, so that a run proving nothing fails).
     pub moves: bool,
+    /// Runs (seeds) without `TRIGGER_ORACLE_SEEDS`: the SB worlds, with
+    /// northd and a process per transaction, cost ten times more a change.
+    pub seeds: usize,
 }
 
 /// What a world (the servers with a topology) offers the runner.
@@ -367,6 +374,9 @@ pub async fn run(
         let triggers = daemon.recorded.take();
         figures.changes += 1;
         let changed = after != before;
+        if std::env::var_os("TRIGGER_ORACLE_TRACE").is_some() {
+            eprintln!("{} seed {seed} step {step}: {what}: desired changed {changed}, triggers {triggers:?}", combo.name);
+        }
         if changed {
             figures.desired_changes += 1;
         }
@@ -400,6 +410,32 @@ pub async fn run(
     (figures, misses)
 }
 
+/// Every row of `server`'s tables as a cache snapshot (the same wire
+/// decoding as the agent's caches).
+pub fn wire_snapshot(server: &obgp_testbed::ovsdb::OvsdbServer, schema_file: &str) -> DbSnapshot {
+    let schema = std::sync::Arc::new(
+        obgp_ovsdb_data::DatabaseSchema::from_file(obgp_testbed::ovsdb::schema_path(schema_file))
+            .expect("schema"),
+    );
+    let tables: Vec<String> = schema.tables.keys().cloned().collect();
+    let mut updates = serde_json::Map::new();
+    for table in &tables {
+        let mut rows = serde_json::Map::new();
+        for mut row in server.select_all(table).expect("select") {
+            let uuid = row["_uuid"][1].as_str().unwrap_or_default().to_string();
+            let obj = row.as_object_mut().expect("a row");
+            obj.remove("_uuid");
+            obj.remove("_version");
+            rows.insert(uuid, serde_json::json!({"initial": obj}));
+        }
+        updates.insert(table.clone(), serde_json::Value::Object(rows));
+    }
+    let updates: obgp_ovsdb_data::wire::TableUpdates =
+        serde_json::from_value(serde_json::Value::Object(updates)).expect("wire updates");
+    let empty = DbSnapshot::empty(schema, tables.iter().map(String::as_str));
+    empty.apply(updates).expect("rows apply").0
+}
+
 /// The run's size from the environment.
 pub struct Size {
     pub steps: usize,
@@ -408,11 +444,12 @@ pub struct Size {
 }
 
 impl Size {
-    pub fn from_env() -> Size {
+    /// `TRIGGER_ORACLE_SEEDS` or `seeds`.
+    pub fn from_env(seeds: usize) -> Size {
         let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
         Size {
             steps: var("TRIGGER_ORACLE_STEPS").unwrap_or(60) as usize,
-            seeds: var("TRIGGER_ORACLE_SEEDS").unwrap_or(4) as usize,
+            seeds: var("TRIGGER_ORACLE_SEEDS").map_or(seeds, |s| s as usize),
             first_seed: var("TRIGGER_ORACLE_SEED").unwrap_or(1),
         }
     }
@@ -421,7 +458,7 @@ impl Size {
 /// Runs every seed of `size` for `combo` on worlds from `make`; panics with
 /// every miss.
 pub fn check(combo: Combo, make: impl Fn(u64) -> Box<dyn World>) {
-    let size = Size::from_env();
+    let size = Size::from_env(combo.seeds);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

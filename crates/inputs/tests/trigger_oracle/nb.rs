@@ -430,6 +430,7 @@ fn nb_check(name: &'static str, method: ExposingMethod, conditional: bool) {
         // bridges (facts this test does not give): its desired state does
         // not move, only its triggers are counted.
         moves: method != ExposingMethod::Ovn,
+        seeds: 4,
     };
     check(combo, |seed| Box::new(NbWorld::new(seed)));
 }

@@ -24,11 +24,12 @@
 //! - [`FIP_NAT_CHANGE`]: any change of a `dnat_and_snat` NAT whose external
 //!   IP (before or after) is announced here, whose logical port (before or
 //!   after) is bound here, or whose gateway port is hosted here;
-//! - [`PORT_EXPOSURE_CHANGE`]: a VM or virtual port with addresses that
-//!   became, or stopped being, *exposable here*: up, and bound here or on
-//!   a tenant network behind a gateway hosted here (created, deleted,
-//!   rebound, unbound, up or down, its type changed), whatever the FIP
-//!   mode. Upstream's LSP classes key on `up` flipping or on the binding
+//! - [`PORT_EXPOSURE_CHANGE`]: a VM or virtual port with addresses whose
+//!   way of being *exposable here* changed: up, and bound here or on a
+//!   tenant network behind a gateway hosted here, and its type (created,
+//!   deleted, rebound, unbound, up or down, retyped), whatever the FIP
+//!   mode; or a port whose IPs or FIP are announced here deleted or
+//!   re-addressed or retyped (an LB VIP port, which is down, included). Upstream's LSP classes key on `up` flipping or on the binding
 //!   moving between named chassis; a port unbound (no chassis at all),
 //!   deleted while down in the same transaction, or turned into a
 //!   `localport` woke nothing (trigger oracle, NB underlay and vrf, long
@@ -73,35 +74,52 @@ fn port_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
             (before, change.new.as_deref().cloned())
         }
     };
-    let here = |row: &Option<Row>| row.as_ref().is_some_and(|r| exposable_here(r, view));
-    if here(&before) != here(&after) {
+    fn state<'r>(row: &'r Option<Row>, view: &dyn AgentView) -> Option<(&'r str, bool, bool)> {
+        row.as_ref().and_then(|r| exposable_here(r, view))
+    }
+    let gone = change.kind == ChangeKind::Delete
+        || change.old.as_deref().is_some_and(|o| {
+            o.columns.get("type").is_some() || o.columns.get("addresses").is_some()
+        });
+    let was_announced = gone && before.as_ref().is_some_and(|r| announced(r, view));
+    if state(&before, view) != state(&after, view) || was_announced {
         vec![PORT_EXPOSURE_CHANGE]
     } else {
         Vec::new()
     }
 }
 
-/// A VM or virtual port with addresses, up, and bound here or on a tenant
-/// network behind a gateway hosted here.
-fn exposable_here(port: &Row, view: &dyn AgentView) -> bool {
-    let vm = matches!(
-        port.str("type").unwrap_or(""),
-        port_type::VM | port_type::VIRTUAL
-    );
+/// How a VM or virtual port with addresses and up is exposable here: its
+/// type, bound here, on a tenant network behind a gateway hosted here;
+/// `None` when it is neither (or down, or no such port).
+fn exposable_here<'r>(port: &'r Row, view: &dyn AgentView) -> Option<(&'r str, bool, bool)> {
+    let kind = port.str("type").unwrap_or("");
+    let vm = matches!(kind, port_type::VM | port_type::VIRTUAL);
     let addressed = port
         .strs("addresses")
         .any(|a| a.split_whitespace().nth(1).is_some())
         || port
             .map_str("external_ids", key::CIDRS)
             .is_some_and(|c| !c.is_empty());
-    let up = port.bool("up") == Some(true);
-    let bound_here = || {
-        port_chassis(&RowView::complete(port), view.chassis(), port_type::VM)
-            .is_ok_and(|c| c.is(view.chassis()))
-    };
+    if !vm || !addressed || port.bool("up") != Some(true) {
+        return None;
+    }
+    let bound_here = port_chassis(&RowView::complete(port), view.chassis(), port_type::VM)
+        .is_ok_and(|c| c.is(view.chassis()));
     let behind_local_gateway =
-        || view.is_local_lrp_network(port.map_str("external_ids", key::NETWORK_NAME));
-    vm && addressed && up && (bound_here() || behind_local_gateway())
+        view.is_local_lrp_network(port.map_str("external_ids", key::NETWORK_NAME));
+    (bound_here || behind_local_gateway).then_some((kind, bound_here, behind_local_gateway))
+}
+
+/// Whether one of the port's IPs or its FIP is announced here (an LB VIP
+/// port, down, is announced through its load balancer).
+fn announced(port: &Row, view: &dyn AgentView) -> bool {
+    let ips = port
+        .strs("addresses")
+        .flat_map(|a| a.split_whitespace().skip(1))
+        .chain(port.map_str("external_ids", key::PORT_FIP));
+    let ips: Vec<&str> = ips.collect();
+    view.is_ip_exposed(port.map_str("external_ids", key::NETWORK_NAME), &ips)
 }
 
 fn nat_reasons(change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
@@ -284,6 +302,47 @@ mod tests {
             "external_ids": ["map", [["neutron:network_name", "neutron-tenant"]]]});
         let deleted = change(None, Some(tenant), ChangeKind::Delete);
         assert_eq!(reasons(&deleted, &agent), [PORT_EXPOSURE_CHANGE]);
+    }
+
+    /// Found by the trigger oracle's long run (NB underlay, seeds 101,
+    /// 102, 105): an LB VIP port (down) whose VIP is announced deleted, and
+    /// a tenant port behind a local gateway bound here (its FIP's MAC
+    /// changes), woke nothing.
+    #[test]
+    fn an_announced_vip_port_deleted_or_a_tenant_port_bound_here_wakes_a_reconcile() {
+        let agent = FakeAgent {
+            chassis: "host-1".into(),
+            lrp_networks: vec!["neutron-tenant".into()],
+            exposed: vec![("neutron-tenant".into(), "10.0.0.200".into())],
+            ..FakeAgent::default()
+        };
+        let vip = json!({"name": "vip-1", "type": "", "up": false,
+            "addresses": "fa:16:3e:00:00:99 10.0.0.200",
+            "external_ids": ["map", [["neutron:network_name", "neutron-tenant"]]]});
+        let deleted = Change {
+            table: Arc::from("Logical_Switch_Port"),
+            uuid: uuid(4),
+            kind: ChangeKind::Delete,
+            new: None,
+            old: Some(Arc::new(row(vip))),
+        };
+        assert_eq!(reasons(&deleted, &agent), [PORT_EXPOSURE_CHANGE]);
+        let tenant = |chassis: &str| {
+            json!({"name": "vm-3", "type": "", "up": true,
+                "addresses": "fa:16:3e:00:00:14 10.0.0.14",
+                "options": ["map", [["requested-chassis", chassis]]],
+                "external_ids": ["map", [["neutron:network_name", "neutron-tenant"]]]})
+        };
+        let bound_here = Change {
+            table: Arc::from("Logical_Switch_Port"),
+            uuid: uuid(5),
+            kind: ChangeKind::Update,
+            new: Some(Arc::new(row(tenant("host-1")))),
+            old: Some(Arc::new(row(
+                json!({"options": ["map", [["requested-chassis", "host-2"]]]}),
+            ))),
+        };
+        assert_eq!(reasons(&bound_here, &agent), [PORT_EXPOSURE_CHANGE]);
     }
 
     /// A FIP's NAT gaining its MAC for a port bound here wakes a reconcile

@@ -59,6 +59,18 @@ pub fn chassis(i: usize) -> String {
     format!("chassis-{i:03}")
 }
 
+/// The fabric bridge of `exposing_method = ovn` as the node's kernel
+/// would report it (the other modes do not read it).
+fn fabric_bridge() -> obgp_desired::LocalFacts {
+    let br_fab = obgp_desired::BridgeFacts {
+        mac: Some("fa:16:3e:ff:00:01".parse().expect("a MAC")),
+        addrs: vec!["100.64.1.9/30".parse().expect("a prefix")],
+    };
+    obgp_desired::LocalFacts {
+        bridges: [("br-fab".to_string(), br_fab)].into(),
+    }
+}
+
 /// The triggers the agent's filters queued.
 #[derive(Clone, Default)]
 struct Recorded(Arc<Mutex<Vec<Trigger>>>);
@@ -121,6 +133,7 @@ impl Agent {
             &inputs.snapshot,
             NodeReadings {
                 system_hostname: Some(HOSTNAME),
+                bridge_facts: Some(&fabric_bridge()),
                 ..NodeReadings::default()
             },
         );

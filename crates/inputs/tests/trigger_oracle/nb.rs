@@ -94,6 +94,8 @@ const KINDS: &[&str] = &[
 /// The operations of one random change of kind `kind` on the rows `db`
 /// holds, with its description; `None` when the topology lacks what it
 /// names.
+/// Long (about 190 lines) on purpose: one arm per change kind, each the
+/// operations Neutron or OVN would write, read in one place.
 pub fn nb_change(kind: &str, rng: &mut Rng, db: &DbSnapshot) -> Option<(Vec<Value>, String)> {
     let vms = rows(db, LSP, |r| {
         matches!(r.str("type").unwrap_or(""), "" | "virtual" | "localport")

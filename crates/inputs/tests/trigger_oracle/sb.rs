@@ -253,7 +253,9 @@ impl SbWorld {
     }
 }
 
-/// An SB step's NB operations, or its SB-side choice (`flap`).
+/// An SB step's NB operations, or its SB-side choice (`flap`). Long
+/// (about 125 lines) on purpose: one arm per change kind, each the
+/// operations Neutron would write, read in one place.
 fn sb_change(world: &mut SbWorld, kind: &str, rng: &mut Rng) -> Option<(Vec<Value>, String)> {
     let nb = world.nb.select_all("Logical_Switch_Port").unwrap();
     let vms: Vec<&Value> = nb

@@ -497,8 +497,10 @@ pub fn check(combo: Combo, make: impl Fn(u64) -> Box<dyn World>) {
     );
     assert!(
         misses.is_empty(),
-        "{} missed triggers:\n{}",
+        "{} missed triggers:\n{}\n(one seed again: TRIGGER_ORACLE_SEED=<seed> TRIGGER_ORACLE_SEEDS=1 \
+         TRIGGER_ORACLE_STEPS={} TRIGGER_ORACLE_TRACE=1 cargo test -p obgp-inputs --test trigger_oracle)",
         combo.name,
-        misses.join("\n")
+        misses.join("\n"),
+        size.steps
     );
 }

@@ -132,6 +132,7 @@ impl SbWorld {
                     .unwrap();
             }
         }
+        provider_load_balancers(&nb, &Topology::generate(params(seed)).provider_switch());
         let sb = OvsdbServer::start("ovn-sb.ovsschema").unwrap();
         let mut ops = Vec::new();
         for (i, name) in (0..HOSTS)
@@ -155,7 +156,12 @@ impl SbWorld {
             flap: None,
         };
         world.compiled();
-        let ops = world.controller();
+        let mut ops = world.controller();
+        // Octavia's VIP ports are never bound: ovn-controller leaves them
+        // down (upstream's `get_provider_ovn_lbs_on_cr_lrp` asks for
+        // `up = false`).
+        ops.push(json!({"op": "update", "table": "Port_Binding",
+            "where": [["mac", "==", ["set", []]], ["type", "==", ""]], "row": {"up": false}}));
         world.sb.transact(&ops).unwrap();
         world
     }
@@ -426,6 +432,37 @@ impl SbWorld {
     /// changes' picks: read with the same wire decoding as the agent's.
     fn nb_snapshot(&self) -> DbSnapshot {
         super::wire_snapshot(&self.nb, "ovn-nb.ovsschema")
+    }
+}
+
+/// An Octavia load balancer on the provider network behind each router:
+/// its VIP port (no MAC, never bound, `neutron:port_name =
+/// ovn-lb-vip-<lb>`) on the provider switch, the LB on the router and the
+/// switch. The SB driver announces its VIP through the router's gateway
+/// when the gateway is here; "LB delete" may pick it.
+fn provider_load_balancers(nb: &OvsdbServer, provider: &str) {
+    let mut routers = nb.select_all("Logical_Router").unwrap();
+    routers.sort_by_key(|r| r["name"].as_str().unwrap_or_default().to_string());
+    for (i, router) in routers.iter().enumerate() {
+        let lb = format!("plb-{i}");
+        let vip = format!("172.16.9.{}", 10 + i);
+        nb.transact(&[
+            json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "vp", "row": {
+                "name": format!("vip-{lb}"), "type": "", "up": false,
+                "external_ids": omap(&[("neutron:port_name", &format!("ovn-lb-vip-{lb}")),
+                    ("neutron:cidrs", &format!("{vip}/12")), ("neutron:network_name", provider),
+                    ("neutron:device_owner", "Octavia")])}}),
+            json!({"op": "insert", "table": "Load_Balancer", "uuid-name": "lb", "row": {
+                "name": lb, "protocol": "tcp",
+                "vips": omap(&[(&format!("{vip}:80"), "10.0.0.5:80")])}}),
+            json!({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", provider]],
+                "mutations": [["ports", "insert", ["set", [["named-uuid", "vp"]]]],
+                              ["load_balancer", "insert", ["set", [["named-uuid", "lb"]]]]]}),
+            json!({"op": "mutate", "table": "Logical_Router",
+                "where": [["_uuid", "==", ["uuid", uuid_of(router)]]],
+                "mutations": [["load_balancer", "insert", ["set", [["named-uuid", "lb"]]]]]}),
+        ])
+        .unwrap();
     }
 }
 

@@ -14,7 +14,9 @@
 
 pub mod agent;
 pub mod evpn;
+pub mod evpn_own;
 pub mod nb;
+pub mod nb_own;
 pub mod neutron;
 pub mod registry;
 pub mod sb;

@@ -12,6 +12,7 @@ use crate::view::{RowView, Val};
 use crate::{evpn, nb, sb, Event, EventKind, Predicate};
 
 mod drivers;
+mod own;
 
 pub use drivers::Filters;
 

@@ -6,19 +6,26 @@
 //! up 50 ms later can arrive as a single insert that is already up. The
 //! update-only classes (e.g. `LogicalSwitchPortProviderCreateEvent`) never
 //! see it, and upstream waits for its next sync. An insert that matches no
-//! class is therefore also judged as an update from an empty row. A spurious
+//! class is therefore also judged as an update from an empty row, whose
+//! boolean columns (`up`) hold `false`: the port was created down, as
+//! Neutron creates it. An empty `up` would read as upstream's `old.up[0]`
+//! raising IndexError, which `LogicalSwitchPortFIPCreateEvent` swallows as
+//! "no match": a port with a distributed FIP entering a conditional
+//! monitor (moved or migrated here: the server sends it as an insert)
+//! woke nothing. A spurious
 //! match costs one reconcile that plans nothing; a missed one costs up to
 //! `reconcile_interval` of latency. Last, the driver's own wake-ups
 //! ([`Filters::own_reasons`]: the stretched-L2 driver's gateway and
-//! address-scope changes on any chassis).
+//! address-scope changes on any chassis, the NB driver's FIP NAT changes
+//! that concern this node).
 
 use obgp_events::{AgentView, EventKind, Filters, RowView};
-use obgp_ovsdb_data::{Change, ChangeKind, Datum, Row};
+use obgp_ovsdb_data::{Atom, Change, ChangeKind, Datum, Row};
 
 /// The classes `change` matches, as reconcile reasons.
 pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
     let mut out = upstream_reasons(filters, change, view);
-    for r in filters.own_reasons(change) {
+    for r in filters.own_reasons(change, view) {
         if !out.contains(&r) {
             out.push(r);
         }
@@ -44,8 +51,8 @@ fn upstream_reasons(filters: &Filters, change: &Change, view: &dyn AgentView) ->
     )
 }
 
-/// `row`'s columns, each at its type's empty value: what `old` holds for
-/// an update from "nothing set yet".
+/// `row`'s columns, each at its type's empty value, booleans `false`: what
+/// `old` holds for an update from "nothing set yet, down".
 fn empty_like(row: &Row) -> Row {
     Row {
         columns: row
@@ -54,6 +61,9 @@ fn empty_like(row: &Row) -> Row {
             .map(|(name, value)| {
                 let empty = match value {
                     Datum::Map(_) => Datum::Map(Vec::new()),
+                    Datum::Set(atoms) if matches!(atoms.first(), Some(Atom::Boolean(_))) => {
+                        Datum::Set(vec![Atom::Boolean(false)])
+                    }
                     Datum::Set(_) => Datum::Set(Vec::new()),
                 };
                 (name.clone(), empty)
@@ -119,9 +129,11 @@ mod tests {
     fn a_port_set_up_after_its_insert_triggers_as_upstream() {
         let old = Row::from_wire(&serde_json::json!({"up": false})).unwrap();
         let c = change(ChangeKind::Update, vm_port(true), Some(old));
+        // Upstream's class, then the agent's own (the port became
+        // exposable here).
         assert_eq!(
             reasons(&nb_filters(), &c, &view()),
-            vec!["LogicalSwitchPortProviderCreateEvent"]
+            vec!["LogicalSwitchPortProviderCreateEvent", "PortExposureChange"]
         );
     }
 
@@ -132,9 +144,11 @@ mod tests {
             nb_filters().matching_change(&c, &view()).is_empty(),
             "upstream's table alone misses it"
         );
+        // Upstream's class, then the agent's own (the port became
+        // exposable here).
         assert_eq!(
             reasons(&nb_filters(), &c, &view()),
-            vec!["LogicalSwitchPortProviderCreateEvent"]
+            vec!["LogicalSwitchPortProviderCreateEvent", "PortExposureChange"]
         );
     }
 
@@ -161,7 +175,35 @@ mod tests {
         );
         assert_eq!(reasons(&filters, &c, &view()), ["StretchedL2GatewayChange"]);
         // The NB driver has no such wake-up.
-        assert!(nb_filters().own_reasons(&c).is_empty());
+        assert!(nb_filters().own_reasons(&c, &view()).is_empty());
+    }
+
+    /// A tenant port with a distributed FIP bound to this node, as a
+    /// conditional NB monitor delivers it when it moves here: an insert.
+    /// Found by the trigger oracle (tests/trigger_oracle, NB underlay
+    /// conditional, seed 1 step 54); with an empty `up` in the judged
+    /// `old` it matched nothing.
+    #[test]
+    fn a_port_with_a_distributed_fip_entering_the_monitor_triggers() {
+        let port = Row::from_wire(&serde_json::json!({
+            "name": "vm-2",
+            "type": "",
+            "up": true,
+            "addresses": "fa:16:3e:00:00:12 10.0.1.12",
+            "options": ["map", [["requested-chassis", "host-1"]]],
+            "external_ids": ["map", [
+                ["neutron:network_name", "neutron-tenant"],
+                ["neutron:cidrs", "10.0.1.12/24"],
+                ["neutron:host_id", "host-1"],
+                ["neutron:port_fip", "172.24.4.15"]
+            ]]
+        }))
+        .unwrap();
+        let c = change(ChangeKind::Insert, port, None);
+        assert_eq!(
+            reasons(&nb_filters(), &c, &view()),
+            vec!["LogicalSwitchPortFIPCreateEvent", "PortExposureChange"]
+        );
     }
 
     #[test]

@@ -14,6 +14,10 @@ use obgp_events::AgentView;
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 
+/// `neutron:port_name` of an OVN LB's VIP port: this prefix, then the
+/// load balancer's name.
+const LB_VIP_PORT_PREFIX: &str = "ovn-lb-vip-";
+
 /// An immutable view, rebuilt after every reconcile: O(1) but for the
 /// gateways hosted here, which are derived again only when their rows
 /// changed.
@@ -152,9 +156,26 @@ impl AgentView for FilterView {
         self.snap.nb_global.fip_distributed
     }
 
-    /// The SB driver's LB bookkeeping: the NB driver has none.
-    fn is_provider_ovn_lb(&self, _name: Option<&str>) -> bool {
-        false
+    /// Upstream's `provider_ovn_lbs`: the load balancers whose VIP the SB
+    /// driver exposed on a provider network through a gateway hosted here
+    /// (`_expose_ovn_lb_on_provider`). Here: the LB's VIP port
+    /// (`neutron:port_name = ovn-lb-vip-<name>`) has its VIP among the IPs
+    /// the last desired state announces. The NB driver's snapshot has no SB
+    /// rows, so it answers false, as upstream's NB driver has no such map.
+    fn is_provider_ovn_lb(&self, name: Option<&str>) -> bool {
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        self.snap.sb().lb_vip_ports().any(|port| {
+            port.port_name
+                .as_deref()
+                .and_then(|n| n.strip_prefix(LB_VIP_PORT_PREFIX))
+                == Some(name)
+                && port
+                    .cidrs
+                    .first()
+                    .is_some_and(|vip| self.exposed.contains(&vip.addr()))
+        })
     }
 
     fn lsp(&self, name_or_uuid: &str) -> Option<RowView<'_>> {
@@ -257,6 +278,51 @@ mod tests {
         assert_eq!(third.gateways, fresh.gateways);
         assert!(!third.is_local_cr_lrp(Some("r1")));
         assert!(!third.is_local_lrp_network(Some("neutron-net1")));
+    }
+
+    /// A load balancer's delete wakes the SB driver when its VIP is
+    /// announced here (upstream's `OVNLBMemberDeleteEvent` on
+    /// `provider_ovn_lbs`); the view used to answer false for every name,
+    /// so a deleted LB stayed announced until the periodic reconcile.
+    #[test]
+    fn a_deleted_load_balancer_whose_vip_is_announced_here_triggers_the_sb_driver() {
+        use obgp_config::{Config, Driver};
+        use obgp_ovn::LiveSnapshot;
+        use obgp_ovsdb_data::{Change, ChangeKind, Row};
+        use serde_json::json;
+        let row = |v: serde_json::Value| Row::from_wire(&v).unwrap();
+        let vip_port = row(json!({
+            "logical_port": "3f1c0de4-vip", "type": "", "up": false,
+            "datapath": ["uuid", Uuid(7).to_string()],
+            "external_ids": ["map", [["neutron:port_name", "ovn-lb-vip-lb1"],
+                                     ["neutron:cidrs", "172.24.4.50/24"]]]}));
+        let mut live = LiveSnapshot::default();
+        live.apply_sb([("Port_Binding", Uuid(1), Some(&vip_port))]);
+        let raw = view(ExposedIps::default()).raw;
+        let snap = Arc::new(live.snapshot());
+        let at = |ips: &[&str]| {
+            FilterView::new(raw.clone(), snap.clone(), "chassis-1".into(), exposed(ips))
+        };
+        let announced = at(&["172.24.4.50"]);
+        assert!(announced.is_provider_ovn_lb(Some("lb1")));
+        assert!(!announced.is_provider_ovn_lb(Some("lb2")));
+        assert!(!announced.is_provider_ovn_lb(None));
+        assert!(!at(&["172.24.4.51"]).is_provider_ovn_lb(Some("lb1")));
+
+        let mut config = Config::default();
+        config.default.driver = Driver::OvnBgpDriver;
+        let filters = obgp_events::Filters::for_config(&config.default);
+        let delete = Change {
+            table: Arc::from("Load_Balancer"),
+            uuid: Uuid(2),
+            kind: ChangeKind::Delete,
+            new: None,
+            old: Some(Arc::new(row(json!({"name": "lb1"})))),
+        };
+        assert_eq!(
+            crate::reasons(&filters, &delete, &announced),
+            ["OVNLBMemberDeleteEvent"]
+        );
     }
 
     #[test]

@@ -351,6 +351,14 @@ impl SbIndex {
         self.at(self.lb_vip_ports_by_datapath.get(&dp))
     }
 
+    /// Every OVN LB VIP port, whatever its datapath, in datapath then uuid
+    /// order (few: one per load balancer).
+    pub fn lb_vip_ports(&self) -> impl Iterator<Item = &PortBinding> {
+        self.lb_vip_ports_by_datapath
+            .values()
+            .flat_map(|set| set.rows())
+    }
+
     /// NAT address entries of patch ports whose resident port is `port`,
     /// with the patch Port_Binding carrying them, in binding uuid order.
     pub fn nat_addresses_of<'a>(

@@ -46,9 +46,8 @@ pub struct Filters {
     /// NB only: watched while FIPs are distributed / centralized.
     distributed: Vec<&'static Filter>,
     centralized: Vec<&'static Filter>,
-    /// The stretched-L2 driver: the agent's own wake-ups
-    /// ([`crate::stretched`]) come on top of upstream's classes.
-    stretched_l2: bool,
+    /// Whose own wake-ups come on top of upstream's classes (`own.rs`).
+    pub(super) driver: Driver,
 }
 
 impl Filters {
@@ -160,17 +159,7 @@ impl Filters {
             always,
             distributed,
             centralized,
-            stretched_l2: config.driver == Driver::OvnStretchedL2BgpDriver,
-        }
-    }
-
-    /// The agent's own reasons for `change`, beyond upstream's classes
-    /// (the stretched-L2 driver's, [`crate::stretched::reasons`]).
-    pub fn own_reasons(&self, change: &Change) -> Vec<&'static str> {
-        if self.stretched_l2 {
-            crate::stretched::reasons(change)
-        } else {
-            Vec::new()
+            driver: config.driver,
         }
     }
 

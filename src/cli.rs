@@ -261,6 +261,17 @@ pub enum Command {
         #[command(flatten)]
         input: OvnInput,
     },
+    /// Write what this node's agent reads, in one file for offline use
+    /// (`plan`, `explain`, `status --ovn FILE`) and bug reports: the OVN
+    /// rows the configured driver monitors, the local Open_vSwitch rows,
+    /// the node state (links, addresses, routes, rules, neighbours, flows,
+    /// FRR) and the hostname and router-id read with them. It holds the
+    /// node's addresses, MACs, names and hostname. Changes nothing.
+    Capture {
+        /// Write to FILE (created with mode 0600) instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
     Reconcile {

@@ -1,4 +1,4 @@
-//! `ovn-bgp-agent explain IP|PORT`: why an IP or a port is, or is not,
+//! `ovn-bgp-agent explain IP|PREFIX|PORT`: why an IP, a prefix or a port is, or is not,
 //! exposed on this node, from the configured databases (and the node's
 //! facts) or, with `--ovn FILE`, from a file. It changes nothing. The
 //! answer is `obgp_desired::explain`'s.

@@ -122,8 +122,11 @@ pub fn convert(text: &str, reads_sb: bool) -> Result<ConvertedDump, DumpError> {
     Ok(out)
 }
 
-/// One dump table's name and its rows (uuid, columns) in wire notation.
-fn table_rows(v: &Value) -> Result<(String, Vec<(String, Map<String, Value>)>), DumpError> {
+/// One row of a dump table: its uuid and its columns in wire notation.
+type DumpRow = (String, Map<String, Value>);
+
+/// One dump table's name and its rows.
+fn table_rows(v: &Value) -> Result<(String, Vec<DumpRow>), DumpError> {
     let caption = v["caption"].as_str().unwrap_or_default();
     let table = caption
         .strip_suffix(" table")

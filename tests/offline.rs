@@ -174,3 +174,37 @@ fn explain_answers_the_tenant_subnet_status_lists() {
     );
     assert!(!text.contains("no port named"), "{text}");
 }
+
+/// `ovsdb-client -f json dump` of an NB server, as it prints it (cut to
+/// the tables that matter), then the local OVS's Open_vSwitch row.
+const NB_DUMP: &str = r#"{"caption":"ACL table","data":[],"headings":["_uuid","action"]}
+{"caption":"Logical_Switch_Port table","data":[[["uuid","8c78f1be-c47a-4ef7-a884-90857e212d3a"],"fa:16:3e:00:00:01 10.0.0.5",["map",[]],"p1",["set",[]],""]],"headings":["_uuid","addresses","external_ids","name","options","type"]}
+{"caption":"Logical_Switch table","data":[[["uuid","8138477c-a79f-45c0-8cd5-993e3a271f68"],"sw",["uuid","8c78f1be-c47a-4ef7-a884-90857e212d3a"]]],"headings":["_uuid","name","ports"]}
+{"caption":"Open_vSwitch table","data":[[["uuid","0f3a1b2c-0000-4000-8000-000000000001"],["map",[["hostname","compute-1"]]]]],"headings":["_uuid","external_ids"]}
+"#;
+
+#[test]
+fn ovsdb_client_dump_output_is_read_and_named_when_the_driver_reads_the_other_database() {
+    let file = scratch("nb-dump.json");
+    std::fs::write(&file, NB_DUMP).unwrap();
+    let f = file.to_str().unwrap();
+
+    let o = agent(&demo_config(), &["explain", "--ovn", f, "p1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        out(&o).starts_with("p1: not exposed on this node (nb_ovn_bgp_driver; hostname compute-1"),
+        "{}",
+        out(&o)
+    );
+
+    // Upstream's default driver reads the SB: the dump is named for what it is.
+    let sb = scratch("sb-driver.conf");
+    std::fs::write(&sb, "[DEFAULT]\ndriver = ovn_bgp_driver\n").unwrap();
+    let o = agent(&sb, &["explain", "--ovn", f, "p1"]);
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("is `ovsdb-client -f json dump` output of OVN_Northbound (tables Logical_Switch_Port, Logical_Switch), and driver = ovn_bgp_driver reads OVN_Southbound"),
+        "{e}"
+    );
+}

@@ -106,6 +106,25 @@ fn read_ovn_doc(path: &Path, config: &Config) -> anyhow::Result<Value> {
             dump.skipped.join(", ")
         }
     );
+    let (db, other) = if reads_sb {
+        (SB_DB, NB_DB)
+    } else {
+        (NB_DB, SB_DB)
+    };
+    let of_other: Vec<&str> = dump
+        .skipped
+        .iter()
+        .map(String::as_str)
+        .filter(|t| obgp_ovn::dump::database_of(t, !reads_sb) == Some(other))
+        .collect();
+    if dump.wire.get(db).is_none() && !of_other.is_empty() {
+        bail!(
+            "{} is `ovsdb-client -f json dump` output of {other} (tables {}), and driver = {} reads {db}: pass the config file of the node it comes from, or take `ovn-bgp-agent capture` on that node",
+            path.display(),
+            of_other.iter().take(4).copied().collect::<Vec<_>>().join(", "),
+            config.default.driver.as_str()
+        );
+    }
     if dump.wire.get(OVS_DB).is_none() {
         tracing::warn!(
             "{}: no Open_vSwitch rows, so no chassis name or bridge mappings: append the local OVS's dump (ovsdb-client -f json dump unix:/run/openvswitch/db.sock Open_vSwitch Bridge Port Interface >> FILE), or take an `ovn-bgp-agent capture` on the node instead, which also records the node state",

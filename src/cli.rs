@@ -239,13 +239,14 @@ pub enum Command {
         #[arg(long = "local-nb", value_name = "FILE", requires = "ovn")]
         local_nb: Option<PathBuf>,
     },
-    /// Explain why an IP or a port (Logical_Switch_Port name or uuid, i.e.
-    /// the Neutron port id; SB drivers: Port_Binding logical_port or uuid)
-    /// is, or is not, exposed on this node: the deciding rule and the OVN
+    /// Explain why an IP, a prefix (tenant subnet, VRF or EVPN route) or a
+    /// port (Logical_Switch_Port name or uuid, i.e. the Neutron port id;
+    /// SB drivers: Port_Binding logical_port or uuid) is, or is not,
+    /// exposed on this node: the deciding rule and the OVN
     /// row values behind it. Changes nothing.
     Explain {
-        /// An IP address, or a port.
-        #[arg(value_name = "IP|PORT")]
+        /// An IP address, a prefix, or a port.
+        #[arg(value_name = "IP|PREFIX|PORT")]
         target: String,
         /// `text` for people, `json` for scripts.
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -273,6 +274,17 @@ pub enum Command {
         #[command(flatten)]
         input: OvnInput,
     },
+    /// Write what this node's agent reads, in one file for offline use
+    /// (`plan`, `explain`, `status --ovn FILE`) and bug reports: the OVN
+    /// rows the configured driver monitors, the local Open_vSwitch rows,
+    /// the node state (links, addresses, routes, rules, neighbours, flows,
+    /// FRR) and the hostname and router-id read with them. It holds the
+    /// node's addresses, MACs, names and hostname. Changes nothing.
+    Capture {
+        /// Write to FILE (created with mode 0600) instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Reconcile the node once and exit: 0 when it converged (a second
     /// observe plans nothing), 1 otherwise.
     Reconcile {
@@ -288,13 +300,16 @@ pub enum Command {
 /// databases, or a file.
 #[derive(Args, Debug)]
 pub struct OvnInput {
-    /// Read OVN from this file (OVSDB wire notation per database, or a
-    /// conformance scenario) instead of the configured databases.
+    /// Read OVN from this file instead of the configured databases: a
+    /// `capture` (with its node state), OVSDB wire notation per database,
+    /// a conformance scenario, or `ovsdb-client -f json dump` output.
+    /// The configuration stays the effective one.
     #[arg(long, value_name = "FILE")]
     pub ovn: Option<PathBuf>,
-    /// With --ovn: the node state (scenario JSON shape) to plan against
-    /// instead of the live node, whose addresses also give the SB EVPN
-    /// driver's VXLAN source; a scenario file's `initial_node` by default.
+    /// With --ovn: the node state (scenario JSON shape) to compare with;
+    /// its addresses also give the SB EVPN driver's VXLAN source. Default:
+    /// the capture's node, a scenario's `initial_node`, else an EMPTY node
+    /// (every object shown missing), never the live node.
     #[arg(long = "node-state", value_name = "FILE", requires = "ovn")]
     pub node_state: Option<PathBuf>,
 }

@@ -80,7 +80,9 @@ fn status_of_a_scenario_names_each_exposed_ip_its_row_and_what_the_node_lacks() 
     let (code, text, err) = status("text");
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        text.starts_with("ovn-bgp-agent status (computed offline from files)"),
+        text.starts_with(
+            "node: the scenario's initial_node\novn-bgp-agent status (computed offline from files)"
+        ),
         "{text}"
     );
     assert!(

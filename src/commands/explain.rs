@@ -1,4 +1,4 @@
-//! `ovn-bgp-agent explain IP|PORT`: why an IP or a port is, or is not,
+//! `ovn-bgp-agent explain IP|PREFIX|PORT`: why an IP, a prefix or a port is, or is not,
 //! exposed on this node, from the configured databases (and the node's
 //! facts) or, with `--ovn FILE`, from a file. It changes nothing. The
 //! answer is `obgp_desired::explain`'s.
@@ -18,20 +18,30 @@ pub fn run(
     format: Format,
     input: &OvnInput,
 ) -> anyhow::Result<ExitCode> {
-    let (snapshot, facts) = match &input.ovn {
+    let (snapshot, facts, compared_with) = match &input.ovn {
         Some(file) => {
             let f = OvnFile::read(file, input.node_state.as_deref(), config)?;
             let facts = ovn_file::facts(config, &f);
-            (f.snapshot, facts)
+            (f.snapshot, facts, Some(f.node))
         }
         None => {
             let opts = super::run_options(config, node);
-            super::runtime()?.block_on(obgp_controller::inputs_once(config, &opts))?
+            let (snapshot, facts) =
+                super::runtime()?.block_on(obgp_controller::inputs_once(config, &opts))?;
+            (snapshot, facts, None)
         }
     };
     let answer = explain(&snapshot, config, &facts, &Query::parse(target))?;
     match format {
-        Format::Text => print!("{answer}"),
+        Format::Text => {
+            print!("{answer}");
+            // The node state gives the facts an answer reads (the VXLAN
+            // source, the external bridges): say which one offline, after
+            // the answer, which comes first.
+            if let Some(node) = compared_with {
+                println!("{}", node.line());
+            }
+        }
         Format::Json => super::print_json(&answer)?,
     }
     Ok(ExitCode::SUCCESS)

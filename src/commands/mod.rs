@@ -2,6 +2,7 @@
 //! configuration (exit 2 when it is invalid), set up logging, report the
 //! loader's warnings.
 
+pub mod capture;
 pub mod config;
 pub mod daemon;
 pub mod explain;
@@ -25,6 +26,7 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     let mode = match &args.command {
         Some(Command::Version) => return version::run(),
         Some(Command::Config { .. })
+        | Some(Command::Capture { .. })
         | Some(Command::Plan { .. })
         | Some(Command::Explain { .. })
         | Some(Command::Status { .. }) => Mode::Tool,
@@ -54,6 +56,7 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
     match &args.command {
         None => daemon::run(config, &args.node),
         Some(Command::Config { format }) => config::run(config, *format),
+        Some(Command::Capture { output }) => capture::run(config, &args.node, output.as_deref()),
         Some(Command::Plan {
             format,
             input,
@@ -81,11 +84,11 @@ pub fn dispatch(args: &Cli, argv: &[OsString]) -> anyhow::Result<ExitCode> {
 }
 
 /// Whether `command` connects to the configured OVN database: the daemon,
-/// `reconcile`, and `plan`/`explain`/`status` unless they read OVN from a
+/// `reconcile`, `capture`, and `plan`/`explain`/`status` unless they read OVN from a
 /// file (`--ovn`) or ask a daemon for the status.
 fn reads_live_ovn(command: &Option<Command>, config: &obgp_config::Config) -> bool {
     match command {
-        None | Some(Command::Reconcile { .. }) => true,
+        None | Some(Command::Reconcile { .. }) | Some(Command::Capture { .. }) => true,
         Some(Command::Plan { input, .. }) | Some(Command::Explain { input, .. }) => {
             input.ovn.is_none()
         }

@@ -17,7 +17,7 @@ use anyhow::bail;
 use obgp_config::{Config, ExposingMethod};
 use obgp_plan::Plan;
 
-use super::ovn_file::OvnFile;
+use super::ovn_file::{NodeSource, OvnFile};
 use crate::cli::{Format, NodeArgs, OvnInput};
 
 pub fn run(
@@ -30,7 +30,12 @@ pub fn run(
     if config.default.exposing_method == ExposingMethod::Ovn {
         let p = match &input.ovn {
             Some(file) => {
-                super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?
+                let (p, node) =
+                    super::plan_ovn::offline(config, file, input.node_state.as_deref(), local_nb)?;
+                if format == Format::Text {
+                    println!("{}", node.line());
+                }
+                p
             }
             // clap refuses --local-nb without --ovn: live, the local NB is
             // the one the agent writes.
@@ -55,7 +60,13 @@ pub fn run(
         bail!("--local-nb is for exposing_method = ovn only");
     }
     let plan = match &input.ovn {
-        Some(file) => offline(config, file, input.node_state.as_deref())?,
+        Some(file) => {
+            let (plan, node) = offline(config, file, input.node_state.as_deref())?;
+            if format == Format::Text {
+                println!("{}", node.line());
+            }
+            plan
+        }
         None => {
             let opts = super::run_options(config, node);
             let planned = super::runtime()?.block_on(obgp_controller::plan_once(config, &opts))?;
@@ -77,12 +88,16 @@ fn print(plan: &Plan, format: Format) -> anyhow::Result<()> {
 }
 
 /// Plans from files: no database, no node.
-fn offline(config: &Config, ovn_file: &Path, node_file: Option<&Path>) -> anyhow::Result<Plan> {
+fn offline(
+    config: &Config,
+    ovn_file: &Path,
+    node_file: Option<&Path>,
+) -> anyhow::Result<(Plan, NodeSource)> {
     let file = OvnFile::read(ovn_file, node_file, config)?;
     let facts = super::ovn_file::facts(config, &file);
     let once = obgp_pipeline::once(&file.snapshot, config, &facts, &file.actual)?;
     for note in &once.desired.notes {
         tracing::info!("{note}");
     }
-    Ok(once.plan)
+    Ok((once.plan, file.node))
 }

@@ -30,7 +30,7 @@ pub fn offline(
     ovn_file: &Path,
     node_file: Option<&Path>,
     local_nb_file: Option<&Path>,
-) -> anyhow::Result<OvnPlan> {
+) -> anyhow::Result<(OvnPlan, ovn_file::NodeSource)> {
     let f = OvnFile::read(ovn_file, node_file, config)?;
     let facts = ovn_file::facts(config, &f);
     let once = obgp_pipeline::once(&f.snapshot, config, &facts, &f.actual)?;
@@ -56,11 +56,14 @@ pub fn offline(
         ),
     };
     let local_nb = obgp_local_cluster::plan(&cluster.local_nb, &observed);
-    Ok(OvnPlan {
-        node: once.plan,
-        local_nb,
-        against,
-    })
+    Ok((
+        OvnPlan {
+            node: once.plan,
+            local_nb,
+            against,
+        },
+        f.node,
+    ))
 }
 
 pub fn print(p: &OvnPlan, format: Format) -> anyhow::Result<()> {

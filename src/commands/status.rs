@@ -67,6 +67,10 @@ pub fn run(
         StatusFrom::Offline { ovn, node_state } => {
             let file = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
             let facts = super::ovn_file::facts(config, &file);
+            if format == Format::Text {
+                // What HELD and NOT HELD are measured against.
+                println!("{}", file.node.line());
+            }
             live_status::offline(config, &file.snapshot, &facts, &file.actual)?
         }
         StatusFrom::Direct => direct(config, node)?,

@@ -49,7 +49,7 @@ pub mod timers;
 
 pub use inputs::Trigger;
 pub use kind::{BackgroundChecks, ReconcileKind, Reread};
-pub use one_shot::inputs_once;
+pub use one_shot::{capture_once, inputs_once, Captured};
 pub use one_shot::{plan_once, reconcile_once, render_plan};
 pub use options::{RunError, RunOptions};
 pub use queue::{QueueConfig, Scheduler, TriggerBatch, WorkQueue};

@@ -118,7 +118,9 @@ pub fn offline(
         node: &once.node,
         actual,
     };
-    let chassis = obgp_desired::chassis_name(config, snapshot, None)
+    // A capture records the node's hostname, the NB driver's chassis name
+    // when the Open_vSwitch row has no external_ids:hostname.
+    let chassis = obgp_desired::chassis_name(config, snapshot, facts.system_hostname.as_deref())
         .unwrap_or_default()
         .to_string();
     Ok(status(&i, ComputedBy::Offline, chassis, health))

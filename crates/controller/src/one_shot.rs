@@ -60,6 +60,32 @@ pub async fn inputs_once(
     Ok((inputs.snapshot, reconciler.facts().clone()))
 }
 
+/// What `capture` writes of a live node: the raw rows of the OVN database
+/// the driver reads and of the local OVS (as their monitors hold them),
+/// the node as observed, and the facts read beside it.
+pub struct Captured {
+    pub ovn: obgp_ovsdb_data::DbSnapshot,
+    pub ovs: obgp_ovsdb_data::DbSnapshot,
+    pub node: obgp_plan::Actual,
+    pub facts: NodeFacts,
+}
+
+/// Reads everything a plan reads, as a plan does (the node observed in
+/// the scope of the desired state), and returns it raw. Changes nothing.
+pub async fn capture_once(config: &Config, opts: &RunOptions) -> Result<Captured, RunError> {
+    let (sources, mut reconciler) = connect_once(config, opts).await?;
+    let inputs = sources.converged_inputs().await?;
+    let (planned, _) = reconciler
+        .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
+        .await?;
+    Ok(Captured {
+        ovn: inputs.raw_ovn,
+        ovs: sources.ovs.client.cache().snapshot(),
+        node: planned.actual,
+        facts: reconciler.facts().clone(),
+    })
+}
+
 /// Computes the pending plan against the live databases and node, changing nothing.
 pub async fn plan_once(config: &Config, opts: &RunOptions) -> Result<Planned, RunError> {
     let (sources, mut reconciler) = connect_once(config, opts).await?;

@@ -9,6 +9,7 @@
 //! why this is computed on demand rather than kept by the daemon is
 //! [ADR 0007](../../../docs/adr/0007-explain-on-demand.md).
 
+mod prefix;
 mod render;
 mod subjects;
 
@@ -26,20 +27,27 @@ use crate::{chassis_hostname, compute_traced, DesiredError, NodeFacts};
 
 use subjects::Subject;
 
-/// What to explain: an IP, or a port by name (for Neutron ports, the
-/// Neutron port id), by uuid, or (SB drivers) a Port_Binding's
-/// `logical_port`.
+/// What to explain: an IP, a prefix (a tenant subnet, a VRF or EVPN
+/// route), or a port by name (for Neutron ports, the Neutron port id), by
+/// uuid, or (SB drivers) a Port_Binding's `logical_port`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Query {
     Ip(IpAddr),
+    Prefix(IpNet),
     Port(String),
 }
 
 impl Query {
-    /// An IP if `s` parses as one, else a port.
+    /// An IP if `s` parses as one; a prefix if it parses as `addr/len`
+    /// (its network: `10.0.0.1/24` names `10.0.0.0/24`; a host prefix,
+    /// as `status` lists a VM's IP, names the IP); else a port.
     pub fn parse(s: &str) -> Query {
-        match s.parse::<IpAddr>() {
-            Ok(ip) => Query::Ip(ip),
+        if let Ok(ip) = s.parse::<IpAddr>() {
+            return Query::Ip(ip);
+        }
+        match s.parse::<IpNet>() {
+            Ok(net) if net.prefix_len() == net.max_prefix_len() => Query::Ip(net.addr()),
+            Ok(net) => Query::Prefix(net.trunc()),
             Err(_) => Query::Port(s.to_string()),
         }
     }
@@ -49,6 +57,7 @@ impl std::fmt::Display for Query {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Query::Ip(ip) => write!(f, "{ip}"),
+            Query::Prefix(net) => write!(f, "{net}"),
             Query::Port(p) => write!(f, "{p}"),
         }
     }
@@ -124,6 +133,19 @@ pub enum Finding {
         /// The rows it rests on (router interface, gateway ports).
         rows: Vec<RowInfo>,
     },
+    /// A prefix this node announces or routes: a tenant subnet behind a
+    /// local gateway, a route of the stretched-L2 VRF table or of an EVPN
+    /// VNI's table.
+    Prefix {
+        prefix: IpNet,
+        class: Class,
+        /// What it is and how it is announced, for people.
+        what: String,
+        /// Announced (a tenant subnet of the host method is only routed).
+        announced: bool,
+        /// The rows it rests on, where known.
+        rows: Vec<RowInfo>,
+    },
     /// Not exposed, and why.
     NotExposed {
         ip: Option<IpAddr>,
@@ -157,6 +179,10 @@ impl Explanation {
                 f,
                 Finding::Exposed { .. }
                     | Finding::Routed { .. }
+                    | Finding::Prefix {
+                        announced: true,
+                        ..
+                    }
                     | Finding::Covered {
                         announced: true,
                         ..
@@ -184,6 +210,8 @@ pub(crate) struct Exposure {
 /// What the computation gave, for the lookups.
 pub(crate) struct Decisions<'a> {
     pub snap: &'a Snapshot,
+    /// The configured driver's name.
+    pub driver: &'static str,
     pub desired: Desired,
     pub exposures: Vec<Exposure>,
     pub rejections: Vec<Rejection>,
@@ -216,6 +244,7 @@ pub fn explain(
     let exposures = exposures(&desired, &trace);
     let ctx = Decisions {
         snap,
+        driver: d.driver.as_str(),
         desired,
         exposures,
         rejections: trace.rejections,
@@ -227,13 +256,17 @@ pub fn explain(
     };
     let subjects = match query {
         Query::Ip(ip) => subjects::carrying(&ctx, *ip),
+        Query::Prefix(_) => Vec::new(),
         Query::Port(name) => subjects::named(&ctx, name)?,
     };
     let ip = match query {
         Query::Ip(ip) => Some(*ip),
-        Query::Port(_) => None,
+        Query::Prefix(_) | Query::Port(_) => None,
     };
-    let mut findings = Vec::new();
+    let mut findings = match query {
+        Query::Prefix(net) => prefix::announcing(&ctx, *net),
+        _ => Vec::new(),
+    };
     if let Some(ip) = ip {
         findings.extend(
             ctx.exposures
@@ -253,6 +286,22 @@ pub fn explain(
         if findings.is_empty() {
             findings.extend(covered(&ctx, ip));
         }
+        // Reached through an announced subnet (or a VRF route) and not
+        // exposed itself: that is the answer, and the refusals of its
+        // IP one by one (or of the router port's) are no news.
+        if reached_through_a_prefix(&findings) {
+            findings.retain(|f| matches!(f, Finding::Covered { .. } | Finding::Routed { .. }));
+            findings.sort_by_key(|f| {
+                !matches!(
+                    f,
+                    Finding::Covered {
+                        announced: true,
+                        ..
+                    }
+                )
+            });
+            return Ok(answer(query, &ctx, &subjects, findings));
+        }
         // Refusals of the IP by a row that does not carry it (a VIP's LB).
         for r in ctx.rejections.iter().filter(|r| r.ip == Some(ip)) {
             let f = not_exposed(&ctx, r);
@@ -261,9 +310,36 @@ pub fn explain(
             }
         }
     }
-    Ok(Explanation {
+    Ok(answer(query, &ctx, &subjects, findings))
+}
+
+/// Whether an IP's findings say it is reached through a prefix this node
+/// announces and not exposed itself.
+fn reached_through_a_prefix(findings: &[Finding]) -> bool {
+    let through = findings.iter().any(|f| {
+        matches!(
+            f,
+            Finding::Covered {
+                announced: true,
+                ..
+            } | Finding::Routed { .. }
+        )
+    });
+    through
+        && !findings
+            .iter()
+            .any(|f| matches!(f, Finding::Exposed { .. }))
+}
+
+fn answer(
+    query: &Query,
+    ctx: &Decisions,
+    subjects: &[Subject],
+    findings: Vec<Finding>,
+) -> Explanation {
+    Explanation {
         query: query.to_string(),
-        driver: d.driver.as_str(),
+        driver: ctx.driver,
         hostname: ctx.hostname.map(str::to_string),
         system_id: ctx.system_id.map(str::to_string),
         rows: subjects.iter().map(|s| ctx.row(s.row)).collect(),
@@ -274,7 +350,7 @@ pub fn explain(
             .filter(|r| r.row.is_none())
             .map(|r| r.reason.clone())
             .collect(),
-    })
+    }
 }
 
 /// Every exposure that reaches the node, from the desired state (the

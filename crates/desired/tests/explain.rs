@@ -479,3 +479,66 @@ fn the_fixed_ip_of_a_tenant_vm_whose_gateway_is_elsewhere_is_refused_for_that_ga
         "{by_port}"
     );
 }
+
+/// Every prefix the node announces: the subnet method's tenant subnets,
+/// the stretched-L2 VRF routes, the EVPN VNIs' routes that are not host
+/// routes; with the driver that announces it.
+fn announced_prefixes(d: &Desired) -> Vec<IpNet> {
+    let mut out: Vec<IpNet> = d
+        .tenant_subnets
+        .iter()
+        .filter(|s| s.vrf_route)
+        .map(|s| s.net)
+        .collect();
+    out.extend(d.vrf_routes.values().map(|r| r.net));
+    for v in d.evpn.iter().flat_map(|e| e.vnis.values()) {
+        for p in &v.ports {
+            out.extend(
+                p.routes
+                    .iter()
+                    .map(|r| r.dst)
+                    .filter(|dst| dst.prefix_len() < dst.max_prefix_len()),
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn every_prefix_a_golden_scenario_announces_is_explained_as_announced() {
+    let mut by_driver: std::collections::BTreeMap<&str, usize> = Default::default();
+    for path in scenario_paths() {
+        let sc = read(&path);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(config) = scenario_config(&sc) else {
+            continue;
+        };
+        let facts = facts(&sc, &config);
+        let snap = snapshot(&FixtureDb::from_wire(&sc["ovn"]).unwrap());
+        let desired = desired_state(&snap, &config, &facts).unwrap();
+        for net in announced_prefixes(&desired) {
+            let e = explain(&snap, &config, &facts, &Query::parse(&net.to_string())).unwrap();
+            assert!(e.exposed(), "{name}: {net} is announced:\n{e}");
+            assert!(
+                e.findings
+                    .iter()
+                    .any(|f| matches!(f, Finding::Prefix { prefix, .. } if *prefix == net)),
+                "{name}: {net}:\n{e}"
+            );
+            assert!(!e.to_string().contains("no port named"), "{name}: {e}");
+            *by_driver.entry(config.default.driver.as_str()).or_default() += 1;
+        }
+    }
+    // The stretched-L2 routes and the EVPN routes (SB driver; NB vrf mode)
+    // are among them.
+    for driver in [
+        "ovn_stretched_l2_bgp_driver",
+        "ovn_evpn_driver",
+        "nb_ovn_bgp_driver",
+    ] {
+        assert!(
+            by_driver.get(driver).is_some_and(|n| *n > 0),
+            "{by_driver:?}"
+        );
+    }
+}

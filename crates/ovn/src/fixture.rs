@@ -19,12 +19,14 @@ use crate::snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};
 pub enum FixtureError {
     #[error("fixture is not an object of databases: {0}")]
     NotAnObject(String),
-    #[error("{db}.{table} row {uuid}: {source}")]
+    /// The decoding error is in the text and not a `source`: printed with
+    /// its chain (`{:#}`), it would show twice.
+    #[error("{db}.{table} row {uuid}: {error}")]
     BadRow {
         db: String,
         table: String,
         uuid: String,
-        source: DatumError,
+        error: DatumError,
     },
     #[error("invalid row uuid {0:?}")]
     BadUuid(String),
@@ -72,11 +74,11 @@ impl FixtureDb {
                 for (uuid_s, row) in rows {
                     let uuid =
                         Uuid::parse(uuid_s).map_err(|_| FixtureError::BadUuid(uuid_s.clone()))?;
-                    let row = Row::from_wire(row).map_err(|source| FixtureError::BadRow {
+                    let row = Row::from_wire(row).map_err(|error| FixtureError::BadRow {
                         db: db.clone(),
                         table: table.clone(),
                         uuid: uuid_s.clone(),
-                        source,
+                        error,
                     })?;
                     t.insert(uuid, row);
                 }
@@ -517,5 +519,24 @@ mod tests {
         );
         assert!(err.is_err());
         assert_eq!(lsp_names(&d), ["p1"]);
+    }
+
+    #[test]
+    fn a_bad_rows_error_says_its_column_once_with_its_chain() {
+        let e = FixtureDb::from_wire(&json!({"OVN_Northbound": {"Logical_Switch_Port": {
+            "22222222-2222-4222-8222-222222222222": {"tag": ["bogus", 1]}}}}))
+        .unwrap_err();
+        // What `{:#}` of an anyhow error prints: the message, then each source's.
+        let mut chain = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            chain.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        assert_eq!(chain.matches("column tag").count(), 1, "{chain}");
+        assert!(
+            chain.contains("22222222-2222-4222-8222-222222222222"),
+            "{chain}"
+        );
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod addresses;
 mod changes;
+pub mod dump;
 pub mod fixture;
 pub mod hash;
 mod index;

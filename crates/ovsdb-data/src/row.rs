@@ -183,6 +183,17 @@ impl Row {
         })
     }
 
+    /// The row in wire notation (`{"column": datum, ...}`), the inverse of
+    /// [`Row::from_wire`]: what a capture of a node writes.
+    pub fn to_wire(&self) -> Value {
+        Value::Object(
+            self.columns
+                .iter()
+                .map(|(name, d)| (name.to_string(), d.to_wire()))
+                .collect(),
+        )
+    }
+
     /// The value of `column`, if present.
     pub fn get(&self, column: &str) -> Option<&Datum> {
         #[cfg(feature = "column-audit")]
@@ -310,5 +321,18 @@ mod tests {
         assert_eq!(from.keys().map(Str::as_str).collect::<Vec<_>>(), ["a", "b"]);
         // A repeated name keeps its last value, as a BTreeMap would.
         assert_eq!(from.get("b"), Some(&one));
+    }
+
+    #[test]
+    fn a_row_written_to_wire_reads_back_the_same() {
+        let wire = serde_json::json!({
+            "name": "p1",
+            "addresses": ["set", ["fa:16:3e:00:00:01 10.0.0.5", "router"]],
+            "external_ids": ["map", [["neutron:host_id", "compute-1"]]],
+            "ls": ["uuid", "11111111-1111-4111-8111-111111111111"],
+            "tag": 7,
+        });
+        let row = Row::from_wire(&wire).unwrap();
+        assert_eq!(Row::from_wire(&row.to_wire()).unwrap(), row);
     }
 }

@@ -72,6 +72,16 @@ impl fmt::Display for Finding {
                     rows.join(", ")
                 )
             }
+            Finding::Prefix {
+                prefix, what, rows, ..
+            } => {
+                write!(f, "prefix: {prefix} is a {what}")?;
+                if !rows.is_empty() {
+                    let rows: Vec<String> = rows.iter().map(ToString::to_string).collect();
+                    write!(f, "; from {}", rows.join(", "))?;
+                }
+                Ok(())
+            }
             Finding::NotExposed { ip, row, reason } => {
                 write!(f, "not exposed: ")?;
                 match (ip, row) {
@@ -88,15 +98,25 @@ impl fmt::Display for Finding {
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = match self.findings.first() {
+            Some(Finding::Covered {
+                subnet,
+                announced: true,
+                ..
+            }) if !self
+                .findings
+                .iter()
+                .any(|f| matches!(f, Finding::Exposed { .. })) =>
+            {
+                format!("reachable through subnet {subnet} announced from")
+            }
+            _ if self.exposed() => "exposed on".to_string(),
+            _ => "not exposed on".to_string(),
+        };
         writeln!(
             f,
-            "{}: {} on this node ({}; hostname {}, system-id {})",
+            "{}: {verdict} this node ({}; hostname {}, system-id {})",
             self.query,
-            if self.exposed() {
-                "exposed"
-            } else {
-                "not exposed"
-            },
             self.driver,
             self.hostname.as_deref().unwrap_or("unknown"),
             self.system_id.as_deref().unwrap_or("unknown"),
@@ -107,7 +127,13 @@ impl fmt::Display for Explanation {
         for finding in &self.findings {
             writeln!(f, "  {finding}")?;
         }
-        if self.findings.is_empty() {
+        if self.findings.is_empty() && self.query.contains('/') {
+            writeln!(
+                f,
+                "  no tenant subnet, VRF route or EVPN route of this node is {}",
+                self.query
+            )?;
+        } else if self.findings.is_empty() {
             match self.rows.is_empty() {
                 true => writeln!(f, "  no OVN row carries it")?,
                 false => writeln!(f, "  no decision of the driver concerns it")?,

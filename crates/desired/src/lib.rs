@@ -16,6 +16,7 @@ pub mod l2vni;
 mod local_cluster;
 pub mod model;
 mod nb_evpn;
+mod nb_l2vni;
 mod nb_underlay;
 pub mod ovn_method;
 pub mod provenance;
@@ -170,7 +171,7 @@ pub(crate) fn compute_traced(
         nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
     }
     if d.exposing_method == ExposingMethod::L2vni {
-        l2vni::nb_l2vni(snap, config, &mut desired, &mut trace)?;
+        nb_l2vni::nb_l2vni(snap, config, &mut desired, &mut trace)?;
     }
     Ok((desired, Some(reads), trace))
 }

@@ -144,3 +144,43 @@ fn explain_says_which_l2_vni_and_method_expose_an_ip() {
         "{out}"
     );
 }
+
+#[test]
+fn status_lists_each_host_on_its_l2_vni_bridge_with_its_port_row() {
+    let path = fixture("basic.json");
+    let out = agent(&[
+        "status",
+        "--format",
+        "json",
+        "--ovn",
+        path.to_str().unwrap(),
+    ]);
+    let s: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let exposed = s["exposed"].as_array().unwrap();
+    let prefixes: Vec<&str> = exposed
+        .iter()
+        .map(|e| e["prefix"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        prefixes,
+        ["10.100.0.10/32", "172.24.4.10/32", "2001:db8::10/128"],
+        "{out}"
+    );
+    for e in exposed {
+        assert_eq!(e["kind"], "vm", "{e}");
+        assert_eq!(e["rows"][0]["table"], "Logical_Switch_Port", "{e}");
+        assert_eq!(e["wiring"]["vrf"], Value::Null, "{e}");
+        // Nothing is on the node yet: the neighbour is missing.
+        assert_eq!(e["held"], false, "{e}");
+    }
+    let vlan = &exposed[0]["wiring"];
+    assert_eq!(
+        (&vlan["dev"], &vlan["bridge"], &vlan["vlan"]),
+        (
+            &Value::from("br-2002"),
+            &Value::from("br-vlan"),
+            &Value::from(100)
+        ),
+        "{out}"
+    );
+}

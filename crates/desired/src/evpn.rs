@@ -32,10 +32,17 @@ use obgp_netmodel::frr::{add_vrf, AddVrf, RouteDistinguisher};
 
 use crate::arp_ndp::arp_ndp_addresses;
 
-/// The EVPN L3 desired state: the VNIs this node serves.
+/// The EVPN desired state: the VNIs this node serves. The L3 VNIs (VRF,
+/// type-5) of the vrf method and the SB driver, and the L2 VNIs (no VRF,
+/// type-2) of the l2vni method.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct EvpnL3 {
     pub vnis: BTreeMap<u32, EvpnVni>,
+    /// `exposing_method = l2vni`'s VNIs ([`crate::l2vni`]).
+    pub l2: BTreeMap<u32, crate::l2vni::L2Vni>,
+    /// The L2 VNIs' FRR text (`advertise-all-vni` and their `vni`
+    /// blocks); empty without L2 VNIs.
+    pub l2_frr_text: String,
     /// The SB driver's base wiring of each mapped bridge: its ARP/NDP
     /// addresses (by its 1-based position in the mappings) and proxy
     /// ARP/NDP, as the underlay drivers do.
@@ -162,8 +169,12 @@ impl EvpnL3 {
             frr.push_str(&v.frr_text);
             v.add_to_node(&mut n);
         }
+        for v in self.l2.values() {
+            v.add_to_node(&mut n);
+        }
+        frr.push_str(&self.l2_frr_text);
         self.add_bridge_bases(&mut n);
-        if !self.vnis.is_empty() {
+        if !self.vnis.is_empty() || !self.l2.is_empty() {
             n.frr_config = Some(frr);
         }
         n

@@ -378,17 +378,27 @@ fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
             })
             .collect();
     };
-    // The VNI whose table routes `ip`, or whose lo-<vni> holds it.
+    // The VNI whose table routes `ip`, or whose lo-<vni> holds it, or
+    // the L2 VNI that announces it as a type-2 host.
     let vni_of = |ip: IpAddr| {
         let host = IpNet::from(ip);
-        evpn.vnis.values().find_map(|v| {
-            let routed = v
-                .ports
-                .iter()
-                .any(|p| p.routes.iter().any(|r| r.dst == host));
-            let on_lo = v.lo.as_ref().is_some_and(|(_, ips)| ips.contains(&host));
-            (routed || on_lo).then(|| format!("VNI {} ({})", v.vni, v.vrf))
-        })
+        evpn.vnis
+            .values()
+            .find_map(|v| {
+                let routed = v
+                    .ports
+                    .iter()
+                    .any(|p| p.routes.iter().any(|r| r.dst == host));
+                let on_lo = v.lo.as_ref().is_some_and(|(_, ips)| ips.contains(&host));
+                (routed || on_lo).then(|| format!("VNI {} ({})", v.vni, v.vrf))
+            })
+            .or_else(|| {
+                let v = evpn.l2.values().find(|v| v.hosts.contains_key(&ip))?;
+                Some(format!(
+                    "L2 VNI {} (exposing_method = l2vni: type-2 MAC/IP on {})",
+                    v.vni, v.bridge
+                ))
+            })
     };
     let from_desired = desired.exposed.values().filter_map(|e| {
         Some(Exposure {

@@ -12,9 +12,11 @@ pub mod evpn;
 pub mod explain;
 pub mod frr;
 mod incremental;
+pub mod l2vni;
 mod local_cluster;
 pub mod model;
 mod nb_evpn;
+mod nb_l2vni;
 mod nb_underlay;
 pub mod ovn_method;
 pub mod provenance;
@@ -127,7 +129,10 @@ pub(crate) fn compute_traced(
 ) -> Result<(Desired, Option<nb_underlay::Reads>, Trace), DesiredError> {
     let d = &config.default;
     let driver = match (d.driver, d.exposing_method) {
-        (Driver::NbOvnBgpDriver, ExposingMethod::Underlay | ExposingMethod::Vrf) => Underlay::Nb,
+        (
+            Driver::NbOvnBgpDriver,
+            ExposingMethod::Underlay | ExposingMethod::Vrf | ExposingMethod::L2vni,
+        ) => Underlay::Nb,
         (Driver::OvnBgpDriver, ExposingMethod::Underlay) => Underlay::Sb,
         // Upstream's stretched-L2 driver never reads exposing_method.
         (Driver::OvnStretchedL2BgpDriver, _) => Underlay::StretchedL2,
@@ -164,6 +169,9 @@ pub(crate) fn compute_traced(
         nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
     if d.exposing_method == ExposingMethod::Vrf {
         nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
+    }
+    if d.exposing_method == ExposingMethod::L2vni {
+        nb_l2vni::nb_l2vni(snap, config, &mut desired, &mut trace)?;
     }
     Ok((desired, Some(reads), trace))
 }

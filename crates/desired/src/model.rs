@@ -226,19 +226,22 @@ fn link_scope(v6: bool) -> u8 {
 
 impl Desired {
     /// How many IPs and prefixes this node announces: the exposed IPs, or
-    /// in an EVPN mode the routes and `lo-<vni>` addresses of its VNIs
+    /// in an EVPN mode the routes and `lo-<vni>` addresses of its VNIs and
+    /// the type-2 hosts of its L2 VNIs
     /// (`exposed` then only records the NB driver's decisions).
     pub fn exposure_count(&self) -> usize {
         match &self.evpn {
             None => self.exposed.len() + self.vrf_routes.len(),
-            Some(e) => e
-                .vnis
-                .values()
-                .map(|v| {
-                    v.ports.iter().map(|p| p.routes.len()).sum::<usize>()
-                        + v.lo.as_ref().map_or(0, |(_, ips)| ips.len())
-                })
-                .sum(),
+            Some(e) => {
+                e.vnis
+                    .values()
+                    .map(|v| {
+                        v.ports.iter().map(|p| p.routes.len()).sum::<usize>()
+                            + v.lo.as_ref().map_or(0, |(_, ips)| ips.len())
+                    })
+                    .sum::<usize>()
+                    + e.l2.values().map(|v| v.hosts.len()).sum::<usize>()
+            }
         }
     }
 

@@ -200,7 +200,7 @@ fn nb_networks(
 ) -> Vec<AnnotatedNetwork> {
     let mut out = Vec::new();
     for ls in snap.bgpvpn_switches() {
-        let Some(vpn) = l3_annotation(ls, notes, trace) else {
+        let Some(vpn) = annotation_of_type(ls, BgpVpnType::L3, notes, trace) else {
             continue;
         };
         let Some((ln, bridge)) = mapped_localnet(snap, ls) else {
@@ -276,10 +276,12 @@ fn nb_networks(
     out
 }
 
-/// The network's `neutron_bgpvpn` annotation when it asks for L3 (the
-/// only type upstream selects); a bad one is noted and rejected.
-fn l3_annotation<'a>(
+/// The network's `neutron_bgpvpn` annotation when it asks for `kind`
+/// (the vrf method selects `l3`, as upstream; the l2vni method `l2`); a
+/// bad one is noted and rejected.
+pub(crate) fn annotation_of_type<'a>(
     ls: &'a LogicalSwitch,
+    kind: BgpVpnType,
     notes: &mut Vec<String>,
     trace: &mut Trace,
 ) -> Option<&'a BgpVpn> {
@@ -297,15 +299,14 @@ fn l3_annotation<'a>(
             });
             None
         }
-        // Upstream selects `neutron_bgpvpn:type = l3` networks only.
-        Some(Ok(v)) if v.kind != Some(BgpVpnType::L3) => None,
+        Some(Ok(v)) if v.kind != Some(kind) => None,
         Some(Ok(v)) => Some(v),
     }
 }
 
 /// The network's first localnet port whose physical network is mapped
 /// here, with the bridge it is mapped to.
-fn mapped_localnet<'a>(
+pub(crate) fn mapped_localnet<'a>(
     snap: &'a Snapshot,
     ls: &LogicalSwitch,
 ) -> Option<(&'a LogicalSwitchPort, DevName)> {

@@ -234,6 +234,11 @@ pub enum Reason {
     /// NB vrf mode: an IP announced without wiring (tenant host method) is
     /// not exposed in this mode.
     NotWiredInVrfMode,
+    /// NB l2vni mode: the IP's provider network has no L2 VNI here.
+    NoL2Vni { bridge: DevName, vlan: Option<u16> },
+    /// NB l2vni mode: only the IPs of ports bound here (with their MAC)
+    /// become type-2 entries; gateway IPs, FIPs, VIPs and tenant IPs do not.
+    NotAPortInL2vniMode,
     /// NB ovn mode: the node-local cluster does not reach the IP (a tenant
     /// network, or a provider network off its internal segment).
     NotReachedByLocalCluster { why: String },
@@ -385,6 +390,17 @@ impl fmt::Display for Reason {
                 ),
                 None => write!(f, "exposing_method = vrf: no EVPN VNI on bridge {bridge}"),
             },
+            Reason::NoL2Vni { bridge, vlan } => match vlan {
+                Some(v) => write!(
+                    f,
+                    "exposing_method = l2vni: no L2 VNI on bridge {bridge} vlan {v}"
+                ),
+                None => write!(f, "exposing_method = l2vni: no L2 VNI on bridge {bridge}"),
+            },
+            Reason::NotAPortInL2vniMode => write!(
+                f,
+                "exposing_method = l2vni: only the ports bound here become type-2 entries"
+            ),
             Reason::NotWiredInVrfMode => write!(
                 f,
                 "exposing_method = vrf: IPs announced without wiring are not exposed"

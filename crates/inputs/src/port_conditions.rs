@@ -71,7 +71,9 @@ impl PortConditions {
                 .unwrap_or_default();
         let interest = LspInterest::of(snap, Some(chassis), filled_with);
         match self.config.default.exposing_method {
-            ExposingMethod::Vrf => interest.with_bgpvpn_ports(snap),
+            // The EVPN methods read every port an annotated switch lists
+            // (its localnet, and for vrf its DHCP options).
+            ExposingMethod::Vrf | ExposingMethod::L2vni => interest.with_bgpvpn_ports(snap),
             _ => interest,
         }
     }
@@ -141,5 +143,41 @@ impl PortConditions {
         Err(format!(
             "the conditions kept changing over {MAX_ROUNDS} rounds"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The l2vni scenario's OVN rows (an annotated switch with its
+    /// localnet and VM ports).
+    fn l2vni_snapshot() -> Snapshot {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/l2vni/basic.json"
+        );
+        let sc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        Snapshot::from_wire(&sc["ovn"]).unwrap()
+    }
+
+    #[test]
+    fn the_evpn_methods_monitor_every_port_once_a_switch_is_annotated() {
+        let snap = l2vni_snapshot();
+        for (method, all) in [
+            (ExposingMethod::Vrf, true),
+            (ExposingMethod::L2vni, true),
+            (ExposingMethod::Underlay, false),
+        ] {
+            let mut config = Config::default();
+            config.default.exposing_method = method;
+            let wanted = PortConditions::new(&config, None).wanted(&snap, None);
+            assert_eq!(
+                wanted.conditions() == vec![Condition::True],
+                all,
+                "{method:?}"
+            );
+        }
     }
 }

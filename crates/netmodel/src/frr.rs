@@ -230,6 +230,65 @@ pub fn add_vrf(v: &AddVrf) -> String {
     t
 }
 
+/// The annotations of one L2 VNI (`exposing_method = l2vni`) for its
+/// `vni` block. Upstream has no template for the method: the text is the
+/// rewrite's own (docs/evpn.md, "L2 (l2vni)").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct L2Vni {
+    pub vni: u32,
+    /// The annotation's first RD; `None`: FRR's automatic one.
+    pub rd: Option<RouteDistinguisher>,
+    /// Each gives `route-target import` and `route-target export`.
+    pub route_targets: Vec<RouteTarget>,
+    pub import_targets: Vec<RouteTarget>,
+    pub export_targets: Vec<RouteTarget>,
+}
+
+/// The `vni <n>` block of an L2 VNI, empty when the annotations give no
+/// RD and no route target (FRR then derives `<router-id>:<n>` and
+/// `<AS>:<n>`). Route targets in the L3 text's order: both directions,
+/// export, import.
+pub fn l2_vni_block(v: &L2Vni) -> String {
+    if v.rd.is_none()
+        && v.route_targets.is_empty()
+        && v.import_targets.is_empty()
+        && v.export_targets.is_empty()
+    {
+        return String::new();
+    }
+    let mut t = format!("    vni {}\n", v.vni);
+    if let Some(rd) = &v.rd {
+        let _ = writeln!(t, "      rd {rd}");
+    }
+    for rt in &v.route_targets {
+        let _ = write!(
+            t,
+            "      route-target import {rt}\n      route-target export {rt}\n"
+        );
+    }
+    for rt in &v.export_targets {
+        let _ = writeln!(t, "      route-target export {rt}");
+    }
+    for rt in &v.import_targets {
+        let _ = writeln!(t, "      route-target import {rt}");
+    }
+    t.push_str("    exit-vni\n");
+    t
+}
+
+/// The L2 VNIs' text: `advertise-all-vni` under the default instance's
+/// `address-family l2vpn evpn` (zebra then announces every VXLAN device's
+/// VNI: type-2 and type-3 routes), then the VNIs' blocks
+/// ([`l2_vni_block`]).
+pub fn advertise_all_vni(asn: &Asn, vni_blocks: &[String]) -> String {
+    let mut t = format!("\nrouter bgp {asn}\n  address-family l2vpn evpn\n    advertise-all-vni\n");
+    for b in vni_blocks {
+        t.push_str(b);
+    }
+    t.push_str("  exit-address-family\n");
+    t
+}
+
 /// The inputs of the del-vrf text (upstream's `vrf_reconfigure(...,
 /// 'del-vrf')`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -283,6 +283,25 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                     missing,
                 });
             }
+            // `exposing_method = l2vni`: each host is a permanent neighbour
+            // on `br-<vni>` (what zebra announces as a type-2 route); no
+            // VRF, no table.
+            for v in evpn.l2.values() {
+                for (ip, h) in &v.hosts {
+                    let w = Wiring {
+                        bridge: Some(v.ovs_bridge.to_string()),
+                        vlan: v.vlan,
+                        dev: Some(v.bridge.to_string()),
+                        ..Wiring::default()
+                    };
+                    out.push(entry(
+                        IpNet::from(*ip),
+                        Class::Vm,
+                        vec![rows.of(h.source)],
+                        w,
+                    ));
+                }
+            }
         }
     }
     out.sort_by_key(|e| e.prefix);

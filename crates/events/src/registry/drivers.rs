@@ -128,10 +128,20 @@ impl Filters {
                         "DistributedFlagChangedEvent",
                     ],
                 );
-                if config.exposing_method == ExposingMethod::Vrf {
-                    always.extend(named(NbBgp, &["LogicalSwitchUpdateEvent"]));
-                } else {
-                    always.extend(named(NbBgp, &["LocalnetCreateDeleteEvent"]));
+                match config.exposing_method {
+                    ExposingMethod::Vrf => {
+                        always.extend(named(NbBgp, &["LogicalSwitchUpdateEvent"]));
+                    }
+                    // The rewrite's own choice (upstream never registers
+                    // l2vni): annotation changes and localnets both shape
+                    // its L2 VNIs.
+                    ExposingMethod::L2vni => {
+                        always.extend(named(
+                            NbBgp,
+                            &["LogicalSwitchUpdateEvent", "LocalnetCreateDeleteEvent"],
+                        ));
+                    }
+                    _ => always.extend(named(NbBgp, &["LocalnetCreateDeleteEvent"])),
                 }
                 if tenant {
                     always.extend(named(

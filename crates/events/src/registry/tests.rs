@@ -107,6 +107,20 @@ fn nb_driver_watches_switch_updates_for_vrf_and_localnets_otherwise() {
     assert!(!vrf.contains(&"LogicalSwitchPortSubnetAttachEvent"));
 }
 
+#[test]
+fn nb_driver_in_l2vni_mode_watches_switch_updates_and_localnets() {
+    let l2 = classes(&Filters::for_config(&config(
+        Driver::NbOvnBgpDriver,
+        false,
+        ExposingMethod::L2vni,
+    )));
+    assert!(
+        l2.contains(&"LogicalSwitchUpdateEvent") && l2.contains(&"LocalnetCreateDeleteEvent"),
+        "{l2:?}"
+    );
+    assert!(l2.contains(&"LogicalSwitchPortProviderCreateEvent"));
+}
+
 fn nat_update_view() -> FakeAgent {
     let mut agent = FakeAgent {
         chassis: "host-1".to_string(),

@@ -391,3 +391,31 @@ fn running_config_parser_takes_any_text() {
     let t = "vrf vrf-5\n vni 5 prefix-routes-only\nexit-vrf\n";
     assert!(evpn_vrfs_of_running_config(t).vrfs.contains_key(&5));
 }
+
+#[test]
+fn l2_vni_text_has_advertise_all_vni_and_a_vni_block_only_with_annotations() {
+    let bare = L2Vni {
+        vni: 2001,
+        rd: None,
+        route_targets: Vec::new(),
+        import_targets: Vec::new(),
+        export_targets: Vec::new(),
+    };
+    assert_eq!(l2_vni_block(&bare), "");
+    let asn: Asn = "64999".parse().unwrap();
+    assert_eq!(
+        advertise_all_vni(&asn, &[l2_vni_block(&bare)]),
+        "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n  exit-address-family\n"
+    );
+    let full = L2Vni {
+        rd: Some("64512:2001".parse().unwrap()),
+        route_targets: rds(&["64512:1"]),
+        import_targets: rds(&["64512:3"]),
+        export_targets: rds(&["10.0.0.1:2"]),
+        ..bare
+    };
+    assert_eq!(
+        advertise_all_vni(&asn, &[l2_vni_block(&full)]),
+        "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n    vni 2001\n      rd 64512:2001\n      route-target import 64512:1\n      route-target export 64512:1\n      route-target export 10.0.0.1:2\n      route-target import 64512:3\n    exit-vni\n  exit-address-family\n"
+    );
+}

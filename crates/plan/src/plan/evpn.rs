@@ -6,7 +6,9 @@
 //! and `vxlan-<n>` is a VXLAN device with VNI `n` enslaved to the bridge
 //! `br-<n>`, which is enslaved to `vrf-<n>`. An operator's `br-foo`,
 //! `vrf-blue` or a lone `lo-1` proves nothing and is never touched. Only the
-//! EVPN modes (`DesiredNode::evpn`) judge EVPN leftovers at all.
+//! EVPN modes (`DesiredNode::evpn`) judge EVPN leftovers at all. An L2
+//! VNI (`exposing_method = l2vni`) is proven the same way without the VRF:
+//! `br-<n>` in no VRF holding `vxlan-<n>` (VNI `n`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,10 +24,13 @@ use crate::op::Op;
 /// The devices of one VNI that the node holds and the agent may remove.
 #[derive(Debug, Default)]
 pub(super) struct VniDevices {
-    /// `lo-<n>` and the veth ends enslaved to the VRF: removed first.
+    /// `lo-<n>` and the veth ends enslaved to the VRF (an L2 VNI: to the
+    /// bridge): removed first.
     pub ports: Vec<DevName>,
     pub vxlan: Option<DevName>,
     pub bridge: Option<DevName>,
+    /// `None` for an L2 VNI (`exposing_method = l2vni`), which has no VRF
+    /// and no routing table.
     pub vrf: Option<DevName>,
 }
 
@@ -93,6 +98,60 @@ pub(super) fn proven_vnis(a: &Actual) -> BTreeMap<u32, VniDevices> {
             },
         );
     }
+    for (vni, devs) in proven_l2_vnis(a) {
+        out.entry(vni).or_insert(devs);
+    }
+    out
+}
+
+/// The L2 VNIs (`exposing_method = l2vni`) whose structure on the node is
+/// the agent's: `br-<n>`, a bridge in no VRF, holding `vxlan-<n>` with
+/// VNI `n`; with the agent-named veth ends (`vrf<uuid[:11]>`) in it.
+fn proven_l2_vnis(a: &Actual) -> BTreeMap<u32, VniDevices> {
+    let mut out = BTreeMap::new();
+    for (name, l) in &a.links {
+        let Some(vni) = name
+            .as_str()
+            .strip_prefix("br-")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // The canonical spelling only: `br-01` is not the agent's.
+        if names::bridge(vni).as_ref() != Some(name) || l.kind != "bridge" || l.master.is_some() {
+            continue;
+        }
+        let Some(vx) = names::vxlan(vni) else {
+            continue;
+        };
+        let vxlan_ok = a.links.get(&vx).is_some_and(|x| {
+            x.kind == "vxlan"
+                && x.master.as_ref() == Some(name)
+                && x.vxlan.as_ref().is_some_and(|i| i.vni == vni)
+        });
+        if !vxlan_ok {
+            continue;
+        }
+        let ports = a
+            .links
+            .iter()
+            .filter(|(n, p)| {
+                p.master.as_ref() == Some(name)
+                    && p.kind == "veth"
+                    && names::is_nb_vrf_veth(n.as_str())
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        out.insert(
+            vni,
+            VniDevices {
+                ports,
+                vxlan: Some(vx),
+                bridge: Some(name.clone()),
+                vrf: None,
+            },
+        );
+    }
     out
 }
 
@@ -129,7 +188,8 @@ impl Planner<'_> {
     pub(super) fn evpn_tables(&self) -> BTreeSet<u32> {
         let mut out = self.desired.evpn_vnis.clone();
         if self.desired.evpn.is_some() {
-            out.extend(self.proven.keys());
+            let l3 = self.proven.iter().filter(|(_, d)| d.vrf.is_some());
+            out.extend(l3.map(|(vni, _)| *vni));
         }
         out
     }
@@ -149,6 +209,20 @@ impl Planner<'_> {
                 {
                     out.insert(l.name.clone());
                 }
+            }
+        }
+        // The bridges of desired VXLAN devices (an L2 VNI's `br-<n>` is in
+        // no VRF) and what the desired state puts in them.
+        let bridges: BTreeSet<&DevName> = self
+            .desired
+            .links
+            .iter()
+            .filter(|l| matches!(l.kind, LinkKind::Vxlan { .. }))
+            .filter_map(|l| l.master.as_ref())
+            .collect();
+        for l in &self.desired.links {
+            if bridges.contains(&l.name) || l.master.as_ref().is_some_and(|m| bridges.contains(m)) {
+                out.insert(l.name.clone());
             }
         }
         out

@@ -113,13 +113,15 @@ impl Planner<'_> {
                     // first is taken as an L2 VNI, and the switch to L3 loses
                     // the remote VTEPs' router-MAC entries (traffic
                     // blackholes; FRR 8.4, docs/evpn.md). So the device waits
-                    // until FRR holds the text.
+                    // until FRR holds the text. An L2 VNI's device waits too,
+                    // so that its first type-2/type-3 routes carry the
+                    // annotations' RD and route targets.
                     let frr_ready = self.desired.frr_config.is_none()
                         || (!self.actual.frr.unknown && self.actual.frr.has_our_config);
                     if matches!(l.kind, LinkKind::Vxlan { .. }) && !frr_ready {
                         self.skip(
                             format!("link {}", l.name),
-                            "waiting for FRR to hold the VNI's VRF configuration",
+                            "waiting for FRR to hold the VNI's configuration",
                         );
                         continue;
                     }

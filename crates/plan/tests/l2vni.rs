@@ -1,0 +1,240 @@
+//! The L2 VNIs' ownership rule (`exposing_method = l2vni`,
+//! docs/ownership.md, "EVPN"): `br-<n>` in no VRF holding `vxlan-<n>`
+//! with VNI `n` is the agent's, with its agent-named veth ends and the
+//! permanent neighbours on the bridge; foreign `br-*` and `vxlan-*`
+//! look-alikes, and routes in a table numbered like the VNI, are never
+//! touched.
+
+use std::collections::BTreeSet;
+
+use obgp_netmodel::{
+    proto, scope, BridgePort, Class, DesiredNode, EvpnCleanup, Link, LinkKind, MacAddr, Neighbour,
+    RouteType,
+};
+use obgp_plan::plan::{order_violations, plan};
+use obgp_plan::{Actual, KernelRoute, Op, SimulatedNode};
+use proptest::prelude::*;
+use support::dev;
+
+mod support;
+
+fn add(m: &mut SimulatedNode, name: &str, kind: LinkKind, master: Option<&str>) {
+    m.apply(&Op::AddLink {
+        name: dev(name),
+        kind,
+    })
+    .unwrap();
+    if let Some(master) = master {
+        m.apply(&Op::SetMaster {
+            name: dev(name),
+            master: dev(master),
+        })
+        .unwrap();
+    }
+}
+
+fn vxlan(vni: u32) -> LinkKind {
+    LinkKind::Vxlan {
+        vni,
+        local: Some("10.1.1.1".parse().unwrap()),
+        dstport: 4789,
+    }
+}
+
+fn neighbour(dev_name: &str, ip: &str, last: u8) -> Neighbour {
+    Neighbour {
+        dev: dev(dev_name),
+        dst: ip.parse().unwrap(),
+        lladdr: MacAddr([0xfa, 0x16, 0x3e, 0, 0, last]),
+    }
+}
+
+/// A node with the agent's L2 VNI 3003 (bridge, VXLAN, veth end in the
+/// bridge, a neighbour on the bridge, a route in a table 3003 that is not
+/// its) and foreign look-alikes: `br-foo` holding `vxlan-9`, a lone
+/// `br-7`, `br-8` holding `vxlan-8` with VNI 80, and `br-5` holding
+/// `vxlan-5` but enslaved to a foreign VRF.
+fn node() -> Actual {
+    let mut m = SimulatedNode::new(Actual::default());
+    add(&mut m, "br-3003", LinkKind::Bridge, None);
+    add(&mut m, "vxlan-3003", vxlan(3003), Some("br-3003"));
+    let veth = LinkKind::Veth {
+        peer: dev("ovsabcdef12-34"),
+    };
+    add(&mut m, "vrfabcdef12-34", veth, Some("br-3003"));
+    add(&mut m, "br-foo", LinkKind::Bridge, None);
+    add(&mut m, "vxlan-9", vxlan(9), Some("br-foo"));
+    add(&mut m, "br-7", LinkKind::Bridge, None);
+    add(&mut m, "br-8", LinkKind::Bridge, None);
+    add(&mut m, "vxlan-8", vxlan(80), Some("br-8"));
+    add(&mut m, "vrf-blue", LinkKind::Vrf { table: 77 }, None);
+    add(&mut m, "br-5", LinkKind::Bridge, Some("vrf-blue"));
+    add(&mut m, "vxlan-5", vxlan(5), Some("br-5"));
+    let mut a = m.actual;
+    a.neighbours
+        .insert(neighbour("br-3003", "192.0.2.30", 0x30));
+    a.neighbours.insert(neighbour("br-foo", "192.0.2.40", 0x40));
+    a.neighbours.insert(neighbour("br-8", "192.0.2.80", 0x80));
+    a.routes.insert(KernelRoute {
+        table: 3003,
+        v6: false,
+        dst: Some("10.30.0.0/24".parse().unwrap()),
+        metric: None,
+        dev: Some(dev("br-foo")),
+        via: None,
+        proto: proto::BOOT,
+        scope: scope::LINK,
+        kind: RouteType::Unicast,
+    });
+    a
+}
+
+fn l2vni_mode() -> DesiredNode {
+    DesiredNode {
+        evpn: Some(EvpnCleanup {
+            delete_vrf: true,
+            steering_flows: false,
+            bridges: BTreeSet::new(),
+        }),
+        ..DesiredNode::default()
+    }
+}
+
+const FOREIGN: [&str; 9] = [
+    "br-foo",
+    "vxlan-9",
+    "br-7 ",
+    "br-8",
+    "vxlan-8",
+    "br-5",
+    "vxlan-5",
+    "vrf-blue",
+    "10.30.0.0",
+];
+
+#[test]
+fn an_l2_vni_nothing_wants_is_torn_down_and_foreign_bridges_and_vxlans_stay() {
+    let p = plan(&l2vni_mode(), &node()).unwrap();
+    let ops: Vec<&Op> = p.ops().collect();
+    let deleted: BTreeSet<String> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::DelLink { name } => Some(name.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deleted,
+        ["br-3003", "vrfabcdef12-34", "vxlan-3003"]
+            .map(String::from)
+            .into(),
+        "{p}"
+    );
+    assert!(
+        ops.iter().any(|op| matches!(op,
+            Op::DelNeighbour(n) if n.dev.as_str() == "br-3003")),
+        "{p}"
+    );
+    // No VRF, no table, no FRR VRF to delete for an L2 VNI.
+    assert!(
+        !ops.iter()
+            .any(|op| matches!(op, Op::DelRoute { .. } | Op::RemoveFrr { .. })),
+        "{p}"
+    );
+    assert!(order_violations(&p.steps).is_empty(), "{p}");
+    let text = p.to_string();
+    for foreign in FOREIGN {
+        assert!(!text.contains(foreign), "{foreign} touched:\n{text}");
+    }
+}
+
+#[test]
+fn a_wanted_l2_vni_keeps_its_devices_gets_its_flags_and_swaps_its_neighbours() {
+    let mut d = l2vni_mode();
+    d.links.insert(Link {
+        name: dev("br-3003"),
+        kind: LinkKind::Bridge,
+        master: None,
+        mac: None,
+        up: true,
+    });
+    d.links.insert(Link {
+        name: dev("vxlan-3003"),
+        kind: vxlan(3003),
+        master: Some(dev("br-3003")),
+        mac: None,
+        up: true,
+    });
+    d.links.insert(Link {
+        name: dev("vrfabcdef12-34"),
+        kind: LinkKind::Veth {
+            peer: dev("ovsabcdef12-34"),
+        },
+        master: Some(dev("br-3003")),
+        mac: None,
+        up: true,
+    });
+    d.neighbours
+        .insert(neighbour("br-3003", "192.0.2.31", 0x31), Class::Vm);
+    let p = plan(&d, &node()).unwrap();
+    let ops: Vec<&Op> = p.ops().collect();
+    assert!(
+        !ops.iter().any(|op| matches!(op, Op::DelLink { .. })),
+        "{p}"
+    );
+    assert!(
+        ops.iter().any(|op| matches!(op,
+            Op::SetBridgePort { name, flags } if name.as_str() == "vxlan-3003" && *flags == BridgePort::EVPN)),
+        "{p}"
+    );
+    let neigh: Vec<String> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::ReplaceNeighbour(n) => Some(format!("+{}", n.dst)),
+            Op::DelNeighbour(n) => Some(format!("-{}", n.dst)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(neigh.len(), 2, "{p}");
+    assert!(
+        neigh.contains(&"+192.0.2.31".into()) && neigh.contains(&"-192.0.2.30".into()),
+        "{p}"
+    );
+    let text = p.to_string();
+    for foreign in FOREIGN {
+        assert!(!text.contains(foreign), "{foreign} touched:\n{text}");
+    }
+}
+
+#[test]
+fn the_underlay_modes_never_judge_l2_vnis() {
+    let p = plan(&DesiredNode::default(), &node()).unwrap();
+    assert!(p.is_empty(), "{p}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A bridge `br-<b>` (in a foreign VRF or none) holding `vxlan-<x>`
+    /// with VNI `v` is torn down in l2vni mode exactly when it has the
+    /// agent's structure: `b == x == v` and no VRF.
+    #[test]
+    fn only_the_agents_structure_is_torn_down(
+        b in 1u32..4, x in 1u32..4, v in 1u32..4, in_vrf in any::<bool>()
+    ) {
+        let mut m = SimulatedNode::new(Actual::default());
+        let br = format!("br-{b}");
+        if in_vrf {
+            add(&mut m, "vrf-blue", LinkKind::Vrf { table: 77 }, None);
+        }
+        add(&mut m, &br, LinkKind::Bridge, in_vrf.then_some("vrf-blue"));
+        add(&mut m, &format!("vxlan-{x}"), vxlan(v), Some(&br));
+        let p = plan(&l2vni_mode(), &m.actual).unwrap();
+        let ours = b == x && x == v && !in_vrf;
+        if ours {
+            prop_assert_eq!(p.ops().filter(|op| matches!(op, Op::DelLink { .. })).count(), 2);
+        } else {
+            prop_assert!(p.is_empty(), "{}", p);
+        }
+    }
+}

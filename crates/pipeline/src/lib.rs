@@ -132,6 +132,10 @@ pub struct Computation<'a> {
     pub changed: bool,
 }
 
+/// What a replan gives: the node as the port observed it and the plan;
+/// `None` before a computation.
+pub type Replanned<O> = Option<(<O as ObserveNode>::Observed, NodePlan)>;
+
 /// The desired state kept between reconciles and the plans made from it
 /// (see the crate doc).
 #[derive(Default)]
@@ -263,7 +267,7 @@ impl Pipeline {
         &self,
         scope: PlanScope,
         observer: &mut O,
-    ) -> Result<Option<(O::Observed, NodePlan)>, PipelineError<O::Error>> {
+    ) -> Result<Replanned<O>, PipelineError<O::Error>> {
         observe::ready_now(self.replan(scope, observer))
     }
 

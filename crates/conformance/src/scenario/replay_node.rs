@@ -112,6 +112,23 @@ impl ReplayNode {
     }
 }
 
+/// The replayed node as the pipeline's port: observed for the FRR text the
+/// run wants, as the daemon's observer reads FRR's running configuration.
+impl obgp_pipeline::ObserveNode for ReplayNode {
+    type Observed = Actual;
+    type Error = std::convert::Infallible;
+
+    fn observe(
+        &mut self,
+        wanted: obgp_pipeline::ObserveFor<'_>,
+    ) -> impl std::future::Future<Output = Result<Actual, Self::Error>> {
+        let actual = self
+            .observe_wanting(wanted.node.frr_config.as_deref())
+            .clone();
+        std::future::ready(Ok(actual))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,22 +166,5 @@ mod tests {
         );
         assert!(!frr.holds(&add(1001)), "{}", frr.text());
         assert!(frr.holds(&add(1002)), "{}", frr.text());
-    }
-}
-
-/// The replayed node as the pipeline's port: observed for the FRR text the
-/// run wants, as the daemon's observer reads FRR's running configuration.
-impl obgp_pipeline::ObserveNode for ReplayNode {
-    type Observed = Actual;
-    type Error = std::convert::Infallible;
-
-    fn observe(
-        &mut self,
-        wanted: obgp_pipeline::ObserveFor<'_>,
-    ) -> impl std::future::Future<Output = Result<Actual, Self::Error>> {
-        let actual = self
-            .observe_wanting(wanted.node.frr_config.as_deref())
-            .clone();
-        std::future::ready(Ok(actual))
     }
 }

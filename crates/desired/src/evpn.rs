@@ -236,24 +236,14 @@ impl EvpnVni {
             mac: None,
             up: true,
         });
-        n.links.insert(Link {
-            name: self.bridge.clone(),
-            kind: LinkKind::Bridge,
-            master: Some(self.vrf.clone()),
-            mac: None,
-            up: true,
-        });
-        n.links.insert(Link {
-            name: self.vxlan.clone(),
-            kind: LinkKind::Vxlan {
-                vni: self.vni,
-                local: Some(self.local_ip),
-                dstport: self.udp_port,
-            },
-            master: Some(self.bridge.clone()),
-            mac: None,
-            up: true,
-        });
+        let vni_bridge = crate::l2vni::VniBridge {
+            bridge: &self.bridge,
+            vxlan: &self.vxlan,
+            vni: self.vni,
+            local_ip: self.local_ip,
+            udp_port: self.udp_port,
+        };
+        vni_bridge.add_to_node(Some(&self.vrf), n);
     }
 
     /// The dummy `lo-<vni>` in the VRF with the IPs zebra announces, each

@@ -62,24 +62,14 @@ impl L2Vni {
     /// a bridge), the veth pair and its OVS port, and a permanent
     /// neighbour on `br-<vni>` per host.
     pub fn add_to_node(&self, n: &mut DesiredNode) {
-        n.links.insert(Link {
-            name: self.bridge.clone(),
-            kind: LinkKind::Bridge,
-            master: None,
-            mac: None,
-            up: true,
-        });
-        n.links.insert(Link {
-            name: self.vxlan.clone(),
-            kind: LinkKind::Vxlan {
-                vni: self.vni,
-                local: Some(self.local_ip),
-                dstport: self.udp_port,
-            },
-            master: Some(self.bridge.clone()),
-            mac: None,
-            up: true,
-        });
+        let vxlan = VniBridge {
+            bridge: &self.bridge,
+            vxlan: &self.vxlan,
+            vni: self.vni,
+            local_ip: self.local_ip,
+            udp_port: self.udp_port,
+        };
+        vxlan.add_to_node(None, n);
         n.links.insert(Link {
             name: self.bridge_end.clone(),
             kind: LinkKind::Veth {
@@ -111,5 +101,40 @@ impl L2Vni {
                 })
                 .or_insert(Class::Vm);
         }
+    }
+}
+
+/// A VNI's `br-<vni>` and its `vxlan-<vni>` port: the same two devices in
+/// both EVPN modes; in L3 mode the bridge sits in the VNI's VRF.
+pub(crate) struct VniBridge<'a> {
+    pub bridge: &'a DevName,
+    pub vxlan: &'a DevName,
+    pub vni: u32,
+    pub local_ip: IpAddr,
+    pub udp_port: u16,
+}
+
+impl VniBridge<'_> {
+    /// Adds the bridge (enslaved to `vrf`, if any) and the VXLAN device in
+    /// it, from the VXLAN source in use.
+    pub(crate) fn add_to_node(&self, vrf: Option<&DevName>, n: &mut DesiredNode) {
+        n.links.insert(Link {
+            name: self.bridge.clone(),
+            kind: LinkKind::Bridge,
+            master: vrf.cloned(),
+            mac: None,
+            up: true,
+        });
+        n.links.insert(Link {
+            name: self.vxlan.clone(),
+            kind: LinkKind::Vxlan {
+                vni: self.vni,
+                local: Some(self.local_ip),
+                dstport: self.udp_port,
+            },
+            master: Some(self.bridge.clone()),
+            mac: None,
+            up: true,
+        });
     }
 }

@@ -22,6 +22,42 @@ use crate::provenance::{Reason, Rejection, Trace};
 use crate::wiring::localnet_patch_port;
 use crate::DesiredError;
 
+/// What both EVPN methods of the NB driver (`vrf`, `l2vni`) need from the
+/// configuration: the VXLAN source (`evpn_local_ip`, required, as upstream
+/// refuses to start without it) and the local AS.
+pub(crate) fn vxlan_source_and_asn(config: &Config) -> Result<(IpAddr, Asn), DesiredError> {
+    let d = &config.default;
+    let Some(local_ip) = d.evpn_local_ip else {
+        return Err(DesiredError::BadConfig {
+            option: "evpn_local_ip",
+            value: String::new(),
+            reason: format!(
+                "exposing_method = {} needs the VXLAN source address",
+                d.exposing_method.as_str()
+            ),
+        });
+    };
+    let asn = d
+        .bgp_as
+        .parse::<Asn>()
+        .map_err(|e| DesiredError::BadConfig {
+            option: "bgp_AS",
+            value: d.bgp_as.clone(),
+            reason: e.to_string(),
+        })?;
+    Ok((local_ip, asn))
+}
+
+/// The provider bridges of `ovn-bridge-mappings`: the EVPN methods' veths
+/// start from them.
+pub(crate) fn mapped_bridges<B: FromIterator<DevName>>(snap: &Snapshot) -> B {
+    snap.ovs
+        .bridge_mappings
+        .iter()
+        .map(|m| m.bridge.clone())
+        .collect()
+}
+
 /// The NB driver's `exposing_method = vrf`: its exposures, wired through
 /// the annotated networks' VNIs ([`crate::evpn`]). Upstream skips the VRF leak
 /// and `bgp_nic` in this mode (`ensure_base_bgp_configuration` returns
@@ -33,29 +69,10 @@ pub(crate) fn nb_vrf(
     trace: &mut Trace,
 ) -> Result<(), DesiredError> {
     let d = &config.default;
-    let Some(local_ip) = d.evpn_local_ip else {
-        return Err(DesiredError::BadConfig {
-            option: "evpn_local_ip",
-            value: String::new(),
-            reason: "exposing_method = vrf needs the VXLAN source address".into(),
-        });
-    };
-    let asn = d
-        .bgp_as
-        .parse::<obgp_netmodel::frr::Asn>()
-        .map_err(|e| DesiredError::BadConfig {
-            option: "bgp_AS",
-            value: d.bgp_as.clone(),
-            reason: e.to_string(),
-        })?;
+    let (local_ip, asn) = vxlan_source_and_asn(config)?;
     let mut notes = Vec::new();
     let networks = nb_networks(snap, &asn, local_ip, &mut notes, trace);
-    let bridges = snap
-        .ovs
-        .bridge_mappings
-        .iter()
-        .map(|m| m.bridge.clone())
-        .collect();
+    let bridges = mapped_bridges(snap);
     let l3 = rewire(
         desired,
         networks,

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use obgp_config::Config;
-use obgp_netmodel::frr::{advertise_all_vni, l2_vni_block, Asn, L2Vni as L2VniText};
+use obgp_netmodel::frr::{advertise_all_vni, l2_vni_block, L2Vni as L2VniText};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{Class, DevName};
 use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
 
 use crate::l2vni::{L2Host, L2Vni};
 use crate::model::{Desired, RowRef};
-use crate::nb_evpn::{annotation_of_type, mapped_localnet};
+use crate::nb_evpn::{annotation_of_type, mapped_bridges, mapped_localnet, vxlan_source_and_asn};
 use crate::provenance::{Reason, Rejection, Trace};
 use crate::DesiredError;
 
@@ -28,31 +28,12 @@ pub(crate) fn nb_l2vni(
     trace: &mut Trace,
 ) -> Result<(), DesiredError> {
     let d = &config.default;
-    let Some(local_ip) = d.evpn_local_ip else {
-        return Err(DesiredError::BadConfig {
-            option: "evpn_local_ip",
-            value: String::new(),
-            reason: "exposing_method = l2vni needs the VXLAN source address".into(),
-        });
-    };
-    let asn = d
-        .bgp_as
-        .parse::<Asn>()
-        .map_err(|e| DesiredError::BadConfig {
-            option: "bgp_AS",
-            value: d.bgp_as.clone(),
-            reason: e.to_string(),
-        })?;
+    let (local_ip, asn) = vxlan_source_and_asn(config)?;
     let mut notes = Vec::new();
     let mut vnis = l2_networks(snap, (local_ip, d.evpn_udp_dstport), &mut notes, trace);
     add_hosts(desired, &mut vnis, trace);
     let mut evpn = crate::evpn::EvpnL3 {
-        bridges: snap
-            .ovs
-            .bridge_mappings
-            .iter()
-            .map(|m| m.bridge.clone())
-            .collect(),
+        bridges: mapped_bridges(snap),
         delete_vrf: d.delete_vrf_on_disconnect,
         ..Default::default()
     };

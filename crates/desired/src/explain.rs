@@ -556,8 +556,8 @@ fn findings_of(ctx: &Decisions, s: &Subject, only: Option<IpAddr>) -> Vec<Findin
 mod tests {
     use super::*;
 
-    /// The demo topology under its own configuration.
-    fn demo() -> (Snapshot, Config) {
+    /// The demo topology under its own configuration (subnet method).
+    pub(super) fn demo() -> (Snapshot, Config) {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
         let text = std::fs::read_to_string(dir.join("topology.json")).unwrap();
         let snap = Snapshot::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();

@@ -77,22 +77,8 @@ pub(super) fn announcing(ctx: &Decisions, prefix: IpNet) -> Vec<Finding> {
 mod tests {
     use super::super::{explain, Finding, Query};
     use crate::NodeFacts;
-    use obgp_ovn::Snapshot;
 
-    /// The demo topology under its own configuration (subnet method).
-    fn demo() -> (Snapshot, obgp_config::Config) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo");
-        let text = std::fs::read_to_string(dir.join("topology.json")).unwrap();
-        let snap = Snapshot::from_wire(&serde_json::from_str(&text).unwrap()).unwrap();
-        let config = obgp_config::Loader::new()
-            .sources(vec![obgp_config::ConfigSource::File(
-                dir.join("bgp-agent.conf"),
-            )])
-            .load()
-            .unwrap()
-            .config;
-        (snap, config)
-    }
+    use crate::explain::tests::demo;
 
     #[test]
     fn a_prefix_query_parses_as_a_prefix_and_a_host_prefix_as_its_ip() {

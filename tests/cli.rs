@@ -1,55 +1,17 @@
 //! The built `ovn-bgp-agent` binary: configuration output, exit codes,
 //! warnings and logging, as an operator sees them.
 
+mod common;
+
+use common::{agent, scratch, stderr, stdout, write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use obgp_config::{effective_json, Config};
 use serde_json::Value;
 
 fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/config/bgp-agent.conf.sample")
-}
-
-/// A fresh directory under cargo's per-test-target tmp dir.
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "cli-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// Runs the agent with a clean environment (plus `env`) and an empty HOME,
-/// so no override or default config file of the machine leaks in.
-fn agent(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let home = scratch("home");
-    Command::new(env!("CARGO_BIN_EXE_ovn-bgp-agent"))
-        .args(args)
-        .env_clear()
-        .env("HOME", &home)
-        .envs(env.iter().copied())
-        .output()
-        .expect("running ovn-bgp-agent")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn json(o: &Output) -> Value {

@@ -4,48 +4,11 @@
 //! variable behind a bad value, and a missing connection refused as
 //! invalid configuration before anything connects.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{agent, scratch, stderr, stdout, write};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A fresh directory under cargo's per-test-target tmp dir.
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "cli-errors-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
-/// Runs the agent with a clean environment (plus `env`) and an empty HOME.
-fn agent(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ovn-bgp-agent"))
-        .args(args)
-        .env_clear()
-        .env("HOME", scratch("home"))
-        .envs(env.iter().copied())
-        .output()
-        .expect("running ovn-bgp-agent")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The `--long` options listed under `heading` in a help text (up to the
 /// next heading).
@@ -114,7 +77,9 @@ fn config_warnings_offer_the_name_meant_in_file_order() {
         &dir,
         "a.conf",
         "[ovn]\novn_nb_conection = tcp:192.0.2.1:6641\n[DEFAULT]\nbgp_as = 65000\n",
-    );
+    )
+    .display()
+    .to_string();
     let out = agent(&["--config-file", &f, "config"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
@@ -150,7 +115,9 @@ fn the_nb_driver_without_ovn_nb_connection_exits_2_before_connecting() {
              ovsdb_connection = unix:{}/no-ovs.sock\n",
             dir.display()
         ),
-    );
+    )
+    .display()
+    .to_string();
     for command in [
         &[][..],
         &["reconcile", "--once"][..],

@@ -21,10 +21,7 @@ use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions};
 use obgp_testbed::ovsdb::{run, OvsdbServer};
 use serde_json::{json, Value};
 
-use crate::{
-    agent_binary, fresh_rt_tables, load, start_sb, start_vswitchd, write_connections, Agent,
-    Vswitchd,
-};
+use crate::{agent_binary, fresh_rt_tables, load, start_sb, write_connections, Agent, Vswitchd};
 
 /// A running EVPN bench. Dropping it stops the agent daemon, vswitchd, both
 /// FRRs (and deletes the namespaces), then the databases.
@@ -72,7 +69,7 @@ impl EvpnBench {
         let fabric = EvpnFabric::start(&dir.join("fabric"), fabric).context("the EVPN fabric")?;
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;
-        let vswitchd = start_vswitchd(fabric.node_netns(), &ovs, &ovs_run)?;
+        let vswitchd = Vswitchd::start(fabric.node_netns(), &ovs, &ovs_run)?;
         println!(
             "evpn-bench: OVN_Northbound {} and Open_vSwitch {} ovsdb-servers on the host; ovs-vswitchd (netdev datapath, run dir {}) in netns {}",
             nb.unix_remote(),

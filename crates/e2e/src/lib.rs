@@ -5,7 +5,7 @@
 //! operator runs it. Used by `obgp-demo` and the tests in `tests/`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -178,16 +178,7 @@ impl Nb {
 
 /// ovs-vswitchd (netdev datapath) in the node namespace on the local
 /// Open_vSwitch ovsdb-server; br-ex is its internal port (a tap) there.
-pub(crate) struct Vswitchd {
-    child: Child,
-}
-
-impl Drop for Vswitchd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub(crate) use obgp_testbed::vswitchd::Vswitchd;
 
 /// Deletes the Logical_Switch_Port named `name` and its reference from the
 /// demo's provider network (its Logical_Switch), as Neutron does on a port
@@ -295,7 +286,7 @@ impl Bench {
         .context("FRR node router and peer")?;
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;
-        let vswitchd = start_vswitchd(pair.node_netns(), &ovs, &ovs_run)?;
+        let vswitchd = Vswitchd::start(pair.node_netns(), &ovs, &ovs_run)?;
         fresh_rt_tables(dir)?;
         let conn = write_connections(dir, &ovs, &nb.connection(), &opts.extra_default)?;
         let agent = Agent::new(
@@ -389,7 +380,7 @@ impl Bench {
     /// The process id of the bench's ovs-vswitchd (`ip netns exec` execs
     /// it, so the child's pid is its own).
     pub fn vswitchd_pid(&self) -> Option<u32> {
-        self.vswitchd.as_ref().map(|v| v.child.id())
+        self.vswitchd.as_ref().map(|v| v.pid())
     }
 
     /// `ip -n NODE -j ARGS` parsed.
@@ -612,61 +603,6 @@ pub(crate) fn load(server: &OvsdbServer, topology: &Value, db: &str) -> Result<(
         .transact(&ops)
         .with_context(|| format!("loading the {db} rows"))?;
     Ok(())
-}
-
-/// The userspace datapath makes its ports as taps: the VM tier's fresh
-/// /dev has no /dev/net/tun node, but its kernel loads `tun` on first open.
-fn ensure_tun_device() -> Result<()> {
-    let tun = Path::new("/dev/net/tun");
-    if tun.exists() {
-        return Ok(());
-    }
-    std::fs::create_dir_all("/dev/net")?;
-    run(Command::new("mknod").args(["/dev/net/tun", "c", "10", "200"]))
-        .context("creating /dev/net/tun for ovs-vswitchd's netdev datapath")?;
-    Ok(())
-}
-
-pub(crate) fn start_vswitchd(netns: &str, ovs: &OvsdbServer, run_dir: &Path) -> Result<Vswitchd> {
-    ensure_tun_device()?;
-    // The run dir stands for a node's /var/run/openvswitch, where ovs-vsctl
-    // finds the database by default (the agent's ovs-vsctl calls, like
-    // upstream's, pass no --db).
-    let db_sock = run_dir.join("db.sock");
-    if !db_sock.exists() {
-        std::os::unix::fs::symlink(ovs.dir().join("db.sock"), &db_sock)
-            .with_context(|| format!("linking {} to the Open_vSwitch socket", db_sock.display()))?;
-    }
-    let child = Command::new("ip")
-        .args(["netns", "exec", netns, "env"])
-        .arg(format!("OVS_RUNDIR={}", run_dir.display()))
-        .arg("ovs-vswitchd")
-        .arg(ovs.unix_remote())
-        // As on a node: ovs-appctl (the agent's `fdb/add`, `fdb/show`)
-        // finds the daemon through OVS_RUNDIR's pidfile and its default
-        // control socket there (ovs-vswitchd.<pid>.ctl).
-        .arg(format!("--pidfile={}/ovs-vswitchd.pid", run_dir.display()))
-        .arg(format!("--log-file={}/ovs-vswitchd.log", run_dir.display()))
-        .args(["--no-chdir", "-vconsole:off"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting ovs-vswitchd (apt package openvswitch-switch)")?;
-    let v = Vswitchd { child };
-    wait_for(
-        "ovs-vswitchd to create br-ex (br-ex.mgmt and the tap in the node namespace)",
-        Duration::from_secs(60),
-        || {
-            Ok((run_dir.join("br-ex.mgmt").exists()
-                && ip(&["-n", netns, "link", "show", "br-ex"]).is_ok())
-            .then_some(()))
-        },
-    )
-    .with_context(|| {
-        std::fs::read_to_string(run_dir.join("ovs-vswitchd.log")).unwrap_or_default()
-    })?;
-    Ok(v)
 }
 
 /// The number of steps (ops) in a plan's JSON (`ovn-bgp-agent plan --format json`).

@@ -22,6 +22,7 @@ pub mod netns;
 pub mod ovsdb;
 pub mod script;
 pub mod vm;
+pub mod vswitchd;
 
 /// The workspace's `fixtures/` directory.
 pub fn fixtures_dir() -> std::path::PathBuf {

@@ -9,9 +9,8 @@
 //! `br-ex` becomes ovs-vswitchd's tap in the node namespace, replacing the
 //! Linux bridge of that name, with the same MAC.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use obgp_testbed::netns::Netns;
@@ -21,17 +20,10 @@ use serde_json::{json, Value};
 /// The MAC `common` gives `br-ex`.
 const BR_EX_MAC: &str = "02:00:00:00:0e:01";
 
-/// ovs-vswitchd in the node namespace; stopped on drop.
+/// ovs-vswitchd in the node namespace (stopped on drop), with the bridges
+/// of a node.
 pub struct Vswitchd {
-    child: Child,
-    run_dir: PathBuf,
-}
-
-impl Drop for Vswitchd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    daemon: obgp_testbed::vswitchd::Vswitchd,
 }
 
 /// The rows of `table` named `name`: its uuid.
@@ -54,17 +46,6 @@ impl Vswitchd {
             .is_err()
         {
             return Ok(None);
-        }
-        let tun = Path::new("/dev/net/tun");
-        if !tun.exists() {
-            std::fs::create_dir_all("/dev/net")?;
-            let ok = Command::new("mknod")
-                .args(["/dev/net/tun", "c", "10", "200"])
-                .status()?
-                .success();
-            if !ok {
-                bail!("creating /dev/net/tun for the netdev datapath");
-            }
         }
         let patch = ovs
             .select_all("Interface")?
@@ -108,37 +89,9 @@ impl Vswitchd {
         .context("the OVS rows of a node's br-ex and br-int")?;
         // ovs-vswitchd makes br-ex its own tap.
         ns.ip(&["link", "del", "br-ex"])?;
-        let db_sock = run_dir.join("db.sock");
-        if !db_sock.exists() {
-            std::os::unix::fs::symlink(ovs.dir().join("db.sock"), &db_sock)?;
-        }
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns.name(), "env"])
-            .arg(format!("OVS_RUNDIR={}", run_dir.display()))
-            .arg("ovs-vswitchd")
-            .arg(ovs.unix_remote())
-            .arg(format!("--pidfile={}/ovs-vswitchd.pid", run_dir.display()))
-            .arg(format!("--log-file={}/ovs-vswitchd.log", run_dir.display()))
-            .args(["--no-chdir", "-vconsole:off"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting ovs-vswitchd")?;
         let v = Vswitchd {
-            child,
-            run_dir: run_dir.to_path_buf(),
+            daemon: obgp_testbed::vswitchd::Vswitchd::start(ns.name(), ovs, run_dir)?,
         };
-        let t = Instant::now();
-        while !(run_dir.join("br-ex.mgmt").exists() && ns.ip(&["link", "show", "br-ex"]).is_ok()) {
-            if t.elapsed() > Duration::from_secs(60) {
-                bail!(
-                    "ovs-vswitchd made no br-ex within 60 s: {}",
-                    std::fs::read_to_string(run_dir.join("ovs-vswitchd.log")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
         ns.ip(&["link", "set", "br-ex", "address", BR_EX_MAC, "up"])?;
         Ok(Some(v))
     }
@@ -147,7 +100,7 @@ impl Vswitchd {
     /// prints them (one line each, the statistics fields dropped).
     pub fn flows(&self, bridge: &str, cookie: u64) -> Result<Vec<String>> {
         let out = Command::new("ovs-ofctl")
-            .env("OVS_RUNDIR", &self.run_dir)
+            .env("OVS_RUNDIR", self.daemon.run_dir())
             .args(["dump-flows", bridge, &format!("cookie={cookie}/-1")])
             .output()
             .context("ovs-ofctl dump-flows")?;
@@ -185,7 +138,7 @@ impl Vswitchd {
     /// would.
     pub fn add_flow(&self, bridge: &str, flow: &str) -> Result<()> {
         let out = Command::new("ovs-ofctl")
-            .env("OVS_RUNDIR", &self.run_dir)
+            .env("OVS_RUNDIR", self.daemon.run_dir())
             .args(["add-flow", bridge, flow])
             .output()
             .context("ovs-ofctl add-flow")?;

@@ -180,14 +180,24 @@ pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<()
 /// with the blocks it sits in ([`frr_paths`]): a `redistribute kernel`
 /// counts only under the VRF instance's address family that asks for it,
 /// so a change of redistribution (the tenant method, `announce_with`) is
-/// applied.
+/// applied. The l2vni method's lines count too (FRR 8.4 prints them as the
+/// agent writes them): `advertise-all-vni`, and each `vni <n>` block with
+/// its `rd` and `route-target` lines, so that a new RD or target is
+/// applied even though the default instance's `router bgp` line is there
+/// already.
 pub fn frr_check_lines(config: &str) -> Vec<String> {
     frr_paths(config)
         .filter(|path| {
+            let mut blocks = path.split(PATH_SEP);
             let leaf = path.rsplit(PATH_SEP).next().unwrap_or_default();
+            let in_router = blocks.next().is_some_and(|b| b.starts_with("router bgp"));
+            let l2vpn = in_router && blocks.next() == Some("address-family l2vpn evpn");
+            let in_vni = l2vpn && blocks.next().is_some_and(|b| b.starts_with("vni "));
             ["router bgp", "import vrf", "redistribute "]
                 .iter()
                 .any(|kw| leaf.starts_with(kw))
+                || (l2vpn && (leaf == "advertise-all-vni" || leaf.starts_with("vni ")))
+                || (in_vni && (leaf.starts_with("rd ") || leaf.starts_with("route-target ")))
         })
         .collect()
 }
@@ -198,32 +208,41 @@ const PATH_SEP: &str = " > ";
 /// in: `router bgp 64999 vrf bgp-vrf > address-family ipv4 unicast >
 /// redistribute kernel`. A line at column 0 is a top-level statement (a
 /// `router` line opens a block); inside a block, `address-family` opens a
-/// sub-block that `exit-address-family` closes. This is how both FRR's
-/// `show running-config` and the agent's texts are laid out.
+/// sub-block that `exit-address-family` closes, and inside that a `vni
+/// <n>` opens one that `exit-vni` closes. This is how both FRR's `show
+/// running-config` and the agent's texts are laid out.
 fn frr_paths(text: &str) -> impl Iterator<Item = String> + '_ {
     let mut router: Option<&str> = None;
     let mut family: Option<&str> = None;
+    let mut vni: Option<&str> = None;
     text.lines().filter_map(move |raw| {
         let line = raw.trim();
         if line.is_empty() || line == "!" {
             return None;
         }
         if !raw.starts_with([' ', '\t']) {
-            family = None;
+            (family, vni) = (None, None);
             router = line.starts_with("router ").then_some(line);
             return (line != "exit").then(|| line.to_string());
         }
         if line == "exit-address-family" {
-            family = None;
+            (family, vni) = (None, None);
             return None;
         }
-        let path = match (router, family) {
-            (Some(r), Some(f)) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{line}"),
-            (Some(r), None) => format!("{r}{PATH_SEP}{line}"),
-            (None, _) => line.to_string(),
+        if line == "exit-vni" {
+            vni = None;
+            return None;
+        }
+        let path = match (router, family, vni) {
+            (Some(r), Some(f), Some(v)) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{v}{PATH_SEP}{line}"),
+            (Some(r), Some(f), None) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{line}"),
+            (Some(r), None, _) => format!("{r}{PATH_SEP}{line}"),
+            (None, _, _) => line.to_string(),
         };
         if router.is_some() && line.starts_with("address-family ") {
             family = Some(line);
+        } else if family.is_some() && vni.is_none() && line.starts_with("vni ") {
+            vni = Some(line);
         }
         Some(path)
     })

@@ -232,3 +232,40 @@ fn flow_tokens_with_spaces_or_quotes_are_refused() {
     };
     assert!(matches!(check_flow(&f), Err(IoError::Invalid(_))));
 }
+
+#[test]
+fn the_l2vni_lines_count_with_their_vni_block_and_match_frrs_rendering() {
+    let ours = "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n    vni 2001\n      rd 64512:2001\n      route-target import 64512:1\n      route-target export 64512:1\n    exit-vni\n  exit-address-family\n";
+    let lines = frr_check_lines(ours);
+    let l2 = "router bgp 64999 > address-family l2vpn evpn";
+    let vni = format!("{l2} > vni 2001");
+    assert_eq!(
+        lines,
+        [
+            "router bgp 64999".to_string(),
+            format!("{l2} > advertise-all-vni"),
+            vni.clone(),
+            format!("{vni} > rd 64512:2001"),
+            format!("{vni} > route-target import 64512:1"),
+            format!("{vni} > route-target export 64512:1"),
+        ]
+    );
+    // What FRR 8.4.4 printed for it (crates/node/tests/frr.rs), next to a
+    // VNI whose RD differs: the other block's lines do not stand in.
+    let running = "router bgp 64999\n bgp router-id 192.0.2.1\n !\n address-family l2vpn evpn\n  advertise-all-vni\n  vni 2002\n   rd 64512:2001\n  exit-vni\n  vni 2001\n   rd 64512:2001\n   route-target import 64512:1\n   route-target export 64512:1\n  exit-vni\n exit-address-family\nexit\n";
+    let have: BTreeSet<String> = frr_paths(running).collect();
+    assert!(lines.iter().all(|l| have.contains(l)), "{have:#?}");
+    let moved = running.replace(
+        "  vni 2001\n   rd 64512:2001\n",
+        "  vni 2001\n   rd 64512:9\n",
+    );
+    let have: BTreeSet<String> = frr_paths(&moved).collect();
+    assert!(
+        !have.contains(&format!("{vni} > rd 64512:2001")),
+        "{have:#?}"
+    );
+    // The L3 mode's `vrf` stanza holds `vni <n>` outside any router: not
+    // a line to check (FRR prints that stanza its own way).
+    let l3 = "\nvrf vrf-1001\n vni 1001\nexit-vrf\n\nrouter bgp 64999 vrf vrf-1001\n  address-family l2vpn evpn\n    rd 192.0.2.1:1001\n    route-target import 64999:1001\n  exit-address-family\n";
+    assert_eq!(frr_check_lines(l3), ["router bgp 64999 vrf vrf-1001"]);
+}

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use obgp_netmodel::frr::L2VniConfig;
 use obgp_netmodel::{Class, DesiredNode, DevName, Link, LinkKind, MacAddr, Neighbour, OvsPort};
 use serde::Serialize;
 
@@ -46,6 +47,9 @@ pub struct L2Vni {
     /// Its `vni` block of FRR's `address-family l2vpn evpn` (empty
     /// without RD and route-target annotations).
     pub frr_vni_block: String,
+    /// What that block holds, as FRR prints it back: the planner removes
+    /// FRR's lines beyond it.
+    pub frr_vni: L2VniConfig,
 }
 
 /// A port bound here whose IP and MAC the VNI announces (type-2).
@@ -70,6 +74,7 @@ impl L2Vni {
             udp_port: self.udp_port,
         };
         vxlan.add_to_node(None, n);
+        n.l2_vni_frr.insert(self.vni, self.frr_vni.clone());
         n.links.insert(Link {
             name: self.bridge_end.clone(),
             kind: LinkKind::Veth {

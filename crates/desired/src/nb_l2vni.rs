@@ -87,13 +87,14 @@ fn l2_networks(
             ));
             continue;
         }
-        let frr_vni_block = l2_vni_block(&L2VniText {
+        let text = L2VniText {
             vni: vpn.vni,
             rd: vpn.rd.first().copied(),
             route_targets: vpn.route_targets.clone(),
             import_targets: vpn.import_targets.clone(),
             export_targets: vpn.export_targets.clone(),
-        });
+        };
+        let (frr_vni_block, frr_vni) = (l2_vni_block(&text), text.config());
         out.insert(
             key,
             L2Vni {
@@ -112,6 +113,7 @@ fn l2_networks(
                 vlan: ln.tag,
                 hosts: BTreeMap::new(),
                 frr_vni_block,
+                frr_vni,
             },
         );
     }

@@ -504,5 +504,11 @@ pub fn evpn_vrfs_of_running_config(text: &str) -> EvpnRunning {
     out
 }
 
+mod l2;
+pub use l2::{
+    forget_l2_vni_removal, l2_vni_removal, l2_vnis_of_running_config, L2Running, L2VniConfig,
+    L2VniRemoval,
+};
+
 #[cfg(test)]
 mod tests;

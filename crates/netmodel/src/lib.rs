@@ -513,6 +513,13 @@ pub struct DesiredNode {
     /// FRR's running configuration outside this set gets del-vrf.
     #[serde(default)]
     pub evpn_vnis: BTreeSet<u32>,
+    /// The L2 VNIs (`exposing_method = l2vni`) the desired FRR text
+    /// announces, with what their `vni` block holds (empty: no block).
+    /// FRR's block of an L2 VNI outside this map, or lines of a wanted
+    /// block beyond it, are removed when the block is the agent's
+    /// (docs/ownership.md, "EVPN").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub l2_vni_frr: BTreeMap<u32, frr::L2VniConfig>,
     /// Kernel local routes the agent removes where they appear: those of
     /// the tenant VM addresses on the SB EVPN driver's `lo-<vni>` (the node
     /// must not take traffic for a VM whose IP it only announces).

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use obgp_netmodel::frr::L2VniConfig;
 use obgp_netmodel::DevName;
 use obgp_plan::actual::{FrrEvpnVrf, FrrState, OfFlow, OvsBridge};
 use obgp_plan::op::Op;
@@ -442,6 +443,7 @@ pub struct DriftProbe {
 pub(crate) struct EvpnSeen {
     vrfs: BTreeMap<u32, FrrEvpnVrf>,
     unplaced_interfaces: BTreeSet<String>,
+    l2_vnis: BTreeMap<u32, L2VniConfig>,
 }
 
 impl EvpnSeen {
@@ -449,6 +451,7 @@ impl EvpnSeen {
         EvpnSeen {
             vrfs: s.evpn_vrfs.clone(),
             unplaced_interfaces: s.evpn_unplaced_interfaces.clone(),
+            l2_vnis: s.l2_vnis.clone(),
         }
     }
 }
@@ -456,8 +459,8 @@ impl EvpnSeen {
 impl DriftProbe {
     /// What drifted, if anything: a bridge whose ports or agent flows differ
     /// from the last observe's, FRR lacking a line of our configuration, or
-    /// FRR's EVPN VRFs differing from the last read's (one added or removed
-    /// by hand). Blocking (runs the commands); a read that fails is not
+    /// FRR's EVPN VRFs or L2 VNI blocks differing from the last read's (one
+    /// added or removed by hand). Blocking (runs the commands); a read that fails is not
     /// drift (see below).
     pub fn drift(&self) -> Option<String> {
         for (br, seen) in &self.bridges {
@@ -483,7 +486,7 @@ impl DriftProbe {
             }
             if let Some(seen) = &self.frr_evpn {
                 if *seen != EvpnSeen::of(&frr) {
-                    return Some("FRR's EVPN VRFs changed".into());
+                    return Some("FRR's EVPN VRFs or L2 VNI blocks changed".into());
                 }
             }
         }

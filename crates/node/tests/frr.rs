@@ -153,3 +153,112 @@ async fn an_evpn_vrf_is_read_back_and_its_del_vrf_removes_it() {
     assert!(!running.contains("vrf-1001"), "{running}");
     assert!(running.contains("router bgp 64999\n"), "{running}");
 }
+
+/// The l2vni method's `vni` blocks against a real bgpd: the agent's text
+/// is read back as the config it was rendered from; when the annotations
+/// drop a route target and change the RD, and a VNI is no longer wanted,
+/// the plan makes FRR hold exactly what the desired state gives, and a
+/// block the operator wrote by hand stays.
+#[tokio::test]
+async fn l2_vni_blocks_are_read_back_trimmed_and_removed_and_an_operators_block_stays() {
+    use obgp_netmodel::frr::{advertise_all_vni, l2_vni_block, Asn, L2Vni};
+    use obgp_netmodel::EvpnCleanup;
+    use obgp_plan::plan::plan_after;
+
+    let ns = Netns::new("frr-l2vni").expect("netns (root)");
+    let dir = tempfile::tempdir().unwrap();
+    let router = FrrRouter::start(
+        ns.name(),
+        &dir.path().join("frr"),
+        "router bgp 64999\n bgp router-id 192.168.100.11\n address-family l2vpn evpn\n  advertise-all-vni\n  vni 5005\n   rd 65000:5\n   route-target import 65000:5\n  exit-vni\n exit-address-family\n",
+    )
+    .expect("FRR (apt package frr)");
+    let mut k = KernelNode::connect(KernelConfig {
+        netns: Some(ns.path()),
+        rt_tables: dir.path().join("rt_tables"),
+        vty_socket: Some(router.vty_dir().to_path_buf()),
+        frr_config_dir: dir.path().to_path_buf(),
+        ..KernelConfig::default()
+    })
+    .await
+    .unwrap();
+    let rt = |s: &str| s.parse().unwrap();
+    let asn: Asn = "64999".parse().unwrap();
+    let desired = |vnis: &[L2Vni]| {
+        let blocks: Vec<String> = vnis.iter().map(l2_vni_block).collect();
+        DesiredNode {
+            evpn: Some(EvpnCleanup {
+                delete_vrf: true,
+                steering_flows: false,
+                bridges: Default::default(),
+            }),
+            l2_vni_frr: vnis.iter().map(|v| (v.vni, v.config())).collect(),
+            frr_config: Some(advertise_all_vni(&asn, &blocks)),
+            ..DesiredNode::default()
+        }
+    };
+    let first = desired(&[
+        L2Vni {
+            vni: 2001,
+            rd: Some(rt("64512:2001")),
+            route_targets: vec![rt("64512:1")],
+            import_targets: Vec::new(),
+            export_targets: vec![rt("64512:3")],
+        },
+        L2Vni {
+            vni: 2002,
+            rd: Some(rt("192.168.100.11:7")),
+            route_targets: Vec::new(),
+            import_targets: Vec::new(),
+            export_targets: Vec::new(),
+        },
+    ]);
+    let scope = Scope::for_desired(&first);
+    assert!(scope.evpn, "an EVPN desired state reads FRR's EVPN objects");
+    let a = k.observe(&scope).await.unwrap();
+    let operators = a
+        .frr
+        .l2_vnis
+        .get(&5005)
+        .cloned()
+        .expect("the operator's block");
+    assert!(
+        operators.rd.is_some() && !operators.import.is_empty(),
+        "{operators:?}"
+    );
+    let p = plan_after(&first, None, &a).unwrap();
+    assert!(!a.frr.has_our_config, "FRR lacks the L2 lines: {p}");
+    let report = apply_plan(&mut k, &p).await;
+    assert!(report.ok(), "{report:?}");
+    let a = k.observe(&scope).await.unwrap();
+    let running = router.vtysh("show running-config").unwrap();
+    assert!(a.frr.has_our_config, "{running}");
+    for (vni, want) in &first.l2_vni_frr {
+        assert_eq!(a.frr.l2_vnis.get(vni), Some(want), "{running}");
+    }
+
+    // The annotations of 2001 drop `et` and change the RD; 2002 goes.
+    let second = desired(&[L2Vni {
+        vni: 2001,
+        rd: Some(rt("64512:9")),
+        route_targets: vec![rt("64512:1")],
+        import_targets: Vec::new(),
+        export_targets: Vec::new(),
+    }]);
+    let scope = Scope::for_desired(&second);
+    let a = k.observe(&scope).await.unwrap();
+    let p = plan_after(&second, Some(&first), &a).unwrap();
+    let report = apply_plan(&mut k, &p).await;
+    assert!(report.ok(), "{report:?}\n{p}");
+    let a = k.observe(&scope).await.unwrap();
+    let running = router.vtysh("show running-config").unwrap();
+    assert_eq!(
+        a.frr.l2_vnis.keys().copied().collect::<Vec<_>>(),
+        [2001, 5005],
+        "{running}"
+    );
+    assert_eq!(a.frr.l2_vnis[&2001], second.l2_vni_frr[&2001], "{running}");
+    assert_eq!(a.frr.l2_vnis[&5005], operators, "{running}");
+    let again = plan_after(&second, Some(&second), &a).unwrap();
+    assert_eq!(again.ops().count(), 0, "converged: {again}");
+}

@@ -260,6 +260,14 @@ pub struct FrrState {
     /// does not tell (FRR with VRF-lite prints `interface NAME` alone).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub evpn_unplaced_interfaces: BTreeSet<String>,
+    /// The `vni <n>` blocks of the default instance's `address-family
+    /// l2vpn evpn` (the l2vni method's), by VNI.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub l2_vnis: BTreeMap<u32, obgp_netmodel::frr::L2VniConfig>,
+    /// The AS of the default instance (`router bgp <as>` without `vrf`),
+    /// which a removal of those blocks names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_asn: Option<String>,
 }
 
 impl FrrState {
@@ -278,6 +286,18 @@ impl FrrState {
         }
         self.evpn_unplaced_interfaces
             .extend(seen.unplaced_interfaces);
+        // A text adds to a block (`rd` replaces FRR's one RD), as `vtysh
+        // -f` does.
+        let l2 = obgp_netmodel::frr::l2_vnis_of_running_config(text);
+        if self.default_asn.is_none() {
+            self.default_asn = l2.asn;
+        }
+        for (vni, seen) in l2.vnis {
+            let block = self.l2_vnis.entry(vni).or_default();
+            block.rd = seen.rd.or(block.rd);
+            block.import.extend(seen.import);
+            block.export.extend(seen.export);
+        }
     }
 
     /// Forgets the VRFs and interfaces a removal text (del-vrf) drops.
@@ -292,6 +312,7 @@ impl FrrState {
                 self.evpn_unplaced_interfaces.remove(i.trim());
             }
         }
+        obgp_netmodel::frr::forget_l2_vni_removal(removal, &mut self.l2_vnis);
     }
 }
 

@@ -333,6 +333,8 @@ impl TryFrom<NodeState> for Actual {
             unknown: false,
             evpn_vrfs: BTreeMap::new(),
             evpn_unplaced_interfaces: BTreeSet::new(),
+            l2_vnis: BTreeMap::new(),
+            default_asn: None,
         };
         Ok(a)
     }

@@ -1,8 +1,9 @@
 //! FRR: the agent's configuration, applied when FRR lacks it, and only when
-//! FRR's state was read. The one thing removed is an EVPN mode's VRF that
-//! no VNI wants any more (del-vrf).
+//! FRR's state was read. What is removed: an EVPN mode's VRF that no VNI
+//! wants any more (del-vrf), and the l2vni method's `vni` blocks (or their
+//! lines) that the annotations no longer give.
 
-use obgp_netmodel::frr::{del_vrf, Asn, DelVrf};
+use obgp_netmodel::frr::{del_vrf, l2_vni_removal, Asn, DelVrf, L2VniRemoval};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{Class, DevName};
 
@@ -90,5 +91,63 @@ impl Planner<'_> {
                 Op::RemoveFrr { config },
             );
         }
+    }
+
+    /// The l2vni method's `vni <n>` blocks in FRR's running configuration,
+    /// made what the desired state gives. A wanted VNI's block loses the
+    /// lines the annotations no longer list (`no route-target ...`, `no
+    /// rd`), or goes whole when they list nothing (FRR then derives the RD
+    /// and targets). An unwanted VNI's block goes when it is the agent's:
+    /// the previous desired state had the VNI, or the node holds its
+    /// structure-proven L2 devices (docs/ownership.md, "EVPN"); any other
+    /// block is the operator's. Planned after the text that adds the new
+    /// lines, so a target is replaced before the old one goes (O1, O2).
+    pub(super) fn l2_vni_frr_leftovers(&mut self) {
+        if self.desired.evpn.is_none() || self.actual.frr.unknown {
+            return;
+        }
+        let frr = &self.actual.frr;
+        let mut removals = Vec::new();
+        for (vni, held) in &frr.l2_vnis {
+            match self.desired.l2_vni_frr.get(vni) {
+                Some(want) if want.is_empty() && !held.is_empty() => {
+                    removals.push(L2VniRemoval::Block(*vni))
+                }
+                Some(want) => {
+                    let lines = held.surplus_over(want);
+                    if !lines.is_empty() {
+                        removals.push(L2VniRemoval::Lines { vni: *vni, lines });
+                    }
+                }
+                None => {
+                    let was_ours = self
+                        .previous
+                        .is_some_and(|p| p.l2_vni_frr.contains_key(vni));
+                    if was_ours || self.proven.contains_key(vni) {
+                        removals.push(L2VniRemoval::Block(*vni));
+                    }
+                }
+            }
+        }
+        if removals.is_empty() {
+            return;
+        }
+        let Some(asn) = frr.default_asn.as_deref() else {
+            return;
+        };
+        let Ok(asn) = asn.parse::<Asn>() else {
+            self.skip(
+                "FRR L2 VNI blocks".to_string(),
+                format!("the default instance's AS {asn:?} does not parse"),
+            );
+            return;
+        };
+        let config = l2_vni_removal(&asn, &removals);
+        self.push(
+            Group::Unwire,
+            rank::FRR,
+            Some(Class::Base),
+            Op::RemoveFrr { config },
+        );
     }
 }

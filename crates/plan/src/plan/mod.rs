@@ -112,6 +112,7 @@ pub fn plan_after(
     p.link_leftovers();
     p.evpn_leftovers();
     p.evpn_frr_leftovers();
+    p.l2_vni_frr_leftovers();
     Ok(p.finish())
 }
 

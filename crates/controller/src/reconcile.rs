@@ -30,7 +30,7 @@ mod local_cluster;
 mod node_side;
 mod outcome;
 
-pub use crate::ops::{FrrApplyCause, ReconcileReport};
+pub use crate::ops::{FrrApplyCause, FrrOutcome, FrrResult, ReconcileReport};
 use last_plan::LastPlan;
 pub use node_side::object_kind;
 pub(crate) use node_side::unread_commands;
@@ -291,6 +291,16 @@ impl Reconciler {
     /// FRR text that was applied.
     fn absorb_lane(&mut self, report: &mut ReconcileReport) {
         for outcome in self.lane.take_outcomes() {
+            if let Op::ApplyFrr { .. } | Op::RemoveFrr { .. } = &outcome.op {
+                report.frr_results.push(FrrResult {
+                    removal: matches!(outcome.op, Op::RemoveFrr { .. }),
+                    outcome: match &outcome.result {
+                        Ok(()) => FrrOutcome::Applied,
+                        Err(e) if outcome.rejected => FrrOutcome::Rejected(e.clone()),
+                        Err(e) => FrrOutcome::Failed(e.clone()),
+                    },
+                });
+            }
             match &outcome.result {
                 Ok(()) => {
                     if let Op::ApplyFrr { config } = &outcome.op {

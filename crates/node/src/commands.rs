@@ -86,14 +86,40 @@ pub(crate) fn run_ofctl(config: &KernelConfig, args: &[&str]) -> Result<(), IoEr
     ofctl(config, args).map(drop).map_err(IoError::from)
 }
 
-/// `vtysh -f file`: applies a configuration file.
+/// `vtysh -f file`: applies a configuration file, once FRR's own parser
+/// accepted it (`vtysh --dryrun -f file`, which parses the whole text
+/// with every daemon's commands and changes nothing): a text with a line
+/// FRR does not know is never half-applied.
 pub(crate) fn apply_frr_file(config: &KernelConfig, file: &Path) -> Result<(), IoError> {
     let file = file
         .to_str()
         .ok_or_else(|| IoError::Invalid(file.display().to_string()))?;
+    match vtysh(config, &["--dryrun", "-f", file]) {
+        Ok(_) => {}
+        Err(CommandError::Failed { stderr, .. }) => {
+            return Err(IoError::FrrRejected {
+                detail: frr_rejection(&stderr),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    }
     vtysh(config, &["-f", file])
         .map(drop)
         .map_err(IoError::from)
+}
+
+/// FRR's complaint in a dry run's output (`line 3: % Unknown
+/// command[39]:     advertise-all-vnix`), on one line.
+fn frr_rejection(output: &str) -> String {
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.as_slice() {
+        [] => "no message".to_string(),
+        lines => lines.join("; "),
+    }
 }
 
 /// The `ovs-vsctl` arguments of a port op: `--may-exist add-port`, with

@@ -36,6 +36,10 @@ pub enum IoError {
     Unsupported(String),
     #[error("invalid value {0:?}")]
     Invalid(String),
+    /// FRR's own parser (`vtysh --dryrun`) refused a text: it was not
+    /// applied. `detail` is FRR's message (the line and the command).
+    #[error("FRR's parser rejected the text, not applied: {detail}")]
+    FrrRejected { detail: String },
 }
 
 impl IoError {

@@ -27,6 +27,7 @@ use crate::commands::{
 };
 use crate::config::KernelConfig;
 use crate::deadline::{self, InFlight};
+use crate::error::IoError;
 use crate::Scope;
 
 /// What the lane knows of FRR and the OVS bridges for one scope.
@@ -65,6 +66,9 @@ pub struct LaneSignal {
 pub struct CommandOutcome {
     pub op: Op,
     pub result: Result<(), String>,
+    /// The op was an FRR text that FRR's parser refused in its dry run
+    /// (`result` has FRR's message): nothing of it was applied.
+    pub rejected: bool,
 }
 
 /// The lane's state, shared by the agent's threads and the lane's.
@@ -420,9 +424,9 @@ fn work(shared: &Shared) {
 fn apply(shared: &Shared, ops: Vec<Op>) {
     for op in ops {
         let started = Instant::now();
-        let result = run_command_op(&shared.config, &op)
-            .unwrap_or(Ok(()))
-            .map_err(|e| e.to_string());
+        let result = run_command_op(&shared.config, &op).unwrap_or(Ok(()));
+        let rejected = matches!(result, Err(IoError::FrrRejected { .. }));
+        let result = result.map_err(|e| e.to_string());
         let us = started.elapsed().as_micros() as u64;
         match &result {
             Ok(()) => tracing::info!(op = %op, us, "applied"),
@@ -431,7 +435,11 @@ fn apply(shared: &Shared, ops: Vec<Op>) {
         let mut l = shared.lock();
         l.failed |= result.is_err();
         l.learned = true;
-        l.outcomes.push(CommandOutcome { op, result });
+        l.outcomes.push(CommandOutcome {
+            op,
+            result,
+            rejected,
+        });
         if l.stopping {
             return;
         }

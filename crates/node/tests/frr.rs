@@ -262,3 +262,51 @@ async fn l2_vni_blocks_are_read_back_trimmed_and_removed_and_an_operators_block_
     let again = plan_after(&second, Some(&second), &a).unwrap();
     assert_eq!(again.ops().count(), 0, "converged: {again}");
 }
+
+/// A text FRR's parser refuses is not applied at all, not even its lines
+/// before the bad one, and the error carries FRR's message; the same text
+/// without the bad line is then applied.
+#[tokio::test]
+async fn a_text_frrs_parser_rejects_is_not_applied_and_says_why() {
+    let ns = Netns::new("frr-reject").expect("netns (root)");
+    let dir = tempfile::tempdir().unwrap();
+    let router = FrrRouter::start(
+        ns.name(),
+        &dir.path().join("frr"),
+        "router bgp 64999\n bgp router-id 192.168.100.11\n",
+    )
+    .expect("FRR (apt package frr)");
+    let mut k = KernelNode::connect(KernelConfig {
+        netns: Some(ns.path()),
+        rt_tables: dir.path().join("rt_tables"),
+        vty_socket: Some(router.vty_dir().to_path_buf()),
+        frr_config_dir: dir.path().to_path_buf(),
+        ..KernelConfig::default()
+    })
+    .await
+    .unwrap();
+    let good = "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n  exit-address-family\n";
+    let bad = format!("{good}\nrouter bgp 64999 vrf bgp-vrf\n  bgp router-idd 192.0.2.1\n");
+    let err = k
+        .apply(&Op::ApplyFrr { config: bad })
+        .await
+        .expect_err("FRR's parser refuses `bgp router-idd`");
+    let msg = err.to_string();
+    assert!(
+        matches!(err, obgp_node::IoError::FrrRejected { .. }),
+        "{err:?}"
+    );
+    assert!(msg.contains("router-idd") && msg.contains("line"), "{msg}");
+    let running = router.vtysh("show running-config").unwrap();
+    assert!(
+        !running.contains("advertise-all-vni") && !running.contains("bgp-vrf"),
+        "nothing of the rejected text was applied: {running}"
+    );
+    k.apply(&Op::ApplyFrr {
+        config: good.to_string(),
+    })
+    .await
+    .unwrap();
+    let running = router.vtysh("show running-config").unwrap();
+    assert!(running.contains("advertise-all-vni"), "{running}");
+}

@@ -20,5 +20,5 @@ pub use http::serve;
 pub use memory::{log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage};
 pub use metrics::{count_exposed, Metrics};
 pub use probes::ProbeBounds;
-pub use report::{FrrApplyCause, ReconcileReport};
+pub use report::{FrrApplyCause, FrrOutcome, FrrResult, ReconcileReport};
 pub use telemetry::{spawn_update_clock, Telemetry};

@@ -22,7 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use super::report::ReconcileReport;
+use super::report::{FrrOutcome, ReconcileReport};
 use obgp_inputs::Trigger;
 use obgp_inputs::TriggerBatch;
 
@@ -91,6 +91,8 @@ pub struct Metrics {
     db_resyncs: Family<Labels2, Counter>,
     db_last_update: Family<Labels1, F64Gauge>,
     frr_applies: Family<Labels1, Counter>,
+    frr_results: Family<Labels2, Counter>,
+    frr_last_applied: F64Gauge,
     drift_repairs: Family<Labels1, Counter>,
     mass_holds: Counter,
     last_success: F64Gauge,
@@ -227,6 +229,8 @@ impl Metrics {
             db_resyncs: Family::default(),
             db_last_update: Family::default(),
             frr_applies: Family::default(),
+            frr_results: Family::default(),
+            frr_last_applied: F64Gauge::default(),
             drift_repairs: Family::default(),
             mass_holds: Counter::default(),
             last_success: F64Gauge::default(),
@@ -251,6 +255,13 @@ impl Metrics {
         }
         for cause in ["initial", "changed", "missing"] {
             let _ = m.frr_applies.get_or_create(&[("cause", cause.into())]);
+        }
+        for text in ["ours", "removal"] {
+            for outcome in ["applied", "rejected", "failed"] {
+                let _ = m
+                    .frr_results
+                    .get_or_create(&[("text", text.into()), ("outcome", outcome.into())]);
+            }
         }
         m.register_all()
     }
@@ -341,6 +352,17 @@ impl Metrics {
             "Mass withdrawals the guard started holding (mass_withdrawal_grace)",
             self.mass_holds.clone(),
         );
+        r.register(
+            "frr_texts",
+            "FRR texts the command lane finished, by text (ours, removal) and outcome (applied; rejected: FRR's parser refused it in the dry run and nothing was applied; failed: vtysh failed or timed out)",
+            self.frr_results.clone(),
+        );
+        r.register_with_unit(
+            "frr_last_applied_timestamp",
+            "Unix time at which FRR last took a text of the agent's (0: none since start)",
+            Unit::Seconds,
+            self.frr_last_applied.clone(),
+        );
         r.register_with_unit(
             "last_success_timestamp",
             "Unix time of the end of the last converged reconcile",
@@ -419,6 +441,18 @@ impl Metrics {
             self.frr_applies
                 .get_or_create(&[("cause", cause.as_str().into())])
                 .inc();
+        }
+        for f in &r.frr_results {
+            let text = if f.removal { "removal" } else { "ours" };
+            self.frr_results
+                .get_or_create(&[
+                    ("text", text.into()),
+                    ("outcome", f.outcome.as_str().into()),
+                ])
+                .inc();
+            if f.outcome == FrrOutcome::Applied {
+                self.frr_last_applied.set(unix_now());
+            }
         }
         for (object, n) in &r.drift_repairs {
             self.drift_repairs

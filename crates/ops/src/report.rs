@@ -63,6 +63,38 @@ pub struct ReconcileReport {
     /// Why this reconcile handed FRR our text again, if it did
     /// (see [`FrrApplyCause`]).
     pub frr_apply: Option<FrrApplyCause>,
+    /// The FRR texts (ours and removals) the command lane finished since
+    /// the last report, in order.
+    pub frr_results: Vec<FrrResult>,
+}
+
+/// How one FRR text handed to `vtysh` went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrrResult {
+    /// A removal (del-vrf, an L2 VNI block) rather than our text.
+    pub removal: bool,
+    pub outcome: FrrOutcome,
+}
+
+/// The outcome of an FRR text: applied, refused by FRR's parser in the
+/// dry run (nothing applied), or failed otherwise (vtysh failed or timed
+/// out), with the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrrOutcome {
+    Applied,
+    Rejected(String),
+    Failed(String),
+}
+
+impl FrrOutcome {
+    /// The metrics' label.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FrrOutcome::Applied => "applied",
+            FrrOutcome::Rejected(_) => "rejected",
+            FrrOutcome::Failed(_) => "failed",
+        }
+    }
 }
 
 /// Why a reconcile applied the FRR text (`vtysh -f`).

@@ -125,6 +125,29 @@ pub struct Health {
     /// `/readyz` and `/healthz` with their reasons (daemon only).
     pub ready: Option<Probe>,
     pub healthy: Option<Probe>,
+    /// The last FRR text the daemon handed to vtysh and how it went
+    /// (daemon only; `None`: none since it started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frr_last_text: Option<FrrLastText>,
+}
+
+/// The last FRR text handed to vtysh: the agent's view of FRR's
+/// configuration state (what frr-k8s calls FRRNodeState).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrrLastText {
+    pub finished_unix: f64,
+    pub ago_s: f64,
+    /// A removal (del-vrf, an L2 VNI block) rather than the agent's text.
+    pub removal: bool,
+    /// `applied`, `rejected` (FRR's parser refused it: nothing applied) or
+    /// `failed`.
+    pub outcome: String,
+    /// FRR's or vtysh's message when it was not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When FRR last took a text, if it ever did since the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_ago_s: Option<f64>,
 }
 
 /// One database connection.

@@ -14,11 +14,13 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::http::{Endpoints, StatusFuture};
 use super::metrics::{unix_now, DbStatus, Metrics, CONTENT_TYPE};
 use super::probes::{not_converged, ProbeBounds, Progress};
-use super::report::ReconcileReport;
+use super::report::{FrrOutcome, FrrResult, ReconcileReport};
 use obgp_inputs::TriggerBatch;
 use obgp_inputs::{MonitoredDb, OvnSources};
 
-use super::status::{db_health, health_only, ComputedBy, Health, LastReconcile, Probe, Reply};
+use super::status::{
+    db_health, health_only, ComputedBy, FrrLastText, Health, LastReconcile, Probe, Reply,
+};
 
 pub struct Telemetry {
     pub metrics: Metrics,
@@ -28,6 +30,14 @@ pub struct Telemetry {
     /// Where `/status` requests go once the loop takes them.
     status: OnceLock<mpsc::Sender<Reply>>,
     config: Config,
+    frr: Mutex<FrrRecord>,
+}
+
+/// The FRR texts the loop saw finish: the last one, and the last applied.
+#[derive(Default)]
+struct FrrRecord {
+    last: Option<(Instant, FrrResult)>,
+    last_applied: Option<Instant>,
 }
 
 impl Telemetry {
@@ -39,6 +49,7 @@ impl Telemetry {
             sources: OnceLock::new(),
             status: OnceLock::new(),
             config: config.clone(),
+            frr: Mutex::new(FrrRecord::default()),
         }
     }
 
@@ -74,11 +85,49 @@ impl Telemetry {
     ) {
         self.metrics
             .observe_reconcile(batch, result.ok(), total, withdrawal_holds);
+        if let Ok(report) = result {
+            self.record_frr(&report.frr_results);
+        }
         let outcome = match result {
             Ok(report) => not_converged(report).map_or(Ok(()), Err),
             Err(e) => Err(format!("it failed: {e}")),
         };
         self.progress().finished(Instant::now(), outcome);
+    }
+}
+
+impl Telemetry {
+    fn record_frr(&self, results: &[FrrResult]) {
+        let Some(last) = results.last() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut frr = self.frr.lock().unwrap_or_else(|p| p.into_inner());
+        if results.iter().any(|r| r.outcome == FrrOutcome::Applied) {
+            frr.last_applied = Some(now);
+        }
+        frr.last = Some((now, last.clone()));
+    }
+
+    /// The last FRR text, as `status` shows it.
+    fn frr_last_text(&self, now: Instant, unix: f64) -> Option<FrrLastText> {
+        let frr = self.frr.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, r) = frr.last.as_ref()?;
+        let ago = now.saturating_duration_since(*at).as_secs_f64();
+        let error = match &r.outcome {
+            FrrOutcome::Applied => None,
+            FrrOutcome::Rejected(e) | FrrOutcome::Failed(e) => Some(e.clone()),
+        };
+        Some(FrrLastText {
+            finished_unix: unix - ago,
+            ago_s: ago,
+            removal: r.removal,
+            outcome: r.outcome.as_str().to_string(),
+            error,
+            last_applied_ago_s: frr
+                .last_applied
+                .map(|t| now.saturating_duration_since(t).as_secs_f64()),
+        })
     }
 }
 
@@ -128,6 +177,7 @@ impl Telemetry {
             unread: Vec::new(),
             ready: Some(probe(p.readiness())),
             healthy: Some(probe(p.health(now, &self.bounds))),
+            frr_last_text: self.frr_last_text(now, unix),
         }
     }
 }

@@ -526,3 +526,40 @@ async fn remove_frr_runs_vtysh_f_with_its_text_and_frr_is_read_again() {
     assert!(v.frr.evpn_vrfs.is_empty(), "{v:?}");
     assert_eq!(log(dir.path(), "vtysh").len(), reads);
 }
+
+/// The real vtysh, with no FRR daemon behind its socket: its dry run
+/// (`--dryrun`, which needs no daemon) refuses a text with an unknown
+/// command, and the outcome says so with FRR's message; a text it accepts
+/// goes on to `vtysh -f`, which fails for want of daemons: a failure, not
+/// a rejection.
+#[tokio::test]
+async fn a_text_frrs_parser_refuses_is_reported_rejected_with_frrs_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = KernelConfig {
+        vtysh: "vtysh".into(),
+        vty_socket: Some(dir.path().to_path_buf()),
+        vtysh_timeout: Duration::from_secs(10),
+        frr_config_dir: dir.path().to_path_buf(),
+        ..KernelConfig::default()
+    };
+    let lane = CommandLane::start(config).unwrap();
+    let bad = "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vnix\n  exit-address-family\n";
+    let good = bad.replace("vnix", "vni");
+    lane.submit([
+        Op::ApplyFrr {
+            config: bad.to_string(),
+        },
+        Op::ApplyFrr { config: good },
+    ]);
+    lane.settled().await;
+    let outcomes = lane.take_outcomes();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    let err = outcomes[0].result.as_ref().expect_err("refused");
+    assert!(outcomes[0].rejected, "{outcomes:?}");
+    assert!(
+        err.contains("line 4") && err.contains("advertise-all-vnix"),
+        "FRR's message names the line: {err}"
+    );
+    assert!(outcomes[1].result.is_err(), "no daemon: {outcomes:?}");
+    assert!(!outcomes[1].rejected, "{outcomes:?}");
+}

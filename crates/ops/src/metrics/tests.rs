@@ -210,3 +210,52 @@ fn op_kinds_and_reasons_become_low_cardinality_labels() {
         "resync"
     );
 }
+
+#[test]
+fn frr_texts_are_counted_by_outcome_and_the_last_applied_is_stamped() {
+    use crate::{FrrOutcome, FrrResult};
+    let m = Metrics::new(&Config::default());
+    let t = m.render();
+    let v = |t: &str, s: &str| value(t, s).unwrap_or_else(|| panic!("{s} missing in\n{t}"));
+    let rejected = "ovn_bgp_agent_frr_texts_total{text=\"ours\",outcome=\"rejected\"}";
+    assert_eq!(v(&t, rejected), 0.0, "the series exist from the start");
+    assert_eq!(
+        v(&t, "ovn_bgp_agent_frr_last_applied_timestamp_seconds"),
+        0.0
+    );
+    let r = ReconcileReport {
+        frr_results: vec![
+            FrrResult {
+                removal: false,
+                outcome: FrrOutcome::Rejected("line 3: % Unknown command".into()),
+            },
+            FrrResult {
+                removal: true,
+                outcome: FrrOutcome::Applied,
+            },
+            FrrResult {
+                removal: false,
+                outcome: FrrOutcome::Failed("vtysh: no answer within 5s".into()),
+            },
+        ],
+        ..ReconcileReport::default()
+    };
+    m.observe_reconcile(&batch(), Some(&r), Duration::from_millis(5), 0);
+    let t = m.render();
+    assert_eq!(v(&t, rejected), 1.0);
+    assert_eq!(
+        v(
+            &t,
+            "ovn_bgp_agent_frr_texts_total{text=\"removal\",outcome=\"applied\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        v(
+            &t,
+            "ovn_bgp_agent_frr_texts_total{text=\"ours\",outcome=\"failed\"}"
+        ),
+        1.0
+    );
+    assert!(v(&t, "ovn_bgp_agent_frr_last_applied_timestamp_seconds") > 1.0e9);
+}

@@ -114,6 +114,25 @@ fn health(out: &mut String, h: &Health) {
     for u in &h.unread {
         let _ = writeln!(out, "  unread           {u}");
     }
+    if let Some(f) = &h.frr_last_text {
+        let text = if f.removal { "removal" } else { "text" };
+        let _ = write!(
+            out,
+            "  FRR last {text:<7} {} {:.1} s ago",
+            f.outcome, f.ago_s
+        );
+        if let Some(e) = &f.error {
+            let _ = write!(out, ": {e}");
+        }
+        match f.last_applied_ago_s {
+            Some(a) if f.error.is_some() => {
+                let _ = write!(out, " (FRR last took a text {a:.1} s ago)");
+            }
+            None => out.push_str(" (FRR took no text since the start)"),
+            Some(_) => {}
+        }
+        out.push('\n');
+    }
     for (name, p) in [("readyz", &h.ready), ("healthz", &h.healthy)] {
         if let Some(p) = p {
             let code = if p.ok { 200 } else { 503 };

@@ -89,3 +89,35 @@ fn the_text_names_the_unheld_ip_its_row_the_missing_object_and_the_health() {
         assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
     }
 }
+
+#[test]
+fn the_last_frr_text_shows_frrs_message_and_when_frr_last_took_one() {
+    let mut s = sample();
+    s.health.frr_last_text = Some(FrrLastText {
+        finished_unix: 1.0e9,
+        ago_s: 1.5,
+        removal: false,
+        outcome: "rejected".into(),
+        error: Some("FRR's parser rejected the text, not applied: line 3: % Unknown command[39]: advertise-all-vnix".into()),
+        last_applied_ago_s: Some(40.0),
+    });
+    let text = render::text(&s);
+    let line = "  FRR last text    rejected 1.5 s ago: FRR's parser rejected the text, not applied: line 3: % Unknown command[39]: advertise-all-vnix (FRR last took a text 40.0 s ago)";
+    assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["health"]["frr_last_text"]["outcome"], "rejected");
+    assert_eq!(serde_json::from_value::<Status>(json).unwrap(), s);
+
+    s.health.frr_last_text = Some(FrrLastText {
+        outcome: "applied".into(),
+        error: None,
+        last_applied_ago_s: Some(1.5),
+        ..s.health.frr_last_text.clone().unwrap()
+    });
+    let text = render::text(&s);
+    assert!(
+        text.lines()
+            .any(|l| l == "  FRR last text    applied 1.5 s ago"),
+        "{text}"
+    );
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::inputs::Trigger;
+use crate::ops::Telemetry;
 use crate::queue::Scheduler;
 use crate::reconcile::Reconciler;
 
@@ -72,6 +73,43 @@ impl DriftCheck {
                 );
                 sched.trigger(Trigger::DesiredMismatch);
             }
+        });
+    }
+}
+
+/// The read of FRR's BGP sessions for `status` and the metrics: in the
+/// background, at most once per `frr_reconcile_interval`, never on a
+/// reconcile's path (docs/operations.md, "BGP sessions").
+pub(crate) struct SessionsRead {
+    running: Arc<std::sync::atomic::AtomicBool>,
+    last: std::cell::Cell<Option<Instant>>,
+    interval: Duration,
+}
+
+impl SessionsRead {
+    pub(crate) fn every(interval: Duration) -> SessionsRead {
+        SessionsRead {
+            running: Arc::default(),
+            last: std::cell::Cell::new(None),
+            interval,
+        }
+    }
+
+    /// Reads the sessions when the interval has passed since the last
+    /// read started (or none did); the result goes to `telemetry`.
+    pub(crate) fn maybe_read(&self, reconciler: &Reconciler, telemetry: &Arc<Telemetry>) {
+        if self.last.get().is_some_and(|t| t.elapsed() < self.interval) {
+            return;
+        }
+        self.last.set(Some(Instant::now()));
+        let reader = reconciler.bgp_sessions_reader();
+        let telemetry = telemetry.clone();
+        spawn_one(&self.running, move || {
+            let result = reader.read().map_err(|e| e.to_string());
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "cannot read FRR's BGP sessions");
+            }
+            telemetry.bgp_sessions_read(result);
         });
     }
 }

@@ -378,6 +378,12 @@ impl Reconciler {
 
     /// A background re-read of the OVS bridges and FRR configuration the
     /// last reconcile relied on; `None` before the first one.
+    /// What reads FRR's BGP sessions (`status`, the metrics), with the
+    /// command lane's vtysh settings.
+    pub fn bgp_sessions_reader(&self) -> obgp_node::BgpSessionsReader {
+        self.lane.bgp_sessions_reader()
+    }
+
     pub fn drift_probe(&self) -> Option<DriftProbe> {
         let node = self.desired.node()?;
         Some(self.lane.drift_probe(&self.scope(node)))

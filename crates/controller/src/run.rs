@@ -23,7 +23,7 @@ use obgp_node::LaneSignal;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::background::DriftCheck;
+use crate::background::{DriftCheck, SessionsRead};
 use crate::inputs::FilterView;
 use crate::inputs::{MonitoredDbError, OvnSources, ReconcileInputs};
 use crate::kind::{BackgroundChecks, ReconcileKind};
@@ -250,6 +250,7 @@ struct Daemon {
     hold: Option<watch::Receiver<bool>>,
     retry: Retry,
     drift: DriftCheck,
+    sessions: SessionsRead,
     trim: crate::ops::TrimSchedule,
     /// What the event filters read, replaced after every reconcile.
     view: watch::Sender<Arc<FilterView>>,
@@ -294,6 +295,7 @@ impl Daemon {
             status,
             ovn_changed,
         };
+        let sessions = SessionsRead::every(LoopTimers::for_config(&config).frr_check);
         let daemon = Daemon {
             config,
             sources,
@@ -304,6 +306,7 @@ impl Daemon {
             hold: opts.hold_reconciles,
             retry: Retry::default(),
             drift: DriftCheck::default(),
+            sessions,
             trim: crate::ops::TrimSchedule::new(),
             view,
             first: true,
@@ -442,6 +445,7 @@ impl Daemon {
         }
         // Timers only look for changes nobody notifies: OVS and FRR are
         // re-read after the reconcile, off this loop (see `Trigger::Drift`).
+        self.sessions.maybe_read(&self.reconciler, &self.telemetry);
         let checks = BackgroundChecks::for_batch(batch);
         if checks.drift {
             self.drift.check(&self.reconciler, &self.sched);

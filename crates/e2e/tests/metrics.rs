@@ -132,7 +132,9 @@ fn a_real_prometheus_scrapes_the_daemon_and_reads_back_its_series() -> Result<()
     let t0 = Instant::now();
     let (_dir, mut b) = obgp_e2e::demo_bench(
         "metrics",
-        &format!("metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2"),
+        &format!(
+            "metrics_listen = 127.0.0.1:{AGENT_PORT}\nreconcile_interval = 2\nfrr_reconcile_interval = 2"
+        ),
     )?;
     let _prometheus = start_prometheus(&b)?;
     b.start_daemon()?;
@@ -320,6 +322,83 @@ fn a_real_prometheus_scrapes_the_daemon_and_reads_back_its_series() -> Result<()
         "metrics [{:5.1} s] read back through Prometheus's /api/v1/query",
         t0.elapsed().as_secs_f64()
     );
+    bgp_sessions(&b, t0)?;
     b.stop_daemon()?;
+    Ok(())
+}
+
+/// FRR's sessions, read every `frr_reconcile_interval` (2 s here): the
+/// node's peer is up with what it was sent, in `/metrics`, Prometheus and
+/// `/status`; once the peer shuts the session down, all three say so.
+fn bgp_sessions(b: &Bench, t0: Instant) -> Result<()> {
+    let labels = "vrf=\"default\",peer=\"10.255.0.2\",family=\"ipv4Unicast\"";
+    let up = format!("ovn_bgp_agent_bgp_session_up{{{labels}}}");
+    let sent = format!("ovn_bgp_agent_bgp_prefixes_sent{{{labels}}}");
+    let text = obgp_e2e::wait_for("the peer's session in /metrics", WAIT, || {
+        let (_, body) = agent(b, "/metrics")?;
+        Ok((sample(&body, &up) == Some(1.0)).then_some(body))
+    })
+    .with_context(|| {
+        let bgp: Vec<String> = agent(b, "/metrics")
+            .map(|(_, body)| {
+                body.lines()
+                    .filter(|l| l.contains("agent_bgp_"))
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!(
+            "{bgp:#?}\n{}",
+            agent(b, "/status").map(|s| s.1).unwrap_or_default()
+        )
+    })?;
+    promtool_check(&text)?;
+    let sent_n = sample(&text, &sent).with_context(|| format!("{sent} missing in\n{text}"))?;
+    ensure!(
+        sent_n >= 4.0,
+        "the node's IPv4 announcements were sent: {sent_n}"
+    );
+    obgp_e2e::wait_for("the session series in Prometheus", WAIT, || {
+        Ok(query(b, &up)?.filter(|v| *v == 1.0))
+    })?;
+    let (_, status) = agent(b, "/status")?;
+    let status: Value = serde_json::from_str(&status)?;
+    let peer_state = |status: &Value| -> Option<String> {
+        status["health"]["bgp_sessions"]["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["peer"] == "10.255.0.2" && s["family"] == "ipv4Unicast")
+            .and_then(|s| s["state"].as_str().map(String::from))
+    };
+    ensure!(
+        peer_state(&status).as_deref() == Some("Established"),
+        "{status:#}"
+    );
+
+    b.pair
+        .peer
+        .vtysh("conf t\nrouter bgp 65000\nneighbor 10.255.0.1 shutdown")?;
+    let down_at = Instant::now();
+    let text = obgp_e2e::wait_for("the session down in /metrics", WAIT, || {
+        let (_, body) = agent(b, "/metrics")?;
+        Ok((sample(&body, &up) == Some(0.0)).then_some(body))
+    })
+    .with_context(|| b.agent_log())?;
+    ensure!(
+        sample(&text, &sent).is_none(),
+        "no prefix counts for a session that is down:\n{text}"
+    );
+    let (_, status) = agent(b, "/status")?;
+    let status: Value = serde_json::from_str(&status)?;
+    let state = peer_state(&status);
+    ensure!(
+        state.is_some() && state.as_deref() != Some("Established"),
+        "{status:#}"
+    );
+    println!(
+        "metrics [{:5.1} s] the peer's session shown up, then down {:.1} s after its shutdown ({state:?})",
+        t0.elapsed().as_secs_f64(),
+        down_at.elapsed().as_secs_f64()
+    );
     Ok(())
 }

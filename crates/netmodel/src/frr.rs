@@ -504,6 +504,36 @@ pub fn evpn_vrfs_of_running_config(text: &str) -> EvpnRunning {
     out
 }
 
+/// One BGP session of FRR, per VRF and address family, as `show bgp vrf
+/// all summary json` reports it: what the fabric was told from here.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BgpSession {
+    /// FRR's VRF name (`default` for the default instance).
+    pub vrf: String,
+    /// FRR's address family key: `ipv4Unicast`, `ipv6Unicast`, `l2VpnEvpn`...
+    pub family: String,
+    /// The neighbor: an IP address, or an interface (unnumbered BGP).
+    pub peer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_as: Option<u64>,
+    /// FRR's state: `Established`, `Active`, `Connect`, `Idle`...
+    pub state: String,
+    /// Seconds since the session was established (FRR's `peerUptimeMsec`;
+    /// for a session that is down, since it went down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefixes_received: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefixes_sent: Option<u64>,
+}
+
+impl BgpSession {
+    pub fn established(&self) -> bool {
+        self.state == "Established"
+    }
+}
+
 mod l2;
 pub use l2::{
     forget_l2_vni_removal, l2_vni_removal, l2_vnis_of_running_config, L2Running, L2VniConfig,

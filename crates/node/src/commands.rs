@@ -74,7 +74,7 @@ fn vsctl(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError>
 }
 
 /// `vtysh args` within `vtysh_timeout`.
-fn vtysh(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError> {
+pub(crate) fn vtysh(config: &KernelConfig, args: &[&str]) -> Result<Finished, CommandError> {
     let mut cmd = vtysh_command(config);
     cmd.args(args);
     let what = format!("vtysh {}", args.join(" "));

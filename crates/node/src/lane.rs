@@ -319,6 +319,14 @@ impl CommandLane {
 
     /// A background re-read of `scope`'s bridges and FRR lines, against
     /// what the lane last read of them (see [`DriftProbe`]).
+    /// What reads FRR's BGP sessions with the lane's vtysh settings, on
+    /// the caller's thread (a background check, not the lane's queue).
+    pub fn bgp_sessions_reader(&self) -> crate::BgpSessionsReader {
+        crate::BgpSessionsReader {
+            config: self.shared.config.clone(),
+        }
+    }
+
     pub fn drift_probe(&self, scope: &Scope) -> DriftProbe {
         let l = self.shared.lock();
         DriftProbe {

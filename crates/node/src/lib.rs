@@ -7,6 +7,7 @@
 //! through [`NodeWriter`]. The pure planning vocabulary it observes into and
 //! applies from is obgp-plan.
 
+mod bgp;
 mod codec;
 mod commands;
 mod config;
@@ -22,6 +23,7 @@ mod rt_tables;
 mod scope;
 mod writer;
 
+pub use bgp::{read_bgp_sessions, BgpSessionsReader};
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use config::KernelConfig;
 pub use error::IoError;

@@ -93,6 +93,10 @@ pub struct Metrics {
     frr_applies: Family<Labels1, Counter>,
     frr_results: Family<Labels2, Counter>,
     frr_last_applied: F64Gauge,
+    bgp_session_up: Family<Labels3, Gauge>,
+    bgp_prefixes_sent: Family<Labels3, Gauge>,
+    bgp_prefixes_received: Family<Labels3, Gauge>,
+    bgp_sessions_read: F64Gauge,
     drift_repairs: Family<Labels1, Counter>,
     mass_holds: Counter,
     last_success: F64Gauge,
@@ -231,6 +235,10 @@ impl Metrics {
             frr_applies: Family::default(),
             frr_results: Family::default(),
             frr_last_applied: F64Gauge::default(),
+            bgp_session_up: Family::default(),
+            bgp_prefixes_sent: Family::default(),
+            bgp_prefixes_received: Family::default(),
+            bgp_sessions_read: F64Gauge::default(),
             drift_repairs: Family::default(),
             mass_holds: Counter::default(),
             last_success: F64Gauge::default(),
@@ -362,6 +370,27 @@ impl Metrics {
             "Unix time at which FRR last took a text of the agent's (0: none since start)",
             Unit::Seconds,
             self.frr_last_applied.clone(),
+        );
+        r.register(
+            "bgp_session_up",
+            "FRR's BGP sessions, by vrf, peer and family: 1 Established, 0 not (read at most once per frr_reconcile_interval; no series while FRR cannot be read)",
+            self.bgp_session_up.clone(),
+        );
+        r.register(
+            "bgp_prefixes_sent",
+            "Prefixes FRR sent to each established peer, by vrf, peer and family",
+            self.bgp_prefixes_sent.clone(),
+        );
+        r.register(
+            "bgp_prefixes_received",
+            "Prefixes FRR received from each established peer, by vrf, peer and family",
+            self.bgp_prefixes_received.clone(),
+        );
+        r.register_with_unit(
+            "bgp_sessions_read_timestamp",
+            "Unix time of the last successful read of FRR's BGP sessions (0: none yet)",
+            Unit::Seconds,
+            self.bgp_sessions_read.clone(),
         );
         r.register_with_unit(
             "last_success_timestamp",
@@ -517,6 +546,41 @@ impl Metrics {
 
     /// The exposition in Prometheus's text format (version 0.0.4), which
     /// every scraper and `promtool check metrics` read (see [`to_text_format`]).
+    /// Replaces the per-peer series with what a read of FRR's sessions
+    /// gave; `None` (FRR could not be read) leaves no series: unknown is
+    /// not down. Prefix counts only for established sessions, as FRR's
+    /// counts of a session that is down are stale.
+    pub fn set_bgp_sessions(&self, sessions: Option<&[obgp_netmodel::frr::BgpSession]>) {
+        self.bgp_session_up.clear();
+        self.bgp_prefixes_sent.clear();
+        self.bgp_prefixes_received.clear();
+        let Some(sessions) = sessions else {
+            return;
+        };
+        self.bgp_sessions_read.set(unix_now());
+        for s in sessions {
+            let labels = [
+                ("vrf", s.vrf.clone()),
+                ("peer", s.peer.clone()),
+                ("family", s.family.clone()),
+            ];
+            self.bgp_session_up
+                .get_or_create(&labels)
+                .set(i64::from(s.established()));
+            if !s.established() {
+                continue;
+            }
+            if let Some(n) = s.prefixes_sent {
+                self.bgp_prefixes_sent.get_or_create(&labels).set(n as i64);
+            }
+            if let Some(n) = s.prefixes_received {
+                self.bgp_prefixes_received
+                    .get_or_create(&labels)
+                    .set(n as i64);
+            }
+        }
+    }
+
     /// Marks the exposed counts as wanted.
     pub fn render(&self) -> String {
         self.exposed_wanted.store(true, Ordering::Relaxed);

@@ -129,6 +129,20 @@ pub struct Health {
     /// (daemon only; `None`: none since it started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frr_last_text: Option<FrrLastText>,
+    /// FRR's BGP sessions as last read (daemon only; `None`: not read yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp_sessions: Option<BgpSessions>,
+}
+
+/// The last read of FRR's BGP sessions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BgpSessions {
+    pub read_ago_s: f64,
+    /// `None`: FRR could not be read (`error` says why): the sessions are
+    /// unknown, not absent.
+    pub sessions: Option<Vec<obgp_netmodel::frr::BgpSession>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The last FRR text handed to vtysh: the agent's view of FRR's

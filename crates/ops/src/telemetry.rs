@@ -19,8 +19,10 @@ use obgp_inputs::TriggerBatch;
 use obgp_inputs::{MonitoredDb, OvnSources};
 
 use super::status::{
-    db_health, health_only, ComputedBy, FrrLastText, Health, LastReconcile, Probe, Reply,
+    db_health, health_only, BgpSessions, ComputedBy, FrrLastText, Health, LastReconcile, Probe,
+    Reply,
 };
+use obgp_netmodel::frr::BgpSession;
 
 pub struct Telemetry {
     pub metrics: Metrics,
@@ -31,7 +33,13 @@ pub struct Telemetry {
     status: OnceLock<mpsc::Sender<Reply>>,
     config: Config,
     frr: Mutex<FrrRecord>,
+    /// The last read of FRR's BGP sessions: when, and what it gave.
+    sessions: Mutex<Option<(Instant, SessionsRead)>>,
 }
+
+/// What a read of FRR's BGP sessions gave: the sessions, or why FRR
+/// could not be read.
+type SessionsRead = Result<Vec<BgpSession>, String>;
 
 /// The FRR texts the loop saw finish: the last one, and the last applied.
 #[derive(Default)]
@@ -50,6 +58,7 @@ impl Telemetry {
             status: OnceLock::new(),
             config: config.clone(),
             frr: Mutex::new(FrrRecord::default()),
+            sessions: Mutex::new(None),
         }
     }
 
@@ -107,6 +116,24 @@ impl Telemetry {
             frr.last_applied = Some(now);
         }
         frr.last = Some((now, last.clone()));
+    }
+
+    /// A read of FRR's BGP sessions ended (the error's text when FRR
+    /// could not be read): for the metrics and `status`.
+    pub fn bgp_sessions_read(&self, result: SessionsRead) {
+        self.metrics
+            .set_bgp_sessions(result.as_ref().ok().map(Vec::as_slice));
+        *self.sessions.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), result));
+    }
+
+    fn bgp_sessions(&self, now: Instant) -> Option<BgpSessions> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, result) = sessions.as_ref()?;
+        Some(BgpSessions {
+            read_ago_s: now.saturating_duration_since(*at).as_secs_f64(),
+            sessions: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().cloned(),
+        })
     }
 
     /// The last FRR text, as `status` shows it.
@@ -178,6 +205,7 @@ impl Telemetry {
             ready: Some(probe(p.readiness())),
             healthy: Some(probe(p.health(now, &self.bounds))),
             frr_last_text: self.frr_last_text(now, unix),
+            bgp_sessions: self.bgp_sessions(now),
         }
     }
 }

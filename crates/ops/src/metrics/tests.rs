@@ -259,3 +259,64 @@ fn frr_texts_are_counted_by_outcome_and_the_last_applied_is_stamped() {
     );
     assert!(v(&t, "ovn_bgp_agent_frr_last_applied_timestamp_seconds") > 1.0e9);
 }
+
+#[test]
+fn bgp_sessions_give_per_peer_series_and_an_unread_frr_gives_none() {
+    use obgp_netmodel::frr::BgpSession;
+    let m = Metrics::new(&Config::default());
+    let session = |peer: &str, state: &str| BgpSession {
+        vrf: "default".into(),
+        family: "ipv4Unicast".into(),
+        peer: peer.into(),
+        remote_as: Some(65000),
+        state: state.into(),
+        uptime_s: Some(10.0),
+        prefixes_received: Some(3),
+        prefixes_sent: Some(7),
+    };
+    m.set_bgp_sessions(Some(&[
+        session("10.255.0.2", "Established"),
+        session("10.255.1.2", "Active"),
+    ]));
+    let t = m.render();
+    let v = |s: &str| value(&t, s);
+    let l = |peer: &str| format!("{{vrf=\"default\",peer=\"{peer}\",family=\"ipv4Unicast\"}}");
+    assert_eq!(
+        v(&format!("ovn_bgp_agent_bgp_session_up{}", l("10.255.0.2"))),
+        Some(1.0)
+    );
+    assert_eq!(
+        v(&format!("ovn_bgp_agent_bgp_session_up{}", l("10.255.1.2"))),
+        Some(0.0)
+    );
+    assert_eq!(
+        v(&format!(
+            "ovn_bgp_agent_bgp_prefixes_sent{}",
+            l("10.255.0.2")
+        )),
+        Some(7.0)
+    );
+    assert_eq!(
+        v(&format!(
+            "ovn_bgp_agent_bgp_prefixes_received{}",
+            l("10.255.0.2")
+        )),
+        Some(3.0)
+    );
+    assert_eq!(
+        v(&format!(
+            "ovn_bgp_agent_bgp_prefixes_sent{}",
+            l("10.255.1.2")
+        )),
+        None,
+        "no counts for a session that is down"
+    );
+    assert!(v("ovn_bgp_agent_bgp_sessions_read_timestamp_seconds") > Some(1.0e9));
+
+    m.set_bgp_sessions(None);
+    let t = m.render();
+    assert!(
+        !t.contains("ovn_bgp_agent_bgp_session_up{"),
+        "unknown is not down:\n{t}"
+    );
+}

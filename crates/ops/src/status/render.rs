@@ -133,11 +133,64 @@ fn health(out: &mut String, h: &Health) {
         }
         out.push('\n');
     }
+    if let Some(b) = &h.bgp_sessions {
+        bgp_sessions(out, b);
+    }
     for (name, p) in [("readyz", &h.ready), ("healthz", &h.healthy)] {
         if let Some(p) = p {
             let code = if p.ok { 200 } else { 503 };
             let _ = writeln!(out, "  /{name:<15} {code} {}", p.reason);
         }
+    }
+}
+
+/// The sessions, one line each: peer, VRF, family, state (with its
+/// uptime) and, when established, the prefix counts.
+fn bgp_sessions(out: &mut String, b: &super::BgpSessions) {
+    let Some(sessions) = &b.sessions else {
+        let _ = writeln!(
+            out,
+            "  BGP sessions     unknown: the read {:.1} s ago failed: {}",
+            b.read_ago_s,
+            b.error.as_deref().unwrap_or("no answer")
+        );
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  BGP sessions     {} (read {:.1} s ago)",
+        sessions.len(),
+        b.read_ago_s
+    );
+    for s in sessions {
+        let _ = write!(
+            out,
+            "    {:<24} {:<10} {:<12} {}",
+            s.peer, s.vrf, s.family, s.state
+        );
+        if let Some(up) = s.uptime_s {
+            let _ = write!(out, " {}", duration(up));
+        }
+        if s.established() {
+            let n = |v: Option<u64>| v.map_or("?".to_string(), |n| n.to_string());
+            let _ = write!(
+                out,
+                ", sent {}, received {}",
+                n(s.prefixes_sent),
+                n(s.prefixes_received)
+            );
+        }
+        out.push('\n');
+    }
+}
+
+/// `3h12m`, `4m05s`, `12s`: a session's uptime as operators read it.
+fn duration(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
     }
 }
 

@@ -121,3 +121,50 @@ fn the_last_frr_text_shows_frrs_message_and_when_frr_last_took_one() {
         "{text}"
     );
 }
+
+#[test]
+fn the_sessions_show_state_uptime_and_counts_or_say_they_are_unknown() {
+    use obgp_netmodel::frr::BgpSession;
+    let mut s = sample();
+    let session = |peer: &str, state: &str, up: f64| BgpSession {
+        vrf: "default".into(),
+        family: "ipv4Unicast".into(),
+        peer: peer.into(),
+        remote_as: Some(65000),
+        state: state.into(),
+        uptime_s: Some(up),
+        prefixes_received: Some(3),
+        prefixes_sent: Some(7),
+    };
+    s.health.bgp_sessions = Some(BgpSessions {
+        read_ago_s: 2.0,
+        sessions: Some(vec![
+            session("10.255.0.2", "Established", 11_520.0),
+            session("10.255.1.2", "Active", 65.0),
+        ]),
+        error: None,
+    });
+    let text = render::text(&s);
+    for line in [
+        "  BGP sessions     2 (read 2.0 s ago)",
+        "    10.255.0.2               default    ipv4Unicast  Established 3h12m, sent 7, received 3",
+        "    10.255.1.2               default    ipv4Unicast  Active 1m05s",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        json["health"]["bgp_sessions"]["sessions"][0]["state"],
+        "Established"
+    );
+    assert_eq!(serde_json::from_value::<Status>(json).unwrap(), s);
+
+    s.health.bgp_sessions = Some(BgpSessions {
+        read_ago_s: 1.0,
+        sessions: None,
+        error: Some("vtysh -c show bgp vrf all summary json: no answer within 5s: killed".into()),
+    });
+    let text = render::text(&s);
+    let line = "  BGP sessions     unknown: the read 1.0 s ago failed: vtysh -c show bgp vrf all summary json: no answer within 5s: killed";
+    assert!(text.lines().any(|l| l == line), "{text}");
+}

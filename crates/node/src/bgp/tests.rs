@@ -1,0 +1,52 @@
+use super::*;
+
+/// FRR 8.4.4's answer on a node with one eBGP peer (captured from the
+/// testbed's FrrPair), plus a VRF with a peer that is down and an
+/// unnumbered one.
+const SUMMARY: &str = r#"{ "default":{ "ipv4Unicast":{ "routerId":"10.255.0.1", "as":64999, "peers":{ "10.255.0.2":{ "hostname":"vm", "remoteAs":65000, "localAs":64999, "peerUptime":"00:00:03", "peerUptimeMsec":3000, "pfxRcd":0, "pfxSnt":2, "state":"Established", "peerState":"OK" } }, "failedPeers":0 }, "ipv6Unicast":{ "peers":{ "10.255.0.2":{ "remoteAs":65000, "peerUptimeMsec":3000, "pfxRcd":1, "pfxSnt":1, "state":"Established" } } } },
+  "vrf-1001":{ "l2VpnEvpn":{ "peers":{ "192.0.2.2":{ "remoteAs":64999, "peerUptimeMsec":120000, "pfxRcd":0, "pfxSnt":0, "state":"Active" }, "eth1":{ "remoteAs":64999, "state":"Connect" }, "x y\nz":{ "state":"Established" } } } } }"#;
+
+#[test]
+fn every_vrf_family_and_peer_is_a_session() {
+    let got = parse_sessions(SUMMARY.as_bytes()).unwrap();
+    let keys: Vec<(&str, &str, &str, &str)> = got
+        .iter()
+        .map(|s| {
+            (
+                s.vrf.as_str(),
+                s.family.as_str(),
+                s.peer.as_str(),
+                s.state.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("default", "ipv4Unicast", "10.255.0.2", "Established"),
+            ("default", "ipv6Unicast", "10.255.0.2", "Established"),
+            ("vrf-1001", "l2VpnEvpn", "192.0.2.2", "Active"),
+            ("vrf-1001", "l2VpnEvpn", "eth1", "Connect"),
+        ],
+        "the peer with an unusable name is left out"
+    );
+    let v4 = &got[0];
+    assert_eq!(
+        (
+            v4.remote_as,
+            v4.uptime_s,
+            v4.prefixes_received,
+            v4.prefixes_sent
+        ),
+        (Some(65000), Some(3.0), Some(0), Some(2))
+    );
+    assert!(v4.established() && !got[2].established());
+    assert_eq!(got[3].prefixes_sent, None);
+}
+
+#[test]
+fn an_answer_that_is_not_json_is_an_error_and_an_empty_one_has_no_sessions() {
+    assert!(parse_sessions(b"% Unknown command").is_err());
+    assert!(parse_sessions(b"{}").unwrap().is_empty());
+    assert!(parse_sessions(b"[]").unwrap().is_empty());
+}

@@ -1,8 +1,10 @@
 //! `plan --ovn` and `explain --ovn` with `exposing_method = l2vni`, through
 //! the built binary, on `fixtures/l2vni/basic.json` with
 //! `fixtures/l2vni/bgp-agent.conf`: the L2 VNIs' ops (the VXLAN devices
-//! once FRR holds the text), the agent's leftover VNI torn down, the
-//! foreign `br-*`/`vxlan-*` untouched, and which VNI and method expose an IP.
+//! once FRR holds the text), the static bridge FDB entries before the
+//! neighbours, the agent's leftover VNI torn down (its FDB entry after its
+//! neighbour), the foreign `br-*`/`vxlan-*` and their FDB entries
+//! untouched, and which VNI and method expose an IP.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -81,16 +83,36 @@ fn plan_builds_the_l2_vnis_and_tears_down_only_the_agents_leftover() {
         "{out}"
     );
     let expose = lines_after(&out, "expose:");
+    let at = |want: &str| {
+        expose
+            .iter()
+            .position(|l| *l == want)
+            .unwrap_or_else(|| panic!("{want:?} missing:\n{out}"))
+    };
     for n in strings(&sc["expected"]["neighbours"]) {
         let mut f = n.split(' ');
         let (dev, ip, mac) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
-        let want = format!("+ neighbour {ip} lladdr {mac} dev {dev} permanent");
-        assert!(expose.contains(&want.as_str()), "{want:?} missing:\n{out}");
+        let neighbour = at(&format!(
+            "+ neighbour {ip} lladdr {mac} dev {dev} permanent"
+        ));
+        // The MAC is pinned in the bridge's FDB before (or with) the IP's
+        // neighbour: zebra advertises the MAC/IP route once it has both.
+        let fdb = strings(&sc["expected"]["bridge_fdb"])
+            .into_iter()
+            .find(|e| e.starts_with(&format!("{dev} ")) && e.ends_with(mac))
+            .unwrap_or_else(|| panic!("no expected FDB entry for {mac} on {dev}"));
+        assert!(
+            at(&format!("+ bridge-fdb {fdb} static")) < neighbour,
+            "{out}"
+        );
     }
     let cleanup: Vec<String> = lines_after(&out, "cleanup:")
         .iter()
         .map(|l| l.trim_start_matches("- ").to_string())
         .collect();
+    // The leftover VNI's neighbour goes before its MAC's FDB entry (the
+    // MAC/IP route is withdrawn first), both before its devices; the
+    // static entries on VXLAN ports (remote MACs) are not the agent's.
     assert_eq!(cleanup, strings(&sc["expected"]["plan_removes"]), "{out}");
     assert!(out.contains("advertise-all-vni") && out.contains("rd 64512:2001"));
     let ops_text: String = out

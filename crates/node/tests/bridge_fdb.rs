@@ -4,7 +4,7 @@
 //! the agent's L2 VNI port. What the node writes is what `bridge fdb show`
 //! shows and what it reads back (through the netlink mirror's
 //! notifications, and in a fresh node's dumps); foreign entries (a static
-//! one on a foreign port, on a foreign bridge's port, dynamic ones, the
+//! one on a foreign port, on a foreign bridge's port, learned ones, the
 //! kernel's permanent ones) are never touched. This kernel has bridges
 //! and veths but no VXLAN, so the planner's ownership rule (which needs a
 //! proven `br-<n>`/`vxlan-<n>` pair) is tested with plain values in
@@ -52,7 +52,7 @@ struct Bed {
 
 /// `br-2001` with the agent's veth end and a foreign port, `br-foo` with
 /// an agent-named port, and the foreign entries: a static one on each
-/// foreign port, a dynamic one on the agent's port.
+/// foreign port, two learned ones on the agent's port.
 fn bed(tag: &str) -> Bed {
     let ns = Netns::new(tag).expect("creating a netns (run the tests as root)");
     for br in ["br-2001", "br-foo"] {
@@ -67,15 +67,17 @@ fn bed(tag: &str) -> Bed {
         ns.veth(port, peer, None).unwrap();
         ns.ip(&["link", "set", port, "master", br]).unwrap();
     }
-    for args in [
-        ["fa:16:3e:aa:00:01", FOREIGN_PORT, "static"],
-        ["fa:16:3e:aa:00:02", FOREIGN_BRIDGE_PORT, "static"],
-        ["fa:16:3e:aa:00:03", OURS, "dynamic"],
+    for (mac, port) in [
+        ("fa:16:3e:aa:00:01", FOREIGN_PORT),
+        ("fa:16:3e:aa:00:02", FOREIGN_BRIDGE_PORT),
     ] {
-        bridge(
-            &ns,
-            &["fdb", "add", args[0], "dev", args[1], "master", args[2]],
-        );
+        bridge(&ns, &["fdb", "add", mac, "dev", port, "master", "static"]);
+    }
+    // Two MACs the bridge learns on the agent's port from real frames
+    // (the VM's side of the veth): 03 is pinned by the test, 04 stays
+    // learned.
+    for last in [3, 4] {
+        learn(&ns, "ovsdd3b5a95-aa", [0xfa, 0x16, 0x3e, 0xaa, 0, last]);
     }
     let dir = tempfile::tempdir().unwrap();
     let rt_tables = dir.path().join("rt_tables");
@@ -89,6 +91,52 @@ fn bed(tag: &str) -> Bed {
         _dir: dir,
         rt_tables,
     }
+}
+
+/// Sends one broadcast frame with source MAC `src` out of `dev` (an
+/// AF_PACKET socket in the namespace) and waits until the bridge on the
+/// other end of the veth has learnt `src`.
+fn learn(ns: &Netns, dev: &str, src: [u8; 6]) {
+    let name = std::ffi::CString::new(dev).unwrap();
+    let sent = ns
+        .run(move || {
+            // SAFETY: a raw packet socket, a zeroed sockaddr_ll filled in
+            // and a frame buffer we own, each passed with its length.
+            unsafe {
+                let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
+                assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+                let mut to: libc::sockaddr_ll = std::mem::zeroed();
+                to.sll_family = libc::AF_PACKET as u16;
+                to.sll_ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
+                to.sll_halen = 6;
+                to.sll_addr[..6].copy_from_slice(&[0xff; 6]);
+                // Broadcast, from `src`, the local experimental EtherType.
+                let mut frame = vec![0xff; 6];
+                frame.extend_from_slice(&src);
+                frame.extend_from_slice(&[0x88, 0xb5]);
+                frame.resize(60, 0);
+                let n = libc::sendto(
+                    fd,
+                    frame.as_ptr().cast(),
+                    frame.len(),
+                    0,
+                    (&to as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                );
+                libc::close(fd);
+                n
+            }
+        })
+        .unwrap();
+    assert_eq!(sent, 60, "sending from {dev}");
+    let mac = obgp_netmodel::MacAddr(src).to_string();
+    for _ in 0..100 {
+        if !kernel_fdb(ns, &mac).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the bridge did not learn {mac}");
 }
 
 /// `bridge ARGS...` in the namespace; its stdout.
@@ -141,7 +189,7 @@ async fn static_entries_are_added_read_back_and_deleted_and_foreign_ones_stay() 
     let ns = &bed.ns;
 
     // Only static entries on agent-named veth ends are read: not the one
-    // on the foreign port, not the dynamic one, not the kernel's
+    // on the foreign port, not the learned ones, not the kernel's
     // permanent entries of the ports' own MACs.
     let foreign_read = entry("br-foo", FOREIGN_BRIDGE_PORT, "fa:16:3e:aa:00:02");
     let a = observe(&mut k, &bed, "start").await;
@@ -160,7 +208,7 @@ async fn static_entries_are_added_read_back_and_deleted_and_foreign_ones_stay() 
     let a = observe(&mut k, &bed, "added").await;
     assert_eq!(a.bridge_fdb, set([foreign_read.clone(), vm.clone()]));
 
-    // A MAC the bridge learned (dynamic) is pinned by the same replace.
+    // A MAC the bridge learnt from a frame is pinned by the same replace.
     let learned = entry("br-2001", OURS, "fa:16:3e:aa:00:03");
     apply(&mut k, Op::AddBridgeFdb(learned.clone())).await;
     assert_eq!(
@@ -220,6 +268,12 @@ async fn static_entries_are_added_read_back_and_deleted_and_foreign_ones_stay() 
         assert_eq!(kernel_fdb(ns, mac).len(), 1, "{mac} on {port}:\n{after}");
     }
     assert!(kernel_fdb(ns, "fa:16:3e:aa:00:03").is_empty(), "{after}");
+    let learned_stays = kernel_fdb(ns, "fa:16:3e:aa:00:04");
+    assert_eq!(
+        learned_stays,
+        [format!("fa:16:3e:aa:00:04 dev {OURS} master br-2001")],
+        "{after}"
+    );
     assert!(
         after.contains("permanent"),
         "the ports' own entries:\n{after}"

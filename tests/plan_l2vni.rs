@@ -192,9 +192,49 @@ fn status_lists_each_host_on_its_l2_vni_bridge_with_its_port_row() {
         assert_eq!(e["kind"], "vm", "{e}");
         assert_eq!(e["rows"][0]["table"], "Logical_Switch_Port", "{e}");
         assert_eq!(e["wiring"]["vrf"], Value::Null, "{e}");
-        // Nothing is on the node yet: the neighbour is missing.
+        // Nothing is on the node yet: the FDB entry of the host's MAC
+        // and its neighbour are missing.
         assert_eq!(e["held"], false, "{e}");
+        let missing: Vec<&str> = e["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert!(missing[0].starts_with("bridge-fdb br-20"), "{e}");
+        assert!(missing[1].starts_with("neighbour "), "{e}");
     }
+    assert_eq!(
+        exposed[0]["missing"][0], "bridge-fdb br-2002 vrfe2000000-00 fa:16:3e:33:33:33 static",
+        "{out}"
+    );
+    // Once the node holds the entry, only the neighbour is missing.
+    let mut sc = scenario();
+    sc["initial_node"]["bridge_fdb"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            serde_json::json!({"bridge": "br-2002", "port": "vrfe2000000-00",
+            "mac": "fa:16:3e:33:33:33"}),
+        );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plan-l2vni-fdb-held");
+    std::fs::create_dir_all(&dir).unwrap();
+    let held = dir.join("basic-fdb-held.json");
+    std::fs::write(&held, sc.to_string()).unwrap();
+    let out = agent(&[
+        "status",
+        "--format",
+        "json",
+        "--ovn",
+        held.to_str().unwrap(),
+    ]);
+    let s: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let vlan_host = &s["exposed"][0];
+    assert_eq!(
+        vlan_host["missing"],
+        serde_json::json!(["neighbour 10.100.0.10 lladdr fa:16:3e:33:33:33 dev br-2002"]),
+        "{out}"
+    );
     let vlan = &exposed[0]["wiring"];
     assert_eq!(
         (&vlan["dev"], &vlan["bridge"], &vlan["vlan"]),

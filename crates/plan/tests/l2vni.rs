@@ -293,8 +293,9 @@ fn a_torn_down_vni_loses_its_fdb_entry_after_its_neighbour_and_foreign_entries_s
     assert_eq!(left, [fdb("br-foo", "vrfee000000-01", 0x93)].into());
 }
 
-#[test]
-fn a_wanted_vni_pins_each_host_mac_before_its_neighbour_and_unpins_the_gone() {
+/// l2vni mode wanting the VNI 3003 of [`node`]: its bridge, VXLAN device
+/// and veth end, no host yet.
+fn wanting_vni_3003() -> DesiredNode {
     let mut d = l2vni_mode();
     for (name, kind, master) in [
         ("br-3003", LinkKind::Bridge, None),
@@ -315,6 +316,12 @@ fn a_wanted_vni_pins_each_host_mac_before_its_neighbour_and_unpins_the_gone() {
             up: true,
         });
     }
+    d
+}
+
+#[test]
+fn a_wanted_vni_pins_each_host_mac_before_its_neighbour_and_unpins_the_gone() {
+    let mut d = wanting_vni_3003();
     // A VM bound here now (MAC 31), and one whose MAC zebra had learnt
     // from a remote VTEP (91, on vxlan-3003) that migrated here.
     for last in [0x31, 0x91] {
@@ -378,8 +385,69 @@ fn the_underlay_modes_never_judge_l2_vnis() {
     assert!(p.is_empty(), "{p}");
 }
 
+/// The bridge ports of [`node_with_fdb`], with their bridge: only the
+/// first is the agent's (its veth end in the proven `br-3003`).
+const FDB_PORTS: [(&str, &str); 4] = [
+    ("br-3003", "vrfabcdef12-34"),
+    ("br-3003", "vxlan-3003"),
+    ("br-3003", "tap1"),
+    ("br-foo", "vrfee000000-01"),
+];
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Whatever static entries the node holds on the ports of
+    /// [`FDB_PORTS`] and whichever MACs the wanted VNI 3003 pins: an entry
+    /// is deleted exactly when it is on the agent's veth end and no wanted
+    /// entry has its MAC; every wanted one the node lacks is added; the
+    /// simulated node then plans no FDB op.
+    #[test]
+    fn only_the_agents_unwanted_fdb_entries_are_deleted(
+        held in proptest::collection::btree_map(0u8..8, 0usize..4, 0..8),
+        wanted in proptest::collection::btree_set(0u8..8, 0..4),
+    ) {
+        let mut a = node_with_fdb();
+        a.bridge_fdb = held
+            .iter()
+            .map(|(mac, port)| fdb(FDB_PORTS[*port].0, FDB_PORTS[*port].1, *mac))
+            .collect();
+        let mut d = wanting_vni_3003();
+        for mac in &wanted {
+            d.bridge_fdb.insert(fdb("br-3003", "vrfabcdef12-34", *mac), Class::Vm);
+        }
+        let p = plan(&d, &a).unwrap();
+        let deleted: BTreeSet<(u8, usize)> = p
+            .ops()
+            .filter_map(|op| match op {
+                Op::DelBridgeFdb(e) => {
+                    let port = FDB_PORTS
+                        .iter()
+                        .position(|(b, n)| e.bridge.as_str() == *b && e.port.as_str() == *n);
+                    Some((e.mac.0[5], port.expect("a port of the node")))
+                }
+                _ => None,
+            })
+            .collect();
+        let expected: BTreeSet<(u8, usize)> = held
+            .iter()
+            .filter(|(mac, port)| **port == 0 && !wanted.contains(mac))
+            .map(|(mac, port)| (*mac, *port))
+            .collect();
+        prop_assert_eq!(deleted, expected, "{}", p);
+        let added = p.ops().filter(|op| matches!(op, Op::AddBridgeFdb(_))).count();
+        let lacking = wanted.iter().filter(|mac| held.get(mac) != Some(&0)).count();
+        prop_assert_eq!(added, lacking, "{}", p);
+        prop_assert!(order_violations(&p.steps).is_empty(), "{}", p);
+        let mut m = SimulatedNode::new(a);
+        m.apply_all(p.ops());
+        let again = plan(&d, &m.actual).unwrap();
+        prop_assert!(
+            !again.ops().any(|op| matches!(op, Op::AddBridgeFdb(_) | Op::DelBridgeFdb(_))),
+            "{}",
+            again
+        );
+    }
 
     /// A bridge `br-<b>` (in a foreign VRF or none) holding `vxlan-<x>`
     /// with VNI `v` is torn down in l2vni mode exactly when it has the

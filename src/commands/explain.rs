@@ -32,9 +32,25 @@ pub fn run(
         }
     };
     let answer = explain(&snapshot, config, &facts, &Query::parse(target))?;
+    // Live, the answer ends with the fabric's side: FRR's tables and
+    // sessions on this node. Offline there is no FRR to ask.
+    let live = input.ovn.is_none();
+    let prefixes = answer.announced_prefixes();
+    let fabric = if live {
+        let kernel = super::run_options(config, node).kernel;
+        obgp_controller::fabric::fabric_sides(config, &kernel, &prefixes)
+    } else {
+        Vec::new()
+    };
     match format {
         Format::Text => {
             print!("{answer}");
+            for side in &fabric {
+                println!("{side}");
+            }
+            if live && !prefixes.is_empty() && obgp_controller::fabric::evpn_not_looked_up(config) {
+                println!("FRR: the EVPN routes of this mode are not looked up in FRR's tables");
+            }
             // The node state gives the facts an answer reads (the VXLAN
             // source, the external bridges): say which one offline, after
             // the answer, which comes first.
@@ -42,7 +58,20 @@ pub fn run(
                 println!("{}", node.line());
             }
         }
-        Format::Json => super::print_json(&answer)?,
+        Format::Json => super::print_json(&WithFabric {
+            answer: &answer,
+            fabric: &fabric,
+        })?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON answer: the explanation's members, and `fabric` (one member
+/// per announced prefix, live only).
+#[derive(serde::Serialize)]
+struct WithFabric<'a> {
+    #[serde(flatten)]
+    answer: &'a obgp_desired::Explanation,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    fabric: &'a [obgp_controller::ops::fabric::FabricSide],
 }

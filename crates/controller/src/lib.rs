@@ -33,6 +33,7 @@ pub use obgp_inputs as inputs;
 pub use obgp_ops as ops;
 
 mod background;
+pub mod fabric;
 pub mod guard;
 pub mod kind;
 pub mod live_status;

@@ -191,6 +191,34 @@ impl Explanation {
         })
     }
 
+    /// The prefixes the findings say this node announces, in order and
+    /// once each: an exposed IP as its host prefix, an announced subnet
+    /// or route. What `explain` looks up in FRR's tables.
+    pub fn announced_prefixes(&self) -> Vec<IpNet> {
+        let mut out: Vec<IpNet> = Vec::new();
+        for f in &self.findings {
+            let net = match f {
+                Finding::Exposed { ip, .. } => IpNet::from(*ip),
+                Finding::Routed { subnet, .. } => *subnet,
+                Finding::Prefix {
+                    prefix,
+                    announced: true,
+                    ..
+                } => *prefix,
+                Finding::Covered {
+                    subnet,
+                    announced: true,
+                    ..
+                } => *subnet,
+                _ => continue,
+            };
+            if !out.contains(&net) {
+                out.push(net);
+            }
+        }
+        out
+    }
+
     /// The refusals found, in order (the first is the deciding one).
     pub fn reasons(&self) -> impl Iterator<Item = &Reason> {
         self.findings.iter().filter_map(|f| match f {

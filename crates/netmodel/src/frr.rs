@@ -534,6 +534,19 @@ impl BgpSession {
     }
 }
 
+/// One prefix in one of FRR's BGP tables, as `show bgp [vrf V] ipv4|ipv6
+/// unicast PREFIX json` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BgpPrefix {
+    /// FRR's VRF name (`default` for the default instance).
+    pub vrf: String,
+    /// The paths FRR holds for it (ours is `sourced`; a leaked one comes
+    /// from the VRF it was imported from).
+    pub paths: usize,
+    /// The peers FRR sent it to (`advertisedTo`).
+    pub advertised_to: BTreeSet<String>,
+}
+
 mod l2;
 pub use l2::{
     forget_l2_vni_removal, l2_vni_removal, l2_vnis_of_running_config, L2Running, L2VniConfig,

@@ -3,8 +3,8 @@
 //! state and prefix counts. Read in the background, never on a
 //! reconcile's path (docs/operations.md, "BGP sessions").
 
-use obgp_netmodel::frr::BgpSession;
-use obgp_netmodel::DevName;
+use obgp_netmodel::frr::{BgpPrefix, BgpSession};
+use obgp_netmodel::{DevName, IpNet};
 use serde_json::Value;
 
 use crate::commands::vtysh;
@@ -30,6 +30,52 @@ impl BgpSessionsReader {
 pub fn read_bgp_sessions(config: &KernelConfig) -> Result<Vec<BgpSession>, IoError> {
     let out = vtysh(config, &["-c", "show bgp vrf all summary json"])?;
     parse_sessions(&out.stdout)
+}
+
+/// `prefix` in the unicast table of FRR's `vrf` (`None`: the default
+/// instance): `Ok(None)` when FRR holds no path for it. On demand only
+/// (`explain`), one vtysh run within `vtysh_timeout`; `vrf` is a checked
+/// device name and `prefix` a parsed one, so nothing else reaches vtysh.
+pub fn read_bgp_prefix(
+    config: &KernelConfig,
+    vrf: Option<&DevName>,
+    prefix: IpNet,
+) -> Result<Option<BgpPrefix>, IoError> {
+    let family = if prefix.addr().is_ipv4() {
+        "ipv4"
+    } else {
+        "ipv6"
+    };
+    let cmd = match vrf {
+        Some(v) => format!("show bgp vrf {v} {family} unicast {prefix} json"),
+        None => format!("show bgp {family} unicast {prefix} json"),
+    };
+    let out = vtysh(config, &["-c", &cmd])?;
+    parse_prefix(vrf.map_or("default", DevName::as_str), &out.stdout)
+}
+
+/// A `show bgp ... PREFIX json` answer: `{prefix, advertisedTo: {peer:
+/// {...}}, paths: [...]}`, or `{}` when FRR holds no path for it.
+pub(crate) fn parse_prefix(vrf: &str, json: &[u8]) -> Result<Option<BgpPrefix>, IoError> {
+    let v: Value = serde_json::from_slice(json)
+        .map_err(|e| IoError::Invalid(format!("show bgp ... json: {e}")))?;
+    let paths = v.get("paths").and_then(Value::as_array).map_or(0, Vec::len);
+    if paths == 0 {
+        return Ok(None);
+    }
+    let advertised_to = v
+        .get("advertisedTo")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .filter(|p| p.parse::<std::net::IpAddr>().is_ok() || DevName::new(p).is_ok())
+        .cloned()
+        .collect();
+    Ok(Some(BgpPrefix {
+        vrf: vrf.to_string(),
+        paths,
+        advertised_to,
+    }))
 }
 
 /// The sessions of a `show bgp vrf all summary json` answer (FRR 8.4:

@@ -8,6 +8,7 @@
 //! `/status` [`status::Reply`]) and the loop fills it. The loop and the
 //! binary use only the names below.
 
+pub mod fabric;
 mod http;
 mod memory;
 mod metrics;

@@ -50,3 +50,25 @@ fn an_answer_that_is_not_json_is_an_error_and_an_empty_one_has_no_sessions() {
     assert!(parse_sessions(b"{}").unwrap().is_empty());
     assert!(parse_sessions(b"[]").unwrap().is_empty());
 }
+
+#[test]
+fn a_prefix_in_the_table_with_the_peers_it_was_sent_to() {
+    // FRR 8.4.4 (testbed FrrPair, an address on bgp-nic redistributed).
+    let answer = r#"{ "prefix":"172.24.4.10/32", "version":2, "advertisedTo":{ "10.255.0.2":{ "hostname":"vm" } }, "paths":[ { "aspath":{ "string":"Local", "segments":[ ], "length":0 }, "origin":"incomplete", "valid":true, "sourced":true, "bestpath":{ "overall":true } } ] }"#;
+    let got = parse_prefix("default", answer.as_bytes()).unwrap().unwrap();
+    assert_eq!(got.vrf, "default");
+    assert_eq!(got.paths, 1);
+    assert_eq!(got.advertised_to.iter().collect::<Vec<_>>(), ["10.255.0.2"]);
+    let held_back = r#"{ "prefix":"172.24.4.10/32", "paths":[ { "valid":true } ] }"#;
+    assert!(parse_prefix("default", held_back.as_bytes())
+        .unwrap()
+        .unwrap()
+        .advertised_to
+        .is_empty());
+    assert_eq!(
+        parse_prefix("default", b"{}").unwrap(),
+        None,
+        "FRR holds no path"
+    );
+    assert!(parse_prefix("default", b"% Unknown command").is_err());
+}

@@ -1,0 +1,138 @@
+//! `explain`'s fabric side against real FRR (netns tier): the demo bench's
+//! daemon announces through the node's FRR to its eBGP peer, and `explain
+//! IP` ends with what FRR on this node holds and sent. Each case is one a
+//! "the node holds it, why does the fabric not see it?" question lands on
+//! (docs/troubleshooting.md):
+//! - announced: in the default table, sent to the peer (Established);
+//! - the peer's inbound policy drops one: FRR still sent it, and the
+//!   answer says what it reports (FRR's own record); the peer lacks it;
+//! - an outbound prefix-list on the node: FRR holds it but did not send it
+//!   to that established peer;
+//! - a wedged bgpd: the answer comes within `vtysh_timeout`, "unknown".
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use obgp_e2e::Bench;
+
+const WAIT: Duration = Duration::from_secs(60);
+const VM1: &str = "172.24.4.10";
+const VM2: &str = "172.24.4.11";
+
+fn explain(b: &Bench, ip: &str) -> Result<String> {
+    b.agent_ok(&["explain", ip])
+}
+
+fn fabric_line(answer: &str) -> Result<&str> {
+    answer
+        .lines()
+        .find(|l| l.starts_with("FRR: "))
+        .with_context(|| format!("no FRR line in:\n{answer}"))
+}
+
+/// SIGSTOPs a process; SIGCONTs it when dropped (also when the test fails).
+struct Stopped(u32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+#[test]
+fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<()> {
+    let t0 = Instant::now();
+    let (_dir, mut b) = obgp_e2e::demo_bench("fabric", "vtysh_timeout = 3")?;
+    b.start_daemon()?;
+    b.wait_peer(&["172.24.4.10/32", "172.24.4.11/32"], true, WAIT)
+        .with_context(|| b.agent_log())?;
+
+    let answer = explain(&b, VM1)?;
+    let line = fabric_line(&answer)?;
+    ensure!(
+        line.starts_with(
+            "FRR: 172.24.4.10/32 is in the default table; announced to 10.255.0.2 (Established"
+        ) && !line.contains("not to"),
+        "{answer}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&b.agent_ok(&["explain", "--format", "json", VM1])?)?;
+    ensure!(
+        json["fabric"][0]["frr"] == "in_table"
+            && json["fabric"][0]["advertised"][0]["peer"] == "10.255.0.2"
+            && json["findings"][0]["verdict"] == "exposed",
+        "{json:#}"
+    );
+    println!(
+        "fabric [{:5.1} s] announced: {line}",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // The peer drops VM2 on the way in: FRR here still sent it. The
+    // answer is FRR's record on this node; the peer's table shows the rest.
+    b.pair.peer.vtysh(
+        "conf t\nip prefix-list obgp-in seq 5 deny 172.24.4.11/32\nip prefix-list obgp-in seq 10 permit 0.0.0.0/0 le 32\nrouter bgp 65000\naddress-family ipv4 unicast\nneighbor 10.255.0.1 prefix-list obgp-in in",
+    )?;
+    b.pair
+        .peer
+        .vtysh("clear bgp ipv4 unicast 10.255.0.1 soft in")?;
+    b.wait_peer(&["172.24.4.11/32"], false, WAIT)?;
+    let answer = explain(&b, VM2)?;
+    ensure!(
+        fabric_line(&answer)?.contains("announced to 10.255.0.2 (Established"),
+        "sent, whatever the peer did with it:\n{answer}"
+    );
+    println!("fabric [{:5.1} s] the peer's inbound filter: FRR's record still says sent, the peer lacks it", t0.elapsed().as_secs_f64());
+
+    // An outbound prefix-list on the node holds VM1 back from the peer.
+    b.pair.node.vtysh(
+        "conf t\nip prefix-list obgp-out seq 5 deny 172.24.4.10/32\nip prefix-list obgp-out seq 10 permit 0.0.0.0/0 le 32\nrouter bgp 64999\naddress-family ipv4 unicast\nneighbor 10.255.0.2 prefix-list obgp-out out",
+    )?;
+    b.pair
+        .node
+        .vtysh("clear bgp ipv4 unicast 10.255.0.2 soft out")?;
+    b.wait_peer(&["172.24.4.10/32"], false, WAIT)?;
+    let answer = explain(&b, VM1)?;
+    let line = fabric_line(&answer)?;
+    ensure!(
+        line.contains("announced to no peer")
+            && line.contains("not to 10.255.0.2 (Established")
+            && line.contains("held it back from an established peer"),
+        "{answer}"
+    );
+    println!(
+        "fabric [{:5.1} s] the node's outbound filter: {line}",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // A wedged bgpd: the answer still comes, within the deadline, unknown.
+    let bgpd = b.pair.node.pid_of("bgpd").context("the node's bgpd")?;
+    ensure!(std::process::Command::new("kill")
+        .args(["-STOP", &bgpd.to_string()])
+        .status()?
+        .success());
+    let stopped = Stopped(bgpd);
+    let asked = Instant::now();
+    let answer = explain(&b, VM1)?;
+    let took = asked.elapsed();
+    drop(stopped);
+    let line = fabric_line(&answer)?;
+    ensure!(
+        line.starts_with("FRR: 172.24.4.10/32: unknown, FRR could not be read:")
+            && line.contains("no answer within 3s"),
+        "{answer}"
+    );
+    ensure!(
+        answer.starts_with("172.24.4.10: exposed on this node"),
+        "the OVN side is answered whatever FRR does:\n{answer}"
+    );
+    println!(
+        "fabric [{:5.1} s] a wedged bgpd: answered in {:.1} s (vtysh_timeout 3 s): {line}",
+        t0.elapsed().as_secs_f64(),
+        took.as_secs_f64()
+    );
+    b.stop_daemon()?;
+    Ok(())
+}

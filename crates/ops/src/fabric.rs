@@ -1,0 +1,204 @@
+//! The fabric's side of an exposure, for `explain`: whether FRR's tables
+//! hold a prefix this node announces, and which BGP peers FRR sent it to.
+//! Pure: the reads are the caller's (`obgp_node::read_bgp_prefix` and
+//! `read_bgp_sessions`, on demand, never on a reconcile's path).
+//!
+//! What it reports is FRR's own record on this node: "announced to" is
+//! FRR's `advertisedTo`. Whether the peer accepted the route is the peer's
+//! business (its inbound policy): ask the peer.
+
+use std::fmt;
+
+use obgp_netmodel::frr::{BgpPrefix, BgpSession};
+use obgp_netmodel::IpNet;
+use serde::Serialize;
+
+/// What the caller read for one prefix.
+pub struct FabricReads<'a> {
+    pub prefix: IpNet,
+    /// The default instance's table: what its peers are sent.
+    pub default: &'a Result<Option<BgpPrefix>, String>,
+    /// The VRF the node announces from (`bgp_vrf`, leaked into the default
+    /// instance), when the mode has one, with its table.
+    pub vrf: Option<(&'a str, &'a Result<Option<BgpPrefix>, String>)>,
+    pub sessions: &'a Result<Vec<BgpSession>, String>,
+}
+
+/// One prefix's fabric side.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FabricSide {
+    pub prefix: IpNet,
+    #[serde(flatten)]
+    pub state: FabricState,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "frr", rename_all = "snake_case")]
+pub enum FabricState {
+    /// FRR could not be read.
+    Unknown { why: String },
+    /// No table FRR holds has it: FRR announces nothing for it.
+    NotInFrr { looked_in: Vec<String> },
+    /// In the announcing VRF's table, not in the default instance's: the
+    /// VRF leak is missing from FRR.
+    NotLeaked { vrf: String },
+    /// In the default instance's table; the peers of its family, by
+    /// whether FRR sent it to them.
+    InTable {
+        vrf: String,
+        advertised: Vec<PeerState>,
+        not_advertised: Vec<PeerState>,
+        /// The sessions could not be read (their states are unknown).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sessions_unknown: Option<String>,
+    },
+}
+
+/// A peer and its session, as the last read saw it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PeerState {
+    pub peer: String,
+    /// `None`: the session is not in the read (or it failed).
+    pub state: Option<String>,
+    pub uptime_s: Option<f64>,
+}
+
+/// FRR's address family key for `prefix`, as the sessions name it.
+fn family_of(prefix: IpNet) -> &'static str {
+    match prefix {
+        IpNet::V4(_) => "ipv4Unicast",
+        IpNet::V6(_) => "ipv6Unicast",
+    }
+}
+
+/// The fabric side of one prefix from what was read.
+pub fn fabric_side(r: &FabricReads<'_>) -> FabricSide {
+    let state = match (r.default, r.vrf) {
+        (Err(why), _) => FabricState::Unknown { why: why.clone() },
+        (Ok(Some(p)), _) => in_table(p, r),
+        (Ok(None), Some((vrf, Ok(Some(_))))) => FabricState::NotLeaked {
+            vrf: vrf.to_string(),
+        },
+        (Ok(None), Some((_, Err(why)))) => FabricState::Unknown { why: why.clone() },
+        (Ok(None), vrf) => FabricState::NotInFrr {
+            looked_in: std::iter::once("default".to_string())
+                .chain(vrf.map(|(v, _)| v.to_string()))
+                .collect(),
+        },
+    };
+    FabricSide {
+        prefix: r.prefix,
+        state,
+    }
+}
+
+fn in_table(p: &BgpPrefix, r: &FabricReads<'_>) -> FabricState {
+    let family = family_of(r.prefix);
+    let sessions: Vec<&BgpSession> = match r.sessions {
+        Ok(all) => all
+            .iter()
+            .filter(|s| s.vrf == p.vrf && s.family == family)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let state_of = |peer: &str| {
+        let s = sessions.iter().find(|s| s.peer == peer);
+        PeerState {
+            peer: peer.to_string(),
+            state: s.map(|s| s.state.clone()),
+            uptime_s: s.and_then(|s| s.uptime_s),
+        }
+    };
+    FabricState::InTable {
+        vrf: p.vrf.clone(),
+        advertised: p.advertised_to.iter().map(|peer| state_of(peer)).collect(),
+        not_advertised: sessions
+            .iter()
+            .filter(|s| !p.advertised_to.contains(&s.peer))
+            .map(|s| state_of(&s.peer))
+            .collect(),
+        sessions_unknown: r.sessions.as_ref().err().cloned(),
+    }
+}
+
+/// `3h12m`, `4m05s`, `12s`: a session's uptime as operators read it.
+pub(crate) fn duration(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
+}
+
+impl fmt::Display for PeerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.state, self.uptime_s) {
+            (Some(s), Some(up)) if s == "Established" => {
+                write!(f, "{} (Established {})", self.peer, duration(up))
+            }
+            (Some(s), _) if s == "Established" => write!(f, "{} (Established)", self.peer),
+            (Some(s), _) => write!(f, "{} (session {s})", self.peer),
+            (None, _) => write!(f, "{} (session unknown)", self.peer),
+        }
+    }
+}
+
+impl fmt::Display for FabricSide {
+    /// One line, `FRR: <prefix> ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.prefix;
+        match &self.state {
+            FabricState::Unknown { why } => {
+                write!(f, "FRR: {p}: unknown, FRR could not be read: {why}")
+            }
+            FabricState::NotInFrr { looked_in } => write!(
+                f,
+                "FRR: {p} is in none of FRR's tables (looked in {}): FRR announces nothing for it; `status` shows FRR's last text",
+                looked_in.join(" and ")
+            ),
+            FabricState::NotLeaked { vrf } => write!(
+                f,
+                "FRR: {p} is in {vrf}'s table but not in the default instance's: the VRF leak (`import vrf {vrf}`) is missing from FRR; `status` shows FRR's last text"
+            ),
+            FabricState::InTable {
+                vrf,
+                advertised,
+                not_advertised,
+                sessions_unknown,
+            } => {
+                write!(f, "FRR: {p} is in the {vrf} table")?;
+                let list = |peers: &[PeerState]| {
+                    peers
+                        .iter()
+                        .map(PeerState::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                match advertised.as_slice() {
+                    [] => write!(f, "; announced to no peer")?,
+                    peers => write!(f, "; announced to {}", list(peers))?,
+                }
+                if !not_advertised.is_empty() {
+                    write!(f, "; not to {}", list(not_advertised))?;
+                }
+                let held_back = not_advertised
+                    .iter()
+                    .any(|s| s.state.as_deref() == Some("Established"));
+                if held_back {
+                    write!(
+                        f,
+                        " (FRR held it back from an established peer: an outbound policy, or not its best path to send)"
+                    )?;
+                }
+                if let Some(why) = sessions_unknown {
+                    write!(f, " (the sessions could not be read: {why})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -567,6 +567,7 @@ fn exposures_of(
         notes: Vec::new(),
         evpn: None,
         local_cluster: None,
+        dynamic: None,
     };
     NbUnderlay::new(snap, config, base, crate::Trace::default()).port_exposures(port)
 }

@@ -118,7 +118,8 @@ impl Planner<'_> {
                     // annotations' RD and route targets.
                     let frr_ready = self.desired.frr_config.is_none()
                         || (!self.actual.frr.unknown && self.actual.frr.has_our_config);
-                    if matches!(l.kind, LinkKind::Vxlan { .. }) && !frr_ready {
+                    if let (LinkKind::Vxlan { vni, .. }, false) = (&l.kind, frr_ready) {
+                        self.waiting_vnis.insert(*vni);
                         self.skip(
                             format!("link {}", l.name),
                             "waiting for FRR to hold the VNI's configuration",

@@ -45,6 +45,13 @@ pub enum NetworkMethod {
     Skipped,
 }
 
+impl NetworkChoice {
+    /// `<method> (<why>)`, as `status` and `explain` say it.
+    pub fn describe(&self) -> String {
+        format!("{} ({})", self.method.as_str(), self.why)
+    }
+}
+
 impl NetworkMethod {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -92,6 +99,22 @@ impl Dynamic {
         self.networks
             .iter()
             .find(|n| &n.bridge == bridge && n.vlan == vlan)
+    }
+
+    /// The network the tenant subnet `s` (of `desired` or
+    /// [`Self::evpn_subnets`]) is routed to.
+    pub fn network_of_subnet(&self, desired: &Desired, s: &TenantSubnet) -> Option<&NetworkChoice> {
+        let (bridge, vlan) = subnet_target(s, &desired.bridges);
+        self.network_at(&bridge, vlan)
+    }
+
+    /// The NB driver's decision for `ip`: through `bgp_nic`
+    /// ([`Desired::exposed`]) or handed to an EVPN method.
+    pub fn decision<'a>(&'a self, desired: &'a Desired, ip: IpAddr) -> Option<&'a ExposedIp> {
+        desired
+            .exposed
+            .get(&ip)
+            .or_else(|| self.evpn_exposed.get(&ip))
     }
 
     /// The network an exposure of `desired` (or of [`Self::evpn_exposed`])
@@ -344,9 +367,19 @@ pub(crate) fn nb_dynamic(
     desired.exposed = underlay.exposed;
     desired.tenant_subnets = underlay.tenant_subnets;
     without_evpn_base_wiring(desired, &dynamic.networks);
-    // The builders note a bad annotation once each.
+    // The builders note a bad annotation once each; the underlay pass's
+    // deferred MAC-tweak flows of the EVPN networks are not wanted.
     let mut seen = BTreeSet::new();
     notes.retain(|n| seen.insert(n.clone()));
+    let evpn_patch_ports: Vec<String> = dynamic
+        .networks
+        .iter()
+        .filter(|n| n.method != NetworkMethod::Underlay)
+        .map(|n| localnet_patch_port(&n.localnet))
+        .collect();
+    desired
+        .notes
+        .retain(|n| !evpn_patch_ports.iter().any(|p| n.contains(p.as_str())));
     desired.notes.extend(notes);
     desired.evpn = Some(evpn);
     desired.dynamic = Some(dynamic);

@@ -510,3 +510,26 @@ mod topologies {
         }
     }
 }
+
+#[test]
+fn the_event_filters_see_every_decision_whichever_method_carries_it() {
+    // The trigger oracle's long run missed the deletion of a tenant LB
+    // VIP's port on an EVPN network: the filters' "is this IP exposed"
+    // read only the underlay part.
+    let (_, db, c) = setup();
+    let mut cache = obgp_desired::DesiredCache::default();
+    let mut changes = obgp_ovn::NbChanges::Full;
+    cache
+        .compute(&snapshot(&db), &mut changes, &c, &NodeFacts::default())
+        .unwrap();
+    let exposed = cache.exposed_ips();
+    for ip in [
+        "172.24.4.10",
+        "2001:db8::10",
+        "10.100.0.10",
+        "192.168.50.10",
+    ] {
+        assert!(exposed.contains(&ip.parse().unwrap()), "{ip}");
+    }
+    assert_eq!(exposed.len(), 4);
+}

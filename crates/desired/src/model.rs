@@ -19,6 +19,8 @@ pub use crate::provenance::RowRef;
 
 use crate::arp_ndp::arp_ndp_addresses;
 
+pub mod dynamic;
+
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Desired {
@@ -62,7 +64,7 @@ pub struct Desired {
     /// and the decisions handed to the EVPN methods. When set, the node
     /// gets both the underlay objects of the fields above (the underlay
     /// networks' part) and the VNIs of `evpn`.
-    pub dynamic: Option<crate::dynamic::Dynamic>,
+    pub dynamic: Option<dynamic::Dynamic>,
 }
 
 /// Base wiring of one provider bridge.

@@ -298,11 +298,7 @@ pub fn nb_change(kind: &str, rng: &mut Rng, db: &DbSnapshot) -> Option<(Vec<Valu
                 (true, _) => (
                     row.and_then(|r| r.map_str("external_ids", "neutron_bgpvpn:vni"))
                         .map(str::to_string),
-                    Some(if kind.as_deref() == Some("l2") {
-                        "l3"
-                    } else {
-                        "l2"
-                    }),
+                    Some(if kind == Some("l2") { "l3" } else { "l2" }),
                 ),
             };
             let mut ops = set_key(LS, ls, "external_ids", "neutron_bgpvpn:vni", vni.as_deref());

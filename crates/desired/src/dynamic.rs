@@ -258,7 +258,8 @@ pub(crate) fn nb_dynamic(
 
 /// Drops from the bridges' base wiring what the EVPN (and skipped)
 /// networks must not get: the VLAN device of their VLAN (its proxy ARP
-/// would answer for the stretched segment's hosts) and the underlay
+/// would answer for the stretched segment's hosts), proxy ARP/NDP on the
+/// bridge itself when its flat network is an `l2` one, and the underlay
 /// MAC-tweak flow on their localnet's patch port (the vrf method has its
 /// own, to the anycast MAC; an L2 network keeps its frames' MACs).
 fn without_evpn_base_wiring(desired: &mut Desired, networks: &[NetworkChoice]) {
@@ -272,6 +273,9 @@ fn without_evpn_base_wiring(desired: &mut Desired, networks: &[NetworkChoice]) {
                 bw.vlans.retain(|v| v.dev != dev);
             }
             bw.mac_tweak_ports.remove(&localnet_patch_port(&n.localnet));
+            if n.vlan.is_none() && n.method == NetworkMethod::L2vni {
+                bw.flat_l2 = true;
+            }
         }
     }
 }

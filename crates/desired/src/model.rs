@@ -79,6 +79,12 @@ pub struct BridgeWiring {
     pub vlans: Vec<VlanDevice>,
     /// OVS ports (patch ports to br-int) that get MAC-tweak flows.
     pub mac_tweak_ports: BTreeSet<String>,
+    /// The bridge device's own (untagged) segment is stretched at L2 over
+    /// EVPN (`exposing_method = dynamic`, a flat `l2` network): proxy
+    /// ARP/NDP off on it and no ARP/NDP addresses, so that the node does
+    /// not answer for the hosts behind remote VTEPs. Its VLAN devices keep
+    /// theirs.
+    pub flat_l2: bool,
 }
 
 /// A VLAN device on a provider bridge.
@@ -482,6 +488,12 @@ fn add_bridge_wiring(bw: &BridgeWiring, n: &mut DesiredNode, objects: &mut Keyed
         devs.push((v.dev.clone(), Some(v.vlan)));
     }
     for (dev, vlan) in devs {
+        if vlan.is_none() && bw.flat_l2 {
+            n.sysctls
+                .insert(Sysctl::conf(false, &dev, "proxy_arp", "0"));
+            n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "0"));
+            continue;
+        }
         for net in arp_ndp_addresses(bw.index, vlan) {
             objects
                 .addresses

@@ -305,6 +305,21 @@ fn a_network_changes_method_with_its_annotation() {
     ));
     assert!(has(&n, &format!("br-3001 {vm} fa:16:3e:44:44:44")));
     assert!(!n.flows.iter().any(|f| f.bridge.as_str() == "br-u"));
+    // A flat L2 segment: the bridge answers no ARP/ND for it.
+    let br_u: Vec<String> = n
+        .sysctls
+        .iter()
+        .filter(|s| s.key.contains(".br-u."))
+        .map(|s| format!("{}={}", s.key, s.value))
+        .collect();
+    assert_eq!(
+        br_u,
+        [
+            "net.ipv4.conf.br-u.proxy_arp=0",
+            "net.ipv6.conf.br-u.proxy_ndp=0"
+        ]
+    );
+    assert!(!has(&n, "br-u 169.254.3.3/32"));
     // l2 -> none: underlay again.
     update_switch(&mut db, PLAIN_SWITCH, json!(["map", []]));
     let n = node_of(&snapshot(&db), &c);

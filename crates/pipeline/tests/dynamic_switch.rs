@@ -280,3 +280,49 @@ fn without_delete_vrf_on_disconnect_an_l3_vni_switched_to_l2_is_warned_about() {
         p.warnings
     );
 }
+
+/// Reconciles `d` as the daemon would across a method switch: a first
+/// plan while FRR may not hold the new text, then FRR read back, then
+/// until empty. Returns every plan.
+fn switch_to(run: &mut Run, d: &DesiredNode, what: &str) -> Vec<Plan> {
+    let mut plans = vec![run.reconcile(d, what)];
+    run.node.actual.frr.has_our_config = true;
+    plans.extend(run.converge(d, what));
+    plans
+}
+
+#[test]
+fn every_switch_between_the_three_methods_keeps_o1_to_o4_and_converges() {
+    let kinds = [None, Some("l3"), Some("l2")];
+    for from in kinds {
+        for to in kinds.into_iter().filter(|k| *k != from) {
+            let what = format!("{from:?} -> {to:?}");
+            let (mut run, mut db) = start(true);
+            annotate(&mut db, from);
+            let d = run.desired(&db);
+            switch_to(&mut run, &d, &format!("{what}: setting up"));
+            annotate(&mut db, to);
+            let d = run.desired(&db);
+            let plans = switch_to(&mut run, &d, &what);
+            // From the underlay: the plan that withdraws the VM from
+            // bgp_nic creates the VNI's VXLAN device first.
+            if from.is_none() {
+                let withdraws = |o: &String| {
+                    o.starts_with('-') && o.contains(&format!("{VM}/32")) && o.contains("bgp-nic")
+                };
+                let p = plans
+                    .iter()
+                    .map(|p| p.ops().map(|o| o.to_string()).collect::<Vec<_>>())
+                    .find(|ops| ops.iter().any(withdraws))
+                    .unwrap_or_else(|| panic!("{what}: no withdrawal"));
+                let vxlan = p.iter().position(|o| o.starts_with("+ link vxlan-3001"));
+                let withdraw = p.iter().position(withdraws);
+                assert!(vxlan.is_some() && vxlan < withdraw, "{what}: {p:#?}");
+            }
+            assert_eq!(announced_on_nic(&run.node.actual), to.is_none(), "{what}");
+            others_untouched(&plans, &what);
+            let again = plan_after(&d, Some(&d), &run.node.actual).unwrap();
+            assert!(again.is_empty(), "{what}: not converged:\n{again}");
+        }
+    }
+}

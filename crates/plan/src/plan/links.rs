@@ -168,7 +168,7 @@ impl Planner<'_> {
     /// device goes and is created again once FRR holds the L3 text, as a
     /// new L3 VNI's is (docs/evpn.md, "Order with the VXLAN device").
     fn vxlan_taken_as_l2(&self, l: &Link) -> bool {
-        let (LinkKind::Vxlan { .. }, Some(bridge)) = (&l.kind, &l.master) else {
+        let (LinkKind::Vxlan { vni, .. }, Some(bridge)) = (&l.kind, &l.master) else {
             return false;
         };
         let into_vrf = self
@@ -177,11 +177,13 @@ impl Planner<'_> {
             .iter()
             .any(|b| &b.name == bridge && b.kind == LinkKind::Bridge && b.master.is_some());
         let a = &self.actual.links;
-        let was_l2 = a
-            .get(&l.name)
-            .is_some_and(|x| x.master.as_ref() == Some(bridge))
-            && a.get(bridge)
-                .is_some_and(|b| b.kind == "bridge" && b.master.is_none());
+        // The L2 VNI structure the agent builds (docs/ownership.md): the
+        // device with that VNI in the bridge, the bridge in no VRF.
+        let was_l2 = a.get(&l.name).is_some_and(|x| {
+            x.master.as_ref() == Some(bridge) && x.vxlan.as_ref().is_some_and(|i| i.vni == *vni)
+        }) && a
+            .get(bridge)
+            .is_some_and(|b| b.kind == "bridge" && b.master.is_none());
         into_vrf && was_l2
     }
 

@@ -385,26 +385,23 @@ fn answer(
 /// underlay drivers, the NB vrf mode's re-wired ones) or the trace (the
 /// SB EVPN driver's per-VNI state).
 fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
+    let on = match desired.announce_with {
+        obgp_config::AnnounceWith::Address => desired.bgp_nic.to_string(),
+        obgp_config::AnnounceWith::Route => format!(
+            "{} by a route in table {}",
+            desired.bgp_nic, desired.vrf_table
+        ),
+    };
+    let underlay = desired.exposed.values().map(|e| Exposure {
+        ip: e.ip,
+        origin: e.origin(),
+        through: match &e.wiring {
+            Some(w) => format!("wired on {}, announced on {on}", w.target.dev),
+            None => format!("announced on {on} only"),
+        },
+    });
     let Some(evpn) = &desired.evpn else {
-        let on = match desired.announce_with {
-            obgp_config::AnnounceWith::Address => desired.bgp_nic.to_string(),
-            obgp_config::AnnounceWith::Route => format!(
-                "{} by a route in table {}",
-                desired.bgp_nic, desired.vrf_table
-            ),
-        };
-        return desired
-            .exposed
-            .values()
-            .map(|e| Exposure {
-                ip: e.ip,
-                origin: e.origin(),
-                through: match &e.wiring {
-                    Some(w) => format!("wired on {}, announced on {on}", w.target.dev),
-                    None => format!("announced on {on} only"),
-                },
-            })
-            .collect();
+        return underlay.collect();
     };
     // The VNI whose table routes `ip`, or whose lo-<vni> holds it, or
     // the L2 VNI that announces it as a type-2 host.
@@ -428,6 +425,9 @@ fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
                 ))
             })
     };
+    if let Some(dynamic) = &desired.dynamic {
+        return dynamic_exposures(desired, dynamic, underlay, vni_of);
+    }
     let from_desired = desired.exposed.values().filter_map(|e| {
         Some(Exposure {
             ip: e.ip,
@@ -443,6 +443,42 @@ fn exposures(desired: &Desired, trace: &Trace) -> Vec<Exposure> {
         })
     });
     from_desired.chain(from_trace).collect()
+}
+
+/// `exposing_method = dynamic`'s exposures: the underlay networks' and
+/// the EVPN networks' (through their VNI), each saying which method its
+/// provider network got and why.
+fn dynamic_exposures<'a>(
+    desired: &'a Desired,
+    dynamic: &'a crate::dynamic::Dynamic,
+    underlay: impl Iterator<Item = Exposure>,
+    vni_of: impl Fn(IpAddr) -> Option<String>,
+) -> Vec<Exposure> {
+    let why = |e: &crate::model::ExposedIp| match dynamic.network_of(desired, e) {
+        Some(n) => format!(
+            "; exposing_method = dynamic: network {} got {} ({})",
+            n.switch,
+            n.method.as_str(),
+            n.why
+        ),
+        None => "; exposing_method = dynamic: no provider network here, underlay".into(),
+    };
+    let mut out: Vec<Exposure> = underlay
+        .map(|mut x| {
+            if let Some(e) = desired.exposed.get(&x.ip) {
+                x.through.push_str(&why(e));
+            }
+            x
+        })
+        .collect();
+    out.extend(dynamic.evpn_exposed.values().filter_map(|e| {
+        Some(Exposure {
+            ip: e.ip,
+            origin: e.origin(),
+            through: vni_of(e.ip)? + &why(e),
+        })
+    }));
+    out
 }
 
 fn exposed(ctx: &Decisions, e: &Exposure) -> Finding {

@@ -145,7 +145,7 @@ struct Last {
     config: Config,
     facts: NodeFacts,
     desired: Desired,
-    /// The keys of `desired.exposed`.
+    /// The keys of `desired.exposed` (and of `dynamic`'s EVPN decisions).
     exposed_ips: ExposedIps,
     node: DesiredNode,
     /// The node objects of the base wiring and tenant subnets alone: keys
@@ -202,7 +202,16 @@ impl DesiredCache {
         let exposed = std::mem::take(&mut desired.exposed);
         let fixed = desired.to_node();
         desired.exposed = exposed;
-        let exposed_ips = desired.exposed.keys().copied().collect();
+        // Every decision of the NB driver: under `dynamic` those handed to
+        // the EVPN methods too (the event filters ask whether an IP is
+        // exposed, whichever method carries it).
+        let evpn_decisions = desired.dynamic.iter().flat_map(|d| d.evpn_exposed.keys());
+        let exposed_ips = desired
+            .exposed
+            .keys()
+            .chain(evpn_decisions)
+            .copied()
+            .collect();
         self.last = Some(Last {
             snap: snap.clone(),
             config: config.clone(),
@@ -567,6 +576,7 @@ fn exposures_of(
         notes: Vec::new(),
         evpn: None,
         local_cluster: None,
+        dynamic: None,
     };
     NbUnderlay::new(snap, config, base, crate::Trace::default()).port_exposures(port)
 }

@@ -8,6 +8,7 @@
 //! [`obgp_netmodel::DesiredNode`].
 
 mod arp_ndp;
+pub mod dynamic;
 pub mod evpn;
 pub mod explain;
 pub mod frr;
@@ -91,7 +92,7 @@ fn dev_option(option: &'static str, value: &str) -> Result<DevName, DesiredError
 /// Computes what must exist on this node for `config`'s driver.
 ///
 /// Supported: `nb_ovn_bgp_driver` (from the NB rows; `exposing_method`
-/// underlay or vrf), `ovn_bgp_driver` (from the SB rows, see
+/// underlay, vrf, l2vni or dynamic), `ovn_bgp_driver` (from the SB rows, see
 /// [`Snapshot::build_with_sb`]; underlay), `ovn_evpn_driver` and
 /// `ovn_stretched_l2_bgp_driver` (SB; both ignore `exposing_method`, as
 /// upstream does), and `nb_ovn_bgp_driver` with `exposing_method = ovn`
@@ -131,7 +132,10 @@ pub(crate) fn compute_traced(
     let driver = match (d.driver, d.exposing_method) {
         (
             Driver::NbOvnBgpDriver,
-            ExposingMethod::Underlay | ExposingMethod::Vrf | ExposingMethod::L2vni,
+            ExposingMethod::Underlay
+            | ExposingMethod::Vrf
+            | ExposingMethod::L2vni
+            | ExposingMethod::Dynamic,
         ) => Underlay::Nb,
         (Driver::OvnBgpDriver, ExposingMethod::Underlay) => Underlay::Sb,
         // Upstream's stretched-L2 driver never reads exposing_method.
@@ -167,11 +171,11 @@ pub(crate) fn compute_traced(
     }
     let (mut desired, reads, mut trace) =
         nb_underlay::NbUnderlay::new(snap, config, base, trace).run(chassis_hostname(snap, facts));
-    if d.exposing_method == ExposingMethod::Vrf {
-        nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?;
-    }
-    if d.exposing_method == ExposingMethod::L2vni {
-        nb_l2vni::nb_l2vni(snap, config, &mut desired, &mut trace)?;
+    match d.exposing_method {
+        ExposingMethod::Vrf => nb_evpn::nb_vrf(snap, config, &mut desired, &mut trace)?,
+        ExposingMethod::L2vni => nb_l2vni::nb_l2vni(snap, config, &mut desired, &mut trace)?,
+        ExposingMethod::Dynamic => dynamic::nb_dynamic(snap, config, &mut desired, &mut trace)?,
+        ExposingMethod::Underlay | ExposingMethod::Ovn => {}
     }
     Ok((desired, Some(reads), trace))
 }
@@ -201,6 +205,7 @@ fn sb_evpn_desired(
         notes,
         evpn: Some(l3),
         local_cluster: None,
+        dynamic: None,
     })
 }
 
@@ -241,6 +246,7 @@ fn underlay_base(
         notes,
         evpn: None,
         local_cluster: None,
+        dynamic: None,
     })
 }
 

@@ -19,6 +19,8 @@ pub use crate::provenance::RowRef;
 
 use crate::arp_ndp::arp_ndp_addresses;
 
+pub mod dynamic;
+
 /// Everything the agent wants on this node, in the driver's terms.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Desired {
@@ -58,6 +60,11 @@ pub struct Desired {
     /// and FDB entries). When set, `bridges` and `tenant_subnets` are
     /// empty and no exposure has a kernel `wiring`.
     pub local_cluster: Option<crate::local_cluster::LocalCluster>,
+    /// `exposing_method = dynamic`: the method of each provider network
+    /// and the decisions handed to the EVPN methods. When set, the node
+    /// gets both the underlay objects of the fields above (the underlay
+    /// networks' part) and the VNIs of `evpn`.
+    pub dynamic: Option<dynamic::Dynamic>,
 }
 
 /// Base wiring of one provider bridge.
@@ -72,6 +79,12 @@ pub struct BridgeWiring {
     pub vlans: Vec<VlanDevice>,
     /// OVS ports (patch ports to br-int) that get MAC-tweak flows.
     pub mac_tweak_ports: BTreeSet<String>,
+    /// The bridge device's own (untagged) segment is stretched at L2 over
+    /// EVPN (`exposing_method = dynamic`, a flat `l2` network): proxy
+    /// ARP/NDP off on it and no ARP/NDP addresses, so that the node does
+    /// not answer for the hosts behind remote VTEPs. Its VLAN devices keep
+    /// theirs.
+    pub flat_l2: bool,
 }
 
 /// A VLAN device on a provider bridge.
@@ -230,16 +243,19 @@ impl Desired {
     /// the type-2 hosts of its L2 VNIs
     /// (`exposed` then only records the NB driver's decisions).
     pub fn exposure_count(&self) -> usize {
+        let underlay = self.exposed.len() + self.vrf_routes.len();
         match &self.evpn {
-            None => self.exposed.len() + self.vrf_routes.len(),
+            None => underlay,
             Some(e) => {
-                e.vnis
-                    .values()
-                    .map(|v| {
-                        v.ports.iter().map(|p| p.routes.len()).sum::<usize>()
-                            + v.lo.as_ref().map_or(0, |(_, ips)| ips.len())
-                    })
-                    .sum::<usize>()
+                let underlay = if self.dynamic.is_some() { underlay } else { 0 };
+                underlay
+                    + e.vnis
+                        .values()
+                        .map(|v| {
+                            v.ports.iter().map(|p| p.routes.len()).sum::<usize>()
+                                + v.lo.as_ref().map_or(0, |(_, ips)| ips.len())
+                        })
+                        .sum::<usize>()
                     + e.l2.values().map(|v| v.hosts.len()).sum::<usize>()
             }
         }
@@ -250,9 +266,20 @@ impl Desired {
     /// they are given, in this order: the bridges' base wiring, the
     /// exposures, the tenant subnets, the VRF routes.
     pub fn to_node(&self) -> DesiredNode {
-        if let Some(evpn) = &self.evpn {
-            return evpn.to_node();
+        match (&self.evpn, &self.dynamic) {
+            (Some(evpn), None) => evpn.to_node(),
+            (Some(evpn), Some(_)) => {
+                let mut n = self.underlay_node();
+                add_node(&mut n, evpn.to_node());
+                n
+            }
+            (None, _) => self.underlay_node(),
         }
+    }
+
+    /// The underlay objects: `bgp_vrf`, `bgp_nic`, the bridges' base
+    /// wiring, the exposures, the tenant subnets and the VRF routes.
+    fn underlay_node(&self) -> DesiredNode {
         let mut n = DesiredNode {
             announce_dev: Some(self.bgp_nic.clone()),
             vrf_table: self.vrf_table,
@@ -378,6 +405,38 @@ impl Desired {
     }
 }
 
+/// Adds `evpn`'s objects to the underlay node `n` (`exposing_method =
+/// dynamic`): the two name different devices, tables and flows (the
+/// dynamic split gives each provider network to one method), so the
+/// union is theirs side by side; an object both name keeps the underlay's
+/// class. The FRR text is the underlay's VRF leak then the VNIs' texts.
+fn add_node(n: &mut DesiredNode, evpn: DesiredNode) {
+    n.links.extend(evpn.links);
+    n.sysctls.extend(evpn.sysctls);
+    for (k, c) in evpn.addresses {
+        n.addresses.entry(k).or_insert(c);
+    }
+    for (k, c) in evpn.routes {
+        n.routes.entry(k).or_insert(c);
+    }
+    for (k, c) in evpn.neighbours {
+        n.neighbours.entry(k).or_insert(c);
+    }
+    for (k, c) in evpn.proxy_neighbours {
+        n.proxy_neighbours.entry(k).or_insert(c);
+    }
+    n.flows.extend(evpn.flows);
+    n.ovs_ports.extend(evpn.ovs_ports);
+    n.evpn_vnis.extend(evpn.evpn_vnis);
+    n.suppressed_local_routes
+        .extend(evpn.suppressed_local_routes);
+    n.evpn = evpn.evpn;
+    n.frr_config = match (n.frr_config.take(), evpn.frr_config) {
+        (Some(leak), Some(vnis)) => Some(leak + &vnis),
+        (leak, vnis) => leak.or(vnis),
+    };
+}
+
 /// The keyed node objects of a [`Desired::to_node`], collected first, then
 /// sorted and bulk-built into the maps: much cheaper than tens of
 /// thousands of tree inserts.
@@ -429,6 +488,12 @@ fn add_bridge_wiring(bw: &BridgeWiring, n: &mut DesiredNode, objects: &mut Keyed
         devs.push((v.dev.clone(), Some(v.vlan)));
     }
     for (dev, vlan) in devs {
+        if vlan.is_none() && bw.flat_l2 {
+            n.sysctls
+                .insert(Sysctl::conf(false, &dev, "proxy_arp", "0"));
+            n.sysctls.insert(Sysctl::conf(true, &dev, "proxy_ndp", "0"));
+            continue;
+        }
         for net in arp_ndp_addresses(bw.index, vlan) {
             objects
                 .addresses

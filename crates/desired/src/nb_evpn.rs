@@ -68,24 +68,38 @@ pub(crate) fn nb_vrf(
     desired: &mut Desired,
     trace: &mut Trace,
 ) -> Result<(), DesiredError> {
-    let d = &config.default;
-    let (local_ip, asn) = vxlan_source_and_asn(config)?;
     let mut notes = Vec::new();
-    let networks = nb_networks(snap, &asn, local_ip, &mut notes, trace);
-    let bridges = mapped_bridges(snap);
-    let l3 = rewire(
-        desired,
-        networks,
-        local_ip,
-        d.evpn_udp_dstport,
-        (bridges, d.delete_vrf_on_disconnect),
-        &mut notes,
-        trace,
-    );
+    let l3 = vrf_evpn(snap, config, desired, &mut notes, trace)?;
     desired.notes.extend(notes);
     desired.frr_config = None;
     desired.evpn = Some(l3);
     Ok(())
+}
+
+/// The vrf method's VNIs: every `l3` network mapped here, with the
+/// exposures of `exposures` (the NB driver's decisions) re-wired through
+/// them. `exposing_method = dynamic` passes only the decisions on its `l3`
+/// networks ([`crate::dynamic`]).
+pub(crate) fn vrf_evpn(
+    snap: &Snapshot,
+    config: &Config,
+    exposures: &Desired,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Result<EvpnL3, DesiredError> {
+    let d = &config.default;
+    let (local_ip, asn) = vxlan_source_and_asn(config)?;
+    let networks = nb_networks(snap, &asn, local_ip, notes, trace);
+    let bridges = mapped_bridges(snap);
+    Ok(rewire(
+        exposures,
+        networks,
+        local_ip,
+        d.evpn_udp_dstport,
+        (bridges, d.delete_vrf_on_disconnect),
+        notes,
+        trace,
+    ))
 }
 
 /// A provider network annotated for EVPN L3 and mapped here.

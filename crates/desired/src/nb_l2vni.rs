@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use obgp_config::Config;
-use obgp_netmodel::frr::{advertise_all_vni, l2_vni_block, L2Vni as L2VniText};
+use obgp_netmodel::frr::{advertise_all_vni, l2_vni_block, Asn, L2Vni as L2VniText};
 use obgp_netmodel::names::evpn as names;
 use obgp_netmodel::{Class, DevName};
 use obgp_ovn::{BgpVpnType, LogicalSwitch, Snapshot};
@@ -27,25 +27,46 @@ pub(crate) fn nb_l2vni(
     desired: &mut Desired,
     trace: &mut Trace,
 ) -> Result<(), DesiredError> {
+    let mut notes = Vec::new();
+    let evpn = l2vni_evpn(snap, config, desired, &mut notes, trace)?;
+    desired.notes.extend(notes);
+    desired.frr_config = None;
+    desired.evpn = Some(evpn);
+    Ok(())
+}
+
+/// The l2vni method's VNIs: every `l2` network mapped here, with the
+/// provider VM ports of `exposures` (the NB driver's decisions) as hosts.
+/// `exposing_method = dynamic` passes only the decisions on its `l2`
+/// networks ([`crate::dynamic`]).
+pub(crate) fn l2vni_evpn(
+    snap: &Snapshot,
+    config: &Config,
+    exposures: &Desired,
+    notes: &mut Vec<String>,
+    trace: &mut Trace,
+) -> Result<crate::evpn::EvpnL3, DesiredError> {
     let d = &config.default;
     let (local_ip, asn) = vxlan_source_and_asn(config)?;
-    let mut notes = Vec::new();
-    let mut vnis = l2_networks(snap, (local_ip, d.evpn_udp_dstport), &mut notes, trace);
-    add_hosts(desired, &mut vnis, trace);
+    let mut vnis = l2_networks(snap, (local_ip, d.evpn_udp_dstport), notes, trace);
+    add_hosts(exposures, &mut vnis, trace);
     let mut evpn = crate::evpn::EvpnL3 {
         bridges: mapped_bridges(snap),
         delete_vrf: d.delete_vrf_on_disconnect,
         ..Default::default()
     };
     evpn.l2 = vnis.into_values().map(|v| (v.vni, v)).collect();
-    if !evpn.l2.is_empty() {
-        let blocks: Vec<String> = evpn.l2.values().map(|v| v.frr_vni_block.clone()).collect();
-        evpn.l2_frr_text = advertise_all_vni(&asn, &blocks);
+    evpn.l2_frr_text = l2_frr_text(&asn, &evpn.l2);
+    Ok(evpn)
+}
+
+/// `advertise-all-vni` with the VNIs' blocks; empty without L2 VNIs.
+pub(crate) fn l2_frr_text(asn: &Asn, l2: &BTreeMap<u32, L2Vni>) -> String {
+    if l2.is_empty() {
+        return String::new();
     }
-    desired.notes.extend(notes);
-    desired.frr_config = None;
-    desired.evpn = Some(evpn);
-    Ok(())
+    let blocks: Vec<String> = l2.values().map(|v| v.frr_vni_block.clone()).collect();
+    advertise_all_vni(asn, &blocks)
 }
 
 /// The `type = l2` networks mapped here, by (provider bridge, VLAN); the

@@ -239,6 +239,9 @@ pub enum Reason {
     /// NB l2vni mode: only the IPs of ports bound here (with their MAC)
     /// become type-2 entries; gateway IPs, FIPs, VIPs and tenant IPs do not.
     NotAPortInL2vniMode,
+    /// NB dynamic mode: the IP's provider network is annotated for EVPN
+    /// but not served (`why`), so nothing of it is exposed.
+    NetworkSkipped { why: String },
     /// NB ovn mode: the node-local cluster does not reach the IP (a tenant
     /// network, or a provider network off its internal segment).
     NotReachedByLocalCluster { why: String },
@@ -400,6 +403,10 @@ impl fmt::Display for Reason {
             Reason::NotAPortInL2vniMode => write!(
                 f,
                 "exposing_method = l2vni: only the ports bound here become type-2 entries"
+            ),
+            Reason::NetworkSkipped { why } => write!(
+                f,
+                "exposing_method = dynamic: its provider network is skipped: {why}"
             ),
             Reason::NotWiredInVrfMode => write!(
                 f,

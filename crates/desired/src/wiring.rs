@@ -411,6 +411,7 @@ impl<'a> Wiring<'a> {
                     })
                     .collect(),
                 mac_tweak_ports,
+                flat_l2: false,
             });
         }
     }

@@ -688,9 +688,9 @@ fn frr_router_id_comes_from_config_then_from_frr() {
 
 #[test]
 fn other_drivers_are_a_typed_unsupported_error() {
-    // ovn_bgp_driver (SB), ovn_evpn_driver, ovn_stretched_l2_bgp_driver
-    // and the NB vrf and ovn modes are implemented; l2vni and dynamic
-    // are not.
+    // ovn_bgp_driver (SB, underlay), ovn_evpn_driver,
+    // ovn_stretched_l2_bgp_driver and every NB method are implemented;
+    // the SB driver with another method is not.
     let mut c = config();
     c.default.driver = Driver::OvnStretchedL2BgpDriver;
     let d = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap();
@@ -709,8 +709,14 @@ fn other_drivers_are_a_typed_unsupported_error() {
         "{:?}",
         d.notes
     );
-    // `dynamic` is still refused; `l2vni` is built (tests/l2vni.rs).
+    // `dynamic` and `l2vni` are built (tests/dynamic.rs, tests/l2vni.rs),
+    // without evpn_local_ip too (dynamic skips the networks needing it).
     let mut c = config();
+    c.default.exposing_method = ExposingMethod::Dynamic;
+    let d = desired_state(&World::new().snapshot(), &c, &NodeFacts::default()).unwrap();
+    assert!(d.dynamic.is_some() && d.evpn.is_some());
+    let mut c = config();
+    c.default.driver = Driver::OvnBgpDriver;
     c.default.exposing_method = ExposingMethod::Dynamic;
     assert!(matches!(
         desired_state(&World::new().snapshot(), &c, &NodeFacts::default()),

@@ -72,8 +72,11 @@ impl PortConditions {
         let interest = LspInterest::of(snap, Some(chassis), filled_with);
         match self.config.default.exposing_method {
             // The EVPN methods read every port an annotated switch lists
-            // (its localnet, and for vrf its DHCP options).
-            ExposingMethod::Vrf | ExposingMethod::L2vni => interest.with_bgpvpn_ports(snap),
+            // (its localnet, and for vrf its DHCP options); so does
+            // dynamic, which may give a network either.
+            ExposingMethod::Vrf | ExposingMethod::L2vni | ExposingMethod::Dynamic => {
+                interest.with_bgpvpn_ports(snap)
+            }
             _ => interest,
         }
     }
@@ -168,6 +171,7 @@ mod tests {
         for (method, all) in [
             (ExposingMethod::Vrf, true),
             (ExposingMethod::L2vni, true),
+            (ExposingMethod::Dynamic, true),
             (ExposingMethod::Underlay, false),
         ] {
             let mut config = Config::default();

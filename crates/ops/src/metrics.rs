@@ -169,14 +169,18 @@ fn class_label(class: Class) -> &'static str {
 
 /// The exposed IPs of `desired` by class and address family (`ipv4`,
 /// `ipv6`): every announced IP, and the tenant subnets routed behind a
-/// local gateway (class `subnet`).
+/// local gateway (class `subnet`). Under `exposing_method = dynamic`, the
+/// decisions its EVPN networks carry count too, as in the other NB methods.
 pub fn count_exposed(desired: &Desired) -> BTreeMap<(Class, &'static str), u64> {
     let family = |v6: bool| if v6 { "ipv6" } else { "ipv4" };
     let mut out = BTreeMap::new();
-    for e in desired.exposed.values() {
+    let dynamic = desired.dynamic.as_ref();
+    let evpn_exposed = dynamic.into_iter().flat_map(|d| d.evpn_exposed.values());
+    let evpn_subnets = dynamic.into_iter().flat_map(|d| &d.evpn_subnets);
+    for e in desired.exposed.values().chain(evpn_exposed) {
         *out.entry((e.class, family(e.ip.is_ipv6()))).or_default() += 1;
     }
-    for s in &desired.tenant_subnets {
+    for s in desired.tenant_subnets.iter().chain(evpn_subnets) {
         *out.entry((Class::Subnet, family(s.net.addr().is_ipv6())))
             .or_default() += 1;
     }

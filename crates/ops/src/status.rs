@@ -93,6 +93,10 @@ pub struct Wiring {
     pub vrf: Option<String>,
     /// The next hop of a subnet route.
     pub via: Option<IpAddr>,
+    /// `exposing_method = dynamic`: the method its provider network got
+    /// and why (`vrf (neutron_bgpvpn:type=l3, ...)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// One VNI of an EVPN driver.
@@ -225,8 +229,22 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
     };
     let mut out = Vec::new();
     let mut vnis = Vec::new();
-    match &i.desired.evpn {
-        None => {
+    let dynamic = i.desired.dynamic.as_ref();
+    // `exposing_method = dynamic` has both: its underlay networks' part
+    // and its EVPN networks' VNIs.
+    let underlay = i.desired.evpn.is_none() || dynamic.is_some();
+    let decision = |ip: IpAddr| match dynamic {
+        Some(d) => d.decision(i.desired, ip),
+        None => i.desired.exposed.get(&ip),
+    };
+    let subnets = || {
+        let evpn = dynamic
+            .map(|d| d.evpn_subnets.as_slice())
+            .unwrap_or_default();
+        i.desired.tenant_subnets.iter().chain(evpn)
+    };
+    if underlay {
+        {
             for e in i.desired.exposed.values() {
                 let w = underlay_wiring(i, e);
                 out.push(entry(
@@ -263,7 +281,9 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                 out.push(entry(r.net, r.class, found, w));
             }
         }
-        Some(evpn) => {
+    }
+    if let Some(evpn) = &i.desired.evpn {
+        {
             for v in evpn.vnis.values() {
                 let vni_rows = rows.vni(v.vni);
                 let wiring = |dev: &str, bridge: Option<String>, vlan, via| Wiring {
@@ -274,14 +294,15 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                     table_id: Some(v.vni),
                     vrf: Some(v.vrf.to_string()),
                     via,
+                    method: None,
                 };
                 let behind = |prefix: IpNet| -> Option<(Class, Vec<RowInfo>)> {
-                    if let Some(e) = i.desired.exposed.get(&prefix.addr()) {
+                    if let Some(e) = decision(prefix.addr()) {
                         if prefix.prefix_len() == IpNet::from(e.ip).prefix_len() {
                             return Some((e.class, vec![rows.of(e.source)]));
                         }
                     }
-                    let s = i.desired.tenant_subnets.iter().find(|s| s.net == prefix)?;
+                    let s = subnets().find(|s| s.net == prefix)?;
                     Some((Class::Subnet, rows.router(&s.router)))
                 };
                 for p in &v.ports {
@@ -350,6 +371,17 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
             }
         }
     }
+    if let Some(d) = dynamic {
+        for e in &mut out {
+            let network = match decision(e.prefix.addr()) {
+                Some(x) if IpNet::from(x.ip) == e.prefix => d.network_of(i.desired, x),
+                _ => subnets()
+                    .find(|s| s.net == e.prefix)
+                    .and_then(|s| d.network_of_subnet(i.desired, s)),
+            };
+            e.wiring.method = network.map(|n| n.describe());
+        }
+    }
     out.sort_by_key(|e| e.prefix);
     (out, vnis)
 }
@@ -374,6 +406,7 @@ fn underlay_wiring(i: &StatusInputs<'_>, e: &ExposedIp) -> Wiring {
         table_id,
         vrf,
         via: None,
+        method: None,
     }
 }
 

@@ -204,6 +204,17 @@ impl Snapshot {
             .map(|p| &**p)
     }
 
+    /// The switches that have localnet ports, each with its localnets in
+    /// the switch's port order (the provider networks, wherever mapped).
+    pub fn switches_with_localnets(
+        &self,
+    ) -> impl Iterator<Item = (&LogicalSwitch, Vec<&LogicalSwitchPort>)> {
+        self.nb.localnets_of_switch.iter().filter_map(|(sw, lns)| {
+            let ls = self.nb.switches.get(sw)?;
+            Some((&**ls, lns.iter().map(|p| &**p).collect()))
+        })
+    }
+
     /// Localnet ports whose `options:network_name` is `physnet`.
     pub fn localnets_on_physnet<'a>(
         &'a self,

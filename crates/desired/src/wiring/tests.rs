@@ -53,6 +53,7 @@ fn base() -> Desired {
         notes: Vec::new(),
         evpn: None,
         local_cluster: None,
+        dynamic: None,
     }
 }
 

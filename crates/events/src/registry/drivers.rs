@@ -133,9 +133,11 @@ impl Filters {
                         always.extend(named(NbBgp, &["LogicalSwitchUpdateEvent"]));
                     }
                     // The rewrite's own choice (upstream never registers
-                    // l2vni): annotation changes and localnets both shape
-                    // its L2 VNIs.
-                    ExposingMethod::L2vni => {
+                    // l2vni or dynamic): annotation changes and localnets
+                    // both shape the L2 VNIs; dynamic is the union of the
+                    // three methods' registrations (an annotation added,
+                    // changed or removed moves a network between them).
+                    ExposingMethod::L2vni | ExposingMethod::Dynamic => {
                         always.extend(named(
                             NbBgp,
                             &["LogicalSwitchUpdateEvent", "LocalnetCreateDeleteEvent"],

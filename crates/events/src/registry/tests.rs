@@ -121,6 +121,96 @@ fn nb_driver_in_l2vni_mode_watches_switch_updates_and_localnets() {
     assert!(l2.contains(&"LogicalSwitchPortProviderCreateEvent"));
 }
 
+#[test]
+fn nb_driver_in_dynamic_mode_watches_the_union_of_the_three_methods() {
+    for tenant in [false, true] {
+        let of = |method| {
+            classes(&Filters::for_config(&config(
+                Driver::NbOvnBgpDriver,
+                tenant,
+                method,
+            )))
+        };
+        let dynamic = of(ExposingMethod::Dynamic);
+        let mut union: Vec<&str> = [
+            ExposingMethod::Underlay,
+            ExposingMethod::Vrf,
+            ExposingMethod::L2vni,
+        ]
+        .into_iter()
+        .flat_map(of)
+        .collect();
+        union.sort_unstable();
+        union.dedup();
+        assert_eq!(dynamic, union, "tenant {tenant}");
+    }
+}
+
+/// A Logical_Switch update as the monitor gives it: the new row and the
+/// old values of the changed columns.
+fn switch_update(
+    filters: &Filters,
+    new: &[(&str, &str)],
+    old: Option<&[(&str, &str)]>,
+) -> Vec<&'static str> {
+    let ids = |pairs: &[(&str, &str)]| {
+        json!([
+            "map",
+            pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+        ])
+    };
+    let row = row_of(json!({"name": "neutron-net-1", "external_ids": ids(new)}));
+    let old = match old {
+        Some(o) => row_of(json!({"external_ids": ids(o)})),
+        None => row_of(json!({"name": "neutron-old-name"})),
+    };
+    filters.matching(
+        "Logical_Switch",
+        EventKind::Update,
+        RowView::complete(&row),
+        RowView::listed(&old),
+        &FakeAgent::default(),
+    )
+}
+
+#[test]
+fn in_dynamic_mode_an_annotation_added_changed_or_removed_triggers() {
+    let filters = Filters::for_config(&config(
+        Driver::NbOvnBgpDriver,
+        true,
+        ExposingMethod::Dynamic,
+    ));
+    let l3 = [
+        ("neutron_bgpvpn:type", "l3"),
+        ("neutron_bgpvpn:vni", "1001"),
+    ];
+    let l2 = [
+        ("neutron_bgpvpn:type", "l2"),
+        ("neutron_bgpvpn:vni", "1001"),
+    ];
+    let other = [("neutron:network_name", "public")];
+    let upd = ["LogicalSwitchUpdateEvent"];
+    assert_eq!(
+        switch_update(&filters, &l3, Some(&other)),
+        upd,
+        "underlay -> l3"
+    );
+    assert_eq!(switch_update(&filters, &l2, Some(&l3)), upd, "l3 -> l2");
+    assert_eq!(
+        switch_update(&filters, &other, Some(&l2)),
+        upd,
+        "l2 -> none"
+    );
+    assert!(
+        switch_update(&filters, &l3, None).is_empty(),
+        "external_ids unchanged"
+    );
+    assert!(
+        switch_update(&filters, &l3, Some(&l3)).is_empty(),
+        "same settings"
+    );
+}
+
 fn nat_update_view() -> FakeAgent {
     let mut agent = FakeAgent {
         chassis: "host-1".to_string(),

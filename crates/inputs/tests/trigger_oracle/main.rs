@@ -1,6 +1,6 @@
 //! Trigger completeness, judged by the daemon's own code.
 //!
-//! For every driver and exposing method (NB underlay, vrf, ovn, each with
+//! For every driver and exposing method (NB underlay, vrf, dynamic, ovn, each with
 //! both NB monitor modes; SB underlay, EVPN, stretched L2), a seeded
 //! topogen topology sits in real ovsdb-servers (the SB one compiled by a
 //! real ovn-northd, `sb.rs`) and a seeded random sequence of changes is

@@ -282,20 +282,28 @@ pub fn nb_change(kind: &str, rng: &mut Rng, db: &DbSnapshot) -> Option<(Vec<Valu
                     r.str("name").is_some_and(|n| n.starts_with("neutron-"))
                 }),
             )?;
-            let has = db
-                .get(LS, ls)
+            let row = db.get(LS, ls);
+            let has = row
                 .and_then(|r| r.map_str("external_ids", "neutron_bgpvpn:vni"))
                 .is_some();
-            let vni = (!has).then(|| (1000 + rng.below(20)).to_string());
+            let kind = row.and_then(|r| r.map_str("external_ids", "neutron_bgpvpn:type"));
+            // Added (l3 or l2), removed, or switched l3 <-> l2 (what moves
+            // a network between dynamic's methods).
+            let (vni, kind) = match (has, rng.below(2)) {
+                (false, k) => (
+                    Some((1000 + rng.below(20)).to_string()),
+                    Some(if k == 0 { "l3" } else { "l2" }),
+                ),
+                (true, 0) => (None, None),
+                (true, _) => (
+                    row.and_then(|r| r.map_str("external_ids", "neutron_bgpvpn:vni"))
+                        .map(str::to_string),
+                    Some(if kind == Some("l2") { "l3" } else { "l2" }),
+                ),
+            };
             let mut ops = set_key(LS, ls, "external_ids", "neutron_bgpvpn:vni", vni.as_deref());
-            ops.extend(set_key(
-                LS,
-                ls,
-                "external_ids",
-                "neutron_bgpvpn:type",
-                vni.as_ref().map(|_| "l3"),
-            ));
-            (ops, format!("switch {ls} bgpvpn vni {vni:?}"))
+            ops.extend(set_key(LS, ls, "external_ids", "neutron_bgpvpn:type", kind));
+            (ops, format!("switch {ls} bgpvpn {kind:?} vni {vni:?}"))
         }
         "port type" => {
             let u = pick(rng, &vms)?;
@@ -417,7 +425,7 @@ fn nb_config(method: ExposingMethod) -> Config {
     config.default.bgp_router_id = Some("192.0.2.1".into());
     config.default.expose_tenant_networks = true;
     config.default.advertisement_method_tenant_networks = AdvertisementMethod::Host;
-    // The VXLAN source of the `vrf` method.
+    // The VXLAN source of the `vrf`, `l2vni` and `dynamic` methods.
     config.default.evpn_local_ip = Some("192.0.2.10".parse().unwrap());
     let lc = &mut config.local_ovn_cluster;
     lc.peer_ips = vec!["100.64.1.10".into()];
@@ -455,6 +463,16 @@ fn nb_vrf_monitor_all() {
 #[test]
 fn nb_vrf_conditional() {
     nb_check("NB vrf, conditional", ExposingMethod::Vrf, true);
+}
+
+#[test]
+fn nb_dynamic_monitor_all() {
+    nb_check("NB dynamic, monitor all", ExposingMethod::Dynamic, false);
+}
+
+#[test]
+fn nb_dynamic_conditional() {
+    nb_check("NB dynamic, conditional", ExposingMethod::Dynamic, true);
 }
 
 #[test]

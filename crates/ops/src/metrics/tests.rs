@@ -320,3 +320,24 @@ fn bgp_sessions_give_per_peer_series_and_an_unread_frr_gives_none() {
         "unknown is not down:\n{t}"
     );
 }
+
+#[test]
+fn dynamic_counts_the_decisions_of_every_method() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/dynamic/basic.json"
+    );
+    let sc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let snap = obgp_ovn::Snapshot::from_wire(&sc["ovn"]).unwrap();
+    let mut config = Config::default();
+    config.default.driver = obgp_config::Driver::NbOvnBgpDriver;
+    config.default.exposing_method = obgp_config::ExposingMethod::Dynamic;
+    config.default.bgp_router_id = Some("192.0.2.1".into());
+    config.default.evpn_local_ip = Some("10.1.1.1".parse().unwrap());
+    let d = obgp_desired::desired_state(&snap, &config, &Default::default()).unwrap();
+    // The underlay VM on bgp-nic, the l3 VM's two IPs, the l2 VM.
+    assert_eq!(
+        count_exposed(&d),
+        [((Class::Vm, "ipv4"), 3), ((Class::Vm, "ipv6"), 1)].into()
+    );
+}

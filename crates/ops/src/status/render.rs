@@ -229,6 +229,9 @@ fn wiring(w: &Wiring) -> String {
     if let Some(v) = &w.vrf {
         parts.push(format!("vrf {v}"));
     }
+    if let Some(m) = &w.method {
+        parts.push(format!("method {m}"));
+    }
     parts.join(", ")
 }
 

@@ -155,6 +155,14 @@ fn proven_l2_vnis(a: &Actual) -> BTreeMap<u32, VniDevices> {
     out
 }
 
+/// Whether the desired state wants `devs`' bridge as an L2 VNI's: a
+/// bridge in no VRF.
+fn wanted_as_l2(d: &obgp_netmodel::DesiredNode, devs: &VniDevices) -> bool {
+    d.links.iter().any(|l| {
+        Some(&l.name) == devs.bridge.as_ref() && l.kind == LinkKind::Bridge && l.master.is_none()
+    })
+}
+
 /// The kernel's own IPv6 link-local address of a device (never the agent's).
 fn is_link_local_v6(ip: std::net::IpAddr) -> bool {
     matches!(ip, std::net::IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)
@@ -404,6 +412,13 @@ impl Planner<'_> {
             if let Some(vrf) = &devs.vrf {
                 if cleanup.delete_vrf && !want_links.contains(vrf) {
                     gone.push(vrf.clone());
+                } else if !want_links.contains(vrf) && wanted_as_l2(d, devs) {
+                    // The planner never clears a master, and FRR keeps the
+                    // VRF's `vni` line: the VNI stays an L3 one.
+                    self.warnings.push(format!(
+                        "{vrf} holds {} that is now wanted as an L2 VNI's bridge; with delete_vrf_on_disconnect = false the agent keeps {vrf} and FRR keeps it an L3 VNI: delete {vrf} (and its FRR VRF) by hand",
+                        devs.bridge.as_ref().map_or("the bridge".into(), DevName::to_string)
+                    ));
                 }
             }
         }

@@ -170,8 +170,21 @@ impl Planner<'_> {
                 continue;
             };
             let want = flows.get(&br);
+            // A wanted flow with the same match replaces this one in place
+            // (`add-flow`); deleting it (`del-flows --strict` matches
+            // without the actions) would take the new one too.
+            let replaced = |f: &OfFlow| {
+                want.is_some_and(|w| {
+                    w.iter().any(|n| {
+                        n.table == f.table && n.priority == f.priority && n.matches == f.matches
+                    })
+                })
+            };
             for f in &have.flows {
-                if cookies.contains(&f.cookie) && !want.is_some_and(|w| w.contains(f)) {
+                if cookies.contains(&f.cookie)
+                    && !want.is_some_and(|w| w.contains(f))
+                    && !replaced(f)
+                {
                     let op = Op::DelFlow {
                         bridge: br.clone(),
                         flow: f.clone(),

@@ -95,6 +95,17 @@ impl Planner<'_> {
             match self.actual.links.get(&l.name) {
                 // An existing device of the right kind is adopted (a node
                 // set up by the Python agent; see `check_device_kinds`).
+                Some(_) if self.vxlan_taken_as_l2(l) => {
+                    self.skip(
+                        format!("link {}", l.name),
+                        "re-created once FRR holds its L3 VNI's configuration (it was an L2 VNI's)",
+                    );
+                    let op = Op::DelLink {
+                        name: l.name.clone(),
+                    };
+                    self.push(Group::Unwire, rank::LINK_DEL, Some(Class::Base), op);
+                    continue;
+                }
                 Some(a) => ops.extend(settle(l, Some(a)).into_iter().map(base)),
                 None if l.kind == LinkKind::Existing && born_with_peer.contains(&l.name) => {
                     ops.extend(settle(l, None).into_iter().map(base));
@@ -118,7 +129,8 @@ impl Planner<'_> {
                     // annotations' RD and route targets.
                     let frr_ready = self.desired.frr_config.is_none()
                         || (!self.actual.frr.unknown && self.actual.frr.has_our_config);
-                    if matches!(l.kind, LinkKind::Vxlan { .. }) && !frr_ready {
+                    if let (LinkKind::Vxlan { vni, .. }, false) = (&l.kind, frr_ready) {
+                        self.waiting_vnis.insert(*vni);
                         self.skip(
                             format!("link {}", l.name),
                             "waiting for FRR to hold the VNI's configuration",
@@ -146,6 +158,33 @@ impl Planner<'_> {
                 self.push(g, r, c, op);
             }
         }
+    }
+
+    /// Whether `l` is a VXLAN device the node has in a bridge in no VRF
+    /// (an L2 VNI's) that the desired state puts into a VRF (an L3 VNI's,
+    /// e.g. a network switched from `l2` to `l3` under `exposing_method =
+    /// dynamic`). zebra took the device for an L2 VNI; FRR 8.4 then loses
+    /// the remote VTEPs' router-MAC entries when the VNI becomes L3, so the
+    /// device goes and is created again once FRR holds the L3 text, as a
+    /// new L3 VNI's is (docs/evpn.md, "Order with the VXLAN device").
+    fn vxlan_taken_as_l2(&self, l: &Link) -> bool {
+        let (LinkKind::Vxlan { vni, .. }, Some(bridge)) = (&l.kind, &l.master) else {
+            return false;
+        };
+        let into_vrf = self
+            .desired
+            .links
+            .iter()
+            .any(|b| &b.name == bridge && b.kind == LinkKind::Bridge && b.master.is_some());
+        let a = &self.actual.links;
+        // The L2 VNI structure the agent builds (docs/ownership.md): the
+        // device with that VNI in the bridge, the bridge in no VRF.
+        let was_l2 = a.get(&l.name).is_some_and(|x| {
+            x.master.as_ref() == Some(bridge) && x.vxlan.as_ref().is_some_and(|i| i.vni == *vni)
+        }) && a
+            .get(bridge)
+            .is_some_and(|b| b.kind == "bridge" && b.master.is_none());
+        into_vrf && was_l2
     }
 
     /// The devices the provider bridges reach the fabric through: the mapped

@@ -17,7 +17,8 @@
 //! One module per object kind plans its adds and its leftovers (`links`,
 //! `frr`, `tables`, `sysctls`, `addresses`, `rules`, `routes`,
 //! `neighbours`, `bridge_fdb`, `flows`; `previous` gives leftovers their class); `order`
-//! sorts them into the groups above and checks a plan against O1–O4;
+//! sorts them into the groups above and checks a plan against O1–O4
+//! (after `waiting` held back what waits for a VNI being built);
 //! `output` is the [`Plan`] they make. `changes` ([`plan_changes`]) runs
 //! the same per-object rules on the keys a patched desired state changed.
 
@@ -37,6 +38,7 @@ mod routes;
 mod rules;
 mod sysctls;
 mod tables;
+mod waiting;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -146,6 +148,9 @@ struct Planner<'a> {
     unwanted_on_nic: Vec<&'a obgp_netmodel::Address>,
     /// The VNIs whose devices on the node are the agent's (EVPN modes only).
     proven: BTreeMap<u32, evpn::VniDevices>,
+    /// The VNIs whose VXLAN device waits for FRR to hold their text:
+    /// what they will announce is not withdrawn elsewhere yet (`waiting`).
+    waiting_vnis: BTreeSet<u32>,
 }
 
 impl<'a> Planner<'a> {
@@ -169,6 +174,7 @@ impl<'a> Planner<'a> {
             prev_index: None,
             unwanted_on_nic: Vec::new(),
             proven: BTreeMap::new(),
+            waiting_vnis: BTreeSet::new(),
         }
     }
 

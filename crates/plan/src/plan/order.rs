@@ -51,7 +51,8 @@ fn class_rank(c: Option<Class>) -> u8 {
 
 impl Planner<'_> {
     /// Sorts the steps into their groups, ranks and class order.
-    pub(super) fn finish(self) -> Plan {
+    pub(super) fn finish(mut self) -> Plan {
+        self.hold_for_waiting_vnis();
         let mut steps = self.steps;
         // Stable: equal keys keep the order they were planned in.
         steps.sort_by_key(|(rank, s)| {

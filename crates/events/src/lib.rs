@@ -13,6 +13,7 @@
 //! predicates read ([`AgentView`]).
 
 pub mod agent;
+pub mod bgpvpn_own;
 pub mod evpn;
 pub mod evpn_own;
 pub mod nb;

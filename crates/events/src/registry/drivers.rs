@@ -48,6 +48,9 @@ pub struct Filters {
     centralized: Vec<&'static Filter>,
     /// Whose own wake-ups come on top of upstream's classes (`own.rs`).
     pub(super) driver: Driver,
+    /// The NB EVPN methods (`vrf`, `l2vni`, `dynamic`): switches' bgpvpn
+    /// annotations are watched whole ([`crate::bgpvpn_own`]).
+    pub(super) bgpvpn_annotations: bool,
 }
 
 impl Filters {
@@ -172,6 +175,11 @@ impl Filters {
             distributed,
             centralized,
             driver: config.driver,
+            bgpvpn_annotations: config.driver == Driver::NbOvnBgpDriver
+                && matches!(
+                    config.exposing_method,
+                    ExposingMethod::Vrf | ExposingMethod::L2vni | ExposingMethod::Dynamic
+                ),
         }
     }
 

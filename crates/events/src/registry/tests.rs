@@ -396,3 +396,35 @@ fn cache_changes_map_to_ovsdbapp_arguments() {
         "localnet events ignore updates"
     );
 }
+
+#[test]
+fn annotation_edits_wake_the_nb_evpn_methods_only() {
+    let ids = |rd: &str| {
+        json!({"external_ids": ["map", [
+            ["neutron_bgpvpn:type", "l2"], ["neutron_bgpvpn:vni", "2001"], ["neutron_bgpvpn:rd", rd]
+        ]]})
+    };
+    let change = Change {
+        table: std::sync::Arc::from("Logical_Switch"),
+        uuid: crate::fake::uuid(1),
+        kind: ChangeKind::Update,
+        new: Some(std::sync::Arc::new(row(ids("64512:2")))),
+        old: Some(std::sync::Arc::new(row(ids("64512:1")))),
+    };
+    let view = FakeAgent::default();
+    for (method, wakes) in [
+        (ExposingMethod::Underlay, false),
+        (ExposingMethod::Ovn, false),
+        (ExposingMethod::Vrf, true),
+        (ExposingMethod::L2vni, true),
+        (ExposingMethod::Dynamic, true),
+    ] {
+        let f = Filters::for_config(&config(Driver::NbOvnBgpDriver, false, method));
+        assert_eq!(
+            f.own_reasons(&change, &view)
+                .contains(&crate::bgpvpn_own::BGPVPN_ANNOTATION_CHANGE),
+            wakes,
+            "{method:?}"
+        );
+    }
+}

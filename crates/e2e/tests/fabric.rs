@@ -8,7 +8,8 @@
 //!   answer says what it reports (FRR's own record); the peer lacks it;
 //! - an outbound prefix-list on the node: FRR holds it but did not send it
 //!   to that established peer;
-//! - a wedged bgpd: the answer comes within `vtysh_timeout`, "unknown".
+//! - a wedged bgpd: the answer comes within its deadlines, "unknown", and
+//!   the daemon's `status` says the sessions are unknown, with why.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,14 @@ use obgp_e2e::Bench;
 const WAIT: Duration = Duration::from_secs(60);
 const VM1: &str = "172.24.4.10";
 const VM2: &str = "172.24.4.11";
+const AGENT_PORT: u16 = 19477;
+
+/// The daemon's `/status` as JSON.
+fn status(b: &Bench) -> Result<serde_json::Value> {
+    let (code, body) = b.http_get(&format!("http://127.0.0.1:{AGENT_PORT}/status"))?;
+    ensure!(code == 200, "/status {code}: {body}");
+    Ok(serde_json::from_str(&body)?)
+}
 
 fn explain(b: &Bench, ip: &str) -> Result<String> {
     b.agent_ok(&["explain", ip])
@@ -44,7 +53,10 @@ impl Drop for Stopped {
 #[test]
 fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<()> {
     let t0 = Instant::now();
-    let (_dir, mut b) = obgp_e2e::demo_bench("fabric", "vtysh_timeout = 3")?;
+    let (_dir, mut b) = obgp_e2e::demo_bench(
+        "fabric",
+        &format!("vtysh_timeout = 3\nfrr_reconcile_interval = 2\nmetrics_listen = 127.0.0.1:{AGENT_PORT}"),
+    )?;
     b.start_daemon()?;
     b.wait_peer(&["172.24.4.10/32", "172.24.4.11/32"], true, WAIT)
         .with_context(|| b.agent_log())?;
@@ -117,6 +129,17 @@ fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<(
     let asked = Instant::now();
     let answer = explain(&b, VM1)?;
     let took = asked.elapsed();
+    // The daemon's next read of the sessions passes its deadline too:
+    // `status` says unknown, with why, rather than "down".
+    let wedged = obgp_e2e::wait_for("status: the sessions unknown", WAIT, || {
+        let s = status(&b)?;
+        let sessions = &s["health"]["bgp_sessions"];
+        Ok((sessions["sessions"].is_null()
+            && sessions["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("no answer within 3s")))
+        .then_some(s))
+    })?;
     drop(stopped);
     let line = fabric_line(&answer)?;
     ensure!(
@@ -129,9 +152,10 @@ fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<(
         "the OVN side is answered whatever FRR does:\n{answer}"
     );
     println!(
-        "fabric [{:5.1} s] a wedged bgpd: answered in {:.1} s (vtysh_timeout 3 s): {line}",
+        "fabric [{:5.1} s] a wedged bgpd: answered in {:.1} s (vtysh_timeout 3 s): {line}; status: {}",
         t0.elapsed().as_secs_f64(),
-        took.as_secs_f64()
+        took.as_secs_f64(),
+        wedged["health"]["bgp_sessions"]["error"]
     );
     b.stop_daemon()?;
     Ok(())

@@ -62,7 +62,8 @@ pub fn run(
     format: Format,
     source: StatusFrom<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let status = match source {
+    let live = !matches!(source, StatusFrom::Offline { .. });
+    let mut status = match source {
         StatusFrom::Daemon(addr) => from_daemon(addr)?,
         StatusFrom::Offline { ovn, node_state } => {
             let file = super::ovn_file::OvnFile::read(ovn, node_state, config)?;
@@ -88,6 +89,12 @@ pub fn run(
             None => direct(config, node)?,
         },
     };
+    // Live, each exposure gains what FRR holds of it, read here (never by
+    // the daemon's loop).
+    if live {
+        let kernel = super::run_options(config, node).kernel;
+        obgp_controller::fabric::annotate_live(config, &kernel, &mut status);
+    }
     match format {
         Format::Text => print!("{}", render::text(&status)),
         Format::Json => super::print_json(&status)?,

@@ -7,9 +7,17 @@
 
 use obgp_config::{Config, Driver, ExposingMethod};
 use obgp_netmodel::{DevName, IpNet};
-use obgp_node::{read_bgp_prefix, read_bgp_sessions, KernelConfig};
+use std::collections::BTreeMap;
+use std::time::Instant;
 
-use crate::ops::fabric::{fabric_side, FabricReads, FabricSide};
+use obgp_node::{
+    read_advertised, read_bgp_prefix, read_bgp_sessions, read_bgp_table, KernelConfig,
+};
+
+use crate::ops::fabric::{
+    annotate_status, fabric_side, family_of, FabricReads, FabricSide, StatusReads,
+};
+use crate::ops::status::Status;
 
 /// Where the node's announcements sit in FRR, or why they are not looked
 /// up.
@@ -78,4 +86,65 @@ pub fn fabric_sides(config: &Config, kernel: &KernelConfig, prefixes: &[IpNet]) 
 /// EVPN modes), for `explain` to say so.
 pub fn evpn_not_looked_up(config: &Config) -> bool {
     matches!(lookup(config), Lookup::Evpn)
+}
+
+/// Gives `status`'s exposures their FRR state, read live: the default
+/// instance's table of each family the exposures have, and the routes FRR
+/// sent each established peer of that family. On demand only (the
+/// `status` command, never the daemon's loop): one vtysh run for the
+/// sessions, one per family, one per peer and family, each within
+/// `vtysh_timeout`; a wedged FRR costs one deadline. Nothing in the EVPN
+/// modes (their routes are not looked up yet).
+pub fn annotate_live(config: &Config, kernel: &KernelConfig, status: &mut Status) {
+    if !matches!(lookup(config), Lookup::LeakedFrom(_)) || status.exposed.is_empty() {
+        return;
+    }
+    let started = Instant::now();
+    let mut families: Vec<&'static str> =
+        status.exposed.iter().map(|e| family_of(e.prefix)).collect();
+    families.sort_unstable();
+    families.dedup();
+    let sessions = read_bgp_sessions(kernel);
+    let wedged = match &sessions {
+        Err(e @ obgp_node::IoError::TimedOut { .. }) => Some(e.to_string()),
+        _ => None,
+    };
+    let read = |f: &dyn Fn() -> Result<Vec<obgp_netmodel::IpNet>, obgp_node::IoError>| match &wedged
+    {
+        Some(why) => Err(why.clone()),
+        None => f()
+            .map(|v| v.into_iter().map(|p| p.trunc()).collect())
+            .map_err(|e| e.to_string()),
+    };
+    let mut reads = StatusReads {
+        tables: BTreeMap::new(),
+        advertised: BTreeMap::new(),
+        took_s: 0.0,
+    };
+    for &family in &families {
+        let cli = if family == "ipv4Unicast" {
+            "ipv4"
+        } else {
+            "ipv6"
+        };
+        reads
+            .tables
+            .insert(family, read(&|| read_bgp_table(kernel, cli)));
+        let Ok(all) = &sessions else { continue };
+        for s in all {
+            if s.vrf == "default" && s.family == family && s.established() {
+                reads.advertised.insert(
+                    (s.peer.clone(), family),
+                    read(&|| read_advertised(kernel, cli, &s.peer)),
+                );
+            }
+        }
+    }
+    reads.took_s = started.elapsed().as_secs_f64();
+    annotate_status(status, &reads);
+    if let Err(e) = sessions {
+        if let Some(f) = status.fabric.as_mut() {
+            f.errors.insert(0, format!("sessions: {e}"));
+        }
+    }
 }

@@ -81,6 +81,22 @@ fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<(
         "fabric [{:5.1} s] announced: {line}",
         t0.elapsed().as_secs_f64()
     );
+    // status, live, gives each exposure the same: in FRR's table, sent
+    // to the peer.
+    let frr_of = |b: &Bench, prefix: &str| -> Result<serde_json::Value> {
+        let s: serde_json::Value =
+            serde_json::from_str(&b.agent_ok(&["status", "--format", "json"])?)?;
+        let e = s["exposed"]
+            .as_array()
+            .and_then(|all| all.iter().find(|e| e["prefix"] == prefix))
+            .with_context(|| format!("{prefix} not in status: {s:#}"))?;
+        Ok(e["frr"].clone())
+    };
+    let frr = frr_of(&b, "172.24.4.10/32")?;
+    ensure!(
+        frr["in_table"] == true && frr["announced_to"] == serde_json::json!(["10.255.0.2"]),
+        "{frr:#}"
+    );
 
     // The peer drops VM2 on the way in: FRR here still sent it. The
     // answer is FRR's record on this node; the peer's table shows the rest.
@@ -113,6 +129,17 @@ fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<(
             && line.contains("not to 10.255.0.2 (Established")
             && line.contains("held it back from an established peer"),
         "{answer}"
+    );
+    let frr = frr_of(&b, "172.24.4.10/32")?;
+    ensure!(
+        frr["in_table"] == true && frr["announced_to"] == serde_json::json!([]),
+        "status: held back from the peer: {frr:#}"
+    );
+    let status_text = b.agent_ok(&["status"])?;
+    ensure!(
+        status_text.contains("FRR's tables read in")
+            && status_text.contains("FRR in its table, announced to no peer"),
+        "{status_text}"
     );
     println!(
         "fabric [{:5.1} s] the node's outbound filter: {line}",

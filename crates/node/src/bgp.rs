@@ -78,6 +78,53 @@ pub(crate) fn parse_prefix(vrf: &str, json: &[u8]) -> Result<Option<BgpPrefix>, 
     }))
 }
 
+/// The prefixes of the default instance's `family` (`ipv4`, `ipv6`)
+/// unicast table: `show bgp FAMILY unicast json`. On demand only
+/// (`status`): one vtysh run within `vtysh_timeout`, whose answer grows
+/// with the table.
+pub fn read_bgp_table(config: &KernelConfig, family: &str) -> Result<Vec<IpNet>, IoError> {
+    let family = checked_family(family)?;
+    let out = vtysh(config, &["-c", &format!("show bgp {family} unicast json")])?;
+    prefixes_under(&out.stdout, "routes")
+}
+
+/// The prefixes FRR sent to `peer` in the default instance's `family`
+/// unicast: `show bgp FAMILY unicast neighbors PEER advertised-routes
+/// json`. `peer` must be an IP address or an interface name.
+pub fn read_advertised(
+    config: &KernelConfig,
+    family: &str,
+    peer: &str,
+) -> Result<Vec<IpNet>, IoError> {
+    let family = checked_family(family)?;
+    if peer.parse::<std::net::IpAddr>().is_err() && DevName::new(peer).is_err() {
+        return Err(IoError::Invalid(peer.to_string()));
+    }
+    let cmd = format!("show bgp {family} unicast neighbors {peer} advertised-routes json");
+    let out = vtysh(config, &["-c", &cmd])?;
+    prefixes_under(&out.stdout, "advertisedRoutes")
+}
+
+fn checked_family(family: &str) -> Result<&str, IoError> {
+    match family {
+        "ipv4" | "ipv6" => Ok(family),
+        other => Err(IoError::Invalid(other.to_string())),
+    }
+}
+
+/// The keys of the object `member` of a JSON answer that parse as
+/// prefixes (FRR's tables key their routes by prefix).
+pub(crate) fn prefixes_under(json: &[u8], member: &str) -> Result<Vec<IpNet>, IoError> {
+    let v: Value = serde_json::from_slice(json)
+        .map_err(|e| IoError::Invalid(format!("show bgp ... json: {e}")))?;
+    Ok(v.get(member)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .filter_map(|k| k.parse::<IpNet>().ok())
+        .collect())
+}
+
 /// The sessions of a `show bgp vrf all summary json` answer (FRR 8.4:
 /// `{vrf: {family: {peers: {peer: {state, peerUptimeMsec, pfxRcd,
 /// pfxSnt, remoteAs}}}}}`). A peer named neither by an IP address nor by

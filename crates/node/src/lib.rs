@@ -23,7 +23,9 @@ mod rt_tables;
 mod scope;
 mod writer;
 
-pub use bgp::{read_bgp_prefix, read_bgp_sessions, BgpSessionsReader};
+pub use bgp::{
+    read_advertised, read_bgp_prefix, read_bgp_sessions, read_bgp_table, BgpSessionsReader,
+};
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use config::KernelConfig;
 pub use error::IoError;

@@ -7,11 +7,14 @@
 //! FRR's `advertisedTo`. Whether the peer accepted the route is the peer's
 //! business (its inbound policy): ask the peer.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use obgp_netmodel::frr::{BgpPrefix, BgpSession};
 use obgp_netmodel::IpNet;
 use serde::Serialize;
+
+use crate::status::{ExposureFrr, FabricRead, Status};
 
 /// What the caller read for one prefix.
 pub struct FabricReads<'a> {
@@ -64,7 +67,7 @@ pub struct PeerState {
 }
 
 /// FRR's address family key for `prefix`, as the sessions name it.
-fn family_of(prefix: IpNet) -> &'static str {
+pub fn family_of(prefix: IpNet) -> &'static str {
     match prefix {
         IpNet::V4(_) => "ipv4Unicast",
         IpNet::V6(_) => "ipv6Unicast",
@@ -119,6 +122,58 @@ fn in_table(p: &BgpPrefix, r: &FabricReads<'_>) -> FabricState {
             .collect(),
         sessions_unknown: r.sessions.as_ref().err().cloned(),
     }
+}
+
+/// What `status` read of FRR for its exposures: the default instance's
+/// tables by family, and the routes FRR sent each established peer.
+pub struct StatusReads {
+    /// `ipv4Unicast`/`ipv6Unicast` → the table's prefixes.
+    pub tables: BTreeMap<&'static str, Result<BTreeSet<IpNet>, String>>,
+    /// (peer, family) → the prefixes FRR sent it.
+    pub advertised: BTreeMap<(String, &'static str), Result<BTreeSet<IpNet>, String>>,
+    pub took_s: f64,
+}
+
+/// Gives each exposure of `status` its FRR state from `reads`: in the
+/// table of its family, and the peers FRR sent it to. An exposure whose
+/// family's table could not be read gets none (unknown, not absent); a
+/// peer whose list could not be read is left out of every exposure's
+/// peers, and both are listed in `status.fabric`.
+pub fn annotate_status(status: &mut Status, reads: &StatusReads) {
+    let mut fabric = FabricRead {
+        took_s: reads.took_s,
+        ..FabricRead::default()
+    };
+    for (family, t) in &reads.tables {
+        if let Err(e) = t {
+            fabric.errors.push(format!("{family} table: {e}"));
+        }
+    }
+    for ((peer, family), a) in &reads.advertised {
+        match a {
+            Ok(_) if !fabric.peers.contains(peer) => fabric.peers.push(peer.clone()),
+            Ok(_) => {}
+            Err(e) => fabric.errors.push(format!("{peer} {family}: {e}")),
+        }
+    }
+    for e in &mut status.exposed {
+        let family = family_of(e.prefix);
+        let Some(Ok(table)) = reads.tables.get(family) else {
+            e.frr = None;
+            continue;
+        };
+        let prefix = e.prefix.trunc();
+        e.frr = Some(ExposureFrr {
+            in_table: table.contains(&prefix),
+            announced_to: reads
+                .advertised
+                .iter()
+                .filter(|((_, f), a)| *f == family && a.as_ref().is_ok_and(|a| a.contains(&prefix)))
+                .map(|((peer, _), _)| peer.clone())
+                .collect(),
+        });
+    }
+    status.fabric = Some(fabric);
 }
 
 /// `3h12m`, `4m05s`, `12s`: a session's uptime as operators read it.

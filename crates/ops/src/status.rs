@@ -58,6 +58,21 @@ pub struct Status {
     /// Why some OVN data is not exposed (the desired state's notes).
     pub notes: Vec<String>,
     pub health: Health,
+    /// How FRR's tables were read for the exposures (`status` live only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricRead>,
+}
+
+/// The reads behind the exposures' FRR state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FabricRead {
+    /// The established peers whose advertised routes were read.
+    pub peers: Vec<String>,
+    /// What could not be read (the exposures of that family or peer are
+    /// then unknown, not absent).
+    pub errors: Vec<String>,
+    /// How long the reads took.
+    pub took_s: f64,
 }
 
 /// One exposed IP or prefix.
@@ -74,6 +89,20 @@ pub struct Exposure {
     pub held: bool,
     /// What the node lacks of it, one line each.
     pub missing: Vec<String>,
+    /// What FRR holds of it (`status` live only, filled by the command
+    /// from FRR's tables: [`crate::fabric::annotate_status`]); `None`: not
+    /// looked up, or FRR could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frr: Option<ExposureFrr>,
+}
+
+/// What FRR holds of one exposure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExposureFrr {
+    /// The prefix is in the default instance's table (its family's).
+    pub in_table: bool,
+    /// The peers FRR sent it to (their advertised routes list it).
+    pub announced_to: Vec<String>,
 }
 
 /// Where an exposure lands on the node.
@@ -225,6 +254,7 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
             wiring,
             held: h.held(),
             missing: h.missing,
+            frr: None,
         }
     };
     let mut out = Vec::new();
@@ -427,6 +457,7 @@ pub fn health_only(config: &Config, origin: ComputedBy, health: Health) -> Statu
         vnis: Vec::new(),
         notes: Vec::new(),
         health,
+        fabric: None,
     }
 }
 

@@ -72,3 +72,26 @@ fn a_prefix_in_the_table_with_the_peers_it_was_sent_to() {
     );
     assert!(parse_prefix("default", b"% Unknown command").is_err());
 }
+
+#[test]
+fn a_table_and_an_advertised_list_give_their_prefixes() {
+    let table = r#"{ "vrfId": 0, "vrfName": "default", "routes": { "10.255.0.0/30": [ { "valid": true } ], "172.24.4.10/32": [ { "valid": true } ], "bogus": [] } }"#;
+    let got = prefixes_under(table.as_bytes(), "routes").unwrap();
+    assert_eq!(
+        got,
+        [
+            "10.255.0.0/30".parse::<IpNet>().unwrap(),
+            "172.24.4.10/32".parse().unwrap()
+        ]
+    );
+    // FRR 8.4.4's advertised-routes answer (testbed FrrPair).
+    let adv = r#"{ "bgpTableVersion":2, "advertisedRoutes":{ "172.24.4.10/32":{ "network":"172.24.4.10/32" } }, "totalPrefixCounter":1 }"#;
+    assert_eq!(
+        prefixes_under(adv.as_bytes(), "advertisedRoutes").unwrap(),
+        ["172.24.4.10/32".parse::<IpNet>().unwrap()]
+    );
+    assert!(prefixes_under(b"{}", "routes").unwrap().is_empty());
+    assert!(prefixes_under(b"not json", "routes").is_err());
+    assert!(read_advertised(&KernelConfig::default(), "ipv4", "10.0.0.1; rm").is_err());
+    assert!(read_bgp_table(&KernelConfig::default(), "ipv4 unicast; x").is_err());
+}

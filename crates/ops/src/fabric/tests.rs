@@ -94,3 +94,89 @@ fn the_json_names_the_state_and_the_peers() {
     assert_eq!(j["not_advertised"][0]["peer"], "10.255.0.2");
     assert_eq!(j["advertised"], serde_json::json!([]));
 }
+
+#[test]
+fn status_exposures_get_their_table_and_peers_and_unread_ones_stay_unknown() {
+    use crate::status::{ComputedBy, Exposure, Health, Status, Wiring};
+    use obgp_netmodel::Class;
+    let exposure = |p: &str| Exposure {
+        prefix: p.parse().unwrap(),
+        kind: Class::Vm,
+        rows: Vec::new(),
+        wiring: Wiring::default(),
+        held: true,
+        missing: Vec::new(),
+        frr: None,
+    };
+    let mut status = Status {
+        origin: ComputedBy::Direct,
+        driver: "nb_ovn_bgp_driver".into(),
+        exposing_method: "underlay".into(),
+        chassis: "demo-node".into(),
+        exposed: vec![
+            exposure("172.24.4.10/32"),
+            exposure("172.24.4.11/32"),
+            exposure("2001:db8::10/128"),
+        ],
+        vnis: Vec::new(),
+        notes: Vec::new(),
+        health: Health::default(),
+        fabric: None,
+    };
+    let set = |v: &[&str]| {
+        v.iter()
+            .map(|p| p.parse().unwrap())
+            .collect::<BTreeSet<IpNet>>()
+    };
+    let reads = StatusReads {
+        tables: [
+            (
+                "ipv4Unicast",
+                Ok(set(&["172.24.4.10/32", "172.24.4.11/32"])),
+            ),
+            ("ipv6Unicast", Err("vtysh: no answer within 5s".to_string())),
+        ]
+        .into(),
+        advertised: [
+            (
+                ("10.255.0.2".to_string(), "ipv4Unicast"),
+                Ok(set(&["172.24.4.10/32"])),
+            ),
+            (
+                ("10.255.1.2".to_string(), "ipv4Unicast"),
+                Err("refused".to_string()),
+            ),
+        ]
+        .into(),
+        took_s: 0.25,
+    };
+    annotate_status(&mut status, &reads);
+    let frr = |i: usize| status.exposed[i].frr.clone();
+    assert_eq!(
+        frr(0),
+        Some(ExposureFrr {
+            in_table: true,
+            announced_to: vec!["10.255.0.2".into()]
+        })
+    );
+    assert_eq!(
+        frr(1),
+        Some(ExposureFrr {
+            in_table: true,
+            announced_to: Vec::new()
+        }),
+        "held back from the one peer read"
+    );
+    assert_eq!(frr(2), None, "the IPv6 table was not read: unknown");
+    let f = status.fabric.clone().unwrap();
+    assert_eq!(f.peers, ["10.255.0.2"]);
+    assert_eq!(f.errors.len(), 2, "{f:?}");
+    let text = crate::status::render::text(&status);
+    for line in [
+        "FRR's tables read in 0.25 s; peers: 10.255.0.2; unread: ipv6Unicast table: vtysh: no answer within 5s; unread: 10.255.1.2 ipv4Unicast: refused",
+        "      FRR in its table, announced to 10.255.0.2",
+        "      FRR in its table, announced to no peer",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
+}

@@ -31,6 +31,22 @@ pub fn text(s: &Status) -> String {
         "\nexposed: {} IP(s) and prefix(es), {held} held by the node",
         s.exposed.len()
     );
+    if let Some(f) = &s.fabric {
+        let _ = write!(
+            out,
+            "FRR's tables read in {:.2} s; peers: {}",
+            f.took_s,
+            if f.peers.is_empty() {
+                "none established".to_string()
+            } else {
+                f.peers.join(", ")
+            }
+        );
+        for e in &f.errors {
+            let _ = write!(out, "; unread: {e}");
+        }
+        out.push('\n');
+    }
     for e in &s.exposed {
         exposure(&mut out, e);
     }
@@ -202,6 +218,21 @@ fn exposure(out: &mut String, e: &Exposure) {
     }
     for m in &e.missing {
         let _ = writeln!(out, "      missing {m}");
+    }
+    if let Some(f) = &e.frr {
+        let table = if f.in_table {
+            "in its table"
+        } else {
+            "NOT in its table"
+        };
+        match f.announced_to.as_slice() {
+            [] => {
+                let _ = writeln!(out, "      FRR {table}, announced to no peer");
+            }
+            peers => {
+                let _ = writeln!(out, "      FRR {table}, announced to {}", peers.join(", "));
+            }
+        }
     }
 }
 

@@ -32,6 +32,7 @@ fn sample() -> Status {
             },
             held: false,
             missing: vec!["address 172.24.4.10/32 on bgp-nic".into()],
+            frr: None,
         }],
         vnis: Vec::new(),
         notes: vec!["NAT 1234: no existing logical_port".into()],
@@ -56,6 +57,7 @@ fn sample() -> Status {
             }),
             ..Health::default()
         },
+        fabric: None,
     }
 }
 

@@ -187,3 +187,47 @@ fn explain_ends_with_what_frr_holds_and_which_peers_it_was_sent_to() -> Result<(
     b.stop_daemon()?;
     Ok(())
 }
+
+/// A text FRR's parser refuses through the daemon: `bgp_AS = 1.10` is
+/// asdot, which the agent's configuration accepts and FRR 8.4 does not
+/// (asdot came with FRR 9.1). The dry run refuses the VRF-leak text; FRR
+/// gets none of it, the metric counts it, and `status` shows FRR's
+/// message.
+#[test]
+fn a_text_frr_refuses_is_not_applied_is_counted_and_status_says_why() -> Result<()> {
+    const PORT: u16 = 19478;
+    let (_dir, mut b) = obgp_e2e::demo_bench(
+        "reject",
+        &format!("bgp_AS = 1.10\nmetrics_listen = 127.0.0.1:{PORT}"),
+    )?;
+    b.start_daemon()?;
+    let get = |path: &str| b.http_get(&format!("http://127.0.0.1:{PORT}{path}"));
+    let series = "ovn_bgp_agent_frr_texts_total{text=\"ours\",outcome=\"rejected\"}";
+    obgp_e2e::wait_for("the rejection counted", WAIT, || {
+        let (_, body) = get("/metrics")?;
+        Ok(body
+            .lines()
+            .find_map(|l| l.strip_prefix(series))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|n| *n >= 1.0))
+    })
+    .with_context(|| b.agent_log())?;
+    let (_, s) = get("/status")?;
+    let s: serde_json::Value = serde_json::from_str(&s)?;
+    let last = &s["health"]["frr_last_text"];
+    ensure!(
+        last["outcome"] == "rejected"
+            && last["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("router bgp 1.10") && e.contains("Unknown command")),
+        "{s:#}"
+    );
+    let running = b.pair.node.vtysh("show running-config")?;
+    ensure!(
+        !running.contains("import vrf") && !running.contains("1.10"),
+        "nothing of the refused text in FRR:\n{running}"
+    );
+    println!("reject: refused, counted, status says {}", last["error"]);
+    b.stop_daemon()?;
+    Ok(())
+}

@@ -109,16 +109,20 @@ pub(crate) fn apply_frr_file(config: &KernelConfig, file: &Path) -> Result<(), I
 }
 
 /// FRR's complaint in a dry run's output (`line 3: % Unknown
-/// command[39]:     advertise-all-vnix`), on one line.
+/// command[39]:     advertise-all-vnix`), on one line: the first three
+/// complaints (a text FRR cannot parse from its first line has one per
+/// line) and how many more.
 fn frr_rejection(output: &str) -> String {
-    let lines: Vec<&str> = output
+    const SHOWN: usize = 3;
+    let lines: Vec<String> = output
         .lines()
-        .map(str::trim)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|l| !l.is_empty())
         .collect();
-    match lines.as_slice() {
-        [] => "no message".to_string(),
-        lines => lines.join("; "),
+    match lines.len() {
+        0 => "no message".to_string(),
+        n if n <= SHOWN => lines.join("; "),
+        n => format!("{}; and {} more", lines[..SHOWN].join("; "), n - SHOWN),
     }
 }
 

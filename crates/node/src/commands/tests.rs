@@ -269,3 +269,19 @@ fn the_l2vni_lines_count_with_their_vni_block_and_match_frrs_rendering() {
     let l3 = "\nvrf vrf-1001\n vni 1001\nexit-vrf\n\nrouter bgp 64999 vrf vrf-1001\n  address-family l2vpn evpn\n    rd 192.0.2.1:1001\n    route-target import 64999:1001\n  exit-address-family\n";
     assert_eq!(frr_check_lines(l3), ["router bgp 64999 vrf vrf-1001"]);
 }
+
+#[test]
+fn frrs_complaints_are_one_line_with_the_first_three() {
+    assert_eq!(
+        frr_rejection("line 3: % Unknown command[39]:     advertise-all-vnix\n"),
+        "line 3: % Unknown command[39]: advertise-all-vnix"
+    );
+    let many: String = (1..=6)
+        .map(|i| format!("line {i}: % Unknown command[4]: x\n"))
+        .collect();
+    assert_eq!(
+        frr_rejection(&many),
+        "line 1: % Unknown command[4]: x; line 2: % Unknown command[4]: x; line 3: % Unknown command[4]: x; and 3 more"
+    );
+    assert_eq!(frr_rejection("\n"), "no message");
+}

@@ -6,59 +6,25 @@
 //! leftover L2 VNI torn down, the foreign look-alikes untouched, and which
 //! method each network got and why.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
+use common::{lines_after, strings, Fixture};
 use serde_json::Value;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+
+const FIXTURE: Fixture = Fixture("dynamic");
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("fixtures/dynamic").join(name)
+    FIXTURE.path(name)
 }
 
 fn scenario() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(fixture("basic.json")).unwrap()).unwrap()
+    FIXTURE.scenario()
 }
 
 fn agent(args: &[&str]) -> String {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plan-dynamic-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let conf = fixture("bgp-agent.conf");
-    let o: Output = Command::new(env!("CARGO_BIN_EXE_ovn-bgp-agent"))
-        .arg("--config-file")
-        .arg(&conf)
-        .args(args)
-        .env_clear()
-        .env("HOME", &home)
-        .output()
-        .expect("running ovn-bgp-agent");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn lines_after<'a>(text: &'a str, header: &str) -> Vec<&'a str> {
-    text.lines()
-        .skip_while(|l| *l != header)
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        .map(str::trim)
-        .collect()
+    FIXTURE.agent(args)
 }
 
 #[test]

@@ -48,3 +48,51 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A scenario fixture's directory (`fixtures/<dir>`: its `basic.json` and
+/// the `bgp-agent.conf` it goes with).
+pub struct Fixture(pub &'static str);
+
+impl Fixture {
+    pub fn path(&self, name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(self.0)
+            .join(name)
+    }
+
+    /// `basic.json`, the scenario.
+    pub fn scenario(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path("basic.json")).unwrap()).unwrap()
+    }
+
+    /// The agent with the fixture's `bgp-agent.conf` and `args`, which
+    /// must exit 0: its stdout.
+    pub fn agent(&self, args: &[&str]) -> String {
+        let conf = self.path("bgp-agent.conf");
+        let mut all = vec!["--config-file", conf.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = agent(&all, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    }
+}
+
+/// A JSON array of strings.
+pub fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The indented lines under `header` in `plan`'s text, trimmed.
+pub fn lines_after<'a>(text: &'a str, header: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect()
+}

@@ -36,25 +36,49 @@ router bgp 64999 vrf bgp-vrf
   exit-address-family
 ";
 
+/// A node namespace with real zebra + bgpd started with `config`, and the
+/// agent's node layer on it (FRR reached through the router's vty socket).
+/// Taken apart as `FrrNode { _ns, _dir, router, mut k }`: locals drop in
+/// reverse, so the daemons stop before their directory and namespace go.
+struct FrrNode {
+    router: FrrRouter,
+    k: KernelNode,
+    _dir: tempfile::TempDir,
+    _ns: Netns,
+}
+
+impl FrrNode {
+    async fn start(tag: &str, config: &str) -> FrrNode {
+        let ns = Netns::new(tag).expect("netns (root)");
+        let dir = tempfile::tempdir().unwrap();
+        let router = FrrRouter::start(ns.name(), &dir.path().join("frr"), config)
+            .expect("FRR (apt package frr)");
+        let k = KernelNode::connect(KernelConfig {
+            netns: Some(ns.path()),
+            rt_tables: dir.path().join("rt_tables"),
+            vty_socket: Some(router.vty_dir().to_path_buf()),
+            frr_config_dir: dir.path().to_path_buf(),
+            ..KernelConfig::default()
+        })
+        .await
+        .unwrap();
+        FrrNode {
+            router,
+            k,
+            _dir: dir,
+            _ns: ns,
+        }
+    }
+}
+
 #[tokio::test]
 async fn vrf_leak_is_applied_once_and_then_recognised_as_ours() {
-    let ns = Netns::new("frr").expect("netns (root)");
-    let dir = tempfile::tempdir().unwrap();
-    let router = FrrRouter::start(
-        ns.name(),
-        &dir.path().join("frr"),
-        "router bgp 64999\n bgp router-id 192.168.100.11\n",
-    )
-    .expect("FRR (apt package frr)");
-    let mut k = KernelNode::connect(KernelConfig {
-        netns: Some(ns.path()),
-        rt_tables: dir.path().join("rt_tables"),
-        vty_socket: Some(router.vty_dir().to_path_buf()),
-        frr_config_dir: dir.path().to_path_buf(),
-        ..KernelConfig::default()
-    })
-    .await
-    .unwrap();
+    let FrrNode {
+        _ns,
+        _dir,
+        router,
+        mut k,
+    } = FrrNode::start("frr", "router bgp 64999\n bgp router-id 192.168.100.11\n").await;
     let d = DesiredNode {
         vrf_table: 10,
         frr_config: Some(VRF_LEAK.into()),
@@ -91,23 +115,16 @@ async fn vrf_leak_is_applied_once_and_then_recognised_as_ours() {
 #[tokio::test]
 async fn an_evpn_vrf_is_read_back_and_its_del_vrf_removes_it() {
     use obgp_netmodel::frr::{add_vrf, del_vrf, AddVrf, DelVrf, RedistSource, RouteDistinguisher};
-    let ns = Netns::new("frr-evpn").expect("netns (root)");
-    let dir = tempfile::tempdir().unwrap();
-    let router = FrrRouter::start(
-        ns.name(),
-        &dir.path().join("frr"),
+    let FrrNode {
+        _ns,
+        _dir,
+        router,
+        mut k,
+    } = FrrNode::start(
+        "frr-evpn",
         "router bgp 64999\n bgp router-id 192.168.100.11\n",
     )
-    .expect("FRR (apt package frr)");
-    let mut k = KernelNode::connect(KernelConfig {
-        netns: Some(ns.path()),
-        rt_tables: dir.path().join("rt_tables"),
-        vty_socket: Some(router.vty_dir().to_path_buf()),
-        frr_config_dir: dir.path().to_path_buf(),
-        ..KernelConfig::default()
-    })
-    .await
-    .unwrap();
+    .await;
     let scope = Scope {
         evpn: true,
         ..Scope::default()
@@ -165,23 +182,12 @@ async fn l2_vni_blocks_are_read_back_trimmed_and_removed_and_an_operators_block_
     use obgp_netmodel::EvpnCleanup;
     use obgp_plan::plan::plan_after;
 
-    let ns = Netns::new("frr-l2vni").expect("netns (root)");
-    let dir = tempfile::tempdir().unwrap();
-    let router = FrrRouter::start(
-        ns.name(),
-        &dir.path().join("frr"),
-        "router bgp 64999\n bgp router-id 192.168.100.11\n address-family l2vpn evpn\n  advertise-all-vni\n  vni 5005\n   rd 65000:5\n   route-target import 65000:5\n  exit-vni\n exit-address-family\n",
-    )
-    .expect("FRR (apt package frr)");
-    let mut k = KernelNode::connect(KernelConfig {
-        netns: Some(ns.path()),
-        rt_tables: dir.path().join("rt_tables"),
-        vty_socket: Some(router.vty_dir().to_path_buf()),
-        frr_config_dir: dir.path().to_path_buf(),
-        ..KernelConfig::default()
-    })
-    .await
-    .unwrap();
+    let FrrNode {
+        _ns,
+        _dir,
+        router,
+        mut k,
+    } = FrrNode::start("frr-l2vni", "router bgp 64999\n bgp router-id 192.168.100.11\n address-family l2vpn evpn\n  advertise-all-vni\n  vni 5005\n   rd 65000:5\n   route-target import 65000:5\n  exit-vni\n exit-address-family\n").await;
     let rt = |s: &str| s.parse().unwrap();
     let asn: Asn = "64999".parse().unwrap();
     let desired = |vnis: &[L2Vni]| {
@@ -268,23 +274,16 @@ async fn l2_vni_blocks_are_read_back_trimmed_and_removed_and_an_operators_block_
 /// without the bad line is then applied.
 #[tokio::test]
 async fn a_text_frrs_parser_rejects_is_not_applied_and_says_why() {
-    let ns = Netns::new("frr-reject").expect("netns (root)");
-    let dir = tempfile::tempdir().unwrap();
-    let router = FrrRouter::start(
-        ns.name(),
-        &dir.path().join("frr"),
+    let FrrNode {
+        _ns,
+        _dir,
+        router,
+        mut k,
+    } = FrrNode::start(
+        "frr-reject",
         "router bgp 64999\n bgp router-id 192.168.100.11\n",
     )
-    .expect("FRR (apt package frr)");
-    let mut k = KernelNode::connect(KernelConfig {
-        netns: Some(ns.path()),
-        rt_tables: dir.path().join("rt_tables"),
-        vty_socket: Some(router.vty_dir().to_path_buf()),
-        frr_config_dir: dir.path().to_path_buf(),
-        ..KernelConfig::default()
-    })
-    .await
-    .unwrap();
+    .await;
     let good = "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n  exit-address-family\n";
     let bad = format!("{good}\nrouter bgp 64999 vrf bgp-vrf\n  bgp router-idd 192.0.2.1\n");
     let err = k

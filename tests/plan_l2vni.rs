@@ -1,8 +1,10 @@
 //! `plan --ovn` and `explain --ovn` with `exposing_method = l2vni`, through
 //! the built binary, on `fixtures/l2vni/basic.json` with
 //! `fixtures/l2vni/bgp-agent.conf`: the L2 VNIs' ops (the VXLAN devices
-//! once FRR holds the text), the agent's leftover VNI torn down, the
-//! foreign `br-*`/`vxlan-*` untouched, and which VNI and method expose an IP.
+//! once FRR holds the text), the static bridge FDB entries before the
+//! neighbours, the agent's leftover VNI torn down (its FDB entry after its
+//! neighbour), the foreign `br-*`/`vxlan-*` and their FDB entries
+//! untouched, and which VNI and method expose an IP.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -81,16 +83,36 @@ fn plan_builds_the_l2_vnis_and_tears_down_only_the_agents_leftover() {
         "{out}"
     );
     let expose = lines_after(&out, "expose:");
+    let at = |want: &str| {
+        expose
+            .iter()
+            .position(|l| *l == want)
+            .unwrap_or_else(|| panic!("{want:?} missing:\n{out}"))
+    };
     for n in strings(&sc["expected"]["neighbours"]) {
         let mut f = n.split(' ');
         let (dev, ip, mac) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
-        let want = format!("+ neighbour {ip} lladdr {mac} dev {dev} permanent");
-        assert!(expose.contains(&want.as_str()), "{want:?} missing:\n{out}");
+        let neighbour = at(&format!(
+            "+ neighbour {ip} lladdr {mac} dev {dev} permanent"
+        ));
+        // The MAC is pinned in the bridge's FDB before (or with) the IP's
+        // neighbour: zebra advertises the MAC/IP route once it has both.
+        let fdb = strings(&sc["expected"]["bridge_fdb"])
+            .into_iter()
+            .find(|e| e.starts_with(&format!("{dev} ")) && e.ends_with(mac))
+            .unwrap_or_else(|| panic!("no expected FDB entry for {mac} on {dev}"));
+        assert!(
+            at(&format!("+ bridge-fdb {fdb} static")) < neighbour,
+            "{out}"
+        );
     }
     let cleanup: Vec<String> = lines_after(&out, "cleanup:")
         .iter()
         .map(|l| l.trim_start_matches("- ").to_string())
         .collect();
+    // The leftover VNI's neighbour goes before its MAC's FDB entry (the
+    // MAC/IP route is withdrawn first), both before its devices; the
+    // static entries on VXLAN ports (remote MACs) are not the agent's.
     assert_eq!(cleanup, strings(&sc["expected"]["plan_removes"]), "{out}");
     assert!(out.contains("advertise-all-vni") && out.contains("rd 64512:2001"));
     let ops_text: String = out
@@ -170,9 +192,49 @@ fn status_lists_each_host_on_its_l2_vni_bridge_with_its_port_row() {
         assert_eq!(e["kind"], "vm", "{e}");
         assert_eq!(e["rows"][0]["table"], "Logical_Switch_Port", "{e}");
         assert_eq!(e["wiring"]["vrf"], Value::Null, "{e}");
-        // Nothing is on the node yet: the neighbour is missing.
+        // Nothing is on the node yet: the FDB entry of the host's MAC
+        // and its neighbour are missing.
         assert_eq!(e["held"], false, "{e}");
+        let missing: Vec<&str> = e["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert!(missing[0].starts_with("bridge-fdb br-20"), "{e}");
+        assert!(missing[1].starts_with("neighbour "), "{e}");
     }
+    assert_eq!(
+        exposed[0]["missing"][0], "bridge-fdb br-2002 vrfe2000000-00 fa:16:3e:33:33:33 static",
+        "{out}"
+    );
+    // Once the node holds the entry, only the neighbour is missing.
+    let mut sc = scenario();
+    sc["initial_node"]["bridge_fdb"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            serde_json::json!({"bridge": "br-2002", "port": "vrfe2000000-00",
+            "mac": "fa:16:3e:33:33:33"}),
+        );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plan-l2vni-fdb-held");
+    std::fs::create_dir_all(&dir).unwrap();
+    let held = dir.join("basic-fdb-held.json");
+    std::fs::write(&held, sc.to_string()).unwrap();
+    let out = agent(&[
+        "status",
+        "--format",
+        "json",
+        "--ovn",
+        held.to_str().unwrap(),
+    ]);
+    let s: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let vlan_host = &s["exposed"][0];
+    assert_eq!(
+        vlan_host["missing"],
+        serde_json::json!(["neighbour 10.100.0.10 lladdr fa:16:3e:33:33:33 dev br-2002"]),
+        "{out}"
+    );
     let vlan = &exposed[0]["wiring"];
     assert_eq!(
         (&vlan["dev"], &vlan["bridge"], &vlan["vlan"]),

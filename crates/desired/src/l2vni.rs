@@ -12,13 +12,16 @@
 //! method's names, so one ownership rule covers both), and FRR's
 //! `advertise-all-vni` with the annotations' `vni` block. Each port bound
 //! here on the network (the NB driver's own decision, [`crate::nb_underlay`])
-//! gets a permanent neighbour on `br-<vni>`, so that zebra knows its IP
-//! and MAC without traffic (docs/evpn.md, "L2 (l2vni)").
+//! gets a static FDB entry (its MAC on the veth end in `br-<vni>`) and a
+//! permanent neighbour on `br-<vni>`, so that zebra advertises its MAC/IP
+//! route without traffic (docs/evpn.md, "EVPN L2").
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use obgp_netmodel::{Class, DesiredNode, DevName, Link, LinkKind, MacAddr, Neighbour, OvsPort};
+use obgp_netmodel::{
+    BridgeFdbEntry, Class, DesiredNode, DevName, Link, LinkKind, MacAddr, Neighbour, OvsPort,
+};
 use serde::Serialize;
 
 use crate::provenance::RowRef;
@@ -59,8 +62,9 @@ pub struct L2Host {
 impl L2Vni {
     /// Adds the VNI's node objects: `br-<vni>`, `vxlan-<vni>` in it (its
     /// bridge-port flags are the planner's, as for every VXLAN device in
-    /// a bridge), the veth pair and its OVS port, and a permanent
-    /// neighbour on `br-<vni>` per host.
+    /// a bridge), the veth pair and its OVS port, and per host the static
+    /// FDB entry of its MAC on the veth end (zebra's local MAC) and a
+    /// permanent neighbour on `br-<vni>` (zebra's local IP for that MAC).
     pub fn add_to_node(&self, n: &mut DesiredNode) {
         let vxlan = VniBridge {
             bridge: &self.bridge,
@@ -93,6 +97,16 @@ impl L2Vni {
             internal: false,
         });
         for (ip, h) in &self.hosts {
+            // One entry per MAC: a host with an IPv4 and an IPv6 address
+            // pins its MAC once.
+            n.bridge_fdb
+                .entry(BridgeFdbEntry {
+                    bridge: self.bridge.clone(),
+                    mac: h.mac,
+                    vlan: None,
+                    port: self.bridge_end.clone(),
+                })
+                .or_insert(Class::Vm);
             n.neighbours
                 .entry(Neighbour {
                     dev: self.bridge.clone(),

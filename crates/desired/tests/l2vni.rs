@@ -67,6 +67,11 @@ fn neighbours(n: &DesiredNode) -> Vec<String> {
         .collect()
 }
 
+/// The static bridge FDB entries, `<bridge> <port> <mac>`.
+fn bridge_fdb(n: &DesiredNode) -> Vec<String> {
+    n.bridge_fdb.keys().map(ToString::to_string).collect()
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
@@ -84,12 +89,20 @@ fn update_switch(db: &mut FixtureDb, uuid: &str, row: Value) {
 const FLAT_SWITCH: &str = "d285c50e-2b1e-4fec-ad3b-b97dcaf458d8";
 
 #[test]
-fn the_scenario_gives_its_expected_devices_neighbours_ports_and_frr_text() {
+fn the_scenario_gives_its_expected_devices_neighbours_fdb_ports_and_frr_text() {
     let (sc, db, c) = setup();
     let (n, notes) = node(&db, &c);
     let want = &sc["expected"];
     assert_eq!(links(&n), strings(&want["links"]), "{notes:?}");
     assert_eq!(neighbours(&n), strings(&want["neighbours"]));
+    // One static entry per MAC bound here (the flat VM's IPv4 and IPv6
+    // share one), on the veth end in the VNI's bridge, with the
+    // neighbours' class: the VM's.
+    assert_eq!(bridge_fdb(&n), strings(&want["bridge_fdb"]));
+    assert!(n
+        .bridge_fdb
+        .values()
+        .all(|c| *c == obgp_netmodel::Class::Vm));
     let ports: Vec<String> = n
         .ovs_ports
         .iter()
@@ -157,6 +170,7 @@ fn removing_the_annotation_or_switching_it_to_l3_takes_the_vni_away() {
         let l = links(&n);
         assert!(!l.iter().any(|x| x.contains("2001")), "{l:?}");
         assert!(!neighbours(&n).iter().any(|x| x.starts_with("br-2001")));
+        assert!(!bridge_fdb(&n).iter().any(|x| x.starts_with("br-2001")));
         let frr = n.frr_config.unwrap();
         assert!(!frr.contains("vni 2001"), "{frr}");
     }
@@ -172,8 +186,27 @@ fn a_port_that_migrates_away_is_no_longer_a_host_here() {
     db.apply(NB_DB, op.as_array().unwrap()).unwrap();
     let (n, _) = node(&db, &c);
     assert_eq!(neighbours(&n), ["br-2002 10.100.0.10 fa:16:3e:33:33:33"]);
+    // Its MAC is no longer pinned either (withdrawn with the neighbour).
+    assert_eq!(bridge_fdb(&n), ["br-2002 vrfe2000000-00 fa:16:3e:33:33:33"]);
     // The VNI stays: the network is still stretched here.
     assert!(links(&n).iter().any(|l| l.starts_with("vxlan-2001 ")));
+}
+
+#[test]
+fn a_port_that_goes_down_loses_its_fdb_entry_and_neighbours() {
+    let (_, mut db, c) = setup();
+    let op = json!([{"op": "update", "table": "Logical_Switch_Port",
+        "where": [["name", "==", "77777777-7777-4777-8777-777777777777"]],
+        "row": {"up": false}}]);
+    db.apply(NB_DB, op.as_array().unwrap()).unwrap();
+    let (n, _) = node(&db, &c);
+    assert!(!neighbours(&n).iter().any(|x| x.starts_with("br-2001")));
+    assert!(
+        !bridge_fdb(&n).iter().any(|x| x.starts_with("br-2001")),
+        "{:?}",
+        bridge_fdb(&n)
+    );
+    assert_eq!(bridge_fdb(&n), ["br-2002 vrfe2000000-00 fa:16:3e:33:33:33"]);
 }
 
 #[test]
@@ -279,6 +312,13 @@ proptest! {
             .filter(|x| x.starts_with(&format!("{br} ")))
             .count();
         prop_assert_eq!(on_br, 2);
+        prop_assert_eq!(
+            bridge_fdb(&n)
+                .into_iter()
+                .filter(|x| x.starts_with(&format!("{br} ")))
+                .collect::<Vec<_>>(),
+            vec![format!("{br} vrfdd3b5a95-aa fa:16:3e:11:11:11")]
+        );
         let vrfs = n.links.iter().filter(|l| matches!(l.kind, LinkKind::Vrf { .. })).count();
         prop_assert_eq!(vrfs, 0);
     }

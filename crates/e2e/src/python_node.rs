@@ -183,6 +183,7 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
             | Op::DelRoute { .. }
             | Op::DelNeighbour(_)
             | Op::DelProxyNeighbour(_)
+            | Op::DelBridgeFdb(_)
             | Op::DelFlow { .. }
             | Op::RemoveFrr { .. }) => {
                 return Err(format!(
@@ -192,7 +193,8 @@ pub fn python_writes(plan: &Plan) -> Result<Vec<PythonWrite>, String> {
             other @ (Op::SetBridgePort { .. }
             | Op::AddOvsPort(_)
             | Op::DelOvsPort { .. }
-            | Op::AddFdb(_)) => {
+            | Op::AddFdb(_)
+            | Op::AddBridgeFdb(_)) => {
                 return Err(format!(
                     "the Python-configured node of these tests has no EVPN: {other}"
                 ))

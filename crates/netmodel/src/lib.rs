@@ -12,9 +12,11 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+pub use bridge_fdb::BridgeFdbEntry;
 pub use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
+pub mod bridge_fdb;
 pub mod exposable;
 pub mod frr;
 pub mod hash;
@@ -286,7 +288,8 @@ pub struct OvsPort {
 /// A static entry of an OVS bridge's MAC learning table
 /// (`ovs-appctl fdb/add BRIDGE PORT VLAN MAC`). The `ovn` exposing method
 /// pins an external bridge's own MAC on its own port this way, so the
-/// bridge does not re-learn it elsewhere and drop on a table miss.
+/// bridge does not re-learn it elsewhere and drop on a table miss. A
+/// Linux bridge's FDB entry is another object: [`BridgeFdbEntry`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct FdbEntry {
     pub bridge: DevName,
@@ -508,6 +511,12 @@ pub struct DesiredNode {
     /// and an OVS restart drops them all anyway (docs/ownership.md).
     #[serde(default)]
     pub fdb: BTreeSet<FdbEntry>,
+    /// Static entries of Linux bridges' FDBs (`exposing_method = l2vni`:
+    /// each VM bound here pinned on the veth end in `br-<vni>`, so that
+    /// zebra advertises its MAC without traffic). Removed only on the
+    /// agent's ports of a structure-proven L2 VNI (docs/ownership.md).
+    #[serde(default)]
+    pub bridge_fdb: BTreeMap<BridgeFdbEntry, Class>,
     /// The VNIs whose FRR VRF (`vrf vrf-<vni>` / `router bgp AS vrf
     /// vrf-<vni>`) the desired FRR text holds; an agent-shaped EVPN VRF in
     /// FRR's running configuration outside this set gets del-vrf.

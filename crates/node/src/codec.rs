@@ -1,5 +1,6 @@
 //! The rtnetlink codec: each object the agent writes or mirrors (link,
-//! address, rule, route, neighbour and proxy neighbour) encoded into the
+//! address, rule, route, neighbour, proxy neighbour and Linux bridge FDB
+//! entry) encoded into the
 //! request that writes it and decoded from the message the kernel sends, in
 //! one place, so that what is written and what is read back agree. Devices
 //! go by name here and by index on the wire; the caller resolves them.
@@ -10,7 +11,7 @@
 
 use std::net::IpAddr;
 
-use obgp_netmodel::{Address, BridgePort, DevName, LinkKind, RouteType};
+use obgp_netmodel::{Address, BridgeFdbEntry, BridgePort, DevName, LinkKind, RouteType};
 use obgp_plan::actual::{KernelRoute, KernelRule};
 use obgp_plan::op::Op;
 use rtnetlink::packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
@@ -33,8 +34,8 @@ use crate::error::IoError;
 mod decode;
 
 pub(crate) use decode::{
-    decode_address, decode_bridge_port_view, decode_link, decode_neighbour, decode_route,
-    decode_rule, is_bridge_port_view, LinkEntry, Neigh,
+    decode_address, decode_bridge_fdb, decode_bridge_port_view, decode_link, decode_neighbour,
+    decode_route, decode_rule, is_bridge_port_view, BridgeFdb, LinkEntry, Neigh,
 };
 #[cfg(test)]
 use decode::{Links, IFLA_BRPORT_LEARNING, IFLA_BRPORT_NEIGH_SUPPRESS};
@@ -168,6 +169,18 @@ pub(crate) fn encode(
         }
         Op::DelProxyNeighbour(p) => {
             let m = neighbour_message(&ifindex, &p.dev, p.dst, true)?;
+            Request::new(RouteNetlinkMessage::DelNeighbour(m), 0)
+        }
+        Op::AddBridgeFdb(e) => {
+            let mut m = bridge_fdb_message(e, &ifindex)?;
+            m.header.state = NeighbourState::Noarp;
+            Request::new(
+                RouteNetlinkMessage::NewNeighbour(m),
+                NLM_F_CREATE | NLM_F_REPLACE,
+            )
+        }
+        Op::DelBridgeFdb(e) => {
+            let m = bridge_fdb_message(e, &ifindex)?;
             Request::new(RouteNetlinkMessage::DelNeighbour(m), 0)
         }
         Op::SetSysctl(_)
@@ -387,6 +400,26 @@ fn neighbour_message(
             IpAddr::V4(a) => NeighbourAddress::Inet(a),
             IpAddr::V6(a) => NeighbourAddress::Inet6(a),
         }));
+    Ok(m)
+}
+
+/// The `AF_BRIDGE` neighbour of a Linux bridge's FDB entry, as `bridge
+/// fdb ... dev PORT master` sends it: the port's index, `NTF_MASTER` (the
+/// bridge's table, not the port device's own address list) and the MAC;
+/// the bridge is the port's master, so it is not sent.
+fn bridge_fdb_message(
+    e: &BridgeFdbEntry,
+    ifindex: impl Fn(&DevName) -> Result<u32, IoError>,
+) -> Result<NeighbourMessage, IoError> {
+    let mut m = NeighbourMessage::default();
+    m.header.family = AddressFamily::Bridge;
+    m.header.ifindex = ifindex(&e.port)?;
+    m.header.flags = NeighbourFlags::Controller;
+    m.attributes
+        .push(NeighbourAttribute::LinkLayerAddress(e.mac.0.to_vec()));
+    if let Some(v) = e.vlan {
+        m.attributes.push(NeighbourAttribute::Vlan(v));
+    }
     Ok(m)
 }
 

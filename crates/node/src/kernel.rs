@@ -357,6 +357,7 @@ impl KernelNode {
             routes: view.routes,
             neighbours: view.neighbours,
             proxy_neighbours,
+            bridge_fdb: view.bridge_fdb,
             rt_tables,
             ..Actual::default()
         };
@@ -458,7 +459,10 @@ impl KernelNode {
                 Op::AddAddress(_) | Op::DelAddress(_) => stale.addresses = true,
                 Op::AddRule { .. } | Op::DelRule { .. } => stale.rules = true,
                 Op::ReplaceRoute { .. } | Op::DelRoute { .. } => stale.routes = true,
-                Op::ReplaceNeighbour(_) | Op::DelNeighbour(_) => stale.neighbours = true,
+                Op::ReplaceNeighbour(_)
+                | Op::DelNeighbour(_)
+                | Op::AddBridgeFdb(_)
+                | Op::DelBridgeFdb(_) => stale.neighbours = true,
                 _ => {}
             }
         }
@@ -496,7 +500,8 @@ impl KernelNode {
             | Op::DelOvsPort { .. }
             | Op::AddFdb(_) => crate::commands::run_command_op(&self.config, op)
                 .unwrap_or_else(|| Err(IoError::Invalid(op.to_string()))),
-            // Links, addresses, rules, routes, neighbours: one rtnetlink request.
+            // Links, addresses, rules, routes, neighbours, bridge FDB
+            // entries: one rtnetlink request.
             _ => {
                 if let Op::AddLink {
                     name,

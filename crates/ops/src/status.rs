@@ -14,6 +14,7 @@
 pub mod render;
 pub mod rows;
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -283,9 +284,17 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                     missing,
                 });
             }
-            // `exposing_method = l2vni`: each host is a permanent neighbour
-            // on `br-<vni>` (what zebra announces as a type-2 route); no
-            // VRF, no table.
+            // `exposing_method = l2vni`: each host is a static FDB entry
+            // of its MAC in `br-<vni>` and a permanent neighbour on it
+            // (what zebra announces as a type-2 route); no VRF, no table.
+            // The desired entries the node lacks, by bridge and MAC.
+            let unpinned: BTreeMap<_, _> = i
+                .node
+                .bridge_fdb
+                .keys()
+                .filter(|f| !i.actual.bridge_fdb.contains(f))
+                .map(|f| ((&f.bridge, f.mac), f))
+                .collect();
             for v in evpn.l2.values() {
                 for (ip, h) in &v.hosts {
                     let w = Wiring {
@@ -294,12 +303,12 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                         dev: Some(v.bridge.to_string()),
                         ..Wiring::default()
                     };
-                    out.push(entry(
-                        IpNet::from(*ip),
-                        Class::Vm,
-                        vec![rows.of(h.source)],
-                        w,
-                    ));
+                    let mut e = entry(IpNet::from(*ip), Class::Vm, vec![rows.of(h.source)], w);
+                    if let Some(f) = unpinned.get(&(&v.bridge, h.mac)) {
+                        e.held = false;
+                        e.missing.insert(0, format!("bridge-fdb {f} static"));
+                    }
+                    out.push(e);
                 }
             }
         }

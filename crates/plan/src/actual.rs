@@ -10,8 +10,8 @@ use std::fmt;
 use std::net::IpAddr;
 
 use obgp_netmodel::{
-    proto, scope, Address, BridgePort, DevName, IpNet, MacAddr, ModelError, Neighbour,
-    ProxyNeighbour, RouteType,
+    proto, scope, Address, BridgeFdbEntry, BridgePort, DevName, IpNet, MacAddr, ModelError,
+    Neighbour, ProxyNeighbour, RouteType,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,11 @@ pub struct Actual {
     /// shared with the mirror like the addresses (one per provider VM IP).
     pub neighbours: SharedSet<Neighbour>,
     pub proxy_neighbours: BTreeSet<ProxyNeighbour>,
+    /// Static entries of Linux bridges' FDBs on bridge ports named like
+    /// the agent's L2 VNI veth ends (the node reads no others: learned,
+    /// permanent and foreign-port entries are the kernel's or another
+    /// tool's); shared with the mirror.
+    pub bridge_fdb: SharedSet<BridgeFdbEntry>,
     /// The sysctls the agent writes, by dotted key.
     pub sysctls: BTreeMap<String, String>,
     pub rt_tables: RtTables,

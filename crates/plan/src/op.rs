@@ -4,8 +4,8 @@
 use std::fmt;
 
 use obgp_netmodel::{
-    proto, scope, Address, BridgePort, DevName, FdbEntry, IpNet, LinkKind, MacAddr, Neighbour,
-    OvsPort, ProxyNeighbour, RouteType, Sysctl,
+    proto, scope, Address, BridgeFdbEntry, BridgePort, DevName, FdbEntry, IpNet, LinkKind, MacAddr,
+    Neighbour, OvsPort, ProxyNeighbour, RouteType, Sysctl,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,12 @@ pub enum Op {
     /// `ovs-appctl fdb/add BRIDGE PORT VLAN MAC` (no delete: see
     /// [`DesiredNode::fdb`](obgp_netmodel::DesiredNode::fdb)).
     AddFdb(FdbEntry),
+    /// `bridge fdb replace MAC dev PORT master static [vlan V]`: a static
+    /// entry of a Linux bridge's FDB (moves the MAC to PORT if the bridge
+    /// holds it elsewhere).
+    AddBridgeFdb(BridgeFdbEntry),
+    /// `bridge fdb del MAC dev PORT master [vlan V]`.
+    DelBridgeFdb(BridgeFdbEntry),
     AddAddress(Address),
     DelAddress(Address),
     /// `ip rule add to DST lookup TABLE [pref P]`; without a priority the
@@ -212,6 +218,8 @@ impl fmt::Display for Op {
             }
             Op::DelOvsPort { bridge, name } => write!(f, "- ovs-port {bridge} {name}"),
             Op::AddFdb(e) => write!(f, "+ fdb {} {} vlan {} {}", e.bridge, e.port, e.vlan, e.mac),
+            Op::AddBridgeFdb(e) => write!(f, "+ bridge-fdb {e} static"),
+            Op::DelBridgeFdb(e) => write!(f, "- bridge-fdb {e}"),
             Op::AddAddress(a) => write!(f, "+ address {} dev {}", a.net, a.dev),
             Op::DelAddress(a) => write!(f, "- address {} dev {}", a.net, a.dev),
             Op::AddRule {
@@ -285,6 +293,7 @@ impl Op {
                 | Op::DelRoute { .. }
                 | Op::DelNeighbour(_)
                 | Op::DelProxyNeighbour(_)
+                | Op::DelBridgeFdb(_)
                 | Op::DelFlow { .. }
                 | Op::DelOvsPort { .. }
                 | Op::RemoveFrr { .. }
@@ -366,6 +375,28 @@ mod tests {
             op.to_string(),
             "+ route 10.0.0.0/24 via 172.24.4.100 dev br-ex proto boot scope global table br-ex (table 1)"
         );
+    }
+
+    #[test]
+    fn bridge_fdb_ops_print_like_the_ovs_fdb_op() {
+        let e = BridgeFdbEntry {
+            bridge: dev("br-2001"),
+            mac: "fa:16:3e:11:11:11".parse().unwrap(),
+            vlan: None,
+            port: dev("vrfdd3b5a95-aa"),
+        };
+        assert_eq!(
+            Op::AddBridgeFdb(e.clone()).to_string(),
+            "+ bridge-fdb br-2001 vrfdd3b5a95-aa fa:16:3e:11:11:11 static"
+        );
+        assert_eq!(
+            Op::DelBridgeFdb(e.clone()).to_string(),
+            "- bridge-fdb br-2001 vrfdd3b5a95-aa fa:16:3e:11:11:11"
+        );
+        assert!(Op::AddBridgeFdb(e.clone()).is_add() && !Op::DelBridgeFdb(e.clone()).is_add());
+        // Kernel writes (one rtnetlink request), with no IP to order on.
+        assert!(!Op::AddBridgeFdb(e.clone()).runs_a_command());
+        assert_eq!(Op::DelBridgeFdb(e).subject(), None);
     }
 
     #[test]

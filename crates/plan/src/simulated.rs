@@ -96,7 +96,12 @@ impl SimulatedNode {
             }
             Op::SetMaster { name, master } => {
                 self.has_dev(master)?;
-                self.link_mut(name)?.master = Some(master.clone());
+                let link = self.link_mut(name)?;
+                if link.master.as_ref() != Some(master) {
+                    link.master = Some(master.clone());
+                    // A port leaving a bridge takes its FDB entries along.
+                    self.actual.bridge_fdb.retain(|e| e.port != *name);
+                }
                 Ok(())
             }
             Op::SetLinkMac { name, mac } => {
@@ -182,6 +187,22 @@ impl SimulatedNode {
             Op::AddOvsPort(p) => self.add_ovs_port(p),
             Op::DelOvsPort { bridge, name } => {
                 self.del_ovs_port(bridge, name);
+                Ok(())
+            }
+            Op::AddBridgeFdb(e) => {
+                let port = a.links.get(&e.port).ok_or(Errno::NoDev)?;
+                if port.master.as_ref() != Some(&e.bridge) {
+                    return Err(Errno::Inval);
+                }
+                // Keyed by (bridge, MAC, VLAN): a replace moves the MAC.
+                a.bridge_fdb.retain(|x| !x.same_key(e));
+                a.bridge_fdb.insert(e.clone());
+                Ok(())
+            }
+            Op::DelBridgeFdb(e) => {
+                if !a.bridge_fdb.remove(e) {
+                    return Err(Errno::NoEnt);
+                }
                 Ok(())
             }
             Op::AddFdb(e) => {
@@ -291,6 +312,8 @@ impl SimulatedNode {
             .retain(|r| !r.dev.as_ref().is_some_and(|d| gone.contains(d)));
         a.neighbours.retain(|n| !gone.contains(&n.dev));
         a.proxy_neighbours.retain(|n| !gone.contains(&n.dev));
+        a.bridge_fdb
+            .retain(|e| !gone.contains(&e.port) && !gone.contains(&e.bridge));
         // A device's per-device sysctl keys go with it, as on Linux (the
         // scenarios' fake keeps them: a fidelity limit of the recording).
         // Kept, they would let a re-created device look configured.

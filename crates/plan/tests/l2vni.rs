@@ -1,15 +1,16 @@
 //! The L2 VNIs' ownership rule (`exposing_method = l2vni`,
 //! docs/ownership.md, "EVPN"): `br-<n>` in no VRF holding `vxlan-<n>`
 //! with VNI `n` is the agent's, with its agent-named veth ends and the
-//! permanent neighbours on the bridge; foreign `br-*` and `vxlan-*`
-//! look-alikes, and routes in a table numbered like the VNI, are never
-//! touched.
+//! permanent neighbours on the bridge and the static FDB entries on those
+//! veth ends; foreign `br-*` and `vxlan-*` look-alikes, the FDB entries on
+//! any other port or bridge, and routes in a table numbered like the VNI,
+//! are never touched.
 
 use std::collections::BTreeSet;
 
 use obgp_netmodel::{
-    proto, scope, BridgePort, Class, DesiredNode, EvpnCleanup, Link, LinkKind, MacAddr, Neighbour,
-    RouteType,
+    proto, scope, BridgeFdbEntry, BridgePort, Class, DesiredNode, EvpnCleanup, Link, LinkKind,
+    MacAddr, Neighbour, RouteType,
 };
 use obgp_plan::plan::{order_violations, plan};
 use obgp_plan::{Actual, KernelRoute, Op, SimulatedNode};
@@ -206,9 +207,174 @@ fn a_wanted_l2_vni_keeps_its_devices_gets_its_flags_and_swaps_its_neighbours() {
     }
 }
 
+fn fdb(bridge: &str, port: &str, last: u8) -> BridgeFdbEntry {
+    BridgeFdbEntry {
+        bridge: dev(bridge),
+        mac: MacAddr([0xfa, 0x16, 0x3e, 0, 0, last]),
+        vlan: None,
+        port: dev(port),
+    }
+}
+
+/// [`node`] with static FDB entries: the agent's (the neighbour's MAC on
+/// its veth end in `br-3003`) and foreign ones: a remote MAC on
+/// `vxlan-3003` (zebra's), one on an operator's port `tap1` in `br-3003`,
+/// and one on an agent-named veth end in the operator's `br-foo`.
+fn node_with_fdb() -> Actual {
+    let mut m = SimulatedNode::new(node());
+    let veth = |peer: &str| LinkKind::Veth { peer: dev(peer) };
+    add(&mut m, "tap1", veth("tap1-p"), Some("br-3003"));
+    add(
+        &mut m,
+        "vrfee000000-01",
+        veth("ovsee000000-01"),
+        Some("br-foo"),
+    );
+    let mut a = m.actual;
+    for e in FDB_FOREIGN {
+        a.bridge_fdb.insert(e());
+    }
+    a.bridge_fdb.insert(fdb("br-3003", "vrfabcdef12-34", 0x30));
+    a
+}
+
+const FDB_FOREIGN: [fn() -> BridgeFdbEntry; 3] = [
+    || fdb("br-3003", "vxlan-3003", 0x91),
+    || fdb("br-3003", "tap1", 0x92),
+    || fdb("br-foo", "vrfee000000-01", 0x93),
+];
+
+/// The positions in `p` of the ops that `is` picks.
+fn positions(p: &obgp_plan::plan::Plan, is: impl Fn(&Op) -> bool) -> Vec<usize> {
+    p.ops()
+        .enumerate()
+        .filter(|(_, op)| is(op))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn a_torn_down_vni_loses_its_fdb_entry_after_its_neighbour_and_foreign_entries_stay() {
+    let p = plan(&l2vni_mode(), &node_with_fdb()).unwrap();
+    let fdb_ops: Vec<&Op> = p
+        .ops()
+        .filter(|op| matches!(op, Op::AddBridgeFdb(_) | Op::DelBridgeFdb(_)))
+        .collect();
+    assert_eq!(
+        fdb_ops,
+        [&Op::DelBridgeFdb(fdb("br-3003", "vrfabcdef12-34", 0x30))],
+        "{p}"
+    );
+    // zebra withdraws the MAC/IP route with the neighbour, then the MAC
+    // route with the FDB entry; the devices go last.
+    let neigh = positions(
+        &p,
+        |op| matches!(op, Op::DelNeighbour(n) if n.dev.as_str() == "br-3003"),
+    );
+    let entry = positions(&p, |op| matches!(op, Op::DelBridgeFdb(_)));
+    let links = positions(&p, |op| matches!(op, Op::DelLink { .. }));
+    assert!(neigh[0] < entry[0] && entry[0] < links[0], "{p}");
+    assert!(order_violations(&p.steps).is_empty(), "{p}");
+    let text = p.to_string();
+    for mac in [
+        "fa:16:3e:00:00:91",
+        "fa:16:3e:00:00:92",
+        "fa:16:3e:00:00:93",
+    ] {
+        assert!(!text.contains(mac), "{mac} touched:\n{text}");
+    }
+    // The simulated kernel takes the entries of deleted ports along, and
+    // the plan converges.
+    let mut m = SimulatedNode::new(node_with_fdb());
+    m.apply_all(p.ops());
+    assert!(m.failures().is_empty(), "{:?}", m.log);
+    assert!(plan(&l2vni_mode(), &m.actual).unwrap().is_empty());
+    let left: BTreeSet<BridgeFdbEntry> = m.actual.bridge_fdb.iter().cloned().collect();
+    assert_eq!(left, [fdb("br-foo", "vrfee000000-01", 0x93)].into());
+}
+
+#[test]
+fn a_wanted_vni_pins_each_host_mac_before_its_neighbour_and_unpins_the_gone() {
+    let mut d = l2vni_mode();
+    for (name, kind, master) in [
+        ("br-3003", LinkKind::Bridge, None),
+        ("vxlan-3003", vxlan(3003), Some("br-3003")),
+        (
+            "vrfabcdef12-34",
+            LinkKind::Veth {
+                peer: dev("ovsabcdef12-34"),
+            },
+            Some("br-3003"),
+        ),
+    ] {
+        d.links.insert(Link {
+            name: dev(name),
+            kind,
+            master: master.map(dev),
+            mac: None,
+            up: true,
+        });
+    }
+    // A VM bound here now (MAC 31), and one whose MAC zebra had learnt
+    // from a remote VTEP (91, on vxlan-3003) that migrated here.
+    for last in [0x31, 0x91] {
+        d.neighbours.insert(
+            neighbour("br-3003", &format!("192.0.2.{last}"), last),
+            Class::Vm,
+        );
+        d.bridge_fdb
+            .insert(fdb("br-3003", "vrfabcdef12-34", last), Class::Vm);
+    }
+    let p = plan(&d, &node_with_fdb()).unwrap();
+    let added = |last: u8| {
+        positions(&p, |op| {
+            *op == Op::AddBridgeFdb(fdb("br-3003", "vrfabcdef12-34", last))
+        })
+    };
+    for last in [0x31, 0x91] {
+        let ip = format!("192.0.2.{last}");
+        let neigh = positions(
+            &p,
+            |op| matches!(op, Op::ReplaceNeighbour(n) if n.dst.to_string() == ip),
+        );
+        assert!(added(last)[0] < neigh[0], "{p}");
+    }
+    let gone = positions(&p, |op| {
+        *op == Op::DelBridgeFdb(fdb("br-3003", "vrfabcdef12-34", 0x30))
+    });
+    let gone_neigh = positions(
+        &p,
+        |op| matches!(op, Op::DelNeighbour(n) if n.dst.to_string() == "192.0.2.30"),
+    );
+    assert!(gone_neigh[0] < gone[0], "{p}");
+    // The remote entry is moved by the replace, never deleted; the other
+    // foreign entries are not touched.
+    assert_eq!(
+        p.ops()
+            .filter(|op| matches!(op, Op::DelBridgeFdb(_)))
+            .count(),
+        1,
+        "{p}"
+    );
+    let text = p.to_string();
+    for mac in ["fa:16:3e:00:00:92", "fa:16:3e:00:00:93"] {
+        assert!(!text.contains(mac), "{mac} touched:\n{text}");
+    }
+    assert!(order_violations(&p.steps).is_empty(), "{p}");
+    let mut m = SimulatedNode::new(node_with_fdb());
+    m.apply_all(p.ops());
+    let again = plan(&d, &m.actual).unwrap();
+    assert!(
+        !again
+            .ops()
+            .any(|op| matches!(op, Op::AddBridgeFdb(_) | Op::DelBridgeFdb(_))),
+        "{again}"
+    );
+}
+
 #[test]
 fn the_underlay_modes_never_judge_l2_vnis() {
-    let p = plan(&DesiredNode::default(), &node()).unwrap();
+    let p = plan(&DesiredNode::default(), &node_with_fdb()).unwrap();
     assert!(p.is_empty(), "{p}");
 }
 

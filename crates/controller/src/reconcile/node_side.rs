@@ -228,6 +228,7 @@ pub fn object_kind(op: &Op) -> &'static str {
         Op::SetBridgePort { .. } => "bridge_port",
         Op::AddOvsPort(_) | Op::DelOvsPort { .. } => "ovs_port",
         Op::AddFdb(_) => "fdb",
+        Op::AddBridgeFdb(_) | Op::DelBridgeFdb(_) => "bridge_fdb",
         Op::AddAddress(_) | Op::DelAddress(_) => "address",
         Op::AddRule { .. } | Op::DelRule { .. } => "rule",
         Op::ReplaceRoute { .. } | Op::DelRoute { .. } => "route",

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use obgp_netmodel::{
-    Address, BridgePort, DevName, IpNet, MacAddr, Neighbour, ProxyNeighbour, RouteType,
+    Address, BridgeFdbEntry, BridgePort, DevName, IpNet, MacAddr, Neighbour, ProxyNeighbour,
+    RouteType,
 };
 use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule, VxlanInfo};
 use rtnetlink::packet_core::{Nla, NLA_TYPE_MASK};
@@ -368,4 +369,63 @@ pub(crate) fn decode_neighbour(n: &NeighbourMessage, links: &Links) -> Option<Ne
         }
         _ => Some(Neigh::Other { dev, dst }),
     }
+}
+
+/// A Linux bridge's FDB entry (an `AF_BRIDGE` neighbour with `NDA_MASTER`)
+/// as the mirror sorts it. The kernel keys it by (bridge, MAC, VLAN); a
+/// notification gives the whole new state of that key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BridgeFdb {
+    /// A static entry (`NUD_NOARP`, neither learned by the bridge nor
+    /// added by a control plane: no `NTF_EXT_LEARNED`) on a veth named
+    /// like the agent's L2 VNI veth ends (`vrf<uuid[:11]>`): the only
+    /// entries the agent could own, so the only ones mirrored.
+    Static(BridgeFdbEntry),
+    /// Any other entry at this key: learned or dynamic, permanent (the
+    /// bridge's or a port's own MAC), zebra's remote MACs, or on another
+    /// port. Not read; its key no longer holds a static entry of ours.
+    Other {
+        bridge: DevName,
+        mac: MacAddr,
+        vlan: Option<u16>,
+    },
+}
+
+/// The bridge FDB entry of an `AF_BRIDGE` neighbour message, or `None`
+/// for another family, a device's own address list (`NTF_SELF` entries,
+/// which carry no `NDA_MASTER`), an entry without a MAC, or a port or
+/// bridge the mirror does not know.
+pub(crate) fn decode_bridge_fdb(n: &NeighbourMessage, links: &Links) -> Option<BridgeFdb> {
+    if n.header.family != AddressFamily::Bridge {
+        return None;
+    }
+    let (mut bridge, mut mac, mut vlan) = (None, None, None);
+    for at in &n.attributes {
+        match at {
+            NeighbourAttribute::Controller(i) => bridge = Some(*i),
+            NeighbourAttribute::LinkLayerAddress(b) if b.len() == 6 => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(b);
+                mac = Some(MacAddr(m));
+            }
+            NeighbourAttribute::Vlan(v) => vlan = Some(*v),
+            _ => {}
+        }
+    }
+    let bridge = name_of(links, bridge?)?;
+    let (mac, port) = (mac?, links.get(&n.header.ifindex)?);
+    let agent_port =
+        port.link.kind == "veth" && obgp_netmodel::names::evpn::is_nb_vrf_veth(port.name.as_str());
+    let is_static = n.header.state == NeighbourState::Noarp
+        && !n.header.flags.contains(NeighbourFlags::ExtLearned);
+    Some(if agent_port && is_static {
+        BridgeFdb::Static(BridgeFdbEntry {
+            bridge,
+            mac,
+            vlan,
+            port: port.name.clone(),
+        })
+    } else {
+        BridgeFdb::Other { bridge, mac, vlan }
+    })
 }

@@ -508,3 +508,109 @@ fn the_bridges_view_of_a_port_carries_its_flags_and_is_told_apart() {
         .retain(|a| !matches!(a, LinkAttribute::ProtoInfoBridge(_)));
     assert_eq!(decode_bridge_port_view(&m), None);
 }
+
+/// A bridge FDB request as `bridge fdb replace/del ... master` sends it,
+/// and the kernel's notification of it (the request plus `NDA_MASTER`)
+/// decoded back; only static entries on the agent's veth ends are read.
+#[test]
+fn bridge_fdb_entries_are_sent_as_the_bridge_tool_sends_them_and_decode_back() {
+    let mut links = links();
+    for (name, index, kind) in [
+        ("br-2001", 20, "bridge"),
+        ("vrfdd3b5a95-aa", 21, "veth"),
+        ("vxlan-2001", 22, "vxlan"),
+        ("vrfdd3b5a95-ab", 23, "dummy"),
+    ] {
+        let entry = LinkEntry {
+            name: dev(name),
+            link: ActualLink::new(index, kind, None, true),
+            master: Some(20),
+            parent: None,
+        };
+        links.insert(index, entry);
+    }
+    let index = |d: &DevName| {
+        links
+            .values()
+            .find(|l| l.name == *d)
+            .map(|l| l.link.index)
+            .ok_or_else(|| IoError::NoDevice(d.to_string()))
+    };
+    let e = BridgeFdbEntry {
+        bridge: dev("br-2001"),
+        mac: "fa:16:3e:11:11:11".parse().unwrap(),
+        vlan: None,
+        port: dev("vrfdd3b5a95-aa"),
+    };
+    let add = encode(&Op::AddBridgeFdb(e.clone()), "dummy", index).unwrap();
+    assert_eq!(add.flags, NLM_F_CREATE | NLM_F_REPLACE);
+    let RouteNetlinkMessage::NewNeighbour(sent) = add.msg else {
+        panic!("not a new neighbour: {:?}", add.msg);
+    };
+    assert_eq!(sent.header.family, AddressFamily::Bridge);
+    assert_eq!(sent.header.ifindex, 21);
+    assert_eq!(sent.header.flags, NeighbourFlags::Controller);
+    assert_eq!(sent.header.state, NeighbourState::Noarp);
+    let del = encode(&Op::DelBridgeFdb(e.clone()), "dummy", index).unwrap();
+    assert!(matches!(&del.msg,
+        RouteNetlinkMessage::DelNeighbour(m) if m.header.flags == NeighbourFlags::Controller
+            && m.attributes == sent.attributes));
+
+    // The kernel's notification names the bridge in NDA_MASTER.
+    let notified = |state, flags, port: u32| {
+        let mut m = sent.clone();
+        m.header.state = state;
+        m.header.flags = flags;
+        m.header.ifindex = port;
+        m.attributes.push(NeighbourAttribute::Controller(20));
+        m
+    };
+    let none = NeighbourFlags::empty();
+    assert_eq!(
+        decode_bridge_fdb(&notified(NeighbourState::Noarp, none, 21), &links),
+        Some(BridgeFdb::Static(e.clone()))
+    );
+    let other = Some(BridgeFdb::Other {
+        bridge: e.bridge.clone(),
+        mac: e.mac,
+        vlan: None,
+    });
+    for (what, m) in [
+        ("learned", notified(NeighbourState::Reachable, none, 21)),
+        ("permanent", notified(NeighbourState::Permanent, none, 21)),
+        (
+            "zebra's",
+            notified(NeighbourState::Noarp, NeighbourFlags::ExtLearned, 21),
+        ),
+        (
+            "on the VXLAN port",
+            notified(NeighbourState::Noarp, none, 22),
+        ),
+        ("on a non-veth", notified(NeighbourState::Noarp, none, 23)),
+    ] {
+        assert_eq!(decode_bridge_fdb(&m, &links), other, "{what}");
+    }
+    // A device's own address list has no NDA_MASTER; an IP neighbour is
+    // no bridge FDB entry.
+    assert_eq!(decode_bridge_fdb(&sent, &links), None);
+    let mut inet = notified(NeighbourState::Noarp, none, 21);
+    inet.header.family = AddressFamily::Inet;
+    assert_eq!(decode_bridge_fdb(&inet, &links), None);
+    // A VLAN goes in NDA_VLAN and comes back.
+    let tagged = BridgeFdbEntry {
+        vlan: Some(10),
+        ..e.clone()
+    };
+    let RouteNetlinkMessage::NewNeighbour(mut m) =
+        encode(&Op::AddBridgeFdb(tagged.clone()), "dummy", index)
+            .unwrap()
+            .msg
+    else {
+        panic!("not a new neighbour");
+    };
+    m.attributes.push(NeighbourAttribute::Controller(20));
+    assert_eq!(
+        decode_bridge_fdb(&m, &links),
+        Some(BridgeFdb::Static(tagged))
+    );
+}

@@ -1,5 +1,6 @@
-//! A mirror of the node's links, addresses, rules, routes and permanent
-//! neighbours, kept current from rtnetlink notifications, so that observing
+//! A mirror of the node's links, addresses, rules, routes, permanent
+//! neighbours and the static Linux bridge FDB entries the agent could own
+//! (on ports named like its L2 VNI veth ends), kept current from rtnetlink notifications, so that observing
 //! the node costs a copy of what is owned instead of full netlink dumps.
 //!
 //! Two sockets are opened inside the node's namespace: a non-blocking one
@@ -367,7 +368,13 @@ impl NetlinkMirror {
             }
             if stale.neighbours || links {
                 let mut dump = Vec::new();
-                for f in [AddressFamily::Inet, AddressFamily::Inet6] {
+                // AF_BRIDGE: the Linux bridges' FDBs (`bridge fdb show`),
+                // notified on the neighbour group too.
+                for f in [
+                    AddressFamily::Inet,
+                    AddressFamily::Inet6,
+                    AddressFamily::Bridge,
+                ] {
                     let mut req = NeighbourMessage::default();
                     req.header.family = f;
                     dump.extend(self.dump(RouteNetlinkMessage::GetNeighbour(req))?);

@@ -1,17 +1,18 @@
-//! The mirrored netlink state: links, addresses, rules, routes and
-//! permanent neighbours, fed decoded rtnetlink messages in the kernel's
+//! The mirrored netlink state: links, addresses, rules, routes, permanent
+//! neighbours and the agent-shaped static entries of Linux bridges' FDBs, fed decoded rtnetlink messages in the kernel's
 //! order (pure; the sockets that feed it are the parent module's).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use obgp_netmodel::{proto, Address, DevName, MacAddr, Neighbour};
+use obgp_netmodel::{proto, Address, BridgeFdbEntry, DevName, MacAddr, Neighbour};
 use rtnetlink::packet_route::link::LinkMessage;
-use rtnetlink::packet_route::RouteNetlinkMessage;
+use rtnetlink::packet_route::neighbour::NeighbourMessage;
+use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use crate::codec::{
-    decode_address, decode_bridge_port_view, decode_link, decode_neighbour, decode_route,
-    decode_rule, is_bridge_port_view, LinkEntry, Neigh,
+    decode_address, decode_bridge_fdb, decode_bridge_port_view, decode_link, decode_neighbour,
+    decode_route, decode_rule, is_bridge_port_view, BridgeFdb, LinkEntry, Neigh,
 };
 use obgp_plan::actual::{ActualLink, KernelRoute, KernelRule};
 use obgp_plan::shared::SharedSet;
@@ -24,6 +25,7 @@ pub struct Stale {
     pub addresses: bool,
     pub rules: bool,
     pub routes: bool,
+    /// The neighbours and the bridge FDB entries (both `RTM_*NEIGH`).
     pub neighbours: bool,
 }
 
@@ -65,6 +67,10 @@ pub struct MirrorState {
     /// Permanent neighbours, at most one per (device, address): the set
     /// orders them by device and address first ([`MirrorState::neighbour_at`]).
     neighbours: SharedSet<Neighbour>,
+    /// The static bridge FDB entries on ports the agent could own
+    /// ([`BridgeFdb::Static`]), at most one per kernel key (bridge, MAC,
+    /// VLAN), which the set's order keeps adjacent.
+    bridge_fdb: SharedSet<BridgeFdbEntry>,
     /// What must be re-dumped before the next read.
     pub stale: Stale,
 }
@@ -110,6 +116,7 @@ pub struct MirrorView {
     pub rules: SharedSet<KernelRule>,
     pub routes: SharedSet<KernelRoute>,
     pub neighbours: SharedSet<Neighbour>,
+    pub bridge_fdb: SharedSet<BridgeFdbEntry>,
 }
 
 impl MirrorState {
@@ -159,6 +166,7 @@ impl MirrorState {
             rules: self.rules.clone(),
             routes,
             neighbours: self.neighbours.clone(),
+            bridge_fdb: self.bridge_fdb.clone(),
         }
     }
 
@@ -260,12 +268,16 @@ impl MirrorState {
         self.stale.routes = false;
     }
 
-    /// Replaces the permanent neighbours with a dump's.
+    /// Replaces the permanent neighbours and the bridge FDB entries with a
+    /// dump's (`AF_INET`, `AF_INET6` and `AF_BRIDGE`).
     pub fn install_neighbours(&mut self, dump: &[RouteNetlinkMessage]) {
         self.neighbours = SharedSet::new();
+        self.bridge_fdb = SharedSet::new();
         for m in dump {
             if let RouteNetlinkMessage::NewNeighbour(n) = m {
-                if let Some(Neigh::Permanent(n)) = decode_neighbour(n, &self.links) {
+                if let Some(BridgeFdb::Static(e)) = decode_bridge_fdb(n, &self.links) {
+                    self.set_bridge_fdb(&e.clone(), Some(e));
+                } else if let Some(Neigh::Permanent(n)) = decode_neighbour(n, &self.links) {
                     self.set_neighbour(&n.dev, n.dst, Some(n.lladdr));
                 }
             }
@@ -314,6 +326,8 @@ impl MirrorState {
                     // with the device; dropping them here is the same end state.
                     self.addresses.retain(|a| a.dev != e.name);
                     self.neighbours.retain(|n| n.dev != e.name);
+                    self.bridge_fdb
+                        .retain(|f| f.port != e.name && f.bridge != e.name);
                 }
                 // IPv4 routes through it go without notification.
                 self.stale.routes = true;
@@ -391,6 +405,12 @@ impl MirrorState {
                 }
                 self.merge(&route, false);
             }
+            RouteNetlinkMessage::NewNeighbour(n) | RouteNetlinkMessage::DelNeighbour(n)
+                if n.header.family == AddressFamily::Bridge =>
+            {
+                let deleted = matches!(msg, RouteNetlinkMessage::DelNeighbour(_));
+                self.apply_bridge_fdb(n, deleted);
+            }
             RouteNetlinkMessage::NewNeighbour(n) | RouteNetlinkMessage::DelNeighbour(n) => {
                 let deleted = matches!(msg, RouteNetlinkMessage::DelNeighbour(_));
                 match decode_neighbour(n, &self.links) {
@@ -463,6 +483,55 @@ impl MirrorState {
         }
     }
 
+    /// Applies one notification about a Linux bridge's FDB entry.
+    fn apply_bridge_fdb(&mut self, n: &NeighbourMessage, deleted: bool) {
+        match decode_bridge_fdb(n, &self.links) {
+            Some(BridgeFdb::Static(e)) if !deleted => self.set_bridge_fdb(&e.clone(), Some(e)),
+            // Deleted, moved to another port or no longer static.
+            Some(BridgeFdb::Static(e)) => self.set_bridge_fdb(&e, None),
+            Some(BridgeFdb::Other { bridge, mac, vlan }) => {
+                let key = BridgeFdbEntry {
+                    bridge,
+                    mac,
+                    vlan,
+                    port: bridge_fdb_any_port(),
+                };
+                self.set_bridge_fdb(&key, None);
+            }
+            // A device's own address list (no NDA_MASTER), or a device the
+            // mirror does not know yet.
+            None => {
+                if !self.links.contains_key(&n.header.ifindex) {
+                    self.stale.neighbours = true;
+                }
+            }
+        }
+    }
+
+    /// Sets the bridge FDB entry at `key`'s kernel key (bridge, MAC, VLAN;
+    /// its port is not part of it) to `entry`, or removes it.
+    fn set_bridge_fdb(&mut self, key: &BridgeFdbEntry, entry: Option<BridgeFdbEntry>) {
+        // At most one entry per key, and the entries of a key are adjacent
+        // in the set's order: it is next to `key` on one side.
+        let old = self
+            .bridge_fdb
+            .range(..=key)
+            .next_back()
+            .into_iter()
+            .chain(self.bridge_fdb.range(key..).next())
+            .find(|e| e.same_key(key))
+            .cloned();
+        if old == entry {
+            return;
+        }
+        if let Some(old) = old {
+            self.bridge_fdb.remove(&old);
+        }
+        if let Some(new) = entry {
+            self.bridge_fdb.insert(new);
+        }
+    }
+
     fn new_link(&mut self, l: &LinkMessage) {
         let Some(entry) = decode_link(l) else { return };
         if let Some(old) = self.links.get(&l.header.index) {
@@ -471,6 +540,12 @@ impl MirrorState {
         self.by_name.insert(entry.name.clone(), l.header.index);
         self.links.insert(l.header.index, entry);
     }
+}
+
+/// A port name for a key lookup in the bridge FDB set, which matches
+/// entries by key whatever their port.
+fn bridge_fdb_any_port() -> DevName {
+    DevName::new("-").expect("a valid device name")
 }
 
 #[cfg(test)]

@@ -14,6 +14,10 @@ pub struct NodeState {
     pub rules: Vec<RuleState>,
     #[serde(default)]
     pub neighbours: Vec<NeighState>,
+    /// Static entries of Linux bridges' FDBs (not in upstream's
+    /// recordings: the `l2vni` method's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bridge_fdb: Vec<BridgeFdbEntry>,
     #[serde(default)]
     pub sysctls: BTreeMap<String, String>,
     #[serde(default)]
@@ -284,6 +288,7 @@ impl TryFrom<NodeState> for Actual {
                 });
             }
         }
+        a.bridge_fdb = s.bridge_fdb.into_iter().collect();
         a.sysctls = s.sysctls;
         a.rt_tables = RtTables::parse(s.rt_tables);
         let fdb_bridges: BTreeSet<String> =
@@ -456,6 +461,7 @@ impl From<Actual> for NodeState {
             routes,
             rules,
             neighbours,
+            bridge_fdb: a.bridge_fdb.iter().cloned().collect(),
             sysctls: a.sysctls,
             rt_tables: a.rt_tables.text_lossy().into_owned(),
             ovs,

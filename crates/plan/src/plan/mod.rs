@@ -16,12 +16,13 @@
 //!
 //! One module per object kind plans its adds and its leftovers (`links`,
 //! `frr`, `tables`, `sysctls`, `addresses`, `rules`, `routes`,
-//! `neighbours`, `flows`; `previous` gives leftovers their class); `order`
+//! `neighbours`, `bridge_fdb`, `flows`; `previous` gives leftovers their class); `order`
 //! sorts them into the groups above and checks a plan against O1–O4;
 //! `output` is the [`Plan`] they make. `changes` ([`plan_changes`]) runs
 //! the same per-object rules on the keys a patched desired state changed.
 
 mod addresses;
+mod bridge_fdb;
 mod changes;
 mod evpn;
 mod fdb;
@@ -99,6 +100,7 @@ pub fn plan_after(
     p.addresses();
     p.rules();
     p.routes();
+    p.bridge_fdb();
     p.neighbours();
     p.flows();
     p.suppressed_local_routes();
@@ -111,6 +113,7 @@ pub fn plan_after(
     p.flow_leftovers();
     p.link_leftovers();
     p.evpn_leftovers();
+    p.bridge_fdb_leftovers();
     p.evpn_frr_leftovers();
     Ok(p.finish())
 }

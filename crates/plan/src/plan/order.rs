@@ -24,8 +24,12 @@ pub(super) mod rank {
     pub const SYSCTL: u8 = 8;
     pub const ADDRESS: u8 = 9;
     pub const RULE: u8 = 10;
+    /// A Linux bridge's static FDB entry: added before the neighbour of
+    /// its MAC, deleted after it (`plan::bridge_fdb` says why).
+    pub const BRIDGE_FDB: u8 = 10;
     pub const NEIGHBOUR: u8 = 11;
     pub const ROUTE: u8 = 12;
+    pub const BRIDGE_FDB_DEL: u8 = 12;
     pub const PROXY: u8 = 13;
     pub const FLOW: u8 = 14;
     pub const LINK_DEL: u8 = 15;

@@ -456,3 +456,66 @@ fn notifications_replayed_onto_a_later_dump_give_the_latest_state() {
     assert_eq!(v.routes.len(), 1);
     assert!(!v.addresses.iter().any(|a| a.dev.as_str() == "bgp-nic"));
 }
+
+/// A bridge FDB notification (AF_BRIDGE, NDA_MASTER 2 = br-ex) for MAC
+/// fa:16:3e:00:00:`mac` on port `index`.
+fn bridge_fdb(index: u32, mac: u8, state: NeighbourState) -> NeighbourMessage {
+    let mut m = NeighbourMessage::default();
+    m.header.ifindex = index;
+    m.header.family = AddressFamily::Bridge;
+    m.header.state = state;
+    m.attributes.push(NeighbourAttribute::LinkLayerAddress(vec![
+        0xfa, 0x16, 0x3e, 0, 0, mac,
+    ]));
+    m.attributes.push(NeighbourAttribute::Controller(2));
+    m
+}
+
+#[test]
+fn a_bridge_fdb_key_holds_our_static_entry_until_it_moves_ages_or_its_port_goes() {
+    let mut s = mirror();
+    s.apply(&veth_port(4, "vrfdd3b5a95-aa", 5, true), false);
+    s.apply(&veth_port(5, "ovsdd3b5a95-aa", 4, true), false);
+    let ours = BridgeFdbEntry {
+        bridge: dev("br-ex"),
+        mac: MacAddr([0xfa, 0x16, 0x3e, 0, 0, 1]),
+        vlan: None,
+        port: dev("vrfdd3b5a95-aa"),
+    };
+    let held = |s: &mut MirrorState| -> BTreeSet<BridgeFdbEntry> {
+        s.read(&tables(&[])).bridge_fdb.iter().cloned().collect()
+    };
+    let one: BTreeSet<BridgeFdbEntry> = [ours.clone()].into();
+    s.install_neighbours(&[
+        RouteNetlinkMessage::NewNeighbour(bridge_fdb(4, 1, NeighbourState::Noarp)),
+        // Another MAC the bridge learnt on our port: not read.
+        RouteNetlinkMessage::NewNeighbour(bridge_fdb(4, 2, NeighbourState::Reachable)),
+    ]);
+    assert_eq!(held(&mut s), one);
+    let new = |m| RouteNetlinkMessage::NewNeighbour(m);
+    // The MAC moves to another port: the key no longer holds ours.
+    s.apply(&new(bridge_fdb(5, 1, NeighbourState::Noarp)), false);
+    assert_eq!(held(&mut s), BTreeSet::new());
+    s.apply(&new(bridge_fdb(4, 1, NeighbourState::Noarp)), false);
+    assert_eq!(held(&mut s), one);
+    // It turns dynamic (someone replaced it): not ours either.
+    s.apply(&new(bridge_fdb(4, 1, NeighbourState::Reachable)), false);
+    assert_eq!(held(&mut s), BTreeSet::new());
+    s.apply(&new(bridge_fdb(4, 1, NeighbourState::Noarp)), false);
+    s.apply(
+        &RouteNetlinkMessage::DelNeighbour(bridge_fdb(4, 1, NeighbourState::Noarp)),
+        false,
+    );
+    assert_eq!(held(&mut s), BTreeSet::new());
+    // The port goes: its entries with it.
+    s.apply(&new(bridge_fdb(4, 1, NeighbourState::Noarp)), false);
+    let RouteNetlinkMessage::NewLink(port) = veth_port(4, "vrfdd3b5a95-aa", 5, true) else {
+        unreachable!()
+    };
+    s.apply(&RouteNetlinkMessage::DelLink(port), false);
+    assert_eq!(held(&mut s), BTreeSet::new());
+    // A notification about a device the mirror does not know: re-dump.
+    assert!(!s.stale.neighbours);
+    s.apply(&new(bridge_fdb(9, 1, NeighbourState::Noarp)), false);
+    assert!(s.stale.neighbours);
+}

@@ -175,37 +175,22 @@ pub(crate) fn run_command_op(config: &KernelConfig, op: &Op) -> Option<Result<()
 }
 
 /// The lines of an FRR configuration text that FRR's running configuration
-/// must hold for it to count as applied: the `router bgp`, `import vrf`,
-/// `redistribute` and `advertise-all-vni` lines, and an L2 VNI's `vni <n>`
-/// and `rd` lines (the rest FRR may render differently), each with the
-/// blocks it sits in ([`frr_paths`]): a `redistribute kernel` counts only
-/// under the VRF instance's address family that asks for it, so a change
-/// of redistribution (the tenant method, `announce_with`) is applied, and
-/// an L2 VNI's block counts only under `address-family l2vpn evpn`.
+/// must hold for it to count as applied: the `router bgp`, `import vrf`
+/// and `redistribute` lines (the rest FRR may render differently), each
+/// with the blocks it sits in ([`frr_paths`]): a `redistribute kernel`
+/// counts only under the VRF instance's address family that asks for it,
+/// so a change of redistribution (the tenant method, `announce_with`) is
+/// applied.
 pub fn frr_check_lines(config: &str) -> Vec<String> {
     frr_paths(config)
         .filter(|path| {
             let leaf = path.rsplit(PATH_SEP).next().unwrap_or_default();
-            // an L2 VNI's block (l2vni): the block itself and its RD. Not
-            // its route targets: FRR 8.4 drops one equal to its automatic
-            // `<AS>:<VNI>` from the running configuration, which would
-            // make the text look missing forever (docs/evpn.md).
-            let in_l2_vni = path.contains(L2_VNI_BLOCK);
-            [
-                "router bgp",
-                "import vrf",
-                "redistribute ",
-                "advertise-all-vni",
-            ]
-            .iter()
-            .any(|kw| leaf.starts_with(kw))
-                || (in_l2_vni && (leaf.starts_with("vni ") || leaf.starts_with("rd ")))
+            ["router bgp", "import vrf", "redistribute "]
+                .iter()
+                .any(|kw| leaf.starts_with(kw))
         })
         .collect()
 }
-
-/// Where an L2 VNI's `vni <n>` block sits in a path of [`frr_paths`].
-const L2_VNI_BLOCK: &str = "address-family l2vpn evpn > vni ";
 
 const PATH_SEP: &str = " > ";
 
@@ -213,44 +198,32 @@ const PATH_SEP: &str = " > ";
 /// in: `router bgp 64999 vrf bgp-vrf > address-family ipv4 unicast >
 /// redistribute kernel`. A line at column 0 is a top-level statement (a
 /// `router` line opens a block); inside a block, `address-family` opens a
-/// sub-block that `exit-address-family` closes, and inside that a `vni <n>`
-/// line opens the L2 VNI's block that `exit-vni` closes (`router bgp 64999 >
-/// address-family l2vpn evpn > vni 1001 > rd 64999:1001`). This is how both
-/// FRR's `show running-config` and the agent's texts are laid out.
+/// sub-block that `exit-address-family` closes. This is how both FRR's
+/// `show running-config` and the agent's texts are laid out.
 fn frr_paths(text: &str) -> impl Iterator<Item = String> + '_ {
     let mut router: Option<&str> = None;
     let mut family: Option<&str> = None;
-    let mut vni: Option<&str> = None;
     text.lines().filter_map(move |raw| {
         let line = raw.trim();
         if line.is_empty() || line == "!" {
             return None;
         }
         if !raw.starts_with([' ', '\t']) {
-            (family, vni) = (None, None);
+            family = None;
             router = line.starts_with("router ").then_some(line);
             return (line != "exit").then(|| line.to_string());
         }
         if line == "exit-address-family" {
-            (family, vni) = (None, None);
+            family = None;
             return None;
         }
-        if line == "exit-vni" {
-            vni = None;
-            return None;
-        }
-        let path = match (router, family, vni) {
-            (Some(r), Some(f), Some(v)) => {
-                format!("{r}{PATH_SEP}{f}{PATH_SEP}{v}{PATH_SEP}{line}")
-            }
-            (Some(r), Some(f), None) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{line}"),
-            (Some(r), None, _) => format!("{r}{PATH_SEP}{line}"),
-            (None, _, _) => line.to_string(),
+        let path = match (router, family) {
+            (Some(r), Some(f)) => format!("{r}{PATH_SEP}{f}{PATH_SEP}{line}"),
+            (Some(r), None) => format!("{r}{PATH_SEP}{line}"),
+            (None, _) => line.to_string(),
         };
         if router.is_some() && line.starts_with("address-family ") {
             family = Some(line);
-        } else if family.is_some() && line.starts_with("vni ") {
-            vni = Some(line);
         }
         Some(path)
     })

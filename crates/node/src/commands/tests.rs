@@ -79,40 +79,6 @@ fn frr_check_lines_name_their_blocks_and_match_frrs_own_rendering() {
 }
 
 #[test]
-fn an_l2_vni_block_counts_until_frr_holds_it() {
-    // the l2vni text (docs/evpn.md, "EVPN L2") on a node whose operator
-    // config already has `router bgp 64999` and advertise-all-vni: the
-    // `vni` block must still be found missing (seen in the VM tier, where
-    // `router bgp 64999` alone made it look applied and the block was
-    // never written)
-    let ours = "\nrouter bgp 64999\n  address-family l2vpn evpn\n    advertise-all-vni\n    vni 1001\n      rd 64999:1001\n      route-target import 64512:1001\n      route-target export 64512:1001\n    exit-vni\n  exit-address-family\n";
-    let lines = frr_check_lines(ours);
-    assert_eq!(
-        lines,
-        [
-            "router bgp 64999",
-            "router bgp 64999 > address-family l2vpn evpn > advertise-all-vni",
-            "router bgp 64999 > address-family l2vpn evpn > vni 1001",
-            "router bgp 64999 > address-family l2vpn evpn > vni 1001 > rd 64999:1001",
-        ]
-    );
-    // FRR 8.4.4's running configuration before and after `vtysh -f` of it
-    let base = "frr version 8.4.4\n!\nrouter bgp 64999\n bgp router-id 10.1.1.1\n no bgp default ipv4-unicast\n neighbor 10.1.1.2 remote-as 64999\n !\n address-family l2vpn evpn\n  neighbor 10.1.1.2 activate\n  advertise-all-vni\n exit-address-family\nexit\n!\nend\n";
-    let applied = "frr version 8.4.4\n!\nrouter bgp 64999\n bgp router-id 10.1.1.1\n no bgp default ipv4-unicast\n neighbor 10.1.1.2 remote-as 64999\n !\n address-family l2vpn evpn\n  neighbor 10.1.1.2 activate\n  advertise-all-vni\n  vni 1001\n   rd 64999:1001\n   route-target import 64512:1001\n   route-target export 64512:1001\n  exit-vni\n exit-address-family\nexit\n!\nend\n";
-    let holds = |running: &str| {
-        let have: BTreeSet<String> = frr_paths(running).collect();
-        lines.iter().all(|l| have.contains(l))
-    };
-    assert!(!holds(base), "the base config does not hold the vni block");
-    assert!(holds(applied));
-    // another VNI's RD does not stand in for this one's
-    let other = applied.replace("vni 1001", "vni 1002");
-    assert!(!holds(&other));
-    // a vrf's `vni` (zebra's VRF block) is no L2 VNI block
-    assert!(frr_check_lines("vrf vrf-1001\n vni 1001\nexit-vrf\n").is_empty());
-}
-
-#[test]
 fn a_drift_probe_in_an_evpn_scope_reports_changed_evpn_vrfs() {
     let dir = tempfile::tempdir().unwrap();
     let with_1001 = "vrf vrf-1001\n vni 1001\nexit-vrf\nrouter bgp 64999 vrf vrf-1001\nexit\n";

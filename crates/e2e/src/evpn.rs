@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions};
+use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions, NODE_VTEP, VXLAN_PORT};
 use obgp_testbed::ovsdb::{run, OvsdbServer};
 use serde_json::{json, Value};
 
@@ -164,6 +164,34 @@ impl EvpnBench {
             .collect())
     }
 
+    /// What the agent did and would do, for a failure: its log, its `plan`
+    /// against the node as it is now, the node's FRR running-config, the
+    /// flows of br-ex and what both VTEPs know about the path.
+    pub fn evidence(&self) -> String {
+        let plan = self
+            .agent
+            .plan()
+            .unwrap_or_else(|e| format!("(plan failed: {e:#})"));
+        let frr = self
+            .fabric
+            .node
+            .vtysh("show running-config")
+            .unwrap_or_else(|e| format!("(vtysh failed: {e:#})"));
+        let flows = self
+            .flows_all("br-ex")
+            .unwrap_or_else(|e| format!("(ovs-ofctl failed: {e:#})"));
+        let path = if self.fabric.is_l2() {
+            self.fabric.l2_path_evidence()
+        } else {
+            self.fabric.path_evidence()
+        };
+        format!(
+            "--- agent log ({}) ---\n{}\n--- ovn-bgp-agent plan now ---\n{plan}\n--- node FRR running-config ---\n{frr}\n--- br-ex flows ---\n{flows}\n--- the path ---\n{path}",
+            self.dir.join("agent.log").display(),
+            self.agent.log(),
+        )
+    }
+
     /// The `_uuid` of the row of NB `table` whose `name` is `name`.
     pub fn nb_uuid(&self, table: &str, name: &str) -> Result<String> {
         let r = self.nb.transact(&[json!({
@@ -228,4 +256,101 @@ impl Drop for EvpnBench {
         let _ = self.agent.stop_daemon();
         self.vswitchd.take();
     }
+}
+
+/// The agent's configuration for the NB driver exposing through EVPN with
+/// `exposing_method = method` (`vrf`, `l2vni`) on the fabric's node: AS
+/// `asn`, router id and VTEP [`NODE_VTEP`], VXLAN port [`VXLAN_PORT`];
+/// the periodic reconcile far off (300 s) so that what a test sees comes
+/// from the OVSDB events.
+pub fn nb_evpn_config(method: &str, asn: u32) -> String {
+    format!(
+        "# the NB driver exposing through EVPN (obgp_e2e::evpn::nb_evpn_config)
+[DEFAULT]
+driver = nb_ovn_bgp_driver
+exposing_method = {method}
+bgp_AS = {asn}
+bgp_router_id = {NODE_VTEP}
+evpn_local_ip = {NODE_VTEP}
+evpn_udp_dstport = {VXLAN_PORT}
+expose_tenant_networks = false
+reconcile_interval = 300
+frr_reconcile_interval = 15
+ovsdb_connection_timeout = 30
+"
+    )
+}
+
+/// The localnet port of the EVPN tests' provider network (its
+/// `network_name` is `physnet1`); [`node_ovs_rows`] has the patch pair
+/// ovn-controller makes for it.
+pub const LOCALNET: &str = "provnet-22222222-2222-4222-8222-222222222222";
+
+/// An OVSDB map value, `["map", [[key, value], ..]]`.
+pub fn ovsdb_map(pairs: &[(&str, &str)]) -> Value {
+    json!([
+        "map",
+        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+    ])
+}
+
+/// The node's Open_vSwitch rows: `system-id` and `hostname` = `system_id`,
+/// `ovn-encap-ip` = `encap_ip`, `ovn-bridge-mappings=physnet1:br-ex`,
+/// br-ex and br-int on the netdev datapath with the patch pair
+/// ovn-controller would make for [`LOCALNET`].
+pub fn node_ovs_rows(system_id: &str, encap_ip: &str) -> Value {
+    let patch_ex = format!("patch-{LOCALNET}-to-br-int");
+    let patch_int = format!("patch-br-int-to-{LOCALNET}");
+    let map = ovsdb_map;
+    json!({
+        "Open_vSwitch": {
+            "00000000-0000-4000-8000-0000000000e0": {
+                "bridges": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000e1"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000e2"],
+                ]],
+                "external_ids": map(&[
+                    ("hostname", system_id),
+                    ("system-id", system_id),
+                    ("ovn-bridge-mappings", "physnet1:br-ex"),
+                    ("ovn-encap-ip", encap_ip),
+                    ("ovn-encap-type", "geneve"),
+                ]),
+            },
+        },
+        "Bridge": {
+            "00000000-0000-4000-8000-0000000000e1": {
+                "name": "br-ex", "datapath_type": "netdev",
+                "ports": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000f1"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000f2"],
+                ]],
+            },
+            "00000000-0000-4000-8000-0000000000e2": {
+                "name": "br-int", "datapath_type": "netdev",
+                "ports": ["set", [
+                    ["uuid", "00000000-0000-4000-8000-0000000000f3"],
+                    ["uuid", "00000000-0000-4000-8000-0000000000f4"],
+                ]],
+            },
+        },
+        "Port": {
+            "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
+            "00000000-0000-4000-8000-0000000000f2": {"name": patch_ex,
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
+            "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
+            "00000000-0000-4000-8000-0000000000f4": {"name": patch_int,
+                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
+        },
+        "Interface": {
+            "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
+            "00000000-0000-4000-8000-0000000001f2": {"name": patch_ex, "type": "patch",
+                "options": map(&[("peer", &patch_int)])},
+            "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
+            "00000000-0000-4000-8000-0000000001f4": {"name": patch_int, "type": "patch",
+                "options": map(&[("peer", &patch_ex)])},
+        },
+    })
 }

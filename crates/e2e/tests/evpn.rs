@@ -31,7 +31,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_e2e::evpn::EvpnBench;
+use obgp_e2e::evpn::{node_ovs_rows, ovsdb_map as map, EvpnBench, LOCALNET};
 use obgp_netmodel::frr::{add_vrf, AddVrf, RedistSource};
 use obgp_netmodel::DevName;
 use obgp_testbed::evpn::{
@@ -269,9 +269,6 @@ fn node_vrf_text_and_devices_give_type5_routes_and_traffic() -> Result<()> {
 /// The chassis (OVS `external_ids:hostname`) the VM port is bound to.
 const CHASSIS: &str = "evpn-node";
 const PROVIDER_LS: &str = "neutron-11111111-1111-4111-8111-111111111111";
-const LOCALNET: &str = "provnet-22222222-2222-4222-8222-222222222222";
-const PATCH_EX: &str = "patch-provnet-22222222-2222-4222-8222-222222222222-to-br-int";
-const PATCH_INT: &str = "patch-br-int-to-provnet-22222222-2222-4222-8222-222222222222";
 /// The node end of the VM's veth, a port of br-ex.
 const VM_TAP: &str = "tapvm1";
 /// The annotations of the provider network (evpn-nb-vrf's, with the
@@ -311,13 +308,6 @@ frr_reconcile_interval = 15
 ovsdb_connection_timeout = 30
 "
     )
-}
-
-fn map(pairs: &[(&str, &str)]) -> Value {
-    json!([
-        "map",
-        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
-    ])
 }
 
 /// The databases, in the shape of evpn-nb-vrf.json's `ovn` data: the
@@ -377,65 +367,7 @@ fn topology() -> Value {
                 },
             },
         },
-        "Open_vSwitch": ovs_rows(CHASSIS),
-    })
-}
-
-/// The node's Open_vSwitch rows: `system-id` and `hostname` = `system_id`,
-/// `ovn-bridge-mappings=physnet1:br-ex`, br-ex and br-int on the netdev
-/// datapath with the localnet patch pair ovn-controller would make for
-/// `provnet-2222…`.
-fn ovs_rows(system_id: &str) -> Value {
-    json!({
-        "Open_vSwitch": {
-            "00000000-0000-4000-8000-0000000000e0": {
-                "bridges": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000e1"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000e2"],
-                ]],
-                "external_ids": map(&[
-                    ("hostname", system_id),
-                    ("system-id", system_id),
-                    ("ovn-bridge-mappings", "physnet1:br-ex"),
-                    ("ovn-encap-ip", NODE_VTEP),
-                    ("ovn-encap-type", "geneve"),
-                ]),
-            },
-        },
-        "Bridge": {
-            "00000000-0000-4000-8000-0000000000e1": {
-                "name": "br-ex", "datapath_type": "netdev",
-                "ports": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000f1"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000f2"],
-                ]],
-            },
-            "00000000-0000-4000-8000-0000000000e2": {
-                "name": "br-int", "datapath_type": "netdev",
-                "ports": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000f3"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000f4"],
-                ]],
-            },
-        },
-        "Port": {
-            "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
-            "00000000-0000-4000-8000-0000000000f2": {"name": PATCH_EX,
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
-            "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
-            "00000000-0000-4000-8000-0000000000f4": {"name": PATCH_INT,
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
-        },
-        "Interface": {
-            "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
-            "00000000-0000-4000-8000-0000000001f2": {"name": PATCH_EX, "type": "patch",
-                "options": map(&[("peer", PATCH_INT)])},
-            "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
-            "00000000-0000-4000-8000-0000000001f4": {"name": PATCH_INT, "type": "patch",
-                "options": map(&[("peer", PATCH_EX)])},
-        },
+        "Open_vSwitch": node_ovs_rows(CHASSIS, NODE_VTEP),
     })
 }
 
@@ -444,29 +376,6 @@ fn wait_until(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Durati
     let t = Instant::now();
     obgp_e2e::wait_for(what, LEARN, || Ok(ok()?.then_some(())))?;
     Ok(t.elapsed())
-}
-
-/// What the agent did and would do, for a failure: its log and its
-/// `plan` against the node as it is now.
-fn agent_evidence(b: &EvpnBench) -> String {
-    let plan = b
-        .agent
-        .plan()
-        .unwrap_or_else(|e| format!("(plan failed: {e:#})"));
-    let frr = b
-        .fabric
-        .node
-        .vtysh("show running-config")
-        .unwrap_or_else(|e| format!("(vtysh failed: {e:#})"));
-    let flows = b
-        .flows_all("br-ex")
-        .unwrap_or_else(|e| format!("(ovs-ofctl failed: {e:#})"));
-    format!(
-        "--- agent log ({}) ---\n{}\n--- ovn-bgp-agent plan now ---\n{plan}\n--- node FRR running-config ---\n{frr}\n--- br-ex flows ---\n{flows}\n--- the path ---\n{}",
-        b.dir().join("agent.log").display(),
-        b.agent.log(),
-        b.fabric.path_evidence()
-    )
 }
 
 #[test]
@@ -493,7 +402,7 @@ fn agent_vrf_mode_exposes_an_annotated_network_over_evpn() -> Result<()> {
         "bench up: fabric Established, OVN_Northbound + Open_vSwitch loaded, vswitchd owns br-ex",
     );
     let result = agent_builds_and_removes_the_evpn_side(t0, &mut b);
-    result.with_context(|| agent_evidence(&b))
+    result.with_context(|| b.evidence())
 }
 
 /// What a torn-down VNI must not leave behind once the command lane has
@@ -802,7 +711,7 @@ fn sb_topology() -> Result<(Value, String)> {
     let topology = json!({
         "OVN_Northbound": {},
         "OVN_Southbound": sb,
-        "Open_vSwitch": ovs_rows(&chassis),
+        "Open_vSwitch": node_ovs_rows(&chassis, NODE_VTEP),
     });
     Ok((topology, chassis))
 }
@@ -839,6 +748,7 @@ fn agent_sb_driver_announces_tenant_vms_with_the_lo_address_as_rd() -> Result<()
             // the peer imports and exports FRR's automatic <AS>:<VNI>
             route_targets: Vec::new(),
             node_lo_vtep: Some(LO_VTEP),
+            ..EvpnFabricOptions::default()
         },
         &sb_agent_config(),
     )?;
@@ -847,7 +757,7 @@ fn agent_sb_driver_announces_tenant_vms_with_the_lo_address_as_rd() -> Result<()
         &format!("bench up: fabric Established (node VTEP {LO_VTEP}/32 on lo), OVN_Southbound ({SB_SCENARIO}, chassis {chassis}) + Open_vSwitch loaded, vswitchd owns br-ex"),
     );
     let result = sb_agent_builds_and_removes_the_evpn_side(t0, &mut b);
-    result.with_context(|| agent_evidence(&b))
+    result.with_context(|| b.evidence())
 }
 
 fn sb_agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Result<()> {

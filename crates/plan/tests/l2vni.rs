@@ -379,6 +379,50 @@ fn a_wanted_vni_pins_each_host_mac_before_its_neighbour_and_unpins_the_gone() {
     );
 }
 
+/// The kernel's copy of a wanted entry on the port's VLAN: a bridge built
+/// with VLAN support (Debian's 6.1 kernel) adds, for `bridge fdb replace
+/// MAC dev PORT master static` without a VLAN, the entry once without and
+/// once per VLAN of the port (its default PVID 1, even with
+/// vlan_filtering off), and deletes them together. zebra keys the MACs of
+/// a VLAN-unaware bridge without VLAN: deleting the copy made it drop the
+/// VM's MAC and withdraw its routes (seen in the VM-tier two-VTEP test).
+#[test]
+fn the_kernels_per_vlan_copy_of_a_wanted_entry_is_not_a_leftover() {
+    let mut d = l2vni_mode();
+    d.links.insert(Link {
+        name: dev("br-3003"),
+        kind: LinkKind::Bridge,
+        master: None,
+        mac: None,
+        up: true,
+    });
+    d.bridge_fdb
+        .insert(fdb("br-3003", "vrfabcdef12-34", 0x30), Class::Vm);
+    let mut a = node_with_fdb();
+    let copy = BridgeFdbEntry {
+        vlan: Some(1),
+        ..fdb("br-3003", "vrfabcdef12-34", 0x30)
+    };
+    a.bridge_fdb.insert(copy.clone());
+    let p = plan(&d, &a).unwrap();
+    assert!(
+        !p.ops()
+            .any(|op| matches!(op, Op::AddBridgeFdb(_) | Op::DelBridgeFdb(_))),
+        "{p}"
+    );
+    // once the entry is not wanted, both go (the kernel deletes the
+    // copies with the entry; deleting the copy too is harmless)
+    let p = plan(&l2vni_mode(), &a).unwrap();
+    let gone: Vec<&Op> = p
+        .ops()
+        .filter(|op| matches!(op, Op::DelBridgeFdb(_)))
+        .collect();
+    assert!(
+        gone.contains(&&Op::DelBridgeFdb(fdb("br-3003", "vrfabcdef12-34", 0x30))),
+        "{p}"
+    );
+}
+
 #[test]
 fn the_underlay_modes_never_judge_l2_vnis() {
     let p = plan(&DesiredNode::default(), &node_with_fdb()).unwrap();

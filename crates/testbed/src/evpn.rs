@@ -22,8 +22,16 @@
 //! [`EvpnFabricOptions::route_targets`], so the node's VRF gets a route back
 //! and a ping from the peer's VRF can be answered across the VXLAN.
 //!
-//! Why kernel 6.1 only: the CI kernel has no vrf and vxlan devices, so
-//! this is for `#[ignore = "vm tier: ..."]` tests (docs/testbed.md).
+//! With [`EvpnFabricOptions::l2`] the VNI is an L2 VNI instead (the
+//! `l2vni` method, [`l2`]): the peer's `br-<vni>`/`vxlan-<vni>` are in no
+//! VRF, its FRR has the VNI's `vni` block with the route targets, and
+//! hosts on the stretched segment hang off its bridge
+//! ([`EvpnFabric::add_peer_host`]).
+//!
+//! Why kernel 6.1 only: the CI kernel has no vrf devices (nor dummy, which
+//! the agent's base wiring needs), so the L3 fabric is for
+//! `#[ignore = "vm tier: ..."]` tests (docs/testbed.md); the L2 fabric
+//! needs only bridge, veth and vxlan, which the CI kernel has.
 
 use std::fs;
 use std::net::Ipv4Addr;
@@ -36,6 +44,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::frr::{checked, ip, short_hash, FrrRouter, Netns};
+
+pub mod l2;
 
 /// The node's underlay address: its VTEP (`evpn_local_ip`) and BGP source.
 pub const NODE_VTEP: &str = "10.1.1.1";
@@ -69,6 +79,12 @@ pub struct EvpnFabricOptions {
     /// the way a routed fabric gives each node a loopback; the peer routes
     /// it over the underlay. `None`: the VTEP is [`NODE_VTEP`].
     pub node_lo_vtep: Option<Ipv4Addr>,
+    /// The VNI is an L2 VNI (the `l2vni` method): the peer's `br-<vni>`
+    /// and `vxlan-<vni>` are in no VRF and its FRR holds a `vni <vni>`
+    /// block with [`EvpnFabricOptions::route_targets`] under the default
+    /// instance's `address-family l2vpn evpn`, instead of a VRF instance
+    /// ([`l2`]).
+    pub l2: bool,
 }
 
 impl Default for EvpnFabricOptions {
@@ -78,6 +94,7 @@ impl Default for EvpnFabricOptions {
             asn: 64999,
             route_targets: vec!["64999:1001".to_string()],
             node_lo_vtep: None,
+            l2: false,
         }
     }
 }
@@ -160,20 +177,27 @@ impl EvpnFabric {
             )?;
         }
         let vni = opts.vni;
-        create_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
-        let vrf = format!("vrf-{vni}");
-        for addr in [
-            format!("{PEER_VRF_ADDR}/32"),
-            format!("{PEER_VRF_ADDR6}/128"),
-        ] {
-            run_in(&p, "ip", &["addr", "add", &addr, "dev", &vrf])?;
-        }
-        let peer_zebra = format!("vrf {vrf}\n vni {vni}\nexit-vrf\n");
-        let peer_bgpd = format!(
-            "{}{}",
-            base_config(opts.asn, PEER_VTEP, NODE_VTEP),
-            peer_vrf_config(opts)
-        );
+        let (peer_zebra, peer_bgpd) = if opts.l2 {
+            l2::create_l2_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
+            let bgpd = base_config(opts.asn, PEER_VTEP, NODE_VTEP, &l2::peer_vni_block(opts));
+            (String::new(), bgpd)
+        } else {
+            create_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
+            let vrf = format!("vrf-{vni}");
+            for addr in [
+                format!("{PEER_VRF_ADDR}/32"),
+                format!("{PEER_VRF_ADDR6}/128"),
+            ] {
+                run_in(&p, "ip", &["addr", "add", &addr, "dev", &vrf])?;
+            }
+            let zebra = format!("vrf {vrf}\n vni {vni}\nexit-vrf\n");
+            let bgpd = format!(
+                "{}{}",
+                base_config(opts.asn, PEER_VTEP, NODE_VTEP, ""),
+                peer_vrf_config(opts)
+            );
+            (zebra, bgpd)
+        };
         say(&format!(
             "FRR peer (fabric VTEP) in netns {p}, state {}/peer:\n{}{}",
             dir.display(),
@@ -182,7 +206,7 @@ impl EvpnFabric {
         ));
         let peer =
             FrrRouter::launch_with_configs(&p, &dir.join("peer"), &peer_zebra, &peer_bgpd, &[])?;
-        let node_bgpd = base_config(opts.asn, NODE_VTEP, PEER_VTEP);
+        let node_bgpd = base_config(opts.asn, NODE_VTEP, PEER_VTEP, "");
         say(&format!(
             "FRR node in netns {n}, state {}/node (base config; the EVPN VRF text comes from the code under test):\n{}",
             dir.display(),
@@ -224,6 +248,11 @@ impl EvpnFabric {
         self.opts
             .node_lo_vtep
             .map_or_else(|| NODE_VTEP.to_string(), |ip| ip.to_string())
+    }
+
+    /// True for an L2 fabric ([`EvpnFabricOptions::l2`]).
+    pub fn is_l2(&self) -> bool {
+        self.opts.l2
     }
 
     /// The VNI of the peer's VRF.
@@ -534,8 +563,9 @@ pub fn create_vni_devices(netns: &str, vni: u32, local: &str, dstport: u16) -> R
 }
 
 /// The default instance of either side: the iBGP `l2vpn evpn` session and
-/// `advertise-all-vni` (which makes zebra report the VNIs to bgpd).
-fn base_config(asn: u32, me: &str, neighbor: &str) -> String {
+/// `advertise-all-vni` (which makes zebra report the VNIs to bgpd), then
+/// `evpn_extra` (lines of its `address-family l2vpn evpn`).
+fn base_config(asn: u32, me: &str, neighbor: &str, evpn_extra: &str) -> String {
     format!(
         "router bgp {asn}
  bgp router-id {me}
@@ -546,7 +576,7 @@ fn base_config(asn: u32, me: &str, neighbor: &str) -> String {
  address-family l2vpn evpn
   neighbor {neighbor} activate
   advertise-all-vni
- exit-address-family
+{evpn_extra} exit-address-family
 "
     )
 }
@@ -642,7 +672,7 @@ pub fn type5_routes(v: &Value) -> Vec<Type5Route> {
 
 /// The VNI of a path: FRR's detail JSON shows the label as `"vni"` (a
 /// number or a string, by version).
-fn path_vni(path: &Value) -> Option<u32> {
+pub(crate) fn path_vni(path: &Value) -> Option<u32> {
     let v = path.get("vni")?;
     v.as_u64()
         .and_then(|n| u32::try_from(n).ok())
@@ -669,7 +699,7 @@ fn kernel_routes(text: &str) -> Result<Vec<KernelRoute>> {
 
 /// Runs `program args` in `netns` (`ip netns exec`), printing it first:
 /// the test output says what ran where.
-fn run_in(netns: &str, program: &str, args: &[&str]) -> Result<String> {
+pub(crate) fn run_in(netns: &str, program: &str, args: &[&str]) -> Result<String> {
     say(&format!("netns {netns}: {program} {}", args.join(" ")));
     let out = Command::new("ip")
         .args(["netns", "exec", netns, program])
@@ -682,7 +712,7 @@ fn run_in(netns: &str, program: &str, args: &[&str]) -> Result<String> {
     )
 }
 
-fn say(what: &str) {
+pub(crate) fn say(what: &str) {
     println!("evpn-fabric: {what}");
 }
 

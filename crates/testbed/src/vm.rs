@@ -13,7 +13,8 @@
 //!
 //! Under TCG a boot and every process spawn are slow (docs/testbed.md,
 //! "Measured timings"): run many tests in one boot (see the `obgp-vm test`
-//! binary), single-threaded.
+//! binary), on as many virtual CPUs as the host has cores (multi-threaded
+//! TCG, [`VmOptions::cpus`]).
 //!
 //! Over 700 lines: guest build, boot and the share and overlay rules are one
 //! procedure, each step using the previous one's paths; tests in `vm/tests.rs`.
@@ -94,7 +95,12 @@ pub struct VmOptions {
     pub echo: bool,
     /// QEMU accelerator: `tcg` (the only one that boots on the CI machines,
     /// whose /dev/kvm is PVM) or `kvm` where the host has real VT-x/AMD-V.
+    /// `tcg` becomes `tcg,thread=multi` (one host thread per virtual CPU)
+    /// with more than one CPU and `tcg,thread=single` with one; any other
+    /// value (`tcg,thread=single`) is passed to `-accel` as it is.
     pub accel: String,
+    /// Virtual CPUs (`-smp`).
+    pub cpus: u32,
     /// Directory the command runs in inside the guest (default: the host's
     /// current directory, which exists there too).
     pub cwd: Option<PathBuf>,
@@ -102,7 +108,9 @@ pub struct VmOptions {
 
 impl Default for VmOptions {
     /// 2 GiB, 15 minutes, no extra shares, echo on, TCG unless
-    /// `$OBGP_VM_ACCEL` says otherwise.
+    /// `$OBGP_VM_ACCEL` says otherwise, 2 CPUs unless `$OBGP_VM_CPUS` says
+    /// otherwise (the CI machine's two cores: under multi-threaded TCG a
+    /// second CPU runs a second test binary at nearly full speed).
     fn default() -> Self {
         VmOptions {
             mem_mib: 2048,
@@ -110,8 +118,37 @@ impl Default for VmOptions {
             shares: Vec::new(),
             echo: true,
             accel: std::env::var("OBGP_VM_ACCEL").unwrap_or_else(|_| "tcg".to_string()),
+            cpus: env_count("OBGP_VM_CPUS").unwrap_or(DEFAULT_CPUS),
             cwd: None,
         }
+    }
+}
+
+/// The guest's CPUs unless told otherwise (`$OBGP_VM_CPUS`, `--cpus`).
+pub const DEFAULT_CPUS: u32 = 2;
+
+/// A positive count from environment variable `name`; `None` when it is
+/// unset, empty, zero or not a number (the caller's default then holds).
+pub fn env_count(name: &str) -> Option<u32> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            if !v.trim().is_empty() {
+                eprintln!("obgp-vm: ignoring {name}={v:?}: not a positive number");
+            }
+            None
+        }
+    }
+}
+
+/// The `-accel` argument for `accel` on `cpus` virtual CPUs: plain `tcg`
+/// gets the thread model that fits the CPU count.
+fn accel_arg(accel: &str, cpus: u32) -> String {
+    match accel {
+        "tcg" if cpus > 1 => "tcg,thread=multi".to_string(),
+        "tcg" => "tcg,thread=single".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -249,12 +286,9 @@ impl Vm {
         run_dir.write("command.sh", &command_script(cmd, &cwd, std::env::vars()))?;
         let mut shares = String::new();
         let mut qemu = Command::new("qemu-system-x86_64");
-        let accel = if opts.accel == "tcg" {
-            "tcg,thread=single"
-        } else {
-            &opts.accel
-        };
-        qemu.args(["-accel", accel, "-smp", "1", "-cpu", "max"])
+        let accel = accel_arg(&opts.accel, opts.cpus);
+        let cpus = opts.cpus.max(1).to_string();
+        qemu.args(["-accel", &accel, "-smp", &cpus, "-cpu", "max"])
             .args(["-m", &opts.mem_mib.to_string()])
             .args(["-nodefaults", "-no-user-config", "-display", "none"])
             .args(["-serial", "stdio", "-no-reboot"])
@@ -845,6 +879,8 @@ impl Cpio {
         self.out
     }
 }
+
+pub mod batch;
 
 #[cfg(test)]
 mod tests;

@@ -95,17 +95,55 @@ fn br_ex_in(netns: &str) -> bool {
 /// The netdev datapath makes its ports as taps: the VM tier's fresh /dev
 /// has no /dev/net/tun node, but its kernel loads `tun` on first open.
 fn ensure_tun_device() -> Result<()> {
-    if Path::new("/dev/net/tun").exists() {
+    std::fs::create_dir_all("/dev/net")?;
+    make_char_device(Path::new("/dev/net/tun"), 10, 200)
+        .context("creating /dev/net/tun for ovs-vswitchd's netdev datapath")
+}
+
+/// `mknod PATH c MAJOR MINOR`, and done if `PATH` exists already: the VM
+/// tier runs two test binaries at a time, and both benches may find the
+/// node missing and make it at once (the loser's `mknod` used to fail
+/// with "File exists" and take its test down).
+fn make_char_device(path: &Path, major: u32, minor: u32) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .with_context(|| format!("{} has a NUL byte", path.display()))?;
+    // SAFETY: mknod reads the NUL-terminated path, which lives until the
+    // call returns; no other memory is passed.
+    let rc = unsafe {
+        libc::mknod(
+            c_path.as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(major, minor),
+        )
+    };
+    if rc == 0 {
         return Ok(());
     }
-    std::fs::create_dir_all("/dev/net")?;
-    let ok = Command::new("mknod")
-        .args(["/dev/net/tun", "c", "10", "200"])
-        .status()
-        .context("running mknod")?
-        .success();
-    if !ok {
-        bail!("creating /dev/net/tun for ovs-vswitchd's netdev datapath failed");
+    let err = std::io::Error::last_os_error();
+    if err.kind() == std::io::ErrorKind::AlreadyExists {
+        return Ok(());
     }
-    Ok(())
+    bail!("mknod {} c {major} {minor}: {err}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_character_device_made_twice_is_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("tun");
+        // as two benches starting at once do: both make it
+        make_char_device(&node, 10, 200).unwrap();
+        make_char_device(&node, 10, 200).unwrap();
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let meta = std::fs::metadata(&node).unwrap();
+        assert!(meta.file_type().is_char_device());
+        assert_eq!(meta.rdev(), libc::makedev(10, 200));
+        // any other failure is one, naming the path
+        let err = make_char_device(&dir.path().join("no/such/dir"), 10, 200).unwrap_err();
+        assert!(format!("{err:#}").contains("no/such/dir"), "{err:#}");
+    }
 }

@@ -47,7 +47,13 @@ impl Planner<'_> {
     /// a structure-proven L2 VNI. Entries on any other port (the VXLAN
     /// device, an operator's port) or bridge are never touched. An entry
     /// whose key is wanted on another port is moved by the add, not
-    /// deleted. Only the EVPN modes judge them.
+    /// deleted. Nor is the kernel's copy of a wanted entry on one of the
+    /// port's VLANs: a bridge with VLAN support adds an entry given without
+    /// VLAN once per VLAN of the port too (its default PVID 1, also with
+    /// vlan_filtering off, as on Debian's 6.1 kernel) and deletes the copies
+    /// with it; zebra keys a VLAN-unaware bridge's MACs without VLAN, so
+    /// deleting a copy would make it drop the MAC. Only the EVPN modes
+    /// judge them.
     pub(super) fn bridge_fdb_leftovers(&mut self) {
         if self.desired.evpn.is_none() || self.actual.bridge_fdb.is_empty() {
             return;
@@ -65,6 +71,12 @@ impl Planner<'_> {
             .keys()
             .map(|w| (&w.bridge, &w.mac, w.vlan))
             .collect();
+        let kernel_copy = |e: &BridgeFdbEntry| {
+            e.vlan.is_some()
+                && self.desired.bridge_fdb.keys().any(|w| {
+                    w.vlan.is_none() && w.bridge == e.bridge && w.mac == e.mac && w.port == e.port
+                })
+        };
         let prev = self.previous;
         let gone: Vec<BridgeFdbEntry> = self
             .actual
@@ -72,6 +84,7 @@ impl Planner<'_> {
             .iter()
             .filter(|e| ours.contains(&(&e.bridge, &e.port)))
             .filter(|e| !wanted.contains(&(&e.bridge, &e.mac, e.vlan)))
+            .filter(|e| !kernel_copy(e))
             .cloned()
             .collect();
         for e in gone {

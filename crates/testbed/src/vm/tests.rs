@@ -128,3 +128,12 @@ fn command_output_is_between_the_markers() {
     };
     assert_eq!(run.command_output(), "hi\nthere\n");
 }
+
+#[test]
+fn plain_tcg_gets_the_thread_model_of_the_cpu_count() {
+    assert_eq!(accel_arg("tcg", 2), "tcg,thread=multi");
+    assert_eq!(accel_arg("tcg", 1), "tcg,thread=single");
+    // an explicit model or another accelerator is the caller's choice
+    assert_eq!(accel_arg("tcg,thread=single", 2), "tcg,thread=single");
+    assert_eq!(accel_arg("kvm", 2), "kvm");
+}

@@ -14,6 +14,7 @@ use obgp_netmodel::frr::{BgpPrefix, BgpSession};
 use obgp_netmodel::IpNet;
 use serde::Serialize;
 
+use crate::status::render::duration;
 use crate::status::{ExposureFrr, FabricRead, Status};
 
 /// What the caller read for one prefix.
@@ -174,16 +175,6 @@ pub fn annotate_status(status: &mut Status, reads: &StatusReads) {
         });
     }
     status.fabric = Some(fabric);
-}
-
-/// `3h12m`, `4m05s`, `12s`: a session's uptime as operators read it.
-pub(crate) fn duration(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    match (s / 3600, s % 3600 / 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m{sec:02}s"),
-        (h, m, _) => format!("{h}h{m:02}m"),
-    }
 }
 
 impl fmt::Display for PeerState {

@@ -185,7 +185,7 @@ fn bgp_sessions(out: &mut String, b: &super::BgpSessions) {
             s.peer, s.vrf, s.family, s.state
         );
         if let Some(up) = s.uptime_s {
-            let _ = write!(out, " {}", crate::fabric::duration(up));
+            let _ = write!(out, " {}", duration(up));
         }
         if s.established() {
             let n = |v: Option<u64>| v.map_or("?".to_string(), |n| n.to_string());
@@ -278,4 +278,14 @@ fn row(r: &RowInfo) -> String {
         s.push_str(" (not in the snapshot)");
     }
     s
+}
+
+/// `3h12m`, `4m05s`, `12s`: a session's uptime as operators read it.
+pub(crate) fn duration(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
 }

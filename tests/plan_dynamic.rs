@@ -150,3 +150,48 @@ fn status_gives_each_exposure_its_networks_method() {
     .map(|(p, m)| (p.to_string(), m.to_string()));
     assert_eq!(methods, want, "{out}");
 }
+
+/// The one FRR text of the three methods side by side goes through FRR's
+/// own parser (`vtysh --dryrun`, no daemon needed), as the agent checks
+/// every text before it applies it: the VRF leak must be closed before
+/// the L3 VNI's `vrf` stanza (without it FRR read `exit-vrf` inside
+/// `router bgp ... vrf bgp-vrf` and refused the whole text; found by the
+/// VM-tier test crates/e2e/tests/evpn_dynamic.rs).
+#[test]
+fn the_union_of_the_three_frr_texts_is_one_frr_accepts() {
+    let path = fixture("basic.json");
+    let plan: Value = serde_json::from_str(&agent(&[
+        "plan",
+        "--ovn",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    let text = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["op"]["op"] == "apply_frr")
+        .and_then(|s| s["op"]["config"].as_str())
+        .expect("an apply_frr step")
+        .to_string();
+    assert!(
+        text.contains("import vrf bgp-vrf")
+            && text.contains("vrf vrf-1001")
+            && text.contains("advertise-all-vni"),
+        "the three methods' texts: {text}"
+    );
+    let file = common::write(&common::scratch("dynamic-frr"), "frr.conf", &text);
+    let out = std::process::Command::new("vtysh")
+        .arg("--dryrun")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("vtysh (apt package frr)");
+    assert!(
+        out.status.success(),
+        "FRR refuses the text: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

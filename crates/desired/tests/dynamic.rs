@@ -184,6 +184,23 @@ fn assert_contains(whole: &DesiredNode, part: &DesiredNode, what: &str) {
         );
     }
     assert!(whole.sysctls.is_superset(&part.sysctls), "{what}: sysctls");
+    // The keyed objects the line lists above do not carry: the static
+    // bridge FDB entries and the L2 VNI blocks (both once dropped by the
+    // union; found by the VM-tier test crates/e2e/tests/evpn_dynamic.rs).
+    for (e, class) in &part.bridge_fdb {
+        assert_eq!(
+            whole.bridge_fdb.get(e),
+            Some(class),
+            "{what}: bridge_fdb {e:?}"
+        );
+    }
+    for (vni, block) in &part.l2_vni_frr {
+        assert_eq!(
+            whole.l2_vni_frr.get(vni),
+            Some(block),
+            "{what}: l2_vni_frr {vni}"
+        );
+    }
 }
 
 #[test]
@@ -197,6 +214,10 @@ fn each_network_gets_what_its_method_alone_gives_and_the_frr_text_is_the_union()
     let l2 = node_of(&snap, &with_method(&c, ExposingMethod::L2vni));
     assert_contains(&dynamic, &vrf, "vrf");
     assert_contains(&dynamic, &l2, "l2vni");
+    assert!(
+        !l2.bridge_fdb.is_empty() && !l2.l2_vni_frr.is_empty(),
+        "the l2 network has a port bound here and annotations: {l2:?}"
+    );
     assert_eq!(dynamic.evpn_vnis, vrf.evpn_vnis);
     // The underlay method exposes every network; dynamic only the
     // unannotated one through bgp_nic and the bridge tables.
@@ -237,11 +258,13 @@ fn each_network_gets_what_its_method_alone_gives_and_the_frr_text_is_the_union()
         v
     };
     assert_eq!(br_u(&dynamic), br_u(&underlay));
-    // One FRR text: the VRF leak, then the L3 VNI's, then the L2 VNIs'.
+    // One FRR text: the VRF leak, closed with `exit` (FRR would read the
+    // VNIs' `vrf` stanza inside `router bgp ... vrf bgp-vrf`), then the L3
+    // VNI's, then the L2 VNIs'.
     let text = |n: &DesiredNode| n.frr_config.clone().unwrap_or_default();
     assert_eq!(
         text(&dynamic),
-        text(&underlay) + &text(&vrf) + &text(&l2),
+        text(&underlay) + "\nexit\n" + &text(&vrf) + &text(&l2),
         "the union of the three texts"
     );
     assert!(dynamic.evpn.is_some(), "the EVPN ownership rule applies");

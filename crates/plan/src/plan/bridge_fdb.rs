@@ -85,6 +85,7 @@ impl Planner<'_> {
             .filter(|e| ours.contains(&(&e.bridge, &e.port)))
             .filter(|e| !wanted.contains(&(&e.bridge, &e.mac, e.vlan)))
             .filter(|e| !kernel_copy(e))
+            .filter(|e| !self.leaves_bridge(&e.port, &e.bridge))
             .cloned()
             .collect();
         for e in gone {
@@ -96,5 +97,18 @@ impl Planner<'_> {
                 Op::DelBridgeFdb(e),
             );
         }
+    }
+
+    /// Whether the desired state keeps `port` but enslaves it elsewhere
+    /// than `bridge` (an `l2` network turned `l3` under `dynamic` moves its
+    /// veth end into the VNI's VRF): the kernel drops the port's FDB
+    /// entries when its master changes, which this plan does before its
+    /// cleanup, so deleting them would only fail with ENOENT.
+    fn leaves_bridge(&self, port: &DevName, bridge: &DevName) -> bool {
+        self.desired
+            .links
+            .iter()
+            .find(|l| &l.name == port)
+            .is_some_and(|l| l.master.as_ref() != Some(bridge))
     }
 }

@@ -495,22 +495,55 @@ pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Resu
 }
 
 /// Creates the L3 VNI devices the agent's EVPN modes build, in namespace
-/// `netns`: `vrf-<vni>` (table = VNI), `br-<vni>` (no STP) in it, and
-/// `vxlan-<vni>` (id = VNI, `local`, `dstport`, no learning) in the bridge
-/// with the bridge-port flags learning off and neigh_suppress on; all up.
-/// The peer's side of the fabric, and the node's before the agent does it.
+/// `netns`: `vrf-<vni>` (table = VNI) and in it the bridge and VXLAN
+/// device of [`create_bridge_with_vxlan`]. The peer's side of the fabric,
+/// and the node's before the agent does it.
 pub fn create_vni_devices(netns: &str, vni: u32, local: &str, dstport: u16) -> Result<()> {
-    let (vrf, br, vx) = (
-        format!("vrf-{vni}"),
-        format!("br-{vni}"),
-        format!("vxlan-{vni}"),
-    );
-    let (vni_s, port) = (vni.to_string(), dstport.to_string());
-    let steps: [&[&str]; 9] = [
+    let (vrf, vni_s) = (format!("vrf-{vni}"), vni.to_string());
+    run_in(
+        netns,
+        "ip",
         &["link", "add", &vrf, "type", "vrf", "table", &vni_s],
-        &["link", "set", &vrf, "up"],
+    )?;
+    run_in(netns, "ip", &["link", "set", &vrf, "up"])?;
+    create_bridge_with_vxlan(netns, vni, local, dstport, Some(&vrf))?;
+    // routing between the VRF's devices (the VXLAN side and the hosts'),
+    // as the agent's sysctls do on the node
+    run_in(
+        netns,
+        "sysctl",
+        &[
+            "-q",
+            "-w",
+            "net.ipv4.ip_forward=1",
+            "net.ipv6.conf.all.forwarding=1",
+        ],
+    )?;
+    Ok(())
+}
+
+/// `br-<vni>` (no STP, enslaved to `vrf` if any) and `vxlan-<vni>` (id =
+/// VNI, `local`, `dstport`, no learning) in it with the bridge-port flags
+/// learning off and neigh_suppress on; all up: the two devices of a VNI in
+/// both EVPN modes.
+pub(crate) fn create_bridge_with_vxlan(
+    netns: &str,
+    vni: u32,
+    local: &str,
+    dstport: u16,
+    vrf: Option<&str>,
+) -> Result<()> {
+    let (br, vx) = (format!("br-{vni}"), format!("vxlan-{vni}"));
+    let (vni_s, port) = (vni.to_string(), dstport.to_string());
+    run_in(
+        netns,
+        "ip",
         &["link", "add", &br, "type", "bridge", "stp_state", "0"],
-        &["link", "set", &br, "master", &vrf],
+    )?;
+    if let Some(vrf) = vrf {
+        run_in(netns, "ip", &["link", "set", &br, "master", vrf])?;
+    }
+    let steps: [&[&str]; 5] = [
         &["link", "set", &br, "up"],
         &[
             "link",
@@ -545,18 +578,6 @@ pub fn create_vni_devices(netns: &str, vni: u32, local: &str, dstport: u16) -> R
             "off",
             "neigh_suppress",
             "on",
-        ],
-    )?;
-    // routing between the VRF's devices (the VXLAN side and the hosts'),
-    // as the agent's sysctls do on the node
-    run_in(
-        netns,
-        "sysctl",
-        &[
-            "-q",
-            "-w",
-            "net.ipv4.ip_forward=1",
-            "net.ipv6.conf.all.forwarding=1",
         ],
     )?;
     Ok(())

@@ -27,52 +27,11 @@ use super::{path_vni, run_in, say, EvpnFabric, EvpnFabricOptions, POLL};
 use crate::frr::{ip, FrrRouter, Netns};
 
 /// Creates an L2 VNI's devices in `netns`: `br-<vni>` (no STP, in no VRF)
-/// and `vxlan-<vni>` (id = VNI, `local`, `dstport`, no learning) in it
-/// with the bridge-port flags learning off and neigh_suppress on; all up.
-/// The peer's side of an L2 fabric, and the node's where a test builds it
+/// and `vxlan-<vni>` in it ([`super::create_bridge_with_vxlan`]). The
+/// peer's side of an L2 fabric, and the node's where a test builds it
 /// without the agent.
 pub fn create_l2_vni_devices(netns: &str, vni: u32, local: &str, dstport: u16) -> Result<()> {
-    let (br, vx) = (format!("br-{vni}"), format!("vxlan-{vni}"));
-    let (vni_s, port) = (vni.to_string(), dstport.to_string());
-    let steps: [&[&str]; 6] = [
-        &["link", "add", &br, "type", "bridge", "stp_state", "0"],
-        &["link", "set", &br, "up"],
-        &[
-            "link",
-            "add",
-            &vx,
-            "type",
-            "vxlan",
-            "id",
-            &vni_s,
-            "local",
-            local,
-            "dstport",
-            &port,
-            "nolearning",
-        ],
-        &["link", "set", &vx, "master", &br],
-        &["link", "set", &vx, "up"],
-        &["link", "show", &vx],
-    ];
-    for args in steps {
-        run_in(netns, "ip", args)?;
-    }
-    run_in(
-        netns,
-        "bridge",
-        &[
-            "link",
-            "set",
-            "dev",
-            &vx,
-            "learning",
-            "off",
-            "neigh_suppress",
-            "on",
-        ],
-    )?;
-    Ok(())
+    super::create_bridge_with_vxlan(netns, vni, local, dstport, None)
 }
 
 /// A `vni <vni>` block of `address-family l2vpn evpn` with `route_targets`

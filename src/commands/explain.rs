@@ -48,6 +48,9 @@ pub fn run(
             for side in &fabric {
                 println!("{side}");
             }
+            if let Some(last) = last_text_if_missing(config, &fabric) {
+                println!("{last}");
+            }
             if live && !prefixes.is_empty() && obgp_controller::fabric::evpn_not_looked_up(config) {
                 println!("FRR: the EVPN routes of this mode are not looked up in FRR's tables");
             }
@@ -74,4 +77,38 @@ struct WithFabric<'a> {
     answer: &'a obgp_desired::Explanation,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     fabric: &'a [obgp_controller::ops::fabric::FabricSide],
+}
+
+/// When FRR lacks a prefix the answer announces (in none of its tables,
+/// or not leaked), what the running daemon last did with FRR: its last
+/// text and how it went, from its `/status` on `metrics_listen`. `None`
+/// without a daemon there or a text yet.
+fn last_text_if_missing(
+    config: &Config,
+    fabric: &[obgp_controller::ops::fabric::FabricSide],
+) -> Option<String> {
+    use obgp_controller::ops::fabric::FabricState;
+    let missing = fabric.iter().any(|f| {
+        matches!(
+            f.state,
+            FabricState::NotInFrr { .. } | FabricState::NotLeaked { .. }
+        )
+    });
+    let addr = config.default.metrics_listen?;
+    if !missing {
+        return None;
+    }
+    let status = super::status::from_daemon(&addr.to_string()).ok()?;
+    let t = status.health.frr_last_text?;
+    let what = if t.removal { "removal" } else { "text" };
+    Some(match &t.error {
+        Some(e) => format!(
+            "FRR: the daemon's last {what} was {} {:.0} s ago: {e}",
+            t.outcome, t.ago_s
+        ),
+        None => format!(
+            "FRR: the daemon's last {what} was {} {:.0} s ago",
+            t.outcome, t.ago_s
+        ),
+    })
 }

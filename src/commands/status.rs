@@ -118,7 +118,7 @@ fn no_daemon(e: &anyhow::Error) -> bool {
 }
 
 /// `GET /status` from the daemon at `addr` (host:port).
-fn from_daemon(addr: &str) -> anyhow::Result<Status> {
+pub fn from_daemon(addr: &str) -> anyhow::Result<Status> {
     let target = addr
         .to_socket_addrs()
         .with_context(|| format!("daemon address {addr:?}"))?

@@ -227,6 +227,15 @@ fn a_text_frr_refuses_is_not_applied_is_counted_and_status_says_why() -> Result<
         !running.contains("import vrf") && !running.contains("1.10"),
         "nothing of the refused text in FRR:\n{running}"
     );
+    // explain of a prefix FRR lacks (the tenant subnet: a bridge-table
+    // route here, in none of FRR's tables) quotes the daemon's last text.
+    let answer = b.agent_ok(&["explain", "10.0.0.0/24"])?;
+    ensure!(
+        answer.contains("FRR: 10.0.0.0/24 is in none of FRR's tables")
+            && answer.contains("FRR: the daemon's last text was rejected")
+            && answer.contains("router bgp 1.10"),
+        "{answer}"
+    );
     println!("reject: refused, counted, status says {}", last["error"]);
     b.stop_daemon()?;
     Ok(())

@@ -547,7 +547,9 @@ pub struct BgpPrefix {
     pub advertised_to: BTreeSet<String>,
 }
 
+mod evpn_route;
 mod l2;
+pub use evpn_route::{EvpnRoute, EvpnRouteKey};
 pub use l2::{
     forget_l2_vni_removal, l2_vni_removal, l2_vnis_of_running_config, L2Running, L2VniConfig,
     L2VniRemoval,

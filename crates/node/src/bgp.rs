@@ -11,6 +11,9 @@ use crate::commands::vtysh;
 use crate::config::KernelConfig;
 use crate::error::IoError;
 
+mod evpn;
+pub use evpn::{read_evpn_advertised, read_evpn_routes, EvpnRouteType};
+
 /// What reads the sessions off the command lane's thread: the lane's
 /// vtysh settings ([`crate::CommandLane::bgp_sessions_reader`]).
 #[derive(Clone, Debug)]

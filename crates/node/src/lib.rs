@@ -24,7 +24,8 @@ mod scope;
 mod writer;
 
 pub use bgp::{
-    read_advertised, read_bgp_prefix, read_bgp_sessions, read_bgp_table, BgpSessionsReader,
+    read_advertised, read_bgp_prefix, read_bgp_sessions, read_bgp_table, read_evpn_advertised,
+    read_evpn_routes, BgpSessionsReader, EvpnRouteType,
 };
 pub use commands::{frr_check_lines, read_frr_router_id, DriftProbe};
 pub use config::KernelConfig;

@@ -36,9 +36,13 @@ pub fn run(
     // sessions on this node. Offline there is no FRR to ask.
     let live = input.ovn.is_none();
     let prefixes = answer.announced_prefixes();
-    let fabric = if live {
+    let fabric = if live && !prefixes.is_empty() {
         let kernel = super::run_options(config, node).kernel;
-        obgp_controller::fabric::fabric_sides(config, &kernel, &prefixes)
+        // Where each prefix is announced (leaked, a type-5 or a type-2
+        // route) is the desired state's, from the same inputs.
+        let desired = obgp_desired::desired_state(&snapshot, config, &facts);
+        let desired = desired.as_ref().map_err(|e| e.to_string());
+        obgp_controller::fabric::fabric_sides(config, &kernel, desired, &prefixes)
     } else {
         Vec::new()
     };
@@ -50,9 +54,6 @@ pub fn run(
             }
             if let Some(last) = last_text_if_missing(config, &fabric) {
                 println!("{last}");
-            }
-            if live && !prefixes.is_empty() && obgp_controller::fabric::evpn_not_looked_up(config) {
-                println!("FRR: the EVPN routes of this mode are not looked up in FRR's tables");
             }
             // The node state gives the facts an answer reads (the VXLAN
             // source, the external bridges): say which one offline, after
@@ -91,7 +92,10 @@ fn last_text_if_missing(
     let missing = fabric.iter().any(|f| {
         matches!(
             f.state,
-            FabricState::NotInFrr { .. } | FabricState::NotLeaked { .. }
+            FabricState::NotInFrr { .. }
+                | FabricState::NotLeaked { .. }
+                | FabricState::NotExported { .. }
+                | FabricState::NotInEvpn { .. }
         )
     });
     let addr = config.default.metrics_listen?;

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 mod agent;
 pub mod evpn;
+pub mod evpn_fabric_side;
 pub mod interrupt;
 pub mod python_node;
 pub use agent::Agent;

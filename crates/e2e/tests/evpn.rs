@@ -32,10 +32,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use obgp_e2e::evpn::{node_ovs_rows, ovsdb_map as map, EvpnBench, LOCALNET};
+use obgp_e2e::evpn_fabric_side::{check_announced, ExpectedRoute};
 use obgp_netmodel::frr::{add_vrf, AddVrf, RedistSource};
 use obgp_netmodel::DevName;
 use obgp_testbed::evpn::{
-    create_vni_devices, EvpnFabric, EvpnFabricOptions, NODE_VTEP, VXLAN_PORT,
+    create_vni_devices, EvpnFabric, EvpnFabricOptions, NODE_VTEP, PEER_VTEP, VXLAN_PORT,
 };
 use serde_json::{json, Value};
 
@@ -590,6 +591,28 @@ fn agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> Res
                 .unwrap_or("replied")
         ),
     );
+    // the fabric side (issue 31): the type-5 routes in the node's l2vpn
+    // evpn table, sent to the fabric VTEP
+    for (prefix, explain) in [
+        (format!("{VM4}/32"), Some(VM4)),
+        (format!("{VM6}/128"), None),
+    ] {
+        let route = format!("type-5 route {prefix}");
+        let line = check_announced(
+            b,
+            explain,
+            &ExpectedRoute {
+                prefix: &prefix,
+                route: &route,
+                rd: RD,
+                peer: PEER_VTEP,
+            },
+        )?;
+        step(
+            t0,
+            &format!("fabric side: status has {prefix} in_table, announced_to {PEER_VTEP}; {line}"),
+        );
+    }
     let took = wait_until("the agent's plan to converge (0 steps)", || {
         Ok(b.agent.plan_op_count()? == 0)
     })?;
@@ -843,6 +866,23 @@ fn sb_agent_builds_and_removes_the_evpn_side(t0: Instant, b: &mut EvpnBench) -> 
         .filter_map(|a| Some(format!("{}/{}", a["local"].as_str()?, a["prefixlen"])))
         .collect();
     ensure!(lo_addrs.contains(&vm), "{lo_vni} lacks {vm}: {lo_addrs:?}");
+    // the fabric side (issue 31): the SB driver's tenant VM is a type-5
+    // route of the same lookup, under the lo address's RD
+    let route = format!("type-5 route {vm}");
+    let line = check_announced(
+        b,
+        Some(TENANT_VM4),
+        &ExpectedRoute {
+            prefix: &vm,
+            route: &route,
+            rd: &rd,
+            peer: PEER_VTEP,
+        },
+    )?;
+    step(
+        t0,
+        &format!("fabric side: status has {vm} in_table, announced_to {PEER_VTEP}; {line}"),
+    );
     let ports = b.ovs_ports("br-ex")?;
     ensure!(
         ports.contains(&veth_ovs),

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use obgp_e2e::evpn::{nb_evpn_config, node_ovs_rows, ovsdb_map as map, EvpnBench, LOCALNET};
+use obgp_e2e::evpn_fabric_side::{check_announced, ExpectedRoute};
 use obgp_testbed::evpn::l2::{self, router_imet_routes};
 use obgp_testbed::evpn::{EvpnFabricOptions, NODE_VTEP, PEER_VTEP};
 use serde_json::{json, Value};
@@ -287,6 +288,23 @@ fn agent_stretches_and_withdraws(t0: Instant, b: &mut EvpnBench) -> Result<()> {
                 .find(|l| l.contains("bytes from"))
                 .unwrap_or("replied")
         ),
+    );
+    // the fabric side (issue 31): the VM's type-2 route in the node's
+    // l2vpn evpn table, sent to the fabric VTEP
+    let route = format!("type-2 route {VM_MAC} {VM4}");
+    let line = check_announced(
+        b,
+        Some(VM4),
+        &ExpectedRoute {
+            prefix: &format!("{VM4}/32"),
+            route: &route,
+            rd: RD,
+            peer: PEER_VTEP,
+        },
+    )?;
+    step(
+        t0,
+        &format!("fabric side: status has {VM4}/32 in_table, announced_to {PEER_VTEP}; {line}"),
     );
     let took = wait_until("the agent's plan to converge (0 steps)", || {
         Ok(b.agent.plan_op_count()? == 0)

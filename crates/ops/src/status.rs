@@ -99,10 +99,16 @@ pub struct Exposure {
 /// What FRR holds of one exposure.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExposureFrr {
-    /// The prefix is in the default instance's table (its family's).
+    /// The prefix is in the default instance's table (its family's); for
+    /// an EVPN exposure, this node's `evpn_route` is in the `l2vpn evpn`
+    /// table.
     pub in_table: bool,
     /// The peers FRR sent it to (their advertised routes list it).
     pub announced_to: Vec<String>,
+    /// The EVPN modes: the route looked up (`type-5 route 172.24.4.10/32`,
+    /// `type-2 route fa:16:3e:11:11:11 172.24.4.10`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evpn_route: Option<String>,
 }
 
 /// Where an exposure lands on the node.
@@ -126,6 +132,13 @@ pub struct Wiring {
     /// and why (`vrf (neutron_bgpvpn:type=l3, ...)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    /// The EVPN modes: the VNI its route carries (a type-5 route from
+    /// `vrf`, or with `mac` a type-2 route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vni: Option<u32>,
+    /// `l2vni`: the MAC of its type-2 (MAC/IP) route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<obgp_netmodel::MacAddr>,
 }
 
 /// One VNI of an EVPN driver.
@@ -325,6 +338,8 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                     vrf: Some(v.vrf.to_string()),
                     via,
                     method: None,
+                    vni: Some(v.vni),
+                    mac: None,
                 };
                 let behind = |prefix: IpNet| -> Option<(Class, Vec<RowInfo>)> {
                     if let Some(e) = decision(prefix.addr()) {
@@ -389,6 +404,8 @@ pub fn exposures(i: &StatusInputs<'_>) -> (Vec<Exposure>, Vec<VniStatus>) {
                         bridge: Some(v.ovs_bridge.to_string()),
                         vlan: v.vlan,
                         dev: Some(v.bridge.to_string()),
+                        vni: Some(v.vni),
+                        mac: Some(h.mac),
                         ..Wiring::default()
                     };
                     let mut e = entry(IpNet::from(*ip), Class::Vm, vec![rows.of(h.source)], w);
@@ -436,7 +453,7 @@ fn underlay_wiring(i: &StatusInputs<'_>, e: &ExposedIp) -> Wiring {
         table_id,
         vrf,
         via: None,
-        method: None,
+        ..Wiring::default()
     }
 }
 

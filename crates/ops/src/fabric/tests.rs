@@ -148,6 +148,8 @@ fn status_exposures_get_their_table_and_peers_and_unread_ones_stay_unknown() {
             ),
         ]
         .into(),
+        evpn_routes: None,
+        evpn_advertised: Default::default(),
         took_s: 0.25,
     };
     annotate_status(&mut status, &reads);
@@ -156,14 +158,16 @@ fn status_exposures_get_their_table_and_peers_and_unread_ones_stay_unknown() {
         frr(0),
         Some(ExposureFrr {
             in_table: true,
-            announced_to: vec!["10.255.0.2".into()]
+            announced_to: vec!["10.255.0.2".into()],
+            evpn_route: None,
         })
     );
     assert_eq!(
         frr(1),
         Some(ExposureFrr {
             in_table: true,
-            announced_to: Vec::new()
+            announced_to: Vec::new(),
+            evpn_route: None,
         }),
         "held back from the one peer read"
     );

@@ -220,10 +220,11 @@ fn exposure(out: &mut String, e: &Exposure) {
         let _ = writeln!(out, "      missing {m}");
     }
     if let Some(f) = &e.frr {
-        let table = if f.in_table {
-            "in its table"
-        } else {
-            "NOT in its table"
+        let table = match (&f.evpn_route, f.in_table) {
+            (None, true) => "in its table".to_string(),
+            (None, false) => "NOT in its table".to_string(),
+            (Some(r), true) => format!("has its {r} in l2vpn evpn"),
+            (Some(r), false) => format!("has NOT its {r} in l2vpn evpn"),
         };
         match f.announced_to.as_slice() {
             [] => {

@@ -259,3 +259,67 @@ fn status_evpn_exposures_get_their_route_and_peers_and_unread_ones_stay_unknown(
     );
     assert!(status.fabric.unwrap().errors[0].starts_with("l2vpn evpn table: vtysh"));
 }
+
+/// `fixtures/dynamic/basic.json`: one provider network per method on this
+/// node (VNI 1001 `vrf`, VNI 2002 `l2vni`, `br-u` underlay), each with a VM
+/// bound here.
+fn dynamic_scenario() -> (obgp_config::Config, obgp_ovn::Snapshot) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/dynamic/basic.json");
+    let sc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let config = obgp_config::Loader::new()
+        .json_overrides(sc["config"].as_object().unwrap())
+        .unwrap()
+        .load()
+        .unwrap()
+        .config;
+    (config, obgp_ovn::Snapshot::from_wire(&sc["ovn"]).unwrap())
+}
+
+#[test]
+fn dynamic_looks_each_exposure_up_by_its_networks_method_in_explain_and_status_alike() {
+    let (config, snap) = dynamic_scenario();
+    let desired =
+        obgp_desired::desired_state(&snap, &config, &obgp_desired::NodeFacts::default()).unwrap();
+    let l2_mac = desired.evpn.as_ref().unwrap().l2[&2002].hosts[&"10.100.0.10".parse().unwrap()].mac;
+    let want = [
+        ("172.24.4.10/32", type5()),
+        ("2001:db8::10/128", type5()),
+        (
+            "10.100.0.10/32",
+            Announced::Type2 {
+                vni: 2002,
+                mac: l2_mac,
+            },
+        ),
+        ("192.168.50.10/32", Announced::Leaked),
+    ];
+    for (prefix, announced) in &want {
+        assert_eq!(
+            &announced_in(&desired, prefix.parse().unwrap()),
+            announced,
+            "explain's lookup of {prefix}"
+        );
+    }
+    // `status` reaches the same answer from its exposures' wiring
+    let node = desired.to_node();
+    let actual = obgp_plan::Actual::default();
+    let (exposed, _) = crate::status::exposures(&crate::status::StatusInputs {
+        config: &config,
+        snapshot: &snap,
+        desired: &desired,
+        node: &node,
+        actual: &actual,
+    });
+    for (prefix, announced) in &want {
+        let e = exposed
+            .iter()
+            .find(|e| e.prefix.to_string() == *prefix)
+            .unwrap_or_else(|| panic!("status lists no {prefix}: {exposed:?}"));
+        assert_eq!(
+            &announced_of_exposure(e),
+            announced,
+            "status's lookup of {prefix}"
+        );
+    }
+}

@@ -17,6 +17,7 @@ mod agent;
 pub mod evpn;
 pub mod interrupt;
 pub mod python_node;
+pub mod watch;
 pub use agent::Agent;
 use python_node::PythonWrite;
 

@@ -429,9 +429,9 @@ impl EvpnFabric {
         }
     }
 
-    /// Pings `dst` from the peer's VRF across the VXLAN ([`ping_in_vrf`]).
+    /// Pings `dst` from the peer's VRF across the VXLAN ([`ping`]).
     pub fn ping_from_peer_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
-        ping_in_vrf(self.peer_netns(), &self.vrf(), dst, timeout).map_err(|e| {
+        ping(self.peer_netns(), Some(&self.vrf()), dst, timeout).map_err(|e| {
             e.context(format!(
                 "peer {} routes: {:#?}",
                 self.vrf(),
@@ -444,7 +444,7 @@ impl EvpnFabric {
     /// node's own side of the path, e.g. to a host behind the provider
     /// bridge).
     pub fn ping_from_node_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
-        ping_in_vrf(self.node_netns(), &self.vrf(), dst, timeout)
+        ping(self.node_netns(), Some(&self.vrf()), dst, timeout)
     }
 
     /// What the node and the peer know about the path, for a failure: their
@@ -487,19 +487,23 @@ impl EvpnFabric {
     }
 }
 
-/// Pings `dst` from VRF `vrf` in `netns` (`busybox ping -I <vrf>`: the
+/// Pings `dst` from `netns` (`busybox ping`; with `vrf`, `-I <vrf>`: the
 /// socket bound to the VRF, the source one of its addresses), one echo per
 /// try until one is answered or `timeout` passes. Returns the last ping's
 /// output. (The host has no iputils ping; busybox is a VM-tier dependency
 /// anyway.)
-pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Result<String> {
-    let args = ["ping", "-c", "1", "-W", "2", "-I", vrf, dst];
+pub fn ping(netns: &str, vrf: Option<&str>, dst: &str, timeout: Duration) -> Result<String> {
+    let mut args = vec!["ping", "-c", "1", "-W", "2"];
+    if let Some(vrf) = vrf {
+        args.extend(["-I", vrf]);
+    }
+    args.push(dst);
     say(&format!("netns {netns}: busybox {}", args.join(" ")));
     let started = Instant::now();
     loop {
         let out = Command::new("ip")
             .args(["netns", "exec", netns, "busybox"])
-            .args(args)
+            .args(&args)
             .output()
             .context("running busybox ping (apt package busybox-static)")?;
         let text = format!(
@@ -511,8 +515,9 @@ pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Resu
             return Ok(text);
         }
         if started.elapsed() > timeout {
+            let from = vrf.map_or_else(String::new, |v| format!(" to {v}"));
             bail!(
-                "no echo reply from {dst} to {vrf} in netns {netns} within {timeout:?}: {}",
+                "no echo reply from {dst}{from} in netns {netns} within {timeout:?}: {}",
                 text.trim()
             );
         }

@@ -27,7 +27,9 @@
 //! 3. U switched underlay → l3 (VNI 1003), the peer polled: the VM IP
 //!    leaves `bgp-nic` only once `vxlan-1003` exists, and the peer holds
 //!    the unicast route until the type-5 route is there (make-before-break
-//!    as the peer sees it); A and B untouched; `plan` at 0 steps.
+//!    as the peer sees it; the peer also watched alone, ~100 ms apart,
+//!    beside the slower whole observation); A and B untouched; `plan` at
+//!    0 steps.
 
 use std::time::{Duration, Instant};
 
@@ -38,7 +40,10 @@ use obgp_e2e::evpn::{
 };
 use obgp_e2e::watch::{first, held_until, watch};
 use obgp_testbed::evpn::l2::router_macip_routes;
-use obgp_testbed::evpn::{unicast_has_path_via, EvpnFabricOptions, PeerL2Vni, NODE_VTEP};
+use obgp_testbed::evpn::{
+    type5_routes, unicast_has_path_via, EvpnFabricOptions, PeerL2Vni, NODE_VTEP,
+};
+use obgp_testbed::frr::FrrRouter;
 use serde_json::{json, Value};
 
 /// Bounds for the VM tier (TCG: ~10x slower CPU); only a failure waits this long.
@@ -223,6 +228,24 @@ fn look(b: &EvpnBench, vni: u32) -> Result<Seen> {
         vxlan: links.iter().any(|l| *l == format!("vxlan-{vni}")),
         vrf: links.iter().any(|l| *l == format!("vrf-{vni}")),
     })
+}
+
+/// What the peer has of U's VM, for the tight watch of the underlay ->
+/// l3 switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PeerSeen {
+    unicast: bool,
+    type5: bool,
+}
+
+/// The peer's unicast table, then its type-5 table (the order the
+/// make-before-break claim needs, see [`look`]).
+fn look_peer(peer: &FrrRouter, vtep: &str) -> Result<PeerSeen> {
+    let unicast = unicast_has_path_via(&peer.show_bgp_json()?, &host(&U), NODE_VTEP);
+    let type5 = type5_routes(&peer.show_json("show bgp l2vpn evpn route detail type prefix json")?)
+        .iter()
+        .any(|r| r.prefix == host(&U) && r.next_hop == vtep);
+    Ok(PeerSeen { unicast, type5 })
 }
 
 /// How each kind is announced, and nothing else: underlay on `bgp-nic`
@@ -429,13 +452,32 @@ fn b_l2_to_l3(t0: Instant, b: &EvpnBench) -> Result<()> {
 
 fn u_underlay_to_l3(t0: Instant, b: &EvpnBench) -> Result<()> {
     b.set_bgpvpn(U.switch, Some(&U_L3))?;
-    let seen = watch(
-        "evpn-dynamic-mixed",
-        "U: type-5 at the peer, unicast withdrawn, off bgp-nic, vxlan-1003",
-        LEARN,
-        || look(b, U_L3.vni),
-        |s| l3(&s.u) && s.vxlan,
-    )?;
+    // The whole observation takes seconds under TCG; the peer alone is
+    // watched beside it, two reads of bgpd's vty socket each (~100 ms
+    // apart), for the make-before-break claim at the peer.
+    let (seen, at_peer) = std::thread::scope(|scope| {
+        let peer = &b.fabric.peer;
+        let vtep = b.fabric.node_vtep();
+        let at_peer = scope.spawn(move || {
+            watch(
+                "evpn-dynamic-mixed (peer)",
+                "U at the peer: type-5 there, unicast withdrawn",
+                LEARN,
+                || look_peer(peer, &vtep),
+                |s| s.type5 && !s.unicast,
+            )
+        });
+        let seen = watch(
+            "evpn-dynamic-mixed",
+            "U: type-5 at the peer, unicast withdrawn, off bgp-nic, vxlan-1003",
+            LEARN,
+            || look(b, U_L3.vni),
+            |s| l3(&s.u) && s.vxlan,
+        );
+        let at_peer = at_peer.join().expect("the peer watch panicked");
+        (seen, at_peer)
+    });
+    let (seen, at_peer) = (seen?, at_peer?);
     let vxlan_at = first(&seen, |s| s.vxlan).context("vxlan never seen")?;
     let t5_at = first(&seen, |s| s.u.type5).context("type-5 never seen")?;
     let off_nic = first(&seen, |s| !s.u.nic).context("never off bgp-nic")?;
@@ -453,15 +495,19 @@ fn u_underlay_to_l3(t0: Instant, b: &EvpnBench) -> Result<()> {
     // make-before-break as the peer sees it: the unicast route stays
     // until the type-5 route is there
     ensure!(
-        seen.iter().all(|(_, s)| s.u.unicast || s.u.type5),
-        "the peer had neither the unicast nor the type-5 route of {} at one point: {seen:#?}",
+        seen.iter().all(|(_, s)| s.u.unicast || s.u.type5)
+            && at_peer.iter().all(|(_, s)| s.unicast || s.type5),
+        "the peer had neither the unicast nor the type-5 route of {} at one point: {at_peer:#?} {seen:#?}",
         U.vm.ip
     );
+    let peer_t5 = first(&at_peer, |s| s.type5).context("type-5 never seen at the peer")?;
+    let peer_unicast_gone =
+        first(&at_peer, |s| !s.unicast).context("unicast never withdrawn at the peer")?;
     check_attributes(b, &U, &U_L3)?;
     step(
         t0,
         &format!(
-            "U underlay -> l3: vxlan-{} at {:.2} s, [5] {} at the peer at {:.2} s, {} off {BGP_NIC} at {:.2} s, unicast withdrawn at the peer at {:.2} s: overlap {:.2} s; A and B untouched",
+            "U underlay -> l3: vxlan-{} at {:.2} s, [5] {} at the peer at {:.2} s, {} off {BGP_NIC} at {:.2} s, unicast withdrawn at the peer at {:.2} s; the peer alone: [5] at {:.2} s, unicast withdrawn at {:.2} s: overlap {:.2} s; A and B untouched",
             U_L3.vni,
             vxlan_at.as_secs_f64(),
             host(&U),
@@ -469,7 +515,9 @@ fn u_underlay_to_l3(t0: Instant, b: &EvpnBench) -> Result<()> {
             U.vm.ip,
             off_nic.as_secs_f64(),
             unicast_gone.as_secs_f64(),
-            unicast_gone.as_secs_f64() - t5_at.as_secs_f64(),
+            peer_t5.as_secs_f64(),
+            peer_unicast_gone.as_secs_f64(),
+            peer_unicast_gone.as_secs_f64() - peer_t5.as_secs_f64(),
         ),
     );
     let took = wait_converged(b)?;

@@ -195,3 +195,56 @@ fn the_union_of_the_three_frr_texts_is_one_frr_accepts() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Two L3 networks (the plain network annotated `l3` with VNI 500, before
+/// the fixture's 1001) give a text FRR's parser accepts: without an `exit`
+/// closing VNI 500's `router bgp ... vrf` block FRR read `vrf vrf-1001`
+/// inside it and refused the text (`% Unknown command[4]: exit-vrf`;
+/// found by the VM-tier test crates/e2e/tests/evpn_dynamic_mixed.rs).
+#[test]
+fn two_l3_networks_give_one_frr_text_frr_accepts() {
+    let mut sc = scenario();
+    sc["ovn"]["OVN_Northbound"]["Logical_Switch"]["a5000000-0000-4000-8000-000000000001"]
+        ["external_ids"] = serde_json::json!([
+        "map",
+        [
+            ["neutron:network_name", "plain"],
+            ["neutron_bgpvpn:type", "l3"],
+            ["neutron_bgpvpn:vni", "500"],
+        ]
+    ]);
+    let dir = common::scratch("dynamic-two-l3");
+    let path = common::write(&dir, "two-l3.json", &sc.to_string());
+    let plan: Value = serde_json::from_str(&agent(&[
+        "plan",
+        "--ovn",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    let text = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["op"]["op"] == "apply_frr")
+        .and_then(|s| s["op"]["config"].as_str())
+        .expect("an apply_frr step")
+        .to_string();
+    assert!(
+        text.contains("vrf vrf-500") && text.contains("vrf vrf-1001"),
+        "two L3 VNIs: {text}"
+    );
+    let file = common::write(&dir, "frr.conf", &text);
+    let out = std::process::Command::new("vtysh")
+        .arg("--dryrun")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("vtysh (apt package frr)");
+    assert!(
+        out.status.success(),
+        "FRR refuses the text: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

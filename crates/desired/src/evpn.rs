@@ -166,6 +166,7 @@ impl EvpnL3 {
         };
         let mut frr = String::new();
         for v in self.vnis.values() {
+            close_router_bgp_vrf(&mut frr);
             frr.push_str(&v.frr_text);
             v.add_to_node(&mut n);
         }
@@ -413,6 +414,19 @@ impl EvpnPort {
                     .or_insert(r.class);
             }
         }
+    }
+}
+
+/// Closes the `router bgp ... vrf` block the text so far ends in (an
+/// add-vrf text without ND stanza) before the next VNI's text: FRR reads
+/// that text's `vrf vrf-<n>` stanza inside the block and refuses the
+/// whole text (`% Unknown command: exit-vrf`). Upstream applies each VNI
+/// with its own vtysh call and never meets this. A text ending with the
+/// ND stanza's `exit` is at the top level already, where another `exit`
+/// would leave configuration mode; an empty text needs nothing.
+fn close_router_bgp_vrf(frr: &mut String) {
+    if frr.trim_end().ends_with("exit-address-family") {
+        frr.push_str("exit\n");
     }
 }
 

@@ -571,3 +571,36 @@ fn the_event_filters_see_every_decision_whichever_method_carries_it() {
     }
     assert_eq!(exposed.len(), 4);
 }
+
+/// Two L3 networks: each VNI's add-vrf text ends inside its `router bgp
+/// ... vrf` block (or, with an IPv6 DHCP subnet, after the ND stanza's
+/// `exit`), and FRR reads a next `vrf vrf-<n>` stanza inside that block
+/// and refuses the whole text (`% Unknown command: exit-vrf`; found by the
+/// VM-tier test crates/e2e/tests/evpn_dynamic_mixed.rs, the FRR side in
+/// tests/plan_dynamic.rs). So every `vrf` stanza after the first follows
+/// an `exit`, and an `exit` never follows the ND stanza's (a second one
+/// would leave configuration mode).
+#[test]
+fn two_l3_networks_close_each_router_bgp_vrf_block_before_the_next_vrf() {
+    let (_, mut db, c) = setup();
+    // VNI 500 sorts before the fixture's 1001; its network has no IPv6
+    // DHCP subnet, so its text ends inside `router bgp ... vrf vrf-500`
+    update_switch(&mut db, PLAIN_SWITCH, annotation("l3", 500));
+    let n = node_of(&snapshot(&db), &c);
+    let text = n.frr_config.clone().unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let vrf_at: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("vrf vrf-"))
+        .collect();
+    assert_eq!(vrf_at.len(), 2, "two L3 VNIs: {text}");
+    for &i in &vrf_at {
+        assert_eq!(lines[i - 1], "exit", "line {i} {:?}: {text}", lines[i]);
+    }
+    for w in lines.windows(2) {
+        assert!(w != ["exit", "exit"], "a doubled exit: {text}");
+    }
+}

@@ -19,7 +19,11 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions, NODE_VTEP, VXLAN_PORT};
 use obgp_testbed::ovsdb::{run, OvsdbServer};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+mod nb;
+
+pub use nb::{provider_nets_rows, Bgpvpn, ProviderNet, VmPort, BGPVPN_KEYS};
 
 use crate::{agent_binary, fresh_rt_tables, load, start_sb, write_connections, Agent, Vswitchd};
 
@@ -42,6 +46,8 @@ pub struct EvpnBench {
     pub ovs: OvsdbServer,
     dir: PathBuf,
     ovs_run: PathBuf,
+    /// The OVS bridges of the topology's Open_vSwitch rows.
+    bridges: Vec<String>,
 }
 
 impl EvpnBench {
@@ -70,6 +76,8 @@ impl EvpnBench {
         let ovs_run = dir.join("ovs-run");
         std::fs::create_dir_all(&ovs_run)?;
         let vswitchd = Vswitchd::start(fabric.node_netns(), &ovs, &ovs_run)?;
+        let bridges = bridge_names(topology);
+        wait_for_links(fabric.node_netns(), &bridges)?;
         println!(
             "evpn-bench: OVN_Northbound {} and Open_vSwitch {} ovsdb-servers on the host; ovs-vswitchd (netdev datapath, run dir {}) in netns {}",
             nb.unix_remote(),
@@ -98,6 +106,7 @@ impl EvpnBench {
             ovs,
             dir: dir.to_path_buf(),
             ovs_run,
+            bridges,
         })
     }
 
@@ -166,7 +175,7 @@ impl EvpnBench {
 
     /// What the agent did and would do, for a failure: its log, its `plan`
     /// against the node as it is now, the node's FRR running-config, the
-    /// flows of br-ex and what both VTEPs know about the path.
+    /// flows of the OVS bridges and what both VTEPs know about the path.
     pub fn evidence(&self) -> String {
         let plan = self
             .agent
@@ -177,16 +186,23 @@ impl EvpnBench {
             .node
             .vtysh("show running-config")
             .unwrap_or_else(|e| format!("(vtysh failed: {e:#})"));
-        let flows = self
-            .flows_all("br-ex")
-            .unwrap_or_else(|e| format!("(ovs-ofctl failed: {e:#})"));
+        let flows: String = self
+            .bridges
+            .iter()
+            .map(|b| {
+                let f = self
+                    .flows_all(b)
+                    .unwrap_or_else(|e| format!("(ovs-ofctl failed: {e:#})"));
+                format!("{b}:\n{f}")
+            })
+            .collect();
         let path = if self.fabric.is_l2() {
             self.fabric.l2_path_evidence()
         } else {
             self.fabric.path_evidence()
         };
         format!(
-            "--- agent log ({}) ---\n{}\n--- ovn-bgp-agent plan now ---\n{plan}\n--- node FRR running-config ---\n{frr}\n--- br-ex flows ---\n{flows}\n--- the path ---\n{path}",
+            "--- agent log ({}) ---\n{}\n--- ovn-bgp-agent plan now ---\n{plan}\n--- node FRR running-config ---\n{frr}\n--- the OVS bridges' flows ---\n{flows}\n--- the path ---\n{path}",
             self.dir.join("agent.log").display(),
             self.agent.log(),
         )
@@ -224,6 +240,37 @@ impl EvpnBench {
             .context("the bench has no OVN_Southbound (the topology had no rows for it)")?;
         delete_external_ids(sb, table, (column, value), keys)
     }
+}
+
+/// The `name`s of the topology's Open_vSwitch `Bridge` rows.
+fn bridge_names(topology: &Value) -> Vec<String> {
+    topology["Open_vSwitch"]["Bridge"]
+        .as_object()
+        .into_iter()
+        .flat_map(|rows| rows.values())
+        .filter_map(|row| row["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Waits until vswitchd made every one of `names` a link in `netns` (it
+/// makes br-ex first; the agent wires each mapped bridge).
+fn wait_for_links(netns: &str, names: &[String]) -> Result<()> {
+    crate::wait_for(
+        &format!("ovs-vswitchd's bridges {names:?} in netns {netns}"),
+        std::time::Duration::from_secs(60),
+        || {
+            let links = crate::ip(&["-n", netns, "-br", "link", "show"])?;
+            let have: Vec<&str> = links
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .map(|name| name.split('@').next().unwrap_or(name))
+                .collect();
+            Ok(names
+                .iter()
+                .all(|n| have.contains(&n.as_str()))
+                .then_some(()))
+        },
+    )
 }
 
 fn delete_external_ids(
@@ -294,63 +341,90 @@ pub fn ovsdb_map(pairs: &[(&str, &str)]) -> Value {
     ])
 }
 
-/// The node's Open_vSwitch rows: `system-id` and `hostname` = `system_id`,
-/// `ovn-encap-ip` = `encap_ip`, `ovn-bridge-mappings=physnet1:br-ex`,
-/// br-ex and br-int on the netdev datapath with the patch pair
-/// ovn-controller would make for [`LOCALNET`].
+/// A provider bridge of the node ([`node_ovs_rows_with`]): the mapping
+/// `physnet:bridge` and the patch pair ovn-controller makes to br-int for
+/// the localnet port `localnet`.
+#[derive(Clone, Copy, Debug)]
+pub struct ProviderBridge<'a> {
+    pub physnet: &'a str,
+    pub bridge: &'a str,
+    pub localnet: &'a str,
+}
+
+/// The EVPN tests' one provider bridge: `physnet1` on `br-ex`, localnet
+/// [`LOCALNET`].
+pub const BR_EX: ProviderBridge<'static> = ProviderBridge {
+    physnet: "physnet1",
+    bridge: "br-ex",
+    localnet: LOCALNET,
+};
+
+/// The node's Open_vSwitch rows with the one provider bridge [`BR_EX`]
+/// ([`node_ovs_rows_with`]).
 pub fn node_ovs_rows(system_id: &str, encap_ip: &str) -> Value {
-    let patch_ex = format!("patch-{LOCALNET}-to-br-int");
-    let patch_int = format!("patch-br-int-to-{LOCALNET}");
+    node_ovs_rows_with(system_id, encap_ip, &[BR_EX])
+}
+
+/// The node's Open_vSwitch rows: `system-id` and `hostname` = `system_id`,
+/// `ovn-encap-ip` = `encap_ip`, `ovn-bridge-mappings` naming each of
+/// `bridges`; each of them and br-int on the netdev datapath with the
+/// patch pair ovn-controller would make for its localnet port.
+pub fn node_ovs_rows_with(system_id: &str, encap_ip: &str, bridges: &[ProviderBridge]) -> Value {
     let map = ovsdb_map;
+    // row uuids: the table's letter and the row's index
+    let uuid = |table: u8, n: usize| format!("00000000-0000-4000-8000-{table:02x}{n:010x}");
+    let (mut bridge_rows, mut port_rows, mut iface_rows) = (Map::new(), Map::new(), Map::new());
+    let mut port = |ports: &mut Vec<Value>, name: &str, iface: Value| {
+        let n = port_rows.len();
+        port_rows.insert(
+            uuid(0xf0, n),
+            json!({"name": name, "interfaces": ["uuid", uuid(0xf1, n)]}),
+        );
+        let mut iface = iface;
+        iface["name"] = json!(name);
+        iface_rows.insert(uuid(0xf1, n), iface);
+        ports.push(json!(["uuid", uuid(0xf0, n)]));
+    };
+    let mut int_ports = Vec::new();
+    port(&mut int_ports, "br-int", json!({"type": "internal"}));
+    for b in bridges {
+        let patch_ex = format!("patch-{}-to-br-int", b.localnet);
+        let patch_int = format!("patch-br-int-to-{}", b.localnet);
+        let mut ports = Vec::new();
+        port(&mut ports, b.bridge, json!({"type": "internal"}));
+        let patch = |peer: &str| json!({"type": "patch", "options": map(&[("peer", peer)])});
+        port(&mut ports, &patch_ex, patch(&patch_int));
+        port(&mut int_ports, &patch_int, patch(&patch_ex));
+        bridge_rows.insert(
+            uuid(0xe0, bridge_rows.len() + 1),
+            json!({"name": b.bridge, "datapath_type": "netdev", "ports": ["set", ports]}),
+        );
+    }
+    bridge_rows.insert(
+        uuid(0xe0, 0),
+        json!({"name": "br-int", "datapath_type": "netdev", "ports": ["set", int_ports]}),
+    );
+    let mappings = bridges
+        .iter()
+        .map(|b| format!("{}:{}", b.physnet, b.bridge))
+        .collect::<Vec<_>>()
+        .join(",");
+    let bridge_refs: Vec<Value> = bridge_rows.keys().map(|u| json!(["uuid", u])).collect();
     json!({
         "Open_vSwitch": {
             "00000000-0000-4000-8000-0000000000e0": {
-                "bridges": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000e1"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000e2"],
-                ]],
+                "bridges": ["set", bridge_refs],
                 "external_ids": map(&[
                     ("hostname", system_id),
                     ("system-id", system_id),
-                    ("ovn-bridge-mappings", "physnet1:br-ex"),
+                    ("ovn-bridge-mappings", &mappings),
                     ("ovn-encap-ip", encap_ip),
                     ("ovn-encap-type", "geneve"),
                 ]),
             },
         },
-        "Bridge": {
-            "00000000-0000-4000-8000-0000000000e1": {
-                "name": "br-ex", "datapath_type": "netdev",
-                "ports": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000f1"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000f2"],
-                ]],
-            },
-            "00000000-0000-4000-8000-0000000000e2": {
-                "name": "br-int", "datapath_type": "netdev",
-                "ports": ["set", [
-                    ["uuid", "00000000-0000-4000-8000-0000000000f3"],
-                    ["uuid", "00000000-0000-4000-8000-0000000000f4"],
-                ]],
-            },
-        },
-        "Port": {
-            "00000000-0000-4000-8000-0000000000f1": {"name": "br-ex",
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f1"]},
-            "00000000-0000-4000-8000-0000000000f2": {"name": patch_ex,
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f2"]},
-            "00000000-0000-4000-8000-0000000000f3": {"name": "br-int",
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f3"]},
-            "00000000-0000-4000-8000-0000000000f4": {"name": patch_int,
-                "interfaces": ["uuid", "00000000-0000-4000-8000-0000000001f4"]},
-        },
-        "Interface": {
-            "00000000-0000-4000-8000-0000000001f1": {"name": "br-ex", "type": "internal"},
-            "00000000-0000-4000-8000-0000000001f2": {"name": patch_ex, "type": "patch",
-                "options": map(&[("peer", &patch_int)])},
-            "00000000-0000-4000-8000-0000000001f3": {"name": "br-int", "type": "internal"},
-            "00000000-0000-4000-8000-0000000001f4": {"name": patch_int, "type": "patch",
-                "options": map(&[("peer", &patch_ex)])},
-        },
+        "Bridge": bridge_rows,
+        "Port": port_rows,
+        "Interface": iface_rows,
     })
 }

@@ -18,6 +18,7 @@ pub mod evpn;
 pub mod evpn_fabric_side;
 pub mod interrupt;
 pub mod python_node;
+pub mod watch;
 pub use agent::Agent;
 use python_node::PythonWrite;
 

@@ -25,15 +25,17 @@
 //!   the type-5 route is withdrawn no later than the type-2 route comes, the
 //!   gap is printed, `vrf-1001` goes.
 //!
-//! Not covered: the underlay announcement at a peer (the fabric carries
-//! only the `l2vpn evpn` session; `bgp-nic` holding the address stands for
-//! it), three networks side by side (the bench maps one physical network),
-//! and l2 → l3.
+//! Three networks side by side, l2 → l3 and the underlay announcement at
+//! a unicast peer: `evpn_dynamic_mixed.rs`.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_e2e::evpn::{nb_evpn_config, node_ovs_rows, ovsdb_map as map, EvpnBench, LOCALNET};
+use obgp_e2e::evpn::{
+    nb_evpn_config, node_ovs_rows, provider_nets_rows, Bgpvpn, EvpnBench, ProviderNet, VmPort,
+    LOCALNET,
+};
+use obgp_e2e::watch::{first, held_until};
 use obgp_testbed::evpn::{EvpnFabricOptions, NODE_VTEP};
 use serde_json::{json, Value};
 
@@ -50,15 +52,15 @@ const PROVIDER_LS: &str = "neutron-11111111-1111-4111-8111-111111111111";
 const VM_PORT: &str = "77777777-7777-4777-8777-777777777777";
 const VM_MAC: &str = "fa:16:3e:11:11:11";
 const VM4: &str = "172.24.4.10";
+const VM: VmPort = VmPort {
+    name: VM_PORT,
+    mac: VM_MAC,
+    ip: VM4,
+    prefix_len: 24,
+    chassis: CHASSIS,
+};
 /// The agent's default `bgp_nic`.
 const BGP_NIC: &str = "bgp-nic";
-/// The annotation keys, the type's value given per step.
-const KEYS: [&str; 4] = [
-    "neutron_bgpvpn:type",
-    "neutron_bgpvpn:vni",
-    "neutron_bgpvpn:rd",
-    "neutron_bgpvpn:rt",
-];
 
 fn step(t0: Instant, what: &str) {
     println!("evpn-dynamic [{:6.1} s] {what}", t0.elapsed().as_secs_f64());
@@ -67,42 +69,14 @@ fn step(t0: Instant, what: &str) {
 /// The databases: the unannotated flat provider switch with its localnet
 /// port (physnet1) and a VM port bound here; br-ex (physnet1) and br-int.
 fn topology() -> Value {
-    let net = ("neutron:network_name", PROVIDER_LS);
     json!({
-        "OVN_Northbound": {
-            "NB_Global": {"00000000-0000-4000-8000-0000000000a1": {}},
-            "Logical_Switch": {
-                "00000000-0000-4000-8000-0000000000b1": {
-                    "name": PROVIDER_LS,
-                    "external_ids": map(&[("neutron:network_name", "public")]),
-                    "ports": ["set", [
-                        ["uuid", "00000000-0000-4000-8000-0000000000c1"],
-                        ["uuid", "00000000-0000-4000-8000-0000000000c2"],
-                    ]],
-                },
-            },
-            "Logical_Switch_Port": {
-                "00000000-0000-4000-8000-0000000000c1": {
-                    "name": LOCALNET,
-                    "type": "localnet",
-                    "addresses": "unknown",
-                    "options": map(&[("network_name", "physnet1"), ("mcast_flood", "false")]),
-                    "external_ids": map(&[net]),
-                },
-                "00000000-0000-4000-8000-0000000000c2": {
-                    "name": VM_PORT,
-                    "addresses": format!("{VM_MAC} {VM4}"),
-                    "up": true,
-                    "options": map(&[("requested-chassis", CHASSIS)]),
-                    "external_ids": map(&[
-                        ("neutron:cidrs", &format!("{VM4}/24")),
-                        ("neutron:device_owner", "compute:nova"),
-                        ("neutron:host_id", CHASSIS),
-                        net,
-                    ]),
-                },
-            },
-        },
+        "OVN_Northbound": provider_nets_rows(&[ProviderNet {
+            switch: PROVIDER_LS,
+            localnet: LOCALNET,
+            physnet: "physnet1",
+            external_ids: &[],
+            vms: &[VM],
+        }]),
         "Open_vSwitch": node_ovs_rows(CHASSIS, NODE_VTEP),
     })
 }
@@ -171,79 +145,26 @@ fn look(b: &EvpnBench, order: ReadOrder) -> Result<Seen> {
     })
 }
 
-/// Each observation that differed from the one before, with when it was
-/// made (from the call); polls until `done` holds, up to [`LEARN`].
+/// The provider switch annotated `kind` with the VNI, RD and RT
+/// (one transaction); `None` removes the annotation.
+fn annotate(b: &EvpnBench, kind: Option<&'static str>) -> Result<()> {
+    let bgpvpn = kind.map(|kind| Bgpvpn {
+        kind,
+        vni: VNI,
+        rd: RD,
+        rt: RT,
+    });
+    b.set_bgpvpn(PROVIDER_LS, bgpvpn.as_ref())
+}
+
+/// Observations of [`look`] until `done` holds, up to [`LEARN`].
 fn watch(
     b: &EvpnBench,
     order: ReadOrder,
     what: &str,
     done: impl Fn(&Seen) -> bool,
 ) -> Result<Vec<(Duration, Seen)>> {
-    let t = Instant::now();
-    let mut changes: Vec<(Duration, Seen)> = Vec::new();
-    loop {
-        let seen = look(b, order)?;
-        let at = t.elapsed();
-        if changes.last().map(|(_, s)| *s) != Some(seen) {
-            println!("evpn-dynamic:   +{:5.2} s {seen:?}", at.as_secs_f64());
-            changes.push((at, seen));
-        }
-        if done(&seen) {
-            return Ok(changes);
-        }
-        ensure!(
-            at < LEARN,
-            "{what}: not reached after {LEARN:?}; seen: {changes:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The first time `f` held in `changes` (changes hold until the next).
-fn first(changes: &[(Duration, Seen)], f: impl Fn(&Seen) -> bool) -> Option<Duration> {
-    changes.iter().find(|(_, s)| f(s)).map(|(t, _)| *t)
-}
-
-/// Whether `f` held at every observation up to and including `until`.
-fn held_until(changes: &[(Duration, Seen)], until: Duration, f: impl Fn(&Seen) -> bool) -> bool {
-    changes
-        .iter()
-        .filter(|(t, _)| *t <= until)
-        .all(|(_, s)| f(s))
-}
-
-/// Replaces the provider switch's annotations with `type` (and the VNI,
-/// RD and RT), in one transaction; `None` removes them.
-fn annotate(b: &EvpnBench, kind: Option<&str>) -> Result<()> {
-    println!(
-        "evpn-dynamic: OVN_Northbound Logical_Switch {PROVIDER_LS}: neutron_bgpvpn:type = {kind:?}"
-    );
-    let mut ops = vec![json!({
-        "op": "mutate", "table": "Logical_Switch",
-        "where": [["name", "==", PROVIDER_LS]],
-        "mutations": [["external_ids", "delete", ["set", KEYS]]],
-    })];
-    if let Some(kind) = kind {
-        let vni = VNI.to_string();
-        let (rd, rt) = (format!("['{RD}']"), format!("['{RT}']"));
-        let pairs = [
-            (KEYS[0], kind),
-            (KEYS[1], vni.as_str()),
-            (KEYS[2], rd.as_str()),
-            (KEYS[3], rt.as_str()),
-        ];
-        ops.push(json!({
-            "op": "mutate", "table": "Logical_Switch",
-            "where": [["name", "==", PROVIDER_LS]],
-            "mutations": [["external_ids", "insert", map(&pairs)]],
-        }));
-    }
-    let r = b.nb.transact(&ops)?;
-    ensure!(
-        r.len() == ops.len() && r.iter().all(|o| o["count"].as_u64() == Some(1)),
-        "no single switch {PROVIDER_LS}: {r:?}"
-    );
-    Ok(())
+    obgp_e2e::watch::watch("evpn-dynamic", what, LEARN, || look(b, order), done)
 }
 
 /// Starts the bench (the L2 fabric, the unannotated network), runs

@@ -32,7 +32,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_e2e::evpn::{nb_evpn_config, node_ovs_rows, ovsdb_map as map, EvpnBench, LOCALNET};
+use obgp_e2e::evpn::{
+    nb_evpn_config, node_ovs_rows, ovsdb_map as map, provider_nets_rows, EvpnBench, ProviderNet,
+    VmPort, LOCALNET,
+};
 use obgp_e2e::evpn_fabric_side::{check_announced, ExpectedRoute};
 use obgp_testbed::evpn::l2::{self, router_imet_routes};
 use obgp_testbed::evpn::{EvpnFabricOptions, NODE_VTEP, PEER_VTEP};
@@ -76,44 +79,20 @@ fn step(t0: Instant, what: &str) {
 /// The databases: the annotated flat provider switch with its localnet
 /// port (physnet1) and a VM port bound here; br-ex (physnet1) and br-int.
 fn topology() -> Value {
-    let mut ls_ids = vec![("neutron:network_name", "public")];
-    ls_ids.extend(ANNOTATIONS);
-    let net = ("neutron:network_name", PROVIDER_LS);
     json!({
-        "OVN_Northbound": {
-            "NB_Global": {"00000000-0000-4000-8000-0000000000a1": {}},
-            "Logical_Switch": {
-                "00000000-0000-4000-8000-0000000000b1": {
-                    "name": PROVIDER_LS,
-                    "external_ids": map(&ls_ids),
-                    "ports": ["set", [
-                        ["uuid", "00000000-0000-4000-8000-0000000000c1"],
-                        ["uuid", "00000000-0000-4000-8000-0000000000c2"],
-                    ]],
-                },
-            },
-            "Logical_Switch_Port": {
-                "00000000-0000-4000-8000-0000000000c1": {
-                    "name": LOCALNET,
-                    "type": "localnet",
-                    "addresses": "unknown",
-                    "options": map(&[("network_name", "physnet1"), ("mcast_flood", "false")]),
-                    "external_ids": map(&[net]),
-                },
-                "00000000-0000-4000-8000-0000000000c2": {
-                    "name": VM_PORT,
-                    "addresses": format!("{VM_MAC} {VM4}"),
-                    "up": true,
-                    "options": map(&[("requested-chassis", CHASSIS)]),
-                    "external_ids": map(&[
-                        ("neutron:cidrs", &format!("{VM4}/24")),
-                        ("neutron:device_owner", "compute:nova"),
-                        ("neutron:host_id", CHASSIS),
-                        net,
-                    ]),
-                },
-            },
-        },
+        "OVN_Northbound": provider_nets_rows(&[ProviderNet {
+            switch: PROVIDER_LS,
+            localnet: LOCALNET,
+            physnet: "physnet1",
+            external_ids: &ANNOTATIONS,
+            vms: &[VmPort {
+                name: VM_PORT,
+                mac: VM_MAC,
+                ip: VM4,
+                prefix_len: 24,
+                chassis: CHASSIS,
+            }],
+        }]),
         "Open_vSwitch": node_ovs_rows(CHASSIS, NODE_VTEP),
     })
 }
@@ -279,7 +258,7 @@ fn agent_stretches_and_withdraws(t0: Instant, b: &mut EvpnBench) -> Result<()> {
     let host_ns = b
         .fabric
         .add_peer_host(PEER_HOST_MAC, &format!("{PEER_HOST4}/24"))?;
-    let ping = l2::ping_from(&host_ns, VM4, LEARN)?;
+    let ping = obgp_testbed::evpn::ping(&host_ns, None, VM4, LEARN)?;
     step(
         t0,
         &format!(

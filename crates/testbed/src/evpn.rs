@@ -28,6 +28,12 @@
 //! hosts on the stretched segment hang off its bridge
 //! ([`EvpnFabric::add_peer_host`]).
 //!
+//! For a node running both EVPN kinds at once (`exposing_method =
+//! dynamic`), [`EvpnFabricOptions::peer_l2_vnis`] gives the peer L2 VNIs
+//! beside its VRF's, and [`EvpnFabricOptions::ipv4_unicast`] has the
+//! session carry `ipv4 unicast` too, so the peer also receives the
+//! node's underlay announcements.
+//!
 //! Why kernel 6.1 only: the CI kernel has no vrf devices (nor dummy, which
 //! the agent's base wiring needs), so the L3 fabric is for
 //! `#[ignore = "vm tier: ..."]` tests (docs/testbed.md); the L2 fabric
@@ -41,11 +47,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
 use crate::frr::{checked, ip, short_hash, FrrRouter, Netns};
 
 pub mod l2;
+mod routes;
+
+pub use routes::unicast_has_path_via;
+pub(crate) use routes::{kernel_routes, path_vni};
+pub use routes::{type5_routes, KernelRoute, Type5Route};
 
 /// The node's underlay address: its VTEP (`evpn_local_ip`) and BGP source.
 pub const NODE_VTEP: &str = "10.1.1.1";
@@ -85,6 +95,26 @@ pub struct EvpnFabricOptions {
     /// instance's `address-family l2vpn evpn`, instead of a VRF instance
     /// ([`l2`]).
     pub l2: bool,
+    /// L2 VNIs the peer holds besides [`EvpnFabricOptions::vni`] (on an
+    /// L3 fabric: beside its VRF): `br-<n>`/`vxlan-<n>` in no VRF and a
+    /// `vni <n>` block with their route targets. For a node with networks
+    /// of both EVPN kinds at once (`exposing_method = dynamic`).
+    pub peer_l2_vnis: Vec<PeerL2Vni>,
+    /// The session also carries `ipv4 unicast` (both sides activate it),
+    /// so the peer receives what the node's default instance announces:
+    /// the underlay method's `bgp_nic` addresses, leaked from `bgp-vrf`
+    /// ([`EvpnFabric::peer_unicast_from_node`]).
+    pub ipv4_unicast: bool,
+}
+
+/// An L2 VNI of the peer beside the fabric's own VNI
+/// ([`EvpnFabricOptions::peer_l2_vnis`]).
+#[derive(Clone, Debug)]
+pub struct PeerL2Vni {
+    pub vni: u32,
+    /// Imported and exported by its `vni` block; empty: FRR's automatic
+    /// `<AS>:<VNI>`.
+    pub route_targets: Vec<String>,
 }
 
 impl Default for EvpnFabricOptions {
@@ -95,36 +125,10 @@ impl Default for EvpnFabricOptions {
             route_targets: vec!["64999:1001".to_string()],
             node_lo_vtep: None,
             l2: false,
+            peer_l2_vnis: Vec::new(),
+            ipv4_unicast: false,
         }
     }
-}
-
-/// One type-5 (IP prefix) route of a router's `show bgp l2vpn evpn route
-/// detail type prefix json`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Type5Route {
-    /// The route distinguisher it was advertised under.
-    pub rd: String,
-    /// `172.24.4.10/32`, `2001:db8::10/128`.
-    pub prefix: String,
-    /// The VTEP it points to.
-    pub next_hop: String,
-    /// Every `RT:` extended community, without the prefix (`64999:1001`),
-    /// sorted.
-    pub route_targets: Vec<String>,
-    /// The VNI (label) the route carries, when FRR shows it.
-    pub vni: Option<u32>,
-    /// The advertiser's router MAC (`Rmac:` community).
-    pub rmac: Option<String>,
-}
-
-/// A route of a kernel VRF table (`ip -j route show vrf NAME`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelRoute {
-    pub dst: String,
-    pub dev: Option<String>,
-    pub gateway: Option<String>,
-    pub protocol: Option<String>,
 }
 
 /// The fabric: namespaces, underlay veth, the peer's VNI devices, both FRRs
@@ -177,10 +181,22 @@ impl EvpnFabric {
             )?;
         }
         let vni = opts.vni;
+        let mut extra_vni_blocks = String::new();
+        for extra in &opts.peer_l2_vnis {
+            l2::create_l2_vni_devices(&p, extra.vni, PEER_VTEP, VXLAN_PORT)?;
+            extra_vni_blocks.push_str(&l2::vni_block(extra.vni, None, &extra.route_targets));
+        }
+        let peer_base = |evpn_extra: &str| {
+            base_config(
+                opts,
+                PEER_VTEP,
+                NODE_VTEP,
+                &format!("{evpn_extra}{extra_vni_blocks}"),
+            )
+        };
         let (peer_zebra, peer_bgpd) = if opts.l2 {
             l2::create_l2_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
-            let bgpd = base_config(opts.asn, PEER_VTEP, NODE_VTEP, &l2::peer_vni_block(opts));
-            (String::new(), bgpd)
+            (String::new(), peer_base(&l2::peer_vni_block(opts)))
         } else {
             create_vni_devices(&p, vni, PEER_VTEP, VXLAN_PORT)?;
             let vrf = format!("vrf-{vni}");
@@ -191,11 +207,7 @@ impl EvpnFabric {
                 run_in(&p, "ip", &["addr", "add", &addr, "dev", &vrf])?;
             }
             let zebra = format!("vrf {vrf}\n vni {vni}\nexit-vrf\n");
-            let bgpd = format!(
-                "{}{}",
-                base_config(opts.asn, PEER_VTEP, NODE_VTEP, ""),
-                peer_vrf_config(opts)
-            );
+            let bgpd = format!("{}{}", peer_base(""), peer_vrf_config(opts));
             (zebra, bgpd)
         };
         say(&format!(
@@ -206,7 +218,7 @@ impl EvpnFabric {
         ));
         let peer =
             FrrRouter::launch_with_configs(&p, &dir.join("peer"), &peer_zebra, &peer_bgpd, &[])?;
-        let node_bgpd = base_config(opts.asn, NODE_VTEP, PEER_VTEP, "");
+        let node_bgpd = base_config(opts, NODE_VTEP, PEER_VTEP, "");
         say(&format!(
             "FRR node in netns {n}, state {}/node (base config; the EVPN VRF text comes from the code under test):\n{}",
             dir.display(),
@@ -325,6 +337,20 @@ impl EvpnFabric {
             .collect())
     }
 
+    /// Whether the peer's `ipv4 unicast` table holds `prefix` from the
+    /// node (a path whose next hop is [`NODE_VTEP`], the session's
+    /// source). Needs [`EvpnFabricOptions::ipv4_unicast`].
+    pub fn peer_unicast_from_node(&self, prefix: &str) -> Result<bool> {
+        if !self.opts.ipv4_unicast {
+            bail!("peer_unicast_from_node({prefix}): the session carries no ipv4 unicast (EvpnFabricOptions::ipv4_unicast)");
+        }
+        Ok(unicast_has_path_via(
+            &self.peer.show_bgp_json()?,
+            prefix,
+            NODE_VTEP,
+        ))
+    }
+
     /// Waits until the peer has (`present`) or lacks a type-5 route of
     /// `prefix` from the node; returns how long it took. The error shows
     /// the peer's type-5 table.
@@ -403,9 +429,9 @@ impl EvpnFabric {
         }
     }
 
-    /// Pings `dst` from the peer's VRF across the VXLAN ([`ping_in_vrf`]).
+    /// Pings `dst` from the peer's VRF across the VXLAN ([`ping`]).
     pub fn ping_from_peer_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
-        ping_in_vrf(self.peer_netns(), &self.vrf(), dst, timeout).map_err(|e| {
+        ping(self.peer_netns(), Some(&self.vrf()), dst, timeout).map_err(|e| {
             e.context(format!(
                 "peer {} routes: {:#?}",
                 self.vrf(),
@@ -418,7 +444,7 @@ impl EvpnFabric {
     /// node's own side of the path, e.g. to a host behind the provider
     /// bridge).
     pub fn ping_from_node_vrf(&self, dst: &str, timeout: Duration) -> Result<String> {
-        ping_in_vrf(self.node_netns(), &self.vrf(), dst, timeout)
+        ping(self.node_netns(), Some(&self.vrf()), dst, timeout)
     }
 
     /// What the node and the peer know about the path, for a failure: their
@@ -461,19 +487,23 @@ impl EvpnFabric {
     }
 }
 
-/// Pings `dst` from VRF `vrf` in `netns` (`busybox ping -I <vrf>`: the
+/// Pings `dst` from `netns` (`busybox ping`; with `vrf`, `-I <vrf>`: the
 /// socket bound to the VRF, the source one of its addresses), one echo per
 /// try until one is answered or `timeout` passes. Returns the last ping's
 /// output. (The host has no iputils ping; busybox is a VM-tier dependency
 /// anyway.)
-pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Result<String> {
-    let args = ["ping", "-c", "1", "-W", "2", "-I", vrf, dst];
+pub fn ping(netns: &str, vrf: Option<&str>, dst: &str, timeout: Duration) -> Result<String> {
+    let mut args = vec!["ping", "-c", "1", "-W", "2"];
+    if let Some(vrf) = vrf {
+        args.extend(["-I", vrf]);
+    }
+    args.push(dst);
     say(&format!("netns {netns}: busybox {}", args.join(" ")));
     let started = Instant::now();
     loop {
         let out = Command::new("ip")
             .args(["netns", "exec", netns, "busybox"])
-            .args(args)
+            .args(&args)
             .output()
             .context("running busybox ping (apt package busybox-static)")?;
         let text = format!(
@@ -485,8 +515,9 @@ pub fn ping_in_vrf(netns: &str, vrf: &str, dst: &str, timeout: Duration) -> Resu
             return Ok(text);
         }
         if started.elapsed() > timeout {
+            let from = vrf.map_or_else(String::new, |v| format!(" to {v}"));
             bail!(
-                "no echo reply from {dst} to {vrf} in netns {netns} within {timeout:?}: {}",
+                "no echo reply from {dst}{from} in netns {netns} within {timeout:?}: {}",
                 text.trim()
             );
         }
@@ -585,8 +616,17 @@ pub(crate) fn create_bridge_with_vxlan(
 
 /// The default instance of either side: the iBGP `l2vpn evpn` session and
 /// `advertise-all-vni` (which makes zebra report the VNIs to bgpd), then
-/// `evpn_extra` (lines of its `address-family l2vpn evpn`).
-fn base_config(asn: u32, me: &str, neighbor: &str, evpn_extra: &str) -> String {
+/// `evpn_extra` (lines of its `address-family l2vpn evpn`); with
+/// [`EvpnFabricOptions::ipv4_unicast`] the session's `ipv4 unicast` too.
+fn base_config(opts: &EvpnFabricOptions, me: &str, neighbor: &str, evpn_extra: &str) -> String {
+    let asn = opts.asn;
+    let unicast = if opts.ipv4_unicast {
+        format!(
+            " address-family ipv4 unicast\n  neighbor {neighbor} activate\n exit-address-family\n"
+        )
+    } else {
+        String::new()
+    };
     format!(
         "router bgp {asn}
  bgp router-id {me}
@@ -594,7 +634,7 @@ fn base_config(asn: u32, me: &str, neighbor: &str, evpn_extra: &str) -> String {
  neighbor {neighbor} remote-as {asn}
  neighbor {neighbor} timers 1 3
  neighbor {neighbor} timers connect 1
- address-family l2vpn evpn
+{unicast} address-family l2vpn evpn
   neighbor {neighbor} activate
   advertise-all-vni
 {evpn_extra} exit-address-family
@@ -631,93 +671,6 @@ fn peer_vrf_config(opts: &EvpnFabricOptions) -> String {
     )
 }
 
-/// The type-5 routes of a `show bgp l2vpn evpn route [detail] type prefix
-/// json` answer: `{RD: {"rd": RD, "[5]:[0]:[32]:[IP]": {"paths": [[path,
-/// ..]]}}, "numPrefix": N, ..}`, one entry per path.
-pub fn type5_routes(v: &Value) -> Vec<Type5Route> {
-    let mut out = Vec::new();
-    let Some(rds) = v.as_object() else {
-        return out;
-    };
-    for (rd, entry) in rds {
-        let Some(prefixes) = entry.as_object() else {
-            continue;
-        };
-        for (key, route) in prefixes {
-            if !key.starts_with("[5]") {
-                continue;
-            }
-            for path in route["paths"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|p| p.as_array().cloned().unwrap_or_else(|| vec![p.clone()]))
-            {
-                // the detail answer has them on the prefix, the brief one on
-                // each path
-                let field = |k: &str| route.get(k).or_else(|| path.get(k)).cloned();
-                let (Some(ip), Some(len)) = (
-                    field("ip").and_then(|v| v.as_str().map(str::to_string)),
-                    field("ipLen").and_then(|v| v.as_u64()),
-                ) else {
-                    continue;
-                };
-                let communities = path["extendedCommunity"]["string"]
-                    .as_str()
-                    .unwrap_or_default();
-                let mut route_targets: Vec<String> = communities
-                    .split_whitespace()
-                    .filter_map(|c| c.strip_prefix("RT:").map(str::to_string))
-                    .collect();
-                route_targets.sort();
-                let rmac = communities
-                    .split_whitespace()
-                    .find_map(|c| c.strip_prefix("Rmac:").map(str::to_string));
-                let next_hop = path["nexthops"][0]["ip"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                out.push(Type5Route {
-                    rd: rd.clone(),
-                    prefix: format!("{ip}/{len}"),
-                    next_hop,
-                    route_targets,
-                    vni: path_vni(&path),
-                    rmac,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// The VNI of a path: FRR's detail JSON shows the label as `"vni"` (a
-/// number or a string, by version).
-pub(crate) fn path_vni(path: &Value) -> Option<u32> {
-    let v = path.get("vni")?;
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .or_else(|| v.as_str()?.parse().ok())
-}
-
-fn kernel_routes(text: &str) -> Result<Vec<KernelRoute>> {
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let v: Value = serde_json::from_str(text).with_context(|| format!("ip -j route: {text}"))?;
-    let s = |r: &Value, k: &str| r[k].as_str().map(str::to_string);
-    Ok(v.as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| KernelRoute {
-            dst: s(r, "dst").unwrap_or_default(),
-            dev: s(r, "dev"),
-            gateway: s(r, "gateway"),
-            protocol: s(r, "protocol"),
-        })
-        .collect())
-}
-
 /// Runs `program args` in `netns` (`ip netns exec`), printing it first:
 /// the test output says what ran where.
 pub(crate) fn run_in(netns: &str, program: &str, args: &[&str]) -> Result<String> {
@@ -742,35 +695,4 @@ fn indent(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn type5_routes_are_read_from_frr_json() {
-        // FRR 8.4's `show bgp l2vpn evpn route detail type prefix json`
-        // in the VM tier (trimmed)
-        let v: Value = serde_json::from_str(
-            r#"{"64999:1001":{"rd":"64999:1001","[5]:[0]:[32]:[172.24.4.10]":{"prefix":"[5]:[0]:[32]:[172.24.4.10]","prefixLen":352,"rd":"64999:1001","routeType":5,"ethTag":0,"ipLen":32,"ip":"172.24.4.10","paths":[[{"VNI":"1001","vni":"1001","origin":"incomplete","valid":true,"extendedCommunity":{"string":"RT:64999:3001 ET:8 RT:64999:1001 Rmac:7e:75:e9:94:6f:85"},"nexthops":[{"ip":"10.1.1.1","hostname":"(none)","afi":"ipv4","accessible":true,"used":true}],"peer":{"peerId":"10.1.1.1","routerId":"10.1.1.1","type":"internal"}}]]}},"numPrefix":1,"numPaths":1}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            type5_routes(&v),
-            vec![Type5Route {
-                rd: "64999:1001".into(),
-                prefix: "172.24.4.10/32".into(),
-                next_hop: "10.1.1.1".into(),
-                route_targets: vec!["64999:1001".into(), "64999:3001".into()],
-                vni: Some(1001),
-                rmac: Some("7e:75:e9:94:6f:85".into()),
-            }]
-        );
-    }
-
-    #[test]
-    fn non_route_members_and_garbage_give_no_routes() {
-        let v: Value =
-            serde_json::from_str(r#"{"numPrefix":0,"numPaths":0,"x":{"[2]:[0]":{}}}"#).unwrap();
-        assert!(type5_routes(&v).is_empty());
-        assert!(type5_routes(&Value::Null).is_empty());
-    }
-}
+mod tests;

@@ -154,7 +154,7 @@ fn node_side_and_checks(t0: Instant, f: &mut EvpnFabric) -> Result<()> {
     step(t0, "type-3 both ways");
 
     let host_ns = f.add_peer_host(PEER_HOST_MAC, &format!("{PEER_HOST4}/24"))?;
-    let ping = l2::ping_from(&host_ns, VM4, WAIT)?;
+    let ping = obgp_testbed::evpn::ping(&host_ns, None, VM4, WAIT)?;
     step(
         t0,
         &format!(

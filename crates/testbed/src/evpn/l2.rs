@@ -212,36 +212,6 @@ pub fn evpn_macs(v: &Value) -> Vec<EvpnMac> {
         .collect()
 }
 
-/// Pings `dst` from namespace `netns` (`busybox ping`, one echo per try)
-/// until one is answered or `timeout` passes; returns the last output.
-pub fn ping_from(netns: &str, dst: &str, timeout: Duration) -> Result<String> {
-    let args = ["ping", "-c", "1", "-W", "2", dst];
-    say(&format!("netns {netns}: busybox {}", args.join(" ")));
-    let started = Instant::now();
-    loop {
-        let out = Command::new("ip")
-            .args(["netns", "exec", netns, "busybox"])
-            .args(args)
-            .output()
-            .context("running busybox ping (apt package busybox-static)")?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if out.status.success() {
-            return Ok(text);
-        }
-        if started.elapsed() > timeout {
-            bail!(
-                "no echo reply from {dst} in netns {netns} within {timeout:?}: {}",
-                text.trim()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
 /// Makes a host's `eth0` in `netns` silent on its own: IPv6 off (no
 /// DAD, router solicitation or MLD frames), so that what it sends from now
 /// on is only answers to traffic. Returns its transmitted-packet count,

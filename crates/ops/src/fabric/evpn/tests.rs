@@ -264,7 +264,10 @@ fn status_evpn_exposures_get_their_route_and_peers_and_unread_ones_stay_unknown(
 /// node (VNI 1001 `vrf`, VNI 2002 `l2vni`, `br-u` underlay), each with a VM
 /// bound here.
 fn dynamic_scenario() -> (obgp_config::Config, obgp_ovn::Snapshot) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/dynamic/basic.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/dynamic/basic.json"
+    );
     let sc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let config = obgp_config::Loader::new()
@@ -281,7 +284,8 @@ fn dynamic_looks_each_exposure_up_by_its_networks_method_in_explain_and_status_a
     let (config, snap) = dynamic_scenario();
     let desired =
         obgp_desired::desired_state(&snap, &config, &obgp_desired::NodeFacts::default()).unwrap();
-    let l2_mac = desired.evpn.as_ref().unwrap().l2[&2002].hosts[&"10.100.0.10".parse().unwrap()].mac;
+    let l2_mac =
+        desired.evpn.as_ref().unwrap().l2[&2002].hosts[&"10.100.0.10".parse().unwrap()].mac;
     let want = [
         ("172.24.4.10/32", type5()),
         ("2001:db8::10/128", type5()),

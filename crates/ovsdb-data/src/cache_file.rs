@@ -56,7 +56,9 @@ pub enum CacheFileError {
     #[error("cache file header: {0}")]
     Header(String),
     /// Fewer or more body bytes than the header says (a write cut short).
-    #[error("cache file body is {found} bytes, its header says {expected}: truncated or appended to")]
+    #[error(
+        "cache file body is {found} bytes, its header says {expected}: truncated or appended to"
+    )]
     Length {
         /// Bytes the header announces.
         expected: u64,
@@ -119,7 +121,13 @@ pub struct SchemaIdentity {
 impl SchemaIdentity {
     /// The identity of a `get_schema` document.
     pub fn of(schema: &Value) -> SchemaIdentity {
-        let text = |k: &str| schema.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let text = |k: &str| {
+            schema
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         // serde_json's map is sorted (no `preserve_order`): the bytes do
         // not depend on the order the server wrote the members in.
         let canonical = serde_json::to_vec(schema).unwrap_or_default();

@@ -52,7 +52,10 @@ fn sample() -> (CacheHeader, DbSnapshot) {
 }
 
 fn assert_same_rows(a: &DbSnapshot, b: &DbSnapshot) {
-    assert_eq!(a.tables().collect::<Vec<_>>(), b.tables().collect::<Vec<_>>());
+    assert_eq!(
+        a.tables().collect::<Vec<_>>(),
+        b.tables().collect::<Vec<_>>()
+    );
     for t in a.tables() {
         assert_eq!(a.table(t), b.table(t), "table {t}");
     }
@@ -111,7 +114,9 @@ fn a_foreign_file_and_another_format_are_refused() {
     assert_eq!(e, CacheFileError::Foreign);
     let (header, snapshot) = sample();
     let text = String::from_utf8(encode(&header, &snapshot)).unwrap();
-    let other = text.replacen("\"format\":1", "\"format\":2", 1).into_bytes();
+    let other = text
+        .replacen("\"format\":1", "\"format\":2", 1)
+        .into_bytes();
     let e = decode(&other, &KeyProjection::default()).unwrap_err();
     assert_eq!(e, CacheFileError::Format { found: 2 });
 }

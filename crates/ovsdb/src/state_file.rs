@@ -1,0 +1,194 @@
+//! The cache file's I/O: where the monitor task leaves its resume point,
+//! how it is written (atomically, off the async threads) and read back at
+//! start. The format is `obgp_ovsdb_data::cache_file`'s.
+//!
+//! The monitor task records a [`ResumePoint`] (the published snapshot with
+//! the transaction id and monitor request it reflects, taken together, the
+//! same triple an in-process reconnect resumes from) after every batch it
+//! applies; [`StateFile::save`] writes the latest one when it changed. It is
+//! called every [`ClientConfig::state_interval`](crate::ClientConfig) and
+//! by [`Client::save_state`](crate::Client::save_state) at shutdown.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use obgp_ovsdb_data::cache_file::{self, CacheHeader, LoadedCache, SchemaIdentity};
+use obgp_ovsdb_data::wire::KeyProjection;
+use obgp_ovsdb_data::DbSnapshot;
+
+use crate::error::{Error, Result};
+
+/// A snapshot and what it reflects: a consistent point to resume from.
+#[derive(Clone, Debug)]
+pub(crate) struct ResumePoint {
+    pub(crate) header: CacheHeader,
+    pub(crate) snapshot: DbSnapshot,
+}
+
+/// The latest resume point, and how many were recorded (to skip writing
+/// when nothing changed since the last write).
+#[derive(Debug, Default)]
+struct Latest {
+    point: Option<ResumePoint>,
+    recorded: u64,
+    written: u64,
+}
+
+/// One database's cache file: the path and the latest resume point.
+#[derive(Clone, Debug)]
+pub(crate) struct StateFile {
+    path: PathBuf,
+    latest: Arc<Mutex<Latest>>,
+    /// One write at a time (the periodic one and the shutdown one).
+    writing: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl StateFile {
+    pub(crate) fn new(path: PathBuf) -> StateFile {
+        StateFile {
+            path,
+            latest: Arc::default(),
+            writing: Arc::default(),
+        }
+    }
+
+    /// Records `point` as the latest (written at the next save).
+    pub(crate) fn record(&self, point: ResumePoint) {
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.point = Some(point);
+        latest.recorded += 1;
+    }
+
+    /// Writes the latest resume point if it changed since the last write.
+    /// Returns whether it wrote.
+    pub(crate) async fn save(&self) -> Result<bool> {
+        let _one = self.writing.lock().await;
+        let (point, recorded) = {
+            let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            match &latest.point {
+                Some(p) if latest.recorded != latest.written => (p.clone(), latest.recorded),
+                _ => return Ok(false),
+            }
+        };
+        let path = self.path.clone();
+        let rows: usize = point
+            .snapshot
+            .tables()
+            .map(|t| point.snapshot.table(t).len())
+            .sum();
+        let started = Instant::now();
+        let bytes = tokio::task::spawn_blocking(move || {
+            let bytes = cache_file::encode(&point.header, &point.snapshot);
+            write_atomically(&path, &bytes).map(|()| bytes.len())
+        })
+        .await;
+        let failed = |reason: String| Error::StateFile {
+            path: self.path.display().to_string(),
+            reason,
+        };
+        let bytes = bytes
+            .map_err(|e| failed(format!("writer task: {e}")))?
+            .map_err(|e| failed(e.to_string()))?;
+        self.latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .written = recorded;
+        tracing::info!(file = %self.path.display(), rows, bytes, took_ms = started.elapsed().as_millis() as u64, "OVSDB cache written");
+        Ok(true)
+    }
+
+    /// Reads the cache file back, off the async threads. `None` when there
+    /// is none or it cannot be used (logged once, with why: the client then
+    /// takes a full dump).
+    pub(crate) async fn load(&self, projection: KeyProjection) -> Option<LoadedCache> {
+        let path = self.path.clone();
+        let started = Instant::now();
+        let read = tokio::task::spawn_blocking(move || match std::fs::read(&path) {
+            Ok(bytes) => Some(cache_file::decode(&bytes, &projection).map_err(|e| e.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(e.to_string())),
+        })
+        .await
+        .ok()
+        .flatten();
+        let file = self.path.display();
+        match read {
+            None => {
+                tracing::info!(%file, "no OVSDB cache file: the first sync is a full dump");
+                None
+            }
+            Some(Err(why)) => {
+                tracing::warn!(%file, reason = %why, "OVSDB cache file not usable: the first sync is a full dump");
+                None
+            }
+            Some(Ok(loaded)) => {
+                tracing::info!(%file, took_ms = started.elapsed().as_millis() as u64, last_txn_id = %loaded.header.last_txn_id, "OVSDB cache file loaded; used only if the server still has its transaction");
+                Some(loaded)
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or
+/// the new one, never a part: a temporary file beside it, synced, renamed
+/// over it, and the directory synced so the rename itself is durable.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = dir.join(tmp_name);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Why a loaded cache cannot be resumed from on this server with this
+/// monitor request, `None` when it can: another database, another schema
+/// (a server upgraded since, or a foreign cache), another cluster, or rows
+/// selected by another request (a resume would miss the rows the new
+/// conditions add and keep those they drop).
+pub(crate) fn unusable(
+    loaded: &LoadedCache,
+    database: &str,
+    schema: &serde_json::Value,
+    cluster_id: Option<&str>,
+    monitor: &obgp_ovsdb_data::MonitorSpec,
+) -> Option<String> {
+    let header = &loaded.header;
+    if header.database != database {
+        return Some(format!(
+            "it holds database {}, this client monitors {database}",
+            header.database
+        ));
+    }
+    let (cached, served) = (header.schema_identity(), SchemaIdentity::of(schema));
+    if cached != served {
+        return Some(format!(
+            "it was written with schema {cached}, the server has {served}"
+        ));
+    }
+    if header.cluster_id.as_deref() != cluster_id {
+        let name = |c: Option<&str>| c.map_or("none (standalone)".to_string(), str::to_string);
+        return Some(format!(
+            "it was written from cluster {}, the server is in cluster {}",
+            name(header.cluster_id.as_deref()),
+            name(cluster_id)
+        ));
+    }
+    if header.monitor != cache_file::monitor_identity(monitor) {
+        return Some(
+            "it was filled with other monitor conditions or columns than this request's".into(),
+        );
+    }
+    None
+}

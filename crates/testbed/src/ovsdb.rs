@@ -427,6 +427,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// The process id of member `i`, while it runs (benchmarks read its
+    /// CPU time).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].as_ref().map(Child::id)
+    }
+
     /// SIGKILLs member `i` (a crash: the others must elect a new leader).
     pub fn kill(&mut self, i: usize) {
         kill(&mut self.members[i]);

@@ -96,8 +96,14 @@ async fn sync(
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let vms: usize = arg("--vms").map(|v| v.parse()).transpose()?.unwrap_or(50_000);
-    let changes: usize = arg("--changes").map(|v| v.parse()).transpose()?.unwrap_or(20);
+    let vms: usize = arg("--vms")
+        .map(|v| v.parse())
+        .transpose()?
+        .unwrap_or(50_000);
+    let changes: usize = arg("--changes")
+        .map(|v| v.parse())
+        .transpose()?
+        .unwrap_or(20);
     let cluster = Cluster::start("ovn-nb.ovsschema")?;
     let leader = cluster.wait_leader(Duration::from_secs(30))?;
     // Loading through the leader; no inactivity probe (a 5000-operation

@@ -134,6 +134,7 @@ pub struct Client {
     /// conditions; answered once the cache reflects them.
     condition_changes: mpsc::UnboundedSender<oneshot::Sender<Result<()>>>,
     resumes: Arc<AtomicU64>,
+    resumed_at_start: Arc<std::sync::atomic::AtomicBool>,
     skipped: Arc<AtomicU64>,
     sync_rows: Arc<AtomicU64>,
     transact_timeout: Duration,
@@ -169,6 +170,7 @@ impl Client {
         let resumes = Arc::new(AtomicU64::new(0));
         let skipped = Arc::new(AtomicU64::new(0));
         let sync_rows = Arc::new(AtomicU64::new(0));
+        let resumed_at_start = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let transact_timeout = config.transact_timeout;
         let (changes_tx, changes_rx) = mpsc::unbounded_channel();
         let state = config.state_file.clone().map(StateFile::new);
@@ -198,6 +200,7 @@ impl Client {
                 resumes: resumes.clone(),
                 skipped: skipped.clone(),
                 sync_rows: sync_rows.clone(),
+                resumed_at_start: resumed_at_start.clone(),
                 last_txn_id: None,
                 since_supported: true,
                 seen_index: Default::default(),
@@ -214,6 +217,7 @@ impl Client {
             monitor,
             condition_changes: changes_tx,
             resumes,
+            resumed_at_start,
             skipped,
             sync_rows,
             transact_timeout,
@@ -246,10 +250,17 @@ impl Client {
             .map(|l| l.session.remote().to_string())
     }
 
-    /// How many reconnects resumed from the last transaction id
-    /// (`monitor_cond_since` found it) instead of a full dump.
+    /// How many syncs resumed from the last transaction id
+    /// (`monitor_cond_since` found it) instead of a full dump: reconnects,
+    /// and the first sync when it resumed from the cache file.
     pub fn resumed_syncs(&self) -> u64 {
         self.resumes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the first sync resumed from the cache file
+    /// ([`ClientConfig::state_file`]); counted in `resumed_syncs` too.
+    pub fn resumed_at_start(&self) -> bool {
+        self.resumed_at_start.load(Ordering::Relaxed)
     }
 
     /// How many row updates the server sent in the last sync's reply: the
@@ -356,6 +367,7 @@ struct Runner {
     resumes: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
     sync_rows: Arc<AtomicU64>,
+    resumed_at_start: Arc<std::sync::atomic::AtomicBool>,
     last_txn_id: Option<String>,
     since_supported: bool,
     /// The newest cluster index seen, across sessions.
@@ -507,6 +519,7 @@ impl Runner {
                     .map(|applied| match seeded {
                         // Published as the change from what readers hold.
                         Some(_) => {
+                            self.resumed_at_start.store(true, Ordering::Relaxed);
                             let (snapshot, changes) = published.replaced_by(applied.snapshot);
                             AppliedUpdate { snapshot, changes, skipped: applied.skipped }
                         }

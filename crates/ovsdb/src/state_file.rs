@@ -144,7 +144,14 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     tmp_name.push(".tmp");
     let tmp = dir.join(tmp_name);
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        // The NB rows are the cloud's inventory: the owner only.
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }

@@ -197,6 +197,7 @@ async fn a_restart_resumes_from_the_cache_file_and_gets_only_the_changes() -> Re
 
     let client = synced(config(&remotes, spec(), Some(&file))?).await?;
     assert_eq!(client.resumed_syncs(), 1, "the restart did not resume");
+    assert!(client.resumed_at_start());
     // The modified port, the new one and its switch: not the 51 rows.
     assert!(
         client.last_sync_rows() <= 3,
@@ -287,6 +288,7 @@ async fn an_unusable_cache_file_takes_a_full_dump_and_says_why() -> Result<()> {
         logs.take();
         let client = synced(config(&remotes, spec(), Some(&file))?).await?;
         assert_eq!(client.resumed_syncs(), 0, "{case}: resumed");
+        assert!(!client.resumed_at_start(), "{case}");
         assert_eq!(
             client.last_sync_rows(),
             PORTS as u64 + 1,

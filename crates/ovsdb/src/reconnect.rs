@@ -53,6 +53,7 @@ use tokio::task::JoinHandle;
 
 mod resume;
 mod server_check;
+mod sync;
 
 pub use crate::backoff::Backoff;
 use crate::cache::{cache, CachePublisher, CacheReader};
@@ -427,8 +428,8 @@ impl Runner {
     /// One session from connect to failure. Returns when it got as far as
     /// a synced cache, if it did, and why it ended.
     ///
-    /// Long (about 150 lines) on purpose: connect, resume or re-monitor,
-    /// then one `select!` loop whose arms share the session's locals (the
+    /// Long (about 120 lines) on purpose: connect, check the server, sync
+    /// (`sync.rs`), then one `select!` loop whose arms share the session's locals (the
     /// conditions applied, the one in flight, the refused ones); split, each
     /// piece would take and hand back all of them.
     async fn session(
@@ -463,87 +464,10 @@ impl Runner {
             .clone();
         let monitor_id = json!(MONITOR_ID);
         let projection = spec.key_projection();
-        let published = self.publisher.current();
-        let empty = DbSnapshot::empty(schema.clone(), spec.tables_in(&schema));
-        let seeded = self.usable_seed(&spec);
-        // A resume only makes sense on the same schema we cached with, and
-        // the same conditions (see the module comment). The cache file's
-        // rows, checked for both, stand in for the cache until the first
-        // sync, but only as the base the server's changes apply to.
-        let (current, same_schema, same_conditions, last_txn_id) = match &seeded {
-            Some(seed) => (
-                seed.snapshot.clone(),
-                true,
-                true,
-                Some(seed.header.last_txn_id.clone()),
-            ),
-            None => (
-                published.clone(),
-                published.schema() == &schema,
-                self.cache_spec.as_deref() == Some(&spec),
-                self.last_txn_id.clone(),
-            ),
-        };
-        let mut reply = None;
-        if self.since_supported {
-            let last = if same_schema && same_conditions {
-                last_txn_id.as_deref()
-            } else {
-                None
-            };
-            match session
-                .monitor_cond_since(&db, &monitor_id, &spec, &schema, last)
-                .await
-            {
-                Ok(r) => reply = Some(r),
-                Err(Error::Rpc { .. }) => {
-                    tracing::info!(%remote, "server lacks monitor_cond_since, using monitor_cond");
-                    self.since_supported = false;
-                }
-                Err(e) => return Err(fail(e)),
-            }
-        }
-        if let Some(r) = &reply {
-            self.sync_rows
-                .store(r.updates.row_count() as u64, Ordering::Relaxed);
-        }
-        let applied = match reply {
-            Some(r) if r.found && same_schema && same_conditions => {
-                self.resumes.fetch_add(1, Ordering::Relaxed);
-                let changes = r.updates.row_count();
-                let from = if seeded.is_some() { "the cache file's" } else { "the last" };
-                tracing::info!(%remote, changes, "resumed monitor from {from} transaction id");
-                self.last_txn_id = Some(r.last_txn_id);
-                current
-                    .apply_skipping_bad_rows(r.updates)
-                    .map(|applied| match seeded {
-                        // Published as the change from what readers hold.
-                        Some(_) => {
-                            self.resumed_at_start.store(true, Ordering::Relaxed);
-                            let (snapshot, changes) = published.replaced_by(applied.snapshot);
-                            AppliedUpdate { snapshot, changes, skipped: applied.skipped }
-                        }
-                        None => applied,
-                    })
-            }
-            Some(r) => {
-                if let Some(seed) = &seeded {
-                    tracing::info!(%remote, last_txn_id = %seed.header.last_txn_id, "OVSDB cache file not resumed: the server no longer has its transaction (history expired, or a standalone server); full dump");
-                }
-                self.last_txn_id = Some(r.last_txn_id);
-                published.replace_skipping_bad_rows(empty, r.updates)
-            }
-            None => {
-                let dump = session
-                    .monitor_cond(&db, &monitor_id, &spec, &schema)
-                    .await
-                    .map_err(fail)?;
-                self.sync_rows
-                    .store(dump.row_count() as u64, Ordering::Relaxed);
-                published.replace_skipping_bad_rows(empty, dump)
-            }
-        }
-        .map_err(|e| fail(e.into()))?;
+        let applied = self
+            .monitor_and_sync(&session, remote, &schema, &spec, &monitor_id)
+            .await
+            .map_err(fail)?;
         self.seed = None;
         self.publish(applied);
         self.cache_spec = Some(Arc::new(spec.clone()));

@@ -105,6 +105,9 @@ async fn main() -> Result<()> {
         .transpose()?
         .unwrap_or(20);
     let cluster = Cluster::start("ovn-nb.ovsschema")?;
+    // A 5000-operation commit on a loaded machine can outlast the default
+    // 1 s election timer; an election mid-load failed one run.
+    cluster.set_election_timer(16_000)?;
     let leader = cluster.wait_leader(Duration::from_secs(30))?;
     // Loading through the leader; no inactivity probe (a 5000-operation
     // commit keeps the server silent for seconds).

@@ -470,6 +470,24 @@ impl Cluster {
         bail!("no member of {} is leader", self.db_name)
     }
 
+    /// Raises the RAFT election timer to `ms` (from the leader; ovsdb-server
+    /// at most doubles it per call): benchmarks loading large transactions
+    /// on a busy machine otherwise see elections mid-load.
+    pub fn set_election_timer(&self, ms: u64) -> Result<()> {
+        let mut current = 1000;
+        while current < ms {
+            current = (current * 2).min(ms);
+            let leader = self.wait_leader(Duration::from_secs(30))?;
+            let ctl = self.dir.path().join(format!("m{leader}.ctl"));
+            run(Command::new("ovs-appctl").arg("-t").arg(&ctl).args([
+                "cluster/change-election-timer",
+                &self.db_name,
+                &current.to_string(),
+            ]))?;
+        }
+        Ok(())
+    }
+
     /// Waits up to `timeout` for a leader among the running members.
     pub fn wait_leader(&self, timeout: Duration) -> Result<usize> {
         let deadline = Instant::now() + timeout;

@@ -345,3 +345,64 @@ async fn a_cache_filled_under_other_conditions_is_not_resumed() -> Result<()> {
     );
     Ok(())
 }
+
+async fn wait_for(what: &str, done: impl Fn() -> bool) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            bail!("{what} within 10 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_cache_file_is_rewritten_every_interval_while_the_cache_changes() -> Result<()> {
+    let cluster = Cluster::start("ovn-nb.ovsschema")?;
+    let remotes = cluster.remotes();
+    transact_cli(&remotes, DB, &ports())?;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("OVN_Northbound.cache");
+    let mut cfg = config(&remotes, spec(), Some(&file))?;
+    cfg.state_interval = Duration::from_millis(100);
+    let client = synced(cfg).await?;
+    let txn_in_file = || -> Result<String> {
+        let loaded = cache_file::decode(&std::fs::read(&file)?, &KeyProjection::default())?;
+        Ok(loaded.header.last_txn_id)
+    };
+    wait_for("no cache file written", || file.exists()).await?;
+    let first = txn_in_file()?;
+    client.transact(add_port("later")).await?;
+    wait_for("the file never caught up with a write", || {
+        txn_in_file().is_ok_and(|t| t != first)
+    })
+    .await?;
+    let loaded = cache_file::decode(&std::fs::read(&file)?, &KeyProjection::default())?;
+    assert_eq!(loaded.snapshot.table(LSP).len(), PORTS + 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_cache_file_that_cannot_be_written_is_an_error_and_the_client_goes_on() -> Result<()> {
+    let cluster = Cluster::start("ovn-nb.ovsschema")?;
+    let remotes = cluster.remotes();
+    transact_cli(&remotes, DB, &ports())?;
+    let dir = tempfile::tempdir()?;
+    // The state directory is a regular file: nothing can be created in it.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"")?;
+    let file = blocker.join("OVN_Northbound.cache");
+    let client = synced(config(&remotes, spec(), Some(&file))?).await?;
+    let e = client.save_state().await.unwrap_err();
+    assert!(e.to_string().contains("not-a-dir"), "{e}");
+    client.transact(add_port("after")).await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while client.cache().snapshot().table(LSP).len() != PORTS + 1 {
+        if std::time::Instant::now() > deadline {
+            bail!("the client stopped following after a failed write");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}

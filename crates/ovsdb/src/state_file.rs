@@ -23,8 +23,24 @@ use crate::error::{Error, Result};
 /// A snapshot and what it reflects: a consistent point to resume from.
 #[derive(Clone, Debug)]
 pub(crate) struct ResumePoint {
-    pub(crate) header: CacheHeader,
+    pub(crate) database: String,
+    pub(crate) schema: Arc<serde_json::Value>,
+    pub(crate) cluster_id: Option<String>,
+    pub(crate) last_txn_id: String,
+    pub(crate) monitor: Arc<obgp_ovsdb_data::MonitorSpec>,
     pub(crate) snapshot: DbSnapshot,
+}
+
+impl ResumePoint {
+    fn header(&self) -> CacheHeader {
+        CacheHeader {
+            database: self.database.clone(),
+            schema: self.schema.clone(),
+            cluster_id: self.cluster_id.clone(),
+            last_txn_id: self.last_txn_id.clone(),
+            monitor: cache_file::monitor_identity(&self.monitor),
+        }
+    }
 }
 
 /// The latest resume point, and how many were recorded (to skip writing
@@ -80,7 +96,7 @@ impl StateFile {
             .sum();
         let started = Instant::now();
         let bytes = tokio::task::spawn_blocking(move || {
-            let bytes = cache_file::encode(&point.header, &point.snapshot);
+            let bytes = cache_file::encode(&point.header(), &point.snapshot);
             write_atomically(&path, &bytes).map(|()| bytes.len())
         })
         .await;
@@ -140,10 +156,12 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    // The process id in the name: a one-shot command of the agent writing
+    // beside the daemon never shares a temporary file with it.
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = dir.join(tmp_name);
-    {
+    let written = (|| {
         // The NB rows are the cloud's inventory: the owner only.
         use std::os::unix::fs::OpenOptionsExt as _;
         let mut f = std::fs::OpenOptions::new()
@@ -154,8 +172,13 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // A full disk must not also leave a part-written file behind.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)?;
+    written?;
     std::fs::File::open(dir)?.sync_all()
 }
 
@@ -198,4 +221,43 @@ pub(crate) fn unusable(
         );
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn an_atomic_write_replaces_the_file_owner_only_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("db.cache");
+        write_atomically(&path, b"first").unwrap();
+        write_atomically(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["db.cache"]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.cache");
+        write_atomically(&path, b"old").unwrap();
+        // The target is now a non-empty directory: the rename fails.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("x"), b"").unwrap();
+        assert!(write_atomically(&path, b"new").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["db.cache"], "a temporary file was left behind");
+    }
 }

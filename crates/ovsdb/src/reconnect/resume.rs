@@ -1,7 +1,7 @@
 //! The monitor task's side of the cache file: whether the rows loaded from
 //! it may be resumed from, and recording the point to write next.
 
-use obgp_ovsdb_data::cache_file::{self, CacheHeader, LoadedCache};
+use obgp_ovsdb_data::cache_file::LoadedCache;
 use obgp_ovsdb_data::MonitorSpec;
 
 use super::Runner;
@@ -44,14 +44,14 @@ impl Runner {
         else {
             return;
         };
+        // Cheap: shared pointers and one id; the header is built when the
+        // point is written.
         state.record(ResumePoint {
-            header: CacheHeader {
-                database: self.config.database.clone(),
-                schema: self.schema_json.clone(),
-                cluster_id: self.cluster_id.clone(),
-                last_txn_id: txn.clone(),
-                monitor: cache_file::monitor_identity(spec),
-            },
+            database: self.config.database.clone(),
+            schema: self.schema_json.clone(),
+            cluster_id: self.cluster_id.clone(),
+            last_txn_id: txn.clone(),
+            monitor: spec.clone(),
             snapshot: self.publisher.current(),
         });
     }

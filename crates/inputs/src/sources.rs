@@ -101,14 +101,23 @@ impl OvnSources {
                 match &port_conditions {
                     // The first request already asks for this node's ports
                     // (its names come from the local OVS).
-                    Some(pc) => {
-                        ovs.wait_synced(timeout).await?;
-                        let local = Snapshot::build(
-                            &obgp_ovn::Tables::new(),
-                            &ovs.client.cache().snapshot(),
-                        );
-                        pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
-                    }
+                    // With a cache file filled by this same request under
+                    // other conditions, its conditions: the start resumes.
+                    Some(pc) => match nb_state_file(config)
+                        .and_then(|f| obgp_ovsdb::read_cache_header(&f))
+                        .and_then(|h| {
+                            PortConditions::spec_of_cache_file(&obgp_ovn::nb::monitor_spec(), &h)
+                        }) {
+                        Some(spec) => pc.resume_spec(spec),
+                        None => {
+                            ovs.wait_synced(timeout).await?;
+                            let local = Snapshot::build(
+                                &obgp_ovn::Tables::new(),
+                                &ovs.client.cache().snapshot(),
+                            );
+                            pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
+                        }
+                    },
                     None => obgp_ovn::nb::monitor_spec(),
                 },
                 (

@@ -208,6 +208,50 @@ pub fn encode(header: &CacheHeader, snapshot: &DbSnapshot) -> Vec<u8> {
 /// monitor's map-key projection (the stored rows are already projected;
 /// it only keeps decoding consistent with the live monitor).
 pub fn decode(bytes: &[u8], projection: &KeyProjection) -> Result<LoadedCache, CacheFileError> {
+    let (header, sizes, body) = split(bytes)?;
+    if body.len() as u64 != sizes.length {
+        return Err(CacheFileError::Length {
+            expected: sizes.length,
+            found: body.len() as u64,
+        });
+    }
+    let found = checksum64(body);
+    if found != sizes.checksum {
+        return Err(CacheFileError::Checksum {
+            expected: sizes.checksum,
+            found,
+        });
+    }
+    let schema = DatabaseSchema::from_json(&header.schema)
+        .map_err(|e| CacheFileError::Schema(e.to_string()))?;
+    let updates =
+        decode_table_updates(body, projection).map_err(|e| CacheFileError::Rows(e.to_string()))?;
+    if let Some(fault) = updates.skipped().next() {
+        return Err(CacheFileError::Rows(fault.to_string()));
+    }
+    let tables: Vec<String> = updates.0.iter().map(|t| t.table.clone()).collect();
+    let empty = DbSnapshot::empty(Arc::new(schema), tables.iter().map(String::as_str));
+    let (snapshot, _) = empty
+        .apply(updates)
+        .map_err(|e| CacheFileError::Rows(e.to_string()))?;
+    Ok(LoadedCache { header, snapshot })
+}
+
+/// The header of a cache file from its first bytes (at least through the
+/// header line): what the rows depend on, without reading them.
+pub fn decode_header(bytes: &[u8]) -> Result<CacheHeader, CacheFileError> {
+    split(bytes).map(|(header, _, _)| header)
+}
+
+/// The body's announced length and checksum.
+struct BodySizes {
+    length: u64,
+    checksum: u64,
+}
+
+/// The header, the body's announced sizes and the bytes after the header
+/// line.
+fn split(bytes: &[u8]) -> Result<(CacheHeader, BodySizes, &[u8]), CacheFileError> {
     let rest = bytes.strip_prefix(MAGIC).ok_or(CacheFileError::Foreign)?;
     let eol = memchr::memchr(b'\n', rest)
         .ok_or_else(|| CacheFileError::Header("no end of line".into()))?;
@@ -228,25 +272,12 @@ pub fn decode(bytes: &[u8], projection: &KeyProjection) -> Result<LoadedCache, C
             .map(str::to_string)
             .ok_or_else(|| CacheFileError::Header(format!("{k:?} is not a string")))
     };
-    let expected = field("body_length")?
+    let length = field("body_length")?
         .as_u64()
         .ok_or_else(|| CacheFileError::Header("\"body_length\" is not a count".into()))?;
-    if body.len() as u64 != expected {
-        return Err(CacheFileError::Length {
-            expected,
-            found: body.len() as u64,
-        });
-    }
     let sum = text("body_checksum")?;
-    let expected = u64::from_str_radix(&sum, 16)
+    let checksum = u64::from_str_radix(&sum, 16)
         .map_err(|_| CacheFileError::Header(format!("\"body_checksum\" {sum:?} is not hex")))?;
-    let found = checksum64(body);
-    if found != expected {
-        return Err(CacheFileError::Checksum { expected, found });
-    }
-    let schema_json = field("schema")?.clone();
-    let schema = DatabaseSchema::from_json(&schema_json)
-        .map_err(|e| CacheFileError::Schema(e.to_string()))?;
     let cluster_id = match field("cluster_id")? {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
@@ -254,22 +285,28 @@ pub fn decode(bytes: &[u8], projection: &KeyProjection) -> Result<LoadedCache, C
     };
     let header = CacheHeader {
         database: text("database")?,
-        schema: Arc::new(schema_json),
+        schema: Arc::new(field("schema")?.clone()),
         cluster_id,
         last_txn_id: text("last_txn_id")?,
         monitor: field("monitor")?.clone(),
     };
-    let updates =
-        decode_table_updates(body, projection).map_err(|e| CacheFileError::Rows(e.to_string()))?;
-    if let Some(fault) = updates.skipped().next() {
-        return Err(CacheFileError::Rows(fault.to_string()));
+    Ok((header, BodySizes { length, checksum }, body))
+}
+
+/// The row conditions of `table` in a [`monitor_identity`]: `Some(None)`
+/// for every row, `None` when the table is not in it or its conditions do
+/// not decode. Lets a client start from the conditions a cache file was
+/// filled with, so that the file can be resumed.
+pub fn monitor_conditions(identity: &Value, table: &str) -> Option<Option<Vec<Condition>>> {
+    match identity.get(table)?.get("where")? {
+        Value::Null => Some(None),
+        Value::Array(clauses) => clauses
+            .iter()
+            .map(|c| Condition::from_wire(c).ok())
+            .collect::<Option<Vec<_>>>()
+            .map(Some),
+        _ => None,
     }
-    let tables: Vec<String> = updates.0.iter().map(|t| t.table.clone()).collect();
-    let empty = DbSnapshot::empty(Arc::new(schema), tables.iter().map(String::as_str));
-    let (snapshot, _) = empty
-        .apply(updates)
-        .map_err(|e| CacheFileError::Rows(e.to_string()))?;
-    Ok(LoadedCache { header, snapshot })
 }
 
 /// The rows of `snapshot` as a `table-updates2` object of `initial` rows,

@@ -32,4 +32,5 @@ pub use cache::{CachePublisher, CacheReader};
 pub use error::{Error, Result};
 pub use reconnect::{Client, ClientConfig};
 pub use rpc::{Remote, Session, SessionConfig};
+pub use state_file::read_cache_header;
 pub use tls::{TlsFiles, TlsSettings};

@@ -147,6 +147,22 @@ impl StateFile {
     }
 }
 
+/// The header of the cache file at `path` (its first two lines only, not
+/// the rows), `None` when there is no usable one. How a caller learns the
+/// monitor request the file was filled with before it starts the client:
+/// a conditional monitor resumes only from the very same conditions.
+pub fn read_cache_header(path: &Path) -> Option<CacheHeader> {
+    use std::io::BufRead as _;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    let mut head = Vec::new();
+    for _ in 0..2 {
+        if reader.read_until(b'\n', &mut head).ok()? == 0 {
+            return None;
+        }
+    }
+    cache_file::decode_header(&head).ok()
+}
+
 /// Writes `bytes` to `path` so that a crash leaves either the old file or
 /// the new one, never a part: a temporary file beside it, synced, renamed
 /// over it, and the directory synced so the rename itself is durable.

@@ -185,3 +185,41 @@ fn the_checksum_sees_any_one_byte_changed() {
     }
     assert_ne!(checksum64(&data[..999]), sum);
 }
+
+#[test]
+fn the_conditions_of_a_monitor_identity_read_back_and_the_header_reads_alone() {
+    let clauses = vec![
+        Condition::eq("type", Datum::scalar(Atom::String("router".into()))),
+        Condition::includes(
+            "options",
+            Datum::Map(vec![(
+                Atom::String("requested-chassis".into()),
+                Atom::String("host-0".into()),
+            )]),
+        ),
+        Condition::False,
+    ];
+    let spec = MonitorSpec::all(["Logical_Switch", "Logical_Switch_Port"]).table(
+        "Logical_Switch_Port",
+        TableMonitor {
+            conditions: Some(clauses.clone()),
+            ..Default::default()
+        },
+    );
+    let id = monitor_identity(&spec);
+    assert_eq!(
+        monitor_conditions(&id, "Logical_Switch_Port"),
+        Some(Some(clauses))
+    );
+    assert_eq!(monitor_conditions(&id, "Logical_Switch"), Some(None));
+    assert_eq!(monitor_conditions(&id, "NAT"), None);
+
+    let (header, snapshot) = sample();
+    let bytes = encode(&header, &snapshot);
+    let eol = MAGIC.len()
+        + bytes[MAGIC.len()..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap();
+    assert_eq!(decode_header(&bytes[..eol + 1]).unwrap(), header);
+}

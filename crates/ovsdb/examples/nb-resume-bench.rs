@@ -16,11 +16,18 @@
 //! alone. A third, plain client's full dump checks that the resumed cache
 //! equals the server's.
 //!
+//! `--fleet N` then restarts N agents at once (spread over the members):
+//! all take a full dump and write their files, and after the changes all
+//! restart on their files; the time until the last synced and the
+//! cluster's CPU, both ways. The agents run in this one process (their
+//! decoding shares its cores with the three servers).
+//!
 //! ```sh
 //! cargo build --release -p obgp-ovsdb --example nb-resume-bench
-//! target/release/examples/nb-resume-bench --vms 50000
+//! target/release/examples/nb-resume-bench --vms 50000 [--changes 20] [--fleet 20]
 //! ```
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -65,33 +72,103 @@ struct Sync {
     rows: u64,
 }
 
-/// Starts a client on `remote` (with the cache file `state`, if any), waits
-/// for its first sync and measures it; returns the client still running.
+/// Starts one client per entry of `clients` (its remotes, tried in order,
+/// and its cache file) at once, waits until every one has synced and
+/// measures that: the wall time until the last, the cluster's and this
+/// process's CPU, the rows the server sent them all. Returns the clients
+/// still running.
 async fn sync(
     cluster: &Cluster,
-    remote: &str,
-    state: Option<&std::path::Path>,
-) -> Result<(Client, Sync)> {
-    let mut config = ClientConfig::new(
-        remote.parse::<obgp_ovsdb::Remote>().map(|r| vec![r])?,
-        obgp_ovn::NB_DB,
-        obgp_ovn::nb::monitor_spec(),
-    );
-    config.state_file = state.map(std::path::Path::to_path_buf);
+    clients: &[(Vec<String>, Option<PathBuf>)],
+) -> Result<(Vec<Client>, Sync)> {
     let (server0, client0) = (cluster_cpu_s(cluster)?, cpu_s("self")?);
     let t0 = Instant::now();
-    let client = Client::start(config);
-    tokio::time::timeout(Duration::from_secs(300), client.cache().wait_resynced(1))
-        .await
-        .context("no sync within 300 s")??;
-    let wall_s = t0.elapsed().as_secs_f64();
+    let mut started = Vec::new();
+    for (remotes, state) in clients {
+        let remotes = remotes
+            .iter()
+            .map(|r| r.parse::<obgp_ovsdb::Remote>())
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut config = ClientConfig::new(remotes, obgp_ovn::NB_DB, obgp_ovn::nb::monitor_spec());
+        config.state_file = state.clone();
+        started.push(Client::start(config));
+    }
+    for client in &started {
+        tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1))
+            .await
+            .context("no sync within 600 s")??;
+    }
     let figures = Sync {
-        wall_s,
+        wall_s: t0.elapsed().as_secs_f64(),
         server_cpu_s: cluster_cpu_s(cluster)? - server0,
         client_cpu_s: cpu_s("self")? - client0,
-        rows: client.last_sync_rows(),
+        rows: started.iter().map(Client::last_sync_rows).sum(),
     };
-    Ok((client, figures))
+    Ok((started, figures))
+}
+
+/// Commits `n` small transactions (a switch with one port each) named
+/// after `tag`: what Neutron writes while agents are down.
+async fn changes(session: &Session, tag: &str, n: usize) -> Result<()> {
+    for i in 0..n {
+        session
+            .transact(
+                obgp_ovn::NB_DB,
+                vec![
+                    json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+                           "row": {"name": format!("bench-{tag}-{i}")}}),
+                    json!({"op": "insert", "table": "Logical_Switch",
+                           "row": {"name": format!("bench-{tag}-{i}"), "ports": ["named-uuid", "p"]}}),
+                ],
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// `agents` agents spread over the members (agent `i` tries member `i % 3`
+/// first) take their full dump at once and write their files; after
+/// `n_changes` transactions they all restart at once on their files.
+/// Prints both syncs and their ratios.
+async fn fleet(
+    cluster: &Cluster,
+    session: &Session,
+    dir: &std::path::Path,
+    agents: usize,
+    n_changes: usize,
+) -> Result<()> {
+    let clients: Vec<(Vec<String>, Option<PathBuf>)> = (0..agents)
+        .map(|i| {
+            let remotes = (0..3).map(|k| cluster.tcp_remote((i + k) % 3)).collect();
+            (remotes, Some(dir.join(format!("agent-{i}.cache"))))
+        })
+        .collect();
+    let (running, full) = sync(cluster, &clients).await?;
+    for client in &running {
+        if !client.save_state().await? {
+            bail!("a synced agent wrote no cache file");
+        }
+    }
+    drop(running);
+    changes(session, "fleet", n_changes).await?;
+    let (running, resumed) = sync(cluster, &clients).await?;
+    let n_resumed = running.iter().filter(|c| c.resumed_at_start()).count();
+    println!(
+        "fleet={agents} full: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
+         resumed: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} resumed_agents={n_resumed} \
+         server_cpu_ratio={:.3} all_synced_ratio={:.3}",
+        full.wall_s,
+        full.server_cpu_s,
+        full.client_cpu_s,
+        full.rows,
+        resumed.wall_s,
+        resumed.server_cpu_s,
+        resumed.client_cpu_s,
+        resumed.rows,
+        resumed.server_cpu_s / full.server_cpu_s,
+        resumed.wall_s / full.wall_s,
+    );
+    Ok(())
 }
 
 #[tokio::main]
@@ -100,7 +177,7 @@ async fn main() -> Result<()> {
         .map(|v| v.parse())
         .transpose()?
         .unwrap_or(50_000);
-    let changes: usize = arg("--changes")
+    let n_changes: usize = arg("--changes")
         .map(|v| v.parse())
         .transpose()?
         .unwrap_or(20);
@@ -130,8 +207,10 @@ async fn main() -> Result<()> {
 
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("OVN_Northbound.cache");
-    let remote = cluster.tcp_remote(0);
-    let (client, full) = sync(&cluster, &remote, Some(&file)).await?;
+    // One agent, pinned to member 0.
+    let one = [(vec![cluster.tcp_remote(0)], Some(file.clone()))];
+    let (mut clients, full) = sync(&cluster, &one).await?;
+    let client = clients.pop().context("one client")?;
     let t0 = Instant::now();
     if !client.save_state().await? {
         bail!("the synced cache was not written");
@@ -144,26 +223,18 @@ async fn main() -> Result<()> {
     let decode_s = t0.elapsed().as_secs_f64();
     drop(loaded);
 
-    for i in 0..changes {
-        session
-            .transact(
-                obgp_ovn::NB_DB,
-                vec![
-                    json!({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
-                           "row": {"name": format!("bench-late-{i}")}}),
-                    json!({"op": "insert", "table": "Logical_Switch",
-                           "row": {"name": format!("bench-late-{i}"), "ports": ["named-uuid", "p"]}}),
-                ],
-            )
-            .await?;
-    }
+    changes(&session, "late", n_changes).await?;
 
-    let (resumed_client, resumed) = sync(&cluster, &remote, Some(&file)).await?;
+    let (mut clients, resumed) = sync(&cluster, &one).await?;
+    let resumed_client = clients.pop().context("one client")?;
     if resumed_client.resumed_syncs() != 1 {
         bail!("the restart did not resume");
     }
-    let (fresh, _) = sync(&cluster, &remote, None).await?;
-    let (a, b) = (resumed_client.cache().snapshot(), fresh.cache().snapshot());
+    let (fresh, _) = sync(&cluster, &[(vec![cluster.tcp_remote(0)], None)]).await?;
+    let (a, b) = (
+        resumed_client.cache().snapshot(),
+        fresh[0].cache().snapshot(),
+    );
     let equal = a.tables().all(|t| a.table(t) == b.table(t));
     if !equal {
         bail!("the resumed cache differs from a fresh dump");
@@ -186,5 +257,9 @@ async fn main() -> Result<()> {
         resumed.server_cpu_s / full.server_cpu_s,
         resumed.wall_s / full.wall_s,
     );
+    drop((resumed_client, fresh));
+    if let Some(agents) = arg("--fleet").map(|n| n.parse()).transpose()? {
+        fleet(&cluster, &session, dir.path(), agents, n_changes).await?;
+    }
     Ok(())
 }

@@ -144,10 +144,16 @@ async fn fleet(
         })
         .collect();
     let (running, full) = sync(cluster, &clients).await?;
+    // Each writes its file now unless its 60 s timer already wrote this
+    // very state (a long fleet sync).
     for client in &running {
-        if !client.save_state().await? {
-            bail!("a synced agent wrote no cache file");
-        }
+        client.save_state().await?;
+    }
+    if let Some((_, Some(missing))) = clients
+        .iter()
+        .find(|(_, f)| f.as_ref().is_some_and(|f| !f.exists()))
+    {
+        bail!("a synced agent wrote no cache file: {}", missing.display());
     }
     drop(running);
     changes(session, "fleet", n_changes).await?;

@@ -112,6 +112,13 @@ volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
 if (not lock or lock.get("readOnly")
         or volumes.get(lock["name"], {}).get("hostPath", {}).get("path") != "/run/ovn-bgp-agent"):
     fail("/run/ovn-bgp-agent must be the host's /run/ovn-bgp-agent, writable (the node lock)")
+# state_dir: the host's directory, writable, so the NB cache outlives the pod.
+state = opts.get("state_dir")
+if state:
+    mount = mounts.get(state)
+    if (not mount or mount.get("readOnly")
+            or volumes.get(mount["name"], {}).get("hostPath", {}).get("path") is None):
+        fail(f"state_dir {state} must be a writable hostPath mount (the NB cache outlives the pod)")
 sock = opts["ovsdb_connection"]
 if not sock.startswith("unix:/run/openvswitch/"):
     fail(f"ovsdb_connection {sock} is not under the mounted /run/openvswitch")

@@ -73,6 +73,7 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "mass_withdrawal_percent") => u(d.mass_withdrawal_percent.into()),
         ("DEFAULT", "metrics_listen") => d.metrics_listen.map(|a| Typed::Str(a.to_string())),
         ("DEFAULT", "ovn_nb_monitor_all") => b(d.ovn_nb_monitor_all),
+        ("DEFAULT", "state_dir") => os(&d.state_dir),
         ("DEFAULT", "frr_reconcile_interval") => u(d.frr_reconcile_interval),
         ("DEFAULT", "expose_tenant_networks") => b(d.expose_tenant_networks),
         ("DEFAULT", "advertisement_method_tenant_networks") => Some(Typed::Str(
@@ -169,6 +170,7 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
             }
         }
         ("DEFAULT", "ovn_nb_monitor_all") => d.ovn_nb_monitor_all = flag(&v)?,
+        ("DEFAULT", "state_dir") => d.state_dir = opt_text(&v)?,
         ("DEFAULT", "frr_reconcile_interval") => d.frr_reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "expose_tenant_networks") => d.expose_tenant_networks = flag(&v)?,
         ("DEFAULT", "advertisement_method_tenant_networks") => {

@@ -135,6 +135,10 @@ pub struct DefaultSection {
     /// the state (ovn-controller's `ovn-monitor-all`; the agent's own
     /// option, ignored by the other drivers).
     pub ovn_nb_monitor_all: bool,
+    /// Where the agent keeps state between runs (the NB cache file, so a
+    /// restart resumes instead of re-reading the NB); `None`: nothing is
+    /// kept (the agent's own option).
+    pub state_dir: Option<String>,
 }
 
 /// `[agent]`.
@@ -235,6 +239,7 @@ impl Default for Config {
                 mass_withdrawal_percent: 50,
                 metrics_listen: None,
                 ovn_nb_monitor_all: true,
+                state_dir: None,
                 ovs_ofctl_timeout: 5,
                 announce_with: AnnounceWith::Address,
             },

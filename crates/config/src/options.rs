@@ -264,6 +264,10 @@ pub static OPTIONS: &[OptSpec] = &[
         opt("DEFAULT", "ovn_nb_monitor_all", Kind::Bool),
         "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
     ),
+    agent_only(
+        opt("DEFAULT", "state_dir", Kind::Str),
+        "a directory where the agent keeps its OVN_Northbound cache between runs (`OVN_Northbound.cache`, written at shutdown and every 60 s while it changes), so that a restart asks the NB only for what changed since (`monitor_cond_since`) instead of reading it whole; a missing, stale or unusable file costs a full read, never a wrong state (docs/ovsdb.md, \"Restarts that resume\"); unset or empty: nothing is kept",
+    ),
     // [agent].
     ignored(
         opt("agent", "root_helper", Kind::Str),

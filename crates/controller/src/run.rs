@@ -147,7 +147,7 @@ async fn run_loop(
             break result;
         }
     };
-    daemon.stop();
+    daemon.stop().await;
     result
 }
 
@@ -477,10 +477,13 @@ impl Daemon {
     }
 
     /// Stops the timers and watchers.
-    fn stop(mut self) {
+    /// Stops the timers and watchers, then writes the NB cache file
+    /// (`state_dir`) so that the next start resumes from this moment.
+    async fn stop(mut self) {
         for t in self.tasks.drain(..) {
             t.abort();
         }
+        self.sources.save_state().await;
     }
 }
 

@@ -61,6 +61,7 @@ pub(crate) fn ovn_client(
     monitor: MonitorSpec,
     tls: (&str, &str, &str),
     writer: Option<Duration>,
+    state_file: Option<std::path::PathBuf>,
 ) -> Result<MonitoredDb, MonitoredDbError> {
     // The session's default limits are the agent's: a 100k-port dump and
     // large updates are decoded while they arrive (bounded by
@@ -68,6 +69,7 @@ pub(crate) fn ovn_client(
     // string, nesting or stalled message can make it hold more
     // (docs/reliability.md, "Memory under a hostile server").
     let mut cfg = ClientConfig::new(remotes(option, conn)?, database, monitor);
+    cfg.state_file = state_file;
     // A database the agent writes is read from the RAFT leader (a
     // follower's monitor may lag the writes), and its transactions are
     // bounded by the given deadline: the reconcile waits for them.

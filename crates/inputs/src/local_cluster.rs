@@ -67,6 +67,8 @@ impl LocalClusterSource {
             // upstream has no TLS options for the local cluster.
             ("", "", ""),
             Some(TRANSACT_TIMEOUT),
+            // The node-local NB is small and local: nothing to keep.
+            None,
         )?;
         Ok(LocalClusterSource {
             source,

@@ -94,6 +94,34 @@ impl PortConditions {
         spec
     }
 
+    /// `spec`, the request a cache file was filled with (its port and NAT
+    /// conditions those of the last run's interest), as the first request:
+    /// the client can then resume from the file. The interest those
+    /// conditions stand for is not known here, so the first round of
+    /// [`PortConditions::converged`] computes it afresh (every missing
+    /// port named) and sends it unless it is the same; nothing is read
+    /// before the conditions converged, as on any start.
+    pub fn resume_spec(&self, spec: MonitorSpec) -> MonitorSpec {
+        *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        spec
+    }
+
+    /// The monitor request `base` with the port and NAT conditions of the
+    /// cache file whose header is `header`, if `base` with them is exactly
+    /// the request the file was filled with (same tables, columns and kept
+    /// keys).
+    pub fn spec_of_cache_file(
+        base: &MonitorSpec,
+        header: &obgp_ovsdb_data::cache_file::CacheHeader,
+    ) -> Option<MonitorSpec> {
+        use obgp_ovsdb_data::cache_file::{monitor_conditions, monitor_identity};
+        let mut spec = base.clone();
+        for table in [LogicalSwitchPort::TABLE, Nat::TABLE] {
+            spec.tables.get_mut(table)?.conditions = monitor_conditions(&header.monitor, table)?;
+        }
+        (monitor_identity(&spec) == header.monitor).then_some(spec)
+    }
+
     /// The conditions of each table `interest` selects rows of.
     fn table_conditions(interest: &LspInterest) -> Vec<(String, Option<Vec<Condition>>)> {
         vec![

@@ -87,6 +87,7 @@ impl OvnSources {
                         &o.ovn_sb_ca_cert,
                     ),
                     None,
+                    None,
                 )?
             }
             _ => ovn_client(
@@ -100,14 +101,23 @@ impl OvnSources {
                 match &port_conditions {
                     // The first request already asks for this node's ports
                     // (its names come from the local OVS).
-                    Some(pc) => {
-                        ovs.wait_synced(timeout).await?;
-                        let local = Snapshot::build(
-                            &obgp_ovn::Tables::new(),
-                            &ovs.client.cache().snapshot(),
-                        );
-                        pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
-                    }
+                    // With a cache file filled by this same request under
+                    // other conditions, its conditions: the start resumes.
+                    Some(pc) => match nb_state_file(config)
+                        .and_then(|f| obgp_ovsdb::read_cache_header(&f))
+                        .and_then(|h| {
+                            PortConditions::spec_of_cache_file(&obgp_ovn::nb::monitor_spec(), &h)
+                        }) {
+                        Some(spec) => pc.resume_spec(spec),
+                        None => {
+                            ovs.wait_synced(timeout).await?;
+                            let local = Snapshot::build(
+                                &obgp_ovn::Tables::new(),
+                                &ovs.client.cache().snapshot(),
+                            );
+                            pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
+                        }
+                    },
                     None => obgp_ovn::nb::monitor_spec(),
                 },
                 (
@@ -116,6 +126,7 @@ impl OvnSources {
                     &o.ovn_nb_ca_cert,
                 ),
                 None,
+                nb_state_file(config),
             )?,
         };
         let local_nb = if driver == obgp_config::Driver::NbOvnBgpDriver
@@ -138,6 +149,15 @@ impl OvnSources {
             port_conditions,
             maintained,
         })
+    }
+
+    /// Writes the NB cache file (`[DEFAULT] state_dir`) if the cache
+    /// changed since it was last written; a failure is logged (the next
+    /// start then reads the NB whole, or from an older file).
+    pub async fn save_state(&self) {
+        if let Err(e) = self.ovn.client.save_state().await {
+            tracing::warn!(error = %e, "the OVN_Northbound cache was not written; the next start may read the NB whole");
+        }
     }
 
     /// Waits until every database delivered its initial dump.
@@ -237,4 +257,15 @@ pub struct ReconcileInputs {
     /// hands it to the incremental desired state
     /// ([`Reconciler::note_ovn_changes`](crate::Reconciler::note_ovn_changes)).
     pub changes: NbChanges,
+}
+
+/// The NB driver's cache file, `<state_dir>/OVN_Northbound.cache`, with
+/// `[DEFAULT] state_dir` set (the agent's own option).
+fn nb_state_file(config: &Config) -> Option<std::path::PathBuf> {
+    let dir = config
+        .default
+        .state_dir
+        .as_deref()
+        .filter(|d| !d.is_empty())?;
+    Some(std::path::Path::new(dir).join(format!("{}.cache", obgp_ovn::NB_DB)))
 }

@@ -87,6 +87,7 @@ pub struct Metrics {
     triggers: Family<Labels1, Counter>,
     queue_wait: HistFamily,
     db_connected: Family<Labels1, Gauge>,
+    db_resumed_at_start: Family<Labels1, Gauge>,
     db_reconnects: Family<Labels1, Counter>,
     db_resyncs: Family<Labels2, Counter>,
     db_last_update: Family<Labels1, F64Gauge>,
@@ -200,6 +201,8 @@ pub struct DbStatus {
     pub syncs: u64,
     /// Reconnects that resumed from the last transaction id.
     pub resumed: u64,
+    /// The first sync resumed from the cache file (`state_dir`).
+    pub resumed_at_start: bool,
 }
 
 impl Metrics {
@@ -233,6 +236,7 @@ impl Metrics {
             triggers: Family::default(),
             queue_wait: Family::new_with_constructor(seconds_buckets),
             db_connected: Family::default(),
+            db_resumed_at_start: Family::default(),
             db_reconnects: Family::default(),
             db_resyncs: Family::default(),
             db_last_update: Family::default(),
@@ -332,6 +336,11 @@ impl Metrics {
             "ovsdb_connected",
             "1 while the database's session is up and synced, 0 otherwise",
             self.db_connected.clone(),
+        );
+        r.register(
+            "ovsdb_resumed_at_start",
+            "1 when the first sync resumed from the cache file in state_dir (monitor_cond_since), 0 when it read the database whole",
+            self.db_resumed_at_start.clone(),
         );
         r.register(
             "ovsdb_reconnects",
@@ -538,6 +547,9 @@ impl Metrics {
             self.db_connected
                 .get_or_create(&label)
                 .set(i64::from(db.connected));
+            self.db_resumed_at_start
+                .get_or_create(&label)
+                .set(i64::from(db.resumed_at_start));
             let reconnects = db.syncs.saturating_sub(1);
             let resumed = db.resumed.min(reconnects);
             let full = reconnects - resumed;

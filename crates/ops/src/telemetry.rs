@@ -215,7 +215,10 @@ fn status(source: &MonitoredDb) -> DbStatus {
         database: source.database,
         connected: source.client.connected_to().is_some(),
         syncs: *source.client.cache().resynced().borrow(),
-        resumed: source.client.resumed_syncs(),
+        // The client counts a start resumed from the cache file among its
+        // resumes; the metric's are reconnects.
+        resumed: source.client.resumed_syncs() - u64::from(source.client.resumed_at_start()),
+        resumed_at_start: source.client.resumed_at_start(),
     }
 }
 

@@ -11,13 +11,15 @@
 //! - [`monitor_spec`]: what a monitor follows (tables, columns, conditions,
 //!   map-key projections);
 //! - [`snapshot`]: the cache's point-in-time [`DbSnapshot`] and the
-//!   [`Change`]s an update batch makes to it.
+//!   [`Change`]s an update batch makes to it;
+//! - [`cache_file`]: a snapshot's on-disk form, for restarts that resume.
 //!
 //! The session, TLS, reconnect and change-stream channels live in
 //! `obgp-ovsdb`, which builds on this crate.
 
 #![warn(missing_docs)]
 
+pub mod cache_file;
 pub mod datum;
 pub mod error;
 pub mod json_scan;

@@ -54,6 +54,25 @@ impl Condition {
         }
     }
 
+    /// From wire notation (the inverse of [`Condition::to_wire`]; the value
+    /// decoded schema-less, as [`Datum::from_wire`] does).
+    pub fn from_wire(v: &Value) -> Result<Condition, crate::datum::DatumError> {
+        use crate::datum::DatumError;
+        match v {
+            Value::Bool(true) => Ok(Condition::True),
+            Value::Bool(false) => Ok(Condition::False),
+            Value::Array(c) if c.len() == 3 => match (c[0].as_str(), c[1].as_str()) {
+                (Some(column), Some(function)) => Ok(Condition::Clause {
+                    column: column.into(),
+                    function: function.into(),
+                    value: Datum::from_wire(&c[2])?,
+                }),
+                _ => Err(DatumError::BadAtom(v.to_string())),
+            },
+            _ => Err(DatumError::BadAtom(v.to_string())),
+        }
+    }
+
     /// Wire notation.
     pub fn to_wire(&self) -> Value {
         match self {

@@ -262,7 +262,13 @@ impl DbSnapshot {
         })
     }
 
-    /// `next` and the changes that turn this snapshot into it.
+    /// `next`, built on this snapshot's rows where they are equal, and the
+    /// changes that turn this snapshot into it: how a client publishes a
+    /// cache it resumed from a file over the (empty) one readers hold.
+    pub fn replaced_by(&self, next: DbSnapshot) -> (DbSnapshot, Vec<Change>) {
+        self.changes_to(next)
+    }
+
     /// The changes that turn this snapshot into `next`, and `next` built
     /// on this snapshot's rows: a row the dump left as it was keeps this
     /// snapshot's `Arc` (and its table the persistent map's nodes). After a

@@ -81,6 +81,14 @@ pub enum Error {
     /// The database is not on this server, or (leader-only) not led by it.
     #[error("{0}")]
     NotUsable(String),
+    /// The cache file (`ClientConfig::state_file`) could not be written.
+    #[error("cache file {path}: {reason}")]
+    StateFile {
+        /// The file.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// Short alias used throughout the crate.

@@ -11,7 +11,9 @@
 //!   signal to readers;
 //! - [`backoff`]: when to reconnect after a failure;
 //! - [`reconnect`]: the long-lived [`Client`] that keeps a cache in sync
-//!   across failures and cluster failovers.
+//!   across failures and cluster failovers;
+//! - `state_file`: the cache kept on disk between runs, so that a restart
+//!   resumes instead of taking a full dump.
 
 #![warn(missing_docs)]
 
@@ -23,10 +25,12 @@ pub mod monitor;
 pub mod reconnect;
 pub mod rpc;
 mod server_db;
+mod state_file;
 pub mod tls;
 
 pub use cache::{CachePublisher, CacheReader};
 pub use error::{Error, Result};
 pub use reconnect::{Client, ClientConfig};
 pub use rpc::{Remote, Session, SessionConfig};
+pub use state_file::read_cache_header;
 pub use tls::{TlsFiles, TlsSettings};

@@ -16,7 +16,12 @@
 //! 3. start the monitor with `monitor_cond_since` and the last transaction id
 //!    seen, so a reconnect to a server that still has it transfers only what
 //!    changed; when the server lacks the method, use `monitor_cond` and
-//!    replace the cache with the full dump;
+//!    replace the cache with the full dump. With a cache file
+//!    (`ClientConfig::state_file`) the first session asks from the file's
+//!    transaction id instead, if the file was written with this server's
+//!    schema and cluster and this very monitor request (`resume.rs`); its
+//!    rows are only the base the server's changes apply to, published
+//!    after the server answered, never before;
 //! 4. publish the result, signal `resynced`, then apply every update batch as
 //!    it arrives, until the session fails.
 //!
@@ -46,13 +51,19 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+mod resume;
+mod server_check;
+mod sync;
+
 pub use crate::backoff::Backoff;
 use crate::cache::{cache, CachePublisher, CacheReader};
 use crate::error::{Error, Result};
 use crate::rpc::session::{Notification, Session, SessionConfig};
 use crate::rpc::transport::Remote;
 use crate::server_db;
+use crate::state_file::StateFile;
 use crate::tls::TlsSettings;
+use obgp_ovsdb_data::cache_file::LoadedCache;
 use obgp_ovsdb_data::schema::DatabaseSchema;
 use obgp_ovsdb_data::{AppliedUpdate, DataError, DbSnapshot};
 use obgp_ovsdb_data::{Condition, MonitorSpec};
@@ -80,6 +91,13 @@ pub struct ClientConfig {
     /// How long [`Client::transact`] waits for the reply (the agent's
     /// `ovsdb_connection_timeout`, 180 s by default).
     pub transact_timeout: Duration,
+    /// Where the cache is kept between runs (`None`: nowhere): written
+    /// every `state_interval` when it changed and by
+    /// [`Client::save_state`]; read at start so that the first sync can
+    /// resume with `monitor_cond_since` (`state_file.rs`).
+    pub state_file: Option<std::path::PathBuf>,
+    /// How often the cache file is rewritten while the cache changes.
+    pub state_interval: Duration,
 }
 
 impl ClientConfig {
@@ -96,6 +114,13 @@ impl ClientConfig {
             backoff: (Duration::from_millis(250), Duration::from_secs(8)),
             change_capacity: 65536,
             transact_timeout: Duration::from_secs(180),
+            state_file: None,
+            // A file of 50k ports costs well under a second of one core
+            // to write (docs/performance.md); once a minute bounds that
+            // cost and what a crash loses: changes of the last minute,
+            // which the server then sends again (or a full dump if its
+            // history no longer reaches back).
+            state_interval: Duration::from_secs(60),
         }
     }
 }
@@ -110,9 +135,14 @@ pub struct Client {
     /// conditions; answered once the cache reflects them.
     condition_changes: mpsc::UnboundedSender<oneshot::Sender<Result<()>>>,
     resumes: Arc<AtomicU64>,
+    resumed_at_start: Arc<std::sync::atomic::AtomicBool>,
     skipped: Arc<AtomicU64>,
+    sync_rows: Arc<AtomicU64>,
     transact_timeout: Duration,
+    state: Option<StateFile>,
     task: JoinHandle<()>,
+    /// Rewrites the cache file every `state_interval` (with a state file).
+    state_writer: Option<JoinHandle<()>>,
 }
 
 /// The session currently serving the client and the schema it reported.
@@ -140,8 +170,25 @@ impl Client {
         let monitor = Arc::new(Mutex::new(config.monitor.clone()));
         let resumes = Arc::new(AtomicU64::new(0));
         let skipped = Arc::new(AtomicU64::new(0));
+        let sync_rows = Arc::new(AtomicU64::new(0));
+        let resumed_at_start = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let transact_timeout = config.transact_timeout;
         let (changes_tx, changes_rx) = mpsc::unbounded_channel();
+        let state = config.state_file.clone().map(StateFile::new);
+        let state_writer = state.clone().map(|state| {
+            let every = config.state_interval;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    if let Err(e) = state.save().await {
+                        tracing::warn!(error = %e, "OVSDB cache file not written; the next restart may take a full dump");
+                    }
+                }
+            })
+        });
         let task = tokio::spawn(
             Runner {
                 config,
@@ -153,9 +200,15 @@ impl Client {
                 cache_spec: None,
                 resumes: resumes.clone(),
                 skipped: skipped.clone(),
+                sync_rows: sync_rows.clone(),
+                resumed_at_start: resumed_at_start.clone(),
                 last_txn_id: None,
                 since_supported: true,
                 seen_index: Default::default(),
+                state: state.clone(),
+                seed: None,
+                schema_json: Arc::new(Value::Null),
+                cluster_id: None,
             }
             .run(),
         );
@@ -165,9 +218,23 @@ impl Client {
             monitor,
             condition_changes: changes_tx,
             resumes,
+            resumed_at_start,
             skipped,
+            sync_rows,
             transact_timeout,
+            state,
             task,
+            state_writer,
+        }
+    }
+
+    /// Writes the cache file now if the cache changed since it was last
+    /// written (the daemon calls it on SIGTERM). `Ok(false)`: nothing to
+    /// write, no state file, or not synced yet.
+    pub async fn save_state(&self) -> Result<bool> {
+        match &self.state {
+            Some(state) => state.save().await,
+            None => Ok(false),
         }
     }
 
@@ -184,10 +251,23 @@ impl Client {
             .map(|l| l.session.remote().to_string())
     }
 
-    /// How many reconnects resumed from the last transaction id
-    /// (`monitor_cond_since` found it) instead of a full dump.
+    /// How many syncs resumed from the last transaction id
+    /// (`monitor_cond_since` found it) instead of a full dump: reconnects,
+    /// and the first sync when it resumed from the cache file.
     pub fn resumed_syncs(&self) -> u64 {
         self.resumes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the first sync resumed from the cache file
+    /// ([`ClientConfig::state_file`]); counted in `resumed_syncs` too.
+    pub fn resumed_at_start(&self) -> bool {
+        self.resumed_at_start.load(Ordering::Relaxed)
+    }
+
+    /// How many row updates the server sent in the last sync's reply: the
+    /// whole database after a full dump, only what changed after a resume.
+    pub fn last_sync_rows(&self) -> u64 {
+        self.sync_rows.load(Ordering::Relaxed)
     }
 
     /// How many row updates were left out as malformed or not fitting the
@@ -267,6 +347,9 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(writer) = &self.state_writer {
+            writer.abort();
+        }
     }
 }
 
@@ -281,17 +364,31 @@ struct Runner {
     waiting: Vec<oneshot::Sender<Result<()>>>,
     /// The monitor request whose rows the cache holds; `None` while a
     /// condition change is in flight (the cache may hold part of it).
-    cache_spec: Option<MonitorSpec>,
+    cache_spec: Option<Arc<MonitorSpec>>,
     resumes: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
+    sync_rows: Arc<AtomicU64>,
+    resumed_at_start: Arc<std::sync::atomic::AtomicBool>,
     last_txn_id: Option<String>,
     since_supported: bool,
     /// The newest cluster index seen, across sessions.
     seen_index: server_db::SeenIndex,
+    /// The cache file, if kept.
+    state: Option<StateFile>,
+    /// The cache file's rows, until the first sync: used only to resume
+    /// from, never published before the server answered.
+    seed: Option<LoadedCache>,
+    /// The current session's schema document and cluster id, recorded
+    /// with each resume point.
+    schema_json: Arc<Value>,
+    cluster_id: Option<String>,
 }
 
 impl Runner {
     async fn run(mut self) {
+        if let Some(state) = &self.state {
+            self.seed = state.load(self.latest_spec().key_projection()).await;
+        }
         let (initial, max) = self.config.backoff;
         let mut backoff = Backoff::new(initial, max);
         let n = self.config.remotes.len().max(1);
@@ -331,8 +428,8 @@ impl Runner {
     /// One session from connect to failure. Returns when it got as far as
     /// a synced cache, if it did, and why it ended.
     ///
-    /// Long (about 150 lines) on purpose: connect, resume or re-monitor,
-    /// then one `select!` loop whose arms share the session's locals (the
+    /// Long (about 120 lines) on purpose: connect, check the server, sync
+    /// (`sync.rs`), then one `select!` loop whose arms share the session's locals (the
     /// conditions applied, the one in flight, the refused ones); split, each
     /// piece would take and hand back all of them.
     async fn session(
@@ -348,8 +445,17 @@ impl Runner {
         .await
         .map_err(|e| (None, e))?;
         let fail = |e| (None, e);
-        let schema = Arc::new(session.get_schema(&db).await.map_err(fail)?);
+        let schema_json = Arc::new(session.get_schema_json(&db).await.map_err(fail)?);
+        let schema = Arc::new(DatabaseSchema::from_json(&schema_json).map_err(|e| fail(e.into()))?);
         let mut server_rows = self.check_server(&session).await.map_err(fail)?;
+        self.schema_json = schema_json;
+        self.cluster_id = server_rows.as_ref().and_then(|rows| {
+            let row = rows
+                .table("Database")
+                .values()
+                .find(|r| r.str("name") == Some(db.as_str()))?;
+            row.uuid("cid").map(|cid| cid.to_string())
+        });
 
         let spec = self
             .monitor
@@ -358,53 +464,14 @@ impl Runner {
             .clone();
         let monitor_id = json!(MONITOR_ID);
         let projection = spec.key_projection();
-        let current = self.publisher.current();
-        let empty = DbSnapshot::empty(schema.clone(), spec.tables_in(&schema));
-        // A resume only makes sense on the same schema we cached with, and
-        // the same conditions (see the module comment).
-        let same_schema = current.schema() == &schema;
-        let same_conditions = self.cache_spec.as_ref() == Some(&spec);
-        let mut reply = None;
-        if self.since_supported {
-            let last = if same_schema && same_conditions {
-                self.last_txn_id.as_deref()
-            } else {
-                None
-            };
-            match session
-                .monitor_cond_since(&db, &monitor_id, &spec, &schema, last)
-                .await
-            {
-                Ok(r) => reply = Some(r),
-                Err(Error::Rpc { .. }) => {
-                    tracing::info!(%remote, "server lacks monitor_cond_since, using monitor_cond");
-                    self.since_supported = false;
-                }
-                Err(e) => return Err(fail(e)),
-            }
-        }
-        let applied = match reply {
-            Some(r) if r.found && same_schema && same_conditions => {
-                self.resumes.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(%remote, "resumed monitor from the last transaction id");
-                self.last_txn_id = Some(r.last_txn_id);
-                current.apply_skipping_bad_rows(r.updates)
-            }
-            Some(r) => {
-                self.last_txn_id = Some(r.last_txn_id);
-                current.replace_skipping_bad_rows(empty, r.updates)
-            }
-            None => {
-                let dump = session
-                    .monitor_cond(&db, &monitor_id, &spec, &schema)
-                    .await
-                    .map_err(fail)?;
-                current.replace_skipping_bad_rows(empty, dump)
-            }
-        }
-        .map_err(|e| fail(e.into()))?;
+        let applied = self
+            .monitor_and_sync(&session, remote, &schema, &spec, &monitor_id)
+            .await
+            .map_err(fail)?;
+        self.seed = None;
         self.publish(applied);
-        self.cache_spec = Some(spec.clone());
+        self.cache_spec = Some(Arc::new(spec.clone()));
+        self.record_resume_point();
         // Live before resynced: whoever waits for the resync may transact.
         self.live.send_replace(Some(Live {
             session: session.clone(),
@@ -465,7 +532,7 @@ impl Runner {
                         // server changed nothing). A session error ends it.
                         if matches!(e, Error::Rpc { .. }) {
                             tracing::warn!(%db, error = %e, "OVSDB server refused the new monitor conditions; keeping the previous ones");
-                            self.cache_spec = Some(applied.clone());
+                            self.cache_spec = Some(Arc::new(applied.clone()));
                             refused = Some(sent);
                             continue;
                         }
@@ -478,7 +545,8 @@ impl Runner {
                         self.on_note(Some(note), &session, &mut server_rows, &projection)
                             .map_err(synced)?;
                     }
-                    self.cache_spec = Some(sent.clone());
+                    self.cache_spec = Some(Arc::new(sent.clone()));
+                    self.record_resume_point();
                     applied = sent;
                 }
                 Some(waiter) = self.condition_changes.recv() => self.waiting.push(waiter),
@@ -531,6 +599,7 @@ impl Runner {
         if let Some(id) = update.last_txn_id {
             self.last_txn_id = Some(id);
         }
+        self.record_resume_point();
         Ok(())
     }
 
@@ -549,62 +618,5 @@ impl Runner {
         }
         self.skipped.fetch_add(n as u64, Ordering::Relaxed);
         self.publisher.publish(applied.snapshot, applied.changes);
-    }
-
-    /// Reads `_Server.Database` for our database and checks that this
-    /// server's copy may be used ([`server_db::check`]). Starts a monitor
-    /// on that row so later changes are seen, and returns the row's cache
-    /// to apply them to (`None`: a server without `_Server`, nothing to
-    /// watch).
-    async fn check_server(&mut self, session: &Session) -> Result<Option<DbSnapshot>> {
-        let server_schema = match session.get_schema("_Server").await {
-            Ok(s) => s,
-            // Very old servers have no _Server database: nothing to check.
-            Err(Error::Rpc { .. }) if !self.config.leader_only => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let spec = MonitorSpec::default().table(
-            "Database",
-            obgp_ovsdb_data::TableMonitor {
-                columns: Some(server_db::COLUMNS.iter().map(|c| c.to_string()).collect()),
-                conditions: Some(vec![Condition::eq(
-                    "name",
-                    obgp_ovsdb_data::Datum::scalar(obgp_ovsdb_data::Atom::String(
-                        self.config.database.as_str().into(),
-                    )),
-                )]),
-                ..Default::default()
-            },
-        );
-        let dump = session
-            .monitor_cond("_Server", &json!(SERVER_MONITOR_ID), &spec, &server_schema)
-            .await?;
-        let empty = DbSnapshot::empty(Arc::new(server_schema), ["Database"]);
-        let (server_rows, _) = empty.apply(dump)?;
-        self.check_server_db(session, &server_rows)?;
-        Ok(Some(server_rows))
-    }
-
-    /// Whether the server's `_Server.Database` row (as cached in
-    /// `server_rows`) lets us use its copy of the database.
-    fn check_server_db(&mut self, session: &Session, server_rows: &DbSnapshot) -> Result<()> {
-        let db = &self.config.database;
-        let row = server_rows
-            .table("Database")
-            .values()
-            .find(|r| r.str("name") == Some(db.as_str()))
-            .ok_or_else(|| {
-                Error::NotUsable(format!(
-                    "{}: server does not have database {db}",
-                    session.remote()
-                ))
-            })?;
-        let status = server_db::DatabaseStatus::from_row(row);
-        server_db::check(&status, self.config.leader_only, &mut self.seen_index).map_err(|why| {
-            Error::NotUsable(format!(
-                "{}: {db}: {why}; trying another server",
-                session.remote()
-            ))
-        })
     }
 }

@@ -427,6 +427,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// The process id of member `i`, while it runs (benchmarks read its
+    /// CPU time).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].as_ref().map(Child::id)
+    }
+
     /// SIGKILLs member `i` (a crash: the others must elect a new leader).
     pub fn kill(&mut self, i: usize) {
         kill(&mut self.members[i]);
@@ -462,6 +468,24 @@ impl Cluster {
             }
         }
         bail!("no member of {} is leader", self.db_name)
+    }
+
+    /// Raises the RAFT election timer to `ms` (from the leader; ovsdb-server
+    /// at most doubles it per call): benchmarks loading large transactions
+    /// on a busy machine otherwise see elections mid-load.
+    pub fn set_election_timer(&self, ms: u64) -> Result<()> {
+        let mut current = 1000;
+        while current < ms {
+            current = (current * 2).min(ms);
+            let leader = self.wait_leader(Duration::from_secs(30))?;
+            let ctl = self.dir.path().join(format!("m{leader}.ctl"));
+            run(Command::new("ovs-appctl").arg("-t").arg(&ctl).args([
+                "cluster/change-election-timer",
+                &self.db_name,
+                &current.to_string(),
+            ]))?;
+        }
+        Ok(())
     }
 
     /// Waits up to `timeout` for a leader among the running members.

@@ -133,8 +133,16 @@ fn database_counters_follow_the_clients_counts() {
         connected,
         syncs,
         resumed,
+        resumed_at_start: syncs > 1,
     };
     m.set_databases(&[db(true, 1, 0)]);
+    assert_eq!(
+        value(
+            &m.render(),
+            "ovn_bgp_agent_ovsdb_resumed_at_start{database=\"OVN_Northbound\"}"
+        ),
+        Some(0.0)
+    );
     m.set_databases(&[db(false, 4, 1)]);
     let t = m.render();
     let v = |s| value(&t, s).unwrap_or_else(|| panic!("{s} missing in\n{t}"));
@@ -152,6 +160,10 @@ fn database_counters_follow_the_clients_counts() {
     );
     assert_eq!(
         v("ovn_bgp_agent_ovsdb_resyncs_total{database=\"OVN_Northbound\",kind=\"resumed\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("ovn_bgp_agent_ovsdb_resumed_at_start{database=\"OVN_Northbound\"}"),
         1.0
     );
 }

@@ -378,8 +378,14 @@ impl Session {
 
     /// `get_schema`, parsed.
     pub async fn get_schema(&self, db: &str) -> Result<DatabaseSchema> {
-        let v: Value = self.call("get_schema", json!([db])).await?.result()?;
+        let v = self.get_schema_json(db).await?;
         Ok(DatabaseSchema::from_json(&v)?)
+    }
+
+    /// `get_schema`, the document as the server sent it (what a cache file
+    /// stores and identifies the schema by).
+    pub async fn get_schema_json(&self, db: &str) -> Result<Value> {
+        self.call("get_schema", json!([db])).await?.result()
     }
 
     /// `transact`: runs `ops` atomically. A failed operation (an `error`

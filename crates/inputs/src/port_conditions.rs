@@ -127,6 +127,7 @@ impl PortConditions {
                 names = wanted.names.len(),
                 gateway_ports = wanted.gateway_ports.len(),
                 fip_ports = wanted.fip_ports.len(),
+                local_ifaces = wanted.local_ifaces.len(),
                 "port and NAT conditions changed; sending them"
             );
             *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;

@@ -39,17 +39,11 @@ pub struct PortConditions {
     acked: Mutex<Option<LspInterest>>,
 }
 
-/// Whether `config` asks for a conditional NB monitor. The option is only
-/// read by the NB driver; set with another one, it is logged and ignored.
+/// Whether `config` asks for a conditional NB monitor: the NB driver's
+/// default (`ovn_nb_monitor_all = false`). The other drivers read
+/// OVN_Southbound whole and do not read the option.
 pub fn conditional(config: &Config) -> bool {
-    let all = config.default.ovn_nb_monitor_all;
-    if !all && config.default.driver != Driver::NbOvnBgpDriver {
-        tracing::info!(
-            driver = config.default.driver.as_str(),
-            "[DEFAULT] ovn_nb_monitor_all = false is ignored: only the NB driver monitors OVN_Northbound"
-        );
-    }
-    !all && config.default.driver == Driver::NbOvnBgpDriver
+    !config.default.ovn_nb_monitor_all && config.default.driver == Driver::NbOvnBgpDriver
 }
 
 impl PortConditions {

@@ -3,7 +3,8 @@
 //! node of the latency and soak benchmarks): what `/status` says it exposes
 //! equals the desired state of a full-monitor snapshot of the same NB, at
 //! start, after a gateway moves here (its networks' ports join the
-//! conditions) and after a VM starts migrating here.
+//! conditions), after a VM starts migrating here, and after the gateway
+//! moves away again (its ports leave the cache: no mass-withdrawal hold).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -147,6 +148,40 @@ async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> 
         "{name} migrating here is exposed"
     );
     daemon_exposes(addr, &migrating, "VM migrating here").await?;
+
+    // The gateway moves away again: its networks' ports leave the
+    // conditional cache, most of it, while most of the node's prefixes
+    // are withdrawn. No database lost rows: the mass-withdrawal guard must
+    // not hold the withdrawals (its grace is 120 s, over this test's wait).
+    let elsewhere = db
+        .get("Logical_Router_Port", lrp)
+        .and_then(|r| r.map_str("status", "hosting-chassis"))
+        .context("the gateway's first chassis")?
+        .to_string();
+    node.nb
+        .transact(&[json!({"op": "update", "table": "Logical_Router_Port",
+        "where": [["_uuid", "==", uuid_ref(lrp)]],
+        "row": {"status": ["map", [["hosting-chassis", elsewhere.as_str()]]]}})])?;
+    let gone = full_exposed(&full, &config, |db| {
+        db.get("Logical_Router_Port", lrp)
+            .and_then(|r| r.map_str("status", "hosting-chassis"))
+            == Some(elsewhere.as_str())
+    })
+    .await?;
+    ensure!(
+        gone.len() * 2 < migrating.len(),
+        "the gateway held most of the exposures"
+    );
+    daemon_exposes(addr, &gone, "gateway moved away").await?;
+    let (_, metrics) = common::http_get(addr, "/metrics", WAIT).await?;
+    let holds = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ovn_bgp_agent_mass_withdrawal_holds_total "))
+        .context("the mass_withdrawal_holds metric")?;
+    ensure!(
+        holds.trim() == "0",
+        "the gateway moving away was held as a mass withdrawal ({holds} holds)"
+    );
 
     shutdown.cancel();
     agent.await??;

@@ -47,6 +47,9 @@ pub fn conditional(config: &Config) -> bool {
 }
 
 impl PortConditions {
+    /// The tables monitored by conditions; the others are monitored whole.
+    pub const TABLES: [&'static str; 2] = [LogicalSwitchPort::TABLE, Nat::TABLE];
+
     /// Conditions for `config`'s node; `ovs` is the local OVS snapshot
     /// (hostname, system-id) the first conditions are computed from.
     pub fn new(config: &Config, system_hostname: Option<String>) -> PortConditions {
@@ -90,12 +93,10 @@ impl PortConditions {
 
     /// The conditions of each table `interest` selects rows of.
     fn table_conditions(interest: &LspInterest) -> Vec<(String, Option<Vec<Condition>>)> {
+        let [ports, nats] = Self::TABLES;
         vec![
-            (
-                LogicalSwitchPort::TABLE.to_string(),
-                Some(interest.conditions()),
-            ),
-            (Nat::TABLE.to_string(), Some(interest.nat_conditions())),
+            (ports.to_string(), Some(interest.conditions())),
+            (nats.to_string(), Some(interest.nat_conditions())),
         ]
     }
 

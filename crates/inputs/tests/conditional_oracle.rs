@@ -147,12 +147,15 @@ fn ops(step: &Step, db: &DbSnapshot) -> Vec<Value> {
             ]
         }
         Step::PlainMigrationStart { vm, to, .. } if !vms.is_empty() => {
+            // As Neutron writes it: the binding host, then the destination.
             let (u, _) = vm_name(vm);
-            let src = db
+            let Some(src) = db
                 .get(LSP, u)
-                .and_then(|r| r.map_str("options", "requested-chassis"))
-                .unwrap_or("")
-                .to_string();
+                .and_then(|r| r.map_str("external_ids", "neutron:host_id"))
+                .map(str::to_string)
+            else {
+                return vec![];
+            };
             let both = format!("{src},{}", host(to));
             vec![
                 json!({"op": "update", "table": LSP, "where": [["_uuid", "==", uuid_ref(u)]],

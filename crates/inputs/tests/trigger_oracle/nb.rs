@@ -354,8 +354,11 @@ fn vif_name(port: &str) -> String {
     format!("vif-{port}")
 }
 
-/// A migration of a random VM towards a random host without
-/// `activation-strategy`: the NB operations and their description.
+/// A migration of a random bound VM towards a random host without
+/// `activation-strategy`: the NB operations and their description. As
+/// Neutron writes it: `requested-chassis` is the port's binding host
+/// (`neutron:host_id`) and the destination, whatever it was before (an
+/// unfinished migration's list is replaced, not extended).
 fn plain_migration(rng: &mut Rng, db: &DbSnapshot) -> Option<(String, usize, Vec<Value>, String)> {
     let vms = rows(db, LSP, |r| {
         matches!(r.str("type").unwrap_or(""), "" | "virtual" | "localport")
@@ -365,7 +368,7 @@ fn plain_migration(rng: &mut Rng, db: &DbSnapshot) -> Option<(String, usize, Vec
     let to = rng.below(HOSTS);
     let row = db.get(LSP, u)?;
     let name = row.str("name")?.to_string();
-    let src = row.map_str("options", "requested-chassis").unwrap_or("");
+    let src = row.map_str("external_ids", "neutron:host_id")?;
     let both = format!("{src},{}", host(to));
     let ops = vec![json!({"op": "update", "table": LSP, "where": by_uuid(u),
         "row": {"options": omap(&[("requested-chassis", &both)])}})];

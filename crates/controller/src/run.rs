@@ -47,7 +47,7 @@ use crate::inputs::{self, Trigger};
 /// or wrongly restored NB loses its switches and routers too.
 fn database_rows(db: &obgp_ovsdb_data::DbSnapshot, conditional: bool) -> usize {
     db.tables()
-        .filter(|t| !(conditional && inputs::PortConditions::TABLES.contains(&t.as_ref())))
+        .filter(|t| !(conditional && inputs::PortConditions::TABLES.contains(t)))
         .map(|t| db.table(t).len())
         .sum()
 }

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! `ovn` holds the rows as the driver's monitors hold them (the columns it
-//! monitors; with `ovn_nb_monitor_all = false`, this node's ports only);
+//! monitors; with the NB driver's default conditional monitor
+//! (`ovn_nb_monitor_all = false`), this node's ports only);
 //! `node` is the `--node-state` shape of the node as a plan observes it.
 
 use std::io::Write;

@@ -26,8 +26,16 @@ pub fn run(
         }
         None => {
             let opts = super::run_options(config, node);
+            // Every NB port, whatever `ovn_nb_monitor_all` says: a question
+            // may name a port of another node, which the conditional cache
+            // does not hold ("no such port" would mislead); the answer for
+            // this node's ports is the same from either cache (the
+            // conditional oracle), and one full read costs a hand-run
+            // command little.
+            let mut whole = config.clone();
+            whole.default.ovn_nb_monitor_all = true;
             let (snapshot, facts) =
-                super::runtime()?.block_on(obgp_controller::inputs_once(config, &opts))?;
+                super::runtime()?.block_on(obgp_controller::inputs_once(&whole, &opts))?;
             (snapshot, facts, None)
         }
     };

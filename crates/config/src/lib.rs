@@ -130,10 +130,11 @@ pub struct DefaultSection {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// How exposed IPs are announced (the agent's own option).
     pub announce_with: AnnounceWith,
-    /// `true`: the NB driver monitors every Logical_Switch_Port and NAT; `false`:
-    /// only those that can matter on this node, by conditions that follow
-    /// the state (ovn-controller's `ovn-monitor-all`; the agent's own
-    /// option, ignored by the other drivers).
+    /// `false` (the default): the NB driver monitors only the
+    /// Logical_Switch_Port and NAT rows that can matter on this node, by
+    /// conditions that follow the state; `true`: every one of them
+    /// (ovn-controller's `ovn-monitor-all`; the agent's own option, which
+    /// the other drivers, reading OVN_Southbound, do not read).
     pub ovn_nb_monitor_all: bool,
     /// Where the agent keeps state between runs (the NB cache file, so a
     /// restart resumes instead of re-reading the NB); `None`: nothing is
@@ -238,7 +239,7 @@ impl Default for Config {
                 mass_withdrawal_grace: 120,
                 mass_withdrawal_percent: 50,
                 metrics_listen: None,
-                ovn_nb_monitor_all: true,
+                ovn_nb_monitor_all: false,
                 state_dir: None,
                 ovs_ofctl_timeout: 5,
                 announce_with: AnnounceWith::Address,

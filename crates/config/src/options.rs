@@ -262,7 +262,7 @@ pub static OPTIONS: &[OptSpec] = &[
     ),
     agent_only(
         opt("DEFAULT", "ovn_nb_monitor_all", Kind::Bool),
-        "`true`: the NB driver monitors every Logical_Switch_Port and NAT of OVN_Northbound; `false`: only the ports and NATs that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); ignored by the other drivers",
+        "`false` (default): the NB driver monitors only the Logical_Switch_Port and NAT rows of OVN_Northbound that can matter on this node, by conditions that follow the state (like ovn-controller's `ovn-monitor-all`; docs/ovsdb.md, \"Conditional monitoring\"); `true`: every one of them, as the Python agent does (docs/migration.md); not read by the other drivers, which monitor OVN_Southbound whole",
     ),
     agent_only(
         opt("DEFAULT", "state_dir", Kind::Str),

@@ -38,9 +38,18 @@ use crate::timers::LoopTimers;
 
 use crate::inputs::{self, Trigger};
 
-/// Rows in every monitored table of a database.
-fn database_rows(db: &obgp_ovsdb_data::DbSnapshot) -> usize {
-    db.tables().map(|t| db.table(t).len()).sum()
+/// The rows of the driver's database the mass-withdrawal guard compares:
+/// those of every monitored table, but with the NB's port conditions
+/// (`conditional`) only those of the tables monitored whole. A table
+/// monitored by conditions shrinks when this node's share of the cloud
+/// does (a gateway moving away takes its networks' ports out of the
+/// cache), which is no sign of a database that lost its rows; an emptied
+/// or wrongly restored NB loses its switches and routers too.
+fn database_rows(db: &obgp_ovsdb_data::DbSnapshot, conditional: bool) -> usize {
+    db.tables()
+        .filter(|t| !(conditional && inputs::PortConditions::TABLES.contains(t)))
+        .map(|t| db.table(t).len())
+        .sum()
 }
 
 /// Runs the agent until `shutdown` is cancelled. A reconcile in flight stops
@@ -366,8 +375,10 @@ impl Daemon {
             }
         };
         let snapshot_time = started.elapsed();
-        self.reconciler
-            .note_database_rows(database_rows(&inputs.raw_ovn));
+        self.reconciler.note_database_rows(database_rows(
+            &inputs.raw_ovn,
+            self.sources.port_conditions.is_some(),
+        ));
         self.reconciler
             .note_ovn_changes(std::mem::take(&mut inputs.changes));
         let kind = ReconcileKind::for_batch(&batch);

@@ -3,7 +3,9 @@
 //! node of the latency and soak benchmarks): what `/status` says it exposes
 //! equals the desired state of a full-monitor snapshot of the same NB, at
 //! start, after a gateway moves here (its networks' ports join the
-//! conditions) and after a VM starts migrating here.
+//! conditions), after a VM starts migrating here (with
+//! `activation-strategy`, and without it, its VIF plugged here first), and after the gateway
+//! moves away again (its ports leave the cache: no mass-withdrawal hold).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -147,6 +149,90 @@ async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> 
         "{name} migrating here is exposed"
     );
     daemon_exposes(addr, &migrating, "VM migrating here").await?;
+
+    // Another one, written without `activation-strategy` (a vhost-user
+    // port): Nova plugs its VIF here first (an OVS port whose interface
+    // carries `iface-id`), then Neutron lists this chassis.
+    let (vm2, name2) = db
+        .table("Logical_Switch_Port")
+        .iter()
+        .find(|(u, r)| {
+            **u != vm
+                && r.str("type").unwrap_or("").is_empty()
+                && r.map_str("options", "requested-chassis") != Some("host-000")
+                && r.map_str("external_ids", "neutron:network_name")
+                    == Some(node.topo.provider_switch().as_str())
+        })
+        .map(|(u, r)| (*u, r.str("name").unwrap_or("").to_string()))
+        .context("a second provider VM bound elsewhere")?;
+    let src2 = db
+        .get("Logical_Switch_Port", vm2)
+        .and_then(|r| r.map_str("external_ids", "neutron:host_id"))
+        .context("the second VM's binding host")?
+        .to_string();
+    node.ovs.transact(&[
+        json!({"op": "insert", "table": "Interface", "uuid-name": "i", "row": {
+            "name": "vhu-migrating", "type": "dpdkvhostuserclient",
+            "external_ids": ["map", [["iface-id", name2.as_str()]]]}}),
+        json!({"op": "insert", "table": "Port", "uuid-name": "p", "row": {
+            "name": "vhu-migrating", "interfaces": ["set", [["named-uuid", "i"]]]}}),
+        json!({"op": "insert", "table": "Bridge", "uuid-name": "brint", "row": {
+            "name": "br-int", "ports": ["set", [["named-uuid", "p"]]]}}),
+        json!({"op": "mutate", "table": "Open_vSwitch", "where": [],
+            "mutations": [["bridges", "insert", ["set", [["named-uuid", "brint"]]]]]}),
+    ])?;
+    // The daemon reconciles on the local OVS change; Neutron's write
+    // follows (here after a moment, as after Nova's plug).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    node.nb
+        .transact(&[json!({"op": "update", "table": "Logical_Switch_Port",
+        "where": [["_uuid", "==", uuid_ref(vm2)]],
+        "row": {"options": ["map", [["requested-chassis", format!("{src2},host-000")]]]}})])?;
+    let migrating = full_exposed(&full, &config, |db| {
+        db.get("Logical_Switch_Port", vm2)
+            .and_then(|r| r.map_str("options", "requested-chassis"))
+            .is_some_and(|c| c.ends_with(",host-000"))
+    })
+    .await?;
+    ensure!(
+        migrating.len() > moved.len() + 1,
+        "{name2} migrating here without the strategy is exposed"
+    );
+    daemon_exposes(addr, &migrating, "VM migrating here without the strategy").await?;
+
+    // The gateway moves away again: its networks' ports leave the
+    // conditional cache, most of it, while most of the node's prefixes
+    // are withdrawn. No database lost rows: the mass-withdrawal guard must
+    // not hold the withdrawals (its grace is 120 s, over this test's wait).
+    let elsewhere = db
+        .get("Logical_Router_Port", lrp)
+        .and_then(|r| r.map_str("status", "hosting-chassis"))
+        .context("the gateway's first chassis")?
+        .to_string();
+    node.nb
+        .transact(&[json!({"op": "update", "table": "Logical_Router_Port",
+        "where": [["_uuid", "==", uuid_ref(lrp)]],
+        "row": {"status": ["map", [["hosting-chassis", elsewhere.as_str()]]]}})])?;
+    let gone = full_exposed(&full, &config, |db| {
+        db.get("Logical_Router_Port", lrp)
+            .and_then(|r| r.map_str("status", "hosting-chassis"))
+            == Some(elsewhere.as_str())
+    })
+    .await?;
+    ensure!(
+        gone.len() * 2 < migrating.len(),
+        "the gateway held most of the exposures"
+    );
+    daemon_exposes(addr, &gone, "gateway moved away").await?;
+    let (_, metrics) = common::http_get(addr, "/metrics", WAIT).await?;
+    let holds = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ovn_bgp_agent_mass_withdrawal_holds_total "))
+        .context("the mass_withdrawal_holds metric")?;
+    ensure!(
+        holds.trim() == "0",
+        "the gateway moving away was held as a mass withdrawal ({holds} holds)"
+    );
 
     shutdown.cancel();
     agent.await??;

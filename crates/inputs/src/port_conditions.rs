@@ -39,20 +39,17 @@ pub struct PortConditions {
     acked: Mutex<Option<LspInterest>>,
 }
 
-/// Whether `config` asks for a conditional NB monitor. The option is only
-/// read by the NB driver; set with another one, it is logged and ignored.
+/// Whether `config` asks for a conditional NB monitor: the NB driver's
+/// default (`ovn_nb_monitor_all = false`). The other drivers read
+/// OVN_Southbound whole and do not read the option.
 pub fn conditional(config: &Config) -> bool {
-    let all = config.default.ovn_nb_monitor_all;
-    if !all && config.default.driver != Driver::NbOvnBgpDriver {
-        tracing::info!(
-            driver = config.default.driver.as_str(),
-            "[DEFAULT] ovn_nb_monitor_all = false is ignored: only the NB driver monitors OVN_Northbound"
-        );
-    }
-    !all && config.default.driver == Driver::NbOvnBgpDriver
+    !config.default.ovn_nb_monitor_all && config.default.driver == Driver::NbOvnBgpDriver
 }
 
 impl PortConditions {
+    /// The tables monitored by conditions; the others are monitored whole.
+    pub const TABLES: [&'static str; 2] = [LogicalSwitchPort::TABLE, Nat::TABLE];
+
     /// Conditions for `config`'s node; `ovs` is the local OVS snapshot
     /// (hostname, system-id) the first conditions are computed from.
     pub fn new(config: &Config, system_hostname: Option<String>) -> PortConditions {
@@ -124,12 +121,10 @@ impl PortConditions {
 
     /// The conditions of each table `interest` selects rows of.
     fn table_conditions(interest: &LspInterest) -> Vec<(String, Option<Vec<Condition>>)> {
+        let [ports, nats] = Self::TABLES;
         vec![
-            (
-                LogicalSwitchPort::TABLE.to_string(),
-                Some(interest.conditions()),
-            ),
-            (Nat::TABLE.to_string(), Some(interest.nat_conditions())),
+            (ports.to_string(), Some(interest.conditions())),
+            (nats.to_string(), Some(interest.nat_conditions())),
         ]
     }
 
@@ -155,6 +150,7 @@ impl PortConditions {
                 names = wanted.names.len(),
                 gateway_ports = wanted.gateway_ports.len(),
                 fip_ports = wanted.fip_ports.len(),
+                local_ifaces = wanted.local_ifaces.len(),
                 "port and NAT conditions changed; sending them"
             );
             *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;

@@ -1,9 +1,17 @@
 //! Oracle for `ovn_nb_monitor_all = false`: two agents' sources read one
 //! real OVN_Northbound server, one monitoring every port, the other by
 //! conditions. Over random topogen topologies and random change sequences
-//! (gateway moves, live migrations started and finished, ports bound and
-//! unbound, FIPs moved and deleted), the desired state computed from the
-//! conditional cache equals the one from the full cache after every step.
+//! (gateway moves, live migrations started and finished, with and without
+//! `activation-strategy`, ports bound and unbound, FIPs moved and deleted),
+//! the desired state computed from the conditional cache equals the one
+//! from the full cache after every step.
+//!
+//! The local Open_vSwitch database follows the VMs as Nova plugs them: a
+//! VM bound here has its VIF on br-int (`external_ids:iface-id` = its
+//! port), a VM bound elsewhere has none, and a VM migrating here has its
+//! VIF plugged before Neutron lists this chassis in `requested-chassis`
+//! (Nova's `pre_live_migration` plugs, then sets `migrating_to`), or
+//! after it (libvirt creating a plain OVS port when the migration starts).
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +37,19 @@ enum Step {
     /// A VM starts migrating to host `to` (`requested-chassis = "src,dst"`,
     /// `activation-strategy = rarp`, `neutron:host_id` still the source).
     MigrationStart { vm: usize, to: usize },
-    /// A VM is bound to host `to` alone (a migration's end, a bind, an unbind).
+    /// A VM starts migrating to host `to` written without
+    /// `activation-strategy` (Neutron for vhost-user ports, or with
+    /// `[ovn] live_migration_activation_strategy = ""`). Towards this node
+    /// the VIF is plugged here first (`plug_first`; the agent reconciles
+    /// on that local OVS change) or right after the NB write.
+    PlainMigrationStart {
+        vm: usize,
+        to: usize,
+        plug_first: bool,
+    },
+    /// A VM is bound to host `to` alone (a migration's end, a bind, an
+    /// unbind); its VIF is plugged here when `to` is this node, unplugged
+    /// from here otherwise.
     Bind { vm: usize, to: usize },
     /// A FIP moves to another VM port.
     FipMove { nat: usize, vm: usize },
@@ -44,6 +64,8 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (i.clone(), h.clone()).prop_map(|(lrp, to)| Step::GatewayMove { lrp, to }),
         (i.clone(), h.clone()).prop_map(|(vm, to)| Step::MigrationStart { vm, to }),
+        (i.clone(), h.clone(), any::<bool>())
+            .prop_map(|(vm, to, plug_first)| { Step::PlainMigrationStart { vm, to, plug_first } }),
         (i.clone(), h).prop_map(|(vm, to)| Step::Bind { vm, to }),
         (i.clone(), i.clone()).prop_map(|(nat, vm)| Step::FipMove { nat, vm }),
         i.prop_map(|nat| Step::FipDelete { nat }),
@@ -124,6 +146,22 @@ fn ops(step: &Step, db: &DbSnapshot) -> Vec<Value> {
                                                   ("activation-strategy", "rarp")])}}),
             ]
         }
+        Step::PlainMigrationStart { vm, to, .. } if !vms.is_empty() => {
+            // As Neutron writes it: the binding host, then the destination.
+            let (u, _) = vm_name(vm);
+            let Some(src) = db
+                .get(LSP, u)
+                .and_then(|r| r.map_str("external_ids", "neutron:host_id"))
+                .map(str::to_string)
+            else {
+                return vec![];
+            };
+            let both = format!("{src},{}", host(to));
+            vec![
+                json!({"op": "update", "table": LSP, "where": [["_uuid", "==", uuid_ref(u)]],
+                        "row": {"options": omap(&[("requested-chassis", &both)])}}),
+            ]
+        }
         Step::Bind { vm, to } if !vms.is_empty() => {
             let (u, _) = vm_name(vm);
             vec![
@@ -157,6 +195,89 @@ fn ops(step: &Step, db: &DbSnapshot) -> Vec<Value> {
     }
 }
 
+/// The VM port `step` names and where its VIF goes: `Some(true)` plugged
+/// here, `Some(false)` unplugged from here, `None` left as it is.
+fn vif_move(step: &Step, db: &DbSnapshot) -> Option<(String, bool)> {
+    let vms = rows(db, LSP, |r| r.str("type").unwrap_or("").is_empty());
+    let name = |i: usize| {
+        let u = vms[i % vms.len()];
+        db.get(LSP, u)
+            .and_then(|r| r.str("name"))
+            .unwrap_or("")
+            .to_string()
+    };
+    match *step {
+        _ if vms.is_empty() => None,
+        Step::PlainMigrationStart { vm, to: 0, .. } => Some((name(vm), true)),
+        Step::Bind { vm, to } => Some((name(vm), to == 0)),
+        _ => None,
+    }
+}
+
+/// This node's local OVS: its identity and an empty br-int.
+fn local_ovs(ovs: &OvsdbServer) {
+    ovs.transact(&[
+        json!({"op": "insert", "table": "Bridge", "uuid-name": "brint", "row": {"name": "br-int"}}),
+        json!({"op": "insert", "table": "Open_vSwitch", "row": {
+            "bridges": ["set", [["named-uuid", "brint"]]],
+            "external_ids": omap(&[("hostname", "host-000"), ("system-id", "chassis-000"),
+                                   ("ovn-bridge-mappings", "physnet1:br-ex")])}}),
+    ])
+    .unwrap();
+}
+
+/// The OVS Port and Interface names of port `port`'s VIF.
+fn vif_name(port: &str) -> String {
+    format!("vif-{port}")
+}
+
+/// Plugs (as os-vif does: a br-int port whose interface carries
+/// `external_ids:iface-id`) or unplugs the VIF of NB port `port` here.
+fn plug(ovs: &OvsdbServer, port: &str, plugged: bool) {
+    let name = vif_name(port);
+    let ops = if plugged {
+        vec![
+            json!({"op": "insert", "table": "Interface", "uuid-name": "i", "row": {
+                "name": name, "external_ids": omap(&[("iface-id", port),
+                                                    ("attached-mac", "fa:16:3e:00:00:01")])}}),
+            json!({"op": "insert", "table": "Port", "uuid-name": "p", "row": {
+                "name": name, "interfaces": ["set", [["named-uuid", "i"]]]}}),
+            json!({"op": "mutate", "table": "Bridge", "where": [["name", "==", "br-int"]],
+                   "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}),
+        ]
+    } else {
+        let ports = ovs.select_all("Port").unwrap();
+        let Some(p) = ports.iter().find(|p| p["name"] == name.as_str()) else {
+            return;
+        };
+        vec![
+            json!({"op": "mutate", "table": "Bridge", "where": [["name", "==", "br-int"]],
+                   "mutations": [["ports", "delete", ["set", [p["_uuid"].clone()]]]]}),
+        ]
+    };
+    ovs.transact(&ops).unwrap();
+}
+
+/// Waits until `sources`' local OVS cache shows the VIF of `port` plugged
+/// (or not): the Interface name, which every driver monitors.
+async fn vif_landed(sources: &OvnSources, port: &str, plugged: bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let name = vif_name(port);
+    while sources
+        .ovs
+        .client
+        .cache()
+        .snapshot()
+        .table("Interface")
+        .values()
+        .any(|r| r.str("name") == Some(name.as_str()))
+        != plugged
+    {
+        assert!(Instant::now() < deadline, "the VIF of {port} never moved");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn marker(step: usize) -> String {
     format!("{MARKER}-{step}")
 }
@@ -185,6 +306,21 @@ async fn landed(sources: &OvnSources, n: usize) -> ReconcileInputs {
 
 fn desired(inputs: &ReconcileInputs, config: &Config) -> Desired {
     desired_state(&inputs.snapshot, config, &NodeFacts::default()).expect("desired state")
+}
+
+/// The VM ports `nb` binds to this node.
+fn topo_ports_bound_here(nb: &OvsdbServer) -> Vec<String> {
+    nb.select_all(LSP)
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["options"][1].as_array().is_some_and(|kv| {
+                kv.iter()
+                    .any(|kv| kv[0] == "requested-chassis" && kv[1] == "host-000")
+            })
+        })
+        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 async fn start(nb: &OvsdbServer, ovs: &OvsdbServer, config: &Config, all: bool) -> OvnSources {
@@ -231,10 +367,13 @@ async fn run(case: Case) {
     }
     nb.transact(&[json!({"op": "insert", "table": "Logical_Switch", "row": {"name": marker(0)}})])
         .unwrap();
-    ovs.transact(&[json!({"op": "insert", "table": "Open_vSwitch", "row": {
-        "external_ids": omap(&[("hostname", "host-000"), ("system-id", "chassis-000"),
-                               ("ovn-bridge-mappings", "physnet1:br-ex")])}})])
-        .unwrap();
+    local_ovs(&ovs);
+    // The VMs bound here have their VIF here.
+    let mut plugged_here = std::collections::BTreeSet::new();
+    for port in topo_ports_bound_here(&nb) {
+        plug(&ovs, &port, true);
+        plugged_here.insert(port);
+    }
 
     let mut config = Config::default();
     config.default.driver = Driver::NbOvnBgpDriver;
@@ -247,16 +386,47 @@ async fn run(case: Case) {
 
     let mut exposed_somewhere = false;
     for n in 0..=case.steps.len() {
+        let mut vif = None;
         if n > 0 {
+            let step = &case.steps[n - 1];
             let db = full.inputs().raw_ovn;
-            let mut txn = ops(&case.steps[n - 1], &db);
+            let mut txn = ops(step, &db);
             txn.push(json!({"op": "update", "table": "Logical_Switch",
                             "where": [["name", "==", marker(n - 1)]], "row": {"name": marker(n)}}));
+            // Only a VIF that moves (a name is plugged once).
+            vif = vif_move(step, &db)
+                .filter(|(port, plugged)| plugged_here.contains(port) != *plugged);
+            if let Some((port, plugged)) = &vif {
+                if *plugged {
+                    plugged_here.insert(port.clone());
+                } else {
+                    plugged_here.remove(port);
+                }
+            }
+            let plug_first = match step {
+                Step::PlainMigrationStart { plug_first, .. } => *plug_first,
+                _ => false,
+            };
+            if let (Some((port, plugged)), true) = (&vif, plug_first) {
+                // Nova's order: the VIF first, and the agent reconciles on it.
+                plug(&ovs, port, *plugged);
+                vif_landed(&cond, port, *plugged).await;
+                cond.converged_inputs()
+                    .await
+                    .unwrap_or_else(|e| panic!("step {n}, VIF plugged: {e}"));
+            }
             nb.transact(&txn)
-                .unwrap_or_else(|e| panic!("step {n} {:?}: {e}", case.steps[n - 1]));
+                .unwrap_or_else(|e| panic!("step {n} {step:?}: {e}"));
+            if let (Some((port, plugged)), false) = (&vif, plug_first) {
+                plug(&ovs, port, *plugged);
+            }
         }
         let want = landed(&full, n).await;
         landed(&cond, n).await;
+        if let Some((port, plugged)) = &vif {
+            vif_landed(&full, port, *plugged).await;
+            vif_landed(&cond, port, *plugged).await;
+        }
         let got = cond
             .converged_inputs()
             .await

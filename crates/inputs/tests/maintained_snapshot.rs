@@ -83,6 +83,9 @@ async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart
         .unwrap();
     let mut config = Config::default();
     config.default.driver = Driver::NbOvnBgpDriver;
+    // The full monitor: the writes below touch ports no condition of this
+    // node would select (the conditional path: conditional_oracle.rs).
+    config.default.ovn_nb_monitor_all = true;
     config.ovn.ovn_nb_connection = Some(nb.unix_remote());
     config.default.ovsdb_connection = ovs.unix_remote();
     let sources = OvnSources::start(&config, Duration::from_secs(20))

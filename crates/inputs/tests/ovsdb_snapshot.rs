@@ -2,7 +2,8 @@
 //! from the same fixture in memory: every golden NB scenario's OVN rows are
 //! loaded into an OVN_Northbound and an Open_vSwitch server, read through
 //! `OvnSources` (monitor_cond, cache), and must give the same desired node
-//! state as the fixture read directly.
+//! state as the fixture read directly: the NB ones with both NB monitors,
+//! the default conditional one and the full one (`ovn_nb_monitor_all`).
 
 use std::time::Duration;
 
@@ -61,7 +62,7 @@ async fn snapshot_from_live_ovsdb_matches_the_fixture_for_every_nb_scenario() {
         "nb-pf-fip.json",
         "nb-ipv6-gua-only.json",
     ];
-    for name in names {
+    for (name, monitor_all) in names.into_iter().flat_map(|n| [(n, false), (n, true)]) {
         let s = scenario(name);
         let nb = OvsdbServer::start("ovn-nb.ovsschema").unwrap();
         let ovs = OvsdbServer::start("vswitch.ovsschema").unwrap();
@@ -73,11 +74,13 @@ async fn snapshot_from_live_ovsdb_matches_the_fixture_for_every_nb_scenario() {
         let mut config = config_for(&s);
         config.ovn.ovn_nb_connection = Some(nb.unix_remote());
         config.default.ovsdb_connection = ovs.unix_remote();
+        config.default.ovn_nb_monitor_all = monitor_all;
         let sources = OvnSources::start(&config, Duration::from_secs(20))
             .await
             .unwrap();
         sources.wait_synced(Duration::from_secs(20)).await.unwrap();
-        let live = sources.inputs().snapshot;
+        assert_eq!(sources.port_conditions.is_none(), monitor_all, "{name}");
+        let live = sources.converged_inputs().await.unwrap().snapshot;
 
         let fixture = obgp_ovn::Snapshot::from_wire(&s["ovn"]).unwrap();
         let facts = NodeFacts::default();
@@ -87,7 +90,10 @@ async fn snapshot_from_live_ovsdb_matches_the_fixture_for_every_nb_scenario() {
             !want.addresses.is_empty(),
             "{name}: the fixture exposes something"
         );
-        assert_eq!(got, want, "{name}: live snapshot and fixture disagree");
+        assert_eq!(
+            got, want,
+            "{name}, ovn_nb_monitor_all = {monitor_all}: live snapshot and fixture disagree"
+        );
     }
 }
 

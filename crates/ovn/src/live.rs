@@ -274,6 +274,7 @@ impl LiveSnapshot {
             roots.into_iter().next(),
             &ovs.rows("Bridge"),
             &ovs.rows("Port").into_iter().collect(),
+            &ovs.rows("Interface"),
             &mut warnings,
         );
         if warnings != self.ovs_warnings {

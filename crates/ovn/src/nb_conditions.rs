@@ -12,7 +12,8 @@
 //! | localnet ports (provider networks, VLAN tags) | `type == "localnet"` |
 //! | router interfaces of local gateways, gateway ports | `type == "router"` |
 //! | VM and virtual ports bound here (`binding_candidates`) | `options includes {requested-chassis: <chassis>}`, `external_ids includes {neutron:host_id: <chassis>}` |
-//! | a live migration's destination (`requested-chassis = "src,dst"`) | `options includes {activation-strategy: rarp}` (widened, see below) |
+//! | a live migration's destination (`requested-chassis = "src,dst"`) with `activation-strategy=rarp` | `options includes {activation-strategy: rarp}` (widened, see below) |
+//! | a port whose VIF is plugged here (local OVS `Interface` `external_ids:iface-id`) that no other clause holds: a migration's destination without the strategy, a `requested-chassis` written with spaces | `name == <iface-id>` per such port |
 //! | the VMs of tenant networks behind gateways hosted here | `external_ids includes {neutron:network_name: <net>}` per network |
 //! | centralized FIP ports, LB VIP ports (looked up by name) | `name == <port>` per name |
 //! | the ports of BGPVPN-annotated switches (EVPN `vrf` mode) | every port, while such a switch exists |
@@ -28,12 +29,23 @@
 //! OVSDB conditions compare whole values: `requested-chassis = "a,b"` (a
 //! port migrating from `a` to `b`) matches neither `a` nor `b`. The source
 //! is covered by `neutron:host_id`, which Neutron keeps on the source until
-//! the migration ends. For the destination the clause is widened to every
-//! migrating port of the cloud: Neutron writes `activation-strategy=rarp`
-//! with a two-chassis `requested-chassis` (few ports at a time). A writer
-//! that lists several chassis without it is not seen by the destination
-//! until `neutron:host_id` moves: the limitation documented in
-//! docs/ovsdb.md, and why the full monitor stays the default.
+//! the migration ends. The destination has two signals:
+//! - Neutron writes `activation-strategy=rarp` with a two-chassis
+//!   `requested-chassis` (its `[ovn] live_migration_activation_strategy`,
+//!   `rarp` by default): the clause is widened to every such port of the
+//!   cloud (few at a time);
+//! - it leaves the strategy out for vhost-user ports, and an operator may
+//!   set the option empty. Then the VIF is the signal: Nova's
+//!   `pre_live_migration` plugs it on the destination (os-vif creates the
+//!   OVS port with `external_ids:iface-id` = the Neutron port for
+//!   vhost-user, hybrid and per-port-bridge plugging) before it sets
+//!   `migrating_to`, from which Neutron writes the second chassis. Every
+//!   port plugged here that no other clause holds is named
+//!   ([`LspInterest::local_ifaces`]), so the row is in the cache when
+//!   `requested-chassis` names this chassis. (A plain OVS port, which
+//!   libvirt creates when the transfer starts, is plugged after that write:
+//!   without the strategy the destination then sees the port when the
+//!   transfer starts, a window docs/ovsdb.md describes.)
 //!
 //! A name is not asked for when the port it names is already held through
 //! its network or `neutron:host_id` (most FIP and VIP ports are VMs of the
@@ -92,6 +104,10 @@ pub struct LspInterest {
     /// here with `neutron:port_fip`, the VIP ports of the local load
     /// balancers with `neutron:vip_fip`.
     pub fip_ports: BTreeSet<String>,
+    /// The logical ports plugged here (local OVS `iface-id`s) that no
+    /// binding or network clause holds: a live migration's destination
+    /// written without `activation-strategy` (see the module doc).
+    pub local_ifaces: BTreeSet<String>,
 }
 
 impl LspInterest {
@@ -153,6 +169,25 @@ impl LspInterest {
                 None => networks_settled,
             })
             .collect();
+        // The ports plugged here. Most are bound here and held by the
+        // binding clauses; one missing from the cache is named only once
+        // the cache was filled with this node's binding and network
+        // clauses (not in the first request: the VMs bound here would all
+        // be named, at a cost per row on the server).
+        if out.chassis.is_some() {
+            let bindings_settled =
+                filled_with.is_some_and(|f| f.chassis == out.chassis && f.networks == out.networks);
+            out.local_ifaces = snap
+                .ovs
+                .iface_ids
+                .iter()
+                .filter(|id| match snap.lsp(id) {
+                    Some(p) => !out.selects_by_value(p),
+                    None => bindings_settled,
+                })
+                .cloned()
+                .collect();
+        }
         out
     }
 
@@ -204,7 +239,7 @@ impl LspInterest {
                 pair(key::NETWORK_NAME, net),
             ));
         }
-        for name in &self.names {
+        for name in self.names.union(&self.local_ifaces) {
             out.push(Condition::eq("name", Datum::scalar(s(name))));
         }
         out

@@ -1,7 +1,8 @@
 //! Typed view of the local Open_vSwitch database: this chassis's identity,
-//! its OVN remotes and bridge mappings, and the ports of its bridges.
+//! its OVN remotes and bridge mappings, the ports of its bridges and the
+//! logical ports plugged here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use obgp_netmodel::DevName;
 use obgp_ovsdb_data::{Row, Uuid};
@@ -9,7 +10,12 @@ use obgp_ovsdb_data::{Row, Uuid};
 use crate::nb::RowError;
 
 mod monitor;
-pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS};
+pub use monitor::{monitor_spec, monitored_columns, MONITORED_COLUMNS, MONITORED_KEYS};
+
+/// `Interface.external_ids:iface-id`: the logical port (NB
+/// Logical_Switch_Port name) a VIF plugged on this node belongs to, as
+/// os-vif and libvirt write it and ovn-controller binds by.
+pub const IFACE_ID: &str = "iface-id";
 
 /// One `ovn-bridge-mappings` entry that parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +46,9 @@ pub struct LocalOvs {
     /// suffix: a second ovn-controller started with `-n <suffix>` reads
     /// them (`exposing_method = ovn` reads the one of `bgp_chassis_id`).
     pub suffixed_bridge_mappings: BTreeMap<String, Vec<BridgeMapping>>,
+    /// The logical ports plugged here: every Interface's
+    /// `external_ids:iface-id` (whichever bridge: a superset of br-int's).
+    pub iface_ids: BTreeSet<String>,
 }
 
 /// Which of this chassis's names a row uses for it.
@@ -87,16 +96,26 @@ fn parse_mappings(mappings: &str, uuid: Uuid, warnings: &mut Vec<RowError>) -> V
 }
 
 impl LocalOvs {
-    /// Parses the `Open_vSwitch` row and resolves bridge → port names through
-    /// the `Bridge` and `Port` tables. Bad mapping entries are reported in
-    /// `warnings` and skipped.
+    /// Parses the `Open_vSwitch` row, resolves bridge → port names through
+    /// the `Bridge` and `Port` tables and collects the interfaces'
+    /// `iface-id`s. Bad mapping entries are reported in `warnings` and
+    /// skipped.
     pub fn parse(
         root: Option<(Uuid, &Row)>,
         bridges: &[(Uuid, &Row)],
         ports: &HashMap<Uuid, &Row>,
+        interfaces: &[(Uuid, &Row)],
         warnings: &mut Vec<RowError>,
     ) -> LocalOvs {
-        let mut out = LocalOvs::default();
+        let mut out = LocalOvs {
+            iface_ids: interfaces
+                .iter()
+                .filter_map(|(_, row)| row.map_str("external_ids", IFACE_ID))
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .collect(),
+            ..LocalOvs::default()
+        };
         let Some((uuid, row)) = root else {
             return out;
         };

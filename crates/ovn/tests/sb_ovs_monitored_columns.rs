@@ -150,16 +150,27 @@ fn monitored_columns_exist_in_the_schemas() {
 
 #[test]
 fn the_monitors_ask_for_exactly_the_monitored_columns_of_every_row() {
-    for (spec, monitored) in [
-        (sb::monitor_spec(), sb::MONITORED_COLUMNS),
-        (ovs::monitor_spec(), ovs::MONITORED_COLUMNS),
+    let no_keys: &[(&str, &str, &[&str])] = &[];
+    for (spec, monitored, keys) in [
+        (sb::monitor_spec(), sb::MONITORED_COLUMNS, no_keys),
+        (
+            ovs::monitor_spec(),
+            ovs::MONITORED_COLUMNS,
+            ovs::MONITORED_KEYS,
+        ),
     ] {
         assert_eq!(spec.tables.len(), monitored.len());
         for (table, columns) in monitored {
             let tm = &spec.tables[*table];
             let want: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
             assert_eq!(tm.columns.as_ref(), Some(&want), "{table}");
-            assert!(tm.conditions.is_none() && tm.map_keys.is_empty(), "{table}");
+            assert!(tm.conditions.is_none(), "{table}");
+            let want_keys: std::collections::BTreeMap<String, Vec<String>> = keys
+                .iter()
+                .filter(|(t, _, _)| t == table)
+                .map(|(_, c, ks)| (c.to_string(), ks.iter().map(|k| k.to_string()).collect()))
+                .collect();
+            assert_eq!(tm.map_keys, want_keys, "{table}");
         }
     }
 }

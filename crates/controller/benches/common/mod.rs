@@ -119,10 +119,14 @@ pub fn fresh_node_namespace(node: &mut BenchNode, tag: &str) -> Result<()> {
 
 impl BenchNode {
     /// The agent's config: NB driver, underlay, tenant networks exposed,
-    /// a periodic reconcile every `reconcile_interval` s, FRR checked hourly.
+    /// a periodic reconcile every `reconcile_interval` s, FRR checked hourly,
+    /// the full NB monitor (what the benchmarks' figures were measured
+    /// with; the convergence bench and the conditional test set the
+    /// monitor themselves).
     pub fn config(&self, reconcile_interval: u64) -> Config {
         let mut config = Config::default();
         config.default.driver = Driver::NbOvnBgpDriver;
+        config.default.ovn_nb_monitor_all = true;
         config.default.exposing_method = ExposingMethod::Underlay;
         config.default.expose_tenant_networks = true;
         config.default.bgp_router_id = Some("192.0.2.1".into());

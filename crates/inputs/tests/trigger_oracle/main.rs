@@ -14,7 +14,9 @@
 //!   ([`obgp_inputs::event_filter`] with [`Filters::for_config`]) judging
 //!   the real monitor's changes against its [`FilterView`], which is
 //!   rebuilt, as the run loop does, only after a reconcile (when a trigger
-//!   fired, or after a miss, as the periodic reconcile would).
+//!   fired, or after a miss, as the periodic reconcile would); and, as the
+//!   run loop, a `LocalOvsChange` trigger for every change of the local
+//!   OVS ([`obgp_inputs::every_change`]: a VIF plugged here).
 //!
 //! After each change: if the truth's desired state differs from the one
 //! before, the agent must have queued a trigger for it (a *miss* fails the
@@ -40,7 +42,9 @@ use std::time::{Duration, Instant};
 
 use obgp_config::Config;
 use obgp_events::Filters;
-use obgp_inputs::{FilterView, OvnSources, ReconcileInputs, Trigger, TriggerSink};
+use obgp_inputs::{
+    FilterView, OvnSources, ReconcileInputs, Trigger, TriggerSink, LOCAL_OVS_CHANGE,
+};
 use obgp_ovn::NbChanges;
 use obgp_ovsdb_data::{Change, ChangeKind, DbSnapshot, Row, Uuid};
 use obgp_pipeline::{node_facts, NodeReadings, Pipeline};
@@ -167,6 +171,10 @@ struct Daemon {
     monitor: broadcast::Receiver<Change>,
     /// The changes of the last step, for a miss's report.
     last: Vec<String>,
+    /// The local OVS monitor's changes, passed through to `ovs_feed`, which
+    /// the daemon's `every_change` watcher reads.
+    ovs_monitor: broadcast::Receiver<Change>,
+    ovs_feed: broadcast::Sender<Change>,
 }
 
 /// A table no filter knows: its change, sent after a step's, tells when
@@ -179,6 +187,7 @@ impl Daemon {
         // What the start-up reconcile's condition changes bring is judged
         // (and dropped) with step 0.
         let monitor = agent.sources.ovn.changes();
+        let ovs_monitor = agent.sources.ovs.changes();
         let inputs = agent.reconcile().await;
         let view0 = Self::view_of(&agent, inputs, None);
         let (view, view_rx) = watch::channel(Arc::new(view0));
@@ -190,6 +199,13 @@ impl Daemon {
             view_rx,
             recorded.clone(),
         );
+        let (ovs_feed, ovs_feed_rx) = broadcast::channel(1 << 12);
+        obgp_inputs::every_change(
+            ovs_feed_rx,
+            LOCAL_OVS_CHANGE,
+            obgp_ovn::OVS_DB,
+            recorded.clone(),
+        );
         Daemon {
             agent,
             view,
@@ -197,6 +213,8 @@ impl Daemon {
             feed,
             monitor,
             last: Vec::new(),
+            ovs_monitor,
+            ovs_feed,
         }
     }
 
@@ -258,6 +276,45 @@ impl Daemon {
         }
         // The filter task judges a change whole before receiving the next,
         // so every change before the sentinel was judged.
+        self.ovs_judged(world, step, deadline).await;
+    }
+
+    /// Hands the local OVS watcher every change its monitor delivered up
+    /// to step `step`, and waits until it queued a trigger for each (it
+    /// queues exactly one a change).
+    async fn ovs_judged(&mut self, world: &dyn World, step: usize, deadline: Instant) {
+        let cache = self.agent.sources.ovs.client.cache();
+        let mut sent = 0;
+        loop {
+            let (feed, last) = (&self.ovs_feed, &mut self.last);
+            let db = cache.drain_then_snapshot(&mut self.ovs_monitor, |c| match c {
+                Ok(c) => {
+                    last.push(format!("local OVS: {:?} {} {}", c.kind, c.table, c.uuid));
+                    feed.send(c).expect("the OVS watcher listens");
+                    sent += 1;
+                }
+                Err(lost) => panic!("the OVS pass-through lagged by {lost} changes"),
+            });
+            if world.ovs_landed(&db) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "step {step} never reached the agent's local OVS cache"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let queued = |r: &Recorded| {
+            r.0.lock()
+                .unwrap()
+                .iter()
+                .filter(|t| matches!(t, Trigger::Event { class, .. } if *class == LOCAL_OVS_CHANGE))
+                .count()
+        };
+        while queued(&self.recorded) < sent {
+            assert!(Instant::now() < deadline, "the OVS watcher is stuck");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 
     /// A reconcile: new inputs, new desired state, the filters' next view.
@@ -293,6 +350,11 @@ pub trait World {
     fn change(&mut self, rng: &mut Rng, db: &DbSnapshot, step: usize) -> Option<String>;
     /// Whether `db` (a cache of the driver's database) holds step `step`.
     fn landed(&self, db: &DbSnapshot, step: usize) -> bool;
+    /// Whether `ovs` (a cache of the local OVS) holds every step so far;
+    /// for worlds whose changes touch only the OVN database, always.
+    fn ovs_landed(&self, _ovs: &DbSnapshot) -> bool {
+        true
+    }
 }
 
 #[derive(Default, Debug, Clone, Copy)]
@@ -315,7 +377,9 @@ impl fmt::Display for Figures {
 
 async fn landed(agent: &Agent, world: &dyn World, step: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !world.landed(&agent.sources.ovn.client.cache().snapshot(), step) {
+    while !world.landed(&agent.sources.ovn.client.cache().snapshot(), step)
+        || !world.ovs_landed(&agent.sources.ovs.client.cache().snapshot())
+    {
         assert!(
             Instant::now() < deadline,
             "step {step} never reached the cache"

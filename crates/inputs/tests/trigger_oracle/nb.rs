@@ -1,6 +1,8 @@
 //! The NB driver's world: a topogen topology in a real OVN_Northbound
 //! server, and the changes Neutron and OVN make to it.
 
+use std::collections::BTreeSet;
+
 use obgp_config::{AdvertisementMethod, Config, Driver, ExposingMethod};
 use obgp_ovsdb_data::{DbSnapshot, Row, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
@@ -328,12 +330,50 @@ pub fn nb_change(kind: &str, rng: &mut Rng, db: &DbSnapshot) -> Option<(Vec<Valu
     Some(out)
 }
 
+/// A live migration written without `activation-strategy` (Neutron for
+/// vhost-user ports, or with `[ovn] live_migration_activation_strategy`
+/// empty): drawn by [`NbWorld`] besides [`KINDS`], since towards this node
+/// it plugs the VIF in the local OVS first, as Nova's `pre_live_migration`
+/// does, and writes `requested-chassis` in the next step.
+const PLAIN_MIGRATION: &str = "migration start, no strategy";
+
 /// The NB servers with a topogen topology; host 0 is this node.
 pub struct NbWorld {
     nb: OvsdbServer,
     ovs: OvsdbServer,
     /// The node-local NB of `exposing_method = ovn`.
     local: OvsdbServer,
+    /// The logical ports whose VIF this world plugged on this node's br-int.
+    plugged: BTreeSet<String>,
+    /// The NB half of a migration whose VIF was plugged here last step.
+    pending: Option<(Vec<Value>, String)>,
+}
+
+/// The OVS Port and Interface name of logical port `port`'s VIF.
+fn vif_name(port: &str) -> String {
+    format!("vif-{port}")
+}
+
+/// A migration of a random bound VM towards a random host without
+/// `activation-strategy`: the NB operations and their description. As
+/// Neutron writes it: `requested-chassis` is the port's binding host
+/// (`neutron:host_id`) and the destination, whatever it was before (an
+/// unfinished migration's list is replaced, not extended).
+fn plain_migration(rng: &mut Rng, db: &DbSnapshot) -> Option<(String, usize, Vec<Value>, String)> {
+    let vms = rows(db, LSP, |r| {
+        matches!(r.str("type").unwrap_or(""), "" | "virtual" | "localport")
+            && r.str("addresses").is_some_and(|a| a.contains(' '))
+    });
+    let u = pick(rng, &vms)?;
+    let to = rng.below(HOSTS);
+    let row = db.get(LSP, u)?;
+    let name = row.str("name")?.to_string();
+    let src = row.map_str("external_ids", "neutron:host_id")?;
+    let both = format!("{src},{}", host(to));
+    let ops = vec![json!({"op": "update", "table": LSP, "where": by_uuid(u),
+        "row": {"options": omap(&[("requested-chassis", &both)])}})];
+    let what = format!("port {name} migrating {both} without activation-strategy");
+    Some((name, to, ops, what))
 }
 
 /// The topology's parameters for `seed` (FIPs distributed for odd seeds).
@@ -374,11 +414,64 @@ impl NbWorld {
         }
         nb.transact(&[json!({"op": "insert", "table": LS, "row": {"name": marker(0)}})])
             .unwrap();
+        let ovs = ovs_server();
+        ovs.transact(&[
+            json!({"op": "insert", "table": "Bridge", "uuid-name": "brint", "row": {"name": "br-int"}}),
+            json!({"op": "mutate", "table": "Open_vSwitch", "where": [],
+                   "mutations": [["bridges", "insert", ["set", [["named-uuid", "brint"]]]]]}),
+        ])
+        .unwrap();
         NbWorld {
             nb,
-            ovs: ovs_server(),
+            ovs,
             local: OvsdbServer::start("ovn-nb.ovsschema").unwrap(),
+            plugged: BTreeSet::new(),
+            pending: None,
         }
+    }
+
+    /// Plugs the VIF of logical port `port` on this node's br-int, as
+    /// os-vif does: an OVS port whose interface carries `iface-id`.
+    fn plug(&mut self, port: &str) {
+        let name = vif_name(port);
+        self.ovs
+            .transact(&[
+                json!({"op": "insert", "table": "Interface", "uuid-name": "i", "row": {
+                    "name": name, "external_ids": omap(&[("iface-id", port)])}}),
+                json!({"op": "insert", "table": "Port", "uuid-name": "p", "row": {
+                    "name": name, "interfaces": ["set", [["named-uuid", "i"]]]}}),
+                json!({"op": "mutate", "table": "Bridge", "where": [["name", "==", "br-int"]],
+                       "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}),
+            ])
+            .unwrap_or_else(|e| panic!("plugging {port}: {e}"));
+        self.plugged.insert(port.to_string());
+    }
+
+    /// The next change: the NB half of a migration whose VIF was plugged
+    /// last step, else a random one.
+    fn next_change(&mut self, rng: &mut Rng, db: &DbSnapshot) -> Option<(Vec<Value>, String)> {
+        if let Some(pending) = self.pending.take() {
+            return Some(pending);
+        }
+        let kind = match rng.below(KINDS.len() + 1) {
+            i if i < KINDS.len() => KINDS[i],
+            _ => PLAIN_MIGRATION,
+        };
+        if kind != PLAIN_MIGRATION {
+            return nb_change(kind, rng, db);
+        }
+        let (port, to, ops, what) = plain_migration(rng, db)?;
+        if to != 0 || self.plugged.contains(&port) {
+            return Some((ops, what));
+        }
+        // Nova's order: the VIF is plugged here, the agent reconciles on
+        // it, then Neutron lists this chassis.
+        self.plug(&port);
+        self.pending = Some((ops, what));
+        Some((
+            vec![],
+            format!("VIF of port {port} plugged here before its migration"),
+        ))
     }
 }
 
@@ -404,8 +497,7 @@ impl World for NbWorld {
     }
 
     fn change(&mut self, rng: &mut Rng, db: &DbSnapshot, step: usize) -> Option<String> {
-        let kind = KINDS[rng.below(KINDS.len())];
-        let (mut ops, what) = nb_change(kind, rng, db)?;
+        let (mut ops, what) = self.next_change(rng, db)?;
         ops.push(marker_op(step));
         self.nb
             .transact(&ops)
@@ -415,6 +507,16 @@ impl World for NbWorld {
 
     fn landed(&self, db: &DbSnapshot, step: usize) -> bool {
         has_marker(db, step)
+    }
+
+    fn ovs_landed(&self, ovs: &DbSnapshot) -> bool {
+        let plugged: BTreeSet<&str> = ovs
+            .table("Interface")
+            .values()
+            .filter_map(|r| r.str("name")?.strip_prefix("vif-"))
+            .collect();
+        plugged.len() == self.plugged.len()
+            && self.plugged.iter().all(|p| plugged.contains(p.as_str()))
     }
 }
 

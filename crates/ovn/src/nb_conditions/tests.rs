@@ -28,6 +28,21 @@ fn vm(name: &str, net: &str, options: &[(&str, &str)], host_id: Option<&str>) ->
 /// network behind it, a centralized FIP on `fip-port`, an LB with VIP port
 /// `vip-port`; plus the ports in `ports`.
 fn nb(gw_chassis: &str, ports: &[(&str, Value)]) -> Snapshot {
+    nb_with_vifs(gw_chassis, ports, &[])
+}
+
+/// [`nb`] with VIFs of the logical ports `vifs` plugged in the local OVS.
+fn nb_with_vifs(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Snapshot {
+    let interfaces: serde_json::Map<String, Value> = vifs
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            (
+                format!("e0000000-0000-4000-8000-{i:012}"),
+                json!({"name": format!("tap{i}"), "external_ids": map(&[("iface-id", port)])}),
+            )
+        })
+        .collect();
     let mut lsps = serde_json::Map::new();
     lsps.insert(
         "3b4a769e-8cde-4ce5-8f21-08a955795a9e".into(),
@@ -57,7 +72,8 @@ fn nb(gw_chassis: &str, ports: &[(&str, Value)]) -> Snapshot {
                                       ("neutron:vip_port_id", "vip-port")])}}
         },
         "Open_vSwitch": {"Open_vSwitch": {"515fd575-b134-4a3d-abf0-0f9638e3918d": {
-            "external_ids": map(&[("hostname", ME), ("system-id", "chassis-a")])}}}
+            "external_ids": map(&[("hostname", ME), ("system-id", "chassis-a")])}},
+            "Interface": interfaces}
     }))
     .unwrap()
 }
@@ -248,16 +264,77 @@ fn a_live_migration_matches_on_both_chassis() {
         assert!(matches(&conds, Uuid(1), &to_here), "destination, gw {gw}");
         assert!(matches(&conds, Uuid(2), &from_here), "source, gw {gw}");
     }
-    // What the widening does not cover: two chassis without the strategy
-    // and host_id still on the source (see the module documentation).
-    let unmarked = port_row(vm(
+    // Two chassis without the strategy, host_id still on the source: no
+    // value clause matches; the VIF plugged here names the port (see the
+    // module documentation).
+    let unmarked = vm(
         "p3",
         "neutron-x",
         &[("requested-chassis", &format!("host-b,{ME}"))],
         Some("host-b"),
-    ));
-    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME), None).conditions();
-    assert!(!matches(&conds, Uuid(3), &unmarked));
+    );
+    let filled = LspInterest {
+        chassis: Some(ME.into()),
+        ..LspInterest::default()
+    };
+    let conds = LspInterest::of(&nb("chassis-b", &[]), Some(ME), Some(&filled)).conditions();
+    assert!(!matches(&conds, Uuid(3), &port_row(unmarked.clone())));
+    for ports in [
+        vec![],
+        vec![("d0000001-0000-4000-8000-000000000003", unmarked.clone())],
+    ] {
+        let snap = nb_with_vifs("chassis-b", &ports, &["p3"]);
+        let conds = LspInterest::of(&snap, Some(ME), Some(&filled)).conditions();
+        assert!(
+            matches(&conds, Uuid(3), &port_row(unmarked.clone())),
+            "VIF plugged here, {} port(s) cached",
+            ports.len()
+        );
+    }
+}
+
+#[test]
+fn a_vif_plugged_here_is_named_unless_a_binding_clause_holds_its_port() {
+    let bound_here = vm(
+        "p-here",
+        "neutron-x",
+        &[("requested-chassis", ME)],
+        Some(ME),
+    );
+    let arriving = vm(
+        "p-in",
+        "neutron-x",
+        &[("requested-chassis", &format!("host-b,{ME}"))],
+        Some("host-b"),
+    );
+    let ports = [
+        ("d0000001-0000-4000-8000-000000000001", bound_here),
+        ("d0000001-0000-4000-8000-000000000002", arriving),
+    ];
+    let vifs = ["p-here", "p-in", "p-not-cached"];
+    // The first request: the cache holds no port yet; none is named.
+    let first = LspInterest::of(&nb_with_vifs("chassis-b", &[], &vifs), Some(ME), None);
+    assert!(first.local_ifaces.is_empty(), "{:?}", first.local_ifaces);
+    let snap = nb_with_vifs("chassis-b", &ports, &vifs);
+    // Filled with this node's binding clauses: the port held by
+    // `neutron:host_id` needs no name; the others are named.
+    let settled = LspInterest::of(&snap, Some(ME), Some(&first));
+    assert_eq!(
+        settled.local_ifaces,
+        BTreeSet::from(["p-in".to_string(), "p-not-cached".to_string()])
+    );
+    let wire: Vec<Value> = settled
+        .conditions()
+        .iter()
+        .map(Condition::to_wire)
+        .collect();
+    assert!(wire.contains(&json!(["name", "==", "p-in"])));
+    assert!(!wire.contains(&json!(["name", "==", "p-here"])));
+    assert_eq!(LspInterest::of(&snap, Some(ME), Some(&settled)), settled);
+    // Without a chassis name nothing can be bound here: no name.
+    assert!(LspInterest::of(&snap, None, Some(&settled))
+        .local_ifaces
+        .is_empty());
 }
 
 #[test]

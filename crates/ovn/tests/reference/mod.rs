@@ -214,6 +214,7 @@ impl Snapshot {
             ovs_root,
             &ovs.rows("Bridge"),
             &ovs.rows("Port").into_iter().collect(),
+            &ovs.rows("Interface"),
             &mut warnings,
         );
 

@@ -330,7 +330,11 @@ fn local_ovs(host: usize) -> Result<obgp_ovn::Tables> {
 
 /// The indexed snapshot of `nb` the agent computes from (`partial`: a
 /// conditional cache).
-fn indexed(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) -> obgp_ovn::Snapshot {
+fn indexed(
+    nb: &impl obgp_ovn::RowSource,
+    ovs: &obgp_ovn::Tables,
+    partial: bool,
+) -> obgp_ovn::Snapshot {
     let mut live = if partial {
         LiveSnapshot::with_partial_ports()
     } else {
@@ -360,7 +364,7 @@ impl obgp_ovn::RowSource for SomeTables<'_> {
 /// on stderr: the typed ports alone (no index), then the snapshot built
 /// over the NB tables added one at a time (`LiveSnapshot`'s order), each
 /// line the heap that table's rows and indexes add.
-fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables) {
+fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) {
     use obgp_ovn::RowSource;
     let base = heap::live();
     let typed: Vec<_> = nb
@@ -379,7 +383,7 @@ fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables) {
     let mut last = 0usize;
     for n in 1..=tables.len() {
         let base = heap::live();
-        let snap = indexed_from(&SomeTables(nb, &tables[..n]), ovs);
+        let snap = indexed(&SomeTables(nb, &tables[..n]), ovs, partial);
         let held = heap::live() - base;
         eprintln!(
             "snapshot parts: + {:<20} {:>6.1} MiB (rows {})",
@@ -393,7 +397,10 @@ fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables) {
     // The live snapshot the agent keeps holds reverse references and the
     // parsed NATs beside the snapshot it hands out.
     let base = heap::live();
-    let mut live = LiveSnapshot::default();
+    let mut live = match partial {
+        true => LiveSnapshot::with_partial_ports(),
+        false => LiveSnapshot::default(),
+    };
     live.reset_ovs(ovs);
     live.reset_nb(nb);
     let snap = live.snapshot();
@@ -405,12 +412,6 @@ fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables) {
     drop((snap, live));
 }
 
-fn indexed_from(nb: &impl obgp_ovn::RowSource, ovs: &obgp_ovn::Tables) -> obgp_ovn::Snapshot {
-    let mut live = LiveSnapshot::default();
-    live.reset_ovs(ovs);
-    live.reset_nb(nb);
-    live.snapshot()
-}
 
 /// The ports `snap` (of a partial NB cache filled with `filled_with`)
 /// calls for on agent `host`.
@@ -465,7 +466,7 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
     let wall_first = t0.elapsed();
     let heap_peak_first = heap::mib(heap::peak());
     if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
-        snapshot_parts(&client.cache().snapshot(), &ovs);
+        snapshot_parts(&client.cache().snapshot(), &ovs, conditional);
     }
     // The server's CPU per phase, when the parent said which process it is.
     let server = std::env::var("NB_BENCH_SERVER_PID").ok();

@@ -412,7 +412,6 @@ fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) {
     drop((snap, live));
 }
 
-
 /// The ports `snap` (of a partial NB cache filled with `filled_with`)
 /// calls for on agent `host`.
 fn wanted(

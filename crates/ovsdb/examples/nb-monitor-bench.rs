@@ -330,7 +330,11 @@ fn local_ovs(host: usize) -> Result<obgp_ovn::Tables> {
 
 /// The indexed snapshot of `nb` the agent computes from (`partial`: a
 /// conditional cache).
-fn indexed(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) -> obgp_ovn::Snapshot {
+fn indexed(
+    nb: &impl obgp_ovn::RowSource,
+    ovs: &obgp_ovn::Tables,
+    partial: bool,
+) -> obgp_ovn::Snapshot {
     let mut live = if partial {
         LiveSnapshot::with_partial_ports()
     } else {
@@ -339,6 +343,73 @@ fn indexed(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) -> obgp_ovn::
     live.reset_ovs(ovs);
     live.reset_nb(nb);
     live.snapshot()
+}
+
+/// The NB cache restricted to some tables, as a snapshot source.
+struct SomeTables<'a>(&'a DbSnapshot, &'a [&'a str]);
+
+impl obgp_ovn::RowSource for SomeTables<'_> {
+    fn rows(&self, table: &str) -> Vec<(obgp_ovsdb_data::Uuid, &obgp_ovsdb_data::Row)> {
+        match self.1.contains(&table) {
+            true => self.0.rows(table),
+            false => Vec::new(),
+        }
+    }
+    fn contains(&self, table: &str, uuid: obgp_ovsdb_data::Uuid) -> bool {
+        self.1.contains(&table) && self.0.contains(table, uuid)
+    }
+}
+
+/// `NB_BENCH_SNAPSHOT_PARTS=1`: where the indexed snapshot's heap goes,
+/// on stderr: the typed ports alone (no index), then the snapshot built
+/// over the NB tables added one at a time (`LiveSnapshot`'s order), each
+/// line the heap that table's rows and indexes add.
+fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) {
+    use obgp_ovn::RowSource;
+    let base = heap::live();
+    let typed: Vec<_> = nb
+        .rows(LogicalSwitchPort::TABLE)
+        .into_iter()
+        .filter_map(|(u, r)| LogicalSwitchPort::parse(u, r).ok().map(std::sync::Arc::new))
+        .collect();
+    eprintln!(
+        "snapshot parts: typed ports alone ({} rows, Arc'd, no index) {:.1} MiB, size_of {} B",
+        typed.len(),
+        heap::mib(heap::live() - base),
+        std::mem::size_of::<LogicalSwitchPort>()
+    );
+    drop(typed);
+    let tables = obgp_ovn::live::NB_TABLES;
+    let mut last = 0usize;
+    for n in 1..=tables.len() {
+        let base = heap::live();
+        let snap = indexed(&SomeTables(nb, &tables[..n]), ovs, partial);
+        let held = heap::live() - base;
+        eprintln!(
+            "snapshot parts: + {:<20} {:>6.1} MiB (rows {})",
+            tables[n - 1],
+            heap::mib(held.saturating_sub(last)),
+            nb.rows(tables[n - 1]).len()
+        );
+        last = held;
+        drop(snap);
+    }
+    // The live snapshot the agent keeps holds reverse references and the
+    // parsed NATs beside the snapshot it hands out.
+    let base = heap::live();
+    let mut live = match partial {
+        true => LiveSnapshot::with_partial_ports(),
+        false => LiveSnapshot::default(),
+    };
+    live.reset_ovs(ovs);
+    live.reset_nb(nb);
+    let snap = live.snapshot();
+    eprintln!(
+        "snapshot parts: the live snapshot kept with its snapshot {:.1} MiB (the snapshot alone {:.1})",
+        heap::mib(heap::live() - base),
+        heap::mib(last)
+    );
+    drop((snap, live));
 }
 
 /// The ports `snap` (of a partial NB cache filled with `filled_with`)
@@ -393,6 +464,9 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
     let wall_first = t0.elapsed();
     let heap_peak_first = heap::mib(heap::peak());
+    if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
+        snapshot_parts(&client.cache().snapshot(), &ovs, conditional);
+    }
     // The server's CPU per phase, when the parent said which process it is.
     let server = std::env::var("NB_BENCH_SERVER_PID").ok();
     let server_cpu = || server.as_deref().map(cpu_s).transpose();
@@ -565,6 +639,9 @@ fn measured(child: std::process::Child) -> Result<serde_json::Value> {
     let out = child.wait_with_output()?;
     if !out.status.success() {
         bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
     }
     Ok(serde_json::from_slice(&out.stdout)?)
 }

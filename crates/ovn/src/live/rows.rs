@@ -200,7 +200,7 @@ impl LiveSnapshot {
             if let Some(gw) = new.gateway_port {
                 refer(&mut self.nats_of_gateway, gw, uuid, true);
             }
-            self.nats_parsed.insert(uuid, new);
+            self.nats_parsed.insert(uuid, Arc::new(new));
         }
         dirty.nats.insert(uuid);
         if was_present != row.is_some() {
@@ -315,18 +315,20 @@ impl LiveSnapshot {
         }
         let mut ws = Vec::new();
         if let Some(parsed) = self.nats_parsed.get(&uuid) {
-            let mut nat = parsed.clone();
-            if let Some(gw) = nat.gateway_port {
-                if !self.nb.lrps.contains_key(&gw) {
+            let nat = match parsed.gateway_port {
+                Some(gw) if !self.nb.lrps.contains_key(&gw) => {
                     ws.push(RowError {
                         table: Nat::TABLE,
                         uuid,
                         reason: format!("gateway_port references missing or unusable row {gw}"),
                     });
-                    nat.gateway_port = None;
+                    Arc::new(Nat {
+                        gateway_port: None,
+                        ..(**parsed).clone()
+                    })
                 }
-            }
-            let nat = Arc::new(nat);
+                _ => parsed.clone(),
+            };
             index_nat(&mut self.nb, &nat, true);
             self.nb.nats.insert(uuid, nat);
         }

@@ -110,6 +110,34 @@ fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
     assert!(live.snapshot().warnings().is_empty());
 }
 
+/// The snapshot serves the parsed NAT itself, not a copy, unless its
+/// `gateway_port` had to be cleared; the parsed one keeps the reference,
+/// so the FIP returns to the gateway with its LRP.
+#[test]
+fn a_nat_is_held_once_unless_its_gateway_port_is_cleared() {
+    let mut live = LiveSnapshot::default();
+    let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
+                             "networks": "172.24.4.1/24"}));
+    let fip = row(
+        json!({"type": "dnat_and_snat", "external_ip": "172.24.4.100",
+                             "logical_ip": "10.0.0.5", "logical_port": "vm1",
+                             "gateway_port": ["uuid", LRP.to_string()]}),
+    );
+    live.apply_nb([
+        (LogicalRouterPort::TABLE, LRP, Some(&lrp)),
+        (Nat::TABLE, FIP, Some(&fip)),
+    ]);
+    assert!(Arc::ptr_eq(&live.nats_parsed[&FIP], &live.nb.nats[&FIP]));
+
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, None)]);
+    assert!(!Arc::ptr_eq(&live.nats_parsed[&FIP], &live.nb.nats[&FIP]));
+    assert_eq!(live.nb.nats[&FIP].gateway_port, None);
+    assert_eq!(live.nats_parsed[&FIP].gateway_port, Some(LRP));
+
+    live.apply_nb([(LogicalRouterPort::TABLE, LRP, Some(&lrp))]);
+    assert!(Arc::ptr_eq(&live.nats_parsed[&FIP], &live.nb.nats[&FIP]));
+}
+
 #[test]
 fn renaming_a_port_moves_it_and_the_first_by_uuid_keeps_the_name() {
     let mut live = LiveSnapshot::default();

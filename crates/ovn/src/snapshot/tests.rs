@@ -84,7 +84,13 @@ fn row_sets_stay_ordered_and_equal_across_the_small_large_boundary() {
         match set {
             RowSet::Large(_) => large = true,
             RowSet::Small(_) => small_after_large |= large,
+            RowSet::One(_) => {}
         }
+        // One row is held inline, never in an array.
+        assert!(
+            !matches!(&set, RowSet::Small(a) if a.len() == 1),
+            "step {step}"
+        );
     }
     assert!(
         large && small_after_large,

@@ -387,6 +387,8 @@ fn measure(
     }
     stop(&mut daemon);
     let resumed = match (raft, &state) {
+        // On an empty node again, as the cold plan ran: the daemon left
+        // its announcements in this one.
         (Some(cluster), Some(state)) => Some(resumed_plan(
             binary, node, &config, cluster, state, how, &expected,
         )?),
@@ -412,13 +414,14 @@ fn measure(
 /// the plan announces what the cold one did (`expected`).
 fn resumed_plan(
     binary: &Path,
-    node: &BenchNode,
+    node: &mut BenchNode,
     config: &Path,
     cluster: &Cluster,
     state: &Path,
     how: AnnounceWith,
     expected: &HashSet<std::net::Ipv4Addr>,
 ) -> Result<Resumed> {
+    common::fresh_node_namespace(node, "conv")?;
     let file = state.join("OVN_Northbound.cache");
     let file_mb = std::fs::metadata(&file)
         .with_context(|| format!("the daemon wrote no cache file {}", file.display()))?

@@ -22,9 +22,18 @@
 //!    trim runs after that reconcile), its VmRSS, and at the end its VmHWM:
 //!    the whole agent's peak through resyncs, against the DaemonSet's
 //!    memory limit.
+//! 5. with `nb=raft`: the NB is a 3-member RAFT cluster (the topology
+//!    loaded into it; the agent pinned to member 0) and the agent keeps
+//!    its cache in a `state_dir` of its own per mode. Steps 1 and 2 then
+//!    start cold (no file yet); the daemon of step 3 writes the file at
+//!    SIGTERM, and steps 1 and 2 are run again on it: the main job from a
+//!    resumed cache (`monitor_cond_since`; a standalone server keeps no
+//!    history, so only a cluster can resume). Around each `plan` the
+//!    cluster's CPU (the three ovsdb-servers' user+system time from
+//!    `/proc`): what one agent's sync costs the NB, cold and resumed.
 //!
 //! Run (root, ovsdb-server installed; the agent binary built first):
-//! `cargo build --release --bin ovn-bgp-agent && cargo bench -p obgp-controller --bench convergence -- [10000 50000 100000] [announce=address|route|both] [monitor=full|conditional|both] [runs=N] [resyncs=K]`
+//! `cargo build --release --bin ovn-bgp-agent && cargo bench -p obgp-controller --bench convergence -- [10000 50000 100000] [announce=address|route|both] [monitor=full|conditional|both] [runs=N] [resyncs=K] [nb=standalone|raft]`
 //!
 //! The binary is `$OBGP_AGENT_BIN`, else `ovn-bgp-agent` beside the bench's
 //! `target/release/`. Not part of `cargo test`: without cargo bench's
@@ -41,6 +50,7 @@ use common::{start_node, BenchNode};
 use obgp_config::AnnounceWith;
 use obgp_plan::op::Op;
 use obgp_plan::Plan;
+use obgp_testbed::ovsdb::Cluster;
 
 mod common;
 
@@ -53,6 +63,7 @@ fn main() -> Result<()> {
     let mut monitors = vec![Monitor::Full];
     let mut runs = 1usize;
     let mut resyncs = 0usize;
+    let mut raft = false;
     for a in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
         if let Some(v) = a.strip_prefix("announce=") {
             modes = match v {
@@ -72,6 +83,12 @@ fn main() -> Result<()> {
             runs = v.parse().context("runs=N")?;
         } else if let Some(v) = a.strip_prefix("resyncs=") {
             resyncs = v.parse().context("resyncs=K")?;
+        } else if let Some(v) = a.strip_prefix("nb=") {
+            raft = match v {
+                "standalone" => false,
+                "raft" => true,
+                _ => bail!("nb=standalone|raft, not {v:?}"),
+            };
         } else {
             sizes.push(a.parse::<usize>().with_context(|| format!("size {a:?}"))?);
         }
@@ -79,17 +96,24 @@ fn main() -> Result<()> {
     if sizes.is_empty() {
         sizes = vec![10_000, 50_000];
     }
+    if raft && resyncs > 0 {
+        bail!("resyncs=K restarts the standalone NB: not with nb=raft");
+    }
     let binary = agent_binary()?;
     println!("agent binary: {}", binary.display());
     let rt = tokio::runtime::Runtime::new()?;
     for &n in &sizes {
         let mut node = rt.block_on(start_node(n, 1, "conv"))?;
+        let cluster = match raft {
+            true => Some(rt.block_on(raft_nb(&node))?),
+            false => None,
+        };
         for run in 0..runs {
             for &monitor in &monitors {
                 for &how in &modes {
                     common::fresh_node_namespace(&mut node, "conv")?;
-                    let r =
-                        measure(&binary, &mut node, how, monitor, resyncs).with_context(|| {
+                    let r = measure(&binary, &mut node, how, monitor, resyncs, cluster.as_ref())
+                        .with_context(|| {
                             format!("N={n}, announce_with={how:?}, {monitor:?} NB monitor")
                         })?;
                     r.print(n, how, monitor, run);
@@ -121,6 +145,50 @@ fn agent_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// A 3-member RAFT OVN_Northbound holding `node`'s topology (`nb=raft`).
+async fn raft_nb(node: &BenchNode) -> Result<Cluster> {
+    let cluster = Cluster::start("ovn-nb.ovsschema").context("the RAFT NB cluster")?;
+    // A 5000-operation commit on a loaded machine can outlast the default
+    // 1 s election timer (as in nb-resume-bench).
+    cluster.set_election_timer(16_000)?;
+    let leader = cluster.wait_leader(Duration::from_secs(30))?;
+    let session = common::connect(&cluster.tcp_remote(leader)).await?;
+    let t = Instant::now();
+    node.topo
+        .load(&session)
+        .await
+        .context("loading the topology into the cluster")?;
+    eprintln!(
+        "  topology loaded into the RAFT NB in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(cluster)
+}
+
+/// User + system CPU seconds of the three members together.
+fn cluster_cpu_s(cluster: &Cluster) -> Result<f64> {
+    let mut total = 0.0;
+    for i in 0..3 {
+        let pid = cluster.pid(i).context("a NB cluster member is down")?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // utime and stime: fields 14 and 15, 12 and 13 after the ")" that
+        // ends the command name.
+        let rest = stat.rsplit_once(')').context("/proc/PID/stat format")?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        total += (f[11].parse::<f64>()? + f[12].parse::<f64>()?) / 100.0;
+    }
+    Ok(total)
+}
+
+/// The main job again on the cache file the daemon wrote (`nb=raft`).
+struct Resumed {
+    plan_wall: Duration,
+    plan_hwm_mib: f64,
+    /// The cluster's CPU during the timed `plan`.
+    server_cpu_s: f64,
+    file_mb: f64,
+}
+
 /// `ovn_nb_monitor_all`: every NB row, or the rows this node needs.
 #[derive(Clone, Copy, Debug)]
 enum Monitor {
@@ -141,6 +209,10 @@ struct Figures {
     resync_rss_mib: Vec<f64>,
     /// VmHWM after the last resync.
     resync_hwm_mib: Option<f64>,
+    /// `nb=raft`: the cluster's CPU during the cold `plan`.
+    plan_server_cpu_s: Option<f64>,
+    /// `nb=raft`: the main job from the resumed cache.
+    resumed: Option<Resumed>,
 }
 
 impl Figures {
@@ -154,6 +226,17 @@ impl Figures {
             self.daemon_hwm_mib,
             self.daemon_rss_mib,
         );
+        if let (Some(cold_cpu), Some(r)) = (self.plan_server_cpu_s, &self.resumed) {
+            println!(
+                "    cold plan: NB cluster CPU {cold_cpu:.2} s | resumed ({:.1} MB cache file): plan {:.2} s, peak RSS {:.1} MiB, NB cluster CPU {:.2} s | resumed/cold: time {:.3}, server CPU {:.3}",
+                r.file_mb,
+                r.plan_wall.as_secs_f64(),
+                r.plan_hwm_mib,
+                r.server_cpu_s,
+                r.plan_wall.as_secs_f64() / self.plan_wall.as_secs_f64(),
+                r.server_cpu_s / cold_cpu,
+            );
+        }
         if let Some(hwm) = self.resync_hwm_mib {
             let rss: Vec<String> = self
                 .resync_rss_mib
@@ -185,12 +268,25 @@ fn measure(
     how: AnnounceWith,
     monitor: Monitor,
     resyncs: usize,
+    raft: Option<&Cluster>,
 ) -> Result<Figures> {
     let dir = node.dir.path();
-    let config = write_config(node, how, monitor)?;
+    // `nb=raft`: a state_dir of this mode's own, empty: the first `plan`
+    // starts cold.
+    let state = match raft {
+        Some(_) => {
+            let d = dir.join(format!("state-{how:?}-{monitor:?}"));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d)?;
+            Some(d)
+        }
+        None => None,
+    };
+    let config = write_config(node, how, monitor, raft.zip(state.as_deref()))?;
     common::fake_vtysh(dir)?;
 
     // 1. The main job, as an operator runs it.
+    let cpu_before = raft.map(cluster_cpu_s).transpose()?;
     let started = Instant::now();
     let child = agent(binary, node, &config, &["plan", "--format", "json"])
         .stdout(Stdio::piped())
@@ -199,6 +295,10 @@ fn measure(
         .context("spawning plan")?;
     let out = wait_for_stdout(child)?;
     let plan_wall = started.elapsed();
+    let plan_server_cpu_s = match (raft, cpu_before) {
+        (Some(c), Some(before)) => Some(cluster_cpu_s(c)? - before),
+        _ => None,
+    };
     let plan: Plan = serde_json::from_slice(&out).context("plan --format json")?;
     let expected = ipv4_announcements(&plan, how);
     if expected.is_empty() {
@@ -286,6 +386,14 @@ fn measure(
         resync_hwm_mib = Some(status_kib(&now, "VmHWM:")? as f64 / 1024.0);
     }
     stop(&mut daemon);
+    let resumed = match (raft, &state) {
+        // On an empty node again, as the cold plan ran: the daemon left
+        // its announcements in this one.
+        (Some(cluster), Some(state)) => Some(resumed_plan(
+            binary, node, &config, cluster, state, how, &expected,
+        )?),
+        _ => None,
+    };
     Ok(Figures {
         plan_wall,
         plan_hwm_mib,
@@ -296,6 +404,83 @@ fn measure(
         daemon_rss_mib: status_kib(&status, "VmRSS:")? as f64 / 1024.0,
         resync_rss_mib,
         resync_hwm_mib,
+        plan_server_cpu_s,
+        resumed,
+    })
+}
+
+/// Steps 1 and 2 again on the cache file the daemon wrote at SIGTERM
+/// into `state`; fails unless the `--debug` run logged the resume and
+/// the plan announces what the cold one did (`expected`).
+fn resumed_plan(
+    binary: &Path,
+    node: &mut BenchNode,
+    config: &Path,
+    cluster: &Cluster,
+    state: &Path,
+    how: AnnounceWith,
+    expected: &HashSet<std::net::Ipv4Addr>,
+) -> Result<Resumed> {
+    common::fresh_node_namespace(node, "conv")?;
+    let file = state.join("OVN_Northbound.cache");
+    let file_mb = std::fs::metadata(&file)
+        .with_context(|| format!("the daemon wrote no cache file {}", file.display()))?
+        .len() as f64
+        / 1e6;
+    let cpu_before = cluster_cpu_s(cluster)?;
+    let started = Instant::now();
+    let child = agent(binary, node, config, &["plan", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("spawning the resumed plan")?;
+    let out = wait_for_stdout(child)?;
+    let plan_wall = started.elapsed();
+    let server_cpu_s = cluster_cpu_s(cluster)? - cpu_before;
+    let plan: Plan = serde_json::from_slice(&out).context("resumed plan --format json")?;
+    if &ipv4_announcements(&plan, how) != expected {
+        bail!("the plan from the resumed cache announces otherwise than the cold one");
+    }
+    let spawned_at = unix_micros(std::time::SystemTime::now());
+    let out = agent(
+        binary,
+        node,
+        config,
+        &["--debug", "--use-json", "plan", "--format", "json"],
+    )
+    .stdout(Stdio::null())
+    .output()
+    .context("resumed plan --debug")?;
+    let log = String::from_utf8_lossy(&out.stderr);
+    if !log.contains("resumed monitor from the cache file's transaction id") {
+        bail!(
+            "the plan on {} did not resume; its log:\n{log}",
+            file.display()
+        );
+    }
+    let stages = stage_memory(&log, spawned_at);
+    let at = |stage: &str| {
+        stages
+            .iter()
+            .find(|s| s.stage == stage)
+            .map(|s| s.at / 1000)
+    };
+    eprintln!(
+        "    resumed plan --debug: synced at {:?} ms, desired at {:?} ms, printed at {:?} ms",
+        at("synced"),
+        at("desired"),
+        at("printed")
+    );
+    let plan_hwm_mib = stages
+        .last()
+        .filter(|s| s.stage == "printed")
+        .map(|s| s.hwm_mib)
+        .context("no `printed` stage memory in the resumed plan --debug")?;
+    Ok(Resumed {
+        plan_wall,
+        plan_hwm_mib,
+        server_cpu_s,
+        file_mb,
     })
 }
 
@@ -337,10 +522,20 @@ fn agent(binary: &Path, node: &BenchNode, config: &Path, args: &[&str]) -> Comma
 }
 
 /// The bench node's settings (`BenchNode::config`) as the agent's INI file.
-fn write_config(node: &BenchNode, how: AnnounceWith, monitor: Monitor) -> Result<PathBuf> {
+/// `raft`: the cluster's member 0 as the NB and a `state_dir`.
+fn write_config(
+    node: &BenchNode,
+    how: AnnounceWith,
+    monitor: Monitor,
+    raft: Option<(&Cluster, &Path)>,
+) -> Result<PathBuf> {
     let c = node.config(300);
     let d = &c.default;
-    let text = format!(
+    let nb = match raft {
+        Some((cluster, _)) => cluster.tcp_remote(0),
+        None => c.ovn.ovn_nb_connection.clone().unwrap_or_default(),
+    };
+    let mut text = format!(
         "[DEFAULT]\n\
          driver = nb_ovn_bgp_driver\n\
          exposing_method = underlay\n\
@@ -363,8 +558,15 @@ fn write_config(node: &BenchNode, how: AnnounceWith, monitor: Monitor) -> Result
             AnnounceWith::Route => "route",
         },
         matches!(monitor, Monitor::Full),
-        c.ovn.ovn_nb_connection.as_deref().unwrap_or_default(),
+        nb,
     );
+    if let Some((_, state)) = raft {
+        text = text.replacen(
+            "[DEFAULT]\n",
+            &format!("[DEFAULT]\nstate_dir = {}\n", state.display()),
+            1,
+        );
+    }
     let path = node.dir.path().join("bgp-agent.conf");
     std::fs::write(&path, text)?;
     Ok(path)

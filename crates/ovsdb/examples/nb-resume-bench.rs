@@ -19,8 +19,13 @@
 //! `--fleet N` then restarts N agents at once (spread over the members):
 //! all take a full dump and write their files, and after the changes all
 //! restart on their files; the time until the last synced and the
-//! cluster's CPU, both ways. The agents run in this one process (their
-//! decoding shares its cores with the three servers).
+//! cluster's CPU, both ways. Then the same N agents start cold with the
+//! conditional monitor (`ovn_nb_monitor_all = false`, the default), each
+//! as its own chassis `host-NNN` (`support/conditional_agent.rs`; the
+//! topology then spreads its ports over max(10, N) hosts evenly, so that
+//! each agent has its share), until the last one's conditions stopped
+//! changing. The agents run in this one process (their decoding shares its
+//! cores with the three servers).
 //!
 //! ```sh
 //! cargo build --release -p obgp-ovsdb --example nb-resume-bench
@@ -36,6 +41,9 @@ use obgp_ovsdb_data::cache_file;
 use obgp_testbed::ovsdb::Cluster;
 use obgp_topogen::{Params, Topology};
 use serde_json::json;
+
+#[path = "support/conditional_agent.rs"]
+mod conditional_agent;
 
 /// User + system CPU seconds of process `pid` ("self" for this one).
 fn cpu_s(pid: &str) -> Result<f64> {
@@ -174,7 +182,48 @@ async fn fleet(
         resumed.server_cpu_s / full.server_cpu_s,
         resumed.wall_s / full.wall_s,
     );
+    drop(running);
+    let conditional = conditional_fleet(cluster, agents).await?;
+    println!(
+        "fleet={agents} conditional: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
+         server_cpu_ratio={:.3} all_synced_ratio={:.3} (conditional / full)",
+        conditional.wall_s,
+        conditional.server_cpu_s,
+        conditional.client_cpu_s,
+        conditional.rows,
+        conditional.server_cpu_s / full.server_cpu_s,
+        conditional.wall_s / full.wall_s,
+    );
     Ok(())
+}
+
+/// `agents` conditional agents (chassis `host-000`.., agent `i` on member
+/// `i % 3` first) start cold at once; measured until the last one's
+/// conditions stopped changing.
+async fn conditional_fleet(cluster: &Cluster, agents: usize) -> Result<Sync> {
+    let (server0, client0) = (cluster_cpu_s(cluster)?, cpu_s("self")?);
+    let t0 = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..agents {
+        let remotes = (0..3)
+            .map(|k| {
+                cluster
+                    .tcp_remote((i + k) % 3)
+                    .parse::<obgp_ovsdb::Remote>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        tasks.spawn(conditional_agent::sync(remotes, i));
+    }
+    let mut clients = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        clients.push(done??);
+    }
+    Ok(Sync {
+        wall_s: t0.elapsed().as_secs_f64(),
+        server_cpu_s: cluster_cpu_s(cluster)? - server0,
+        client_cpu_s: cpu_s("self")? - client0,
+        rows: clients.iter().map(Client::last_sync_rows).sum(),
+    })
 }
 
 #[tokio::main]
@@ -201,8 +250,17 @@ async fn main() -> Result<()> {
     let (session, _notes) =
         Session::connect(&cluster.tcp_remote(leader).parse()?, None, loader).await?;
     let t0 = Instant::now();
+    let fleet_size: Option<usize> = arg("--fleet").map(|n| n.parse()).transpose()?;
+    // A conditional agent per host: with more agents than topogen's 10
+    // hosts, the ports spread over as many hosts.
+    let hosts = fleet_size.unwrap_or(0).max(Params::default().hosts);
     let topo = Topology::generate(Params {
         vms,
+        hosts,
+        local_fraction: match hosts == Params::default().hosts {
+            true => Params::default().local_fraction,
+            false => 1.0 / hosts as f64,
+        },
         ..Params::default()
     });
     topo.load(&session).await?;
@@ -264,7 +322,7 @@ async fn main() -> Result<()> {
         resumed.wall_s / full.wall_s,
     );
     drop((resumed_client, fresh));
-    if let Some(agents) = arg("--fleet").map(|n| n.parse()).transpose()? {
+    if let Some(agents) = fleet_size {
         fleet(&cluster, &session, dir.path(), agents, n_changes).await?;
     }
     Ok(())

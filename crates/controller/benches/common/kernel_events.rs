@@ -51,6 +51,18 @@ pub fn spawn_announcement_monitor(
                 let _ = ready_tx.send(Err(std::io::Error::last_os_error()));
                 return;
             }
+            // A daemon adding 26k routes at once overran the default
+            // receive buffer at 200k ports: the kernel drops what does not
+            // fit (ENOBUFS) and the bench waited for announcements it had
+            // lost. 64 MiB (root may pass rmem_max).
+            let size: libc::c_int = 64 << 20;
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            );
             fd
         };
         let _ = ready_tx.send(Ok(()));
@@ -60,6 +72,9 @@ pub fn spawn_announcement_monitor(
             let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
             let at = Instant::now();
             if n <= 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
+                    eprintln!("announcement monitor: receive buffer overrun, events lost");
+                }
                 continue;
             }
             for (ip, ifindex) in parse_announcements(&buf[..n as usize]) {

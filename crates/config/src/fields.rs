@@ -69,6 +69,7 @@ pub fn get(c: &Config, spec: &OptSpec) -> Option<Typed> {
         ("DEFAULT", "reconcile_interval") => u(d.reconcile_interval),
         ("DEFAULT", "vtysh_timeout") => u(d.vtysh_timeout),
         ("DEFAULT", "ovs_ofctl_timeout") => u(d.ovs_ofctl_timeout),
+        ("DEFAULT", "ovsdb_max_update_mib") => u(d.ovsdb_max_update_mib),
         ("DEFAULT", "mass_withdrawal_grace") => u(d.mass_withdrawal_grace),
         ("DEFAULT", "mass_withdrawal_percent") => u(d.mass_withdrawal_percent.into()),
         ("DEFAULT", "metrics_listen") => d.metrics_listen.map(|a| Typed::Str(a.to_string())),
@@ -159,6 +160,7 @@ pub fn set(c: &mut Config, spec: &OptSpec, v: Typed) -> Result<(), String> {
         ("DEFAULT", "reconcile_interval") => d.reconcile_interval = unsigned(&v)?,
         ("DEFAULT", "vtysh_timeout") => d.vtysh_timeout = unsigned(&v)?,
         ("DEFAULT", "ovs_ofctl_timeout") => d.ovs_ofctl_timeout = unsigned(&v)?,
+        ("DEFAULT", "ovsdb_max_update_mib") => d.ovsdb_max_update_mib = unsigned(&v)?,
         ("DEFAULT", "mass_withdrawal_grace") => d.mass_withdrawal_grace = unsigned(&v)?,
         ("DEFAULT", "mass_withdrawal_percent") => {
             d.mass_withdrawal_percent = u8::try_from(int(&v)?).map_err(|_| mismatch())?

@@ -118,6 +118,9 @@ pub struct DefaultSection {
     pub vtysh_timeout: u64,
     /// Deadline of one `ovs-ofctl` run, seconds (the agent's own option).
     pub ovs_ofctl_timeout: u64,
+    /// MiB the decoded rows of one OVSDB update (an initial dump included)
+    /// may take before the session is dropped (the agent's own option).
+    pub ovsdb_max_update_mib: u64,
     /// Seconds a mass withdrawal is held; 0 turns the guard off (the
     /// agent's own option).
     pub mass_withdrawal_grace: u64,
@@ -242,6 +245,7 @@ impl Default for Config {
                 ovn_nb_monitor_all: false,
                 state_dir: None,
                 ovs_ofctl_timeout: 5,
+                ovsdb_max_update_mib: 160,
                 announce_with: AnnounceWith::Address,
             },
             agent: AgentSection {

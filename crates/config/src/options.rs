@@ -245,6 +245,10 @@ pub static OPTIONS: &[OptSpec] = &[
         "seconds an `ovs-ofctl` run may take before its process group is killed and the op or read counts as failed",
     ),
     agent_only(
+        opt("DEFAULT", "ovsdb_max_update_mib", Kind::Int { min: 1, max: 65536 }),
+        "MiB the decoded rows of one OVSDB update, the initial dump included, may take before the session is dropped as a hostile server's (estimated per row; the wire size may be 1.6 times it, at least 256 MiB); the default holds a 100k-port NB dump with 24 % headroom: raise it with the pod's memory limit for a bigger database monitored whole (the SB drivers, `ovn_nb_monitor_all = true`; docs/ovsdb.md)",
+    ),
+    agent_only(
         opt("DEFAULT", "mass_withdrawal_grace", Kind::Int { min: 0, max: 86400 }),
         "seconds the daemon holds the withdrawals of a reconcile that would withdraw most of the node's prefixes while the database lost most of its rows (docs/reliability.md); 0 turns the guard off",
     ),

@@ -17,7 +17,7 @@ use obgp_ovsdb_data::{Change, DbSnapshot, Uuid};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use super::database::{ovn_client, MonitoredDb, MonitoredDbError};
+use super::database::{ovn_client, ClientOptions, MonitoredDb, MonitoredDbError};
 
 /// Why the local NB could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -66,9 +66,12 @@ impl LocalClusterSource {
             obgp_local_cluster::monitor_spec(),
             // upstream has no TLS options for the local cluster.
             ("", "", ""),
-            Some(TRANSACT_TIMEOUT),
-            // The node-local NB is small and local: nothing to keep.
-            None,
+            ClientOptions {
+                writer: Some(TRANSACT_TIMEOUT),
+                // The node-local NB is small and local: nothing to keep.
+                state_file: None,
+                max_update_mib: config.default.ovsdb_max_update_mib,
+            },
         )?;
         Ok(LocalClusterSource {
             source,

@@ -19,7 +19,7 @@ use obgp_ovn::{NbChanges, Snapshot};
 use obgp_ovsdb::{Client, ClientConfig};
 use tokio::sync::watch;
 
-use super::database::{ovn_client, remotes, MonitoredDb, MonitoredDbError};
+use super::database::{ovn_client, remotes, ClientOptions, MonitoredDb, MonitoredDbError};
 use super::follower::SnapshotFollower;
 use super::host::system_hostname;
 use super::local_cluster::LocalClusterSource;
@@ -86,8 +86,11 @@ impl OvnSources {
                         &o.ovn_sb_certificate,
                         &o.ovn_sb_ca_cert,
                     ),
-                    None,
-                    None,
+                    ClientOptions {
+                        writer: None,
+                        state_file: None,
+                        max_update_mib: config.default.ovsdb_max_update_mib,
+                    },
                 )?
             }
             _ => ovn_client(
@@ -125,8 +128,11 @@ impl OvnSources {
                     &o.ovn_nb_certificate,
                     &o.ovn_nb_ca_cert,
                 ),
-                None,
-                nb_state_file(config),
+                ClientOptions {
+                    writer: None,
+                    state_file: nb_state_file(config),
+                    max_update_mib: config.default.ovsdb_max_update_mib,
+                },
             )?,
         };
         let local_nb = if driver == obgp_config::Driver::NbOvnBgpDriver

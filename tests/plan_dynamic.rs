@@ -27,6 +27,43 @@ fn agent(args: &[&str]) -> String {
     FIXTURE.agent(args)
 }
 
+/// The FRR text of the `apply_frr` step `plan --ovn path` gives.
+fn planned_frr_text(path: &std::path::Path) -> String {
+    let plan: Value = serde_json::from_str(&agent(&[
+        "plan",
+        "--ovn",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["op"]["op"] == "apply_frr")
+        .and_then(|s| s["op"]["config"].as_str())
+        .expect("an apply_frr step")
+        .to_string()
+}
+
+/// FRR's own parser accepts `text` (`vtysh --dryrun`, no daemon needed),
+/// as the agent checks every text before it applies it.
+fn assert_frr_parses(dir: &std::path::Path, text: &str) {
+    let file = common::write(dir, "frr.conf", text);
+    let out = std::process::Command::new("vtysh")
+        .arg("--dryrun")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("vtysh (apt package frr)");
+    assert!(
+        out.status.success(),
+        "FRR refuses the text: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn plan_builds_each_networks_method_side_by_side() {
     let sc = scenario();
@@ -160,40 +197,14 @@ fn status_gives_each_exposure_its_networks_method() {
 #[test]
 fn the_union_of_the_three_frr_texts_is_one_frr_accepts() {
     let path = fixture("basic.json");
-    let plan: Value = serde_json::from_str(&agent(&[
-        "plan",
-        "--ovn",
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ]))
-    .unwrap();
-    let text = plan["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["op"]["op"] == "apply_frr")
-        .and_then(|s| s["op"]["config"].as_str())
-        .expect("an apply_frr step")
-        .to_string();
+    let text = planned_frr_text(&path);
     assert!(
         text.contains("import vrf bgp-vrf")
             && text.contains("vrf vrf-1001")
             && text.contains("advertise-all-vni"),
         "the three methods' texts: {text}"
     );
-    let file = common::write(&common::scratch("dynamic-frr"), "frr.conf", &text);
-    let out = std::process::Command::new("vtysh")
-        .arg("--dryrun")
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .expect("vtysh (apt package frr)");
-    assert!(
-        out.status.success(),
-        "FRR refuses the text: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_frr_parses(&common::scratch("dynamic-frr"), &text);
 }
 
 /// Two L3 networks (the plain network annotated `l3` with VNI 500, before
@@ -215,36 +226,10 @@ fn two_l3_networks_give_one_frr_text_frr_accepts() {
     ]);
     let dir = common::scratch("dynamic-two-l3");
     let path = common::write(&dir, "two-l3.json", &sc.to_string());
-    let plan: Value = serde_json::from_str(&agent(&[
-        "plan",
-        "--ovn",
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ]))
-    .unwrap();
-    let text = plan["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["op"]["op"] == "apply_frr")
-        .and_then(|s| s["op"]["config"].as_str())
-        .expect("an apply_frr step")
-        .to_string();
+    let text = planned_frr_text(&path);
     assert!(
         text.contains("vrf vrf-500") && text.contains("vrf vrf-1001"),
         "two L3 VNIs: {text}"
     );
-    let file = common::write(&dir, "frr.conf", &text);
-    let out = std::process::Command::new("vtysh")
-        .arg("--dryrun")
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .expect("vtysh (apt package frr)");
-    assert!(
-        out.status.success(),
-        "FRR refuses the text: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_frr_parses(&dir, &text);
 }

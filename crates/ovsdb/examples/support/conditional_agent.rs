@@ -12,8 +12,9 @@ use obgp_ovn::{LiveSnapshot, LogicalSwitchPort, LspInterest};
 use obgp_ovsdb::{Client, ClientConfig, Remote};
 use obgp_ovsdb_data::{DatabaseSchema, DbSnapshot};
 
-/// The local OVS identity of agent `host`, as a snapshot source.
-fn local_ovs(host: usize) -> Result<obgp_ovn::Tables> {
+/// The local OVS identity of agent `host` (`host-NNN`, `chassis-NNN`, as
+/// topogen names them), as a snapshot source.
+pub fn local_ovs(host: usize) -> Result<obgp_ovn::Tables> {
     let ovs = serde_json::json!({"Open_vSwitch": {"Open_vSwitch": {
         "00000000-0000-4000-8000-000000000001": {"external_ids": ["map", [
             ["hostname", format!("host-{host:03}")],

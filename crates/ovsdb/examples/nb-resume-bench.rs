@@ -80,6 +80,26 @@ struct Sync {
     rows: u64,
 }
 
+impl Sync {
+    /// `<wall>=… server_cpu_s=… client_cpu_s=… rows=…`, the wall time
+    /// with `digits` decimals.
+    fn fields(&self, wall: &str, digits: usize) -> String {
+        format!(
+            "{wall}={:.digits$} server_cpu_s={:.2} client_cpu_s={:.2} rows={}",
+            self.wall_s, self.server_cpu_s, self.client_cpu_s, self.rows
+        )
+    }
+
+    /// `server_cpu_ratio=… <wall_ratio>=…`: this sync against `base`.
+    fn ratios(&self, base: &Sync, wall_ratio: &str) -> String {
+        format!(
+            "server_cpu_ratio={:.3} {wall_ratio}={:.3}",
+            self.server_cpu_s / base.server_cpu_s,
+            self.wall_s / base.wall_s
+        )
+    }
+}
+
 /// Starts one client per entry of `clients` (its remotes, tried in order,
 /// and its cache file) at once, waits until every one has synced and
 /// measures that: the wall time until the last, the cluster's and this
@@ -168,31 +188,17 @@ async fn fleet(
     let (running, resumed) = sync(cluster, &clients).await?;
     let n_resumed = running.iter().filter(|c| c.resumed_at_start()).count();
     println!(
-        "fleet={agents} full: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
-         resumed: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} resumed_agents={n_resumed} \
-         server_cpu_ratio={:.3} all_synced_ratio={:.3}",
-        full.wall_s,
-        full.server_cpu_s,
-        full.client_cpu_s,
-        full.rows,
-        resumed.wall_s,
-        resumed.server_cpu_s,
-        resumed.client_cpu_s,
-        resumed.rows,
-        resumed.server_cpu_s / full.server_cpu_s,
-        resumed.wall_s / full.wall_s,
+        "fleet={agents} full: {} resumed: {} resumed_agents={n_resumed} {}",
+        full.fields("all_synced_s", 2),
+        resumed.fields("all_synced_s", 2),
+        resumed.ratios(&full, "all_synced_ratio"),
     );
     drop(running);
     let conditional = conditional_fleet(cluster, agents).await?;
     println!(
-        "fleet={agents} conditional: all_synced_s={:.2} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
-         server_cpu_ratio={:.3} all_synced_ratio={:.3} (conditional / full)",
-        conditional.wall_s,
-        conditional.server_cpu_s,
-        conditional.client_cpu_s,
-        conditional.rows,
-        conditional.server_cpu_s / full.server_cpu_s,
-        conditional.wall_s / full.wall_s,
+        "fleet={agents} conditional: {} {} (conditional / full)",
+        conditional.fields("all_synced_s", 2),
+        conditional.ratios(&full, "all_synced_ratio"),
     );
     Ok(())
 }
@@ -305,21 +311,12 @@ async fn main() -> Result<()> {
     }
     println!(
         "vms={vms} lsp_rows={} file_mb={:.1} write_s={write_s:.3} decode_s={decode_s:.3} \
-         full: sync_s={:.3} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
-         resumed: sync_s={:.3} server_cpu_s={:.2} client_cpu_s={:.2} rows={} \
-         server_cpu_ratio={:.3} sync_time_ratio={:.3} resumed_equals_fresh={equal}",
+         full: {} resumed: {} {} resumed_equals_fresh={equal}",
         a.table("Logical_Switch_Port").len(),
         bytes.len() as f64 / 1e6,
-        full.wall_s,
-        full.server_cpu_s,
-        full.client_cpu_s,
-        full.rows,
-        resumed.wall_s,
-        resumed.server_cpu_s,
-        resumed.client_cpu_s,
-        resumed.rows,
-        resumed.server_cpu_s / full.server_cpu_s,
-        resumed.wall_s / full.wall_s,
+        full.fields("sync_s", 3),
+        resumed.fields("sync_s", 3),
+        resumed.ratios(&full, "sync_time_ratio"),
     );
     drop((resumed_client, fresh));
     if let Some(agents) = fleet_size {

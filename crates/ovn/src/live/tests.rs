@@ -83,20 +83,27 @@ fn a_garbled_port_is_not_a_dangling_reference() {
     assert_eq!(s.warnings()[0].table, LogicalSwitch::TABLE);
 }
 
-#[test]
-fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
+/// A live snapshot holding the gateway LRP `LRP` and the FIP `FIP` of
+/// port `vm1` on it; also returns the LRP's row, to apply it again.
+fn gateway_lrp_with_a_fip() -> (LiveSnapshot, Row) {
     let mut live = LiveSnapshot::default();
     let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
-                             "networks": "172.24.4.1/24"}));
+                         "networks": "172.24.4.1/24"}));
     let fip = row(
         json!({"type": "dnat_and_snat", "external_ip": "172.24.4.100",
-                             "logical_ip": "10.0.0.5", "logical_port": "vm1",
-                             "gateway_port": ["uuid", LRP.to_string()]}),
+                         "logical_ip": "10.0.0.5", "logical_port": "vm1",
+                         "gateway_port": ["uuid", LRP.to_string()]}),
     );
     live.apply_nb([
         (LogicalRouterPort::TABLE, LRP, Some(&lrp)),
         (Nat::TABLE, FIP, Some(&fip)),
     ]);
+    (live, lrp)
+}
+
+#[test]
+fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
+    let (mut live, lrp) = gateway_lrp_with_a_fip();
     assert_eq!(live.snapshot().fips_on_gateway_port(LRP).count(), 1);
 
     live.apply_nb([(LogicalRouterPort::TABLE, LRP, None)]);
@@ -115,18 +122,7 @@ fn deleting_the_gateway_lrp_takes_the_fip_off_the_gateway_index() {
 /// so the FIP returns to the gateway with its LRP.
 #[test]
 fn a_nat_is_held_once_unless_its_gateway_port_is_cleared() {
-    let mut live = LiveSnapshot::default();
-    let lrp = row(json!({"name": "lrp-gw", "mac": "fa:16:3e:00:00:10",
-                             "networks": "172.24.4.1/24"}));
-    let fip = row(
-        json!({"type": "dnat_and_snat", "external_ip": "172.24.4.100",
-                             "logical_ip": "10.0.0.5", "logical_port": "vm1",
-                             "gateway_port": ["uuid", LRP.to_string()]}),
-    );
-    live.apply_nb([
-        (LogicalRouterPort::TABLE, LRP, Some(&lrp)),
-        (Nat::TABLE, FIP, Some(&fip)),
-    ]);
+    let (mut live, lrp) = gateway_lrp_with_a_fip();
     assert!(Arc::ptr_eq(&live.nats_parsed[&FIP], &live.nb.nats[&FIP]));
 
     live.apply_nb([(LogicalRouterPort::TABLE, LRP, None)]);

@@ -103,7 +103,7 @@ pub const MONITORED_KEYS: &[(&str, &str, &[&str])] = &[
             // Read by no parser, but named by a port condition
             // (`LspInterest::conditions`): the full monitor evaluates the
             // conditions in-process, on the kept keys.
-            crate::nb_conditions::ACTIVATION_STRATEGY,
+            key::ACTIVATION_STRATEGY,
         ],
     ),
     ("Logical_Router_Port", "external_ids", EXTERNAL_IDS_READ),

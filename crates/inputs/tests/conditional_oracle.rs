@@ -423,6 +423,20 @@ async fn run(case: Case) {
             nb.transact(&txn)
                 .unwrap_or_else(|e| panic!("step {n} {step:?}: {e}"));
             if let (Some((port, plugged)), false) = (&vif, plug_first) {
+                // Between the NB write and the VIF's move the full monitor
+                // already agrees with the truth: its filter keeps a port
+                // whose requested-chassis lists this chassis (no window).
+                landed(&full, n).await;
+                let inputs = full
+                    .converged_inputs()
+                    .await
+                    .unwrap_or_else(|e| panic!("step {n}, before the VIF: {e}"));
+                let truth = Snapshot::build(&inputs.raw_ovn, &inputs.raw_ovs);
+                assert_eq!(
+                    desired(&inputs, &config),
+                    desired_state(&truth, &config, &NodeFacts::default()).expect("truth"),
+                    "step {n} ({step:?}), VIF not moved yet: the full monitor's filtered snapshot gives another desired state"
+                );
                 plug(&ovs, port, *plugged);
             }
         }

@@ -15,7 +15,9 @@
 //! the conditional monitor's one window (`nb_conditions`' module doc)
 //! does not apply to the full monitor, which keeps upstream's timing.
 
-use obgp_ovsdb_data::{Condition, Row, Uuid};
+use std::collections::{BTreeMap, HashSet};
+
+use obgp_ovsdb_data::{Atom, Condition, Datum, Row, Uuid};
 
 use crate::nb::{LogicalSwitchPort, Nat};
 use crate::nb_conditions::LspInterest;
@@ -26,8 +28,8 @@ use crate::snapshot::RowSource;
 /// other tables pass whole.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NbRowFilter {
-    ports: Vec<Condition>,
-    nats: Vec<Condition>,
+    ports: Clauses,
+    nats: Clauses,
     /// This chassis: a port whose `requested-chassis` lists it is kept.
     chassis: Option<String>,
 }
@@ -39,8 +41,8 @@ impl NbRowFilter {
     /// The rows `interest`'s monitor conditions select.
     pub fn of(interest: &LspInterest) -> NbRowFilter {
         NbRowFilter {
-            ports: interest.conditions(),
-            nats: interest.nat_conditions(),
+            ports: Clauses::of(interest.conditions()),
+            nats: Clauses::of(interest.nat_conditions()),
             chassis: interest.chassis.clone(),
         }
     }
@@ -57,9 +59,9 @@ impl NbRowFilter {
     pub fn keeps(&self, table: &str, uuid: Uuid, row: &Row) -> bool {
         match table {
             LogicalSwitchPort::TABLE => {
-                self.ports.iter().any(|c| c.matches(uuid, row)) || self.lists_this_chassis(row)
+                self.ports.match_any(uuid, row) || self.lists_this_chassis(row)
             }
-            Nat::TABLE => self.nats.iter().any(|c| c.matches(uuid, row)),
+            Nat::TABLE => self.nats.match_any(uuid, row),
             _ => true,
         }
     }
@@ -72,6 +74,99 @@ impl NbRowFilter {
             return false;
         };
         requested_chassis(listed).any(|c| c == chassis)
+    }
+}
+
+/// One table's conditions (ORed), indexed: a row costs a lookup per column
+/// and key the clauses name, not an evaluation per clause. A node behind a
+/// hundred networks, looking up a few hundred ports by name, has hundreds
+/// of clauses, evaluated on every port of the database when its filter
+/// changes. Each index answers as [`Condition::matches`] would for its
+/// clauses; the rest are evaluated as they are.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Clauses {
+    /// A `true` clause: every row.
+    all: bool,
+    /// `column == "<string>"`: the values by column.
+    eq_str: BTreeMap<String, HashSet<String>>,
+    /// `column == <uuid>` (not `_uuid`): the values by column.
+    eq_uuid: BTreeMap<String, HashSet<Uuid>>,
+    /// `column includes {key: "<string>"}`: the values by column and key.
+    includes_pair: BTreeMap<(String, String), HashSet<String>>,
+    /// Any other clause.
+    other: Vec<Condition>,
+}
+
+impl Clauses {
+    fn of(conditions: Vec<Condition>) -> Clauses {
+        let mut out = Clauses::default();
+        for c in conditions {
+            let Condition::Clause {
+                column,
+                function,
+                value,
+            } = &c
+            else {
+                out.all |= c == Condition::True;
+                continue;
+            };
+            match (function.as_str(), value) {
+                ("==", Datum::Set(v)) => match v.as_slice() {
+                    [Atom::String(s)] => {
+                        let values = out.eq_str.entry(column.clone()).or_default();
+                        values.insert(s.to_string());
+                    }
+                    [Atom::Uuid(u)] if column != "_uuid" => {
+                        out.eq_uuid.entry(column.clone()).or_default().insert(*u);
+                    }
+                    _ => out.other.push(c),
+                },
+                ("includes", Datum::Map(pairs)) => match pairs.as_slice() {
+                    [(Atom::String(k), Atom::String(v))] => {
+                        let key = (column.clone(), k.to_string());
+                        out.includes_pair
+                            .entry(key)
+                            .or_default()
+                            .insert(v.to_string());
+                    }
+                    _ => out.other.push(c),
+                },
+                _ => out.other.push(c),
+            }
+        }
+        out
+    }
+
+    /// Whether row `uuid` matches one of the clauses.
+    fn match_any(&self, uuid: Uuid, row: &Row) -> bool {
+        self.all
+            || self
+                .eq_str
+                .iter()
+                .any(|(column, values)| match row.get(column) {
+                    // An absent column holds its default: `""` for a string.
+                    None => values.contains(""),
+                    Some(Datum::Set(atoms)) => match atoms.as_slice() {
+                        [Atom::String(s)] => values.contains(s.as_str()),
+                        _ => false,
+                    },
+                    Some(Datum::Map(_)) => false,
+                })
+            || self.eq_uuid.iter().any(|(column, values)| {
+                matches!(row.get(column), Some(Datum::Set(atoms))
+                    if matches!(atoms.as_slice(), [Atom::Uuid(u)] if values.contains(u)))
+            })
+            || self
+                .includes_pair
+                .iter()
+                .any(|((column, key), values)| match row.get(column) {
+                    Some(Datum::Map(pairs)) => pairs.iter().any(|(k, v)| {
+                        k.as_str() == Some(key.as_str())
+                            && v.as_str().is_some_and(|v| values.contains(v))
+                    }),
+                    _ => false,
+                })
+            || self.other.iter().any(|c| c.matches(uuid, row))
     }
 }
 
@@ -119,7 +214,7 @@ mod tests {
         });
         let u = Uuid(1);
         let migrating = port(json!(["map", [["requested-chassis", "host-b, host-a"]]]));
-        assert!(!filter.ports.iter().any(|c| c.matches(u, &migrating)));
+        assert!(!filter.ports.match_any(u, &migrating));
         assert!(filter.keeps(LogicalSwitchPort::TABLE, u, &migrating));
         let elsewhere = port(json!(["map", [["requested-chassis", "host-b,host-c"]]]));
         assert!(!filter.keeps(LogicalSwitchPort::TABLE, u, &elsewhere));
@@ -131,5 +226,72 @@ mod tests {
         assert!(!filter.keeps(Nat::TABLE, u, &dnat));
         let snat = Row::from_wire(&json!({"type": "snat"})).unwrap();
         assert!(filter.keeps(Nat::TABLE, u, &snat));
+    }
+
+    /// Each index answers as `Condition::matches` does, clause by clause,
+    /// on rows with the column absent, of another shape, or matching.
+    #[test]
+    fn the_indexed_clauses_answer_as_the_conditions_do() {
+        let s = |v: &str| Atom::String(v.into());
+        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        let gw = Uuid(0x42);
+        let conditions = [
+            Condition::True,
+            Condition::False,
+            Condition::eq("type", Datum::scalar(s("router"))),
+            Condition::eq("type", Datum::scalar(s(""))),
+            Condition::eq("name", Datum::scalar(s("vm1"))),
+            Condition::eq("gateway_port", Datum::scalar(Atom::Uuid(gw))),
+            Condition::eq("_uuid", Datum::scalar(Atom::Uuid(Uuid(1)))),
+            Condition::includes("options", pair("requested-chassis", "host-a")),
+            Condition::includes("external_ids", pair("neutron:network_name", "net1")),
+            Condition::includes("options", Datum::Map(vec![])),
+            Condition::eq("tag", Datum::scalar(Atom::Integer(0))),
+        ];
+        let rows = [
+            json!({}),
+            json!({"name": "vm1", "type": "router"}),
+            json!({"name": ["set", ["vm1", "vm2"]], "type": ["set", []]}),
+            json!({"gateway_port": ["uuid", "00000000-0000-0000-0000-000000000042"]}),
+            json!({"gateway_port": ["set", []], "tag": 0}),
+            json!({"options": ["map", [["requested-chassis", "host-a"], ["x", "y"]]]}),
+            json!({"options": ["map", [["requested-chassis", "host-b"]]],
+                   "external_ids": ["map", [["neutron:network_name", "net1"]]]}),
+            json!({"options": ["set", ["requested-chassis"]], "external_ids": "net1"}),
+        ];
+        for c in &conditions {
+            let indexed = Clauses::of(vec![c.clone()]);
+            for (i, r) in rows.iter().enumerate() {
+                let row = Row::from_wire(r).unwrap();
+                for uuid in [Uuid(1), Uuid(2)] {
+                    assert_eq!(
+                        indexed.match_any(uuid, &row),
+                        c.matches(uuid, &row),
+                        "{c:?} on row {i} {r}"
+                    );
+                }
+            }
+        }
+        // Together they are ORed.
+        let together = Clauses::of(conditions[1..].to_vec());
+        assert_eq!(
+            (
+                together.eq_str.len(),
+                together.eq_uuid.len(),
+                together.includes_pair.len()
+            ),
+            (2, 1, 2),
+            "the string, uuid and pair clauses are indexed"
+        );
+        assert_eq!(
+            together.other.len(),
+            3,
+            "_uuid, an empty map, an integer (false keeps nothing)"
+        );
+        for r in &rows {
+            let row = Row::from_wire(r).unwrap();
+            let any = conditions[1..].iter().any(|c| c.matches(Uuid(9), &row));
+            assert_eq!(together.match_any(Uuid(9), &row), any, "{r}");
+        }
     }
 }

@@ -108,6 +108,26 @@ async fn daemon_follows_the_conditions(monitor_all: bool, ns: &str) -> Result<()
     ensure!(!want.is_empty(), "the topology exposes something here");
     daemon_exposes(addr, &want, "start").await?;
 
+    // `explain` reads with the full monitor (whatever the option) through
+    // `inputs_once`: a port the converged snapshot leaves out (another
+    // node's) is still found.
+    let filtered = full.converged_inputs().await?;
+    let (_, elsewhere) = filtered
+        .raw_ovn
+        .table("Logical_Switch_Port")
+        .iter()
+        .filter_map(|(u, r)| Some((*u, r.str("name")?.to_string())))
+        .find(|(_, name)| filtered.snapshot.lsp(name).is_none())
+        .context("a port the full monitor's snapshot leaves out")?;
+    let mut whole = config.clone();
+    whole.default.ovn_nb_monitor_all = true;
+    let (explained, _) =
+        obgp_controller::inputs_once(&whole, &node.options(QueueConfig::default())?).await?;
+    ensure!(
+        explained.lsp(&elsewhere).is_some(),
+        "explain's snapshot lacks {elsewhere}, a port of another node"
+    );
+
     // A gateway hosted elsewhere moves here.
     let db = full.inputs().raw_ovn;
     let (lrp, _) = db

@@ -31,7 +31,9 @@ pub fn run(
             // does not hold ("no such port" would mislead); the answer for
             // this node's ports is the same from either cache (the
             // conditional oracle), and one full read costs a hand-run
-            // command little.
+            // command little. (The full monitor's typed snapshot keeps only
+            // this node's ports; `inputs_once` hands out the build of every
+            // cached row.)
             let mut whole = config.clone();
             whole.default.ovn_nb_monitor_all = true;
             let (snapshot, facts) =

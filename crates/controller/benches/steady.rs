@@ -70,7 +70,7 @@ async fn bench(vms: usize, iters: usize) -> Result<()> {
         .await
         .context("initial dumps")?;
     let mut r = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let (snap, ofports) = (&inputs.snapshot, &inputs.ofports);
     let t = Instant::now();
     let first = r

@@ -46,7 +46,11 @@ pub(crate) async fn connect_once(
 /// Connects to the configured databases and the node, waits for the
 /// initial dumps, and returns the snapshot with the node facts a reconcile
 /// would use (hostname, FRR's router-id, the VXLAN source the node's
-/// addresses give). Changes nothing.
+/// addresses give). Changes nothing. The snapshot is of every cached row
+/// ([`ReconcileInputs::unfiltered_snapshot`](crate::inputs::ReconcileInputs::unfiltered_snapshot)):
+/// with `ovn_nb_monitor_all = true` it holds other nodes' ports too, which
+/// a question about one (`explain`) needs; the desired state is the same
+/// from either (the conditional oracle).
 pub async fn inputs_once(
     config: &Config,
     opts: &RunOptions,
@@ -57,7 +61,7 @@ pub async fn inputs_once(
     reconciler
         .compute_observe_and_plan(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;
-    Ok((inputs.snapshot, reconciler.facts().clone()))
+    Ok((inputs.unfiltered_snapshot(), reconciler.facts().clone()))
 }
 
 /// What `capture` writes of a live node: the raw rows of the OVN database

@@ -38,16 +38,19 @@ use crate::timers::LoopTimers;
 
 use crate::inputs::{self, Trigger};
 
-/// The rows of the driver's database the mass-withdrawal guard compares:
-/// those of every monitored table, but with the NB's port conditions
-/// (`conditional`) only those of the tables monitored whole. A table
-/// monitored by conditions shrinks when this node's share of the cloud
-/// does (a gateway moving away takes its networks' ports out of the
-/// cache), which is no sign of a database that lost its rows; an emptied
-/// or wrongly restored NB loses its switches and routers too.
-fn database_rows(db: &obgp_ovsdb_data::DbSnapshot, conditional: bool) -> usize {
+/// The rows of the driver's cache the mass-withdrawal guard compares:
+/// those of every monitored table, but with the NB's port conditions sent
+/// to the server (`conditions_sent_to_server`) only those of the tables
+/// monitored whole. A table monitored by conditions shrinks when this
+/// node's share of the cloud does (a gateway moving away takes its
+/// networks' ports out of the cache), which is no sign of a database that
+/// lost its rows; an emptied or wrongly restored NB loses its switches and
+/// routers too. With the conditions applied as a local filter
+/// (`ovn_nb_monitor_all = true`) the cache holds every row and every
+/// table counts.
+fn database_rows(db: &obgp_ovsdb_data::DbSnapshot, conditions_sent_to_server: bool) -> usize {
     db.tables()
-        .filter(|t| !(conditional && inputs::PortConditions::TABLES.contains(t)))
+        .filter(|t| !(conditions_sent_to_server && inputs::PortConditions::TABLES.contains(t)))
         .map(|t| db.table(t).len())
         .sum()
 }
@@ -377,7 +380,7 @@ impl Daemon {
         let snapshot_time = started.elapsed();
         self.reconciler.note_database_rows(database_rows(
             &inputs.raw_ovn,
-            self.sources.port_conditions.is_some(),
+            self.sources.conditions_sent_to_server(),
         ));
         self.reconciler
             .note_ovn_changes(std::mem::take(&mut inputs.changes));
@@ -620,6 +623,32 @@ mod tests {
             !rereads_at_once(&failed, &batch(Trigger::Periodic)),
             "failures wait for the retry's backoff"
         );
+    }
+
+    #[test]
+    fn the_guard_counts_the_conditional_tables_unless_the_server_filtered_them() {
+        let schema = obgp_ovsdb_data::DatabaseSchema::from_file(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/schemas/ovn-nb.ovsschema"
+        ))
+        .unwrap();
+        let empty = obgp_ovsdb_data::DbSnapshot::empty(
+            std::sync::Arc::new(schema),
+            ["Logical_Switch", "Logical_Switch_Port", "NAT"],
+        );
+        let updates = serde_json::from_value(serde_json::json!({
+            "Logical_Switch": {"11111111-0000-4000-8000-000000000001": {"insert": {"name": "net"}}},
+            "Logical_Switch_Port": {
+                "22222222-0000-4000-8000-000000000001": {"insert": {"name": "vm1"}},
+                "22222222-0000-4000-8000-000000000002": {"insert": {"name": "vm2"}}},
+            "NAT": {"33333333-0000-4000-8000-000000000001": {"insert": {"type": "snat"}}}
+        }))
+        .unwrap();
+        let (db, _) = empty.apply(updates).unwrap();
+        // A local filter (full monitor): the cache holds every row, all count.
+        assert_eq!(database_rows(&db, false), 4);
+        // Conditions sent to the server: only the switch's table counts.
+        assert_eq!(database_rows(&db, true), 1);
     }
 
     #[tokio::test(start_paused = true)]

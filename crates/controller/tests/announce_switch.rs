@@ -27,7 +27,7 @@ async fn the_silent_flush_of_the_last_ipv4_address_is_reported_and_repaired() ->
     let mut config = node.config(3600);
     let sources = OvnSources::start(&config, WAIT).await?;
     sources.wait_synced(WAIT).await?;
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     let mut r = Reconciler::connect(config.clone(), opts.kernel.clone()).await?;
     r.wait_for_commands();
     r.reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())

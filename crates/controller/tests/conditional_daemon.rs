@@ -1,7 +1,9 @@
-//! The daemon loop (`run`) with `ovn_nb_monitor_all = false`, against real
-//! NB and local OVS ovsdb-servers and a namespace node (root; the bench
-//! node of the latency and soak benchmarks): what `/status` says it exposes
-//! equals the desired state of a full-monitor snapshot of the same NB, at
+//! The daemon loop (`run`) with the NB port conditions, sent to the server
+//! (`ovn_nb_monitor_all = false`) or applied as the follower's local filter
+//! (`true`), against real NB and local OVS ovsdb-servers and a namespace
+//! node (root; the bench node of the latency and soak benchmarks): what
+//! `/status` says it exposes equals the desired state of a build of every
+//! row of a full monitor's cache of the same NB, at
 //! start, after a gateway moves here (its networks' ports join the
 //! conditions), after a VM starts migrating here (with
 //! `activation-strategy`, and without it, its VIF plugged here first), and after the gateway
@@ -34,7 +36,10 @@ async fn full_exposed(
     loop {
         let inputs = full.inputs();
         if landed(&inputs.raw_ovn) {
-            let desired = desired_state(&inputs.snapshot, config, &NodeFacts::default())?;
+            // Every row of the full cache: its own snapshot keeps only
+            // this node's rows, through filters not converged here.
+            let truth = inputs.unfiltered_snapshot();
+            let desired = desired_state(&truth, config, &NodeFacts::default())?;
             return Ok(desired.exposed.keys().map(|ip| ip.to_string()).collect());
         }
         ensure!(t.elapsed() < WAIT, "the write never reached the full cache");
@@ -75,7 +80,18 @@ fn uuid_ref(u: obgp_ovsdb_data::Uuid) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> Result<()> {
-    let node = common::start_node(300, 11, "cnd").await?;
+    daemon_follows_the_conditions(false, "cnd").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_with_a_local_filter_exposes_what_a_full_monitor_would() -> Result<()> {
+    daemon_follows_the_conditions(true, "cnf").await
+}
+
+/// The steps of the module doc, with the daemon's `ovn_nb_monitor_all`
+/// set to `monitor_all`, on a node named `ns`.
+async fn daemon_follows_the_conditions(monitor_all: bool, ns: &str) -> Result<()> {
+    let node = common::start_node(300, 11, ns).await?;
     let port = obgp_testbed::ovsdb::free_port()?;
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse()?;
     let mut config = node.config(3600);
@@ -83,7 +99,7 @@ async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> 
     let full = OvnSources::start(&config, WAIT).await?;
     full.wait_synced(WAIT).await?;
 
-    config.default.ovn_nb_monitor_all = false;
+    config.default.ovn_nb_monitor_all = monitor_all;
     let opts = node.options(QueueConfig::default())?;
     let shutdown = CancellationToken::new();
     let agent = tokio::spawn(run(config.clone(), opts, shutdown.clone()));
@@ -91,6 +107,26 @@ async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> 
     let want = full_exposed(&full, &config, |_| true).await?;
     ensure!(!want.is_empty(), "the topology exposes something here");
     daemon_exposes(addr, &want, "start").await?;
+
+    // `explain` reads with the full monitor (whatever the option) through
+    // `inputs_once`: a port the converged snapshot leaves out (another
+    // node's) is still found.
+    let filtered = full.converged_inputs().await?;
+    let (_, elsewhere) = filtered
+        .raw_ovn
+        .table("Logical_Switch_Port")
+        .iter()
+        .filter_map(|(u, r)| Some((*u, r.str("name")?.to_string())))
+        .find(|(_, name)| filtered.snapshot.lsp(name).is_none())
+        .context("a port the full monitor's snapshot leaves out")?;
+    let mut whole = config.clone();
+    whole.default.ovn_nb_monitor_all = true;
+    let (explained, _) =
+        obgp_controller::inputs_once(&whole, &node.options(QueueConfig::default())?).await?;
+    ensure!(
+        explained.lsp(&elsewhere).is_some(),
+        "explain's snapshot lacks {elsewhere}, a port of another node"
+    );
 
     // A gateway hosted elsewhere moves here.
     let db = full.inputs().raw_ovn;
@@ -201,7 +237,7 @@ async fn the_daemon_with_port_conditions_exposes_what_a_full_monitor_would() -> 
     daemon_exposes(addr, &migrating, "VM migrating here without the strategy").await?;
 
     // The gateway moves away again: its networks' ports leave the
-    // conditional cache, most of it, while most of the node's prefixes
+    // conditional cache (or the filtered snapshot), most of it, while most of the node's prefixes
     // are withdrawn. No database lost rows: the mass-withdrawal guard must
     // not hold the withdrawals (its grace is 120 s, over this test's wait).
     let elsewhere = db

@@ -82,7 +82,7 @@ async fn vm_up(
     let t = Instant::now();
     let mut changes = NbChanges::none();
     loop {
-        let mut inputs = sources.inputs();
+        let mut inputs = sources.converged_inputs().await?;
         changes.then(std::mem::take(&mut inputs.changes));
         if inputs.snapshot.lsp(name).is_some() {
             inputs.changes = changes;
@@ -105,7 +105,7 @@ async fn an_event_plans_its_changes_and_a_full_reconcile_repairs_drift() -> Resu
     let mut r = Reconciler::connect(config, opts.kernel.clone()).await?;
     // FRR read and written before each plan: what it holds is no drift.
     r.wait_for_commands();
-    let inputs = sources.inputs();
+    let inputs = sources.converged_inputs().await?;
     r.note_ovn_changes(inputs.changes);
     r.reconcile(&inputs.snapshot, &inputs.ofports, ReconcileKind::one_shot())
         .await?;

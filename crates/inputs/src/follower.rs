@@ -15,17 +15,25 @@
 //!   receiver lagged (changes were dropped), the snapshot is rebuilt from the
 //!   cache snapshot instead, with the same drain-then-read order.
 //!
+//! With `ovn_nb_monitor_all = true` the follower can hold a local filter
+//! ([`SnapshotFollower::with_local_filter`]): the cache keeps every row, the
+//! live snapshot only the Logical_Switch_Port and NAT rows the filter
+//! keeps ([`NbRowFilter`], the conditions a conditional monitor would send).
+//! A changed row is applied as absent when the filter drops it; a new
+//! filter ([`SnapshotFollower::set_local_filter`]) is applied by the next
+//! catch-up, which patches exactly the rows whose membership changed.
+//!
 //! What each update changed, as the live snapshot returns it
 //! ([`NbChanges`]), accumulates here until a reconcile takes it with the
 //! snapshot ([`SnapshotFollower::take_changes`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use obgp_config::Driver;
-use obgp_ovn::{LiveSnapshot, NbChanges, Snapshot};
+use obgp_ovn::{FilteredRows, LiveSnapshot, NbChanges, NbRowFilter, Snapshot};
 use obgp_ovsdb::cache::CacheReader;
-use obgp_ovsdb_data::{Change, Uuid};
+use obgp_ovsdb_data::{Change, DbSnapshot, Row, Uuid};
 use tokio::sync::{broadcast, watch};
 
 /// One database's change stream as the maintained snapshot consumes it.
@@ -93,6 +101,11 @@ pub struct SnapshotFollower {
     ovn: ChangeFeed,
     ovs: ChangeFeed,
     driver: Driver,
+    /// The local filter of the NB rows the live snapshot holds (full
+    /// monitor); `None`: it holds every cached row.
+    filter: Option<Arc<NbRowFilter>>,
+    /// A filter set since the last catch-up; the next one applies it.
+    next_filter: Option<Arc<NbRowFilter>>,
 }
 
 /// What one catch-up hands out.
@@ -103,6 +116,8 @@ pub struct Caught {
     pub raw_ovs: obgp_ovsdb_data::DbSnapshot,
     /// The indexed snapshot, consistent with every change received so far.
     pub snapshot: Snapshot,
+    /// The local filter `snapshot` holds the NB rows of (`None`: every row).
+    pub filter: Option<Arc<NbRowFilter>>,
 }
 
 impl SnapshotFollower {
@@ -127,7 +142,36 @@ impl SnapshotFollower {
             ovn: ChangeFeed::new(ovn),
             ovs: ChangeFeed::new(ovs),
             driver,
+            filter: None,
+            next_filter: None,
         }
+    }
+
+    /// The follower of a full NB monitor whose live snapshot holds only the
+    /// rows `filter` keeps (built as a snapshot of selected ports,
+    /// [`LiveSnapshot::with_partial_ports`]); the cache keeps every row.
+    /// Before the first catch-up.
+    pub fn with_local_filter(mut self, filter: NbRowFilter) -> SnapshotFollower {
+        self.live = LiveSnapshot::with_partial_ports();
+        self.changes = NbChanges::Full;
+        self.filter = Some(Arc::new(filter));
+        self
+    }
+
+    /// The filter the next catch-up applies: the rows whose membership
+    /// changed are patched in or out, their changes accumulating like any
+    /// patch's. Ignored (with an error logged) on a follower made without
+    /// a local filter, whose snapshot is not one of selected ports.
+    pub fn set_local_filter(&mut self, filter: NbRowFilter) {
+        if self.filter.is_none() {
+            tracing::error!("a local NB row filter set on a follower of every row; ignored");
+            return;
+        }
+        let current = self.next_filter.as_ref().or(self.filter.as_ref());
+        if current.is_some_and(|f| **f == filter) {
+            return;
+        }
+        self.next_filter = Some(Arc::new(filter));
     }
 
     /// What changed since the last call (or since the start:
@@ -166,18 +210,29 @@ impl SnapshotFollower {
                 rows
             }
             CatchUp::Rebuild(rows) => {
-                self.changes.then(self.live.reset_nb(&rows));
+                if let Some(next) = self.next_filter.take() {
+                    self.filter = Some(next);
+                }
+                let changes = match &self.filter {
+                    Some(filter) => self.live.reset_nb(&FilteredRows {
+                        rows: &rows,
+                        filter,
+                    }),
+                    None => self.live.reset_nb(&rows),
+                };
+                self.changes.then(changes);
                 rows
             }
-            CatchUp::Patch(rows, touched) => {
+            CatchUp::Patch(rows, touched) if sb => {
                 let current = touched
                     .iter()
                     .map(|(t, u)| (&**t, *u, rows.get(t, *u).map(|r| &**r)));
-                if sb {
-                    self.live.apply_sb(current);
-                } else {
-                    self.changes.then(self.live.apply_nb(current));
-                }
+                self.live.apply_sb(current);
+                rows
+            }
+            CatchUp::Patch(rows, touched) => {
+                let changes = self.patch_nb(&rows, &touched);
+                self.changes.then(changes);
                 rows
             }
         };
@@ -185,7 +240,50 @@ impl SnapshotFollower {
             raw_ovn,
             raw_ovs,
             snapshot: self.live.snapshot(),
+            filter: self.filter.clone(),
         }
+    }
+
+    /// Patches the `touched` NB rows in from `rows`, through the local
+    /// filter if there is one: a row it drops is applied as absent (and
+    /// skipped when the snapshot does not hold it either: another node's
+    /// port changing is no change here). A filter set since the last
+    /// catch-up is applied too: every row of the filtered tables whose
+    /// membership differs from what the snapshot holds is patched in or out.
+    fn patch_nb(&mut self, rows: &DbSnapshot, touched: &BTreeSet<(Arc<str>, Uuid)>) -> NbChanges {
+        let Some(old) = self.filter.clone() else {
+            let current = touched
+                .iter()
+                .map(|(t, u)| (&**t, *u, rows.get(t, *u).map(|r| &**r)));
+            return self.live.apply_nb(current);
+        };
+        let changed_filter = self.next_filter.take();
+        let filter = changed_filter.clone().unwrap_or(old);
+        let mut current: BTreeMap<(&str, Uuid), Option<&Row>> = BTreeMap::new();
+        for (table, uuid) in touched {
+            let row = rows.get(table, *uuid).map(|r| &**r);
+            let kept = row.filter(|r| filter.keeps(table, *uuid, r));
+            let filtered = NbRowFilter::filters(table);
+            if kept.is_none() && filtered && !self.live.holds_nb_row(table, *uuid) {
+                continue;
+            }
+            current.insert((&**table, *uuid), kept);
+        }
+        if changed_filter.is_some() {
+            for table in NbRowFilter::TABLES {
+                for (uuid, row) in rows.table(table) {
+                    let keeps = filter.keeps(table, *uuid, row);
+                    if keeps != self.live.holds_nb_row(table, *uuid) {
+                        current
+                            .entry((table, *uuid))
+                            .or_insert(keeps.then_some(&**row));
+                    }
+                }
+            }
+            self.filter = Some(filter);
+        }
+        self.live
+            .apply_nb(current.into_iter().map(|((t, u), r)| (t, u, r)))
     }
 }
 
@@ -392,5 +490,134 @@ mod tests {
             .map(|p| p.name.clone())
             .collect();
         assert_eq!(vifs, [format!("vm{}", BATCHES - 1)]);
+    }
+
+    fn insert_port_on(p: &CachePublisher, i: u32, chassis: &str) {
+        publish(
+            p,
+            json!({"Logical_Switch_Port": {lsp_uuid(i): {"insert": {
+                "name": format!("vm{i}"), "up": true,
+                "options": ["map", [["requested-chassis", chassis]]]}}}}),
+        );
+    }
+
+    /// The filter of a node named `chassis` (its binding clauses, the
+    /// localnet and router clauses).
+    fn filter_of(chassis: &str) -> NbRowFilter {
+        NbRowFilter::of(&obgp_ovn::LspInterest {
+            chassis: Some(chassis.into()),
+            ..obgp_ovn::LspInterest::default()
+        })
+    }
+
+    /// The build of the ports of `c.raw_ovn` a conditional monitor for
+    /// `chassis` would hold, selected here by name, not by the filter.
+    fn fresh_on(c: &Caught, wanted: &[&str]) -> Snapshot {
+        let mut tables = obgp_ovn::Tables::new();
+        for table in c.raw_ovn.tables() {
+            let rows = c.raw_ovn.table(table).iter().filter(|(_, r)| {
+                table != "Logical_Switch_Port" || wanted.contains(&r.str("name").unwrap_or(""))
+            });
+            tables.insert(
+                table.to_string(),
+                rows.map(|(u, r)| (*u, (**r).clone())).collect(),
+            );
+        }
+        Snapshot::build(&tables, &c.raw_ovs)
+    }
+
+    fn port_names(s: &Snapshot) -> Vec<String> {
+        let mut names: Vec<String> = ["vm1", "vm2", "vm3", "ln"]
+            .into_iter()
+            .filter(|n| s.lsp(n).is_some())
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn changed_ports(changes: NbChanges) -> BTreeSet<Uuid> {
+        match changes {
+            NbChanges::Ports(p) => p.iter().map(|c| c.uuid).collect(),
+            NbChanges::Full => panic!("expected port changes, got Full"),
+        }
+    }
+
+    #[test]
+    fn a_local_filter_keeps_the_selected_ports_and_a_new_filter_moves_exactly_the_changed_ones() {
+        let (nb_pub, nb) = nb_cache(64);
+        let (_ovs_pub, ovs) = ovs_cache();
+        insert_port_on(&nb_pub, 1, "c1");
+        insert_port_on(&nb_pub, 2, "c2");
+        insert_port_on(&nb_pub, 3, "c3");
+        publish(
+            &nb_pub,
+            json!({"Logical_Switch_Port": {lsp_uuid(9): {"insert": {
+                "name": "ln", "type": "localnet"}}}}),
+        );
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false)
+            .with_local_filter(filter_of("c1"));
+        let first = m.catch_up(&nb, &ovs);
+        assert_eq!(first.raw_ovn.table("Logical_Switch_Port").len(), 4);
+        assert_eq!(port_names(&first.snapshot), ["ln", "vm1"]);
+        assert!(first.snapshot == fresh_on(&first, &["vm1", "ln"]));
+        assert_eq!(first.filter.as_deref(), Some(&filter_of("c1")));
+        m.take_changes();
+
+        // Another node's port changing is no change here.
+        publish(
+            &nb_pub,
+            json!({"Logical_Switch_Port": {lsp_uuid(3): {"modify": {"up": false}}}}),
+        );
+        let next = m.catch_up(&nb, &ovs);
+        assert!(changed_ports(m.take_changes()).is_empty());
+        assert!(next.snapshot == fresh_on(&next, &["vm1", "ln"]));
+
+        // The node now answers to c2: vm1 leaves, vm2 joins, nothing else
+        // is touched (vm3 and the localnet stay as they were).
+        m.set_local_filter(filter_of("c2"));
+        let moved = m.catch_up(&nb, &ovs);
+        assert_eq!(port_names(&moved.snapshot), ["ln", "vm2"]);
+        assert!(moved.snapshot == fresh_on(&moved, &["vm2", "ln"]));
+        let uuid = |i| Uuid::parse(&lsp_uuid(i)).unwrap();
+        assert_eq!(
+            changed_ports(m.take_changes()),
+            BTreeSet::from([uuid(1), uuid(2)])
+        );
+
+        // A port bound here later is patched in through the filter; one
+        // leaving this node is patched out.
+        insert_port_on(&nb_pub, 4, "c2");
+        publish(
+            &nb_pub,
+            json!({"Logical_Switch_Port": {lsp_uuid(2): {"modify": {
+                "options": ["map", [["requested-chassis", "c3"]]]}}}}),
+        );
+        let later = m.catch_up(&nb, &ovs);
+        assert!(later.snapshot.lsp("vm4").is_some());
+        assert!(later.snapshot.lsp("vm2").is_none());
+        assert!(later.snapshot == fresh_on(&later, &["vm4", "ln"]));
+        assert_eq!(
+            changed_ports(m.take_changes()),
+            BTreeSet::from([uuid(2), uuid(4)])
+        );
+    }
+
+    #[test]
+    fn a_rebuild_reads_through_the_local_filter_set_before_it() {
+        let (nb_pub, nb) = nb_cache(2);
+        let (_ovs_pub, ovs) = ovs_cache();
+        let mut m = SnapshotFollower::new(&nb, &ovs, Driver::NbOvnBgpDriver, false)
+            .with_local_filter(filter_of("c1"));
+        m.catch_up(&nb, &ovs);
+        m.set_local_filter(filter_of("c2"));
+        // Five batches into a two-change buffer: the catch-up rebuilds.
+        for i in 0..5 {
+            insert_port_on(&nb_pub, i, if i % 2 == 0 { "c1" } else { "c2" });
+        }
+        let caught = m.catch_up(&nb, &ovs);
+        assert_eq!(port_names(&caught.snapshot), ["vm1", "vm3"]);
+        assert!(caught.snapshot == fresh_on(&caught, &["vm1", "vm3"]));
+        assert_eq!(caught.filter.as_deref(), Some(&filter_of("c2")));
     }
 }

@@ -30,7 +30,7 @@ pub use follower::{Caught, SnapshotFollower};
 pub use host::system_hostname;
 pub use local_cluster::{observed_of, LocalClusterError, LocalClusterSource};
 pub use ofports::{ofports, OfPorts};
-pub use port_conditions::{conditional, PortConditions};
+pub use port_conditions::{conditional, ConditionTarget, PortConditions};
 pub use sources::{OvnSources, ReconcileInputs};
 pub use trigger::{
     Trigger, TriggerBatch, LOCAL_CLUSTER_CHANGE, LOCAL_CLUSTER_NB, LOCAL_OVS_CHANGE,

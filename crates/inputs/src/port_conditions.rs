@@ -1,20 +1,28 @@
-//! `[DEFAULT] ovn_nb_monitor_all = false`: the NB monitor receives only the
-//! Logical_Switch_Port and NAT rows this node needs
-//! ([`obgp_ovn::LspInterest`]), and the conditions follow the snapshot.
+//! The NB driver's snapshot holds only the Logical_Switch_Port and NAT rows
+//! this node needs ([`obgp_ovn::LspInterest`]), and the conditions that
+//! select them follow the snapshot. Where they are applied
+//! ([`ConditionTarget`]):
+//! - `[DEFAULT] ovn_nb_monitor_all = false` (the default): sent to
+//!   ovsdb-server as monitor conditions; the cache holds only those rows;
+//! - `ovn_nb_monitor_all = true`: the server sends and the cache holds
+//!   every row, and the follower's local filter
+//!   ([`SnapshotFollower::set_local_filter`](crate::SnapshotFollower::set_local_filter))
+//!   keeps the same rows in the typed snapshot.
 //!
 //! Which ports are needed depends on the other NB tables (a gateway moving
 //! here adds its networks' ports), so before a reconcile reads the snapshot
-//! the conditions are recomputed from it; when they changed they are sent
-//! (`monitor_cond_change`) and the snapshot is read again once the cache
-//! holds their rows, until they stop changing. A reconcile never computes
-//! from a cache whose conditions have not converged: it waits, or is
-//! retried when the server cannot be reached.
+//! the conditions are recomputed from it; when they changed they are
+//! applied (sent with `monitor_cond_change`, or set as the local filter)
+//! and the snapshot is read again once it holds their rows, until they stop
+//! changing. A reconcile never computes from a snapshot whose conditions
+//! have not converged: it waits, or is retried when the server cannot be
+//! reached.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, Snapshot};
+use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, NbRowFilter, Snapshot};
 use obgp_ovsdb::Client;
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 
@@ -28,20 +36,33 @@ const MAX_ROUNDS: usize = 5;
 /// the server is away).
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The port conditions of a conditional NB monitor.
+/// Where the port and NAT conditions are applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionTarget {
+    /// Sent to ovsdb-server: the cache holds only the rows they select
+    /// (`ovn_nb_monitor_all = false`).
+    Server,
+    /// The follower's local filter: the cache holds every row, the typed
+    /// snapshot those they select (`ovn_nb_monitor_all = true`).
+    LocalFilter,
+}
+
+/// The port conditions of the NB driver's snapshot.
 #[derive(Debug)]
 pub struct PortConditions {
     config: Config,
     system_hostname: Option<String>,
-    /// The interest whose rows the cache holds (its conditions were
-    /// acknowledged: `set_conditions` returned, or the first request);
-    /// `None` while a change is unconfirmed.
+    target: ConditionTarget,
+    /// The interest whose rows the snapshot holds (its conditions were
+    /// acknowledged: `set_conditions` returned, or the first request; or
+    /// set as the local filter); `None` while a change is unconfirmed.
     acked: Mutex<Option<LspInterest>>,
 }
 
-/// Whether `config` asks for a conditional NB monitor: the NB driver's
-/// default (`ovn_nb_monitor_all = false`). The other drivers read
-/// OVN_Southbound whole and do not read the option.
+/// Whether `config` asks for a conditional NB monitor, the port conditions
+/// sent to the server: the NB driver's default (`ovn_nb_monitor_all =
+/// false`). The other drivers read OVN_Southbound whole and do not read
+/// the option.
 pub fn conditional(config: &Config) -> bool {
     !config.default.ovn_nb_monitor_all && config.default.driver == Driver::NbOvnBgpDriver
 }
@@ -50,14 +71,25 @@ impl PortConditions {
     /// The tables monitored by conditions; the others are monitored whole.
     pub const TABLES: [&'static str; 2] = [LogicalSwitchPort::TABLE, Nat::TABLE];
 
-    /// Conditions for `config`'s node; `ovs` is the local OVS snapshot
-    /// (hostname, system-id) the first conditions are computed from.
+    /// Conditions for `config`'s node (the NB driver), applied where
+    /// `ovn_nb_monitor_all` says: [`ConditionTarget::Server`] when
+    /// [`conditional`], else [`ConditionTarget::LocalFilter`].
     pub fn new(config: &Config, system_hostname: Option<String>) -> PortConditions {
         PortConditions {
             config: config.clone(),
             system_hostname,
+            target: if conditional(config) {
+                ConditionTarget::Server
+            } else {
+                ConditionTarget::LocalFilter
+            },
             acked: Mutex::new(None),
         }
+    }
+
+    /// Where the conditions are applied.
+    pub fn target(&self) -> ConditionTarget {
+        self.target
     }
 
     /// The ports `snap` calls for, `filled_with` being the interest whose
@@ -76,6 +108,16 @@ impl PortConditions {
             }
             _ => interest,
         }
+    }
+
+    /// The local filter `snap` calls for (`snap` holds only the local OVS):
+    /// what the follower of a full monitor starts with, so that not even
+    /// the first snapshot holds every port.
+    pub fn initial_filter(&self, snap: &Snapshot) -> NbRowFilter {
+        let wanted = self.wanted(snap, None);
+        let filter = NbRowFilter::of(&wanted);
+        *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
+        filter
     }
 
     /// `spec` with the conditions `snap` calls for on ports and NATs: what
@@ -130,11 +172,16 @@ impl PortConditions {
 
     /// What the next reconcile reads (`read`, whose snapshot `snapshot_of`
     /// gives), once the port conditions are those the snapshot calls for
-    /// and `client`'s cache holds their rows. The error says why they did
-    /// not converge (the caller's `MonitoredDbError::Conditions`).
+    /// and the snapshot holds their rows: sent to `client`'s server
+    /// ([`ConditionTarget::Server`]; the next `read` once the server
+    /// acknowledged them), or handed to `set_local_filter`
+    /// ([`ConditionTarget::LocalFilter`]; the next `read` applies it). The
+    /// error says why they did not converge (the caller's
+    /// `MonitoredDbError::Conditions`).
     pub async fn converged<T>(
         &self,
         client: &Client,
+        set_local_filter: impl Fn(NbRowFilter),
         read: impl Fn() -> T,
         snapshot_of: impl Fn(&T) -> &Snapshot,
     ) -> Result<T, String> {
@@ -151,9 +198,15 @@ impl PortConditions {
                 gateway_ports = wanted.gateway_ports.len(),
                 fip_ports = wanted.fip_ports.len(),
                 local_ifaces = wanted.local_ifaces.len(),
-                "port and NAT conditions changed; sending them"
+                target = ?self.target,
+                "port and NAT conditions changed; applying them"
             );
             *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            if self.target == ConditionTarget::LocalFilter {
+                set_local_filter(NbRowFilter::of(&wanted));
+                *self.acked.lock().unwrap_or_else(|p| p.into_inner()) = Some(wanted);
+                continue;
+            }
             let change = client.set_conditions_of(Self::table_conditions(&wanted));
             match tokio::time::timeout(CHANGE_TIMEOUT, change).await {
                 Ok(Ok(())) => {

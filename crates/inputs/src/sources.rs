@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use obgp_config::Config;
-use obgp_ovn::{NbChanges, Snapshot};
+use obgp_ovn::{NbChanges, NbRowFilter, Snapshot};
 use obgp_ovsdb::{Client, ClientConfig};
 use tokio::sync::watch;
 
@@ -24,7 +24,7 @@ use super::follower::SnapshotFollower;
 use super::host::system_hostname;
 use super::local_cluster::LocalClusterSource;
 use super::ofports::{ofports, OfPorts};
-use super::port_conditions::{conditional, PortConditions};
+use super::port_conditions::{ConditionTarget, PortConditions};
 
 /// The monitored databases: the OVN one the driver reads, the local OVS,
 /// and with `exposing_method = ovn` the node-local NB the agent writes.
@@ -34,7 +34,9 @@ pub struct OvnSources {
     pub ovs: MonitoredDb,
     /// `[local_ovn_cluster] ovn_nb_connection` (`exposing_method = ovn`).
     pub local_nb: Option<Arc<LocalClusterSource>>,
-    /// The NB monitor's port conditions (`ovn_nb_monitor_all = false`).
+    /// The NB driver's port conditions: sent to the server
+    /// (`ovn_nb_monitor_all = false`) or the follower's local filter
+    /// (`true`); `None` for the SB drivers.
     pub port_conditions: Option<PortConditions>,
     /// Behind a lock so that `inputs` can take `&self`; only the reconcile
     /// loop calls it, so it is never contended.
@@ -58,8 +60,11 @@ impl OvnSources {
         };
         let o = &config.ovn;
         let driver = config.default.driver;
-        let port_conditions =
-            conditional(config).then(|| PortConditions::new(config, system_hostname()));
+        let port_conditions = (driver == obgp_config::Driver::NbOvnBgpDriver)
+            .then(|| PortConditions::new(config, system_hostname()));
+        let sent_to_server = port_conditions
+            .as_ref()
+            .filter(|pc| pc.target() == ConditionTarget::Server);
         let ovn = match driver {
             d if d.reads_sb() => {
                 let conn = match &o.ovn_sb_connection {
@@ -101,7 +106,7 @@ impl OvnSources {
                     .as_deref()
                     .ok_or(MonitoredDbError::NoNbConnection)?,
                 obgp_ovn::NB_DB,
-                match &port_conditions {
+                match sent_to_server {
                     // The first request already asks for this node's ports
                     // (its names come from the local OVS).
                     // With a cache file filled by this same request under
@@ -121,6 +126,7 @@ impl OvnSources {
                             pc.initial_spec(obgp_ovn::nb::monitor_spec(), &local)
                         }
                     },
+                    // Every row: the conditions, if any, filter in-process.
                     None => obgp_ovn::nb::monitor_spec(),
                 },
                 (
@@ -142,12 +148,23 @@ impl OvnSources {
         } else {
             None
         };
-        let maintained = Mutex::new(SnapshotFollower::new(
+        let follower = SnapshotFollower::new(
             ovn.client.cache(),
             ovs.client.cache(),
             driver,
-            port_conditions.is_some(),
-        ));
+            sent_to_server.is_some(),
+        );
+        let maintained = Mutex::new(match &port_conditions {
+            // A full monitor: the first snapshot already holds only this
+            // node's rows, selected by the conditions the local OVS calls for.
+            Some(pc) if pc.target() == ConditionTarget::LocalFilter => {
+                ovs.wait_synced(timeout).await?;
+                let local =
+                    Snapshot::build(&obgp_ovn::Tables::new(), &ovs.client.cache().snapshot());
+                follower.with_local_filter(pc.initial_filter(&local))
+            }
+            _ => follower,
+        });
         Ok(OvnSources {
             ovn,
             ovs,
@@ -185,7 +202,9 @@ impl OvnSources {
         ReconcileInputs {
             ofports: ofports(&caught.raw_ovs),
             raw_ovn: caught.raw_ovn,
+            raw_ovs: caught.raw_ovs,
             snapshot: caught.snapshot,
+            local_filter: caught.filter,
             changes: maintained.take_changes(),
         }
     }
@@ -212,6 +231,16 @@ impl OvnSources {
         }
     }
 
+    /// Whether the NB port conditions are sent to the server
+    /// (`ovn_nb_monitor_all = false`): the cache then holds only the
+    /// Logical_Switch_Port and NAT rows this node needs. With a local
+    /// filter the cache holds every row.
+    pub fn conditions_sent_to_server(&self) -> bool {
+        self.port_conditions
+            .as_ref()
+            .is_some_and(|pc| pc.target() == ConditionTarget::Server)
+    }
+
     /// Ticks whenever the driver's OVN database cache changed.
     pub fn ovn_changed(&self) -> watch::Receiver<obgp_ovsdb_data::DbSnapshot> {
         self.ovn.client.cache().watch()
@@ -219,9 +248,10 @@ impl OvnSources {
 }
 
 impl OvnSources {
-    /// [`OvnSources::inputs`], with a conditional NB monitor once its port
-    /// conditions converged ([`PortConditions::converged`]): what
-    /// every reconcile and one-shot command computes from.
+    /// [`OvnSources::inputs`], for the NB driver once its port conditions
+    /// converged ([`PortConditions::converged`], sent to the server or set
+    /// as the follower's local filter): what every reconcile and one-shot
+    /// command computes from.
     pub async fn converged_inputs(&self) -> Result<ReconcileInputs, MonitoredDbError> {
         // Each round reads the inputs (and takes their changes) again:
         // the rounds' changes add up.
@@ -236,7 +266,12 @@ impl OvnSources {
         };
         match &self.port_conditions {
             Some(pc) => pc
-                .converged(&self.ovn.client, read, |i| &i.snapshot)
+                .converged(
+                    &self.ovn.client,
+                    |filter| self.maintained().set_local_filter(filter),
+                    read,
+                    |i| &i.snapshot,
+                )
                 .await
                 .map(|mut inputs| {
                     // What changed over every round, handed out with the last.
@@ -254,8 +289,14 @@ pub struct ReconcileInputs {
     /// The raw cache of the OVN database the driver reads (NB or SB): the
     /// event filters' agent view reads raw rows.
     pub raw_ovn: obgp_ovsdb_data::DbSnapshot,
-    /// The indexed OVN snapshot `desired_state` reads.
+    /// The local OVS cache snapshot `snapshot` was built with.
+    pub raw_ovs: obgp_ovsdb_data::DbSnapshot,
+    /// The indexed OVN snapshot `desired_state` reads: with a local filter
+    /// (`ovn_nb_monitor_all = true`), of the NB rows it keeps only.
     pub snapshot: Snapshot,
+    /// The local filter `snapshot` holds the NB rows of; `None`: every
+    /// cached row.
+    pub local_filter: Option<Arc<NbRowFilter>>,
     /// Bridge → interface → ofport, from the local OVS database.
     pub ofports: OfPorts,
     /// What changed in the NB and local OVS rows since the previous
@@ -263,6 +304,18 @@ pub struct ReconcileInputs {
     /// hands it to the incremental desired state
     /// ([`Reconciler::note_ovn_changes`](crate::Reconciler::note_ovn_changes)).
     pub changes: NbChanges,
+}
+
+impl ReconcileInputs {
+    /// The NB snapshot of every cached row, whatever the local filter
+    /// keeps: what a question about another node's port reads (`explain`).
+    /// Built afresh: O(the database).
+    pub fn unfiltered_snapshot(&self) -> Snapshot {
+        match self.local_filter {
+            Some(_) => Snapshot::build(&self.raw_ovn, &self.raw_ovs),
+            None => self.snapshot.clone(),
+        }
+    }
 }
 
 /// The NB driver's cache file, `<state_dir>/OVN_Northbound.cache`, with

@@ -1,10 +1,13 @@
-//! Oracle for `ovn_nb_monitor_all = false`: two agents' sources read one
-//! real OVN_Northbound server, one monitoring every port, the other by
-//! conditions. Over random topogen topologies and random change sequences
+//! Oracle for the port conditions: two agents' sources read one real
+//! OVN_Northbound server, one monitoring every port
+//! (`ovn_nb_monitor_all = true`: the conditions applied in-process, as the
+//! follower's local filter), the other by conditions sent to the server
+//! (`false`). Over random topogen topologies and random change sequences
 //! (gateway moves, live migrations started and finished, with and without
 //! `activation-strategy`, ports bound and unbound, FIPs moved and deleted),
-//! the desired state computed from the conditional cache equals the one
-//! from the full cache after every step.
+//! after every step the desired state computed from the conditional cache,
+//! and the one from the full monitor's filtered snapshot, both equal the
+//! truth: the one computed from a build of every row of the full cache.
 //!
 //! The local Open_vSwitch database follows the VMs as Nova plugs them: a
 //! VM bound here has its VIF on br-int (`external_ids:iface-id` = its
@@ -18,6 +21,7 @@ use std::time::{Duration, Instant};
 use obgp_config::{AdvertisementMethod, Config, Driver};
 use obgp_desired::{desired_state, Desired, NodeFacts};
 use obgp_inputs::{OvnSources, ReconcileInputs};
+use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::{DbSnapshot, Uuid};
 use obgp_testbed::ovsdb::OvsdbServer;
 use obgp_topogen::{Params, Topology};
@@ -335,7 +339,8 @@ async fn start(nb: &OvsdbServer, ovs: &OvsdbServer, config: &Config, all: bool) 
         .wait_synced(Duration::from_secs(20))
         .await
         .expect("synced");
-    assert_eq!(sources.port_conditions.is_some(), !all);
+    assert!(sources.port_conditions.is_some());
+    assert_eq!(sources.conditions_sent_to_server(), !all);
     sources
 }
 
@@ -418,39 +423,88 @@ async fn run(case: Case) {
             nb.transact(&txn)
                 .unwrap_or_else(|e| panic!("step {n} {step:?}: {e}"));
             if let (Some((port, plugged)), false) = (&vif, plug_first) {
+                // Between the NB write and the VIF's move the full monitor
+                // already agrees with the truth: its filter keeps a port
+                // whose requested-chassis lists this chassis (no window).
+                landed(&full, n).await;
+                let inputs = full
+                    .converged_inputs()
+                    .await
+                    .unwrap_or_else(|e| panic!("step {n}, before the VIF: {e}"));
+                let truth = Snapshot::build(&inputs.raw_ovn, &inputs.raw_ovs);
+                assert_eq!(
+                    desired(&inputs, &config),
+                    desired_state(&truth, &config, &NodeFacts::default()).expect("truth"),
+                    "step {n} ({step:?}), VIF not moved yet: the full monitor's filtered snapshot gives another desired state"
+                );
                 plug(&ovs, port, *plugged);
             }
         }
-        let want = landed(&full, n).await;
+        landed(&full, n).await;
         landed(&cond, n).await;
         if let Some((port, plugged)) = &vif {
             vif_landed(&full, port, *plugged).await;
             vif_landed(&cond, port, *plugged).await;
         }
+        let step_name = n.checked_sub(1).map(|i| &case.steps[i]);
+        // The full monitor's snapshot, filtered by its converged local filter,
+        // and the truth from every row of the same cache.
+        let filtered = full
+            .converged_inputs()
+            .await
+            .unwrap_or_else(|e| panic!("step {n}, full monitor: {e}"));
+        let truth = Snapshot::build(&filtered.raw_ovn, &filtered.raw_ovs);
+        // What a question about another node's port reads (`explain`).
+        assert!(
+            filtered.unfiltered_snapshot() == truth,
+            "step {n}: unfiltered_snapshot is not the build of every row"
+        );
+        let want_d = desired_state(&truth, &config, &NodeFacts::default()).expect("truth");
         let got = cond
             .converged_inputs()
             .await
             .unwrap_or_else(|e| panic!("step {n}: {e}"));
-        let (want_d, got_d) = (desired(&want, &config), desired(&got, &config));
+        let (got_d, filtered_d) = (desired(&got, &config), desired(&filtered, &config));
         exposed_somewhere |= !want_d.exposed.is_empty();
         assert_eq!(
-            got_d,
-            want_d,
-            "step {n} ({:?}): the conditional cache gives another desired state",
-            n.checked_sub(1).map(|i| &case.steps[i])
+            got_d, want_d,
+            "step {n} ({step_name:?}): the conditional cache gives another desired state"
         );
-        // The conditions select: the cache is not the whole table.
-        let (all_ports, some_ports) = (want.raw_ovn.table(LSP).len(), got.raw_ovn.table(LSP).len());
+        assert_eq!(
+            filtered_d, want_d,
+            "step {n} ({step_name:?}): the full monitor's filtered snapshot gives another desired state"
+        );
+        // The conditions select: the conditional cache is not the whole
+        // table, the full one is, and its snapshot holds the same ports as
+        // the conditional one's.
+        let all_ports = filtered.raw_ovn.table(LSP).len();
+        let some_ports = got.raw_ovn.table(LSP).len();
         assert!(
             some_ports < all_ports,
             "step {n}: {some_ports} of {all_ports} ports"
+        );
+        assert_eq!(
+            filtered.snapshot.counts(),
+            got.snapshot.counts(),
+            "step {n}: the filtered snapshot and the conditional one hold other rows"
+        );
+        assert!(
+            filtered.snapshot.counts() != truth.counts(),
+            "step {n}: the full monitor's snapshot holds every row"
         );
     }
     assert!(exposed_somewhere, "the topology exposes something here");
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    // `CONDITIONAL_ORACLE_CASES=N` for a longer run (12 by default).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("CONDITIONAL_ORACLE_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(12),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_conditional_cache_gives_the_full_caches_desired_state(

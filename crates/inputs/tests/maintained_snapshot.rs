@@ -1,5 +1,6 @@
 //! The snapshot `OvnSources::inputs` maintains from a real ovsdb-server's
-//! change stream equals a fresh `Snapshot::build` of the client's cache after
+//! change stream equals a fresh build of the client's cache (for the NB, of
+//! the rows the full monitor's local filter keeps) after
 //! every kind of write (update, insert, delete through garbage collection,
 //! a localnet turning into a VM port and back) and across a server restart;
 //! likewise for the SB driver's OVN_Southbound (unbind, rebind, a chassis
@@ -8,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use obgp_config::{Config, Driver};
-use obgp_inputs::OvnSources;
+use obgp_inputs::{OvnSources, ReconcileInputs};
 use obgp_ovn::Snapshot;
 use obgp_ovsdb_data::Uuid;
 use obgp_testbed::fixture::insert_ops;
@@ -23,25 +24,34 @@ fn scenario(name: &str) -> Value {
 }
 
 /// Waits until the write `step` made is in the client's cache (`landed`)
-/// and the maintained snapshot equals a fresh build of that cache.
+/// and the maintained snapshot equals a fresh build of that cache: of the
+/// rows the follower's local filter keeps (the full NB monitor's snapshot
+/// holds only those).
 async fn converged(
     sources: &OvnSources,
     step: &str,
     landed: impl Fn(&obgp_ovsdb_data::DbSnapshot) -> bool,
 ) -> Snapshot {
-    converged_with(sources, step, landed, Snapshot::build).await
+    converged_with(sources, step, landed, |i| {
+        let filter = i
+            .local_filter
+            .as_ref()
+            .expect("the full monitor's local filter");
+        Snapshot::build_filtered(&i.raw_ovn, filter, &i.raw_ovs)
+    })
+    .await
 }
 
 async fn converged_with(
     sources: &OvnSources,
     step: &str,
     landed: impl Fn(&obgp_ovsdb_data::DbSnapshot) -> bool,
-    build: impl Fn(&obgp_ovsdb_data::DbSnapshot, &obgp_ovsdb_data::DbSnapshot) -> Snapshot,
+    build: impl Fn(&ReconcileInputs) -> Snapshot,
 ) -> Snapshot {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let inputs = sources.inputs();
-        let fresh = build(&inputs.raw_ovn, &sources.ovs.client.cache().snapshot());
+        let fresh = build(&inputs);
         let in_cache = landed(&inputs.raw_ovn);
         if in_cache && inputs.snapshot == fresh {
             return inputs.snapshot;
@@ -83,8 +93,10 @@ async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart
         .unwrap();
     let mut config = Config::default();
     config.default.driver = Driver::NbOvnBgpDriver;
-    // The full monitor: the writes below touch ports no condition of this
-    // node would select (the conditional path: conditional_oracle.rs).
+    // The full monitor: the cache holds every row, the snapshot those its
+    // local filter keeps; the writes below touch ports it keeps (the VMs
+    // bound here) and one it drops (the localnet turned into an unbound
+    // VM port). The conditions themselves: conditional_oracle.rs.
     config.default.ovn_nb_monitor_all = true;
     config.ovn.ovn_nb_connection = Some(nb.unix_remote());
     config.default.ovsdb_connection = ovs.unix_remote();
@@ -202,6 +214,8 @@ async fn maintained_snapshot_equals_a_fresh_build_after_each_write_and_a_restart
     })
     .await;
     assert_eq!(snap.localnets_on_physnet("physnet1").count(), 0);
+    // An unbound VM port is no port of this node's: the filter drops it.
+    assert!(snap.lsp(&localnet).is_none());
     nb.transact(&[set_type("localnet")]).unwrap();
     converged(&sources, "VM to localnet", |raw| {
         lsp_named(raw, &localnet).is_some_and(|(_, r)| r.str("type") == Some("localnet"))
@@ -250,9 +264,7 @@ async fn maintained_sb_snapshot_equals_a_fresh_build_after_each_write_and_a_rest
         .unwrap();
     sources.wait_synced(Duration::from_secs(20)).await.unwrap();
     let empty = obgp_ovn::Tables::new();
-    let build = |sb: &obgp_ovsdb_data::DbSnapshot, ovs: &obgp_ovsdb_data::DbSnapshot| {
-        Snapshot::build_with_sb(&empty, sb, ovs)
-    };
+    let build = |i: &ReconcileInputs| Snapshot::build_with_sb(&empty, &i.raw_ovn, &i.raw_ovs);
     let binding = |raw: &obgp_ovsdb_data::DbSnapshot| {
         raw.table("Port_Binding")
             .iter()

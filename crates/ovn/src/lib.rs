@@ -22,6 +22,7 @@ mod live_sb;
 mod monitor;
 pub mod nb;
 pub mod nb_conditions;
+mod nb_filter;
 pub mod neutron;
 pub mod ovs;
 mod refs;
@@ -37,6 +38,7 @@ pub use nb::{
     LspType, Nat, NatType, NbGlobal, PortAddresses, RowError,
 };
 pub use nb_conditions::LspInterest;
+pub use nb_filter::{FilteredRows, NbRowFilter};
 pub use neutron::{BgpVpn, BgpVpnError, BgpVpnType};
 pub use ovs::{BridgeMapping, ChassisNaming, LocalOvs};
 pub use sb::{NatAddresses, PbMac, PbType, PortBinding, SbIndex, SbLoadBalancer};

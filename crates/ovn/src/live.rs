@@ -168,6 +168,21 @@ impl Snapshot {
         live.snapshot()
     }
 
+    /// The snapshot of the NB rows `filter` keeps (built as a snapshot of
+    /// selected ports, [`LiveSnapshot::with_partial_ports`]) and the local
+    /// OVS: what a full monitor's follower with that local filter holds,
+    /// and what a conditional monitor with the same conditions would.
+    pub fn build_filtered(
+        nb: &impl RowSource,
+        filter: &crate::NbRowFilter,
+        ovs: &impl RowSource,
+    ) -> Snapshot {
+        let mut live = LiveSnapshot::with_partial_ports();
+        live.reset_nb(&crate::FilteredRows { rows: nb, filter });
+        live.reset_ovs(ovs);
+        live.snapshot()
+    }
+
     /// [`Snapshot::build`] plus the OVN_Southbound rows the SB driver
     /// reads (`Port_Binding`, `Chassis`), indexed in [`Snapshot::sb`]. The
     /// NB part is identical to `build`'s.
@@ -210,6 +225,16 @@ impl LiveSnapshot {
         LiveSnapshot {
             partial_ports: true,
             ..LiveSnapshot::default()
+        }
+    }
+
+    /// Whether the snapshot holds Logical_Switch_Port or NAT row `uuid`
+    /// of `table` (parsed, or kept as a warning); `false` for other tables.
+    pub fn holds_nb_row(&self, table: &str, uuid: Uuid) -> bool {
+        match table {
+            LogicalSwitchPort::TABLE => self.present(WarningGroup::LspRow, uuid),
+            Nat::TABLE => self.present(WarningGroup::NatRow, uuid),
+            _ => false,
         }
     }
 

@@ -77,7 +77,7 @@ use crate::snapshot::Snapshot;
 
 /// `options:activation-strategy`, which Neutron sets to `rarp` on a port
 /// whose `requested-chassis` names the two chassis of a live migration.
-pub const ACTIVATION_STRATEGY: &str = "activation-strategy";
+pub const ACTIVATION_STRATEGY: &str = key::ACTIVATION_STRATEGY;
 /// The value Neutron writes in [`ACTIVATION_STRATEGY`].
 pub const RARP: &str = "rarp";
 

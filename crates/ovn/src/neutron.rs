@@ -32,6 +32,10 @@ pub mod key {
     pub const ADDR_SCOPE6: &str = "neutron:subnet_pool_addr_scope6";
     /// `options` key of an LSP naming the chassis (hostnames) it should bind to.
     pub const REQUESTED_CHASSIS: &str = "requested-chassis";
+    /// `options:activation-strategy`, which Neutron sets to `rarp` on a
+    /// port whose `requested-chassis` names the two chassis of a live
+    /// migration (read by the port conditions, `nb_conditions`).
+    pub const ACTIVATION_STRATEGY: &str = "activation-strategy";
     /// `options` key of a Port_Binding that has a chassisredirect port.
     pub const CHASSIS_REDIRECT_PORT: &str = "chassis-redirect-port";
     /// `options` key of a localnet LSP naming its physical network.

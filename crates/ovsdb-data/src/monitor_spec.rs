@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::datum::Datum;
+use crate::datum::{Atom, Datum, Row, Uuid};
 use crate::schema::DatabaseSchema;
 use crate::wire::KeyProjection;
 
@@ -73,6 +73,45 @@ impl Condition {
         }
     }
 
+    /// Whether ovsdb-server would send row `uuid` (content `row`) under
+    /// this clause: what lets a monitor of every row keep, in-process, the
+    /// rows a conditional monitor would have received.
+    ///
+    /// `==` and `includes` follow ovsdb-server on sets and maps (order
+    /// does not matter; `includes` asks every element, or every key/value
+    /// pair, of the value to be in the column). `_uuid` is the row's uuid.
+    /// A column absent from `row` holds its type's default: the empty set
+    /// or map, or, for a required scalar, `""`, `0` or `false`; without a
+    /// schema the two cannot be told apart, so an absent column matches
+    /// a value that either default would. The other functions (`!=`,
+    /// `excludes`, `<`, ...) keep every row: a filter that keeps a row the
+    /// server would not have sent costs memory, one that drops a row it
+    /// would have sent loses it.
+    pub fn matches(&self, uuid: Uuid, row: &Row) -> bool {
+        let (column, function, value) = match self {
+            Condition::True => return true,
+            Condition::False => return false,
+            Condition::Clause {
+                column,
+                function,
+                value,
+            } => (column, function.as_str(), value),
+        };
+        let own_uuid;
+        let have = if column == "_uuid" {
+            own_uuid = Datum::scalar(Atom::Uuid(uuid));
+            Some(&own_uuid)
+        } else {
+            row.get(column)
+        };
+        match (function, have) {
+            ("==", Some(have)) => same_elements(have, value),
+            ("includes", Some(have)) => includes(have, value),
+            ("==" | "includes", None) => is_default(value),
+            _ => true,
+        }
+    }
+
     /// Wire notation.
     pub fn to_wire(&self) -> Value {
         match self {
@@ -84,6 +123,43 @@ impl Condition {
                 value,
             } => json!([column, function, value.to_wire()]),
         }
+    }
+}
+
+/// Whether `a` and `b` hold the same elements (sets) or pairs (maps),
+/// in any order: OVSDB sets and maps are unordered.
+fn same_elements(a: &Datum, b: &Datum) -> bool {
+    match (a, b) {
+        (Datum::Set(x), Datum::Set(y)) => x.len() == y.len() && includes(a, b),
+        (Datum::Map(x), Datum::Map(y)) => x.len() == y.len() && includes(a, b),
+        _ => false,
+    }
+}
+
+/// Whether every element (set) or key/value pair (map) of `part` is in
+/// `whole`. A set and a map never include each other, except an empty one.
+fn includes(whole: &Datum, part: &Datum) -> bool {
+    match (whole, part) {
+        (Datum::Set(w), Datum::Set(p)) => p.iter().all(|a| w.contains(a)),
+        (Datum::Map(w), Datum::Map(p)) => p.iter().all(|kv| w.contains(kv)),
+        (_, Datum::Set(p)) => p.is_empty(),
+        (_, Datum::Map(p)) => p.is_empty(),
+    }
+}
+
+/// Whether `value` is what an absent column may hold: empty, or one atom
+/// that is its type's default (a required scalar column's value).
+fn is_default(value: &Datum) -> bool {
+    match value {
+        Datum::Map(pairs) => pairs.is_empty(),
+        Datum::Set(atoms) => match atoms.as_slice() {
+            [] => true,
+            [Atom::String(s)] => s.is_empty(),
+            [Atom::Integer(i)] => *i == 0,
+            [Atom::Real(r)] => *r == 0.0,
+            [Atom::Boolean(b)] => !*b,
+            _ => false,
+        },
     }
 }
 
@@ -216,6 +292,76 @@ mod tests {
             "/../../fixtures/schemas/ovn-nb.ovsschema"
         ))
         .unwrap()
+    }
+
+    fn s(v: &str) -> Atom {
+        Atom::String(v.into())
+    }
+
+    fn row(v: Value) -> Row {
+        Row::from_wire(&v).unwrap()
+    }
+
+    const U: Uuid = Uuid(0x1111_2222_3333_4444_5555_6666_7777_8888);
+
+    #[test]
+    fn equality_compares_scalars_and_whole_sets_and_maps_in_any_order() {
+        let r = row(json!({"type": "router", "addresses": ["set", ["b", "a"]],
+                           "options": ["map", [["x", "1"], ["y", "2"]]]}));
+        assert!(Condition::eq("type", Datum::scalar(s("router"))).matches(U, &r));
+        assert!(!Condition::eq("type", Datum::scalar(s("localnet"))).matches(U, &r));
+        assert!(Condition::eq("addresses", Datum::Set(vec![s("a"), s("b")])).matches(U, &r));
+        assert!(!Condition::eq("addresses", Datum::scalar(s("a"))).matches(U, &r));
+        let both = Datum::Map(vec![(s("y"), s("2")), (s("x"), s("1"))]);
+        assert!(Condition::eq("options", both).matches(U, &r));
+        let one = Datum::Map(vec![(s("x"), s("1"))]);
+        assert!(!Condition::eq("options", one).matches(U, &r));
+    }
+
+    #[test]
+    fn includes_asks_every_element_or_pair_key_and_value() {
+        let r = row(json!({"tag": ["set", [1, 2]],
+                           "options": ["map", [["requested-chassis", "a"], ["k", "v"]]]}));
+        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        assert!(Condition::includes("options", pair("requested-chassis", "a")).matches(U, &r));
+        // The key alone is not enough: the value must match too.
+        assert!(!Condition::includes("options", pair("requested-chassis", "b")).matches(U, &r));
+        assert!(!Condition::includes("options", pair("other", "a")).matches(U, &r));
+        let ints = |v: &[i64]| Datum::Set(v.iter().map(|i| Atom::Integer(*i)).collect());
+        assert!(Condition::includes("tag", ints(&[2])).matches(U, &r));
+        assert!(Condition::includes("tag", ints(&[2, 1])).matches(U, &r));
+        assert!(!Condition::includes("tag", ints(&[3])).matches(U, &r));
+        // Everything includes the empty set.
+        assert!(Condition::includes("tag", Datum::empty_set()).matches(U, &r));
+    }
+
+    #[test]
+    fn an_absent_column_holds_its_default() {
+        let r = row(json!({"name": "vm1"}));
+        let pair = Datum::Map(vec![(s("activation-strategy"), s("rarp"))]);
+        assert!(!Condition::includes("options", pair).matches(U, &r));
+        assert!(!Condition::eq("type", Datum::scalar(s("localnet"))).matches(U, &r));
+        // A required string column left out of an update2 row is "".
+        assert!(Condition::eq("type", Datum::scalar(s(""))).matches(U, &r));
+        assert!(Condition::eq("tag", Datum::empty_set()).matches(U, &r));
+        assert!(Condition::eq("options", Datum::Map(vec![])).matches(U, &r));
+        assert!(!Condition::eq("tag", Datum::scalar(Atom::Integer(5))).matches(U, &r));
+    }
+
+    #[test]
+    fn uuid_literals_and_unknown_functions() {
+        let r = row(json!({"name": "vm1"}));
+        assert!(Condition::eq("_uuid", Datum::scalar(Atom::Uuid(U))).matches(U, &r));
+        assert!(!Condition::eq("_uuid", Datum::scalar(Atom::Uuid(Uuid(7)))).matches(U, &r));
+        assert!(Condition::True.matches(U, &r));
+        assert!(!Condition::False.matches(U, &r));
+        // Functions no condition of the agent uses keep the row.
+        let ne = Condition::Clause {
+            column: "name".into(),
+            function: "!=".into(),
+            value: Datum::scalar(s("vm1")),
+        };
+        assert!(ne.matches(U, &r));
     }
 
     #[test]

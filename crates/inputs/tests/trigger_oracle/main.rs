@@ -424,7 +424,7 @@ pub async fn run(
     let mut truth = Agent::start(&truth_config).await;
     let mut daemon = Daemon::start(&agent_config).await;
     assert_eq!(
-        daemon.agent.sources.port_conditions.is_some(),
+        daemon.agent.sources.conditions_sent_to_server(),
         combo.conditional
     );
     landed(&truth, world, 0).await;

@@ -97,7 +97,14 @@ pub const MONITORED_KEYS: &[(&str, &str, &[&str])] = &[
     (
         "Logical_Switch_Port",
         "options",
-        &[key::REQUESTED_CHASSIS, key::LOCALNET_NETWORK_NAME],
+        &[
+            key::REQUESTED_CHASSIS,
+            key::LOCALNET_NETWORK_NAME,
+            // Read by no parser, but named by a port condition
+            // (`LspInterest::conditions`): the full monitor evaluates the
+            // conditions in-process, on the kept keys.
+            key::ACTIVATION_STRATEGY,
+        ],
     ),
     ("Logical_Router_Port", "external_ids", EXTERNAL_IDS_READ),
     ("NAT", "external_ids", EXTERNAL_IDS_READ),

@@ -79,33 +79,9 @@ fn nb_with_vifs(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Sna
 }
 
 /// Whether `row` (uuid `uuid`) matches one of `conds`, as ovsdb-server
-/// evaluates the two functions the conditions use.
+/// evaluates them.
 fn matches(conds: &[Condition], uuid: Uuid, row: &Row) -> bool {
-    conds.iter().any(|c| match c {
-        Condition::True => true,
-        Condition::False => false,
-        Condition::Clause {
-            column,
-            function,
-            value,
-        } => {
-            let own;
-            let have = if column == "_uuid" {
-                own = Datum::scalar(Atom::Uuid(uuid));
-                &own
-            } else {
-                match row.get(column) {
-                    Some(d) => d,
-                    None => return false,
-                }
-            };
-            match function.as_str() {
-                "==" => have == value,
-                "includes" => value.pairs().iter().all(|p| have.pairs().contains(p)),
-                other => panic!("function {other} not used by the conditions"),
-            }
-        }
-    })
+    conds.iter().any(|c| c.matches(uuid, row))
 }
 
 fn port_row(v: Value) -> Row {
@@ -427,4 +403,51 @@ fn conditions_go_on_the_wire_as_ovsdb_clauses() {
         wire.iter().all(|c| c[0] != "_uuid"),
         "no _uuid clause: {wire:?}"
     );
+}
+
+/// The full monitor evaluates the conditions in-process on the cached
+/// rows, which hold only the monitored columns and kept map keys: a clause
+/// naming anything else would see a default and drop a row the server
+/// would have sent.
+#[test]
+fn every_column_and_key_a_condition_names_is_monitored() {
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let interest = LspInterest {
+        chassis: Some(ME.into()),
+        networks: set(&[TENANT_NET]),
+        names: set(&["fip-port"]),
+        all_ports: false,
+        gateway_ports: BTreeSet::from([Uuid::parse(GW_LRP).unwrap()]),
+        fip_ports: set(&["vm-port"]),
+        local_ifaces: set(&["plugged-port"]),
+    };
+    let tables = [
+        (LogicalSwitchPort::TABLE, interest.conditions()),
+        (crate::nb::Nat::TABLE, interest.nat_conditions()),
+    ];
+    let mut named = 0;
+    for (table, conditions) in tables {
+        for c in conditions {
+            let Condition::Clause { column, value, .. } = c else {
+                continue;
+            };
+            named += 1;
+            assert!(
+                column == "_uuid" || crate::nb::monitored_columns(table).contains(&column.as_str()),
+                "{table}.{column} is named by a condition but not monitored"
+            );
+            let Some(kept) = crate::nb::monitored_keys(table, &column) else {
+                continue;
+            };
+            for (k, _) in value.pairs() {
+                let k = k.as_str().unwrap_or_default();
+                assert!(
+                    kept.contains(&k),
+                    "{table}.{column}:{k} is named by a condition but its key is not kept"
+                );
+            }
+        }
+    }
+    // Every kind of clause was looked at.
+    assert!(named >= 10, "{named} clauses");
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use obgp_ovsdb_data::{Atom, DatumKind, DbSnapshot, Row, Str};
+use obgp_ovsdb_data::{Atom, DatumKind, DbSnapshot, Row};
 
 /// The glibc malloc chunk of an `n`-byte request (64-bit: an 8-byte
 /// header, 16-byte steps, 32 bytes at least); none for an empty slice.
@@ -16,10 +16,11 @@ fn chunk(n: usize) -> usize {
 }
 
 /// Prints on stderr the cache's row memory by part, largest first: per
-/// table the `Arc<Row>` and the column vector, per column the boxed set
+/// table the `Arc<Row>` and the column values, per column the boxed set
 /// or map and the strings it holds (each allocation counted once, at its
 /// first holder: interned strings shared by many rows count once). The
-/// tables' B-trees and the schema are not counted.
+/// tables' B-trees, the rows' shared column names and the schema are not
+/// counted.
 pub fn print(nb: &DbSnapshot) {
     let mut seen: HashSet<*const u8> = HashSet::new();
     let mut parts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -33,10 +34,11 @@ pub fn print(nb: &DbSnapshot) {
         for (_, row) in nb.table(table).iter() {
             let arc_row = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Row>();
             add(format!("{table} Arc<Row>"), chunk(arc_row));
-            let column = std::mem::size_of::<(Str, obgp_ovsdb_data::Datum)>();
+            // The values; the names are shared by the rows of one shape.
+            let value = std::mem::size_of::<obgp_ovsdb_data::Datum>();
             add(
-                format!("{table} columns"),
-                chunk(row.columns.len() * column),
+                format!("{table} column values"),
+                chunk(row.columns.len() * value),
             );
             for (name, d) in row.columns.iter() {
                 let (boxed, atoms): (usize, Vec<&Atom>) = match d.kind() {

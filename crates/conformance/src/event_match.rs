@@ -277,7 +277,7 @@ impl Store {
             // Python's '' is falsy and has no [0], like an empty list.
             Value::String(s) if s.is_empty() => Datum::empty_set(),
             Value::Null => Datum::empty_set(),
-            Value::Array(items) => Datum::Set(
+            Value::Array(items) => Datum::set(
                 items
                     .iter()
                     .map(|i| self.atom(i))
@@ -291,7 +291,7 @@ impl Store {
             {
                 Datum::scalar(self.atom(v)?)
             }
-            Value::Object(o) => Datum::Map(
+            Value::Object(o) => Datum::map(
                 o.iter()
                     .map(|(k, x)| Ok((Atom::String(k.into()), self.atom(x)?)))
                     .collect::<anyhow::Result<_>>()?,

@@ -48,8 +48,10 @@ fn nb_rows(vms: usize) -> Tables {
         .into_iter()
         .flat_map(|t| t.values_mut())
     {
-        if let Some(Datum::Set(ports)) = row.columns.get_mut("ports") {
-            ports.sort_by_key(|a| a.as_uuid());
+        if let Some(ports) = row.columns.get_mut("ports") {
+            let mut sorted = ports.atoms().to_vec();
+            sorted.sort_by_key(|a| a.as_uuid());
+            *ports = Datum::set(sorted);
         }
     }
     nb
@@ -147,7 +149,7 @@ fn main() {
             let up = row.bool("up") == Some(true);
             flipped
                 .columns
-                .insert("up", Datum::Set(vec![Atom::Boolean(!up)]));
+                .insert("up", Datum::scalar(Atom::Boolean(!up)));
             for r in [&flipped, row] {
                 timed(&mut flips, &mut flips_cpu, || {
                     black_box(live.apply_nb([(lsp_table, *uuid, Some(r))]));
@@ -160,14 +162,14 @@ fn main() {
         let (template_uuid, template) = &vms[0];
         let new_port = Uuid(template_uuid.0 ^ (1 << 127));
         let mut port = template.clone();
-        port.columns.insert(
-            "name",
-            Datum::Set(vec![Atom::String("bench-new-port".into())]),
-        );
+        port.columns
+            .insert("name", Datum::scalar(Atom::String("bench-new-port".into())));
         let mut grown = provider.clone();
-        if let Some(Datum::Set(ports)) = grown.columns.get_mut("ports") {
-            ports.push(Atom::Uuid(new_port));
-            ports.sort_by_key(|a| a.as_uuid());
+        if let Some(ports) = grown.columns.get_mut("ports") {
+            let mut grown_ports = ports.atoms().to_vec();
+            grown_ports.push(Atom::Uuid(new_port));
+            grown_ports.sort_by_key(|a| a.as_uuid());
+            *ports = Datum::set(grown_ports);
         }
         for _ in 0..iters {
             timed(&mut inserts, &mut inserts_cpu, || {

@@ -29,7 +29,7 @@ fn s(v: &str) -> Datum {
 }
 
 fn map(pairs: &[(&str, String)]) -> Datum {
-    Datum::Map(
+    Datum::map(
         pairs
             .iter()
             .map(|(k, v)| (Atom::String((*k).into()), Atom::String(v.into())))
@@ -38,7 +38,7 @@ fn map(pairs: &[(&str, String)]) -> Datum {
 }
 
 fn refs(u: &[Uuid]) -> Datum {
-    Datum::Set(u.iter().map(|u| Atom::Uuid(*u)).collect())
+    Datum::set(u.iter().map(|u| Atom::Uuid(*u)).collect())
 }
 
 impl Gen {
@@ -218,7 +218,7 @@ fn generate(ports: usize) -> (Tables, Tables) {
                 ("name", s(&format!("lb-{r}"))),
                 (
                     "vips",
-                    Datum::Map(vec![(
+                    Datum::map(vec![(
                         Atom::String(format!("{prefix}.250:80").into()),
                         Atom::String(format!("{prefix}.10:80").into()),
                     )]),
@@ -239,7 +239,7 @@ fn generate(ports: usize) -> (Tables, Tables) {
                 ("name", s(&format!("pf-floatingip-{r}-tcp"))),
                 (
                     "vips",
-                    Datum::Map(vec![(
+                    Datum::map(vec![(
                         Atom::String(format!("{gw_ip}:2222").into()),
                         Atom::String(format!("{prefix}.10:22").into()),
                     )]),

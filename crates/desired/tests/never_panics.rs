@@ -101,12 +101,12 @@ fn map_key_strategy() -> impl Strategy<Value = String> {
 
 fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
-        3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
+        3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::set),
         2 => prop::collection::vec(
             (map_key_strategy().prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..5
         )
-        .prop_map(Datum::Map),
+        .prop_map(Datum::map),
     ]
 }
 
@@ -275,7 +275,7 @@ fn set_key(row: &mut Row, column: &str, key: &str, value: String) {
         .unwrap_or_default();
     pairs.retain(|(k, _)| k.as_str() != Some(key));
     pairs.push((Atom::String(key.into()), Atom::String(value.into())));
-    row.columns.insert(column.to_string(), Datum::Map(pairs));
+    row.columns.insert(column.to_string(), Datum::map(pairs));
 }
 
 type MapEntryEdit = (prop::sample::Index, &'static str, String, String);

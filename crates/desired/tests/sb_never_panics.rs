@@ -75,12 +75,12 @@ fn map_key_strategy() -> impl Strategy<Value = String> {
 
 fn datum_strategy() -> impl Strategy<Value = Datum> {
     prop_oneof![
-        3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::Set),
+        3 => prop::collection::vec(atom_strategy(), 0..4).prop_map(Datum::set),
         2 => prop::collection::vec(
             (map_key_strategy().prop_map(|k| Atom::String(k.into())), atom_strategy()),
             0..4
         )
-        .prop_map(Datum::Map),
+        .prop_map(Datum::map),
     ]
 }
 

@@ -16,7 +16,7 @@
 //!   exists and is a truthy value equal to nothing else ([`RowView::opaque`],
 //!   or [`RowView::mocked`] when some attributes were configured).
 
-use obgp_ovsdb_data::datum::{Atom, Datum, Row, Uuid};
+use obgp_ovsdb_data::datum::{Atom, Datum, DatumKind, Row, Uuid};
 
 /// An exception upstream's predicate would have raised. Each predicate
 /// catches exactly the kinds upstream catches; the others escape, as they
@@ -77,7 +77,7 @@ enum Absent {
 static NO_COLUMNS: Row = Row {
     columns: obgp_ovsdb_data::datum::Columns::new(),
 };
-static EMPTY: Datum = Datum::Set(Vec::new());
+static EMPTY: Datum = Datum::empty_set();
 
 /// A row (or ovsdbapp's `old`) as a predicate reads it.
 #[derive(Clone, Copy, Debug)]
@@ -179,9 +179,9 @@ pub enum Val<'a> {
 
 impl<'a> Val<'a> {
     fn from_datum(d: &'a Datum) -> Val<'a> {
-        match d {
-            Datum::Set(atoms) => Val::List(atoms),
-            Datum::Map(pairs) => Val::Dict(pairs),
+        match d.kind() {
+            DatumKind::Set(atoms) => Val::List(atoms),
+            DatumKind::Map(pairs) => Val::Dict(pairs),
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use arbitrary::{Result, Unstructured};
 use obgp_ovn::Tables;
-use obgp_ovsdb_data::{Atom, Datum, Row, Str, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, DatumKind, Row, Str, Uuid};
 
 use crate::mutate::{self, Pools};
 
@@ -90,22 +90,28 @@ fn datum(
         (0..=2, Some(values)) => u.choose(values)?.clone(),
         (3 | 4, Some(values)) => {
             // A known value with one atom changed.
-            let mut d = u.choose(values)?.clone();
-            match &mut d {
-                Datum::Set(atoms) if !atoms.is_empty() => {
-                    let i = u.choose_index(atoms.len())?;
-                    atoms[i] = atom(u, strings)?;
+            match u.choose(values)?.clone().into_kind() {
+                DatumKind::Set(mut atoms) => {
+                    if atoms.is_empty() {
+                        atoms.push(atom(u, strings)?);
+                    } else {
+                        let i = u.choose_index(atoms.len())?;
+                        atoms[i] = atom(u, strings)?;
+                    }
+                    Datum::set(atoms)
                 }
-                Datum::Map(pairs) if !pairs.is_empty() => {
-                    let i = u.choose_index(pairs.len())?;
-                    pairs[i].1 = atom(u, strings)?;
+                DatumKind::Map(mut pairs) => {
+                    if pairs.is_empty() {
+                        pairs.push((atom(u, strings)?, atom(u, strings)?));
+                    } else {
+                        let i = u.choose_index(pairs.len())?;
+                        pairs[i].1 = atom(u, strings)?;
+                    }
+                    Datum::map(pairs)
                 }
-                Datum::Set(atoms) => atoms.push(atom(u, strings)?),
-                Datum::Map(pairs) => pairs.push((atom(u, strings)?, atom(u, strings)?)),
             }
-            d
         }
-        (5, _) => Datum::Set(Vec::new()),
+        (5, _) => Datum::empty_set(),
         _ => Datum::scalar(atom(u, strings)?),
     })
 }

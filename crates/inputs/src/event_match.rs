@@ -20,7 +20,7 @@
 //! that concern this node).
 
 use obgp_events::{AgentView, EventKind, Filters, RowView};
-use obgp_ovsdb_data::{Atom, Change, ChangeKind, Datum, Row};
+use obgp_ovsdb_data::{Atom, Change, ChangeKind, Datum, DatumKind, Row};
 
 /// The classes `change` matches, as reconcile reasons.
 pub fn reasons(filters: &Filters, change: &Change, view: &dyn AgentView) -> Vec<&'static str> {
@@ -59,12 +59,10 @@ fn empty_like(row: &Row) -> Row {
             .columns
             .iter()
             .map(|(name, value)| {
-                let empty = match value {
-                    Datum::Map(_) => Datum::Map(Vec::new()),
-                    Datum::Set(atoms) if matches!(atoms.first(), Some(Atom::Boolean(_))) => {
-                        Datum::Set(vec![Atom::Boolean(false)])
-                    }
-                    Datum::Set(_) => Datum::Set(Vec::new()),
+                let empty = match value.kind() {
+                    DatumKind::Map(_) => Datum::empty_map(),
+                    DatumKind::Set([Atom::Boolean(_), ..]) => Datum::scalar(Atom::Boolean(false)),
+                    DatumKind::Set(_) => Datum::empty_set(),
                 };
                 (name.clone(), empty)
             })

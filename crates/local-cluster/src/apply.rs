@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use obgp_ovsdb_data::{Atom, Columns, Datum, Row, Str, Uuid};
+use obgp_ovsdb_data::{Atom, Columns, Datum, DatumKind, Row, Str, Uuid};
 
 use crate::plan::{NbOp, Observed, Target};
 use crate::rows::{NbTable, OWNER_KEY, OWNER_VALUE};
@@ -25,9 +25,11 @@ fn resolve(d: Datum, names: &HashMap<String, Uuid>) -> Datum {
             .map_or(Atom::NamedUuid(n), |u| Atom::Uuid(*u)),
         other => other,
     };
-    match d {
-        Datum::Set(atoms) => Datum::Set(atoms.into_iter().map(fix).collect()),
-        Datum::Map(pairs) => Datum::Map(pairs.into_iter().map(|(k, v)| (fix(k), fix(v))).collect()),
+    match d.into_kind() {
+        DatumKind::Set(atoms) => Datum::set(atoms.into_iter().map(fix).collect()),
+        DatumKind::Map(pairs) => {
+            Datum::map(pairs.into_iter().map(|(k, v)| (fix(k), fix(v))).collect())
+        }
     }
 }
 
@@ -80,7 +82,7 @@ pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError
                     set_column(&mut row, c, resolve(d, &names));
                 }
                 if key.table.has_external_ids() {
-                    let owner = Datum::Map(vec![(
+                    let owner = Datum::map(vec![(
                         Atom::String(OWNER_KEY.into()),
                         Atom::String(OWNER_VALUE.into()),
                     )]);
@@ -117,7 +119,7 @@ pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError
                         have.push(Atom::Uuid(u));
                     }
                 }
-                set_column(row, column, Datum::Set(have));
+                set_column(row, column, Datum::set(have));
             }
             NbOp::RemoveChildren {
                 parent,
@@ -134,7 +136,7 @@ pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError
                     .into_iter()
                     .filter(|a| !a.as_uuid().is_some_and(|u| gone.contains(&u)))
                     .collect();
-                set_column(row, column, Datum::Set(have));
+                set_column(row, column, Datum::set(have));
             }
             NbOp::MarkOwned { key, uuid } => {
                 let row = row_mut(db, key.table, *uuid, op)?;
@@ -148,7 +150,7 @@ pub fn apply_in_memory(db: &mut Observed, ops: &[NbOp]) -> Result<(), ApplyError
                         Atom::String(OWNER_VALUE.into()),
                     ));
                 }
-                set_column(row, "external_ids", Datum::Map(pairs));
+                set_column(row, "external_ids", Datum::map(pairs));
             }
             NbOp::Delete { key, uuid } => {
                 db.get_mut(key.table.name())
@@ -205,8 +207,12 @@ fn collect_garbage(db: &mut Observed) {
             .into_iter()
             .flat_map(BTreeMap::values_mut)
         {
-            if let Some(Datum::Set(atoms)) = row.columns.get_mut(col) {
-                atoms.retain(|a| a.as_uuid().is_none_or(|u| present.contains(&u)));
+            if let Some(d) = row.columns.get_mut(col).filter(|d| !d.is_map()) {
+                let kept = d
+                    .atoms()
+                    .iter()
+                    .filter(|a| a.as_uuid().is_none_or(|u| present.contains(&u)));
+                *d = Datum::set(kept.cloned().collect());
             }
         }
     }

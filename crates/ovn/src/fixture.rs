@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use obgp_ovsdb_data::{Atom, Datum, DatumError, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Datum, DatumError, DatumKind, Row, Uuid};
 use serde_json::Value;
 
 use crate::snapshot::{Snapshot, Table, Tables, NB_DB, OVS_DB, SB_DB};
@@ -233,14 +233,14 @@ fn resolve_atom(a: Atom, named: &HashMap<String, Uuid>) -> Result<Atom, String> 
 
 fn resolve_datum(v: &Value, named: &HashMap<String, Uuid>) -> Result<Datum, String> {
     let d = Datum::from_wire(v).map_err(|e| e.to_string())?;
-    Ok(match d {
-        Datum::Set(items) => Datum::Set(
+    Ok(match d.into_kind() {
+        DatumKind::Set(items) => Datum::set(
             items
                 .into_iter()
                 .map(|a| resolve_atom(a, named))
                 .collect::<Result<_, _>>()?,
         ),
-        Datum::Map(pairs) => Datum::Map(
+        DatumKind::Map(pairs) => Datum::map(
             pairs
                 .into_iter()
                 .map(|(k, v)| Ok((resolve_atom(k, named)?, resolve_atom(v, named)?)))
@@ -260,9 +260,9 @@ fn resolve_row(v: &Value, named: &HashMap<String, Uuid>) -> Result<Row, String> 
 
 /// Order-insensitive canonical form of a datum, for `==` and `includes`.
 fn canon(d: &Datum) -> Vec<String> {
-    let mut v: Vec<String> = match d {
-        Datum::Set(items) => items.iter().map(|a| a.to_wire().to_string()).collect(),
-        Datum::Map(pairs) => pairs
+    let mut v: Vec<String> = match d.kind() {
+        DatumKind::Set(items) => items.iter().map(|a| a.to_wire().to_string()).collect(),
+        DatumKind::Map(pairs) => pairs
             .iter()
             .map(|(k, v)| format!("{}={}", k.to_wire(), v.to_wire()))
             .collect(),
@@ -321,33 +321,47 @@ fn matching(
 }
 
 fn mutate(cur: Datum, mutator: &str, val: &Datum) -> Result<Datum, String> {
-    match (cur, mutator) {
-        (Datum::Set(mut items), "insert") => {
+    if matches!(mutator, "+=" | "-=") {
+        let (Some(a), Some(b)) = (
+            cur.as_scalar().and_then(Atom::as_i64),
+            val.as_scalar().and_then(Atom::as_i64),
+        ) else {
+            return Err("arithmetic mutation on a non-integer".into());
+        };
+        let r = if mutator == "+=" {
+            a.wrapping_add(b)
+        } else {
+            a.wrapping_sub(b)
+        };
+        return Ok(Datum::scalar(Atom::Integer(r)));
+    }
+    match (cur.into_kind(), mutator) {
+        (DatumKind::Set(mut items), "insert") => {
             for a in val.atoms() {
                 if !items.contains(a) {
                     items.push(a.clone());
                 }
             }
-            Ok(Datum::Set(items))
+            Ok(Datum::set(items))
         }
-        (Datum::Set(items), "delete") if items.is_empty() && !val.pairs().is_empty() => {
-            Ok(Datum::Map(Vec::new()))
+        (DatumKind::Set(items), "delete") if items.is_empty() && !val.pairs().is_empty() => {
+            Ok(Datum::empty_map())
         }
-        (Datum::Set(items), "delete") => Ok(Datum::Set(
+        (DatumKind::Set(items), "delete") => Ok(Datum::set(
             items
                 .into_iter()
                 .filter(|a| !val.atoms().contains(a))
                 .collect(),
         )),
-        (Datum::Map(mut pairs), "insert") => {
+        (DatumKind::Map(mut pairs), "insert") => {
             for (k, v) in val.pairs() {
                 if !pairs.iter().any(|(pk, _)| pk == k) {
                     pairs.push((k.clone(), v.clone()));
                 }
             }
-            Ok(Datum::Map(pairs))
+            Ok(Datum::map(pairs))
         }
-        (Datum::Map(pairs), "delete") => Ok(Datum::Map(
+        (DatumKind::Map(pairs), "delete") => Ok(Datum::map(
             pairs
                 .into_iter()
                 .filter(|(k, v)| {
@@ -356,20 +370,6 @@ fn mutate(cur: Datum, mutator: &str, val: &Datum) -> Result<Datum, String> {
                 })
                 .collect(),
         )),
-        (cur, "+=" | "-=") => {
-            let (Some(a), Some(b)) = (
-                cur.as_scalar().and_then(Atom::as_i64),
-                val.as_scalar().and_then(Atom::as_i64),
-            ) else {
-                return Err("arithmetic mutation on a non-integer".into());
-            };
-            let r = if mutator == "+=" {
-                a.wrapping_add(b)
-            } else {
-                a.wrapping_sub(b)
-            };
-            Ok(Datum::scalar(Atom::Integer(r)))
-        }
         (_, m) => Err(format!("unsupported mutator {m:?}")),
     }
 }
@@ -383,10 +383,16 @@ fn drop_references(tables: &mut Tables, gone: &HashSet<Uuid>) {
     for t in tables.values_mut() {
         for row in t.values_mut() {
             for d in row.columns.values_mut() {
-                match d {
-                    Datum::Set(items) => items.retain(|a| !is_gone(a)),
-                    Datum::Map(pairs) => pairs.retain(|(k, v)| !is_gone(k) && !is_gone(v)),
-                }
+                *d = match std::mem::replace(d, Datum::empty_set()).into_kind() {
+                    DatumKind::Set(mut items) => {
+                        items.retain(|a| !is_gone(a));
+                        Datum::set(items)
+                    }
+                    DatumKind::Map(mut pairs) => {
+                        pairs.retain(|(k, v)| !is_gone(k) && !is_gone(v));
+                        Datum::map(pairs)
+                    }
+                };
             }
         }
     }
@@ -399,11 +405,11 @@ fn collect_garbage(tables: &mut Tables, roots: &HashSet<String>) {
         for t in tables.values() {
             for row in t.values() {
                 for d in row.columns.values() {
-                    match d {
-                        Datum::Set(items) => {
+                    match d.kind() {
+                        DatumKind::Set(items) => {
                             referenced.extend(items.iter().filter_map(Atom::as_uuid))
                         }
-                        Datum::Map(pairs) => referenced.extend(
+                        DatumKind::Map(pairs) => referenced.extend(
                             pairs
                                 .iter()
                                 .flat_map(|(k, v)| [k.as_uuid(), v.as_uuid()])

@@ -220,7 +220,7 @@ impl LspInterest {
             return vec![Condition::True];
         }
         let s = |v: &str| Atom::String(v.into());
-        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        let pair = |k: &str, v: &str| Datum::map(vec![(s(k), s(v))]);
         let mut out = vec![
             Condition::eq("type", Datum::scalar(s(port_type::LOCALNET))),
             Condition::eq("type", Datum::scalar(s(port_type::ROUTER))),

@@ -132,8 +132,8 @@ impl LocalOvs {
             out.bridge_mappings = parse_mappings(&mappings, uuid, warnings);
         }
         let prefix = "ovn-bridge-mappings-";
-        if let Some(obgp_ovsdb_data::Datum::Map(pairs)) = row.get("external_ids") {
-            for (k, v) in pairs {
+        if let Some(external_ids) = row.get("external_ids") {
+            for (k, v) in external_ids.pairs() {
                 let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
                     continue;
                 };

@@ -167,7 +167,7 @@ fn parsers_read_only_monitored_keys() {
                     Atom::String("probe".into()),
                 ));
                 pairs.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-                probe.columns.insert(*column, Datum::Map(pairs));
+                probe.columns.insert(*column, Datum::map(pairs));
                 assert_eq!(
                     parse(table, *uuid, &as_monitored(table, *uuid, &probe)),
                     parse(table, *uuid, &probe),

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::datum::{Atom, Datum};
+use crate::datum::{Atom, Datum, DatumKind};
 use crate::monitor_spec::{Condition, MonitorSpec};
 use crate::schema::DatabaseSchema;
 use crate::snapshot::DbSnapshot;
@@ -363,9 +363,9 @@ fn write_atom(out: &mut Vec<u8>, atom: &Atom) {
 /// Wire notation, as [`Datum::to_wire`] writes it, without building a
 /// JSON tree.
 fn write_datum(out: &mut Vec<u8>, datum: &Datum) {
-    match datum {
-        Datum::Set(items) if items.len() == 1 => write_atom(out, &items[0]),
-        Datum::Set(items) => {
+    match datum.kind() {
+        DatumKind::Set([one]) => write_atom(out, one),
+        DatumKind::Set(items) => {
             out.extend_from_slice(b"[\"set\",[");
             for (i, a) in items.iter().enumerate() {
                 if i > 0 {
@@ -375,7 +375,7 @@ fn write_datum(out: &mut Vec<u8>, datum: &Datum) {
             }
             out.extend_from_slice(b"]]");
         }
-        Datum::Map(pairs) => {
+        DatumKind::Map(pairs) => {
             out.extend_from_slice(b"[\"map\",[");
             for (i, (k, v)) in pairs.iter().enumerate() {
                 if i > 0 {

@@ -8,8 +8,10 @@
 //! cloud: strings are shared ([`Str`], and the decoder of [`crate::wire`]
 //! interns equal strings of a message, so `compute:nova` or a project id is
 //! stored once, not once per port), a [`Row`] is a sorted vector of
-//! (shared column name, value), and a [`Uuid`] is 8-byte aligned so an
-//! [`Atom`] takes 24 bytes.
+//! (shared column name, value), a [`Uuid`] is 8-byte aligned so an
+//! [`Atom`] takes 24 bytes, and a [`Datum`] takes 24 bytes too, holding a
+//! single atom inline: a scalar column (a port's `name`, `type`, `up`, a
+//! NAT's addresses) costs no allocation of its own.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -270,22 +272,105 @@ impl Atom {
 }
 
 /// A column value: a set (scalars and optionals are sets of 0 or 1) or a map.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Datum {
+///
+/// Held in one of three compact forms, chosen by the constructors so that
+/// equal values have equal forms (`==` compares forms): the empty set, a
+/// set of one atom held inline (most columns are scalars: no allocation),
+/// and a boxed slice of two or more atoms or of map pairs (no capacity
+/// word, no spare room). 24 bytes, the size of an [`Atom`]: the forms use
+/// the spare values of the atom's discriminant as their tag. Readers see
+/// the value as a set or a map through [`Datum::kind`] and the accessors.
+#[derive(Clone, PartialEq)]
+pub struct Datum(Form);
+
+/// [`Datum`]'s storage. Invariant (kept by the constructors): `Set` holds
+/// two or more atoms; a set of one is `One`, an empty set `EmptySet`.
+#[derive(Clone, PartialEq)]
+enum Form {
+    EmptySet,
+    One(Atom),
+    Set(Box<[Atom]>),
+    Map(Box<[(Atom, Atom)]>),
+}
+
+/// What a [`Datum`] is, to match on: a set of atoms or a map of pairs.
+/// [`Datum::kind`] lends the elements (`DatumKind<&[Atom], &[(Atom, Atom)]>`),
+/// [`Datum::into_kind`] gives them up as vectors to modify.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DatumKind<S, M> {
     /// A set of atoms (a scalar is a set of one, an absent optional a set of none).
-    Set(Vec<Atom>),
-    /// A map of key/value pairs.
-    Map(Vec<(Atom, Atom)>),
+    Set(S),
+    /// A map of key/value pairs, in the order they were given.
+    Map(M),
 }
 
 impl Datum {
     /// A set of exactly `a`.
     pub fn scalar(a: Atom) -> Datum {
-        Datum::Set(vec![a])
+        Datum(Form::One(a))
     }
+
     /// The empty set (an absent optional, an empty set column).
-    pub fn empty_set() -> Datum {
-        Datum::Set(Vec::new())
+    pub const fn empty_set() -> Datum {
+        Datum(Form::EmptySet)
+    }
+
+    /// The set of `atoms`, in the given order (a set of one is a scalar).
+    pub fn set(atoms: Vec<Atom>) -> Datum {
+        match <[Atom; 1]>::try_from(atoms) {
+            Ok([a]) => Datum(Form::One(a)),
+            Err(atoms) if atoms.is_empty() => Datum(Form::EmptySet),
+            // Free when the vector has no spare room, else one shrink.
+            Err(atoms) => Datum(Form::Set(atoms.into_boxed_slice())),
+        }
+    }
+
+    /// The map of `pairs`, in the given order.
+    pub fn map(pairs: Vec<(Atom, Atom)>) -> Datum {
+        Datum(Form::Map(pairs.into_boxed_slice()))
+    }
+
+    /// The empty map (an absent map column).
+    pub fn empty_map() -> Datum {
+        Datum(Form::Map(Box::default()))
+    }
+
+    /// Whether this is a set or a map, with its elements.
+    pub fn kind(&self) -> DatumKind<&[Atom], &[(Atom, Atom)]> {
+        match &self.0 {
+            Form::EmptySet => DatumKind::Set(&[]),
+            Form::One(a) => DatumKind::Set(std::slice::from_ref(a)),
+            Form::Set(atoms) => DatumKind::Set(atoms),
+            Form::Map(pairs) => DatumKind::Map(pairs),
+        }
+    }
+
+    /// The elements as vectors, to build a modified value from.
+    pub fn into_kind(self) -> DatumKind<Vec<Atom>, Vec<(Atom, Atom)>> {
+        match self.0 {
+            Form::EmptySet => DatumKind::Set(Vec::new()),
+            Form::One(a) => DatumKind::Set(vec![a]),
+            Form::Set(atoms) => DatumKind::Set(atoms.into_vec()),
+            Form::Map(pairs) => DatumKind::Map(pairs.into_vec()),
+        }
+    }
+
+    /// Whether this is a map.
+    pub fn is_map(&self) -> bool {
+        matches!(self.0, Form::Map(_))
+    }
+
+    /// Number of atoms of a set or pairs of a map.
+    pub fn len(&self) -> usize {
+        match self.kind() {
+            DatumKind::Set(atoms) => atoms.len(),
+            DatumKind::Map(pairs) => pairs.len(),
+        }
+    }
+
+    /// Whether the set or map has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Decodes a datum in wire notation without a schema. A bare atom is a
@@ -299,7 +384,7 @@ impl Datum {
                             .iter()
                             .map(Atom::from_wire)
                             .collect::<Result<_, _>>()
-                            .map(Datum::Set)
+                            .map(Datum::set)
                     }
                     (Some("map"), Value::Array(pairs)) => {
                         let mut out = Vec::with_capacity(pairs.len());
@@ -311,7 +396,7 @@ impl Datum {
                                 _ => return Err(DatumError::BadMapPair(p.to_string())),
                             }
                         }
-                        return Ok(Datum::Map(out));
+                        return Ok(Datum::map(out));
                     }
                     _ => {}
                 }
@@ -322,12 +407,12 @@ impl Datum {
 
     /// Encodes in wire notation; a one-element set is written as the bare atom.
     pub fn to_wire(&self) -> Value {
-        match self {
-            Datum::Set(items) if items.len() == 1 => items[0].to_wire(),
-            Datum::Set(items) => {
+        match self.kind() {
+            DatumKind::Set([one]) => one.to_wire(),
+            DatumKind::Set(items) => {
                 serde_json::json!(["set", items.iter().map(Atom::to_wire).collect::<Vec<_>>()])
             }
-            Datum::Map(pairs) => serde_json::json!([
+            DatumKind::Map(pairs) => serde_json::json!([
                 "map",
                 pairs
                     .iter()
@@ -339,36 +424,43 @@ impl Datum {
 
     /// The elements of a set (empty for a map).
     pub fn atoms(&self) -> &[Atom] {
-        match self {
-            Datum::Set(items) => items,
-            Datum::Map(_) => &[],
+        match self.kind() {
+            DatumKind::Set(items) => items,
+            DatumKind::Map(_) => &[],
         }
     }
 
     /// The only element of a set of one, else `None`.
     pub fn as_scalar(&self) -> Option<&Atom> {
-        match self.atoms() {
-            [a] => Some(a),
+        match &self.0 {
+            Form::One(a) => Some(a),
             _ => None,
         }
     }
 
     /// The value of string key `key` in a string map.
     pub fn map_get(&self, key: &str) -> Option<&Atom> {
-        match self {
-            Datum::Map(pairs) => pairs
-                .iter()
-                .find(|(k, _)| k.as_str() == Some(key))
-                .map(|(_, v)| v),
-            Datum::Set(_) => None,
-        }
+        self.pairs()
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
     }
 
     /// The pairs of a map (empty for a set).
     pub fn pairs(&self) -> &[(Atom, Atom)] {
-        match self {
-            Datum::Map(pairs) => pairs,
-            Datum::Set(_) => &[],
+        match self.kind() {
+            DatumKind::Map(pairs) => pairs,
+            DatumKind::Set(_) => &[],
+        }
+    }
+}
+
+/// `Set([..])` or `Map([..])`, whatever the storage form.
+impl fmt::Debug for Datum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind() {
+            DatumKind::Set(atoms) => f.debug_tuple("Set").field(&atoms).finish(),
+            DatumKind::Map(pairs) => f.debug_tuple("Map").field(&pairs).finish(),
         }
     }
 }
@@ -464,6 +556,41 @@ mod tests {
         assert_eq!(std::mem::size_of::<Uuid>(), 16);
         assert_eq!(std::mem::align_of::<Uuid>(), 8);
         assert_eq!(std::mem::size_of::<Atom>(), 24);
+        // Most columns are scalars: held inline, in the atom's 24 bytes.
+        assert_eq!(std::mem::size_of::<Datum>(), 24);
+    }
+
+    #[test]
+    fn a_set_of_one_is_the_scalar_whatever_the_constructor() {
+        let a = || Atom::String("p1".into());
+        assert_eq!(Datum::set(vec![a()]), Datum::scalar(a()));
+        assert_eq!(Datum::set(Vec::new()), Datum::empty_set());
+        let wire_set = Datum::from_wire(&json!(["set", ["p1"]])).unwrap();
+        assert_eq!(wire_set, Datum::from_wire(&json!("p1")).unwrap());
+        assert_eq!(wire_set.as_scalar(), Some(&a()));
+        assert_eq!(wire_set.to_wire(), json!("p1"));
+        // Rebuilt from its elements, a value is the same value.
+        for d in [
+            Datum::empty_set(),
+            Datum::scalar(a()),
+            Datum::set(vec![a(), Atom::Integer(1)]),
+            Datum::empty_map(),
+            Datum::map(vec![(a(), a())]),
+        ] {
+            let rebuilt = match d.clone().into_kind() {
+                DatumKind::Set(atoms) => Datum::set(atoms),
+                DatumKind::Map(pairs) => Datum::map(pairs),
+            };
+            assert_eq!(rebuilt, d);
+            assert_eq!(Datum::from_wire(&d.to_wire()).unwrap(), d);
+        }
+        // An empty map is not an empty set: a map column's default differs.
+        assert_ne!(Datum::empty_map(), Datum::empty_set());
+        assert_eq!(Datum::empty_map().kind(), DatumKind::Map(&[][..]));
+        assert_eq!(
+            format!("{:?}", Datum::scalar(Atom::Integer(7))),
+            "Set([Integer(7)])"
+        );
     }
 
     #[test]

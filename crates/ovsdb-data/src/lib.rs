@@ -29,7 +29,7 @@ pub mod schema;
 pub mod snapshot;
 pub mod wire;
 
-pub use datum::{Atom, Columns, Datum, DatumError, Row, Str, Uuid};
+pub use datum::{Atom, Columns, Datum, DatumError, DatumKind, Row, Str, Uuid};
 pub use error::DataError;
 pub use monitor_spec::{Condition, MonitorSpec, TableMonitor};
 pub use schema::DatabaseSchema;

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::datum::{Atom, Datum, Row};
+use crate::datum::{Atom, Datum, DatumKind, Row};
 use crate::error::{DataError, Result};
 
 /// One of the five atomic types.
@@ -202,7 +202,7 @@ impl ColumnType {
     /// The value an absent column holds.
     pub fn default_datum(&self) -> Datum {
         if self.is_map() {
-            Datum::Map(Vec::new())
+            Datum::empty_map()
         } else if self.min == 1 {
             Datum::scalar(self.key.atomic.default_atom())
         } else {
@@ -212,14 +212,13 @@ impl ColumnType {
 
     /// Whether `d` equals the column's default (such columns are not stored).
     pub fn is_default(&self, d: &Datum) -> bool {
-        match d {
-            Datum::Set(a) if a.is_empty() => true,
-            Datum::Map(p) => p.is_empty(),
-            Datum::Set(a) => {
-                self.min == 1
-                    && a.len() == 1
-                    && atom_cmp(&a[0], &self.key.atomic.default_atom()) == Ordering::Equal
+        match d.kind() {
+            DatumKind::Set([]) => true,
+            DatumKind::Map(p) => p.is_empty(),
+            DatumKind::Set([one]) => {
+                self.min == 1 && atom_cmp(one, &self.key.atomic.default_atom()) == Ordering::Equal
             }
+            DatumKind::Set(_) => false,
         }
     }
 
@@ -227,21 +226,43 @@ impl ColumnType {
     /// shape, and (unless `diff`, whose sets may exceed `max`) cardinality.
     /// Sets and maps come back sorted with duplicates removed.
     pub fn check(&self, d: Datum, diff: bool) -> Result<Datum, String> {
-        let out = match (d, &self.value) {
-            (Datum::Set(atoms), None) => {
+        let out = match (d.as_scalar(), &self.value) {
+            // One atom, most columns: nothing to sort, no vector to build.
+            (Some(one), None) => Datum::scalar(self.key.atomic.coerce(one.clone())?),
+            _ => self.check_elements(d, diff)?,
+        };
+        if !diff {
+            let n = out.len();
+            if n < self.min || self.max.is_some_and(|m| n > m) {
+                return Err(format!(
+                    "{} elements where the column allows {}..{}",
+                    n,
+                    self.min,
+                    self.max.map_or("unlimited".to_string(), |m| m.to_string())
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`ColumnType::check`]'s atom types and shape of a set or map,
+    /// sorted, without the cardinality.
+    fn check_elements(&self, d: Datum, diff: bool) -> Result<Datum, String> {
+        Ok(match (d.into_kind(), &self.value) {
+            (DatumKind::Set(atoms), None) => {
                 let mut atoms = atoms
                     .into_iter()
                     .map(|a| self.key.atomic.coerce(a))
                     .collect::<Result<Vec<_>, _>>()?;
                 atoms.sort_by(atom_cmp);
                 atoms.dedup_by(|a, b| atom_cmp(a, b) == Ordering::Equal);
-                // Cached rows live long: drop the decoder's growth slack.
-                atoms.shrink_to_fit();
-                Datum::Set(atoms)
+                // Cached rows live long: the boxed slice drops the
+                // decoder's growth slack.
+                Datum::set(atoms)
             }
             // An empty set is how some writers spell an empty map.
-            (Datum::Set(atoms), Some(_)) if atoms.is_empty() => Datum::Map(Vec::new()),
-            (Datum::Map(pairs), Some(vt)) => {
+            (DatumKind::Set(atoms), Some(_)) if atoms.is_empty() => Datum::empty_map(),
+            (DatumKind::Map(pairs), Some(vt)) => {
                 let mut pairs = pairs
                     .into_iter()
                     .map(|(k, v)| Ok((self.key.atomic.coerce(k)?, vt.atomic.coerce(v)?)))
@@ -255,31 +276,17 @@ impl ColumnType {
                         return Err(format!("duplicate map key {}", w[0].0.to_wire()));
                     }
                 }
-                pairs.shrink_to_fit();
-                Datum::Map(pairs)
+                Datum::map(pairs)
             }
-            (d @ Datum::Set(_), Some(_)) => {
-                return Err(format!("expected a map, found {}", d.to_wire()))
+            (DatumKind::Set(atoms), Some(_)) => {
+                let found = Datum::set(atoms).to_wire();
+                return Err(format!("expected a map, found {found}"));
             }
-            (d @ Datum::Map(_), None) => {
-                return Err(format!("expected a set, found {}", d.to_wire()))
+            (DatumKind::Map(pairs), None) => {
+                let found = Datum::map(pairs).to_wire();
+                return Err(format!("expected a set, found {found}"));
             }
-        };
-        if !diff {
-            let n = match &out {
-                Datum::Set(a) => a.len(),
-                Datum::Map(p) => p.len(),
-            };
-            if n < self.min || self.max.is_some_and(|m| n > m) {
-                return Err(format!(
-                    "{} elements where the column allows {}..{}",
-                    n,
-                    self.min,
-                    self.max.map_or("unlimited".to_string(), |m| m.to_string())
-                ));
-            }
-        }
-        Ok(out)
+        })
     }
 
     /// Decodes a wire value (RFC 7047 § 5.1) into a canonical datum of this type.
@@ -301,8 +308,9 @@ impl ColumnType {
         if self.max == Some(1) {
             return self.check(diff, false);
         }
-        let result = match (old.cloned().unwrap_or_else(|| self.default_datum()), diff) {
-            (Datum::Set(mut cur), Datum::Set(toggles)) => {
+        let old = old.cloned().unwrap_or_else(|| self.default_datum());
+        let result = match (old.into_kind(), diff.into_kind()) {
+            (DatumKind::Set(mut cur), DatumKind::Set(toggles)) => {
                 for atom in toggles {
                     match cur.binary_search_by(|x| atom_cmp(x, &atom)) {
                         Ok(i) => {
@@ -311,9 +319,9 @@ impl ColumnType {
                         Err(i) => cur.insert(i, atom),
                     }
                 }
-                Datum::Set(cur)
+                Datum::set(cur)
             }
-            (Datum::Map(mut cur), Datum::Map(changes)) => {
+            (DatumKind::Map(mut cur), DatumKind::Map(changes)) => {
                 for (k, v) in changes {
                     match cur.binary_search_by(|x| atom_cmp(&x.0, &k)) {
                         Ok(i) if atom_cmp(&cur[i].1, &v) == Ordering::Equal => {
@@ -323,9 +331,16 @@ impl ColumnType {
                         Err(i) => cur.insert(i, (k, v)),
                     }
                 }
-                Datum::Map(cur)
+                Datum::map(cur)
             }
-            (_, diff) => return Err(format!("diff {} does not fit the column", diff.to_wire())),
+            (_, DatumKind::Set(atoms)) => {
+                let diff = Datum::set(atoms).to_wire();
+                return Err(format!("diff {diff} does not fit the column"));
+            }
+            (_, DatumKind::Map(pairs)) => {
+                let diff = Datum::map(pairs).to_wire();
+                return Err(format!("diff {diff} does not fit the column"));
+            }
         };
         // The result must be a valid value of the column.
         self.check(result, false)

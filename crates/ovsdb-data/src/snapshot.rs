@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::datum::{Columns, Datum, Row, Uuid};
+use crate::datum::{Columns, Datum, DatumKind, Row, Uuid};
 use crate::error::{DataError, Result};
 use crate::schema::{DatabaseSchema, TableSchema};
 use crate::wire::{RowFault, RowOp, RowUpdate, TableUpdates};
@@ -121,9 +121,9 @@ impl DbSnapshot {
         else {
             return Vec::new();
         };
-        let uuids: Vec<Uuid> = match row.get(column) {
-            Some(Datum::Set(atoms)) => atoms.iter().filter_map(|a| a.as_uuid()).collect(),
-            Some(Datum::Map(pairs)) => pairs
+        let uuids: Vec<Uuid> = match row.get(column).map(Datum::kind) {
+            Some(DatumKind::Set(atoms)) => atoms.iter().filter_map(|a| a.as_uuid()).collect(),
+            Some(DatumKind::Map(pairs)) => pairs
                 .iter()
                 .flat_map(|(k, v)| [k.as_uuid(), v.as_uuid()])
                 .flatten()

@@ -16,9 +16,13 @@
 //! (`LspInterest` of the local identity `host-NNN`/`chassis-NNN`), then the
 //! conditions follow the synced snapshot until they stop changing, as the
 //! agent does before its first reconcile; the clock stops when they have.
+//! `NB_BENCH_CACHE_PARTS=1` prints where the synced cache's rows take
+//! their memory, per table and column (`support/cache_parts.rs`).
 //! `--fleet N` restarts N agents at once instead (identities 0..N of a
 //! topology generated with N hosts) and times until the last one synced.
 
+#[path = "support/cache_parts.rs"]
+mod cache_parts;
 #[path = "support/proc_status.rs"]
 mod proc_status;
 // Its `local_ovs` only: this bench runs its own fixpoint, measured per round.
@@ -455,6 +459,9 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
     tokio::time::timeout(Duration::from_secs(600), client.cache().wait_resynced(1)).await??;
     let wall_first = t0.elapsed();
     let heap_peak_first = heap::mib(heap::peak());
+    if std::env::var_os("NB_BENCH_CACHE_PARTS").is_some() {
+        cache_parts::print(&client.cache().snapshot());
+    }
     if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
         snapshot_parts(&client.cache().snapshot(), &ovs, conditional);
     }
@@ -631,7 +638,8 @@ fn measured(child: std::process::Child) -> Result<serde_json::Value> {
     if !out.status.success() {
         bail!("measure failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
+    let parts = ["NB_BENCH_SNAPSHOT_PARTS", "NB_BENCH_CACHE_PARTS"];
+    if parts.iter().any(|v| std::env::var_os(v).is_some()) {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
     }
     Ok(serde_json::from_slice(&out.stdout)?)

@@ -203,14 +203,13 @@ fn project(
     rows.into_iter()
         .map(|(uuid, mut row)| {
             row.columns.retain(|column, datum| {
-                if let (Some(keys), Datum::Map(pairs)) =
-                    (projection.keys(table, column), &mut *datum)
-                {
-                    pairs.retain(|(k, _)| {
+                if let (Some(keys), true) = (projection.keys(table, column), datum.is_map()) {
+                    let kept = datum.pairs().iter().filter(|(k, _)| {
                         k.as_str()
                             .is_some_and(|k| keys.iter().any(|kept| kept == k))
                     });
-                    return !pairs.is_empty();
+                    *datum = Datum::map(kept.cloned().collect());
+                    return !datum.is_empty();
                 }
                 true
             });

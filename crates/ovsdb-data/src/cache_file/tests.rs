@@ -192,7 +192,7 @@ fn the_conditions_of_a_monitor_identity_read_back_and_the_header_reads_alone() {
         Condition::eq("type", Datum::scalar(Atom::String("router".into()))),
         Condition::includes(
             "options",
-            Datum::Map(vec![(
+            Datum::map(vec![(
                 Atom::String("requested-chassis".into()),
                 Atom::String("host-0".into()),
             )]),

@@ -167,11 +167,11 @@ impl<'a> Scan<'a> {
         let datum = match self.string()? {
             "set" => {
                 self.eat(b',')?;
-                Datum::Set(exact(&SET_SCRATCH, |atoms| self.atoms(atoms).ok_or(())).ok()?)
+                Datum::set(exact(&SET_SCRATCH, |atoms| self.atoms(atoms).ok_or(())).ok()?)
             }
             "map" => {
                 self.eat(b',')?;
-                Datum::Map(exact(&MAP_SCRATCH, |pairs| self.pairs(keys, pairs).ok_or(())).ok()?)
+                Datum::map(exact(&MAP_SCRATCH, |pairs| self.pairs(keys, pairs).ok_or(())).ok()?)
             }
             "uuid" | "named-uuid" => {
                 self.pos = start;

@@ -12,7 +12,7 @@ use super::intern::InternScope;
 use super::projection::{KeyProjection, TableKeys};
 use super::visitors::{from_bytes, from_text, plain, RowUpdateSeed, UuidText};
 use super::{is_row_fault, MonitorResult, RowFault, RowUpdate, TableUpdate, TableUpdates};
-use crate::datum::{Atom, Datum, Str, Uuid};
+use crate::datum::{Atom, Datum, DatumKind, Str, Uuid};
 use reply_framer::{frame_reply, PendingResult, PendingTables, PendingUpdate};
 
 /// The members of a message decoded by [`decode_streamed_message`]: a
@@ -75,9 +75,9 @@ pub fn row_estimate(row: &RowUpdate) -> usize {
     }
     let columns = row.columns.iter().map(|(_, d)| {
         std::mem::size_of::<(Str, Datum)>()
-            + match d {
-                Datum::Set(atoms) => atoms.iter().map(atom).sum::<usize>(),
-                Datum::Map(pairs) => pairs.iter().map(|(k, v)| atom(k) + atom(v)).sum(),
+            + match d.kind() {
+                DatumKind::Set(atoms) => atoms.iter().map(atom).sum::<usize>(),
+                DatumKind::Map(pairs) => pairs.iter().map(|(k, v)| atom(k) + atom(v)).sum(),
             }
     });
     std::mem::size_of::<RowUpdate>() + columns.sum::<usize>()

@@ -227,11 +227,11 @@ impl<'de> Visitor<'de> for DatumVisitor<'_> {
             .next_element()?
             .ok_or_else(|| de::Error::custom("empty array where a datum was expected"))?;
         let datum = match tag {
-            Tag::Set => Datum::Set(exact(&SET_SCRATCH, |items| {
+            Tag::Set => Datum::set(exact(&SET_SCRATCH, |items| {
                 seq.next_element_seed(Atoms(items))?
                     .ok_or_else(|| de::Error::custom("[\"set\"] without elements"))
             })?),
-            Tag::Map => Datum::Map(exact(&MAP_SCRATCH, |pairs| {
+            Tag::Map => Datum::map(exact(&MAP_SCRATCH, |pairs| {
                 seq.next_element_seed(Pairs {
                     keys: self.keys,
                     pairs,

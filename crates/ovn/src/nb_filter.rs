@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use obgp_ovsdb_data::{Atom, Condition, Datum, Row, Uuid};
+use obgp_ovsdb_data::{Atom, Condition, Datum, DatumKind, Row, Uuid};
 
 use crate::nb::{LogicalSwitchPort, Nat};
 use crate::nb_conditions::LspInterest;
@@ -110,27 +110,21 @@ impl Clauses {
                 out.all |= c == Condition::True;
                 continue;
             };
-            match (function.as_str(), value) {
-                ("==", Datum::Set(v)) => match v.as_slice() {
-                    [Atom::String(s)] => {
-                        let values = out.eq_str.entry(column.clone()).or_default();
-                        values.insert(s.to_string());
-                    }
-                    [Atom::Uuid(u)] if column != "_uuid" => {
-                        out.eq_uuid.entry(column.clone()).or_default().insert(*u);
-                    }
-                    _ => out.other.push(c),
-                },
-                ("includes", Datum::Map(pairs)) => match pairs.as_slice() {
-                    [(Atom::String(k), Atom::String(v))] => {
-                        let key = (column.clone(), k.to_string());
-                        out.includes_pair
-                            .entry(key)
-                            .or_default()
-                            .insert(v.to_string());
-                    }
-                    _ => out.other.push(c),
-                },
+            match (function.as_str(), value.kind()) {
+                ("==", DatumKind::Set([Atom::String(s)])) => {
+                    let values = out.eq_str.entry(column.clone()).or_default();
+                    values.insert(s.to_string());
+                }
+                ("==", DatumKind::Set([Atom::Uuid(u)])) if column != "_uuid" => {
+                    out.eq_uuid.entry(column.clone()).or_default().insert(*u);
+                }
+                ("includes", DatumKind::Map([(Atom::String(k), Atom::String(v))])) => {
+                    let key = (column.clone(), k.to_string());
+                    out.includes_pair
+                        .entry(key)
+                        .or_default()
+                        .insert(v.to_string());
+                }
                 _ => out.other.push(c),
             }
         }
@@ -143,29 +137,25 @@ impl Clauses {
             || self
                 .eq_str
                 .iter()
-                .any(|(column, values)| match row.get(column) {
+                .any(|(column, values)| match row.get(column).map(Datum::kind) {
                     // An absent column holds its default: `""` for a string.
                     None => values.contains(""),
-                    Some(Datum::Set(atoms)) => match atoms.as_slice() {
-                        [Atom::String(s)] => values.contains(s.as_str()),
-                        _ => false,
-                    },
-                    Some(Datum::Map(_)) => false,
+                    Some(DatumKind::Set([Atom::String(s)])) => values.contains(s.as_str()),
+                    Some(_) => false,
                 })
             || self.eq_uuid.iter().any(|(column, values)| {
-                matches!(row.get(column), Some(Datum::Set(atoms))
-                    if matches!(atoms.as_slice(), [Atom::Uuid(u)] if values.contains(u)))
+                matches!(row.get(column).map(Datum::kind),
+                    Some(DatumKind::Set([Atom::Uuid(u)])) if values.contains(u))
             })
-            || self
-                .includes_pair
-                .iter()
-                .any(|((column, key), values)| match row.get(column) {
-                    Some(Datum::Map(pairs)) => pairs.iter().any(|(k, v)| {
+            || self.includes_pair.iter().any(|((column, key), values)| {
+                match row.get(column).map(Datum::kind) {
+                    Some(DatumKind::Map(pairs)) => pairs.iter().any(|(k, v)| {
                         k.as_str() == Some(key.as_str())
                             && v.as_str().is_some_and(|v| values.contains(v))
                     }),
                     _ => false,
-                })
+                }
+            })
             || self.other.iter().any(|c| c.matches(uuid, row))
     }
 }
@@ -233,7 +223,7 @@ mod tests {
     #[test]
     fn the_indexed_clauses_answer_as_the_conditions_do() {
         let s = |v: &str| Atom::String(v.into());
-        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        let pair = |k: &str, v: &str| Datum::map(vec![(s(k), s(v))]);
         let gw = Uuid(0x42);
         let conditions = [
             Condition::True,
@@ -245,7 +235,7 @@ mod tests {
             Condition::eq("_uuid", Datum::scalar(Atom::Uuid(Uuid(1)))),
             Condition::includes("options", pair("requested-chassis", "host-a")),
             Condition::includes("external_ids", pair("neutron:network_name", "net1")),
-            Condition::includes("options", Datum::Map(vec![])),
+            Condition::includes("options", Datum::map(vec![])),
             Condition::eq("tag", Datum::scalar(Atom::Integer(0))),
         ];
         let rows = [

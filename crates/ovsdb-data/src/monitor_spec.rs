@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::datum::{Atom, Datum, Row, Uuid};
+use crate::datum::{Atom, Datum, DatumKind, Row, Uuid};
 use crate::schema::DatabaseSchema;
 use crate::wire::KeyProjection;
 
@@ -129,30 +129,25 @@ impl Condition {
 /// Whether `a` and `b` hold the same elements (sets) or pairs (maps),
 /// in any order: OVSDB sets and maps are unordered.
 fn same_elements(a: &Datum, b: &Datum) -> bool {
-    match (a, b) {
-        (Datum::Set(x), Datum::Set(y)) => x.len() == y.len() && includes(a, b),
-        (Datum::Map(x), Datum::Map(y)) => x.len() == y.len() && includes(a, b),
-        _ => false,
-    }
+    a.is_map() == b.is_map() && a.len() == b.len() && includes(a, b)
 }
 
 /// Whether every element (set) or key/value pair (map) of `part` is in
 /// `whole`. A set and a map never include each other, except an empty one.
 fn includes(whole: &Datum, part: &Datum) -> bool {
-    match (whole, part) {
-        (Datum::Set(w), Datum::Set(p)) => p.iter().all(|a| w.contains(a)),
-        (Datum::Map(w), Datum::Map(p)) => p.iter().all(|kv| w.contains(kv)),
-        (_, Datum::Set(p)) => p.is_empty(),
-        (_, Datum::Map(p)) => p.is_empty(),
+    match (whole.kind(), part.kind()) {
+        (DatumKind::Set(w), DatumKind::Set(p)) => p.iter().all(|a| w.contains(a)),
+        (DatumKind::Map(w), DatumKind::Map(p)) => p.iter().all(|kv| w.contains(kv)),
+        _ => part.is_empty(),
     }
 }
 
 /// Whether `value` is what an absent column may hold: empty, or one atom
 /// that is its type's default (a required scalar column's value).
 fn is_default(value: &Datum) -> bool {
-    match value {
-        Datum::Map(pairs) => pairs.is_empty(),
-        Datum::Set(atoms) => match atoms.as_slice() {
+    match value.kind() {
+        DatumKind::Map(pairs) => pairs.is_empty(),
+        DatumKind::Set(atoms) => match atoms {
             [] => true,
             [Atom::String(s)] => s.is_empty(),
             [Atom::Integer(i)] => *i == 0,
@@ -310,11 +305,11 @@ mod tests {
                            "options": ["map", [["x", "1"], ["y", "2"]]]}));
         assert!(Condition::eq("type", Datum::scalar(s("router"))).matches(U, &r));
         assert!(!Condition::eq("type", Datum::scalar(s("localnet"))).matches(U, &r));
-        assert!(Condition::eq("addresses", Datum::Set(vec![s("a"), s("b")])).matches(U, &r));
+        assert!(Condition::eq("addresses", Datum::set(vec![s("a"), s("b")])).matches(U, &r));
         assert!(!Condition::eq("addresses", Datum::scalar(s("a"))).matches(U, &r));
-        let both = Datum::Map(vec![(s("y"), s("2")), (s("x"), s("1"))]);
+        let both = Datum::map(vec![(s("y"), s("2")), (s("x"), s("1"))]);
         assert!(Condition::eq("options", both).matches(U, &r));
-        let one = Datum::Map(vec![(s("x"), s("1"))]);
+        let one = Datum::map(vec![(s("x"), s("1"))]);
         assert!(!Condition::eq("options", one).matches(U, &r));
     }
 
@@ -322,12 +317,12 @@ mod tests {
     fn includes_asks_every_element_or_pair_key_and_value() {
         let r = row(json!({"tag": ["set", [1, 2]],
                            "options": ["map", [["requested-chassis", "a"], ["k", "v"]]]}));
-        let pair = |k: &str, v: &str| Datum::Map(vec![(s(k), s(v))]);
+        let pair = |k: &str, v: &str| Datum::map(vec![(s(k), s(v))]);
         assert!(Condition::includes("options", pair("requested-chassis", "a")).matches(U, &r));
         // The key alone is not enough: the value must match too.
         assert!(!Condition::includes("options", pair("requested-chassis", "b")).matches(U, &r));
         assert!(!Condition::includes("options", pair("other", "a")).matches(U, &r));
-        let ints = |v: &[i64]| Datum::Set(v.iter().map(|i| Atom::Integer(*i)).collect());
+        let ints = |v: &[i64]| Datum::set(v.iter().map(|i| Atom::Integer(*i)).collect());
         assert!(Condition::includes("tag", ints(&[2])).matches(U, &r));
         assert!(Condition::includes("tag", ints(&[2, 1])).matches(U, &r));
         assert!(!Condition::includes("tag", ints(&[3])).matches(U, &r));
@@ -338,13 +333,13 @@ mod tests {
     #[test]
     fn an_absent_column_holds_its_default() {
         let r = row(json!({"name": "vm1"}));
-        let pair = Datum::Map(vec![(s("activation-strategy"), s("rarp"))]);
+        let pair = Datum::map(vec![(s("activation-strategy"), s("rarp"))]);
         assert!(!Condition::includes("options", pair).matches(U, &r));
         assert!(!Condition::eq("type", Datum::scalar(s("localnet"))).matches(U, &r));
         // A required string column left out of an update2 row is "".
         assert!(Condition::eq("type", Datum::scalar(s(""))).matches(U, &r));
         assert!(Condition::eq("tag", Datum::empty_set()).matches(U, &r));
-        assert!(Condition::eq("options", Datum::Map(vec![])).matches(U, &r));
+        assert!(Condition::eq("options", Datum::map(vec![])).matches(U, &r));
         assert!(!Condition::eq("tag", Datum::scalar(Atom::Integer(5))).matches(U, &r));
     }
 

@@ -14,6 +14,8 @@ const EXIT_INVALID: u8 = 2;
 const EXIT_FAILURE: u8 = 1;
 
 fn main() -> ExitCode {
+    // Before any thread starts: docs/adr/0012-two-malloc-arenas.md.
+    obgp_controller::ops::cap_arenas();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let matches = match cli::command().try_get_matches_from(&argv) {
         Ok(m) => m,

@@ -18,7 +18,9 @@ pub mod status;
 mod telemetry;
 
 pub use http::serve;
-pub use memory::{log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage};
+pub use memory::{
+    cap_arenas, log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage, ARENA_MAX,
+};
 pub use metrics::{count_exposed, Metrics};
 pub use probes::ProbeBounds;
 pub use report::{FrrApplyCause, FrrOutcome, FrrResult, ReconcileReport};

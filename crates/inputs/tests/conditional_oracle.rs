@@ -308,6 +308,18 @@ async fn landed(sources: &OvnSources, n: usize) -> ReconcileInputs {
     }
 }
 
+/// The full monitor's converged inputs (its snapshot filtered by its
+/// converged local filter) and the truth: the build of every row of the
+/// same cache.
+async fn filtered_and_truth(full: &OvnSources, what: &str) -> (ReconcileInputs, Snapshot) {
+    let inputs = full
+        .converged_inputs()
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let truth = Snapshot::build(&inputs.raw_ovn, &inputs.raw_ovs);
+    (inputs, truth)
+}
+
 fn desired(inputs: &ReconcileInputs, config: &Config) -> Desired {
     desired_state(&inputs.snapshot, config, &NodeFacts::default()).expect("desired state")
 }
@@ -427,11 +439,8 @@ async fn run(case: Case) {
                 // already agrees with the truth: its filter keeps a port
                 // whose requested-chassis lists this chassis (no window).
                 landed(&full, n).await;
-                let inputs = full
-                    .converged_inputs()
-                    .await
-                    .unwrap_or_else(|e| panic!("step {n}, before the VIF: {e}"));
-                let truth = Snapshot::build(&inputs.raw_ovn, &inputs.raw_ovs);
+                let (inputs, truth) =
+                    filtered_and_truth(&full, &format!("step {n}, before the VIF")).await;
                 assert_eq!(
                     desired(&inputs, &config),
                     desired_state(&truth, &config, &NodeFacts::default()).expect("truth"),
@@ -447,13 +456,7 @@ async fn run(case: Case) {
             vif_landed(&cond, port, *plugged).await;
         }
         let step_name = n.checked_sub(1).map(|i| &case.steps[i]);
-        // The full monitor's snapshot, filtered by its converged local filter,
-        // and the truth from every row of the same cache.
-        let filtered = full
-            .converged_inputs()
-            .await
-            .unwrap_or_else(|e| panic!("step {n}, full monitor: {e}"));
-        let truth = Snapshot::build(&filtered.raw_ovn, &filtered.raw_ovs);
+        let (filtered, truth) = filtered_and_truth(&full, &format!("step {n}, full monitor")).await;
         // What a question about another node's port reads (`explain`).
         assert!(
             filtered.unfiltered_snapshot() == truth,

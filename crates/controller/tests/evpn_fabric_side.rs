@@ -19,8 +19,8 @@ use obgp_controller::fabric::annotate_live;
 use obgp_controller::ops::status::{ComputedBy, Exposure, ExposureFrr, Health, Status, Wiring};
 use obgp_netmodel::Class;
 use obgp_node::KernelConfig;
-use obgp_testbed::evpn::l2::{self, create_l2_vni_devices, vni_block};
-use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions, NODE_VTEP, PEER_VTEP, VXLAN_PORT};
+use obgp_testbed::evpn::l2;
+use obgp_testbed::evpn::{EvpnFabric, PEER_VTEP};
 
 const WAIT: Duration = Duration::from_secs(60);
 const VTYSH_TIMEOUT: Duration = Duration::from_secs(3);
@@ -93,32 +93,13 @@ fn status() -> Status {
 fn status_gives_l2vni_exposures_their_type2_route_and_peers_and_unknown_when_bgpd_is_wedged(
 ) -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-side-")
-        .tempdir_in("/tmp")?;
-    let mut f = EvpnFabric::start(
-        dir.path(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            l2: true,
-            ..EvpnFabricOptions::default()
-        },
-    )?;
+    let (_dir, mut f) = EvpnFabric::start_l2("obgp-evpn-side-", VNI, ASN, RT)?;
     let result = checks(t0, &mut f);
     result.with_context(|| format!("--- node FRR ---\n{}", f.node.logs()))
 }
 
 fn checks(t0: Instant, f: &mut EvpnFabric) -> Result<()> {
-    let text = format!(
-        "router bgp {ASN}\n address-family l2vpn evpn\n{} exit-address-family\n",
-        vni_block(VNI, None, &[RT.to_string()])
-    );
-    let file = f.node.vty_dir().join("l2vni.conf");
-    std::fs::write(&file, &text)?;
-    f.node.vtysh_file(&file)?;
-    create_l2_vni_devices(f.node_netns(), VNI, NODE_VTEP, VXLAN_PORT)?;
+    f.node_l2_vni(ASN, VNI, None, &[RT.to_string()])?;
     let vm_ns = f.add_host(VM_PORT, VM_MAC, &format!("{VM4}/24"), OTHER4)?;
     l2::silence_host(&vm_ns)?;
     f.node_ip(&["link", "set", VM_PORT, "master", &format!("br-{VNI}")])?;

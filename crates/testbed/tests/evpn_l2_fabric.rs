@@ -14,8 +14,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use obgp_testbed::evpn::l2::{self, create_l2_vni_devices, vni_block};
-use obgp_testbed::evpn::{EvpnFabric, EvpnFabricOptions, NODE_VTEP, PEER_VTEP, VXLAN_PORT};
+use obgp_testbed::evpn::l2;
+use obgp_testbed::evpn::{EvpnFabric, NODE_VTEP, PEER_VTEP};
 
 /// Bound of every wait; only a failure waits this long.
 const WAIT: Duration = Duration::from_secs(60);
@@ -38,19 +38,7 @@ fn step(t0: Instant, what: &str) {
 #[test]
 fn static_fdb_and_neighbour_give_type2_before_traffic_and_an_l2_path() -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-l2-")
-        .tempdir_in("/tmp")?;
-    let mut f = EvpnFabric::start(
-        dir.path(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            l2: true,
-            ..EvpnFabricOptions::default()
-        },
-    )?;
+    let (_dir, mut f) = EvpnFabric::start_l2("obgp-evpn-l2-", VNI, ASN, RT)?;
     step(t0, "L2 fabric up, l2vpn evpn Established");
     let result = node_side_and_checks(t0, &mut f);
     result.with_context(|| {
@@ -64,15 +52,8 @@ fn static_fdb_and_neighbour_give_type2_before_traffic_and_an_l2_path() -> Result
 
 fn node_side_and_checks(t0: Instant, f: &mut EvpnFabric) -> Result<()> {
     // the FRR text first, then the devices (as the agent orders them)
-    let text = format!(
-        "router bgp {ASN}\n address-family l2vpn evpn\n{} exit-address-family\n",
-        vni_block(VNI, Some(RD), &[RT.to_string()])
-    );
-    let file = f.node.vty_dir().join("l2vni.conf");
-    std::fs::write(&file, &text)?;
+    let text = f.node_l2_vni(ASN, VNI, Some(RD), &[RT.to_string()])?;
     println!("evpn-l2: node FRR: vtysh -f\n{text}");
-    f.node.vtysh_file(&file)?;
-    create_l2_vni_devices(f.node_netns(), VNI, NODE_VTEP, VXLAN_PORT)?;
     let br = format!("br-{VNI}");
     let vm_ns = f.add_host(VM_PORT, VM_MAC, &format!("{VM4}/24"), PEER_HOST4)?;
     // whatever the VM sent so far did not reach the bridge; from here on

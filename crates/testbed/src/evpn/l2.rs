@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::{path_vni, run_in, say, EvpnFabric, EvpnFabricOptions, POLL};
+use super::{path_vni, run_in, say, EvpnFabric, EvpnFabricOptions, NODE_VTEP, POLL, VXLAN_PORT};
 use crate::frr::{ip, FrrRouter, Netns};
 
 /// Creates an L2 VNI's devices in `netns`: `br-<vni>` (no STP, in no VRF)
@@ -251,6 +251,51 @@ pub fn router_imet_routes(router: &FrrRouter) -> Result<Vec<ImetRoute>> {
 }
 
 impl EvpnFabric {
+    /// An L2 fabric for VNI `vni` (AS `asn`, route target `rt`) below a
+    /// new directory of /tmp named `prefix...`, returned with it (the
+    /// fabric's namespaces derive from it): [`EvpnFabric::start`].
+    pub fn start_l2(
+        prefix: &str,
+        vni: u32,
+        asn: u32,
+        rt: &str,
+    ) -> Result<(tempfile::TempDir, EvpnFabric)> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp")?;
+        let fabric = EvpnFabric::start(
+            dir.path(),
+            &EvpnFabricOptions {
+                vni,
+                asn,
+                route_targets: vec![rt.to_string()],
+                l2: true,
+                ..EvpnFabricOptions::default()
+            },
+        )?;
+        Ok((dir, fabric))
+    }
+
+    /// The node's side of L2 VNI `vni` in the agent's order: the
+    /// `router bgp <asn>` text with the VNI's block ([`vni_block`])
+    /// through vtysh, then the VNI's devices ([`create_l2_vni_devices`]).
+    /// Returns the text.
+    pub fn node_l2_vni(
+        &self,
+        asn: u32,
+        vni: u32,
+        rd: Option<&str>,
+        route_targets: &[String],
+    ) -> Result<String> {
+        let text = format!(
+            "router bgp {asn}\n address-family l2vpn evpn\n{} exit-address-family\n",
+            vni_block(vni, rd, route_targets)
+        );
+        let file = self.node.vty_dir().join("l2vni.conf");
+        std::fs::write(&file, &text)?;
+        self.node.vtysh_file(&file)?;
+        create_l2_vni_devices(self.node_netns(), vni, NODE_VTEP, VXLAN_PORT)?;
+        Ok(text)
+    }
+
     /// A host on the stretched segment behind the peer: a namespace of its
     /// own whose `eth0` (MAC `mac`, address `cidr`) is a veth into the
     /// peer's `br-<vni>`. Returns the host's namespace name; deleted with

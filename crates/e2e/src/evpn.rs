@@ -51,6 +51,19 @@ pub struct EvpnBench {
 }
 
 impl EvpnBench {
+    /// [`EvpnBench::start`] below a new directory of /tmp named
+    /// `prefix...`, returned with the bench (it must outlive it).
+    pub fn start_in_tmp(
+        prefix: &str,
+        topology: &Value,
+        fabric: &EvpnFabricOptions,
+        config: &str,
+    ) -> Result<(tempfile::TempDir, EvpnBench)> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp")?;
+        let bench = EvpnBench::start(dir.path(), topology, fabric, config)?;
+        Ok((dir, bench))
+    }
+
     /// Starts everything below `dir`: the fabric (session Established),
     /// the databases with `topology`'s `OVN_Northbound` and `Open_vSwitch`
     /// rows (and an OVN_Southbound server with its `OVN_Southbound` rows,

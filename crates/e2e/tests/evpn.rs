@@ -98,15 +98,7 @@ fn fabric(tag: &str) -> Result<(tempfile::TempDir, EvpnFabric)> {
     let dir = tempfile::Builder::new()
         .prefix(&format!("obgp-evpn-{tag}-"))
         .tempdir_in("/tmp")?;
-    let f = EvpnFabric::start(
-        dir.path(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            ..EvpnFabricOptions::default()
-        },
-    )?;
+    let f = EvpnFabric::start(dir.path(), &EvpnFabricOptions::l3(VNI, ASN, RT))?;
     Ok((dir, f))
 }
 
@@ -384,18 +376,10 @@ fn wait_until(what: &str, mut ok: impl FnMut() -> Result<bool>) -> Result<Durati
 fn agent_vrf_mode_exposes_an_annotated_network_over_evpn() -> Result<()> {
     let t0 = Instant::now();
     println!("evpn: running in {}", where_we_run());
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-agent-")
-        .tempdir_in("/tmp")?;
-    let mut b = EvpnBench::start(
-        dir.path(),
+    let (_dir, mut b) = EvpnBench::start_in_tmp(
+        "obgp-evpn-agent-",
         &topology(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            ..EvpnFabricOptions::default()
-        },
+        &EvpnFabricOptions::l3(VNI, ASN, RT),
         &agent_config(),
     )?;
     step(
@@ -758,12 +742,9 @@ fn prefixes_from_node(f: &EvpnFabric) -> Result<Vec<String>> {
 fn agent_sb_driver_announces_tenant_vms_with_the_lo_address_as_rd() -> Result<()> {
     let t0 = Instant::now();
     println!("evpn: running in {}", where_we_run());
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-sb-")
-        .tempdir_in("/tmp")?;
     let (topology, chassis) = sb_topology()?;
-    let mut b = EvpnBench::start(
-        dir.path(),
+    let (_dir, mut b) = EvpnBench::start_in_tmp(
+        "obgp-evpn-sb-",
         &topology,
         &EvpnFabricOptions {
             vni: VNI,

@@ -171,19 +171,10 @@ fn watch(
 /// `body` on it, and adds the evidence to its error.
 fn on_bench(body: impl FnOnce(Instant, &mut EvpnBench) -> Result<()>) -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-dyn-")
-        .tempdir_in("/tmp")?;
-    let mut b = EvpnBench::start(
-        dir.path(),
+    let (_dir, mut b) = EvpnBench::start_in_tmp(
+        "obgp-evpn-dyn-",
         &topology(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            l2: true,
-            ..EvpnFabricOptions::default()
-        },
+        &EvpnFabricOptions::l2(VNI, ASN, RT),
         &nb_evpn_config("dynamic", ASN),
     )?;
     step(

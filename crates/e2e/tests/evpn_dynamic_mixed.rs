@@ -317,11 +317,8 @@ fn wait_converged(b: &EvpnBench) -> Result<Duration> {
 fn agent_dynamic_mode_runs_three_kinds_side_by_side_and_switches_l2_l3_and_underlay_l3(
 ) -> Result<()> {
     let t0 = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-dynmix-")
-        .tempdir_in("/tmp")?;
-    let mut b = EvpnBench::start(
-        dir.path(),
+    let (_dir, mut b) = EvpnBench::start_in_tmp(
+        "obgp-evpn-dynmix-",
         &topology(),
         &EvpnFabricOptions {
             vni: A_L3.vni,

@@ -119,19 +119,10 @@ fn agent_l2vni_mode_stretches_an_annotated_network_over_evpn() -> Result<()> {
             .unwrap_or_default()
             .trim()
     );
-    let dir = tempfile::Builder::new()
-        .prefix("obgp-evpn-l2-")
-        .tempdir_in("/tmp")?;
-    let mut b = EvpnBench::start(
-        dir.path(),
+    let (_dir, mut b) = EvpnBench::start_in_tmp(
+        "obgp-evpn-l2-",
         &topology(),
-        &EvpnFabricOptions {
-            vni: VNI,
-            asn: ASN,
-            route_targets: vec![RT.to_string()],
-            l2: true,
-            ..EvpnFabricOptions::default()
-        },
+        &EvpnFabricOptions::l2(VNI, ASN, RT),
         &nb_evpn_config("l2vni", ASN),
     )?;
     step(

@@ -131,6 +131,26 @@ impl Default for EvpnFabricOptions {
     }
 }
 
+impl EvpnFabricOptions {
+    /// An L2 VNI `vni` of AS `asn` with route target `rt`, both sides.
+    pub fn l2(vni: u32, asn: u32, rt: &str) -> EvpnFabricOptions {
+        EvpnFabricOptions {
+            l2: true,
+            ..EvpnFabricOptions::l3(vni, asn, rt)
+        }
+    }
+
+    /// An L3 VNI `vni` of AS `asn` with route target `rt`, both sides.
+    pub fn l3(vni: u32, asn: u32, rt: &str) -> EvpnFabricOptions {
+        EvpnFabricOptions {
+            vni,
+            asn,
+            route_targets: vec![rt.to_string()],
+            ..EvpnFabricOptions::default()
+        }
+    }
+}
+
 /// The fabric: namespaces, underlay veth, the peer's VNI devices, both FRRs
 /// (the session Established). Dropped: daemons killed, namespaces deleted.
 pub struct EvpnFabric {

@@ -261,16 +261,7 @@ impl EvpnFabric {
         rt: &str,
     ) -> Result<(tempfile::TempDir, EvpnFabric)> {
         let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp")?;
-        let fabric = EvpnFabric::start(
-            dir.path(),
-            &EvpnFabricOptions {
-                vni,
-                asn,
-                route_targets: vec![rt.to_string()],
-                l2: true,
-                ..EvpnFabricOptions::default()
-            },
-        )?;
+        let fabric = EvpnFabric::start(dir.path(), &EvpnFabricOptions::l2(vni, asn, rt))?;
         Ok((dir, fabric))
     }
 

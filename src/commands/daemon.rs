@@ -16,6 +16,9 @@ pub fn run(config: &Config, node: &NodeArgs) -> anyhow::Result<ExitCode> {
         version = env!("CARGO_PKG_VERSION"),
         driver = d.driver.as_str(),
         exposing_method = d.exposing_method.as_str(),
+        // Some(2): glibc capped by the agent (ADR 0012); None: the
+        // environment's MALLOC_ARENA_MAX or glibc's default.
+        malloc_arena_cap = ?obgp_controller::ops::arena_cap(),
         "ovn-bgp-agent starting"
     );
     let opts = super::run_options(config, node);

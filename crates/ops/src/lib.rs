@@ -19,7 +19,8 @@ mod telemetry;
 
 pub use http::serve;
 pub use memory::{
-    cap_arenas, log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage, ARENA_MAX,
+    arena_cap, cap_arenas, log_stage, release_freed_heap, spawn_release, TrimSchedule, Usage,
+    ARENA_MAX,
 };
 pub use metrics::{count_exposed, Metrics};
 pub use probes::ProbeBounds;

@@ -79,11 +79,22 @@ pub const ARENA_MAX: i32 = 2;
 /// with two arenas (101.5 MiB with one), in the same time
 /// (docs/adr/0012-two-malloc-arenas.md).
 pub fn cap_arenas() -> Option<i32> {
-    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
-        return None;
-    }
-    set_arena_max(ARENA_MAX).then_some(ARENA_MAX)
+    let cap = if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        None
+    } else {
+        set_arena_max(ARENA_MAX).then_some(ARENA_MAX)
+    };
+    let _ = ARENA_CAP.set(cap);
+    cap
 }
+
+/// What [`cap_arenas`] set (`None` before it ran, or when it set nothing):
+/// for the daemon's start-up line.
+pub fn arena_cap() -> Option<i32> {
+    ARENA_CAP.get().copied().flatten()
+}
+
+static ARENA_CAP: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn set_arena_max(max: i32) -> bool {
@@ -277,7 +288,8 @@ mod tests {
             return;
         };
         if cap == "1" {
-            println!("cap={:?}", cap_arenas());
+            let cap = cap_arenas();
+            println!("cap={cap:?} recorded={:?}", arena_cap());
         }
         allocate_on_eight_threads();
         println!("arenas={}", arenas());
@@ -315,11 +327,11 @@ mod tests {
             "eight contending threads made only {uncapped} arenas without a cap"
         );
         let (capped, out) = run(&[("OBGP_ARENA_CHILD", "1")]);
-        assert!(out.contains("cap=Some(2)"), "{out}");
+        assert!(out.contains("cap=Some(2) recorded=Some(2)"), "{out}");
         assert!(capped <= ARENA_MAX as usize, "{capped} arenas with the cap");
         // The operator's variable wins: the cap is not applied over it.
         let (operator, out) = run(&[("OBGP_ARENA_CHILD", "1"), ("MALLOC_ARENA_MAX", "4")]);
-        assert!(out.contains("cap=None"), "{out}");
+        assert!(out.contains("cap=None recorded=None"), "{out}");
         assert!(
             operator > 2 && operator <= 4,
             "{operator} arenas with MALLOC_ARENA_MAX=4"

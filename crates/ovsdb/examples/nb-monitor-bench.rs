@@ -25,6 +25,10 @@
 mod cache_parts;
 #[path = "support/proc_status.rs"]
 mod proc_status;
+#[path = "support/small_batches.rs"]
+mod small_batches;
+#[path = "support/snapshot_parts.rs"]
+mod snapshot_parts;
 // Its `local_ovs` only: this bench runs its own fixpoint, measured per round.
 #[allow(dead_code)]
 #[path = "support/conditional_agent.rs"]
@@ -278,51 +282,6 @@ fn cpu_s(pid: &str) -> Result<f64> {
     Ok(ticks / 100.0)
 }
 
-/// Applies single-row update batches to a snapshot holding `rows`
-/// Logical_Switch_Port rows and reports the cost per batch: the persistent
-/// tables must make it independent of the table size.
-fn small_batches(rows: usize) -> Result<()> {
-    use obgp_ovsdb_data::wire::TableUpdates;
-    let schema = std::sync::Arc::new(obgp_ovsdb_data::DatabaseSchema::from_file(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/schemas/ovn-nb.ovsschema"
-    ))?);
-    let uuid = |i: usize| obgp_ovsdb_data::Uuid(0x4000_8000_0000_0000_0000 + i as u128).to_string();
-    let mut initial = serde_json::Map::new();
-    for i in 0..rows {
-        initial.insert(
-            uuid(i),
-            serde_json::json!({"initial": {"name": format!("port-{i}"),
-                "external_ids": ["map", [["neutron:host_id", "host-001"], ["neutron:cidrs", "10.0.0.5/24"]]]}}),
-        );
-    }
-    let dump: TableUpdates =
-        serde_json::from_value(serde_json::json!({"Logical_Switch_Port": initial}))?;
-    let (mut snap, _) =
-        obgp_ovsdb_data::DbSnapshot::empty(schema, ["Logical_Switch_Port"]).apply(dump)?;
-    let batches = 2000;
-    let mut held = Vec::new();
-    let t0 = Instant::now();
-    for b in 0..batches {
-        let u: TableUpdates = serde_json::from_value(serde_json::json!({"Logical_Switch_Port": {
-            uuid(b * 7919 % rows): {"modify": {"external_ids": ["map", [["neutron:host_id", format!("host-{b}")]]]}}
-        }}))?;
-        let (next, _) = snap.apply(u)?;
-        // Readers keep old snapshots alive: keep every 100th.
-        if b % 100 == 0 {
-            held.push(snap);
-        }
-        snap = next;
-    }
-    let per_batch = t0.elapsed() / batches as u32;
-    println!(
-        "rows={rows} single-row batches={batches} per_batch_us={:.1} snapshots_held={}",
-        per_batch.as_secs_f64() * 1e6,
-        held.len()
-    );
-    Ok(())
-}
-
 /// The indexed snapshot of `nb` the agent computes from (`partial`: a
 /// conditional cache).
 fn indexed(
@@ -338,73 +297,6 @@ fn indexed(
     live.reset_ovs(ovs);
     live.reset_nb(nb);
     live.snapshot()
-}
-
-/// The NB cache restricted to some tables, as a snapshot source.
-struct SomeTables<'a>(&'a DbSnapshot, &'a [&'a str]);
-
-impl obgp_ovn::RowSource for SomeTables<'_> {
-    fn rows(&self, table: &str) -> Vec<(obgp_ovsdb_data::Uuid, &obgp_ovsdb_data::Row)> {
-        match self.1.contains(&table) {
-            true => self.0.rows(table),
-            false => Vec::new(),
-        }
-    }
-    fn contains(&self, table: &str, uuid: obgp_ovsdb_data::Uuid) -> bool {
-        self.1.contains(&table) && self.0.contains(table, uuid)
-    }
-}
-
-/// `NB_BENCH_SNAPSHOT_PARTS=1`: where the indexed snapshot's heap goes,
-/// on stderr: the typed ports alone (no index), then the snapshot built
-/// over the NB tables added one at a time (`LiveSnapshot`'s order), each
-/// line the heap that table's rows and indexes add.
-fn snapshot_parts(nb: &DbSnapshot, ovs: &obgp_ovn::Tables, partial: bool) {
-    use obgp_ovn::RowSource;
-    let base = heap::live();
-    let typed: Vec<_> = nb
-        .rows(LogicalSwitchPort::TABLE)
-        .into_iter()
-        .filter_map(|(u, r)| LogicalSwitchPort::parse(u, r).ok().map(std::sync::Arc::new))
-        .collect();
-    eprintln!(
-        "snapshot parts: typed ports alone ({} rows, Arc'd, no index) {:.1} MiB, size_of {} B",
-        typed.len(),
-        heap::mib(heap::live() - base),
-        std::mem::size_of::<LogicalSwitchPort>()
-    );
-    drop(typed);
-    let tables = obgp_ovn::live::NB_TABLES;
-    let mut last = 0usize;
-    for n in 1..=tables.len() {
-        let base = heap::live();
-        let snap = indexed(&SomeTables(nb, &tables[..n]), ovs, partial);
-        let held = heap::live() - base;
-        eprintln!(
-            "snapshot parts: + {:<20} {:>6.1} MiB (rows {})",
-            tables[n - 1],
-            heap::mib(held.saturating_sub(last)),
-            nb.rows(tables[n - 1]).len()
-        );
-        last = held;
-        drop(snap);
-    }
-    // The live snapshot the agent keeps holds reverse references and the
-    // parsed NATs beside the snapshot it hands out.
-    let base = heap::live();
-    let mut live = match partial {
-        true => LiveSnapshot::with_partial_ports(),
-        false => LiveSnapshot::default(),
-    };
-    live.reset_ovs(ovs);
-    live.reset_nb(nb);
-    let snap = live.snapshot();
-    eprintln!(
-        "snapshot parts: the live snapshot kept with its snapshot {:.1} MiB (the snapshot alone {:.1})",
-        heap::mib(heap::live() - base),
-        heap::mib(last)
-    );
-    drop((snap, live));
 }
 
 /// The ports `snap` (of a partial NB cache filled with `filled_with`)
@@ -463,7 +355,7 @@ async fn measure(remote: &str, conditional: bool, host: usize) -> Result<()> {
         cache_parts::print(&client.cache().snapshot());
     }
     if std::env::var_os("NB_BENCH_SNAPSHOT_PARTS").is_some() {
-        snapshot_parts(&client.cache().snapshot(), &ovs, conditional);
+        snapshot_parts::snapshot_parts(&client.cache().snapshot(), &ovs, conditional);
     }
     // The server's CPU per phase, when the parent said which process it is.
     let server = std::env::var("NB_BENCH_SERVER_PID").ok();
@@ -754,7 +646,7 @@ async fn main() -> Result<()> {
     }
     if args.get(1).map(String::as_str) == Some("small-batches") {
         for rows in [1000, 10_000, 100_000] {
-            small_batches(rows)?;
+            small_batches::small_batches(rows)?;
         }
         return Ok(());
     }

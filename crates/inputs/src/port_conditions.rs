@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use obgp_config::{Config, Driver, ExposingMethod};
-use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, NbRowFilter, Snapshot};
+use obgp_ovn::{LogicalSwitchPort, LspInterest, Nat, NbChanges, NbRowFilter, Snapshot};
 use obgp_ovsdb::Client;
 use obgp_ovsdb_data::{Condition, MonitorSpec};
 
@@ -57,6 +57,10 @@ pub struct PortConditions {
     /// acknowledged: `set_conditions` returned, or the first request; or
     /// set as the local filter); `None` while a change is unconfirmed.
     acked: Mutex<Option<LspInterest>>,
+    /// The snapshot at which the acknowledged interest was last found to be
+    /// the one the snapshot calls for: where the next reconcile's changes
+    /// start when nothing else read the inputs meanwhile.
+    verified_at: Mutex<Option<Snapshot>>,
 }
 
 /// Whether `config` asks for a conditional NB monitor, the port conditions
@@ -84,6 +88,7 @@ impl PortConditions {
                 ConditionTarget::LocalFilter
             },
             acked: Mutex::new(None),
+            verified_at: Mutex::new(None),
         }
     }
 
@@ -184,14 +189,45 @@ impl PortConditions {
         set_local_filter: impl Fn(NbRowFilter),
         read: impl Fn() -> T,
         snapshot_of: impl Fn(&T) -> &Snapshot,
+        changes_so_far: impl Fn() -> NbChanges,
     ) -> Result<T, String> {
-        for _ in 0..MAX_ROUNDS {
+        for round in 0..MAX_ROUNDS {
             let inputs = read();
-            let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let wanted = self.wanted(snapshot_of(&inputs), acked.as_ref());
-            if acked.as_ref() == Some(&wanted) {
-                return Ok(inputs);
-            }
+            let snap = snapshot_of(&inputs);
+            // Computed and compared under the lock, not against a copy: the
+            // interest holds a name per port bound here, and this runs on
+            // every reconcile.
+            let wanted = {
+                let acked = self.acked.lock().unwrap_or_else(|p| p.into_inner());
+                let mut verified_at = self.verified_at.lock().unwrap_or_else(|p| p.into_inner());
+                // A reconcile after ports changed, none of which the
+                // interest depends on: it stands, without computing it
+                // from every local port and FIP (milliseconds at 50k).
+                let unchanged = round == 0
+                    && acked.as_ref().is_some_and(|acked| {
+                        verified_at.as_ref().is_some_and(|at| {
+                            changes_so_far()
+                                .ports_between(at, snap)
+                                .is_some_and(|ports| acked.unchanged_by(ports))
+                        })
+                    });
+                if unchanged {
+                    debug_assert_eq!(
+                        Some(&self.wanted(snap, acked.as_ref())),
+                        acked.as_ref(),
+                        "LspInterest::unchanged_by said unchanged; the interest changed"
+                    );
+                    *verified_at = Some(snap.clone());
+                    return Ok(inputs);
+                }
+                let wanted = self.wanted(snap, acked.as_ref());
+                if acked.as_ref() == Some(&wanted) {
+                    *verified_at = Some(snap.clone());
+                    return Ok(inputs);
+                }
+                *verified_at = None;
+                wanted
+            };
             tracing::debug!(
                 networks = wanted.networks.len(),
                 names = wanted.names.len(),

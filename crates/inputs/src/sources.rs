@@ -271,6 +271,7 @@ impl OvnSources {
                     |filter| self.maintained().set_local_filter(filter),
                     read,
                     |i| &i.snapshot,
+                    || changes.lock().unwrap_or_else(|p| p.into_inner()).clone(),
                 )
                 .await
                 .map(|mut inputs| {

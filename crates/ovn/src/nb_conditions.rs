@@ -71,7 +71,8 @@ use std::collections::BTreeSet;
 
 use obgp_ovsdb_data::{Atom, Condition, Datum, Uuid};
 
-use crate::nb::LogicalSwitchPort;
+use crate::changes::PortChanges;
+use crate::nb::{LogicalSwitchPort, LspType};
 use crate::neutron::{key, port_type};
 use crate::snapshot::Snapshot;
 
@@ -199,6 +200,44 @@ impl LspInterest {
     pub fn with_bgpvpn_ports(mut self, snap: &Snapshot) -> LspInterest {
         self.all_ports = !snap.bgpvpn_switches().is_empty();
         self
+    }
+
+    /// Whether [`LspInterest::of`] would give this interest again after
+    /// `ports` changed and nothing else did ([`crate::NbChanges::Ports`]:
+    /// no router, router port, NAT, load balancer or switch name, no local
+    /// OVS change), this interest being a fixpoint (the interest the cache
+    /// was filled with). `false` when a changed port, before or after, is a
+    /// router interface or localnet, has a FIP, is named by the interest
+    /// (a FIP or VIP port, a port plugged here, a port whose FIP is read),
+    /// or leaves the network and `neutron:host_id` clauses (or is renamed
+    /// while they hold it): then the
+    /// interest may change and is computed again. A superset of the cases
+    /// that change it, so that a reconcile after a VM port's change does
+    /// not recompute it from every local port and FIP.
+    pub fn unchanged_by(&self, ports: &PortChanges) -> bool {
+        ports.iter().all(|change| {
+            let named = |p: &LogicalSwitchPort| {
+                let name = p.name.as_str();
+                self.names.contains(name)
+                    || self.local_ifaces.contains(name)
+                    || self.fip_ports.contains(name)
+            };
+            let telling = |p: &LogicalSwitchPort| {
+                matches!(p.kind, LspType::Router | LspType::Localnet)
+                    || p.port_fip.is_some()
+                    || named(p)
+            };
+            let old = change.old.as_deref();
+            let new = change.new.as_deref();
+            // A port the network or host clause held under its name, no
+            // longer held under it (gone, moved, renamed): a FIP, VIP or
+            // plugged port it was may now need naming.
+            let leaves = old.is_some_and(|o| {
+                self.selects_by_value(o)
+                    && !new.is_some_and(|n| n.name == o.name && self.selects_by_value(n))
+            });
+            !leaves && !old.is_some_and(telling) && !new.is_some_and(telling)
+        })
     }
 
     /// Whether `port` matches the network or `neutron:host_id` clause:

@@ -33,6 +33,11 @@ fn nb(gw_chassis: &str, ports: &[(&str, Value)]) -> Snapshot {
 
 /// [`nb`] with VIFs of the logical ports `vifs` plugged in the local OVS.
 fn nb_with_vifs(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Snapshot {
+    Snapshot::from_wire(&nb_wire(gw_chassis, ports, vifs)).unwrap()
+}
+
+/// The rows of [`nb_with_vifs`], in wire notation.
+fn nb_wire(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Value {
     let interfaces: serde_json::Map<String, Value> = vifs
         .iter()
         .enumerate()
@@ -54,7 +59,7 @@ fn nb_with_vifs(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Sna
     for (u, p) in ports {
         lsps.insert(u.to_string(), p.clone());
     }
-    Snapshot::from_wire(&json!({
+    json!({
         "OVN_Northbound": {
             "Logical_Switch_Port": lsps,
             "Logical_Router_Port": {GW_LRP: {
@@ -74,8 +79,7 @@ fn nb_with_vifs(gw_chassis: &str, ports: &[(&str, Value)], vifs: &[&str]) -> Sna
         "Open_vSwitch": {"Open_vSwitch": {"515fd575-b134-4a3d-abf0-0f9638e3918d": {
             "external_ids": map(&[("hostname", ME), ("system-id", "chassis-a")])}},
             "Interface": interfaces}
-    }))
-    .unwrap()
+    })
 }
 
 /// Whether `row` (uuid `uuid`) matches one of `conds`, as ovsdb-server
@@ -450,4 +454,163 @@ fn every_column_and_key_a_condition_names_is_monitored() {
     }
     // Every kind of clause was looked at.
     assert!(named >= 10, "{named} clauses");
+}
+
+/// A port as the live snapshot parses it, from wire-notation columns.
+fn typed(uuid: u128, row: Value) -> std::sync::Arc<LogicalSwitchPort> {
+    let row = Row::from_wire(&row).unwrap();
+    std::sync::Arc::new(LogicalSwitchPort::parse(Uuid(uuid), &row).unwrap())
+}
+
+/// One port's change, old to new, as the live snapshot reports it.
+fn one_change(
+    old: Option<std::sync::Arc<LogicalSwitchPort>>,
+    new: Option<std::sync::Arc<LogicalSwitchPort>>,
+) -> crate::changes::PortChanges {
+    use crate::rows_version::RowsVersion;
+    let uuid = old.as_ref().or(new.as_ref()).unwrap().uuid;
+    let change = crate::changes::PortChange { uuid, old, new };
+    match crate::NbChanges::ports(
+        RowsVersion::fresh(),
+        RowsVersion::fresh(),
+        [(uuid, change)].into(),
+    ) {
+        crate::NbChanges::Ports(p) => p,
+        crate::NbChanges::Full => unreachable!(),
+    }
+}
+
+#[test]
+fn a_vm_port_that_nothing_names_leaves_the_interest_as_it_is() {
+    let interest = LspInterest {
+        chassis: Some(ME.into()),
+        networks: [TENANT_NET.to_string()].into(),
+        names: ["fip-port".to_string()].into(),
+        fip_ports: ["vm-with-fip".to_string()].into(),
+        local_ifaces: ["plugged".to_string()].into(),
+        ..LspInterest::default()
+    };
+    let plain = |up: bool, net: &str| {
+        let mut row = vm("vm1", net, &[("requested-chassis", ME)], Some(ME));
+        row["up"] = json!(up);
+        typed(1, row)
+    };
+    // Its `up` flips, it appears, it goes: the interest stands.
+    let up = one_change(
+        Some(plain(false, TENANT_NET)),
+        Some(plain(true, TENANT_NET)),
+    );
+    assert!(interest.unchanged_by(&up));
+    let elsewhere = || typed(5, vm("vm5", "other", &[], Some("host-b")));
+    assert!(interest.unchanged_by(&one_change(None, Some(elsewhere()))));
+    assert!(interest.unchanged_by(&one_change(Some(elsewhere()), None)));
+
+    // Each of these may change it.
+    let named = |name: &str| typed(2, vm(name, "other", &[], None));
+    for name in ["fip-port", "vm-with-fip", "plugged"] {
+        assert!(
+            !interest.unchanged_by(&one_change(None, Some(named(name)))),
+            "{name}"
+        );
+    }
+    let mut with_fip = vm("vm3", "other", &[], None);
+    with_fip["external_ids"] = map(&[("neutron:port_fip", "172.24.4.10")]);
+    assert!(!interest.unchanged_by(&one_change(None, Some(typed(3, with_fip)))));
+    let mut router = vm("rp", TENANT_NET, &[], None);
+    router["type"] = json!("router");
+    assert!(!interest.unchanged_by(&one_change(None, Some(typed(4, router)))));
+    // Leaving the network clause: a FIP port it held would need its name.
+    let moved = typed(1, vm("vm1", "other", &[], Some("host-b")));
+    let left = one_change(Some(plain(true, TENANT_NET)), Some(moved));
+    assert!(!interest.unchanged_by(&left));
+}
+
+/// A port of the property below: its name, network, `neutron:host_id`,
+/// FIP and `up`.
+fn arb_port() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    (
+        prop::sample::select(vec!["vm0", "vm1", "vm2", "fip-port", "vip-port", "plugged"]),
+        prop::sample::select(vec![TENANT_NET, "neutron-other"]),
+        prop::sample::select(vec![Some(ME), Some("host-b"), None]),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(name, net, host, fip, up)| {
+            let mut ids = vec![("neutron:network_name", net)];
+            ids.extend(host.map(|h| ("neutron:host_id", h)));
+            if fip {
+                ids.push(("neutron:port_fip", "172.24.4.77"));
+            }
+            let options: Vec<(&str, &str)> =
+                host.map(|h| ("requested-chassis", h)).into_iter().collect();
+            json!({"name": name, "type": "", "up": up, "addresses": "fa:16:3e:00:00:01 10.0.0.5",
+                   "options": map(&options), "external_ids": map(&ids)})
+        })
+}
+
+/// The fixpoint the daemon reaches on `rows` (every row, or with
+/// `filtered` only those the interest's conditions select, as the full
+/// monitor's snapshot): the live snapshot and its interest.
+fn settled(rows: &crate::fixture::FixtureDb, filtered: bool) -> (crate::LiveSnapshot, LspInterest) {
+    let nb = &rows.dbs[crate::NB_DB];
+    let mut interest: Option<LspInterest> = None;
+    for _ in 0..6 {
+        let mut live = crate::LiveSnapshot::with_partial_ports();
+        live.reset_ovs(&rows.dbs[crate::OVS_DB]);
+        match (&interest, filtered) {
+            (Some(i), true) => {
+                let filter = crate::NbRowFilter::of(i);
+                live.reset_nb(&crate::nb_filter::FilteredRows {
+                    rows: nb,
+                    filter: &filter,
+                })
+            }
+            _ => live.reset_nb(nb),
+        };
+        let next = LspInterest::of(&live.snapshot(), Some(ME), interest.as_ref());
+        if interest.as_ref() == Some(&next) {
+            return (live, next);
+        }
+        interest = Some(next);
+    }
+    panic!("no fixpoint in 6 rounds");
+}
+
+proptest::proptest! {
+    /// `unchanged_by` never says "unchanged" of a port change that changes
+    /// the interest: a reconcile that skips recomputing it reads what a
+    /// recomputation would.
+    #[test]
+    fn an_interest_said_unchanged_by_a_port_change_is_what_it_recomputes_to(
+        ports in proptest::collection::vec(arb_port(), 0..5),
+        vifs in proptest::sample::subsequence(vec!["vm0", "vm1", "plugged", "fip-port"], 0..3),
+        changed in 0usize..6,
+        new_port in proptest::option::of(arb_port()),
+        filtered in proptest::prelude::any::<bool>(),
+    ) {
+        let uuid = |i: usize| format!("c0000000-0000-4000-8000-{i:012}");
+        let named: Vec<(String, Value)> =
+            ports.iter().enumerate().map(|(i, p)| (uuid(i), p.clone())).collect();
+        let as_refs: Vec<(&str, Value)> =
+            named.iter().map(|(u, p)| (u.as_str(), p.clone())).collect();
+        let rows = crate::fixture::FixtureDb::from_wire(&nb_wire(ME, &as_refs, &vifs)).unwrap();
+        let (mut live, acked) = settled(&rows, filtered);
+        let before = live.snapshot();
+        // One port changed, added or deleted, through the filter the
+        // snapshot is kept with.
+        let target = Uuid::parse(&uuid(changed)).unwrap();
+        let new_row = new_port.map(|p| Row::from_wire(&p).unwrap());
+        let filter = crate::NbRowFilter::of(&acked);
+        let kept = new_row
+            .as_ref()
+            .filter(|r| !filtered || filter.keeps(LogicalSwitchPort::TABLE, target, r));
+        let changes = live.apply_nb([(LogicalSwitchPort::TABLE, target, kept)]);
+        let after = live.snapshot();
+        if let Some(ports) = changes.ports_between(&before, &after) {
+            if acked.unchanged_by(ports) {
+                proptest::prop_assert_eq!(LspInterest::of(&after, Some(ME), Some(&acked)), acked);
+            }
+        }
+    }
 }

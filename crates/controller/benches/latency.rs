@@ -11,7 +11,7 @@
 //! (`common/kernel_events.rs`).
 //!
 //! Run (root, ovsdb-server installed):
-//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [periodic=0|1|both] [announce=address|route|both] [window=MS] [rate=N] [gap=MS]`
+//! `cargo bench -p obgp-controller --bench latency -- [1000 10000 50000] [events=200] [monitor=full|conditional|both] [periodic=0|1|both] [announce=address|route|both] [window=MS] [rate=N] [gap=MS]`
 //!
 //! Not part of `cargo test`: without cargo bench's `--bench` argument it
 //! exits at once.
@@ -197,6 +197,7 @@ struct QueueWait {
 
 async fn bench_one(
     vms: usize,
+    monitor_all: bool,
     announce_with: AnnounceWith,
     periodic: bool,
     events: usize,
@@ -213,6 +214,7 @@ async fn bench_one(
     let monitor = spawn_announcement_monitor(ns, announce_with)?;
     let mut config = node.config(if periodic { 1 } else { 3600 });
     config.default.announce_with = announce_with;
+    config.default.ovn_nb_monitor_all = monitor_all;
     let opts = node.options(queue)?;
     let (phase_log, warnings, op_log) = logs();
     phase_log.lock().expect("log").clear();
@@ -615,6 +617,12 @@ fn main() -> Result<()> {
         Some("both") => vec![AnnounceWith::Address, AnnounceWith::Route],
         _ => vec![AnnounceWith::Address],
     };
+    // `monitor=full|conditional|both` (full): `ovn_nb_monitor_all`.
+    let monitors: Vec<bool> = match args.iter().find_map(|a| a.strip_prefix("monitor=")) {
+        Some("conditional") => vec![false],
+        Some("both") => vec![true, false],
+        _ => vec![true],
+    };
     let modes: Vec<bool> = match args.iter().find_map(|a| a.strip_prefix("periodic=")) {
         Some("0") => vec![false],
         Some("1") => vec![true],
@@ -663,10 +671,22 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     for &vms in &sizes {
-        for &periodic in &modes {
-            for &how in &announce {
-                let o = rt.block_on(bench_one(vms, how, periodic, events, gap, queue.clone()))?;
-                report(&o);
+        for &monitor_all in &monitors {
+            let monitor = if monitor_all { "full" } else { "conditional" };
+            for &periodic in &modes {
+                for &how in &announce {
+                    println!("N={vms} monitor={monitor}:");
+                    let o = rt.block_on(bench_one(
+                        vms,
+                        monitor_all,
+                        how,
+                        periodic,
+                        events,
+                        gap,
+                        queue.clone(),
+                    ))?;
+                    report(&o);
+                }
             }
         }
     }

@@ -122,7 +122,7 @@ impl BenchNode {
     /// a periodic reconcile every `reconcile_interval` s, FRR checked hourly,
     /// the full NB monitor (what the benchmarks' figures were measured
     /// with; the convergence bench and the conditional test set the
-    /// monitor themselves).
+    /// monitor themselves, the latency bench with its `monitor=`).
     pub fn config(&self, reconcile_interval: u64) -> Config {
         let mut config = Config::default();
         config.default.driver = Driver::NbOvnBgpDriver;

@@ -73,10 +73,11 @@ impl LiveSnapshot {
             LogicalSwitch::parse,
             log,
         );
-        // A switch's port list changes with every port; its name is what
-        // the NB driver reads of it.
+        // A switch's port list changes with every port; its name and its
+        // BGPVPN annotations (the EVPN modes, the port conditions' "every
+        // port" while one exists) are what the NB driver reads of it.
         touched.beyond_ports |= match (&old, &new) {
-            (Some(old), Some(new)) => old.name != new.name,
+            (Some(old), Some(new)) => old.name != new.name || old.bgpvpn != new.bgpvpn,
             _ => true,
         };
         let no_ports: &[Uuid] = &[];

@@ -536,3 +536,19 @@ fn gateway_rows_stay_shared_until_a_gateway_port_or_router_interface_changes() {
     )]);
     assert!(!live.snapshot().shares_gateway_rows(&moved));
 }
+
+/// A switch's port list changes with every port, so a switch change is a
+/// port change; its BGPVPN annotations are not: the EVPN modes and the
+/// port conditions (every port while an annotated switch exists) read them.
+#[test]
+fn a_switch_annotated_for_bgpvpn_is_more_than_a_port_change() {
+    let mut live = LiveSnapshot::default();
+    live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[VM])))]);
+    let ports_only = live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&switch(&[])))]);
+    assert!(!ports_only.is_full(), "a port leaving the switch");
+    let annotated = row(json!({"name": "neutron-net1", "ports": ["set", []],
+        "external_ids": ["map", [["neutron_bgpvpn:type", "l3"], ["neutron_bgpvpn:vni", "1001"]]]}));
+    let changes = live.apply_nb([(LogicalSwitch::TABLE, SW, Some(&annotated))]);
+    assert!(changes.is_full(), "the annotation changed");
+    assert_eq!(live.snapshot().bgpvpn_switches().len(), 1);
+}

@@ -287,14 +287,7 @@ fn measure(
 
     // 1. The main job, as an operator runs it.
     let cpu_before = raft.map(cluster_cpu_s).transpose()?;
-    let started = Instant::now();
-    let child = agent(binary, node, &config, &["plan", "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("spawning plan")?;
-    let out = wait_for_stdout(child)?;
-    let plan_wall = started.elapsed();
+    let (out, plan_wall) = timed_plan(binary, node, &config)?;
     let plan_server_cpu_s = match (raft, cpu_before) {
         (Some(c), Some(before)) => Some(cluster_cpu_s(c)? - before),
         _ => None,
@@ -428,14 +421,7 @@ fn resumed_plan(
         .len() as f64
         / 1e6;
     let cpu_before = cluster_cpu_s(cluster)?;
-    let started = Instant::now();
-    let child = agent(binary, node, config, &["plan", "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("spawning the resumed plan")?;
-    let out = wait_for_stdout(child)?;
-    let plan_wall = started.elapsed();
+    let (out, plan_wall) = timed_plan(binary, node, config)?;
     let server_cpu_s = cluster_cpu_s(cluster)? - cpu_before;
     let plan: Plan = serde_json::from_slice(&out).context("resumed plan --format json")?;
     if &ipv4_announcements(&plan, how) != expected {
@@ -652,6 +638,18 @@ fn micros_of(ts: &str) -> i64 {
 fn unix_micros(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// `plan --format json` from spawn to exit: its stdout and wall time.
+fn timed_plan(binary: &Path, node: &BenchNode, config: &Path) -> Result<(Vec<u8>, Duration)> {
+    let started = Instant::now();
+    let child = agent(binary, node, config, &["plan", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("spawning plan")?;
+    let out = wait_for_stdout(child)?;
+    Ok((out, started.elapsed()))
 }
 
 /// Waits for `child`, reading its stdout. Fails if it did not exit 0.
